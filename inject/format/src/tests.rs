@@ -1,0 +1,142 @@
+use super::*;
+
+fn sample_file(records: &[ApiRecord]) -> Vec<u8> {
+    let header = ProcessHeader {
+        pid: 1234,
+        ppid: 1,
+        command_line: vec!["./app".into(), "--x".into()],
+        hostname: "h".into(),
+        ..Default::default()
+    };
+    let mut file = encode_file_header(&header);
+    let names = encode_function_names([(0, "cuInit"), (1, "cuMemAlloc_v2")]);
+    file.extend_from_slice(&ChunkHeader::new(ChunkKind::FunctionNames, 0, 0, 0, &names).encode());
+    file.extend_from_slice(&names);
+    let mut payload = Vec::new();
+    for r in records {
+        r.write_to(&mut payload);
+    }
+    file.extend_from_slice(&ChunkHeader::new(ChunkKind::ApiRecords, 99, 0, 3, &payload).encode());
+    file.extend_from_slice(&payload);
+    file
+}
+
+fn recs() -> Vec<ApiRecord> {
+    (0..3)
+        .map(|i| ApiRecord {
+            function: i % 2,
+            result: i,
+            start_ns: 100 * i as u64,
+            end_ns: 100 * i as u64 + 7,
+            correlation: i as u64 + 1,
+        })
+        .collect()
+}
+
+#[test]
+fn crc32_known_value() {
+    assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+}
+
+#[test]
+fn round_trip() {
+    let file = sample_file(&recs());
+    let mut r = TraceReader::new(&file[..]).unwrap();
+    assert_eq!(r.header().pid, 1234);
+    assert_eq!(r.header().command_line, vec!["./app", "--x"]);
+    let names = r.next_chunk().unwrap().unwrap();
+    assert_eq!(names.header.kind, ChunkKind::FunctionNames);
+    assert_eq!(
+        names.function_names().unwrap(),
+        vec![
+            FunctionName {
+                id: 0,
+                name: "cuInit".into()
+            },
+            FunctionName {
+                id: 1,
+                name: "cuMemAlloc_v2".into()
+            }
+        ]
+    );
+    let c = r.next_chunk().unwrap().unwrap();
+    assert_eq!(c.header.dropped, 3);
+    assert_eq!(c.api_records().unwrap(), recs());
+    assert!(r.next_chunk().unwrap().is_none());
+    assert_eq!(r.offset(), file.len() as u64);
+}
+
+#[test]
+fn truncated_chunk_reports_its_offset() {
+    let file = sample_file(&recs());
+    let cut = file.len() - 5;
+    let mut r = TraceReader::new(&file[..cut]).unwrap();
+    let names = r.next_chunk().unwrap().unwrap();
+    let next_at = names.offset + (CHUNK_HEADER_LEN + names.payload.len()) as u64;
+    match r.next_chunk() {
+        Err(ReadError::Truncated { offset, what }) => {
+            assert_eq!(offset, next_at);
+            assert_eq!(what, "chunk");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(r.next_chunk().unwrap().is_none());
+}
+
+#[test]
+fn corrupt_payload_fails_checksum() {
+    let mut file = sample_file(&recs());
+    let n = file.len();
+    file[n - 1] ^= 0xff;
+    let mut r = TraceReader::new(&file[..]).unwrap();
+    r.next_chunk().unwrap().unwrap();
+    assert!(matches!(r.next_chunk(), Err(ReadError::Corrupt { .. })));
+}
+
+#[test]
+fn newer_major_is_refused_and_not_a_trace_detected() {
+    let mut file = sample_file(&[]);
+    file[8..10].copy_from_slice(&(FORMAT_MAJOR + 1).to_le_bytes());
+    let e = TraceReader::new(&file[..]).err().unwrap();
+    assert!(matches!(e, ReadError::NewerFormat { major, .. } if major == FORMAT_MAJOR + 1));
+    assert!(e.to_string().contains("newer than this rtrace reads"));
+    assert!(matches!(
+        TraceReader::new(&b"hello world, not a trace"[..]),
+        Err(ReadError::NotATrace)
+    ));
+    assert!(matches!(
+        TraceReader::new(&MAGIC[..5]),
+        Err(ReadError::Truncated { offset: 0, .. })
+    ));
+}
+
+#[test]
+fn unknown_kinds_are_carried() {
+    let mut file = sample_file(&[]);
+    file.extend_from_slice(&ChunkHeader::new(ChunkKind::Unknown(77), 0, 0, 0, b"xyz").encode());
+    file.extend_from_slice(b"xyz");
+    let mut r = TraceReader::new(&file[..]).unwrap();
+    let kinds: Vec<_> = std::iter::from_fn(|| r.next_chunk().unwrap())
+        .map(|c| c.header.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            ChunkKind::FunctionNames,
+            ChunkKind::ApiRecords,
+            ChunkKind::Unknown(77)
+        ]
+    );
+}
+
+#[test]
+fn serde_payloads_round_trip() {
+    let end = ProcessEnd {
+        reason: "exit".into(),
+        records: 5,
+        dropped: 1,
+        ..Default::default()
+    };
+    let p = encode_value(&end);
+    assert_eq!(decode_value::<ProcessEnd>(&p).unwrap(), end);
+}
