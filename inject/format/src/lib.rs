@@ -380,7 +380,7 @@ pub struct Chunk {
 impl Chunk {
     /// The API records of an [`ChunkKind::ApiRecords`] chunk.
     pub fn api_records(&self) -> Result<Vec<ApiRecord>, String> {
-        if self.payload.len() % ApiRecord::SIZE != 0 {
+        if !self.payload.len().is_multiple_of(ApiRecord::SIZE) {
             return Err(format!(
                 "API record chunk of {} bytes is not a multiple of {}",
                 self.payload.len(),

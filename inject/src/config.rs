@@ -1,0 +1,98 @@
+//! Settings read once from `RTRACE_*` environment variables at start-up.
+
+use std::ffi::OsString;
+
+/// Everything the environment can set; see `docs/configuration.md`.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Output path pattern: `%p` → pid, `%h` → host name, `%%` → `%`.
+    pub output: OsString,
+    /// Ring capacity per thread, in records (a power of two).
+    pub buffer_records: usize,
+    /// Partly filled buffers are drained at least this often.
+    pub flush_ms: u64,
+    /// How often the worker looks at the buffers.
+    pub poll_ms: u64,
+    /// Record nothing.
+    pub disabled: bool,
+    /// Diagnostics on stderr.
+    pub debug: bool,
+    /// The real driver library.
+    pub cuda_library: OsString,
+}
+
+pub const DEFAULT_OUTPUT: &str = "rtrace-%p.bin";
+pub const DEFAULT_BUFFER_RECORDS: usize = 1 << 16;
+pub const DEFAULT_FLUSH_MS: u64 = 200;
+
+impl Config {
+    pub fn from_env() -> Config {
+        Self::from_lookup(|k| std::env::var_os(k))
+    }
+
+    /// Builds a config from a variable lookup (tests pass their own).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<OsString>) -> Config {
+        let num = |k: &str| -> Option<u64> { get(k)?.to_str()?.trim().parse().ok() };
+        let flag = |k: &str| get(k).is_some_and(|v| !v.is_empty() && v != "0");
+        let buffer_records = num("RTRACE_BUFFER_RECORDS")
+            .map(|n| (n as usize).clamp(64, 1 << 24).next_power_of_two())
+            .unwrap_or(DEFAULT_BUFFER_RECORDS);
+        let flush_ms = num("RTRACE_FLUSH_MS")
+            .unwrap_or(DEFAULT_FLUSH_MS)
+            .clamp(1, 1000);
+        Config {
+            output: get("RTRACE_OUTPUT")
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| DEFAULT_OUTPUT.into()),
+            buffer_records,
+            flush_ms,
+            poll_ms: flush_ms.min(5),
+            disabled: flag("RTRACE_DISABLE"),
+            debug: flag("RTRACE_DEBUG"),
+            cuda_library: get("RTRACE_CUDA_LIBRARY")
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| "libcuda.so.1".into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(vars: &[(&str, &str)]) -> Config {
+        let m: HashMap<String, OsString> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.into()))
+            .collect();
+        Config::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults() {
+        let c = cfg(&[]);
+        assert_eq!(c.output, "rtrace-%p.bin");
+        assert_eq!(c.buffer_records, 65536);
+        assert_eq!(c.flush_ms, 200);
+        assert_eq!(c.poll_ms, 5);
+        assert!(!c.disabled && !c.debug);
+        assert_eq!(c.cuda_library, "libcuda.so.1");
+    }
+
+    #[test]
+    fn values_are_clamped_and_rounded() {
+        let c = cfg(&[
+            ("RTRACE_BUFFER_RECORDS", "1000"),
+            ("RTRACE_FLUSH_MS", "5000"),
+            ("RTRACE_DISABLE", "1"),
+            ("RTRACE_DEBUG", "0"),
+        ]);
+        assert_eq!(c.buffer_records, 1024);
+        assert_eq!(c.flush_ms, 1000);
+        assert!(c.disabled && !c.debug);
+        assert_eq!(cfg(&[("RTRACE_BUFFER_RECORDS", "3")]).buffer_records, 64);
+        assert_eq!(cfg(&[("RTRACE_FLUSH_MS", "junk")]).flush_ms, 200);
+        assert_eq!(cfg(&[("RTRACE_FLUSH_MS", "2")]).poll_ms, 2);
+    }
+}

@@ -1,0 +1,98 @@
+//! The real driver: its handle, its functions by id, and the reverse map from a
+//! real function's address to the id of the wrapper that stands for it.
+
+use crate::hook::internal;
+use crate::{generated, interpose, lifecycle};
+use std::ffi::{c_void, CString};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::OnceLock;
+
+static HANDLE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The driver library's handle; with `load`, opens it if the process has not.
+pub fn handle(load: bool) -> *mut c_void {
+    let h = HANDLE.load(Ordering::Acquire);
+    if !h.is_null() {
+        return h;
+    }
+    let Ok(name) = CString::new(lifecycle::config().cuda_library.as_bytes()) else {
+        return std::ptr::null_mut();
+    };
+    let mut flags = libc::RTLD_LAZY | libc::RTLD_LOCAL | libc::RTLD_NOLOAD;
+    // SAFETY: dlopen with a valid C string.
+    let mut h = internal(|| unsafe { libc::dlopen(name.as_ptr(), flags) });
+    if h.is_null() && load {
+        flags &= !libc::RTLD_NOLOAD;
+        // SAFETY: as above.
+        h = internal(|| unsafe { libc::dlopen(name.as_ptr(), flags) });
+    }
+    if !h.is_null() {
+        HANDLE.store(h, Ordering::Release);
+    }
+    h
+}
+
+/// The driver's own function named like wrapper `id` (null if absent).
+pub fn lookup(id: u32) -> *mut c_void {
+    let Some(name) = generated::FUNCTION_NAMES.get(id as usize) else {
+        return std::ptr::null_mut();
+    };
+    lookup_name(name, true)
+}
+
+fn lookup_name(name: &str, load: bool) -> *mut c_void {
+    let h = handle(load);
+    if h.is_null() {
+        return std::ptr::null_mut();
+    }
+    let Ok(c) = CString::new(name) else {
+        return std::ptr::null_mut();
+    };
+    internal(|| interpose::real_dlsym(h, c.as_ptr()))
+}
+
+/// Real function address → wrapper id, for every export the driver has; built
+/// once, when first needed (the driver is loaded by then).
+fn address_map() -> &'static [(usize, u32)] {
+    static MAP: OnceLock<Box<[(usize, u32)]>> = OnceLock::new();
+    MAP.get_or_init(|| {
+        let mut v: Vec<(usize, u32)> = (0..generated::FUNCTION_COUNT as u32)
+            .filter_map(|id| {
+                let p = crate::hook::real(id);
+                (!p.is_null()).then_some((p as usize, id))
+            })
+            .collect();
+        v.sort_unstable();
+        v.into_boxed_slice()
+    })
+}
+
+/// The wrapper id standing for real driver function `p`, if it is one.
+pub fn id_of_address(p: *mut c_void) -> Option<u32> {
+    if handle(false).is_null() {
+        return None;
+    }
+    let map = address_map();
+    map.binary_search_by_key(&(p as usize), |&(a, _)| a)
+        .ok()
+        .map(|i| map[i].1)
+}
+
+/// If `p` is the driver's export `name`, returns the wrapper to hand out instead.
+pub fn wrapper_for_export(name: &[u8], p: *mut c_void) -> Option<*mut c_void> {
+    let id = generated::function_id(name)?;
+    let wrapper = generated::wrapper_address(id as usize);
+    if p == wrapper {
+        return None;
+    }
+    let h = handle(false);
+    if h.is_null() {
+        return None;
+    }
+    let real = crate::hook::real(id);
+    if real != p {
+        return None;
+    }
+    Some(wrapper)
+}

@@ -1,0 +1,256 @@
+//! The hot path every generated wrapper runs: [`begin`] before the real
+//! function, [`end`] after it.
+//!
+//! After a thread's first record, a call costs two thread-local accesses, two
+//! clock reads and one ring push: no lock, no allocation, no system call.
+//! The first record of a thread registers its ring (and, for the first thread,
+//! opens the trace and starts the worker): that slow path may allocate and
+//! lock, saves and restores `errno`, and never unwinds into the caller.
+
+use crate::lifecycle::{self, State};
+use crate::ring::Ring;
+use crate::{clock, generated};
+use rtrace_format::ApiRecord;
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Returned by a wrapper whose real function the driver does not have
+/// (`CUDA_ERROR_NOT_FOUND`).
+pub const MISSING_RESULT: u32 = 500;
+
+/// Correlation ids are handed to threads in blocks of this many.
+const CORRELATION_BLOCK: u64 = 1024;
+static NEXT_CORRELATION_BLOCK: AtomicU64 = AtomicU64::new(1);
+
+/// What [`begin`] hands to [`end`] for one recorded call.
+#[derive(Clone, Copy, Debug)]
+pub struct CallToken {
+    function: u32,
+    start_ns: u64,
+    correlation: u64,
+}
+
+struct ThreadState {
+    /// This thread is inside rtrace or inside a recorded call: nested calls pass through.
+    busy: Cell<bool>,
+    /// Never record on this thread (the worker).
+    excluded: Cell<bool>,
+    /// The thread's ring (a leaked `Arc`, kept alive by the registry until closed).
+    ring: Cell<*const Ring>,
+    /// The process generation the ring belongs to (changes in a forked child).
+    generation: Cell<u64>,
+    next_correlation: Cell<u64>,
+    correlation_end: Cell<u64>,
+}
+
+thread_local! {
+    static TLS: ThreadState = const {
+        ThreadState {
+            busy: Cell::new(false),
+            excluded: Cell::new(false),
+            ring: Cell::new(std::ptr::null()),
+            generation: Cell::new(0),
+            next_correlation: Cell::new(0),
+            correlation_end: Cell::new(0),
+        }
+    };
+    /// Dropped when the thread exits: closes its ring so the worker drains and frees it.
+    static EXIT_GUARD: ExitGuard = const { ExitGuard { ring: Cell::new(std::ptr::null()) } };
+}
+
+struct ExitGuard {
+    ring: Cell<*const Ring>,
+}
+
+impl Drop for ExitGuard {
+    fn drop(&mut self) {
+        let ring = self.ring.replace(std::ptr::null());
+        if ring.is_null() {
+            return;
+        }
+        // SAFETY: the registry holds a strong reference until the ring is closed and drained.
+        unsafe { (*ring).close() };
+        let _ = TLS.try_with(|t| {
+            if t.ring.get() == ring {
+                t.ring.set(std::ptr::null());
+            }
+        });
+    }
+}
+
+/// Real driver functions, by function id; null until resolved.
+static REAL: [AtomicPtr<c_void>; generated::FUNCTION_COUNT] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; generated::FUNCTION_COUNT];
+
+/// The real driver function `id`, resolved from the driver on first use;
+/// null when the driver does not export it.
+#[inline(always)]
+pub fn real(id: u32) -> *mut c_void {
+    let Some(slot) = REAL.get(id as usize) else {
+        return std::ptr::null_mut();
+    };
+    let p = slot.load(Ordering::Acquire);
+    if !p.is_null() {
+        return p;
+    }
+    resolve_real(id)
+}
+
+#[cold]
+fn resolve_real(id: u32) -> *mut c_void {
+    let p = with_errno_saved(|| crate::driver::lookup(id)).unwrap_or(std::ptr::null_mut());
+    if !p.is_null() {
+        REAL[id as usize].store(p, Ordering::Release);
+    }
+    p
+}
+
+/// Records that the real function behind `id` is `p` (from cuGetProcAddress or dlsym).
+pub fn set_real(id: u32, p: *mut c_void) {
+    if let Some(slot) = REAL.get(id as usize) {
+        slot.store(p, Ordering::Release);
+    }
+}
+
+/// Starts recording a call of function `id`; `None` when this call is not recorded
+/// (tracing off, rtrace's own thread, or a call nested in another).
+#[inline(always)]
+pub fn begin(function: u32) -> Option<CallToken> {
+    if lifecycle::state() != State::Running {
+        return begin_not_running(function);
+    }
+    begin_running(function)
+}
+
+#[cold]
+fn begin_not_running(function: u32) -> Option<CallToken> {
+    if lifecycle::state() == State::Uninit {
+        lifecycle::init();
+        if lifecycle::state() == State::Running {
+            return begin_running(function);
+        }
+    }
+    None
+}
+
+#[inline(always)]
+fn begin_running(function: u32) -> Option<CallToken> {
+    TLS.try_with(|t| {
+        if t.busy.get() || t.excluded.get() {
+            return None;
+        }
+        if t.ring.get().is_null() || t.generation.get() != lifecycle::generation() {
+            t.busy.set(true);
+            let ok = with_errno_saved(|| register_thread(t)).unwrap_or(false);
+            t.busy.set(false);
+            if !ok {
+                return None;
+            }
+        }
+        let mut c = t.next_correlation.get();
+        if c == t.correlation_end.get() {
+            c = NEXT_CORRELATION_BLOCK.fetch_add(CORRELATION_BLOCK, Ordering::Relaxed);
+            t.correlation_end.set(c + CORRELATION_BLOCK);
+        }
+        t.next_correlation.set(c + 1);
+        t.busy.set(true);
+        Some(CallToken {
+            function,
+            start_ns: clock::now_ns(),
+            correlation: c,
+        })
+    })
+    .ok()
+    .flatten()
+}
+
+/// Finishes a call started by [`begin`]: stores its record in the thread's ring.
+#[inline(always)]
+pub fn end(token: Option<CallToken>, result: u32) {
+    let Some(tok) = token else {
+        return;
+    };
+    let end_ns = clock::now_ns();
+    let _ = TLS.try_with(|t| {
+        t.busy.set(false);
+        let ring = t.ring.get();
+        if ring.is_null() {
+            return;
+        }
+        // SAFETY: a non-null ring pointer stays valid until this thread's ExitGuard closes it.
+        let ring = unsafe { &*ring };
+        ring.push(ApiRecord {
+            function: tok.function,
+            result,
+            start_ns: tok.start_ns,
+            end_ns,
+            correlation: tok.correlation,
+        });
+    });
+}
+
+/// Runs `f` as rtrace's own code on this thread: driver calls and dlsym lookups it
+/// makes are neither recorded nor rerouted.
+pub fn internal<R>(f: impl FnOnce() -> R) -> R {
+    let prev = TLS.try_with(|t| t.busy.replace(true)).unwrap_or(true);
+    let r = f();
+    let _ = TLS.try_with(|t| t.busy.set(prev));
+    r
+}
+
+/// True while this thread runs rtrace's own code or a recorded call.
+pub fn in_rtrace() -> bool {
+    TLS.try_with(|t| t.busy.get() || t.excluded.get())
+        .unwrap_or(true)
+}
+
+/// Marks the calling thread as never traced (the worker).
+pub fn exclude_this_thread() {
+    let _ = TLS.try_with(|t| t.excluded.set(true));
+}
+
+/// Forgets the calling thread's ring without touching it (after fork, in the child).
+pub fn forget_this_thread() {
+    let _ = TLS.try_with(|t| t.ring.set(std::ptr::null()));
+    let _ = EXIT_GUARD.try_with(|g| g.ring.set(std::ptr::null()));
+}
+
+/// Slow path: gives the calling thread a ring registered with the process.
+fn register_thread(t: &ThreadState) -> bool {
+    let Some(process) = lifecycle::process() else {
+        return false;
+    };
+    let tid = lifecycle::gettid();
+    let ring = Arc::new(Ring::new(
+        lifecycle::config().buffer_records,
+        tid,
+        lifecycle::thread_name(),
+    ));
+    let ptr = Arc::as_ptr(&ring);
+    if !process.register(ring) {
+        return false;
+    }
+    t.ring.set(ptr);
+    t.generation.set(process.generation);
+    // Not fatal if the guard is already gone (thread teardown): the final flush drains it.
+    let _ = EXIT_GUARD.try_with(|g| g.ring.set(ptr));
+    true
+}
+
+/// Runs `f` with errno preserved, catching any panic.
+pub fn with_errno_saved<R>(f: impl FnOnce() -> R) -> Option<R> {
+    // SAFETY: __errno_location returns this thread's errno slot.
+    let errno = unsafe { *libc::__errno_location() };
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+    match r {
+        Ok(v) => Some(v),
+        Err(_) => {
+            lifecycle::disable("internal error (panic) in rtrace");
+            None
+        }
+    }
+}

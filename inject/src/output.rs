@@ -1,0 +1,302 @@
+//! The trace file: its path, its header and the buffered writer the consumer uses.
+
+use crate::lifecycle::{self, Process};
+use crate::ring::Ring;
+use crate::{clock, generated};
+use rtrace_format::{
+    encode_file_header, encode_function_names, ChunkHeader, ChunkKind, ClockAnchor, ProcessHeader,
+};
+use serde::Serialize;
+use std::ffi::{CString, OsStr, OsString};
+use std::io;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// Expands `%p` (pid), `%h` (host name) and `%%` in an output pattern.
+pub fn expand_pattern(pattern: &OsStr, pid: u32, host: &str) -> OsString {
+    let mut out = Vec::new();
+    let mut it = pattern.as_bytes().iter().peekable();
+    while let Some(&b) = it.next() {
+        if b == b'%' {
+            match it.peek() {
+                Some(b'p') => {
+                    out.extend_from_slice(pid.to_string().as_bytes());
+                    it.next();
+                    continue;
+                }
+                Some(b'h') => {
+                    out.extend_from_slice(host.as_bytes());
+                    it.next();
+                    continue;
+                }
+                Some(b'%') => {
+                    out.push(b'%');
+                    it.next();
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        out.push(b);
+    }
+    OsString::from_vec(out)
+}
+
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "unknown".into();
+    }
+    let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+fn read_trimmed(path: &str) -> String {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+fn command_line() -> Vec<String> {
+    std::fs::read("/proc/self/cmdline")
+        .unwrap_or_default()
+        .split(|&b| b == 0)
+        .filter(|s| !s.is_empty())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect()
+}
+
+/// Opens `path` for writing without following a symlink, mode 0600.
+pub fn open_trace(path: &OsStr) -> io::Result<i32> {
+    let c =
+        CString::new(path.as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `c` is a valid NUL-terminated path.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0o600 as libc::c_uint,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is open; an existing file keeps its mode otherwise.
+    unsafe { libc::fchmod(fd, 0o600) };
+    Ok(fd)
+}
+
+/// Writes all of `buf` to `fd`, retrying on EINTR and short writes.
+pub fn write_all(fd: i32, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        // SAFETY: writing from a valid slice.
+        let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        buf = &buf[n as usize..];
+    }
+    Ok(())
+}
+
+/// The consumer's side of the trace file: the descriptor and reusable buffers.
+pub struct Sink {
+    fd: i32,
+    /// Encoded chunks waiting to be written.
+    pending: Vec<u8>,
+    /// Scratch space for one chunk's payload.
+    pub payload: Vec<u8>,
+    /// Scratch list of the rings being drained.
+    pub scratch: Vec<Arc<Ring>>,
+    pub records: u64,
+    pub dropped: u64,
+    pub threads: u64,
+    /// A write failed: nothing more is written.
+    broken: bool,
+}
+
+/// Mirrors `rtrace_format::ProcessEnd` field by field with borrowed text, so the
+/// end record can be encoded without allocating (it may be written from a signal handler).
+#[derive(Serialize)]
+struct ProcessEndRef<'a> {
+    end: ClockAnchor,
+    reason: &'a str,
+    records: u64,
+    dropped: u64,
+    unwrapped_lookups: u64,
+    threads: u64,
+}
+
+/// Mirrors `rtrace_format::ThreadInfo` with borrowed text.
+#[derive(Serialize)]
+struct ThreadInfoRef<'a> {
+    tid: u64,
+    name: &'a str,
+}
+
+const FLUSH_AT: usize = 1 << 20;
+
+impl Sink {
+    /// Creates the trace file of `process` and writes its header and function table.
+    pub fn create(process: &Process) -> Result<Sink, String> {
+        let cfg = lifecycle::config();
+        let host = hostname();
+        let path = expand_pattern(&cfg.output, process.pid, &host);
+        let fd = open_trace(&path)
+            .map_err(|e| format!("cannot create {}: {e}", path.to_string_lossy()))?;
+        let header = ProcessHeader {
+            pid: process.pid,
+            // SAFETY: getppid has no preconditions.
+            ppid: unsafe { libc::getppid() } as u32,
+            forked_from: process.forked_from,
+            command_line: command_line(),
+            executable: std::fs::read_link("/proc/self/exe")
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            hostname: host,
+            boot_id: read_trimmed("/proc/sys/kernel/random/boot_id"),
+            writer_version: env!("CARGO_PKG_VERSION").into(),
+            start: clock::anchor(),
+            clock: "CLOCK_MONOTONIC".into(),
+        };
+        let mut sink = Sink {
+            fd,
+            pending: Vec::with_capacity(FLUSH_AT + (cfg.buffer_records * 32) + 4096),
+            payload: Vec::with_capacity(cfg.buffer_records * 32),
+            scratch: Vec::with_capacity(256),
+            records: 0,
+            dropped: 0,
+            threads: 0,
+            broken: false,
+        };
+        sink.pending.extend_from_slice(&encode_file_header(&header));
+        let names = encode_function_names(
+            generated::FUNCTION_NAMES
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (i as u32, *n)),
+        );
+        sink.chunk(ChunkKind::FunctionNames, 0, 0, 0, &names);
+        sink.flush()
+            .map_err(|e| format!("cannot write {}: {e}", path.to_string_lossy()))?;
+        crate::diag::log(&["writing ", &path.to_string_lossy()]);
+        Ok(sink)
+    }
+
+    /// Appends one chunk to the pending output.
+    pub fn chunk(&mut self, kind: ChunkKind, thread: u64, seq: u64, dropped: u64, payload: &[u8]) {
+        let h = ChunkHeader::new(kind, thread, seq, dropped, payload);
+        self.pending.extend_from_slice(&h.encode());
+        self.pending.extend_from_slice(payload);
+    }
+
+    /// Appends the chunk in `self.payload`.
+    pub fn payload_chunk(&mut self, kind: ChunkKind, thread: u64, seq: u64, dropped: u64) {
+        let h = ChunkHeader::new(kind, thread, seq, dropped, &self.payload);
+        self.pending.extend_from_slice(&h.encode());
+        self.pending.extend_from_slice(&self.payload);
+    }
+
+    /// Appends a thread's ThreadInfo chunk (no allocation).
+    pub fn thread_info(&mut self, tid: u64, name: &str) {
+        let mut buf = [0u8; 128];
+        let name = &name[..name.len().min(64)];
+        if let Ok(n) = bincode::serde::encode_into_slice(
+            ThreadInfoRef { tid, name },
+            &mut buf,
+            bincode::config::standard(),
+        ) {
+            self.chunk(ChunkKind::ThreadInfo, tid, 0, 0, &buf[..n]);
+        }
+        self.threads += 1;
+    }
+
+    pub fn should_flush(&self) -> bool {
+        self.pending.len() >= FLUSH_AT
+    }
+
+    /// Writes what is pending.
+    pub fn flush(&mut self) -> io::Result<()> {
+        if self.broken {
+            self.pending.clear();
+            return Err(io::Error::other("an earlier write failed"));
+        }
+        let r = write_all(self.fd, &self.pending);
+        self.pending.clear();
+        if r.is_err() {
+            self.broken = true;
+        }
+        r
+    }
+
+    /// Writes the end record and everything pending (no allocation).
+    pub fn write_end(&mut self, reason: &str) -> io::Result<()> {
+        let end = ProcessEndRef {
+            end: clock::anchor(),
+            reason,
+            records: self.records,
+            dropped: self.dropped,
+            unwrapped_lookups: lifecycle::UNWRAPPED_LOOKUPS.load(Ordering::Relaxed),
+            threads: self.threads,
+        };
+        let mut buf = [0u8; 512];
+        let n = bincode::serde::encode_into_slice(&end, &mut buf, bincode::config::standard())
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        self.chunk(ChunkKind::ProcessEnd, 0, 0, 0, &buf[..n]);
+        self.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_expand() {
+        assert_eq!(
+            expand_pattern(OsStr::new("t-%p-%h.bin"), 42, "box"),
+            OsString::from("t-42-box.bin")
+        );
+        assert_eq!(
+            expand_pattern(OsStr::new("%%p%x%"), 7, "h"),
+            OsString::from("%p%x%")
+        );
+    }
+
+    #[test]
+    fn end_record_decodes_as_process_end() {
+        let end = ProcessEndRef {
+            end: ClockAnchor {
+                monotonic_ns: 5,
+                realtime_ns: 6,
+            },
+            reason: "signal 15",
+            records: 10,
+            dropped: 2,
+            unwrapped_lookups: 1,
+            threads: 3,
+        };
+        let mut buf = [0u8; 512];
+        let n =
+            bincode::serde::encode_into_slice(&end, &mut buf, bincode::config::standard()).unwrap();
+        let back: rtrace_format::ProcessEnd = rtrace_format::decode_value(&buf[..n]).unwrap();
+        assert_eq!(back.reason, "signal 15");
+        assert_eq!(
+            (
+                back.records,
+                back.dropped,
+                back.unwrapped_lookups,
+                back.threads
+            ),
+            (10, 2, 1, 3)
+        );
+        assert_eq!(back.end.realtime_ns, 6);
+    }
+}

@@ -1,0 +1,190 @@
+//! A single-producer single-consumer ring of API records: one per traced thread.
+//!
+//! The owning thread pushes with two atomic loads and one store; when the ring
+//! is full it counts the loss and returns (it never blocks). The consumer (the
+//! worker, or the thread doing the final flush under the consumer lock) copies
+//! records out and advances `tail`.
+
+use rtrace_format::ApiRecord;
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+pub struct Ring {
+    /// Next slot the producer writes (only the producer stores it).
+    head: AtomicU64,
+    /// Next slot the consumer reads (only the consumer stores it).
+    tail: AtomicU64,
+    /// Records lost since the consumer last took the count.
+    dropped: AtomicU64,
+    /// Set when the owning thread has exited: drain, then free.
+    closed: AtomicBool,
+    /// OS thread id of the producer.
+    pub tid: u64,
+    /// The producer's thread name, sent with its first chunk.
+    pub name: String,
+    /// Chunks written for this ring so far (consumer only).
+    pub seq: AtomicU64,
+    /// Whether its ThreadInfo chunk was written (consumer only).
+    pub announced: AtomicBool,
+    mask: u64,
+    slots: Box<[UnsafeCell<ApiRecord>]>,
+}
+
+// SAFETY: slots are written only by the single producer before it publishes
+// them with a release store of `head`, and read only by the single consumer
+// after an acquire load of `head`; a slot is not rewritten until the consumer
+// has released it by a release store of `tail`, which the producer reads with
+// acquire ordering.
+unsafe impl Sync for Ring {}
+// SAFETY: see `Sync`; the ring owns its slots.
+unsafe impl Send for Ring {}
+
+impl Ring {
+    /// A ring of `capacity` records (rounded up to a power of two).
+    pub fn new(capacity: usize, tid: u64, name: String) -> Ring {
+        let cap = capacity.max(2).next_power_of_two();
+        let slots = (0..cap)
+            .map(|_| UnsafeCell::new(ApiRecord::default()))
+            .collect();
+        Ring {
+            head: AtomicU64::new(0),
+            tail: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
+            tid,
+            name,
+            seq: AtomicU64::new(0),
+            announced: AtomicBool::new(false),
+            mask: cap as u64 - 1,
+            slots,
+        }
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Appends `rec`; returns false (and counts a loss) when full.
+    /// Producer only.
+    #[inline(always)]
+    pub fn push(&self, rec: ApiRecord) -> bool {
+        let h = self.head.load(Ordering::Relaxed);
+        let t = self.tail.load(Ordering::Acquire);
+        if h.wrapping_sub(t) > self.mask {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        let slot = &self.slots[(h & self.mask) as usize];
+        // SAFETY: slot `h` is not visible to the consumer until `head` passes it,
+        // and the consumer has released it (tail > h - capacity).
+        unsafe { *slot.get() = rec };
+        self.head.store(h.wrapping_add(1), Ordering::Release);
+        true
+    }
+
+    /// Records waiting to be drained.
+    pub fn len(&self) -> usize {
+        let h = self.head.load(Ordering::Acquire);
+        h.wrapping_sub(self.tail.load(Ordering::Relaxed)) as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends every waiting record, encoded, to `out` and frees their slots;
+    /// returns how many. Consumer only.
+    pub fn drain_into(&self, out: &mut Vec<u8>) -> usize {
+        let h = self.head.load(Ordering::Acquire);
+        let t = self.tail.load(Ordering::Relaxed);
+        let n = h.wrapping_sub(t);
+        for i in 0..n {
+            let slot = &self.slots[(t.wrapping_add(i) & self.mask) as usize];
+            // SAFETY: slots t..h were published by the producer's release store of head.
+            let rec = unsafe { *slot.get() };
+            out.extend_from_slice(&rec.to_bytes());
+        }
+        self.tail.store(h, Ordering::Release);
+        n as usize
+    }
+
+    /// Takes the count of records lost since the last call.
+    pub fn take_dropped(&self) -> u64 {
+        self.dropped.swap(0, Ordering::Relaxed)
+    }
+
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(i: u64) -> ApiRecord {
+        ApiRecord {
+            function: i as u32,
+            result: 0,
+            start_ns: i,
+            end_ns: i + 1,
+            correlation: i,
+        }
+    }
+
+    #[test]
+    fn full_ring_counts_losses_and_drains_in_order() {
+        let r = Ring::new(4, 1, String::new());
+        assert_eq!(r.capacity(), 4);
+        for i in 0..6 {
+            assert_eq!(r.push(rec(i)), i < 4);
+        }
+        assert_eq!(r.len(), 4);
+        assert_eq!(r.take_dropped(), 2);
+        assert_eq!(r.take_dropped(), 0);
+        let mut out = Vec::new();
+        assert_eq!(r.drain_into(&mut out), 4);
+        let got: Vec<u32> = out
+            .chunks_exact(ApiRecord::SIZE)
+            .map(|b| ApiRecord::from_bytes(b.try_into().unwrap()).function)
+            .collect();
+        assert_eq!(got, vec![0, 1, 2, 3]);
+        assert!(r.push(rec(9)));
+        out.clear();
+        assert_eq!(r.drain_into(&mut out), 1);
+        assert_eq!(ApiRecord::from_bytes(out[..32].try_into().unwrap()), rec(9));
+    }
+
+    #[test]
+    fn concurrent_producer_and_consumer_lose_nothing_but_counted() {
+        let r = std::sync::Arc::new(Ring::new(1024, 1, String::new()));
+        let p = r.clone();
+        let total = 200_000u64;
+        let prod = std::thread::spawn(move || {
+            for i in 0..total {
+                p.push(rec(i));
+            }
+        });
+        let mut seen = Vec::new();
+        let mut out = Vec::new();
+        loop {
+            out.clear();
+            r.drain_into(&mut out);
+            seen.extend(
+                out.chunks_exact(32)
+                    .map(|b| ApiRecord::from_bytes(b.try_into().unwrap()).start_ns),
+            );
+            if prod.is_finished() && r.is_empty() {
+                break;
+            }
+        }
+        prod.join().unwrap();
+        let dropped = r.take_dropped();
+        assert_eq!(seen.len() as u64 + dropped, total);
+        assert!(seen.windows(2).all(|w| w[0] < w[1]));
+    }
+}

@@ -1,0 +1,112 @@
+//! The worker: a named thread, started with every signal blocked and never
+//! traced, that drains the per-thread rings into the trace file in batches.
+
+use crate::lifecycle::{self, Process, State};
+use crate::output::Sink;
+use crate::{clock, diag, hook};
+use rtrace_format::ChunkKind;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// How much of a ring is drained on a pass.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Drain {
+    /// Rings at least a quarter full, and closed ones.
+    Busy,
+    /// Every ring with anything in it (the flush period elapsed).
+    Periodic,
+    /// Everything, for the end of the trace.
+    Final,
+}
+
+/// Starts the worker for `process` with all signals blocked.
+pub fn spawn(process: &'static Process) -> std::io::Result<std::thread::Thread> {
+    // SAFETY: plain signal-mask manipulation on the calling thread, restored below.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+    }
+    let r = std::thread::Builder::new()
+        .name("rtrace-worker".into())
+        .stack_size(256 << 10)
+        .spawn(move || {
+            hook::exclude_this_thread();
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(process))).is_err() {
+                lifecycle::disable("internal error (panic) in the worker");
+            }
+        });
+    // SAFETY: restores the mask saved above.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+    }
+    r.map(|h| h.thread().clone())
+}
+
+fn run(process: &'static Process) {
+    let cfg = lifecycle::config();
+    let poll = Duration::from_millis(cfg.poll_ms);
+    let period_ns = cfg.flush_ms * 1_000_000;
+    let mut last_periodic = clock::now_ns();
+    loop {
+        std::thread::park_timeout(poll);
+        if process.stop.load(Ordering::Acquire) || lifecycle::state() != State::Running {
+            return;
+        }
+        let now = clock::now_ns();
+        let mode = if now - last_periodic >= period_ns {
+            last_periodic = now;
+            Drain::Periodic
+        } else {
+            Drain::Busy
+        };
+        let ok = process.with_consumer(Duration::from_millis(50), |sink| {
+            drain(process, sink, mode);
+            sink.flush()
+        });
+        if let Some(Err(e)) = ok {
+            lifecycle::disable(&format!("writing the trace failed: {e}"));
+            return;
+        }
+        process.forget_finished_rings();
+    }
+}
+
+/// Moves records from the rings into `sink`'s pending output. Consumer only.
+pub fn drain(process: &Process, sink: &mut Sink, mode: Drain) {
+    let mut rings = std::mem::take(&mut sink.scratch);
+    if !process.snapshot_rings(&mut rings, mode != Drain::Final) {
+        diag::log(&["could not list the buffers: another thread holds the list"]);
+    }
+    for ring in rings.iter() {
+        if !ring.announced.swap(true, Ordering::Relaxed) {
+            sink.thread_info(ring.tid, &ring.name);
+        }
+        let waiting = ring.len();
+        let due = match mode {
+            Drain::Busy => waiting >= ring.capacity() / 4 || ring.is_closed(),
+            Drain::Periodic | Drain::Final => true,
+        };
+        if !due {
+            continue;
+        }
+        sink.payload.clear();
+        let n = ring.drain_into(&mut sink.payload);
+        let dropped = ring.take_dropped();
+        if n == 0 && dropped == 0 {
+            continue;
+        }
+        let seq = ring.seq.fetch_add(1, Ordering::Relaxed);
+        sink.payload_chunk(ChunkKind::ApiRecords, ring.tid, seq, dropped);
+        sink.records += n as u64;
+        sink.dropped += dropped;
+        if sink.should_flush() && mode != Drain::Final {
+            if let Err(e) = sink.flush() {
+                diag::log(&["write failed: ", &e.to_string()]);
+            }
+        }
+    }
+    rings.clear();
+    sink.scratch = rings;
+}

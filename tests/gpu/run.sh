@@ -1,0 +1,481 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh — rtrace's proof on a real GPU.
+#
+# Run from anywhere (it changes to the repository root) on the GPU machine,
+# with target/release/librtrace.so and target/release/rtrace built elsewhere
+# and carried along.  Needs: nvidia driver, CUDA 13 toolkit (nvcc, CUPTI),
+# gcc, python3 with PyTorch.  No network, no Rust.
+#
+# For each program (driver_api, vector_add with shared and with static cudart,
+# a PyTorch training step) it runs the program untraced, then under
+# librtrace.so and the CUPTI reference counter (tests/gpu/cupti_counter.so)
+# at once, then under librtrace.so alone, and checks: same stdout and exit
+# status as untraced, trace files written, `rtrace report` works, and
+# rtrace's per-function call counts equal CUPTI's (tests/gpu/compare.py).
+# `rtrace record` is exercised on one program, and for exit-status passing.
+#
+# Every step is a named check; the script never stops at a failure.  The last
+# line is "N passed, N failed"; the exit status is 0 iff none failed.
+#
+# Files under $OUT (default ./gpu-out), few on purpose:
+#   log.txt               everything this script printed
+#   libcuda-exports.txt   nm -D --defined-only of libcuda.so.1, cu* symbols
+#   report-<label>.txt    `rtrace report` table of the rtrace-alone run
+#   all.tgz               the work directory: traces, JSON reports, CUPTI counts,
+#                         program outputs, comparisons, build logs
+# Variables: OUT; RTRACE_GPU_BUDGET_S (default 390: steps that would start
+# later are skipped and counted as failed); RTRACE_GPU_DEBUG (default 1:
+# RTRACE_DEBUG=1 in traced runs, its stderr kept in all.tgz); CUDA_HOME
+# (default /usr/local/cuda-13.0); LIBCUDA (default: found).
+
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+ROOT=$PWD
+OUT=${OUT:-$ROOT/gpu-out}
+mkdir -p "$OUT" || exit 2
+OUT=$(cd "$OUT" && pwd)
+LOG=$OUT/log.txt
+WORK=$(mktemp -d /tmp/rtrace-gpu.XXXXXX) || exit 2
+BIN=$WORK/bin
+mkdir -p "$BIN"
+BUDGET=${RTRACE_GPU_BUDGET_S:-390}
+GPU_DEBUG=${RTRACE_GPU_DEBUG:-1}
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda-13.0}
+LIBRTRACE=$ROOT/target/release/librtrace.so
+RTRACE=$ROOT/target/release/rtrace
+
+# Nothing of a caller's tracing set-up may leak into the runs.
+unset LD_PRELOAD CUDA_INJECTION64_PATH CUPTI_COUNT_OUTPUT RTRACE_OUTPUT RTRACE_DISABLE \
+    RTRACE_DEBUG RTRACE_CUDA_LIBRARY RTRACE_SIMULATED NVTX_INJECTION64_PATH
+
+PASS=0
+FAIL=0
+RESULTS=()
+
+log() { printf '[%4ds] %s\n' "$SECONDS" "$*"; }
+section() { printf '\n[%4ds] ==== %s ====\n' "$SECONDS" "$*"; }
+pass() {
+    PASS=$((PASS + 1))
+    RESULTS+=("PASS $1${2:+  ($2)}")
+    log "PASS $1${2:+  ($2)}"
+}
+fail() {
+    FAIL=$((FAIL + 1))
+    RESULTS+=("FAIL $1${2:+  ($2)}")
+    log "FAIL $1${2:+  ($2)}"
+}
+# check NAME DETAIL CMD...: runs CMD, passes iff it exits 0.
+check() {
+    local name=$1 detail=$2
+    shift 2
+    if "$@"; then pass "$name" "$detail"; else fail "$name" "$detail"; fi
+}
+time_left() { echo $((BUDGET - SECONDS)); }
+# bounded N CMD...: CMD under a timeout of N seconds, or less if the budget is nearly spent.
+bounded() {
+    local n=$1 left
+    shift
+    left=$(time_left)
+    [ "$left" -lt "$n" ] && n=$left
+    [ "$n" -lt 15 ] && n=15
+    timeout -k 5 "$n" "$@"
+}
+# indent FILE [N]: the last N (default 20) lines of FILE, indented.
+tail_of() { [ -s "$1" ] && tail -n "${2:-20}" "$1" | sed 's/^/      | /'; }
+
+# ---------------------------------------------------------------------------
+step_environment() {
+    section "environment"
+    log "repo root: $ROOT; OUT=$OUT; work dir: $WORK; budget ${BUDGET}s"
+    uname -a
+    (ldd --version 2>&1 | head -n 1) || true
+    if bounded 30 nvidia-smi -L; then
+        pass env.nvidia-smi "$(bounded 30 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader 2>/dev/null | head -n 1)"
+    else
+        fail env.nvidia-smi "nvidia-smi -L failed"
+    fi
+    NVCC=$CUDA_HOME/bin/nvcc
+    [ -x "$NVCC" ] || NVCC=$(command -v nvcc || echo nvcc)
+    bounded 30 "$NVCC" --version || log "nvcc --version failed ($NVCC)"
+    bounded 60 python3 -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1 | tail -n 1
+
+    # The real driver.
+    LIBCUDA=${LIBCUDA:-}
+    if [ -z "$LIBCUDA" ]; then
+        for c in /usr/local/nvidia/lib64/libcuda.so.1 /usr/lib/x86_64-linux-gnu/libcuda.so.1 /usr/lib64/libcuda.so.1; do
+            [ -e "$c" ] && { LIBCUDA=$c; break; }
+        done
+    fi
+    if [ -z "$LIBCUDA" ]; then
+        LIBCUDA=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 .*x86-64/ {print $NF; exit}')
+    fi
+    log "libcuda: ${LIBCUDA:-not found} -> $(readlink -f "${LIBCUDA:-/nonexistent}" 2>/dev/null)"
+    if [ -n "$LIBCUDA" ] && nm -D --defined-only "$LIBCUDA" | awk '$3 ~ /^cu/' >"$OUT/libcuda-exports.txt" &&
+        [ -s "$OUT/libcuda-exports.txt" ]; then
+        local total text ptx
+        total=$(wc -l <"$OUT/libcuda-exports.txt")
+        text=$(awk '$2=="T"' "$OUT/libcuda-exports.txt" | wc -l)
+        ptx=$(awk '$2=="T" && $3 ~ /_(ptds|ptsz)$/' "$OUT/libcuda-exports.txt" | wc -l)
+        pass env.libcuda-exports "$total cu* symbols, $text functions (T), $ptx _ptds/_ptsz"
+    else
+        fail env.libcuda-exports "could not list the exports of '${LIBCUDA:-}'"
+    fi
+
+    # The artifacts under test.
+    if [ -f "$LIBRTRACE" ] && [ -x "$RTRACE" ]; then
+        ls -l "$LIBRTRACE" "$RTRACE"
+        local missing
+        missing=$( (ldd "$LIBRTRACE"; ldd "$RTRACE") 2>&1 | grep -c 'not found')
+        if [ "$missing" = 0 ]; then
+            pass env.artifacts "librtrace.so and rtrace present, libraries resolve"
+        else
+            (ldd "$LIBRTRACE"; ldd "$RTRACE") 2>&1 | grep 'not found'
+            fail env.artifacts "unresolved libraries"
+        fi
+    else
+        fail env.artifacts "missing $LIBRTRACE or $RTRACE"
+    fi
+}
+
+# ---------------------------------------------------------------------------
+step_coverage() {
+    section "coverage of the driver's exports"
+    local f=$WORK/check-coverage.txt
+    if [ ! -f tools/check-coverage.py ]; then
+        fail coverage "tools/check-coverage.py is missing"
+        return
+    fi
+    bounded 120 python3 tools/check-coverage.py --wrapped "$LIBRTRACE" --driver "${LIBCUDA:-}" \
+        --allow-missing >"$f" 2>&1
+    local rc=$?
+    tail_of "$f" 40
+    # The count of exports that are not wrapped, however the tool words it.
+    local n
+    n=$(python3 - "$f" <<'EOF'
+import re, sys
+text = open(sys.argv[1], errors="replace").read()
+pats = [r"(\d+)\s+(?:\w+\s+){0,3}not\s+wrapped", r"not\s+wrapped\W{0,3}(\d+)",
+        r"(\d+)\s+(?:\w+\s+){0,2}missing", r"missing\W{0,3}(\d+)", r"unwrapped\s*[:=]?\s*(\d+)",
+        r"(\d+)\s+unwrapped"]
+for p in pats:
+    m = re.search(p, text, re.I)
+    if m:
+        print(m.group(1)); break
+else:
+    print("?")
+EOF
+)
+    if [ "$n" = 0 ]; then
+        pass coverage "0 exports not wrapped (tool rc=$rc)"
+    else
+        fail coverage "not wrapped: $n (tool rc=$rc; see check-coverage.txt in all.tgz)"
+    fi
+}
+
+# ---------------------------------------------------------------------------
+step_build() {
+    section "build"
+    # CUPTI: headers and library, wherever this toolkit keeps them.
+    CUPTI_INC=
+    for d in "$CUDA_HOME/targets/x86_64-linux/include" "$CUDA_HOME/extras/CUPTI/include" "$CUDA_HOME/include"; do
+        [ -f "$d/cupti.h" ] && { CUPTI_INC=$d; break; }
+    done
+    CUPTI_LIB=
+    for d in "$CUDA_HOME/targets/x86_64-linux/lib" "$CUDA_HOME/extras/CUPTI/lib64" "$CUDA_HOME/lib64"; do
+        [ -e "$d/libcupti.so.13" ] || [ -e "$d/libcupti.so" ] && { CUPTI_LIB=$d; break; }
+    done
+    CUDA_INC=$CUDA_HOME/include
+    [ -f "$CUDA_INC/cuda.h" ] || CUDA_INC=$CUDA_HOME/targets/x86_64-linux/include
+    log "CUPTI include: ${CUPTI_INC:-not found}; CUPTI lib: ${CUPTI_LIB:-not found}; cuda.h in $CUDA_INC"
+
+    local cupti_link=-lcupti
+    [ -n "$CUPTI_LIB" ] && [ ! -e "$CUPTI_LIB/libcupti.so" ] && cupti_link=-l:libcupti.so.13
+    check build.cupti_counter "gcc -shared, $cupti_link" \
+        bounded 60 gcc -shared -fPIC -O2 -Wall -o "$BIN/cupti_counter.so" tests/gpu/cupti_counter.c \
+        -I"${CUPTI_INC:-$CUDA_INC}" -I"$CUDA_INC" -L"${CUPTI_LIB:-$CUDA_HOME/lib64}" "$cupti_link" \
+        -Wl,-rpath,"${CUPTI_LIB:-$CUDA_HOME/lib64}"
+    [ -f "$BIN/cupti_counter.so" ] && nm -D --defined-only "$BIN/cupti_counter.so" | grep -w InitializeInjection
+
+    # sm_90 machine code for the H100/H200, and compute_75 PTX for any other GPU.
+    local arch=(-gencode "arch=compute_90,code=sm_90" -gencode "arch=compute_75,code=compute_75")
+    check build.vector_add_shared "nvcc -cudart shared" \
+        bounded 120 "$NVCC" -O2 "${arch[@]}" -cudart shared -Xlinker -rpath -Xlinker "$CUDA_HOME/lib64" \
+        -o "$BIN/vector_add" samples/vector_add.cu
+    [ -f "$BIN/vector_add" ] && (ldd "$BIN/vector_add" | grep -E 'cudart|cuda\.so') || true
+    check build.vector_add_static "nvcc, static cudart" \
+        bounded 120 "$NVCC" -O2 "${arch[@]}" -o "$BIN/vector_add_static" samples/vector_add.cu
+
+    local cuda_link=(-L"$CUDA_HOME/lib64/stubs" -lcuda)
+    if [ ! -e "$CUDA_HOME/lib64/stubs/libcuda.so" ]; then
+        cuda_link=(-L"$(dirname "${LIBCUDA:-/usr/local/nvidia/lib64/libcuda.so.1}")" -l:libcuda.so.1)
+    fi
+    check build.driver_api "gcc ${cuda_link[*]}" \
+        bounded 60 gcc -O2 -Wall -I"$CUDA_INC" -o "$BIN/driver_api" samples/driver_api.c "${cuda_link[@]}" -lm
+    [ -f "$BIN/driver_api" ] && (ldd "$BIN/driver_api" | grep -E 'cuda') || true
+}
+
+# ---------------------------------------------------------------------------
+# run_mode LABEL MODE TIMEOUT [NAME=VALUE...] -- CMD...: runs CMD with those
+# variables, stdout/stderr/status to $WORK/LABEL-MODE.{out,err,rc}.
+run_mode() {
+    local label=$1 mode=$2 tmo=$3
+    shift 3
+    local envs=()
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+        envs+=("$1")
+        shift
+    done
+    shift
+    local left
+    left=$(time_left)
+    [ "$tmo" -gt "$left" ] && tmo=$left
+    if [ "$tmo" -lt 10 ]; then
+        log "  skip $label/$mode: time budget spent"
+        echo skipped >"$WORK/$label-$mode.rc"
+        return 125
+    fi
+    local t0=$SECONDS
+    timeout -k 5 "$tmo" env "${envs[@]}" "$@" >"$WORK/$label-$mode.out" 2>"$WORK/$label-$mode.err" </dev/null
+    local rc=$?
+    echo "$rc" >"$WORK/$label-$mode.rc"
+    log "  ran $label/$mode: exit $rc in $((SECONDS - t0)) s${envs[*]:+ with ${envs[*]}}"
+    [ "$rc" = 124 ] || [ "$rc" = 137 ] && log "  $label/$mode: TIMED OUT after ${tmo}s"
+    return "$rc"
+}
+
+# same_as_untraced LABEL MODE: stdout and exit status equal to the untraced run's.
+same_as_untraced() {
+    local label=$1 mode=$2
+    local rc0 rc1
+    rc0=$(cat "$WORK/$label-untraced.rc" 2>/dev/null)
+    rc1=$(cat "$WORK/$label-$mode.rc" 2>/dev/null)
+    if [ "$rc0" = "$rc1" ] && cmp -s "$WORK/$label-untraced.out" "$WORK/$label-$mode.out"; then
+        pass "$label.$mode.same-output" "exit $rc1, $(wc -l <"$WORK/$label-$mode.out") stdout lines"
+    else
+        fail "$label.$mode.same-output" "exit $rc1 vs untraced $rc0"
+        diff "$WORK/$label-untraced.out" "$WORK/$label-$mode.out" | head -n 20 | sed 's/^/      diff| /'
+        log "    stderr of $label/$mode:"
+        tail_of "$WORK/$label-$mode.err" 25
+    fi
+}
+
+# traces_of GLOB...: the existing, non-empty files among the glob's matches.
+traces_of() {
+    local f
+    for f in "$@"; do [ -s "$f" ] && echo "$f"; done
+}
+
+# report_json LABEL MODE FILE...: rtrace report --format json → $WORK/LABEL-MODE.json; check.
+report_json() {
+    local label=$1 mode=$2
+    shift 2
+    local j=$WORK/$label-$mode.json
+    bounded 60 "$RTRACE" report --format json "$@" >"$j" 2>"$WORK/$label-$mode.report.err"
+    local rc=$?
+    local summary
+    summary=$(python3 - "$j" <<'EOF' 2>&1
+import json, sys
+text = open(sys.argv[1]).read()
+doc = json.loads(text[text.find("{"):])
+api = doc["api"]
+procs = doc.get("processes", [])
+dropped = sum(int(p.get("dropped") or 0) for p in procs)
+print(f"{len(procs)} processes, {len(api)} functions, {sum(int(r['calls']) for r in api)} calls, "
+      f"{sum(int(r.get('errors') or 0) for r in api)} errors, dropped {dropped}")
+sys.exit(0 if api else 1)
+EOF
+)
+    local ok=$?
+    if [ "$rc" = 0 ] && [ "$ok" = 0 ]; then
+        pass "$label.$mode.report" "$summary"
+        return 0
+    fi
+    fail "$label.$mode.report" "rtrace report rc=$rc; $summary"
+    tail_of "$WORK/$label-$mode.report.err" 10
+    return 1
+}
+
+# compare_cupti LABEL MODE CUPTI_PREFIX: compare.py on LABEL-MODE.json.
+compare_cupti() {
+    local label=$1 mode=$2 prefix=$3
+    local c=$WORK/compare-$label-$mode.txt
+    local extra=()
+    [ -n "${CUPTI_INC:-}" ] && [ -f "$CUPTI_INC/cupti_driver_cbid.h" ] && extra+=(--cbid-header "$CUPTI_INC/cupti_driver_cbid.h")
+    [ -s "$OUT/libcuda-exports.txt" ] && extra+=(--exports "$OUT/libcuda-exports.txt")
+    bounded 60 python3 tests/gpu/compare.py --label "$label.$mode" --rtrace-json "$WORK/$label-$mode.json" \
+        --cupti "$prefix" "${extra[@]}" >"$c" 2>&1
+    local rc=$?
+    sed 's/^/    /' "$c" | head -n 80
+    local verdict
+    verdict=$(tail -n 1 "$c")
+    if [ "$rc" = 0 ] && [[ "$verdict" == MATCH* ]]; then
+        pass "$label.$mode.cupti-match" "$verdict"
+    else
+        fail "$label.$mode.cupti-match" "$verdict"
+    fi
+}
+
+# rtrace_vs_rtrace LABEL: informational: which counts CUPTI's presence changed.
+rtrace_vs_rtrace() {
+    local label=$1
+    [ -s "$WORK/$label-both.json" ] && [ -s "$WORK/$label-rtrace.json" ] || return 0
+    python3 - "$WORK/$label-rtrace.json" "$WORK/$label-both.json" <<'EOF'
+import json, sys
+def load(p):
+    t = open(p).read(); d = json.loads(t[t.find("{"):])
+    out = {}
+    for r in d["api"]:
+        out[r["function"]] = out.get(r["function"], 0) + int(r["calls"])
+    return out
+a, b = load(sys.argv[1]), load(sys.argv[2])
+diff = [(n, a.get(n, 0), b.get(n, 0)) for n in sorted(set(a) | set(b)) if a.get(n, 0) != b.get(n, 0)]
+print(f"    info: rtrace alone vs rtrace+CUPTI: {len(diff)} functions with different counts")
+for n, x, y in diff[:25]:
+    print(f"      {n:<40} alone {x:>7}  with CUPTI {y:>7}")
+EOF
+}
+
+# one_program LABEL TIMEOUT CMD...
+one_program() {
+    local label=$1 tmo=$2
+    shift 2
+    section "program $label: $*"
+    if [ "$(time_left)" -lt 20 ]; then
+        fail "$label" "skipped: time budget spent"
+        return
+    fi
+    local dbg=()
+    [ "$GPU_DEBUG" = 1 ] && dbg=(RTRACE_DEBUG=1)
+
+    # 1. untraced
+    run_mode "$label" untraced "$tmo" -- "$@"
+    local rc0=$?
+    if [ "$rc0" = 0 ] && grep -q ': OK$' "$WORK/$label-untraced.out"; then
+        pass "$label.untraced" "$(grep ': OK$' "$WORK/$label-untraced.out")"
+    else
+        fail "$label.untraced" "exit $rc0; the program itself fails"
+        tail_of "$WORK/$label-untraced.err" 20
+    fi
+
+    # 2. rtrace and CUPTI together
+    run_mode "$label" both "$tmo" \
+        CUDA_INJECTION64_PATH="$BIN/cupti_counter.so" CUPTI_COUNT_OUTPUT="$WORK/cupti-$label-both" \
+        RTRACE_OUTPUT="$WORK/rtrace-$label-both-%p.bin" LD_PRELOAD="$LIBRTRACE" "${dbg[@]}" -- "$@"
+    same_as_untraced "$label" both
+    local files
+    mapfile -t files < <(traces_of "$WORK/rtrace-$label-both-"*.bin)
+    if [ "${#files[@]}" -gt 0 ]; then
+        pass "$label.both.trace" "${#files[@]} file(s), $(du -ch "${files[@]}" | tail -n 1 | cut -f1)"
+        report_json "$label" both "${files[@]}" && compare_cupti "$label" both "$WORK/cupti-$label-both"
+    else
+        fail "$label.both.trace" "no trace file $WORK/rtrace-$label-both-*.bin"
+        tail_of "$WORK/$label-both.err" 15
+    fi
+
+    # 3. rtrace alone
+    run_mode "$label" rtrace "$tmo" \
+        RTRACE_OUTPUT="$WORK/rtrace-$label-rtrace-%p.bin" LD_PRELOAD="$LIBRTRACE" "${dbg[@]}" -- "$@"
+    same_as_untraced "$label" rtrace
+    mapfile -t files < <(traces_of "$WORK/rtrace-$label-rtrace-"*.bin)
+    if [ "${#files[@]}" -gt 0 ]; then
+        pass "$label.rtrace.trace" "${#files[@]} file(s), $(du -ch "${files[@]}" | tail -n 1 | cut -f1)"
+        report_json "$label" rtrace "${files[@]}"
+        if bounded 60 "$RTRACE" report --format table "${files[@]}" >"$OUT/report-$label.txt" 2>"$WORK/$label-table.err" ||
+            bounded 60 "$RTRACE" report "${files[@]}" >"$OUT/report-$label.txt" 2>>"$WORK/$label-table.err"; then
+            pass "$label.rtrace.report-table" "$(wc -l <"$OUT/report-$label.txt") lines in report-$label.txt"
+        else
+            fail "$label.rtrace.report-table" "rtrace report (table) failed"
+            tail_of "$WORK/$label-table.err" 10
+        fi
+        rtrace_vs_rtrace "$label"
+    else
+        fail "$label.rtrace.trace" "no trace file $WORK/rtrace-$label-rtrace-*.bin"
+        tail_of "$WORK/$label-rtrace.err" 15
+    fi
+}
+
+# ---------------------------------------------------------------------------
+step_record() {
+    local label=$1 tmo=$2
+    shift 2
+    section "rtrace record: $label"
+    if [ "$(time_left)" -lt 20 ]; then
+        fail "$label.record" "skipped: time budget spent"
+        return
+    fi
+    # The same program through the CLI, with CUPTI alongside.
+    run_mode "$label" record "$tmo" \
+        CUDA_INJECTION64_PATH="$BIN/cupti_counter.so" CUPTI_COUNT_OUTPUT="$WORK/cupti-$label-record" \
+        -- "$RTRACE" record --output "$WORK/rtrace-$label-record-%p.bin" -- "$@"
+    same_as_untraced "$label" record
+    local files
+    mapfile -t files < <(traces_of "$WORK/rtrace-$label-record-"*.bin)
+    if [ "${#files[@]}" -gt 0 ]; then
+        pass "$label.record.trace" "${#files[@]} file(s)"
+        report_json "$label" record "${files[@]}" && compare_cupti "$label" record "$WORK/cupti-$label-record"
+    else
+        fail "$label.record.trace" "no trace file $WORK/rtrace-$label-record-*.bin"
+        tail_of "$WORK/$label-record.err" 15
+    fi
+
+    # Exit status passing: a program that exits 3, and one killed by a signal.
+    run_mode exit3 record 30 -- "$RTRACE" record --output "$WORK/rtrace-exit3-%p.bin" -- sh -c 'echo hi; exit 3'
+    local rc=$?
+    check record.exit-status "rtrace record -- sh -c 'exit 3' returned $rc" test "$rc" = 3
+    run_mode sigterm record 30 -- "$RTRACE" record --output "$WORK/rtrace-sigterm-%p.bin" -- sh -c 'kill -TERM $$'
+    rc=$?
+    # A shell reports a child killed by SIGTERM as 128+15.
+    check record.signal-status "rtrace record -- (killed by SIGTERM) returned $rc, want 143" test "$rc" = 143
+}
+
+# ---------------------------------------------------------------------------
+main() {
+    log "rtrace GPU proof: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
+    step_environment
+    step_coverage
+    step_build
+
+    if [ -x "$BIN/driver_api" ]; then one_program driver_api 60 "$BIN/driver_api"; else fail driver_api "not built"; fi
+    if [ -x "$BIN/vector_add" ]; then one_program vector_add_shared 60 "$BIN/vector_add"; else fail vector_add_shared "not built"; fi
+    if [ -x "$BIN/vector_add_static" ]; then
+        one_program vector_add_static 60 "$BIN/vector_add_static"
+    else
+        fail vector_add_static "not built"
+    fi
+    one_program pytorch 150 python3 tests/gpu/pytorch_step.py
+    if [ -x "$BIN/vector_add" ]; then
+        step_record vector_add_shared 60 "$BIN/vector_add"
+    else
+        fail vector_add_shared.record "not built"
+    fi
+
+    section "report of driver_api (rtrace alone)"
+    if [ -s "$OUT/report-driver_api.txt" ]; then
+        cat "$OUT/report-driver_api.txt"
+    else
+        log "(no report-driver_api.txt)"
+    fi
+
+    section "saving"
+    cp "$OUT/libcuda-exports.txt" "$WORK/" 2>/dev/null
+    # Binaries stay out; traces too if the archive would be too large to fetch.
+    tar -C "$(dirname "$WORK")" -czf "$OUT/all.tgz" --exclude=bin "$(basename "$WORK")" 2>&1 | tail -n 3
+    local size
+    size=$(stat -c %s "$OUT/all.tgz" 2>/dev/null || echo 0)
+    if [ "$size" -gt 15000000 ]; then
+        log "all.tgz is $size bytes: again without trace files"
+        tar -C "$(dirname "$WORK")" -czf "$OUT/all.tgz" --exclude=bin --exclude='*.bin' "$(basename "$WORK")"
+        size=$(stat -c %s "$OUT/all.tgz" 2>/dev/null || echo 0)
+    fi
+    log "all.tgz: $size bytes; files in $OUT: $(cd "$OUT" && ls | tr '\n' ' ')"
+
+    section "summary"
+    local r
+    for r in "${RESULTS[@]}"; do echo "  $r"; done
+    log "total time ${SECONDS}s"
+    echo "$PASS passed, $FAIL failed"
+    [ "$FAIL" = 0 ]
+}
+
+main 2>&1 | tee "$LOG"
+exit "${PIPESTATUS[0]}"

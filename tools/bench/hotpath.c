@@ -1,0 +1,34 @@
+/* Hot-path benchmark: times N calls of a cheap driver function, R rounds.
+ * Prints one line per round: "round <r> ns_per_call <x>".
+ * Usage: hotpath [calls-per-round] [rounds]
+ * Built and run side by side, untraced and traced, by tools/bench-hotpath.sh. */
+#include <cuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static double now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+    long n = argc > 1 ? atol(argv[1]) : 200000;
+    int rounds = argc > 2 ? atoi(argv[2]) : 5;
+    if (cuInit(0) != CUDA_SUCCESS) {
+        fprintf(stderr, "cuInit failed\n");
+        return 1;
+    }
+    int v = 0;
+    for (long i = 0; i < 1000; i++) cuDriverGetVersion(&v); /* warm-up */
+    for (int r = 0; r < rounds; r++) {
+        double t0 = now_ns();
+        for (long i = 0; i < n; i++) {
+            if (cuDriverGetVersion(&v) != CUDA_SUCCESS) return 2;
+        }
+        double t1 = now_ns();
+        printf("round %d ns_per_call %.2f\n", r, (t1 - t0) / n);
+    }
+    return 0;
+}
