@@ -1,1 +1,33 @@
-//! placeholder
+//! The rtrace collector: reads the `trace.bin` files that `librtrace.so`
+//! writes, summarises them, and runs programs under the tracer.
+//!
+//! The parts, each usable on its own:
+//! - [`model`]: a trace file → [`Trace`] ([`load_trace`], [`load_inputs`]);
+//! - [`summary`]: per-function statistics ([`api_summary`]);
+//! - [`output`]: the report as a table, CSV or JSON ([`render_report`]);
+//! - [`record`]: running a program with librtrace.so preloaded;
+//! - [`cli`]: the `rtrace` command line on top of them.
+//!
+//! ```no_run
+//! use rtrace_collector::{load_trace, render_report, Format};
+//! let trace = load_trace("rtrace-1234.bin".as_ref()).unwrap();
+//! if let Some(damage) = &trace.damage {
+//!     eprintln!("warning: {damage}");
+//! }
+//! print!("{}", render_report(&[trace], Format::Csv));
+//! ```
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(unsafe_code)]
+
+pub mod cli;
+pub mod model;
+pub mod output;
+pub mod record;
+pub mod summary;
+
+pub use model::{load_inputs, load_trace, LoadError, Loaded, ThreadTrace, Trace};
+pub use output::{render_report, Format};
+pub use summary::{api_summary, FunctionSummary};
+
+#[cfg(test)]
+mod tests;

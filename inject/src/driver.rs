@@ -79,6 +79,21 @@ pub fn id_of_address(p: *mut c_void) -> Option<u32> {
         .map(|i| map[i].1)
 }
 
+/// True if `p` lies in librtrace.so itself (one of its wrappers).
+pub fn is_own_address(p: *mut c_void) -> bool {
+    // SAFETY: dladdr only reads loader data; `info` is a valid out-pointer.
+    let base_of = |addr: *const c_void| unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(addr, &mut info) == 0 {
+            std::ptr::null_mut()
+        } else {
+            info.dli_fbase
+        }
+    };
+    let own = base_of(is_own_address as *const c_void);
+    !own.is_null() && base_of(p) == own
+}
+
 /// If `p` is the driver's export `name`, returns the wrapper to hand out instead.
 pub fn wrapper_for_export(name: &[u8], p: *mut c_void) -> Option<*mut c_void> {
     let id = generated::function_id(name)?;

@@ -19,7 +19,8 @@ unsafe fn substitute(symbol: *const c_char, pfn: *mut *mut c_void) {
     }
     // SAFETY: the driver just wrote a function pointer here.
     let p = unsafe { *pfn };
-    if p.is_null() {
+    // A driver whose own references bind to our exports (no -Bsymbolic) returns our wrapper.
+    if p.is_null() || driver::is_own_address(p) {
         return;
     }
     let found = hook::with_errno_saved(|| hook::internal(|| driver::id_of_address(p))).flatten();

@@ -1,1 +1,333 @@
-//! placeholder
+//! Helpers for rtrace's integration tests: build the C programs of `tests/programs/` against
+//! the real `cuda.h`, run them under `LD_PRELOAD=librtrace.so` against the simulated driver
+//! (`tests/simcuda`), and read the traces they leave through the collector library.
+//!
+//! The tests need `cargo build` to have built `librtrace.so`, `libcuda.so` (the simulator) and
+//! `rtrace` in the same profile first (`tools/test.sh` does), and the CUDA headers
+//! (`$CUDA_INCLUDE` or `.venv`, installed by `tools/setup-cuda.sh`).
+
+use rtrace_collector::{load_trace, Trace};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// Where cargo put the libraries and binaries of this test run's profile.
+pub fn target_dir() -> PathBuf {
+    // The test executable lives in <target>/<profile>/deps/.
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+fn built(name: &str) -> PathBuf {
+    let p = target_dir().join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: run `cargo build --workspace` before the tests (tools/test.sh does)",
+        p.display()
+    );
+    p
+}
+
+/// `librtrace.so` of this profile.
+pub fn librtrace() -> PathBuf {
+    built("librtrace.so")
+}
+
+/// The `rtrace` command of this profile.
+pub fn rtrace_bin() -> PathBuf {
+    built("rtrace")
+}
+
+/// The CUDA include directory.
+pub fn cuda_include() -> PathBuf {
+    if let Some(p) = std::env::var_os("CUDA_INCLUDE") {
+        return PathBuf::from(p);
+    }
+    let venv = root().join(".venv/lib");
+    if let Ok(entries) = std::fs::read_dir(&venv) {
+        for e in entries.flatten() {
+            let inc = e.path().join("site-packages/nvidia/cu13/include");
+            if inc.join("cuda.h").exists() {
+                return inc;
+            }
+        }
+    }
+    panic!("no cuda.h: set CUDA_INCLUDE or run tools/setup-cuda.sh");
+}
+
+/// A directory holding the simulator as `libcuda.so.1` (and `libcuda.so` for linking), and the
+/// compiled test programs.
+pub struct Build {
+    pub lib: PathBuf,
+    pub bin: PathBuf,
+}
+
+/// Builds (once per test process) every program of `tests/programs/` and the benchmark.
+pub fn build() -> &'static Build {
+    static BUILD: OnceLock<Build> = OnceLock::new();
+    BUILD.get_or_init(|| {
+        let dir = target_dir()
+            .join("rtrace-tests")
+            .join(std::process::id().to_string());
+        let lib = dir.join("lib");
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::create_dir_all(&bin).unwrap();
+        let sim = built("libcuda.so");
+        for name in ["libcuda.so.1", "libcuda.so"] {
+            let _ = std::fs::remove_file(lib.join(name));
+            std::os::unix::fs::symlink(&sim, lib.join(name)).unwrap();
+        }
+        let inc = cuda_include();
+        let programs = root().join("tests/programs");
+        let sources: &[(&str, &[&str])] = &[
+            ("direct", &["-lcuda", "-pthread"]),
+            ("threads", &["-lcuda", "-pthread"]),
+            ("fork", &["-lcuda", "-pthread"]),
+            ("exits", &["-lcuda", "-pthread"]),
+            ("killme", &["-lcuda", "-pthread"]),
+            ("errors", &["-lcuda", "-pthread"]),
+            ("procaddr", &["-ldl"]),
+            ("dlsym", &["-ldl"]),
+        ];
+        for (name, libs) in sources {
+            compile(
+                &programs.join(format!("{name}.c")),
+                &bin.join(name),
+                &inc,
+                &lib,
+                libs,
+            );
+        }
+        compile(
+            &root().join("samples/driver_api.c"),
+            &bin.join("driver_api"),
+            &inc,
+            &lib,
+            &["-lcuda"],
+        );
+        Build { lib, bin }
+    })
+}
+
+fn compile(src: &Path, out: &Path, inc: &Path, lib: &Path, libs: &[&str]) {
+    let status = Command::new("gcc")
+        .args(["-O1", "-Wall", "-Werror"])
+        .arg(format!("-I{}", inc.display()))
+        .arg(src)
+        .arg("-o")
+        .arg(out)
+        .arg(format!("-L{}", lib.display()))
+        .args(libs)
+        .status()
+        .expect("gcc");
+    assert!(status.success(), "gcc failed for {}", src.display());
+}
+
+/// One run of a program and the traces it left.
+pub struct Run {
+    pub output: Output,
+    /// Directory the traces were written to.
+    pub dir: PathBuf,
+}
+
+impl Run {
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+
+    pub fn code(&self) -> Option<i32> {
+        self.output.status.code()
+    }
+
+    /// The signal that ended the program, if one did.
+    pub fn signal(&self) -> Option<i32> {
+        std::os::unix::process::ExitStatusExt::signal(&self.output.status)
+    }
+
+    /// Paths of the trace files, sorted.
+    pub fn trace_files(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(&self.dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "bin"))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Every trace, loaded (panics on damage).
+    pub fn traces(&self) -> Vec<Trace> {
+        self.trace_files()
+            .iter()
+            .map(|p| {
+                let t = load_trace(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                assert_eq!(t.damage, None, "{}", p.display());
+                t
+            })
+            .collect()
+    }
+
+    /// The only trace; panics unless there is exactly one.
+    pub fn trace(&self) -> Trace {
+        let mut t = self.traces();
+        assert_eq!(t.len(), 1, "trace files: {:?}", self.trace_files());
+        t.remove(0)
+    }
+
+    /// The simulator's own per-function call counts (SIMCUDA_COUNT_OUTPUT), by pid.
+    pub fn sim_counts(&self) -> BTreeMap<u32, BTreeMap<String, u64>> {
+        let mut out = BTreeMap::new();
+        for e in std::fs::read_dir(&self.dir).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name.strip_prefix("simcounts.") {
+                let text = std::fs::read_to_string(e.path()).unwrap();
+                let counts = text
+                    .lines()
+                    .map(|l| {
+                        let (f, n) = l.split_once(' ').unwrap();
+                        (f.to_string(), n.parse().unwrap())
+                    })
+                    .collect();
+                out.insert(pid.parse().unwrap(), counts);
+            }
+        }
+        out
+    }
+}
+
+/// How to run a program.
+pub struct Spec<'a> {
+    pub program: &'a str,
+    pub args: &'a [&'a str],
+    pub env: &'a [(&'a str, &'a str)],
+    pub traced: bool,
+}
+
+impl<'a> Spec<'a> {
+    pub fn traced(program: &'a str) -> Self {
+        Spec {
+            program,
+            args: &[],
+            env: &[],
+            traced: true,
+        }
+    }
+
+    pub fn untraced(program: &'a str) -> Self {
+        Spec {
+            traced: false,
+            ..Spec::traced(program)
+        }
+    }
+
+    pub fn args(mut self, args: &'a [&'a str]) -> Self {
+        self.args = args;
+        self
+    }
+
+    pub fn env(mut self, env: &'a [(&'a str, &'a str)]) -> Self {
+        self.env = env;
+        self
+    }
+}
+
+/// A fresh, empty directory for one run's files.
+pub fn fresh_dir(tag: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = target_dir()
+        .join("rtrace-tests")
+        .join(std::process::id().to_string())
+        .join(format!("run-{n}-{tag}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The command for `spec`, with the simulator on the library path and, when traced,
+/// librtrace.so preloaded writing into `dir`.
+pub fn command(spec: &Spec, dir: &Path) -> Command {
+    let b = build();
+    let mut cmd = Command::new(b.bin.join(spec.program));
+    cmd.args(spec.args)
+        .env("LD_LIBRARY_PATH", &b.lib)
+        .env("SIMCUDA_COUNT_OUTPUT", dir.join("simcounts"))
+        .env("RTRACE_SIMULATED", "1")
+        .env_remove("LD_PRELOAD")
+        .env_remove("RTRACE_OUTPUT")
+        .env_remove("RTRACE_DISABLE")
+        .env_remove("RTRACE_DEBUG")
+        .stdin(Stdio::null());
+    if spec.traced {
+        cmd.env("LD_PRELOAD", librtrace())
+            .env("RTRACE_OUTPUT", dir.join("trace-%p.bin"));
+    }
+    for (k, v) in spec.env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+/// Runs `spec` to completion.
+pub fn run(spec: Spec) -> Run {
+    let dir = fresh_dir(spec.program);
+    let output = command(&spec, &dir).output().expect("spawn");
+    Run { output, dir }
+}
+
+/// API record counts per function name over `traces`.
+pub fn counts(traces: &[Trace]) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for t in traces {
+        for th in t.threads.values() {
+            for r in &th.records {
+                *m.entry(t.functions[&r.function].clone()).or_insert(0) += 1;
+            }
+        }
+    }
+    m
+}
+
+/// All API records of a trace, with their thread, in file order.
+pub fn records(t: &Trace) -> Vec<(u64, rtrace_format::ApiRecord)> {
+    t.threads
+        .values()
+        .flat_map(|th| th.records.iter().map(move |r| (th.tid, *r)))
+        .collect()
+}
+
+/// Checks what every trace must satisfy: times ordered within a call and within a thread,
+/// correlation ids unique, function ids named.
+pub fn check_invariants(t: &Trace) {
+    let mut seen = std::collections::HashSet::new();
+    for th in t.threads.values() {
+        let mut last_start = 0;
+        for r in &th.records {
+            assert!(r.start_ns <= r.end_ns, "{r:?}");
+            assert!(
+                r.start_ns >= last_start,
+                "thread {} out of order: {r:?}",
+                th.tid
+            );
+            last_start = r.start_ns;
+            assert!(r.correlation > 0);
+            assert!(seen.insert(r.correlation), "duplicate correlation {r:?}");
+            assert!(t.functions.contains_key(&r.function), "{r:?}");
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! The `rtrace` command line: clap definitions and the code that runs each
+//! subcommand and turns its outcome into messages and an exit code.
+
+use crate::model::load_inputs;
+use crate::output::{render_report, Format};
+use crate::record::{self, RecordOptions, DEFAULT_OUTPUT};
+use clap::{Args, Parser, Subcommand};
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+/// Trace the CUDA driver API calls of a program and report on them.
+#[derive(Debug, Parser)]
+#[command(name = "rtrace", version)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// rtrace's subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a program with librtrace.so preloaded, recording its CUDA driver calls.
+    ///
+    /// Exits with the program's exit status (128+S if signal S killed it), 127
+    /// if it could not be started, 2 if rtrace could not set up the run.
+    #[command(override_usage = "rtrace record [OPTIONS] [--] <PROGRAM> [ARGS]...")]
+    Record(RecordArgs),
+    /// Summarise traces: each process, then one row per driver function.
+    ///
+    /// Exits 0 (also when a damaged file was reported up to the damage), 2 when
+    /// an input cannot be read as a trace.
+    Report(ReportArgs),
+}
+
+/// Options of `rtrace record`.
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// Trace path pattern: %p is replaced by the process id, %h by the host
+    /// name; a relative pattern is taken from the current directory.
+    #[arg(short, long, value_name = "PATTERN", default_value = DEFAULT_OUTPUT)]
+    pub output: PathBuf,
+    /// The librtrace.so to preload [default: $RTRACE_LIB, else librtrace.so
+    /// next to the rtrace executable].
+    #[arg(long, value_name = "PATH")]
+    pub lib: Option<PathBuf>,
+    /// Per-thread buffer capacity in API records, a power of two (sets
+    /// RTRACE_BUFFER_RECORDS; the library's default is 65536).
+    #[arg(long, value_name = "N", value_parser = parse_power_of_two)]
+    pub buffer_records: Option<u64>,
+    /// Write out partly filled buffers at least every N ms (sets
+    /// RTRACE_FLUSH_MS; the library's default is 200).
+    #[arg(long, value_name = "N")]
+    pub flush_ms: Option<u64>,
+    /// The program to run, and its arguments (put them after `--`).
+    #[arg(
+        value_name = "PROGRAM",
+        required = true,
+        num_args = 1..,
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub command: Vec<OsString>,
+}
+
+/// Options of `rtrace report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Output format: `table` for people; `csv` (the API summary only) and
+    /// `json` give durations as integer nanoseconds.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Trace files, or directories: every *.bin trace directly in one is read,
+    /// in name order.
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+}
+
+fn parse_power_of_two(s: &str) -> Result<u64, String> {
+    let n: u64 = s.parse().map_err(|e| format!("{e}"))?;
+    if n.is_power_of_two() {
+        Ok(n)
+    } else {
+        Err(format!("{n} is not a power of two (e.g. 65536)"))
+    }
+}
+
+/// Parses the process's arguments, runs the subcommand, and returns the exit
+/// code. Usage errors exit through clap (code 2).
+pub fn main() -> std::process::ExitCode {
+    std::process::ExitCode::from(run(Cli::parse()))
+}
+
+/// Runs a parsed command line; returns the exit code.
+pub fn run(cli: Cli) -> u8 {
+    match cli.command {
+        Command::Record(args) => run_record(args),
+        Command::Report(args) => run_report(&args),
+    }
+}
+
+fn run_report(args: &ReportArgs) -> u8 {
+    let loaded = match load_inputs(&args.files) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("rtrace: {e}");
+            return 2;
+        }
+    };
+    let report = render_report(&loaded.traces, args.format);
+    let mut stdout = io::stdout().lock();
+    if let Err(e) = stdout
+        .write_all(report.as_bytes())
+        .and_then(|_| stdout.flush())
+    {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            return 0;
+        }
+        eprintln!(
+            "rtrace: writing the report: {}",
+            crate::model::io_message(&e)
+        );
+        return 1;
+    }
+    for line in &loaded.skipped {
+        eprintln!("warning: {line}");
+    }
+    for t in &loaded.traces {
+        if let Some(damage) = &t.damage {
+            eprintln!("warning: {}: {damage}", t.path.display());
+        }
+        for bad in &t.bad_chunks {
+            eprintln!("warning: {}: skipped the {bad}", t.path.display());
+        }
+        // The table has this warning in the process section already.
+        if t.dropped > 0 && args.format != Format::Table {
+            eprintln!(
+                "warning: {}: {} API records were lost (a thread's buffer was full); \
+                 try a larger --buffer-records",
+                t.path.display(),
+                t.dropped
+            );
+        }
+    }
+    0
+}
+
+fn run_record(args: RecordArgs) -> u8 {
+    let opts = RecordOptions {
+        output: Some(args.output),
+        lib: args.lib,
+        buffer_records: args.buffer_records,
+        flush_ms: args.flush_ms,
+        command: args.command,
+    };
+    let rec = match record::record(&opts) {
+        Ok(rec) => rec,
+        Err(e) => {
+            eprintln!("rtrace: {e}");
+            return e.exit_code();
+        }
+    };
+    let (code, killed) = record::exit_code(&opts.command[0], rec.status);
+    if let Some(line) = killed {
+        eprintln!("rtrace: {line}");
+    }
+    if rec.traces.is_empty() {
+        eprintln!("rtrace: no trace was written (the program made no CUDA driver calls)");
+    } else {
+        let paths: Vec<String> = rec.traces.iter().map(|p| p.display().to_string()).collect();
+        eprintln!("rtrace: trace written to {}", paths.join(", "));
+    }
+    code
+}

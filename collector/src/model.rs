@@ -1,0 +1,359 @@
+//! Reading trace files into an in-memory model: one [`Trace`] per file.
+//!
+//! Every source goes through [`rtrace_format::TraceReader`]. A file whose
+//! header cannot be read is an error ([`LoadError`]); damage after the header
+//! (a truncated or corrupt chunk) ends the read, and the chunks before it are
+//! kept, with the damage described in [`Trace::damage`].
+
+use rtrace_format::{
+    ApiRecord, ChunkKind, Notice, ProcessEnd, ProcessHeader, ReadError, ThreadInfo, TraceReader,
+};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+/// Everything read from one trace file.
+#[derive(Clone, Debug, Default)]
+pub struct Trace {
+    /// The file the trace was read from.
+    pub path: PathBuf,
+    /// The file's (major, minor) format version.
+    pub format_version: (u16, u16),
+    /// The traced process, from the file header.
+    pub header: ProcessHeader,
+    /// Function id → name, from the FunctionNames chunks (later entries win).
+    pub functions: HashMap<u32, String>,
+    /// The threads that sent records or a ThreadInfo chunk, by OS thread id.
+    pub threads: BTreeMap<u64, ThreadTrace>,
+    /// API records lost because a buffer was full: the sum of every chunk
+    /// header's `dropped` count.
+    pub dropped: u64,
+    /// The ProcessEnd record; `None` when the process was killed or crashed
+    /// before tracing could end normally.
+    pub end: Option<ProcessEnd>,
+    /// Notices from the tracer, in file order.
+    pub notices: Vec<Notice>,
+    /// Whole, checksummed chunks read (of every kind).
+    pub chunks: u64,
+    /// Chunks of kinds this collector does not know; counted and skipped.
+    pub unknown_chunks: u64,
+    /// Chunks whose checksum was right but whose payload could not be decoded;
+    /// each was skipped. One line each: `chunk at byte N: why`.
+    pub bad_chunks: Vec<String>,
+    /// Why reading stopped before the end of the file, with what was kept:
+    /// e.g. `truncated: the file ends inside the chunk at byte 120; reported
+    /// the 2 chunks (3 records) before it`. `None` for an undamaged file.
+    pub damage: Option<String>,
+}
+
+/// One thread's part of a trace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ThreadTrace {
+    /// OS thread id (gettid).
+    pub tid: u64,
+    /// The thread's name from its ThreadInfo chunk, if one was read.
+    pub name: Option<String>,
+    /// The thread's API records, in file order.
+    pub records: Vec<ApiRecord>,
+    /// Records this thread lost (sum of its chunks' `dropped`).
+    pub dropped: u64,
+}
+
+/// How long a traced process ran, and how that was measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Duration {
+    /// From the start anchor to the ProcessEnd anchor.
+    ToEnd(u64),
+    /// No end record: from the start anchor to the end of the last API record
+    /// (the process ran at least this long).
+    ToLastRecord(u64),
+    /// No end record and no API records.
+    Unknown,
+}
+
+impl Trace {
+    /// Reads a trace from `input`; `path` names it in messages.
+    ///
+    /// Fails only when the file header cannot be read; later damage is
+    /// recorded in [`Trace::damage`].
+    pub fn read<R: Read>(path: &Path, input: R) -> Result<Trace, LoadError> {
+        let mut reader = TraceReader::new(input).map_err(|error| LoadError::Header {
+            path: path.to_path_buf(),
+            error,
+        })?;
+        let mut trace = Trace {
+            path: path.to_path_buf(),
+            format_version: reader.version(),
+            header: reader.header().clone(),
+            ..Default::default()
+        };
+        loop {
+            match reader.next_chunk() {
+                Ok(Some(chunk)) => {
+                    trace.chunks += 1;
+                    trace.dropped = trace.dropped.saturating_add(chunk.header.dropped);
+                    let thread = chunk.header.thread;
+                    if chunk.header.dropped > 0 && thread != 0 {
+                        let t = trace.thread_mut(thread);
+                        t.dropped = t.dropped.saturating_add(chunk.header.dropped);
+                    }
+                    let bad = |why: String| format!("chunk at byte {}: {why}", chunk.offset);
+                    match chunk.header.kind {
+                        ChunkKind::FunctionNames => match chunk.function_names() {
+                            Ok(names) => trace
+                                .functions
+                                .extend(names.into_iter().map(|n| (n.id, n.name))),
+                            Err(why) => trace.bad_chunks.push(bad(why)),
+                        },
+                        ChunkKind::ApiRecords => match chunk.api_records() {
+                            Ok(records) => trace.thread_mut(thread).records.extend(records),
+                            Err(why) => trace.bad_chunks.push(bad(why)),
+                        },
+                        ChunkKind::ThreadInfo => match chunk.value::<ThreadInfo>() {
+                            Ok(info) => {
+                                let tid = if info.tid != 0 { info.tid } else { thread };
+                                trace.thread_mut(tid).name = Some(info.name);
+                            }
+                            Err(why) => trace.bad_chunks.push(bad(format!("thread info: {why}"))),
+                        },
+                        ChunkKind::ProcessEnd => match chunk.value::<ProcessEnd>() {
+                            Ok(end) => trace.end = Some(end),
+                            Err(why) => trace.bad_chunks.push(bad(format!("process end: {why}"))),
+                        },
+                        ChunkKind::Notice => match chunk.value::<Notice>() {
+                            Ok(notice) => trace.notices.push(notice),
+                            Err(why) => trace.bad_chunks.push(bad(format!("notice: {why}"))),
+                        },
+                        ChunkKind::Unknown(_) => trace.unknown_chunks += 1,
+                    }
+                }
+                Ok(None) => break,
+                Err(error) => {
+                    let records = trace.api_records();
+                    trace.damage = Some(format!(
+                        "{error}; reported the {} {} ({records} {}) before it",
+                        trace.chunks,
+                        plural(trace.chunks, "chunk", "chunks"),
+                        plural(records, "record", "records"),
+                    ));
+                    break;
+                }
+            }
+        }
+        Ok(trace)
+    }
+
+    fn thread_mut(&mut self, tid: u64) -> &mut ThreadTrace {
+        self.threads.entry(tid).or_insert_with(|| ThreadTrace {
+            tid,
+            ..Default::default()
+        })
+    }
+
+    /// Number of API records read, over all threads.
+    pub fn api_records(&self) -> u64 {
+        self.threads.values().map(|t| t.records.len() as u64).sum()
+    }
+
+    /// The name of function `id`, or `function#ID` when the file has no name for it.
+    pub fn function_name(&self, id: u32) -> Cow<'_, str> {
+        match self.functions.get(&id) {
+            Some(name) => Cow::Borrowed(name),
+            None => Cow::Owned(format!("function#{id}")),
+        }
+    }
+
+    /// The latest `end_ns` of any API record.
+    pub fn last_record_end_ns(&self) -> Option<u64> {
+        self.threads
+            .values()
+            .flat_map(|t| t.records.iter().map(|r| r.end_ns))
+            .max()
+    }
+
+    /// How long the process was traced.
+    pub fn duration(&self) -> Duration {
+        let start = self.header.start.monotonic_ns;
+        if let Some(end) = &self.end {
+            Duration::ToEnd(end.end.monotonic_ns.saturating_sub(start))
+        } else if let Some(last) = self.last_record_end_ns() {
+            Duration::ToLastRecord(last.saturating_sub(start))
+        } else {
+            Duration::Unknown
+        }
+    }
+
+    /// How tracing ended, in words.
+    pub fn end_reason(&self) -> &str {
+        match &self.end {
+            Some(end) => &end.reason,
+            None => "no end record: the process was killed or crashed",
+        }
+    }
+}
+
+fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
+}
+
+/// Why a trace could not be loaded at all.
+#[derive(Debug)]
+pub enum LoadError {
+    /// The path could not be opened or read (missing, unreadable, ...).
+    Io { path: PathBuf, error: io::Error },
+    /// The file is empty.
+    Empty { path: PathBuf },
+    /// The file header could not be read: not a trace, a newer format, or a
+    /// damaged header.
+    Header { path: PathBuf, error: ReadError },
+    /// A directory given as input holds no `*.bin` traces.
+    NoTraces { path: PathBuf },
+}
+
+impl LoadError {
+    /// The path the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            LoadError::Io { path, .. }
+            | LoadError::Empty { path }
+            | LoadError::Header { path, .. }
+            | LoadError::NoTraces { path } => path,
+        }
+    }
+
+    /// True when the file is simply not an rtrace trace (bad magic, or empty).
+    pub fn is_not_a_trace(&self) -> bool {
+        matches!(
+            self,
+            LoadError::Empty { .. }
+                | LoadError::Header {
+                    error: ReadError::NotATrace,
+                    ..
+                }
+        )
+    }
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.path().display())?;
+        match self {
+            LoadError::Io { error, .. } => f.write_str(&io_message(error)),
+            LoadError::Empty { .. } => f.write_str("empty file, not an rtrace trace"),
+            LoadError::Header { error, .. } => write!(f, "{error}"),
+            LoadError::NoTraces { .. } => f.write_str("no rtrace traces (*.bin) in this directory"),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// An I/O error's message without the ` (os error N)` suffix std adds.
+pub(crate) fn io_message(error: &io::Error) -> String {
+    let text = error.to_string();
+    match text.rfind(" (os error ") {
+        Some(at) if text.ends_with(')') => text[..at].to_string(),
+        _ => text,
+    }
+}
+
+/// Loads the trace file at `path`.
+pub fn load_trace(path: &Path) -> Result<Trace, LoadError> {
+    let io_err = |error| LoadError::Io {
+        path: path.to_path_buf(),
+        error,
+    };
+    let file = File::open(path).map_err(io_err)?;
+    let meta = file.metadata().map_err(io_err)?;
+    if meta.is_dir() {
+        return Err(io_err(io::Error::from_raw_os_error(libc::EISDIR)));
+    }
+    if meta.len() == 0 {
+        return Err(LoadError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    Trace::read(path, BufReader::with_capacity(1 << 16, file))
+}
+
+/// Traces loaded from the command line's inputs, with the warnings met on the way.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// The traces, in input order (a directory's files sorted by name).
+    pub traces: Vec<Trace>,
+    /// Files skipped, one line each (`PATH: why; skipped`).
+    pub skipped: Vec<String>,
+}
+
+/// Loads every input: a file is one trace; a directory contributes each
+/// `*.bin` file directly in it, sorted by name, skipping files in it that are
+/// not rtrace traces. A path given twice is loaded once.
+pub fn load_inputs(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
+    let mut loaded = Loaded::default();
+    let mut seen = HashSet::new();
+    for path in paths {
+        let is_dir = std::fs::metadata(path)
+            .map_err(|error| LoadError::Io {
+                path: path.clone(),
+                error,
+            })?
+            .is_dir();
+        if !is_dir {
+            if seen.insert(identity(path)) {
+                loaded.traces.push(load_trace(path)?);
+            }
+            continue;
+        }
+        let files = bin_files(path)?;
+        let mut found = false;
+        for file in files {
+            if !seen.insert(identity(&file)) {
+                found = true;
+                continue;
+            }
+            match load_trace(&file) {
+                Ok(trace) => {
+                    found = true;
+                    loaded.traces.push(trace);
+                }
+                Err(e) if e.is_not_a_trace() => loaded.skipped.push(format!("{e}; skipped")),
+                Err(e) => return Err(e),
+            }
+        }
+        if !found {
+            return Err(LoadError::NoTraces { path: path.clone() });
+        }
+    }
+    Ok(loaded)
+}
+
+/// The `*.bin` regular files directly in `dir`, sorted.
+fn bin_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
+    let io_err = |error| LoadError::Io {
+        path: dir.to_path_buf(),
+        error,
+    };
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io_err)? {
+        let entry = entry.map_err(io_err)?;
+        let path = entry.path();
+        let is_bin = path.extension().is_some_and(|e| e == "bin");
+        if is_bin && std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// A key that is the same for two spellings of one file.
+fn identity(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}

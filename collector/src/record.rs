@@ -1,0 +1,368 @@
+//! `rtrace record`: run a program with librtrace.so preloaded and find the
+//! traces it wrote.
+
+mod pattern;
+mod signals;
+
+pub use pattern::OutputPattern;
+pub use signals::signal_name;
+
+use crate::model::io_message;
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+use std::time::SystemTime;
+
+/// The default `RTRACE_OUTPUT` pattern.
+pub const DEFAULT_OUTPUT: &str = "rtrace-%p.bin";
+/// File name of the injected library.
+pub const LIB_NAME: &str = "librtrace.so";
+
+/// What to record, as `rtrace record` takes it.
+#[derive(Clone, Debug, Default)]
+pub struct RecordOptions {
+    /// Trace path pattern (`%p` → pid, `%h` → host name); [`DEFAULT_OUTPUT`] if `None`.
+    pub output: Option<PathBuf>,
+    /// librtrace.so to preload; see [`locate_lib`] for the search when `None`.
+    pub lib: Option<PathBuf>,
+    /// `RTRACE_BUFFER_RECORDS` for the child, if given.
+    pub buffer_records: Option<u64>,
+    /// `RTRACE_FLUSH_MS` for the child, if given.
+    pub flush_ms: Option<u64>,
+    /// The program and its arguments.
+    pub command: Vec<OsString>,
+}
+
+/// A finished recording.
+#[derive(Debug)]
+pub struct Recording {
+    /// The child's pid.
+    pub pid: u32,
+    /// How the child ended.
+    pub status: ExitStatus,
+    /// Trace files the run created or rewrote: the child's own first, then
+    /// others matching the pattern (processes it forked or ran), sorted.
+    pub traces: Vec<PathBuf>,
+}
+
+/// Why a recording could not be made.
+#[derive(Debug)]
+pub enum RecordError {
+    /// Nothing was run: librtrace.so not found, a bad option, ... (exit 2).
+    Setup(String),
+    /// The program could not be started (exit 127).
+    Spawn { program: OsString, error: io::Error },
+    /// Waiting for the program failed (exit 2).
+    Wait(io::Error),
+}
+
+impl RecordError {
+    /// The exit code `rtrace record` uses for this error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            RecordError::Spawn { .. } => 127,
+            RecordError::Setup(_) | RecordError::Wait(_) => 2,
+        }
+    }
+}
+
+impl fmt::Display for RecordError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecordError::Setup(why) => f.write_str(why),
+            RecordError::Spawn { program, error } => write!(
+                f,
+                "cannot run {}: {}",
+                Path::new(program).display(),
+                io_message(error)
+            ),
+            RecordError::Wait(e) => write!(f, "waiting for the program: {}", io_message(e)),
+        }
+    }
+}
+
+impl std::error::Error for RecordError {}
+
+/// Finds librtrace.so: `explicit` (from `--lib`), else `$RTRACE_LIB`, else
+/// `librtrace.so` next to the running executable (for a test binary in
+/// `target/<profile>/deps/`, also in its parent). The result is absolute.
+pub fn locate_lib(explicit: Option<&Path>) -> Result<PathBuf, RecordError> {
+    let env = std::env::var_os("RTRACE_LIB").filter(|v| !v.is_empty());
+    let (lib, origin) = match (explicit, env) {
+        (Some(p), _) => (p.to_path_buf(), "--lib"),
+        (None, Some(p)) => (PathBuf::from(p), "RTRACE_LIB"),
+        (None, None) => {
+            let exe = std::env::current_exe().map_err(|e| {
+                RecordError::Setup(format!(
+                    "cannot find {LIB_NAME}: where is the rtrace executable? {}",
+                    io_message(&e)
+                ))
+            })?;
+            let dir = exe.parent().unwrap_or(Path::new("/"));
+            let mut candidates = vec![dir.join(LIB_NAME)];
+            if dir.file_name() == Some(OsStr::new("deps")) {
+                if let Some(parent) = dir.parent() {
+                    candidates.push(parent.join(LIB_NAME));
+                }
+            }
+            let found = candidates
+                .into_iter()
+                .find(|c| c.is_file())
+                .ok_or_else(|| {
+                    RecordError::Setup(format!(
+                        "cannot find {LIB_NAME} next to the rtrace executable (in {}): \
+                     build it (cargo build -p rtrace-inject), or give --lib PATH or RTRACE_LIB",
+                        dir.display()
+                    ))
+                })?;
+            (found, "next to rtrace")
+        }
+    };
+    let abs = std::fs::canonicalize(&lib).map_err(|e| {
+        RecordError::Setup(format!("{origin} {}: {}", lib.display(), io_message(&e)))
+    })?;
+    if !abs.is_file() {
+        return Err(RecordError::Setup(format!(
+            "{origin} {}: not a file",
+            lib.display()
+        )));
+    }
+    if abs
+        .as_os_str()
+        .as_bytes()
+        .iter()
+        .any(|b| b" :\t\n".contains(b))
+    {
+        return Err(RecordError::Setup(format!(
+            "{origin} {}: LD_PRELOAD cannot hold a path with a space or ':'; \
+             copy or link the library elsewhere",
+            abs.display()
+        )));
+    }
+    Ok(abs)
+}
+
+/// `lib` in front of an existing `LD_PRELOAD` list.
+fn preload_value(lib: &Path, existing: Option<OsString>) -> OsString {
+    let mut v = lib.as_os_str().to_os_string();
+    if let Some(old) = existing.filter(|o| !o.is_empty()) {
+        v.push(":");
+        v.push(old);
+    }
+    v
+}
+
+/// Runs the program under librtrace.so, waits for it (passing on SIGINT,
+/// SIGTERM, SIGHUP and SIGQUIT that other processes send to rtrace), and
+/// finds the traces it wrote. Blocks those signals in the calling thread:
+/// meant for the `rtrace` command's main thread.
+pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
+    let Some(program) = opts.command.first() else {
+        return Err(RecordError::Setup("no program to record".into()));
+    };
+    let lib = locate_lib(opts.lib.as_deref())?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| RecordError::Setup(format!("the current directory: {}", io_message(&e))))?;
+    let default = PathBuf::from(DEFAULT_OUTPUT);
+    let pattern = OutputPattern::new(opts.output.as_ref().unwrap_or(&default), &cwd);
+    let host = signals::hostname();
+    let raw = pattern.as_os_string();
+    let per_process_dir = Path::new(&raw)
+        .parent()
+        .is_some_and(|d| d.as_os_str().as_bytes().windows(2).any(|w| w == b"%p"));
+    if let Some(dir) = pattern.expand(0, &host).parent() {
+        if !per_process_dir && !dir.is_dir() {
+            return Err(RecordError::Setup(format!(
+                "--output: the directory {} does not exist",
+                dir.display()
+            )));
+        }
+    }
+
+    let mut cmd = Command::new(program);
+    cmd.args(&opts.command[1..])
+        .env(
+            "LD_PRELOAD",
+            preload_value(&lib, std::env::var_os("LD_PRELOAD")),
+        )
+        .env("RTRACE_OUTPUT", pattern.as_os_string());
+    if let Some(n) = opts.buffer_records {
+        cmd.env("RTRACE_BUFFER_RECORDS", n.to_string());
+    }
+    if let Some(ms) = opts.flush_ms {
+        cmd.env("RTRACE_FLUSH_MS", ms.to_string());
+    }
+
+    let sigs = signals::Signals::block()
+        .map_err(|e| RecordError::Setup(format!("blocking signals: {}", io_message(&e))))?;
+    sigs.unblock_in_child(&mut cmd);
+    let before = pattern.scan(&host);
+    let started = SystemTime::now();
+    let mut child = cmd.spawn().map_err(|error| RecordError::Spawn {
+        program: program.clone(),
+        error,
+    })?;
+    let pid = child.id();
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(RecordError::Wait)? {
+            break status;
+        }
+        match sigs.wait(250).map_err(RecordError::Wait)? {
+            signals::Event::Forward(sig) => signals::forward(pid, sig),
+            signals::Event::Child | signals::Event::Shared => {}
+        }
+    };
+
+    let main = pattern.expand(pid, &host);
+    let mut traces = pattern.scan(&host).changed_since(&before);
+    if let Some(i) = traces.iter().position(|p| *p == main) {
+        let p = traces.remove(i);
+        traces.insert(0, p);
+    } else if written_since(&main, started) {
+        traces.insert(0, main);
+    }
+    Ok(Recording {
+        pid,
+        status,
+        traces,
+    })
+}
+
+/// Whether `path` exists and was modified at or after `t` (to the second, as
+/// some file systems keep no finer times).
+fn written_since(path: &Path, t: SystemTime) -> bool {
+    let secs = |t: SystemTime| {
+        t.duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    };
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .is_ok_and(|m| secs(m) >= secs(t))
+}
+
+/// `rtrace record`'s exit code for a child that ended with `status`, and the
+/// line to print when a signal killed it.
+pub fn exit_code(program: &OsStr, status: ExitStatus) -> (u8, Option<String>) {
+    if let Some(code) = status.code() {
+        return (code as u8, None);
+    }
+    match status.signal() {
+        Some(sig) => (
+            128u8.wrapping_add(sig as u8),
+            Some(format!(
+                "{} was killed by signal {sig} ({}){}",
+                Path::new(program).display(),
+                signal_name(sig),
+                if status.core_dumped() {
+                    ", core dumped"
+                } else {
+                    ""
+                }
+            )),
+        ),
+        None => (1, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preload_is_prepended() {
+        let lib = Path::new("/x/librtrace.so");
+        assert_eq!(preload_value(lib, None), "/x/librtrace.so");
+        assert_eq!(preload_value(lib, Some("".into())), "/x/librtrace.so");
+        assert_eq!(
+            preload_value(lib, Some("/y/libz.so".into())),
+            "/x/librtrace.so:/y/libz.so"
+        );
+    }
+
+    #[test]
+    fn exit_codes() {
+        let sh = OsStr::new("sh");
+        assert_eq!(exit_code(sh, ExitStatus::from_raw(3 << 8)), (3, None));
+        let (code, msg) = exit_code(sh, ExitStatus::from_raw(9));
+        assert_eq!(code, 137);
+        assert_eq!(msg.unwrap(), "sh was killed by signal 9 (SIGKILL)");
+        assert_eq!(signal_name(15), "SIGTERM");
+        assert_eq!(signal_name(0), "unknown signal");
+    }
+
+    /// A shared library that is harmless to preload: the libc this test runs on.
+    fn some_shared_lib() -> PathBuf {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let line = maps
+            .lines()
+            .find(|l| l.contains("/libc.so") || l.contains("/libc-"))
+            .expect("libc in /proc/self/maps");
+        PathBuf::from(line.split_whitespace().last().unwrap())
+    }
+
+    #[test]
+    fn record_runs_the_program_and_finds_its_files() {
+        let dir = std::env::temp_dir().join(format!("rtrace-record-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // The program writes its own file and one for a "child" (pid + 1000000),
+        // as librtrace.so would, and checks the environment it was given.
+        let script = r#"
+            test "$RTRACE_BUFFER_RECORDS" = 1024 || exit 9
+            test "$RTRACE_FLUSH_MS" = 5 || exit 9
+            case "$LD_PRELOAD" in /*) ;; *) exit 9;; esac
+            f=$(echo "$RTRACE_OUTPUT" | sed "s/%p/$$/")
+            echo main > "$f"
+            echo child > "$(echo "$RTRACE_OUTPUT" | sed "s/%p/1$$/")"
+            exit 3
+        "#;
+        let opts = RecordOptions {
+            output: Some(dir.join("t-%p.bin")),
+            lib: Some(some_shared_lib()),
+            buffer_records: Some(1024),
+            flush_ms: Some(5),
+            command: vec!["sh".into(), "-c".into(), script.into()],
+        };
+        let rec = record(&opts).unwrap();
+        assert_eq!(exit_code(OsStr::new("sh"), rec.status), (3, None));
+        assert_eq!(
+            rec.traces,
+            vec![
+                dir.join(format!("t-{}.bin", rec.pid)),
+                dir.join(format!("t-1{}.bin", rec.pid))
+            ]
+        );
+
+        let opts = RecordOptions {
+            command: vec!["/nonexistent/program".into()],
+            ..opts
+        };
+        let e = record(&opts).unwrap_err();
+        assert_eq!(e.exit_code(), 127);
+        assert_eq!(
+            e.to_string(),
+            "cannot run /nonexistent/program: No such file or directory"
+        );
+
+        std::fs::remove_dir_all(&dir).unwrap();
+        let e = record(&opts).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert_eq!(
+            e.to_string(),
+            format!("--output: the directory {} does not exist", dir.display())
+        );
+    }
+
+    #[test]
+    fn missing_lib_is_a_setup_error() {
+        let e = locate_lib(Some(Path::new("/nonexistent/librtrace.so"))).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert_eq!(
+            e.to_string(),
+            "--lib /nonexistent/librtrace.so: No such file or directory"
+        );
+    }
+}

@@ -1,0 +1,212 @@
+//! `RTRACE_OUTPUT` patterns: `%p` → pid, `%h` → host name; finding the files a
+//! run wrote under one.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// An absolute output pattern.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputPattern {
+    bytes: Vec<u8>,
+}
+
+/// What identifies one version of a file: (mtime s, mtime ns, size, inode).
+type Stamp = (i64, i64, u64, u64);
+
+/// A piece of a file-name glob.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Token {
+    Literal(Vec<u8>),
+    /// `%p`: one or more ASCII digits.
+    Pid,
+}
+
+impl OutputPattern {
+    /// `pattern`, made absolute against `cwd` when it is relative.
+    pub fn new(pattern: &Path, cwd: &Path) -> Self {
+        OutputPattern {
+            bytes: cwd.join(pattern).into_os_string().into_vec(),
+        }
+    }
+
+    /// The pattern itself, for `RTRACE_OUTPUT`.
+    pub fn as_os_string(&self) -> OsString {
+        OsString::from_vec(self.bytes.clone())
+    }
+
+    /// The path for process `pid` on host `host`.
+    pub fn expand(&self, pid: u32, host: &[u8]) -> PathBuf {
+        path(expand(&self.bytes, Some(pid.to_string().as_bytes()), host))
+    }
+
+    /// The directory part with `%h` expanded, and the file-name part as a glob;
+    /// `None` when the directory part holds `%p` (each process has its own directory).
+    fn split(&self, host: &[u8]) -> Option<(PathBuf, Vec<Token>)> {
+        let slash = self.bytes.iter().rposition(|&b| b == b'/')?;
+        let (dir, name) = (&self.bytes[..slash.max(1)], &self.bytes[slash + 1..]);
+        if contains(dir, b"%p") {
+            return None;
+        }
+        let mut tokens = Vec::new();
+        let mut lit = Vec::new();
+        let mut i = 0;
+        while i < name.len() {
+            if name[i..].starts_with(b"%p") {
+                tokens.push(Token::Literal(std::mem::take(&mut lit)));
+                tokens.push(Token::Pid);
+                i += 2;
+            } else if name[i..].starts_with(b"%h") {
+                lit.extend_from_slice(host);
+                i += 2;
+            } else {
+                lit.push(name[i]);
+                i += 1;
+            }
+        }
+        tokens.push(Token::Literal(lit));
+        tokens.retain(|t| *t != Token::Literal(Vec::new()));
+        Some((path(expand(dir, None, host)), tokens))
+    }
+
+    /// The files in the pattern's directory that match it, with their stamps.
+    pub fn scan(&self, host: &[u8]) -> Snapshot {
+        let mut files = HashMap::new();
+        if let Some((dir, tokens)) = self.split(host) {
+            if let Ok(entries) = std::fs::read_dir(&dir) {
+                for entry in entries.flatten() {
+                    let name = entry.file_name();
+                    if !matches(&tokens, name.as_bytes()) {
+                        continue;
+                    }
+                    let path = entry.path();
+                    if let Ok(m) = std::fs::metadata(&path) {
+                        if m.is_file() {
+                            files.insert(path, stamp(&m));
+                        }
+                    }
+                }
+            }
+        }
+        Snapshot { files }
+    }
+}
+
+fn stamp(m: &std::fs::Metadata) -> Stamp {
+    (m.mtime(), m.mtime_nsec(), m.size(), m.ino())
+}
+
+/// Matching files and their stamps at one moment.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    files: HashMap<PathBuf, Stamp>,
+}
+
+impl Snapshot {
+    /// Files in `self` that are new or changed since `before`, sorted.
+    pub fn changed_since(&self, before: &Snapshot) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = self
+            .files
+            .iter()
+            .filter(|(p, s)| before.files.get(*p) != Some(s))
+            .map(|(p, _)| p.clone())
+            .collect();
+        out.sort();
+        out
+    }
+}
+
+fn path(bytes: Vec<u8>) -> PathBuf {
+    PathBuf::from(OsString::from_vec(bytes))
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// `pattern` with `%h` → `host` and, when `pid` is given, `%p` → `pid`.
+fn expand(pattern: &[u8], pid: Option<&[u8]>, host: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(pattern.len() + 16);
+    let mut i = 0;
+    while i < pattern.len() {
+        match (&pattern[i..], pid) {
+            (rest, Some(pid)) if rest.starts_with(b"%p") => {
+                out.extend_from_slice(pid);
+                i += 2;
+            }
+            (rest, _) if rest.starts_with(b"%h") => {
+                out.extend_from_slice(host);
+                i += 2;
+            }
+            _ => {
+                out.push(pattern[i]);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Whether `name` matches the glob `tokens` (`Pid` = one or more digits).
+fn matches(tokens: &[Token], name: &[u8]) -> bool {
+    match tokens.split_first() {
+        None => name.is_empty(),
+        Some((Token::Literal(lit), rest)) => {
+            name.starts_with(lit) && matches(rest, &name[lit.len()..])
+        }
+        Some((Token::Pid, rest)) => {
+            let digits = name.iter().take_while(|b| b.is_ascii_digit()).count();
+            (1..=digits).any(|n| matches(rest, &name[n..]))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expands_and_matches() {
+        let p = OutputPattern::new(Path::new("out/t-%h-%p.bin"), Path::new("/work"));
+        assert_eq!(p.as_os_string(), "/work/out/t-%h-%p.bin");
+        assert_eq!(p.expand(42, b"box"), Path::new("/work/out/t-box-42.bin"));
+        let (dir, tokens) = p.split(b"box").unwrap();
+        assert_eq!(dir, Path::new("/work/out"));
+        assert!(matches(&tokens, b"t-box-42.bin"));
+        assert!(matches(&tokens, b"t-box-1234567.bin"));
+        assert!(!matches(&tokens, b"t-box-.bin"));
+        assert!(!matches(&tokens, b"t-box-12x.bin"));
+        assert!(!matches(&tokens, b"t-other-12.bin"));
+        let fixed = OutputPattern::new(Path::new("/tmp/trace.bin"), Path::new("/work"));
+        let (dir, tokens) = fixed.split(b"h").unwrap();
+        assert_eq!(dir, Path::new("/tmp"));
+        assert!(matches(&tokens, b"trace.bin"));
+        assert!(!matches(&tokens, b"trace.bin2"));
+        let root = OutputPattern::new(Path::new("/t%p"), Path::new("/"));
+        assert_eq!(root.split(b"h").unwrap().0, Path::new("/"));
+        let per_dir = OutputPattern::new(Path::new("/tmp/%p/trace.bin"), Path::new("/"));
+        assert!(per_dir.split(b"h").is_none());
+    }
+
+    #[test]
+    fn finds_new_and_changed_files() {
+        let dir = std::env::temp_dir().join(format!("rtrace-pattern-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("rtrace-1.bin"), b"old").unwrap();
+        std::fs::write(dir.join("rtrace-2.bin"), b"old").unwrap();
+        std::fs::write(dir.join("other.bin"), b"x").unwrap();
+        let p = OutputPattern::new(Path::new("rtrace-%p.bin"), &dir);
+        let before = p.scan(b"h");
+        std::fs::write(dir.join("rtrace-2.bin"), b"newer").unwrap();
+        std::fs::write(dir.join("rtrace-3.bin"), b"new").unwrap();
+        std::fs::write(dir.join("other2.bin"), b"x").unwrap();
+        let after = p.scan(b"h");
+        assert_eq!(
+            after.changed_since(&before),
+            vec![dir.join("rtrace-2.bin"), dir.join("rtrace-3.bin")]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

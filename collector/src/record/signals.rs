@@ -1,0 +1,187 @@
+//! Waiting for the traced child while passing on the signals meant for it.
+//!
+//! `rtrace record` blocks SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGCHLD before
+//! it starts the child, and takes them with `sigtimedwait`. The child would
+//! inherit the blocked mask (std's `Command` keeps it), so a `pre_exec` hook
+//! puts the original mask back in the child before it runs the program. rtrace therefore never dies before the child, and:
+//!
+//! - a signal the terminal sends (Ctrl-C) reaches the whole foreground process
+//!   group, the child included, so it is *not* sent again;
+//! - a signal another process sends to rtrace itself (`kill`, `timeout`) is
+//!   forwarded to the child.
+//!
+//! The signals stay blocked after the child ends: rtrace is about to exit and
+//! must still report the trace.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+/// Signals passed on to the child when another process sends them to rtrace.
+const FORWARDED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+/// The blocked set, for [`Signals::wait`].
+pub(super) struct Signals {
+    set: libc::sigset_t,
+    /// The mask before [`Signals::block`], for the child.
+    old: libc::sigset_t,
+}
+
+/// What [`Signals::wait`] saw.
+pub(super) enum Event {
+    /// A child changed state (or nothing happened before the timeout): look at it.
+    Child,
+    /// A signal to pass on to the child.
+    Forward(libc::c_int),
+    /// A signal the child got too (from the terminal or the kernel).
+    Shared,
+}
+
+impl Signals {
+    /// Blocks [`FORWARDED`] and SIGCHLD in the calling thread. Meant for the
+    /// main thread of the single-threaded `rtrace` command.
+    pub(super) fn block() -> io::Result<Signals> {
+        let mut set = MaybeUninit::<libc::sigset_t>::uninit();
+        let mut old = MaybeUninit::<libc::sigset_t>::uninit();
+        // SAFETY: sigemptyset initialises the set it is given; sigaddset and
+        // pthread_sigmask read an initialised set; pthread_sigmask fills `old`
+        // when it succeeds.
+        unsafe {
+            if libc::sigemptyset(set.as_mut_ptr()) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let mut set = set.assume_init();
+            for sig in FORWARDED.iter().chain(&[libc::SIGCHLD]) {
+                libc::sigaddset(&mut set, *sig);
+            }
+            let rc = libc::pthread_sigmask(libc::SIG_BLOCK, &set, old.as_mut_ptr());
+            if rc != 0 {
+                return Err(io::Error::from_raw_os_error(rc));
+            }
+            Ok(Signals {
+                set,
+                old: old.assume_init(),
+            })
+        }
+    }
+
+    /// Makes `cmd`'s child start with the signal mask rtrace had before
+    /// [`Signals::block`].
+    pub(super) fn unblock_in_child(&self, cmd: &mut Command) {
+        let old = self.old;
+        // SAFETY: the hook runs in the forked child before exec and only calls
+        // pthread_sigmask, which is async-signal-safe, on a set it owns.
+        unsafe {
+            cmd.pre_exec(move || {
+                let rc = libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+                if rc != 0 {
+                    return Err(io::Error::from_raw_os_error(rc));
+                }
+                Ok(())
+            });
+        }
+    }
+
+    /// Waits up to `timeout_ms` for one of the blocked signals. The timeout is
+    /// a safety net: the caller polls the child after every return.
+    pub(super) fn wait(&self, timeout_ms: u64) -> io::Result<Event> {
+        let timeout = libc::timespec {
+            tv_sec: (timeout_ms / 1000) as libc::time_t,
+            tv_nsec: ((timeout_ms % 1000) * 1_000_000) as libc::c_long,
+        };
+        let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
+        // SAFETY: `self.set` is an initialised signal set; `info` and `timeout`
+        // are valid for writing / reading for the duration of the call.
+        let sig = unsafe { libc::sigtimedwait(&self.set, info.as_mut_ptr(), &timeout) };
+        if sig < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(Event::Child),
+                _ => Err(e),
+            };
+        }
+        if sig == libc::SIGCHLD {
+            return Ok(Event::Child);
+        }
+        // SAFETY: sigtimedwait returned a signal, so it filled `info`.
+        let code = unsafe { info.assume_init() }.si_code;
+        // si_code <= 0 (SI_USER, SI_QUEUE, SI_TKILL): sent by a process with
+        // kill(2) and friends. Terminal signals come with SI_KERNEL.
+        Ok(if code <= 0 {
+            Event::Forward(sig)
+        } else {
+            Event::Shared
+        })
+    }
+}
+
+/// Sends `sig` to the process `pid` (the child, not yet reaped, so its pid
+/// cannot have been reused). A failure (it just exited) is ignored.
+pub(super) fn forward(pid: u32, sig: libc::c_int) {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return;
+    };
+    if pid > 0 {
+        // SAFETY: kill has no memory-safety preconditions; pid > 0 names one process.
+        unsafe {
+            libc::kill(pid, sig);
+        }
+    }
+}
+
+/// The host name, as librtrace.so sees it for `%h`.
+pub(super) fn hostname() -> Vec<u8> {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for writing `buf.len()` bytes.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return Vec::new();
+    }
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    buf[..len].to_vec()
+}
+
+/// `SIGKILL`-style name of signal `sig`, or `"unknown signal"`.
+pub fn signal_name(sig: i32) -> &'static str {
+    const NAMES: [&str; 32] = [
+        "",
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGILL",
+        "SIGTRAP",
+        "SIGABRT",
+        "SIGBUS",
+        "SIGFPE",
+        "SIGKILL",
+        "SIGUSR1",
+        "SIGSEGV",
+        "SIGUSR2",
+        "SIGPIPE",
+        "SIGALRM",
+        "SIGTERM",
+        "SIGSTKFLT",
+        "SIGCHLD",
+        "SIGCONT",
+        "SIGSTOP",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGURG",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGWINCH",
+        "SIGIO",
+        "SIGPWR",
+        "SIGSYS",
+    ];
+    match usize::try_from(sig) {
+        Ok(i @ 1..=31) => NAMES[i],
+        _ if (libc::SIGRTMIN()..=libc::SIGRTMAX()).contains(&sig) => "a real-time signal",
+        _ => "unknown signal",
+    }
+}

@@ -1,0 +1,454 @@
+//! Tests over small traces built in memory with the format crate.
+
+use crate::model::{Duration, Trace};
+use crate::{api_summary, load_inputs, load_trace, render_report, Format, FunctionSummary};
+use rtrace_format::*;
+use std::path::{Path, PathBuf};
+
+/// Builds a trace file chunk by chunk.
+struct Builder {
+    bytes: Vec<u8>,
+}
+
+impl Builder {
+    fn new(header: &ProcessHeader) -> Self {
+        Builder {
+            bytes: encode_file_header(header),
+        }
+    }
+    fn chunk(mut self, kind: ChunkKind, thread: u64, dropped: u64, payload: &[u8]) -> Self {
+        let h = ChunkHeader::new(kind, thread, 0, dropped, payload);
+        self.bytes.extend_from_slice(&h.encode());
+        self.bytes.extend_from_slice(payload);
+        self
+    }
+    fn names(self, names: &[(u32, &str)]) -> Self {
+        let payload = encode_function_names(names.iter().copied());
+        self.chunk(ChunkKind::FunctionNames, 0, 0, &payload)
+    }
+    fn records(self, thread: u64, dropped: u64, recs: &[ApiRecord]) -> Self {
+        let mut payload = Vec::new();
+        for r in recs {
+            r.write_to(&mut payload);
+        }
+        self.chunk(ChunkKind::ApiRecords, thread, dropped, &payload)
+    }
+    fn thread(self, tid: u64, name: &str) -> Self {
+        let info = ThreadInfo {
+            tid,
+            name: name.into(),
+        };
+        self.chunk(ChunkKind::ThreadInfo, tid, 0, &encode_value(&info))
+    }
+    fn end(self, end: &ProcessEnd) -> Self {
+        self.chunk(ChunkKind::ProcessEnd, 0, 0, &encode_value(end))
+    }
+    fn notice(self, time_ns: u64, message: &str) -> Self {
+        let n = Notice {
+            time_ns,
+            message: message.into(),
+        };
+        self.chunk(ChunkKind::Notice, 0, 0, &encode_value(&n))
+    }
+}
+
+fn rec(function: u32, result: u32, start_ns: u64, dur: u64) -> ApiRecord {
+    ApiRecord {
+        function,
+        result,
+        start_ns,
+        end_ns: start_ns + dur,
+        correlation: start_ns,
+    }
+}
+
+fn header(pid: u32) -> ProcessHeader {
+    ProcessHeader {
+        pid,
+        ppid: 1,
+        forked_from: None,
+        command_line: vec!["./app".into(), "--size".into(), "2 MB".into()],
+        executable: "/opt/app".into(),
+        hostname: "gpu1".into(),
+        boot_id: "b00t".into(),
+        writer_version: "0.1.0".into(),
+        start: ClockAnchor {
+            monotonic_ns: 1_000,
+            realtime_ns: 1_714_566_896_789_000_000,
+        },
+        clock: "CLOCK_MONOTONIC".into(),
+    }
+}
+
+fn end(records: u64, dropped: u64) -> ProcessEnd {
+    ProcessEnd {
+        end: ClockAnchor {
+            monotonic_ns: 2_501_000,
+            realtime_ns: 0,
+        },
+        reason: "exit".into(),
+        records,
+        dropped,
+        unwrapped_lookups: 2,
+        threads: 2,
+    }
+}
+
+/// cuInit: 1 call of 100 ns. cuMemAlloc_v2: 10, 40, 20, 30 ns, one error.
+/// cuLaunchKernel: 5 and 100 ns on thread 11, 7 ns on thread 12.
+fn sample() -> Builder {
+    Builder::new(&header(1234))
+        .names(&[(0, "cuInit"), (1, "cuMemAlloc_v2"), (2, "cuLaunchKernel")])
+        .thread(11, "app")
+        .records(
+            11,
+            0,
+            &[
+                rec(0, 0, 2_000, 100),
+                rec(1, 0, 3_000, 10),
+                rec(1, 2, 4_000, 40),
+                rec(2, 0, 5_000, 5),
+            ],
+        )
+        .thread(12, "worker")
+        .records(12, 3, &[rec(1, 0, 6_000, 20), rec(2, 0, 7_000, 7)])
+        .records(11, 0, &[rec(1, 0, 8_000, 30), rec(2, 0, 9_000, 100)])
+        .notice(1_500, "hello from the tracer")
+        .end(&end(8, 3))
+}
+
+fn read(bytes: &[u8]) -> Trace {
+    Trace::read(Path::new("t.bin"), bytes).unwrap()
+}
+
+fn row(function: &str, v: [u64; 7]) -> FunctionSummary {
+    FunctionSummary {
+        function: function.into(),
+        calls: v[0],
+        errors: v[1],
+        total_ns: v[2],
+        mean_ns: v[3],
+        median_ns: v[4],
+        min_ns: v[5],
+        max_ns: v[6],
+    }
+}
+
+#[test]
+fn model_holds_threads_names_end_and_notices() {
+    let t = read(&sample().bytes);
+    assert_eq!(t.header.pid, 1234);
+    assert_eq!(t.format_version, (FORMAT_MAJOR, FORMAT_MINOR));
+    assert_eq!(t.api_records(), 8);
+    assert_eq!(t.dropped, 3);
+    assert_eq!(t.threads.len(), 2);
+    assert_eq!(t.threads[&11].name.as_deref(), Some("app"));
+    assert_eq!(t.threads[&11].records.len(), 6);
+    assert_eq!(t.threads[&12].dropped, 3);
+    assert_eq!(t.notices.len(), 1);
+    assert_eq!(t.end_reason(), "exit");
+    assert_eq!(t.duration(), Duration::ToEnd(2_500_000));
+    assert_eq!(t.chunks, 8);
+    assert_eq!(t.damage, None);
+    assert!(t.bad_chunks.is_empty());
+}
+
+#[test]
+fn summary_values_are_exact() {
+    let t = read(&sample().bytes);
+    assert_eq!(
+        api_summary(&[t]),
+        vec![
+            row("cuLaunchKernel", [3, 0, 112, 37, 7, 5, 100]),
+            // cuInit and cuMemAlloc_v2 tie on total time: by name.
+            row("cuInit", [1, 0, 100, 100, 100, 100, 100]),
+            // Even count: the median is the lower middle (10 20 | 30 40).
+            row("cuMemAlloc_v2", [4, 1, 100, 25, 20, 10, 40]),
+        ]
+    );
+}
+
+#[test]
+fn summary_merges_files_by_name_not_id() {
+    let a = read(&sample().bytes);
+    // A second process whose table numbers the functions differently.
+    let b = read(
+        &Builder::new(&header(99))
+            .names(&[(7, "cuInit"), (0, "cuCtxSynchronize")])
+            .records(5, 0, &[rec(7, 1, 0, 300), rec(0, 0, 10, 1)])
+            .records(6, 0, &[rec(3, 0, 20, 2)])
+            .bytes,
+    );
+    let s = api_summary(&[a, b]);
+    assert_eq!(
+        s,
+        vec![
+            row("cuInit", [2, 1, 400, 200, 100, 100, 300]),
+            row("cuLaunchKernel", [3, 0, 112, 37, 7, 5, 100]),
+            row("cuMemAlloc_v2", [4, 1, 100, 25, 20, 10, 40]),
+            row("function#3", [1, 0, 2, 2, 2, 2, 2]),
+            row("cuCtxSynchronize", [1, 0, 1, 1, 1, 1, 1]),
+        ]
+    );
+}
+
+#[test]
+fn csv_is_exact() {
+    let t = read(&sample().bytes);
+    assert_eq!(
+        render_report(&[t], Format::Csv),
+        "function,calls,errors,total_ns,mean_ns,median_ns,min_ns,max_ns\n\
+         cuLaunchKernel,3,0,112,37,7,5,100\n\
+         cuInit,1,0,100,100,100,100,100\n\
+         cuMemAlloc_v2,4,1,100,25,20,10,40\n"
+    );
+}
+
+#[test]
+fn json_is_exact() {
+    let t = read(&sample().bytes);
+    let expected = concat!(
+        "{\"processes\":[\n",
+        "  {\"file\":\"t.bin\",\"format_version\":\"1.0\",\"pid\":1234,\"ppid\":1,",
+        "\"forked_from\":null,\"command_line\":[\"./app\",\"--size\",\"2 MB\"],",
+        "\"executable\":\"/opt/app\",\"hostname\":\"gpu1\",\"boot_id\":\"b00t\",",
+        "\"writer_version\":\"0.1.0\",\"start\":{\"monotonic_ns\":1000,",
+        "\"realtime_ns\":1714566896789000000},\"clock\":\"CLOCK_MONOTONIC\",",
+        "\"start_time\":\"2024-05-01T12:34:56.789Z\",\"duration_ns\":2500000,",
+        "\"duration_complete\":true,\"end_reason\":\"exit\",\"threads\":2,",
+        "\"api_records\":8,\"dropped\":3,\"unwrapped_lookups\":2,\"unknown_chunks\":0,",
+        "\"notices\":[{\"time_ns\":1500,\"message\":\"hello from the tracer\"}],",
+        "\"damage\":null}\n",
+        "],\n",
+        "\"api\":[\n",
+        "  {\"function\":\"cuLaunchKernel\",\"calls\":3,\"errors\":0,\"total_ns\":112,",
+        "\"mean_ns\":37,\"median_ns\":7,\"min_ns\":5,\"max_ns\":100},\n",
+        "  {\"function\":\"cuInit\",\"calls\":1,\"errors\":0,\"total_ns\":100,",
+        "\"mean_ns\":100,\"median_ns\":100,\"min_ns\":100,\"max_ns\":100},\n",
+        "  {\"function\":\"cuMemAlloc_v2\",\"calls\":4,\"errors\":1,\"total_ns\":100,",
+        "\"mean_ns\":25,\"median_ns\":20,\"min_ns\":10,\"max_ns\":40}\n",
+        "]}\n"
+    );
+    assert_eq!(render_report(&[t], Format::Json), expected);
+}
+
+#[test]
+fn empty_json_and_csv() {
+    let t = read(&Builder::new(&header(5)).bytes);
+    assert_eq!(
+        render_report(std::slice::from_ref(&t), Format::Csv),
+        "function,calls,errors,total_ns,mean_ns,median_ns,min_ns,max_ns\n"
+    );
+    let json = render_report(&[t], Format::Json);
+    assert!(json.ends_with("\"api\":[]}\n"), "{json}");
+    assert!(json.contains("\"end_reason\":null"), "{json}");
+    assert!(json.contains("\"duration_ns\":null"), "{json}");
+}
+
+#[test]
+fn table_shows_process_and_aligned_summary() {
+    let t = read(&sample().bytes);
+    let out = render_report(&[t], Format::Table);
+    let expected_summary = "\
+API summary: 3 functions, 8 calls, 1 process
+function        calls  errors   total    mean  median     min     max
+cuLaunchKernel      3       0  112 ns   37 ns    7 ns    5 ns  100 ns
+cuInit              1       0  100 ns  100 ns  100 ns  100 ns  100 ns
+cuMemAlloc_v2       4       1  100 ns   25 ns   20 ns   10 ns   40 ns
+";
+    assert!(out.ends_with(expected_summary), "{out}");
+    for line in [
+        "Process 1234 (t.bin)\n",
+        "  command line       ./app --size '2 MB'\n",
+        "  start time         2024-05-01T12:34:56.789Z\n",
+        "  duration           2.5 ms\n",
+        "  tracing ended      exit\n",
+        "  threads            2\n",
+        "  API records        8\n",
+        "  dropped records    3\n",
+        "  unwrapped lookups  2\n",
+        "    at +500 ns: hello from the tracer\n",
+        "  warning: 3 API records were lost",
+    ] {
+        assert!(out.contains(line), "missing {line:?} in\n{out}");
+    }
+}
+
+#[test]
+fn table_fits_120_columns_and_truncates_names() {
+    let long = "cuSomeExtremelyLongFunctionName".repeat(6);
+    let t = read(
+        &Builder::new(&header(1))
+            .names(&[(0, &long), (1, "cuInit")])
+            .records(1, 0, &[rec(0, 0, 0, 1_234_567), rec(1, 0, 0, 12_345)])
+            .bytes,
+    );
+    let out = render_report(&[t], Format::Table);
+    let table: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("function"))
+        .collect();
+    assert_eq!(table.len(), 3, "{out}");
+    for line in &table {
+        assert_eq!(line.chars().count(), 120, "{line:?}");
+    }
+    assert!(table[1].starts_with("cuSomeExtremely"));
+    assert!(table[1].contains("… "), "{}", table[1]);
+    assert!(table[1].ends_with("1.2 ms"), "{}", table[1]);
+    assert!(table[2].ends_with("12.3 µs"), "{}", table[2]);
+    assert!(out.contains("tracing ended      no end record: the process was killed or crashed"));
+    assert!(out.contains("duration           at least"));
+}
+
+#[test]
+fn unknown_and_malformed_chunks_are_skipped() {
+    let bytes = sample()
+        .chunk(ChunkKind::Unknown(77), 0, 0, b"future stuff")
+        .chunk(ChunkKind::ApiRecords, 11, 0, &[1, 2, 3])
+        .records(11, 0, &[rec(0, 0, 10_000, 1)])
+        .bytes;
+    let t = read(&bytes);
+    assert_eq!(t.unknown_chunks, 1);
+    assert_eq!(t.api_records(), 9);
+    assert_eq!(t.bad_chunks.len(), 1);
+    assert!(
+        t.bad_chunks[0].ends_with("API record chunk of 3 bytes is not a multiple of 32"),
+        "{:?}",
+        t.bad_chunks
+    );
+    assert_eq!(t.damage, None);
+}
+
+/// Byte offset of the last chunk of `bytes` that starts with CHNK.
+fn last_chunk_offset(bytes: &[u8]) -> usize {
+    bytes.windows(4).rposition(|w| w == b"CHNK").unwrap()
+}
+
+#[test]
+fn truncated_file_reports_what_came_before() {
+    // Header, names, then two record chunks; cut inside the second.
+    let full = Builder::new(&header(7))
+        .names(&[(0, "cuInit")])
+        .records(1, 0, &[rec(0, 0, 0, 5), rec(0, 0, 10, 5)])
+        .records(1, 0, &[rec(0, 0, 20, 5), rec(0, 0, 30, 5)])
+        .bytes;
+    let at = last_chunk_offset(&full);
+    let t = read(&full[..at + CHUNK_HEADER_LEN + 40]);
+    assert_eq!(t.api_records(), 2);
+    assert_eq!(
+        t.damage.as_deref(),
+        Some(&*format!(
+            "truncated: the file ends inside the chunk at byte {at}; \
+             reported the 2 chunks (2 records) before it"
+        ))
+    );
+    assert_eq!(api_summary(std::slice::from_ref(&t))[0].calls, 2);
+    let out = render_report(&[t], Format::Table);
+    assert!(out.contains("  damaged file       truncated:"), "{out}");
+
+    // Cut inside a chunk header: one chunk, one record... singular words.
+    let one = Builder::new(&header(7))
+        .records(1, 0, &[rec(0, 0, 0, 5)])
+        .records(1, 0, &[rec(0, 0, 0, 5)])
+        .bytes;
+    let at = last_chunk_offset(&one);
+    let t = read(&one[..at + 3]);
+    assert_eq!(
+        t.damage.as_deref(),
+        Some(&*format!(
+            "truncated: the file ends inside the chunk header at byte {at}; \
+             reported the 1 chunk (1 record) before it"
+        ))
+    );
+}
+
+#[test]
+fn corrupt_checksum_stops_reading_there() {
+    let mut bytes = sample().bytes;
+    let at = last_chunk_offset(&bytes);
+    let n = bytes.len();
+    bytes[n - 1] ^= 0x55; // inside the ProcessEnd payload
+    let t = read(&bytes);
+    assert_eq!(t.api_records(), 8);
+    assert!(t.end.is_none());
+    assert_eq!(
+        t.damage.as_deref(),
+        Some(&*format!(
+            "corrupt at byte {at}: chunk checksum mismatch; \
+             reported the 7 chunks (8 records) before it"
+        ))
+    );
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rtrace-collector-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn unreadable_inputs_are_errors_with_clear_messages() {
+    let dir = temp_dir("errors");
+    let not = dir.join("notes.bin");
+    std::fs::write(&not, b"hello, I am not a trace").unwrap();
+    let e = load_trace(&not).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!("{}: not an rtrace trace (bad magic bytes)", not.display())
+    );
+
+    let newer = dir.join("newer.bin");
+    let mut bytes = sample().bytes;
+    bytes[8..10].copy_from_slice(&(FORMAT_MAJOR + 1).to_le_bytes());
+    std::fs::write(&newer, &bytes).unwrap();
+    let e = load_trace(&newer).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}: written in trace format {}.0, newer than this rtrace reads ({}.x): \
+             use a newer rtrace",
+            newer.display(),
+            FORMAT_MAJOR + 1,
+            FORMAT_MAJOR
+        )
+    );
+
+    let missing = dir.join("missing.bin");
+    let e = load_inputs(std::slice::from_ref(&missing)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!("{}: No such file or directory", missing.display())
+    );
+
+    let empty = dir.join("empty.bin");
+    std::fs::write(&empty, b"").unwrap();
+    assert!(load_trace(&empty).unwrap_err().is_not_a_trace());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn directories_give_their_traces_in_name_order() {
+    let dir = temp_dir("dir");
+    std::fs::write(dir.join("b.bin"), Builder::new(&header(2)).bytes).unwrap();
+    std::fs::write(dir.join("a.bin"), Builder::new(&header(1)).bytes).unwrap();
+    std::fs::write(dir.join("c.bin"), b"not a trace").unwrap();
+    std::fs::write(dir.join("d.txt"), Builder::new(&header(4)).bytes).unwrap();
+    let loaded = load_inputs(&[dir.clone(), dir.join("a.bin")]).unwrap();
+    let pids: Vec<u32> = loaded.traces.iter().map(|t| t.header.pid).collect();
+    assert_eq!(pids, vec![1, 2]);
+    assert_eq!(loaded.skipped.len(), 1);
+    assert!(loaded.skipped[0].ends_with("c.bin: not an rtrace trace (bad magic bytes); skipped"));
+
+    let empty = dir.join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let e = load_inputs(std::slice::from_ref(&empty)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}: no rtrace traces (*.bin) in this directory",
+            empty.display()
+        )
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Hot-path overhead benchmark, side by side in one run on the simulated driver.
+#
+# Runs tools/bench/hotpath.c (a loop of cuDriverGetVersion, which the simulated
+# driver answers without locking) untraced, traced, and with RTRACE_DISABLE=1,
+# alternating, PAIRS times each; every process times ROUNDS rounds of CALLS calls.
+# Prints the median ns per call of each mode and the median added by tracing.
+#
+# Usage: tools/bench-hotpath.sh [PAIRS] [CALLS] [ROUNDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PAIRS=${1:-9}
+CALLS=${2:-200000}
+ROUNDS=${3:-5}
+
+inc=$(tools/setup-cuda.sh)
+cargo build --release -q -p rtrace-inject -p simcuda -p rtrace-collector
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/lib"
+cp target/release/libcuda.so "$work/lib/libcuda.so.1"
+ln -s libcuda.so.1 "$work/lib/libcuda.so"
+gcc -O2 -I"$inc" tools/bench/hotpath.c -L"$work/lib" -lcuda -o "$work/hotpath"
+export LD_LIBRARY_PATH="$work/lib"
+lib=$PWD/target/release/librtrace.so
+# Large enough that the benchmark loses nothing: it measures recording, not dropping.
+buffer=$((1 << 21))
+
+run() { # mode -> ns-per-call lines
+    case $1 in
+    untraced) "$work/hotpath" "$CALLS" "$ROUNDS" ;;
+    traced) RTRACE_BUFFER_RECORDS=$buffer RTRACE_OUTPUT="$work/t-%p.bin" LD_PRELOAD=$lib "$work/hotpath" "$CALLS" "$ROUNDS" ;;
+    disabled) RTRACE_DISABLE=1 LD_PRELOAD=$lib "$work/hotpath" "$CALLS" "$ROUNDS" ;;
+    esac | awk '{print $4}'
+}
+for ((i = 0; i < PAIRS; i++)); do
+    for m in untraced traced disabled; do run $m >>"$work/$m.txt"; done
+done
+median() { sort -g "$1" | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+u=$(median "$work/untraced.txt")
+t=$(median "$work/traced.txt")
+d=$(median "$work/disabled.txt")
+n=$(wc -l <"$work/untraced.txt")
+echo "hot-path benchmark: $PAIRS processes x $ROUNDS rounds x $CALLS calls of cuDriverGetVersion per mode ($(nproc) cores, $(uname -m))"
+printf '%-10s %14s %18s\n' mode "ns/call (median of $n)" "added vs untraced"
+printf '%-10s %14.2f %18s\n' untraced "$u" "-"
+printf '%-10s %14.2f %18.2f\n' traced "$t" "$(echo "$t - $u" | bc -l)"
+printf '%-10s %14.2f %18.2f\n' disabled "$d" "$(echo "$d - $u" | bc -l)"
+target/release/rtrace report --format json "$work"/t-*.bin | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+recs = sum(p.get("api_records", 0) for p in d["processes"])
+drop = sum(p.get("dropped", 0) for p in d["processes"])
+print(f"traced runs recorded {recs} API records, dropped {drop}")'
