@@ -2,7 +2,9 @@
 # Hot-path overhead benchmark, side by side in one run on the simulated driver.
 #
 # Runs tools/bench/hotpath.c (a loop of cuDriverGetVersion, which the simulated
-# driver answers without locking) untraced, traced, and with RTRACE_DISABLE=1,
+# driver answers without locking) untraced, traced (time-stamp counter, the
+# default where the kernel's clocksource is tsc), traced with
+# RTRACE_CLOCK=monotonic (clock_gettime on every call), and with RTRACE_DISABLE=1,
 # alternating, PAIRS times each; every process times ROUNDS rounds of CALLS calls.
 # Prints the median ns per call of each mode and the median added by tracing.
 #
@@ -30,23 +32,29 @@ run() { # mode -> ns-per-call lines
     case $1 in
     untraced) "$work/hotpath" "$CALLS" "$ROUNDS" ;;
     traced) RTRACE_BUFFER_RECORDS=$buffer RTRACE_OUTPUT="$work/t-%p.bin" LD_PRELOAD=$lib "$work/hotpath" "$CALLS" "$ROUNDS" ;;
+    traced-monotonic) RTRACE_CLOCK=monotonic RTRACE_BUFFER_RECORDS=$buffer RTRACE_OUTPUT="$work/m-%p.bin" LD_PRELOAD=$lib "$work/hotpath" "$CALLS" "$ROUNDS" ;;
     disabled) RTRACE_DISABLE=1 LD_PRELOAD=$lib "$work/hotpath" "$CALLS" "$ROUNDS" ;;
     esac | awk '{print $4}'
 }
 for ((i = 0; i < PAIRS; i++)); do
-    for m in untraced traced disabled; do run $m >>"$work/$m.txt"; done
+    for m in untraced traced traced-monotonic disabled; do run $m >>"$work/$m.txt"; done
 done
 median() { sort -g "$1" | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 u=$(median "$work/untraced.txt")
 t=$(median "$work/traced.txt")
 d=$(median "$work/disabled.txt")
+m=$(median "$work/traced-monotonic.txt")
 n=$(wc -l <"$work/untraced.txt")
-echo "hot-path benchmark: $PAIRS processes x $ROUNDS rounds x $CALLS calls of cuDriverGetVersion per mode ($(nproc) cores, $(uname -m))"
-printf '%-10s %14s %18s\n' mode "ns/call (median of $n)" "added vs untraced"
-printf '%-10s %14.2f %18s\n' untraced "$u" "-"
-printf '%-10s %14.2f %18.2f\n' traced "$t" "$(echo "$t - $u" | bc -l)"
-printf '%-10s %14.2f %18.2f\n' disabled "$d" "$(echo "$d - $u" | bc -l)"
-target/release/rtrace report --format json "$work"/t-*.bin | python3 -c '
+src=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)
+echo "hot-path benchmark: $PAIRS processes x $ROUNDS rounds x $CALLS calls of cuDriverGetVersion per mode"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), clocksource $src"
+row() { printf '%-17s %22.2f %18s\n' "$1" "$2" "$3"; }
+printf '%-17s %22s %18s\n' mode "ns/call (median of $n)" "added vs untraced"
+row untraced "$u" "-"
+row traced "$t" "$(printf '%.2f' "$(echo "$t - $u" | bc -l)")"
+row traced-monotonic "$m" "$(printf '%.2f' "$(echo "$m - $u" | bc -l)")"
+row disabled "$d" "$(printf '%.2f' "$(echo "$d - $u" | bc -l)")"
+target/release/rtrace report --format json "$work"/t-*.bin "$work"/m-*.bin | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 recs = sum(p.get("api_records", 0) for p in d["processes"])

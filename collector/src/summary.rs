@@ -25,23 +25,28 @@ pub struct FunctionSummary {
     pub min_ns: u64,
     /// Longest duration, ns.
     pub max_ns: u64,
+    /// Failed calls by result code (`CUresult`), ascending.
+    pub error_codes: Vec<(u32, u64)>,
 }
 
 /// One row per function name over all `traces`, sorted by total time
 /// (descending), ties by name (ascending).
 pub fn api_summary(traces: &[Trace]) -> Vec<FunctionSummary> {
     struct Acc {
-        errors: u64,
+        errors: std::collections::BTreeMap<u32, u64>,
         durations: Vec<u64>,
     }
     let mut by_name: HashMap<String, Acc> = HashMap::new();
     for trace in traces {
         // Resolve each id once per trace: ids differ between files, names do not.
-        let mut per_id: HashMap<u32, (u64, Vec<u64>)> = HashMap::new();
+        let mut per_id: HashMap<u32, (std::collections::BTreeMap<u32, u64>, Vec<u64>)> =
+            HashMap::new();
         for thread in trace.threads.values() {
             for r in &thread.records {
                 let e = per_id.entry(r.function).or_default();
-                e.0 += u64::from(r.result != 0);
+                if r.result != 0 {
+                    *e.0.entry(r.result).or_insert(0) += 1;
+                }
                 e.1.push(r.end_ns.saturating_sub(r.start_ns));
             }
         }
@@ -49,10 +54,12 @@ pub fn api_summary(traces: &[Trace]) -> Vec<FunctionSummary> {
             let acc = by_name
                 .entry(trace.function_name(id).into_owned())
                 .or_insert_with(|| Acc {
-                    errors: 0,
+                    errors: Default::default(),
                     durations: Vec::new(),
                 });
-            acc.errors += errors;
+            for (code, n) in errors {
+                *acc.errors.entry(code).or_insert(0) += n;
+            }
             acc.durations.extend(durations);
         }
     }
@@ -66,12 +73,13 @@ pub fn api_summary(traces: &[Trace]) -> Vec<FunctionSummary> {
             FunctionSummary {
                 function,
                 calls,
-                errors: acc.errors,
+                errors: acc.errors.values().sum(),
                 total_ns: u64::try_from(total).unwrap_or(u64::MAX),
                 mean_ns: (total / u128::from(calls.max(1))) as u64,
                 median_ns: d[(d.len() - 1) / 2],
                 min_ns: d[0],
                 max_ns: d[d.len() - 1],
+                error_codes: acc.errors.into_iter().collect(),
             }
         })
         .collect();

@@ -122,7 +122,12 @@ fn read(bytes: &[u8]) -> Trace {
 }
 
 fn row(function: &str, v: [u64; 7]) -> FunctionSummary {
+    row_codes(function, v, &[])
+}
+
+fn row_codes(function: &str, v: [u64; 7], codes: &[(u32, u64)]) -> FunctionSummary {
     FunctionSummary {
+        error_codes: codes.to_vec(),
         function: function.into(),
         calls: v[0],
         errors: v[1],
@@ -163,7 +168,7 @@ fn summary_values_are_exact() {
             // cuInit and cuMemAlloc_v2 tie on total time: by name.
             row("cuInit", [1, 0, 100, 100, 100, 100, 100]),
             // Even count: the median is the lower middle (10 20 | 30 40).
-            row("cuMemAlloc_v2", [4, 1, 100, 25, 20, 10, 40]),
+            row_codes("cuMemAlloc_v2", [4, 1, 100, 25, 20, 10, 40], &[(2, 1)]),
         ]
     );
 }
@@ -183,9 +188,9 @@ fn summary_merges_files_by_name_not_id() {
     assert_eq!(
         s,
         vec![
-            row("cuInit", [2, 1, 400, 200, 100, 100, 300]),
+            row_codes("cuInit", [2, 1, 400, 200, 100, 100, 300], &[(1, 1)]),
             row("cuLaunchKernel", [3, 0, 112, 37, 7, 5, 100]),
-            row("cuMemAlloc_v2", [4, 1, 100, 25, 20, 10, 40]),
+            row_codes("cuMemAlloc_v2", [4, 1, 100, 25, 20, 10, 40], &[(2, 1)]),
             row("function#3", [1, 0, 2, 2, 2, 2, 2]),
             row("cuCtxSynchronize", [1, 0, 1, 1, 1, 1, 1]),
         ]
@@ -222,11 +227,11 @@ fn json_is_exact() {
         "],\n",
         "\"api\":[\n",
         "  {\"function\":\"cuLaunchKernel\",\"calls\":3,\"errors\":0,\"total_ns\":112,",
-        "\"mean_ns\":37,\"median_ns\":7,\"min_ns\":5,\"max_ns\":100},\n",
+        "\"mean_ns\":37,\"median_ns\":7,\"min_ns\":5,\"max_ns\":100,\"error_codes\":{}},\n",
         "  {\"function\":\"cuInit\",\"calls\":1,\"errors\":0,\"total_ns\":100,",
-        "\"mean_ns\":100,\"median_ns\":100,\"min_ns\":100,\"max_ns\":100},\n",
+        "\"mean_ns\":100,\"median_ns\":100,\"min_ns\":100,\"max_ns\":100,\"error_codes\":{}},\n",
         "  {\"function\":\"cuMemAlloc_v2\",\"calls\":4,\"errors\":1,\"total_ns\":100,",
-        "\"mean_ns\":25,\"median_ns\":20,\"min_ns\":10,\"max_ns\":40}\n",
+        "\"mean_ns\":25,\"median_ns\":20,\"min_ns\":10,\"max_ns\":40,\"error_codes\":{\"2\":1}}\n",
         "]}\n"
     );
     assert_eq!(render_report(&[t], Format::Json), expected);

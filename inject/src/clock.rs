@@ -1,7 +1,17 @@
-//! The host clock every timestamp is on: `CLOCK_MONOTONIC`, in ns (a vDSO
-//! read, no system call).
+//! Host time. Every timestamp in a trace is `CLOCK_MONOTONIC`, in ns.
+//!
+//! The hot path reads [`ticks`]: the CPU's time-stamp counter when the kernel itself keeps
+//! time with it (clocksource `tsc`, invariant TSC), else `CLOCK_MONOTONIC` directly. The
+//! consumer converts ticks to `CLOCK_MONOTONIC` ns with a [`Calibration`]: pairs of
+//! (ticks, ns) read back to back at every drain, interpolated piecewise linearly, so the
+//! conversion is exact at each pair and follows the kernel's own clock adjustments.
 
 use rtrace_format::ClockAnchor;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether [`ticks`] reads the TSC (decided once, at start-up).
+static USE_TSC: AtomicBool = AtomicBool::new(false);
 
 #[inline(always)]
 fn read(clock: libc::clockid_t) -> u64 {
@@ -16,10 +26,49 @@ fn read(clock: libc::clockid_t) -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Now on the trace clock.
+/// Now on the trace clock, in ns.
 #[inline(always)]
 pub fn now_ns() -> u64 {
     read(libc::CLOCK_MONOTONIC)
+}
+
+#[inline(always)]
+fn rdtsc() -> u64 {
+    // SAFETY: rdtsc has no preconditions on x86-64.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+/// A raw timestamp for a record: TSC ticks or ns (see [`Calibration::to_ns`]).
+#[inline(always)]
+pub fn ticks() -> u64 {
+    if USE_TSC.load(Ordering::Relaxed) {
+        rdtsc()
+    } else {
+        now_ns()
+    }
+}
+
+/// Decides the tick source: the TSC only when the kernel's clocksource is `tsc` and the CPU
+/// says its TSC is constant-rate and never stops. `RTRACE_CLOCK=monotonic` forces the
+/// clock_gettime path.
+pub fn choose_source(force_monotonic: bool) {
+    let source =
+        std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .unwrap_or_default();
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let flags = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .unwrap_or("");
+    let has = |f: &str| flags.split_whitespace().any(|w| w == f);
+    let tsc =
+        !force_monotonic && source.trim() == "tsc" && has("constant_tsc") && has("nonstop_tsc");
+    USE_TSC.store(tsc, Ordering::Relaxed);
+}
+
+/// Whether records carry TSC ticks.
+pub fn uses_tsc() -> bool {
+    USE_TSC.load(Ordering::Relaxed)
 }
 
 /// Monotonic and real-time clocks read back to back (the tighter of three tries).
@@ -40,4 +89,124 @@ pub fn anchor() -> ClockAnchor {
         }
     }
     best.1
+}
+
+/// One (ticks, ns) pair, read back to back (the tighter of three tries).
+fn pair() -> (u64, u64) {
+    let mut best = (u64::MAX, (0, 0));
+    for _ in 0..3 {
+        let a = rdtsc();
+        let ns = now_ns();
+        let b = rdtsc();
+        if b.wrapping_sub(a) < best.0 {
+            best = (b.wrapping_sub(a), (a + (b - a) / 2, ns));
+        }
+    }
+    best.1
+}
+
+/// Converts ticks to ns. Consumer-owned; keeps the pairs of the last
+/// [`Calibration::CAPACITY`] samples (more than the longest a record waits in a buffer).
+pub struct Calibration {
+    samples: VecDeque<(u64, u64)>,
+}
+
+impl Calibration {
+    pub const CAPACITY: usize = 1024;
+
+    /// Starts with one pair read now (before any record is made).
+    pub fn new() -> Calibration {
+        let mut samples = VecDeque::with_capacity(Self::CAPACITY);
+        if uses_tsc() {
+            samples.push_back(pair());
+        }
+        Calibration { samples }
+    }
+
+    /// Reads a new pair (no allocation once at capacity). Call before converting a batch.
+    pub fn sample(&mut self) {
+        if !uses_tsc() {
+            return;
+        }
+        let p = pair();
+        if self.samples.back().is_some_and(|&(t, _)| p.0 <= t) {
+            return;
+        }
+        if self.samples.len() == Self::CAPACITY {
+            self.samples.pop_front();
+        }
+        self.samples.push_back(p);
+    }
+
+    /// `CLOCK_MONOTONIC` ns of a raw timestamp made by [`ticks`].
+    pub fn to_ns(&self, t: u64) -> u64 {
+        if !uses_tsc() {
+            return t;
+        }
+        convert(&self.samples, t)
+    }
+}
+
+impl Default for Calibration {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Piecewise-linear interpolation over `samples` (ticks ascending); beyond either end, the
+/// nearest segment's slope.
+fn convert(samples: &VecDeque<(u64, u64)>, t: u64) -> u64 {
+    let n = samples.len();
+    match n {
+        0 => return t,
+        1 => return samples[0].1,
+        _ => {}
+    }
+    // Index of the segment [i, i+1] to use.
+    let i = match samples.binary_search_by(|&(x, _)| x.cmp(&t)) {
+        Ok(k) => return samples[k].1,
+        Err(0) => 0,
+        Err(k) if k >= n => n - 2,
+        Err(k) => k - 1,
+    };
+    let (t0, n0) = samples[i];
+    let (t1, n1) = samples[i + 1];
+    let dt = t1 as i128 - t0 as i128;
+    let dn = n1 as i128 - n0 as i128;
+    let v = n0 as i128 + (t as i128 - t0 as i128) * dn / dt;
+    v.clamp(0, u64::MAX as i128) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interpolates_piecewise_and_extrapolates_at_the_ends() {
+        let s: VecDeque<(u64, u64)> = [(1000, 500), (3000, 1500), (5000, 2600)].into();
+        assert_eq!(convert(&s, 1000), 500);
+        assert_eq!(convert(&s, 2000), 1000);
+        assert_eq!(convert(&s, 3000), 1500);
+        assert_eq!(convert(&s, 4000), 2050);
+        assert_eq!(convert(&s, 7000), 3700);
+        assert_eq!(convert(&s, 0), 0);
+        assert_eq!(convert(&s, 500), 250);
+    }
+
+    #[test]
+    fn ticks_convert_to_the_monotonic_clock() {
+        choose_source(false);
+        let mut c = Calibration::new();
+        let before = now_ns();
+        let t = ticks();
+        let after = now_ns();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        c.sample();
+        let ns = c.to_ns(t);
+        // Within the bracket, allowing for the pair reads' own width.
+        assert!(
+            ns + 2_000 >= before && ns <= after + 2_000,
+            "{before} {ns} {after}"
+        );
+    }
 }

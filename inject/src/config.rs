@@ -19,6 +19,8 @@ pub struct Config {
     pub debug: bool,
     /// The real driver library.
     pub cuda_library: OsString,
+    /// Read `CLOCK_MONOTONIC` on every call instead of the TSC (`RTRACE_CLOCK=monotonic`).
+    pub clock_monotonic: bool,
 }
 
 pub const DEFAULT_OUTPUT: &str = "rtrace-%p.bin";
@@ -52,6 +54,7 @@ impl Config {
             cuda_library: get("RTRACE_CUDA_LIBRARY")
                 .filter(|v| !v.is_empty())
                 .unwrap_or_else(|| "libcuda.so.1".into()),
+            clock_monotonic: get("RTRACE_CLOCK").is_some_and(|v| v == "monotonic"),
         }
     }
 }
@@ -78,6 +81,8 @@ mod tests {
         assert_eq!(c.poll_ms, 5);
         assert!(!c.disabled && !c.debug);
         assert_eq!(c.cuda_library, "libcuda.so.1");
+        assert!(!c.clock_monotonic);
+        assert!(cfg(&[("RTRACE_CLOCK", "monotonic")]).clock_monotonic);
     }
 
     #[test]

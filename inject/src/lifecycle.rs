@@ -69,6 +69,7 @@ pub fn init() {
             diag::log(&["disabled by RTRACE_DISABLE"]);
             return;
         }
+        clock::choose_source(cfg.clock_monotonic);
         interpose::arm_process_hooks();
         let _ = STATE.compare_exchange(
             State::Uninit as u8,

@@ -115,6 +115,8 @@ pub struct Sink {
     pub payload: Vec<u8>,
     /// Scratch list of the rings being drained.
     pub scratch: Vec<Arc<Ring>>,
+    /// Converts the rings' raw timestamps to ns.
+    pub calibration: crate::clock::Calibration,
     pub records: u64,
     pub dropped: u64,
     pub threads: u64,
@@ -171,6 +173,7 @@ impl Sink {
             pending: Vec::with_capacity(FLUSH_AT + (cfg.buffer_records * 32) + 4096),
             payload: Vec::with_capacity(cfg.buffer_records * 32),
             scratch: Vec::with_capacity(256),
+            calibration: crate::clock::Calibration::new(),
             records: 0,
             dropped: 0,
             threads: 0,

@@ -93,15 +93,17 @@ impl Ring {
     }
 
     /// Appends every waiting record, encoded, to `out` and frees their slots;
-    /// returns how many. Consumer only.
-    pub fn drain_into(&self, out: &mut Vec<u8>) -> usize {
+    /// returns how many. Timestamps go through `to_ns` (raw ticks → ns). Consumer only.
+    pub fn drain_into(&self, out: &mut Vec<u8>, to_ns: impl Fn(u64) -> u64) -> usize {
         let h = self.head.load(Ordering::Acquire);
         let t = self.tail.load(Ordering::Relaxed);
         let n = h.wrapping_sub(t);
         for i in 0..n {
             let slot = &self.slots[(t.wrapping_add(i) & self.mask) as usize];
             // SAFETY: slots t..h were published by the producer's release store of head.
-            let rec = unsafe { *slot.get() };
+            let mut rec = unsafe { *slot.get() };
+            rec.start_ns = to_ns(rec.start_ns);
+            rec.end_ns = to_ns(rec.end_ns);
             out.extend_from_slice(&rec.to_bytes());
         }
         self.tail.store(h, Ordering::Release);
@@ -147,7 +149,7 @@ mod tests {
         assert_eq!(r.take_dropped(), 2);
         assert_eq!(r.take_dropped(), 0);
         let mut out = Vec::new();
-        assert_eq!(r.drain_into(&mut out), 4);
+        assert_eq!(r.drain_into(&mut out, |t| t), 4);
         let got: Vec<u32> = out
             .chunks_exact(ApiRecord::SIZE)
             .map(|b| ApiRecord::from_bytes(b.try_into().unwrap()).function)
@@ -155,8 +157,9 @@ mod tests {
         assert_eq!(got, vec![0, 1, 2, 3]);
         assert!(r.push(rec(9)));
         out.clear();
-        assert_eq!(r.drain_into(&mut out), 1);
-        assert_eq!(ApiRecord::from_bytes(out[..32].try_into().unwrap()), rec(9));
+        assert_eq!(r.drain_into(&mut out, |t| t * 10), 1);
+        let back = ApiRecord::from_bytes(out[..32].try_into().unwrap());
+        assert_eq!((back.start_ns, back.end_ns), (90, 100));
     }
 
     #[test]
@@ -173,7 +176,7 @@ mod tests {
         let mut out = Vec::new();
         loop {
             out.clear();
-            r.drain_into(&mut out);
+            r.drain_into(&mut out, |t| t);
             seen.extend(
                 out.chunks_exact(32)
                     .map(|b| ApiRecord::from_bytes(b.try_into().unwrap()).start_ns),

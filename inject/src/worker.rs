@@ -76,6 +76,7 @@ fn run(process: &'static Process) {
 /// Moves records from the rings into `sink`'s pending output. Consumer only.
 pub fn drain(process: &Process, sink: &mut Sink, mode: Drain) {
     let mut rings = std::mem::take(&mut sink.scratch);
+    sink.calibration.sample();
     if !process.snapshot_rings(&mut rings, mode != Drain::Final) {
         diag::log(&["could not list the buffers: another thread holds the list"]);
     }
@@ -92,7 +93,8 @@ pub fn drain(process: &Process, sink: &mut Sink, mode: Drain) {
             continue;
         }
         sink.payload.clear();
-        let n = ring.drain_into(&mut sink.payload);
+        let calibration = &sink.calibration;
+        let n = ring.drain_into(&mut sink.payload, |t| calibration.to_ns(t));
         let dropped = ring.take_dropped();
         if n == 0 && dropped == 0 {
             continue;

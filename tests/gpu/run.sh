@@ -302,7 +302,7 @@ compare_cupti() {
     local extra=()
     [ -n "${CUPTI_INC:-}" ] && [ -f "$CUPTI_INC/cupti_driver_cbid.h" ] && extra+=(--cbid-header "$CUPTI_INC/cupti_driver_cbid.h")
     [ -s "$OUT/libcuda-exports.txt" ] && extra+=(--exports "$OUT/libcuda-exports.txt")
-    bounded 60 python3 tests/gpu/compare.py --label "$label.$mode" --rtrace-json "$WORK/$label-$mode.json" \
+    bounded 60 python3 tests/gpu/compare.py --label "$label.$mode" --rtrace-trace "$WORK/rtrace-$label-$mode-"*.bin \
         --cupti "$prefix" "${extra[@]}" >"$c" 2>&1
     local rc=$?
     sed 's/^/    /' "$c" | head -n 80

@@ -5,7 +5,9 @@ Parses cuda.h with `__CUDA_API_VERSION_INTERNAL` defined, under which it declare
 libcuda.so.1 exports under its exported name (`_v2` names, the legacy pre-v2 names and the
 `_ptds`/`_ptsz` per-thread variants), together with cudaGL.h, cudaEGL.h, cudaVDPAU.h and the
 profiler API. Every external `cu*` function gets an id (its index in the sorted list of names) and
-an exported Rust wrapper with the C ABI of its declaration. See README.md beside this file.
+an exported Rust wrapper with the C ABI of its declaration. The driver exports no header declares
+(`unwrappable.txt`, their ABI unknown) get ids too and an exported assembly stub that enters the
+ABI-agnostic recording trampoline of `inject/src/generic.rs`. See README.md beside this file.
 """
 
 import argparse
@@ -26,6 +28,10 @@ REPO = HERE.parent.parent
 SHIM_LIBC = HERE / "shim" / "libc"
 SHIM_GFX = HERE / "shim" / "gfx"
 DEFAULT_OUT = REPO / "inject" / "src" / "generated"
+# Driver exports no header declares: wrapped by the ABI-agnostic trampoline (exact names).
+OPAQUE_LIST = HERE / "unwrappable.txt"
+# The `cu*` exports of the driver the headers are checked against (nm -D on the GPU machine).
+DRIVER_EXPORTS = HERE / "driver-exports-580.159.04.txt"
 REGENERATE = "tools/setup-cuda.sh && .venv/bin/python3 tools/gen-wrappers/gen.py"
 TARGET = "x86_64-unknown-linux-gnu"
 
@@ -363,10 +369,11 @@ class Param:
 @dataclass
 class Function:
     name: str
-    prototype: str  # the C prototype, for the doc comment
-    header: str
+    prototype: str | None  # the C prototype, for the doc comment (None: opaque)
+    header: str | None
     params: list
-    ret: str
+    ret: str | None
+    opaque: bool = False  # declared by no header: the ABI-agnostic trampoline records it
 
 
 def in_dirs(cursor, dirs):
@@ -436,6 +443,46 @@ def function(cursor, mapper):
     return Function(name, prototype, header, params, ret)
 
 
+def names_from_file(path):
+    """One name per line; blank lines and `#` comments are skipped (as tools/check-coverage.py)."""
+    names = []
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            names.append(line)
+    return names
+
+
+def opaque_functions(declared):
+    """The exports of `unwrappable.txt`, checked against the headers and the driver's exports.
+
+    Every `cu*` export of the driver must be declared by the headers or listed there, and every
+    name listed must be an export the headers do not declare."""
+    rel = OPAQUE_LIST.relative_to(REPO)
+    names = names_from_file(OPAQUE_LIST)
+    for name in names:
+        if not re.fullmatch(r"cu[A-Za-z0-9_]*", name):
+            raise GenError(f"{rel}: {name!r} is not a `cu*` name (exact names only, no patterns)")
+    if len(set(names)) != len(names):
+        raise GenError(f"{rel}: listed twice: {sorted({n for n in names if names.count(n) > 1})}")
+    now_declared = sorted(set(names) & declared)
+    if now_declared:
+        raise GenError(
+            f"{rel}: declared by the headers, so wrapped with their ABI; remove {now_declared}"
+        )
+    exports = {n for n in names_from_file(DRIVER_EXPORTS) if n.startswith("cu")}
+    not_exported = sorted(set(names) - exports)
+    if not_exported:
+        raise GenError(f"{rel}: not exported by the driver ({DRIVER_EXPORTS.name}): {not_exported}")
+    uncovered = sorted(exports - declared - set(names))
+    if uncovered:
+        raise GenError(
+            f"driver exports ({DRIVER_EXPORTS.name}) that no header declares and {rel} does not "
+            f"list: {uncovered}"
+        )
+    return [Function(n, None, None, [], None, opaque=True) for n in sorted(names)]
+
+
 def check_shim_prototypes(tu, functions, decls):
     """Functions the shim declares must match a `PFN_<name>_v<N>` typedef of NVIDIA's headers."""
     pfn = {}
@@ -483,6 +530,11 @@ MOD_TEMPLATE = """\
 //! [`FUNCTION_NAMES`] (sorted, byte order). Each wrapper looks up the real function with
 //! `crate::hook::real(id)`, brackets the call with `crate::hook::begin`/`end` and returns the
 //! driver's result unchanged; [`HANDWRITTEN`] functions live in `crate::procaddr` instead.
+//!
+//! [`OPAQUE`] functions are driver exports no header declares (listed in
+//! tools/gen-wrappers/unwrappable.txt): their ABI is unknown, so each is an exported two-instruction
+//! stub in `generic_stubs` that enters the ABI-agnostic recording trampoline of `crate::generic`
+//! (x86-64 only). They have ids and names here like every other function.
 
 // The driver's C names, parameter names and types are kept as cuda.h spells them.
 #![allow(non_snake_case, non_camel_case_types, non_upper_case_globals)]
@@ -495,6 +547,8 @@ pub mod id;
 pub mod types;
 
 {modules}
+#[cfg(target_arch = "x86_64")]
+mod generic_stubs;
 
 /// How many functions there are; ids run from 0 to `FUNCTION_COUNT - 1`.
 pub const FUNCTION_COUNT: usize = {count};
@@ -507,6 +561,11 @@ pub static FUNCTION_NAMES: [&str; FUNCTION_COUNT] = [
 /// The functions written by hand in `crate::procaddr` rather than generated here.
 #[allow(dead_code)] // for tests and tools; the hand-written code need not name it
 pub const HANDWRITTEN: [&str; {handwritten_count}] = [{handwritten}];
+
+/// The driver exports no header declares, recorded by the ABI-agnostic trampoline
+/// (`crate::generic`) through the stubs in `generic_stubs`.
+#[allow(dead_code)] // for tests and tools
+pub const OPAQUE: [&str; {opaque_count}] = [{opaque}];
 
 /// The address of the exported wrapper for function `id` (what cuGetProcAddress/dlsym hand
 /// out), or null for an id out of range.
@@ -531,7 +590,8 @@ mod tests {{
         assert!(FUNCTION_NAMES.windows(2).all(|w| w[0].as_bytes() < w[1].as_bytes()));
         for (i, name) in FUNCTION_NAMES.iter().enumerate() {{
             assert_eq!(function_id(name.as_bytes()), Some(i as u32), "{{name}}");
-            assert!(!wrapper_address(i).is_null(), "{{name}}");
+            let stub = cfg!(target_arch = "x86_64") || !OPAQUE.contains(name);
+            assert_eq!(wrapper_address(i).is_null(), !stub, "{{name}}");
         }}
         assert_eq!(function_id(b"cuNoSuchFunction"), None);
         assert_eq!(function_id(b""), None);
@@ -539,6 +599,10 @@ mod tests {{
         assert_eq!(id::cuInit, function_id(b"cuInit").unwrap());
         for name in HANDWRITTEN {{
             assert!(function_id(name.as_bytes()).is_some(), "{{name}}");
+        }}
+        for name in OPAQUE {{
+            assert!(function_id(name.as_bytes()).is_some(), "{{name}}");
+            assert!(!HANDWRITTEN.contains(&name), "{{name}}");
         }}
     }}
 }}
@@ -551,14 +615,20 @@ def render_mod(version, functions, modules):
     )
     arms = []
     for i, f in enumerate(functions):
+        if f.opaque:
+            arms.append(f'#[cfg(target_arch = "x86_64")]\n{i} => generic_stubs::{f.name} as *mut c_void,')
+            continue
         path = HANDWRITTEN.get(f.name, f"{module_of(f.name)}::{f.name}")
         arms.append(f"{i} => {path} as *mut c_void,")
+    opaque = [f.name for f in functions if f.opaque]
     return file_header(version, what) + MOD_TEMPLATE.format(
         modules="\n".join(f"mod {m};" for m, _, _ in MODULES if m in modules),
         count=len(functions),
         names="\n".join(f'"{f.name}",' for f in functions),
         handwritten_count=len(HANDWRITTEN),
         handwritten=", ".join(f'"{h}"' for h in sorted(HANDWRITTEN)),
+        opaque_count=len(opaque),
+        opaque=", ".join(f'"{n}"' for n in opaque),
         arms="\n".join(arms),
     )
 
@@ -647,6 +717,35 @@ def wrapper(f, fid):
     )
 
 
+STUB_TEMPLATE = """\
+/// `{name}`: exported by the driver, declared by no header.
+#[unsafe(naked)]
+#[no_mangle]
+pub unsafe extern "C" fn {name}() {{
+    core::arch::naked_asm!(
+        "mov r11d, {{id}}",
+        "jmp {{trampoline}}",
+        id = const {id},
+        trampoline = sym crate::generic::rtrace_generic_trampoline,
+    )
+}}
+"""
+
+
+def render_stubs(version, entries):
+    what = "Stubs for the driver exports no header declares (tools/gen-wrappers/unwrappable.txt)."
+    more = dedent("""\
+        //!
+        //! Their ABI is unknown. Each stub puts its function id in r11 (free at a SysV function's
+        //! entry) and jumps to `crate::generic::rtrace_generic_trampoline`, which records the call
+        //! and runs the real function with the argument registers and the stack as the caller left
+        //! them.
+        """)
+    out = [file_header(version, what), more, "\n"]
+    out.append("\n".join(STUB_TEMPLATE.format(name=f.name, id=fid) for f, fid in entries))
+    return "".join(out)
+
+
 def render_module(version, doc, entries, records):
     rust_types = {t for f, _ in entries for t in [f.ret] + [p.rust_type for p in f.params]}
     out = [file_header(version, f"Wrappers: {doc}"), "\n"]
@@ -673,9 +772,11 @@ def rustfmt(text, name):
 
 def render(version, functions, records):
     ids = {f.name: i for i, f in enumerate(functions)}
-    by_module = {}
+    by_module, opaque = {}, []
     for f in functions:
-        if f.name not in HANDWRITTEN:
+        if f.opaque:
+            opaque.append((f, ids[f.name]))
+        elif f.name not in HANDWRITTEN:
             by_module.setdefault(module_of(f.name), []).append((f, ids[f.name]))
     files = {
         "mod.rs": render_mod(version, functions, by_module),
@@ -685,6 +786,8 @@ def render(version, functions, records):
     for module, doc, _ in MODULES:
         if module in by_module:
             files[f"{module}.rs"] = render_module(version, doc, by_module[module], records)
+    if opaque:
+        files["generic_stubs.rs"] = render_stubs(version, opaque)
     return {name: rustfmt(text, name) for name, text in files.items()}
 
 
@@ -760,6 +863,10 @@ def main():
         raise GenError(
             f"hand-written functions not declared by the headers: {sorted(missing_handwritten)}"
         )
+    functions = sorted(
+        functions + opaque_functions({f.name for f in functions}),
+        key=lambda f: f.name.encode(),
+    )
     records = list(mapper.records.values())
     c_layout_check(include_dir, records)
     files = render(version, functions, records)
@@ -792,9 +899,10 @@ def main():
         (args.out / name).write_text(text)
 
     per_thread = sum(f.name.endswith(("_ptds", "_ptsz")) for f in functions)
+    opaque = sum(f.opaque for f in functions)
     print(
-        f"{len(functions)} functions ({per_thread} _ptds/_ptsz, {len(HANDWRITTEN)} hand-written) "
-        f"from {version} -> {args.out}"
+        f"{len(functions)} functions ({per_thread} _ptds/_ptsz, {len(HANDWRITTEN)} hand-written, "
+        f"{opaque} opaque) from {version} -> {args.out}"
     )
     for rec in records:
         if rec.users:

@@ -19,7 +19,7 @@ pub(super) fn render(traces: &[Trace], summary: &[FunctionSummary]) -> String {
         let _ = write!(
             out,
             "{{\"function\":{},\"calls\":{},\"errors\":{},\"total_ns\":{},\"mean_ns\":{},\
-             \"median_ns\":{},\"min_ns\":{},\"max_ns\":{}}}",
+             \"median_ns\":{},\"min_ns\":{},\"max_ns\":{},\"error_codes\":{{{}}}}}",
             string(&s.function),
             s.calls,
             s.errors,
@@ -27,7 +27,12 @@ pub(super) fn render(traces: &[Trace], summary: &[FunctionSummary]) -> String {
             s.mean_ns,
             s.median_ns,
             s.min_ns,
-            s.max_ns
+            s.max_ns,
+            s.error_codes
+                .iter()
+                .map(|(code, n)| format!("\"{code}\":{n}"))
+                .collect::<Vec<_>>()
+                .join(",")
         );
     }
     out.push_str(if summary.is_empty() { "]}\n" } else { "\n]}\n" });

@@ -311,13 +311,25 @@ pub fn records(t: &Trace) -> Vec<(u64, rtrace_format::ApiRecord)> {
         .collect()
 }
 
-/// Checks what every trace must satisfy: times ordered within a call and within a thread,
-/// correlation ids unique, function ids named.
+/// Checks what every trace must satisfy: times ordered within a call and within a thread and
+/// inside the process's clock anchors (start, and end when there is one), correlation ids
+/// unique, function ids named.
 pub fn check_invariants(t: &Trace) {
     let mut seen = std::collections::HashSet::new();
+    // Timestamps are converted from the TSC by interpolation: allow a microsecond.
+    let slack = 1_000;
+    let first = t.header.start.monotonic_ns - slack;
+    let last = t
+        .end
+        .as_ref()
+        .map_or(u64::MAX, |e| e.end.monotonic_ns + slack);
     for th in t.threads.values() {
         let mut last_start = 0;
         for r in &th.records {
+            assert!(
+                r.start_ns >= first && r.end_ns <= last,
+                "{r:?} outside {first}..{last}"
+            );
             assert!(r.start_ns <= r.end_ns, "{r:?}");
             assert!(
                 r.start_ns >= last_start,
