@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The main job on a bundled sample: builds rtrace, compiles samples/driver_api.c, runs it under
+# `rtrace record` and prints `rtrace report`. On a machine with an NVIDIA driver it runs on the
+# real GPU; elsewhere on the simulated driver (tests/simcuda), with the same commands.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+inc="$(tools/setup-cuda.sh)"
+cargo build --release -q -p rtrace-inject -p rtrace-collector -p simcuda
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+if nvidia-smi -L >/dev/null 2>&1; then
+    echo "demo: NVIDIA GPU found: tracing on the real driver" >&2
+    gcc -O2 -I"$inc" samples/driver_api.c -o "$work/driver_api" -lcuda
+else
+    echo "demo: no GPU: tracing on the simulated driver (tests/simcuda)" >&2
+    mkdir -p "$work/lib"
+    cp target/release/libcuda.so "$work/lib/libcuda.so.1"
+    ln -s libcuda.so.1 "$work/lib/libcuda.so"
+    gcc -O2 -I"$inc" samples/driver_api.c -o "$work/driver_api" -L"$work/lib" -lcuda
+    export LD_LIBRARY_PATH="$work/lib" RTRACE_SIMULATED=1
+fi
+target/release/rtrace record --output "$work/trace-%p.bin" -- "$work/driver_api"
+target/release/rtrace report "$work"/trace-*.bin
