@@ -33,12 +33,30 @@ pub fn handle(load: bool) -> *mut c_void {
     h
 }
 
-/// The driver's own function named like wrapper `id` (null if absent).
+/// The function a wrapper calls for `id`: the next definition of its name after
+/// librtrace.so in the global scope (the driver, or another interposer preloaded after us,
+/// so that stacked tools keep working), else the driver's own (a driver opened with
+/// `RTLD_LOCAL` is not in the global scope). Null if neither has it.
 pub fn lookup(id: u32) -> *mut c_void {
     let Some(name) = generated::FUNCTION_NAMES.get(id as usize) else {
         return std::ptr::null_mut();
     };
+    let Ok(c) = CString::new(*name) else {
+        return std::ptr::null_mut();
+    };
+    let next = internal(|| interpose::real_dlsym(libc::RTLD_NEXT, c.as_ptr()));
+    if !next.is_null() {
+        return next;
+    }
     lookup_name(name, true)
+}
+
+/// The driver library's own export `id` (null if absent or the driver is not loaded).
+fn driver_export(id: u32) -> *mut c_void {
+    match generated::FUNCTION_NAMES.get(id as usize) {
+        Some(name) => lookup_name(name, false),
+        None => std::ptr::null_mut(),
+    }
 }
 
 fn lookup_name(name: &str, load: bool) -> *mut c_void {
@@ -52,14 +70,14 @@ fn lookup_name(name: &str, load: bool) -> *mut c_void {
     internal(|| interpose::real_dlsym(h, c.as_ptr()))
 }
 
-/// Real function address → wrapper id, for every export the driver has; built
+/// Driver export address → wrapper id, for every export the driver has; built
 /// once, when first needed (the driver is loaded by then).
 fn address_map() -> &'static [(usize, u32)] {
     static MAP: OnceLock<Box<[(usize, u32)]>> = OnceLock::new();
     MAP.get_or_init(|| {
         let mut v: Vec<(usize, u32)> = (0..generated::FUNCTION_COUNT as u32)
             .filter_map(|id| {
-                let p = crate::hook::real(id);
+                let p = driver_export(id);
                 (!p.is_null()).then_some((p as usize, id))
             })
             .collect();
@@ -101,12 +119,7 @@ pub fn wrapper_for_export(name: &[u8], p: *mut c_void) -> Option<*mut c_void> {
     if p == wrapper {
         return None;
     }
-    let h = handle(false);
-    if h.is_null() {
-        return None;
-    }
-    let real = crate::hook::real(id);
-    if real != p {
+    if driver_export(id) != p {
         return None;
     }
     Some(wrapper)

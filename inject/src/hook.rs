@@ -109,13 +109,6 @@ fn resolve_real(id: u32) -> *mut c_void {
     p
 }
 
-/// Records that the real function behind `id` is `p` (from cuGetProcAddress or dlsym).
-pub fn set_real(id: u32, p: *mut c_void) {
-    if let Some(slot) = REAL.get(id as usize) {
-        slot.store(p, Ordering::Release);
-    }
-}
-
 /// Starts recording a call of function `id`; `None` when this call is not recorded
 /// (tracing off, rtrace's own thread, or a call nested in another).
 #[inline(always)]

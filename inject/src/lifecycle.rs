@@ -289,7 +289,7 @@ pub fn finish(reason: &str) {
     }
     crate::hook::internal(|| {
         let done = process.with_consumer(FINAL_FLUSH_WAIT, |sink| {
-            worker::drain(process, sink, worker::Drain::Final);
+            let _ = worker::drain(process, sink, worker::Drain::Final);
             sink.write_end(reason)
         });
         match done {

@@ -26,7 +26,6 @@ unsafe fn substitute(symbol: *const c_char, pfn: *mut *mut c_void) {
     let found = hook::with_errno_saved(|| hook::internal(|| driver::id_of_address(p))).flatten();
     match found {
         Some(id) => {
-            hook::set_real(id, p);
             // SAFETY: as above; a wrapper has the same ABI as the function it wraps.
             unsafe { *pfn = generated::wrapper_address(id as usize) };
         }

@@ -49,8 +49,10 @@ fn run(process: &'static Process) {
     let poll = Duration::from_millis(cfg.poll_ms);
     let period_ns = cfg.flush_ms * 1_000_000;
     let mut last_periodic = clock::now_ns();
+    let mut busy = false;
     loop {
-        std::thread::park_timeout(poll);
+        // A thread filling its buffer fast: look again soon.
+        std::thread::park_timeout(if busy { BUSY_POLL } else { poll });
         if process.stop.load(Ordering::Acquire) || lifecycle::state() != State::Running {
             return;
         }
@@ -62,19 +64,33 @@ fn run(process: &'static Process) {
             Drain::Busy
         };
         let ok = process.with_consumer(Duration::from_millis(50), |sink| {
-            drain(process, sink, mode);
-            sink.flush()
+            let drained = drain(process, sink, mode);
+            sink.flush().map(|()| drained)
         });
-        if let Some(Err(e)) = ok {
-            lifecycle::disable(&format!("writing the trace failed: {e}"));
-            return;
+        match ok {
+            Some(Err(e)) => {
+                lifecycle::disable(&format!("writing the trace failed: {e}"));
+                return;
+            }
+            Some(Ok(drained)) => busy = drained.busy_rings > 0,
+            None => {}
         }
         process.forget_finished_rings();
     }
 }
 
+/// How long the worker sleeps after a pass that found a ring a quarter full.
+const BUSY_POLL: Duration = Duration::from_micros(500);
+
+/// What a drain pass found.
+pub struct Drained {
+    /// Rings that were at least a quarter full.
+    pub busy_rings: usize,
+}
+
 /// Moves records from the rings into `sink`'s pending output. Consumer only.
-pub fn drain(process: &Process, sink: &mut Sink, mode: Drain) {
+pub fn drain(process: &Process, sink: &mut Sink, mode: Drain) -> Drained {
+    let mut busy_rings = 0;
     let mut rings = std::mem::take(&mut sink.scratch);
     sink.calibration.sample();
     if !process.snapshot_rings(&mut rings, mode != Drain::Final) {
@@ -85,8 +101,10 @@ pub fn drain(process: &Process, sink: &mut Sink, mode: Drain) {
             sink.thread_info(ring.tid, &ring.name);
         }
         let waiting = ring.len();
+        let busy = waiting >= ring.capacity() / 4;
+        busy_rings += usize::from(busy);
         let due = match mode {
-            Drain::Busy => waiting >= ring.capacity() / 4 || ring.is_closed(),
+            Drain::Busy => busy || ring.is_closed(),
             Drain::Periodic | Drain::Final => true,
         };
         if !due {
@@ -111,4 +129,5 @@ pub fn drain(process: &Process, sink: &mut Sink, mode: Drain) {
     }
     rings.clear();
     sink.scratch = rings;
+    Drained { busy_rings }
 }
