@@ -9,21 +9,33 @@
 # Prints the median ns per call of each mode and the median added by tracing.
 #
 # Usage: tools/bench-hotpath.sh [PAIRS] [CALLS] [ROUNDS]
+# Environment: BENCH_DRIVER=system runs against the machine's real libcuda.so.1 instead of
+# the simulated driver; NO_BUILD=1 uses the target/release artifacts as they are (on the GPU
+# machine, which has no Rust) with the headers in $CUDA_INCLUDE.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PAIRS=${1:-9}
 CALLS=${2:-200000}
 ROUNDS=${3:-5}
+DRIVER=${BENCH_DRIVER:-sim}
 
-inc=$(tools/setup-cuda.sh)
-cargo build --release -q -p rtrace-inject -p simcuda -p rtrace-collector
+if [ "${NO_BUILD:-0}" = 1 ]; then
+    inc=${CUDA_INCLUDE:?set CUDA_INCLUDE}
+else
+    inc=$(tools/setup-cuda.sh)
+    cargo build --release -q -p rtrace-inject -p simcuda -p rtrace-collector
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/lib"
-cp target/release/libcuda.so "$work/lib/libcuda.so.1"
-ln -s libcuda.so.1 "$work/lib/libcuda.so"
-gcc -O2 -I"$inc" tools/bench/hotpath.c -L"$work/lib" -lcuda -o "$work/hotpath"
-export LD_LIBRARY_PATH="$work/lib"
+if [ "$DRIVER" = sim ]; then
+    mkdir -p "$work/lib"
+    cp target/release/libcuda.so "$work/lib/libcuda.so.1"
+    ln -s libcuda.so.1 "$work/lib/libcuda.so"
+    gcc -O2 -I"$inc" tools/bench/hotpath.c -L"$work/lib" -lcuda -o "$work/hotpath"
+    export LD_LIBRARY_PATH="$work/lib"
+else
+    gcc -O2 -I"$inc" tools/bench/hotpath.c -o "$work/hotpath" -L"${CUDA_STUBS:-/usr/local/cuda/lib64/stubs}" -lcuda
+fi
 lib=$PWD/target/release/librtrace.so
 # Large enough that the benchmark loses nothing: it measures recording, not dropping.
 buffer=$((1 << 21))
@@ -46,7 +58,7 @@ d=$(median "$work/disabled.txt")
 m=$(median "$work/traced-monotonic.txt")
 n=$(wc -l <"$work/untraced.txt")
 src=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)
-echo "hot-path benchmark: $PAIRS processes x $ROUNDS rounds x $CALLS calls of cuDriverGetVersion per mode"
+echo "hot-path benchmark ($DRIVER driver): $PAIRS processes x $ROUNDS rounds x $CALLS calls of cuDriverGetVersion per mode"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), clocksource $src"
 row() { printf '%-17s %22.2f %18s\n' "$1" "$2" "$3"; }
 printf '%-17s %22s %18s\n' mode "ns/call (median of $n)" "added vs untraced"

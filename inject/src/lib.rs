@@ -20,6 +20,7 @@ mod diag;
 mod driver;
 
 mod generated;
+mod generic;
 mod hook;
 mod interpose;
 mod lifecycle;

@@ -532,9 +532,9 @@ MOD_TEMPLATE = """\
 //! driver's result unchanged; [`HANDWRITTEN`] functions live in `crate::procaddr` instead.
 //!
 //! [`OPAQUE`] functions are driver exports no header declares (listed in
-//! tools/gen-wrappers/unwrappable.txt): their ABI is unknown, so each is an exported two-instruction
-//! stub in `generic_stubs` that enters the ABI-agnostic recording trampoline of `crate::generic`
-//! (x86-64 only). They have ids and names here like every other function.
+//! tools/gen-wrappers/unwrappable.txt): their ABI is unknown, so each is an exported
+//! two-instruction stub in `generic_stubs` that enters the ABI-agnostic recording trampoline of
+//! `crate::generic` (x86-64 only). They have ids and names here like every other function.
 
 // The driver's C names, parameter names and types are kept as cuda.h spells them.
 #![allow(non_snake_case, non_camel_case_types, non_upper_case_globals)]
@@ -616,7 +616,9 @@ def render_mod(version, functions, modules):
     arms = []
     for i, f in enumerate(functions):
         if f.opaque:
-            arms.append(f'#[cfg(target_arch = "x86_64")]\n{i} => generic_stubs::{f.name} as *mut c_void,')
+            arms.append(
+                f'#[cfg(target_arch = "x86_64")]\n{i} => generic_stubs::{f.name} as *mut c_void,'
+            )
             continue
         path = HANDWRITTEN.get(f.name, f"{module_of(f.name)}::{f.name}")
         arms.append(f"{i} => {path} as *mut c_void,")

@@ -1552,13 +1552,13 @@ pub unsafe extern "C" fn cuDriverGetVersion(driverVersion: *mut c_void) -> u32 {
 /// `CUresult cuFlushGPUDirectRDMAWrites(CUflushGPUDirectRDMAWritesTarget target, CUflushGPUDirectRDMAWritesScope scope)`
 #[no_mangle]
 pub unsafe extern "C" fn cuFlushGPUDirectRDMAWrites(target: u32, scope: u32) -> u32 {
-    let real = crate::hook::real(124);
+    let real = crate::hook::real(125);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuFlushGPUDirectRDMAWrites`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u32, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(124);
+    let token = crate::hook::begin(125);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(target, scope) };
     crate::hook::end(token, ret);
@@ -1568,13 +1568,13 @@ pub unsafe extern "C" fn cuFlushGPUDirectRDMAWrites(target: u32, scope: u32) -> 
 /// `CUresult cuGetErrorName(CUresult error, const char **pStr)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGetErrorName(error: u32, pStr: *mut c_void) -> u32 {
-    let real = crate::hook::real(152);
+    let real = crate::hook::real(153);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGetErrorName`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u32, *mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(152);
+    let token = crate::hook::begin(153);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(error, pStr) };
     crate::hook::end(token, ret);
@@ -1584,13 +1584,13 @@ pub unsafe extern "C" fn cuGetErrorName(error: u32, pStr: *mut c_void) -> u32 {
 /// `CUresult cuGetErrorString(CUresult error, const char **pStr)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGetErrorString(error: u32, pStr: *mut c_void) -> u32 {
-    let real = crate::hook::real(153);
+    let real = crate::hook::real(154);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGetErrorString`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u32, *mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(153);
+    let token = crate::hook::begin(154);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(error, pStr) };
     crate::hook::end(token, ret);
@@ -1603,14 +1603,14 @@ pub unsafe extern "C" fn cuGetExportTable(
     ppExportTable: *mut c_void,
     pExportTableId: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(154);
+    let real = crate::hook::real(155);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGetExportTable`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(154);
+    let token = crate::hook::begin(155);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(ppExportTable, pExportTableId) };
     crate::hook::end(token, ret);
@@ -1625,14 +1625,14 @@ pub unsafe extern "C" fn cuGreenCtxCreate(
     dev: i32,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(266);
+    let real = crate::hook::real(267);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGreenCtxCreate`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, i32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(266);
+    let token = crate::hook::begin(267);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(phCtx, desc, dev, flags) };
     crate::hook::end(token, ret);
@@ -1642,13 +1642,13 @@ pub unsafe extern "C" fn cuGreenCtxCreate(
 /// `CUresult cuGreenCtxDestroy(CUgreenCtx hCtx)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGreenCtxDestroy(hCtx: *mut c_void) -> u32 {
-    let real = crate::hook::real(267);
+    let real = crate::hook::real(268);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGreenCtxDestroy`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(267);
+    let token = crate::hook::begin(268);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hCtx) };
     crate::hook::end(token, ret);
@@ -1662,14 +1662,14 @@ pub unsafe extern "C" fn cuGreenCtxGetDevResource(
     resource: *mut c_void,
     type_: u32,
 ) -> u32 {
-    let real = crate::hook::real(268);
+    let real = crate::hook::real(269);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGreenCtxGetDevResource`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(268);
+    let token = crate::hook::begin(269);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hCtx, resource, type_) };
     crate::hook::end(token, ret);
@@ -1679,14 +1679,14 @@ pub unsafe extern "C" fn cuGreenCtxGetDevResource(
 /// `CUresult cuGreenCtxGetId(CUgreenCtx greenCtx, unsigned long long *greenCtxId)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGreenCtxGetId(greenCtx: *mut c_void, greenCtxId: *mut c_void) -> u32 {
-    let real = crate::hook::real(269);
+    let real = crate::hook::real(270);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGreenCtxGetId`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(269);
+    let token = crate::hook::begin(270);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(greenCtx, greenCtxId) };
     crate::hook::end(token, ret);
@@ -1696,14 +1696,14 @@ pub unsafe extern "C" fn cuGreenCtxGetId(greenCtx: *mut c_void, greenCtxId: *mut
 /// `CUresult cuGreenCtxRecordEvent(CUgreenCtx hCtx, CUevent hEvent)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGreenCtxRecordEvent(hCtx: *mut c_void, hEvent: *mut c_void) -> u32 {
-    let real = crate::hook::real(270);
+    let real = crate::hook::real(271);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGreenCtxRecordEvent`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(270);
+    let token = crate::hook::begin(271);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hCtx, hEvent) };
     crate::hook::end(token, ret);
@@ -1718,14 +1718,14 @@ pub unsafe extern "C" fn cuGreenCtxStreamCreate(
     flags: u32,
     priority: i32,
 ) -> u32 {
-    let real = crate::hook::real(271);
+    let real = crate::hook::real(272);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGreenCtxStreamCreate`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32, i32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(271);
+    let token = crate::hook::begin(272);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(phStream, greenCtx, flags, priority) };
     crate::hook::end(token, ret);
@@ -1735,14 +1735,14 @@ pub unsafe extern "C" fn cuGreenCtxStreamCreate(
 /// `CUresult cuGreenCtxWaitEvent(CUgreenCtx hCtx, CUevent hEvent)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGreenCtxWaitEvent(hCtx: *mut c_void, hEvent: *mut c_void) -> u32 {
-    let real = crate::hook::real(272);
+    let real = crate::hook::real(273);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGreenCtxWaitEvent`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(272);
+    let token = crate::hook::begin(273);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hCtx, hEvent) };
     crate::hook::end(token, ret);
@@ -1752,13 +1752,13 @@ pub unsafe extern "C" fn cuGreenCtxWaitEvent(hCtx: *mut c_void, hEvent: *mut c_v
 /// `CUresult cuInit(unsigned int Flags)`
 #[no_mangle]
 pub unsafe extern "C" fn cuInit(Flags: u32) -> u32 {
-    let real = crate::hook::real(275);
+    let real = crate::hook::real(276);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuInit`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(275);
+    let token = crate::hook::begin(276);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(Flags) };
     crate::hook::end(token, ret);
@@ -1768,13 +1768,13 @@ pub unsafe extern "C" fn cuInit(Flags: u32) -> u32 {
 /// `CUresult cuLogsCurrent(CUlogIterator *iterator_out, unsigned int flags)`
 #[no_mangle]
 pub unsafe extern "C" fn cuLogsCurrent(iterator_out: *mut c_void, flags: u32) -> u32 {
-    let real = crate::hook::real(319);
+    let real = crate::hook::real(320);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLogsCurrent`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(319);
+    let token = crate::hook::begin(320);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(iterator_out, flags) };
     crate::hook::end(token, ret);
@@ -1788,14 +1788,14 @@ pub unsafe extern "C" fn cuLogsDumpToFile(
     pathToFile: *const c_void,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(320);
+    let real = crate::hook::real(321);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLogsDumpToFile`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(320);
+    let token = crate::hook::begin(321);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(iterator, pathToFile, flags) };
     crate::hook::end(token, ret);
@@ -1810,14 +1810,14 @@ pub unsafe extern "C" fn cuLogsDumpToMemory(
     size: *mut c_void,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(321);
+    let real = crate::hook::real(322);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLogsDumpToMemory`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(321);
+    let token = crate::hook::begin(322);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(iterator, buffer, size, flags) };
     crate::hook::end(token, ret);
@@ -1831,14 +1831,14 @@ pub unsafe extern "C" fn cuLogsRegisterCallback(
     userData: *mut c_void,
     callback_out: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(322);
+    let real = crate::hook::real(323);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLogsRegisterCallback`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(322);
+    let token = crate::hook::begin(323);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(callbackFunc, userData, callback_out) };
     crate::hook::end(token, ret);
@@ -1848,13 +1848,13 @@ pub unsafe extern "C" fn cuLogsRegisterCallback(
 /// `CUresult cuLogsUnregisterCallback(CUlogsCallbackHandle callback)`
 #[no_mangle]
 pub unsafe extern "C" fn cuLogsUnregisterCallback(callback: *mut c_void) -> u32 {
-    let real = crate::hook::real(323);
+    let real = crate::hook::real(324);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLogsUnregisterCallback`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(323);
+    let token = crate::hook::begin(324);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(callback) };
     crate::hook::end(token, ret);
@@ -1868,14 +1868,14 @@ pub unsafe extern "C" fn cuProfilerInitialize(
     outputFile: *const c_void,
     outputMode: u32,
 ) -> u32 {
-    let real = crate::hook::real(540);
+    let real = crate::hook::real(543);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuProfilerInitialize`; this signature is its ABI as declared in cudaProfiler.h.
     let func: unsafe extern "C" fn(*const c_void, *const c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(540);
+    let token = crate::hook::begin(543);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(configFile, outputFile, outputMode) };
     crate::hook::end(token, ret);
@@ -1885,13 +1885,13 @@ pub unsafe extern "C" fn cuProfilerInitialize(
 /// `CUresult cuProfilerStart(void)`
 #[no_mangle]
 pub unsafe extern "C" fn cuProfilerStart() -> u32 {
-    let real = crate::hook::real(541);
+    let real = crate::hook::real(544);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuProfilerStart`; this signature is its ABI as declared in cudaProfiler.h.
     let func: unsafe extern "C" fn() -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(541);
+    let token = crate::hook::begin(544);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func() };
     crate::hook::end(token, ret);
@@ -1901,13 +1901,13 @@ pub unsafe extern "C" fn cuProfilerStart() -> u32 {
 /// `CUresult cuProfilerStop(void)`
 #[no_mangle]
 pub unsafe extern "C" fn cuProfilerStop() -> u32 {
-    let real = crate::hook::real(542);
+    let real = crate::hook::real(545);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuProfilerStop`; this signature is its ABI as declared in cudaProfiler.h.
     let func: unsafe extern "C" fn() -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(542);
+    let token = crate::hook::begin(545);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func() };
     crate::hook::end(token, ret);
@@ -1917,13 +1917,13 @@ pub unsafe extern "C" fn cuProfilerStop() -> u32 {
 /// `CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)`
 #[no_mangle]
 pub unsafe extern "C" fn cuThreadExchangeStreamCaptureMode(mode: *mut c_void) -> u32 {
-    let real = crate::hook::real(663);
+    let real = crate::hook::real(666);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuThreadExchangeStreamCaptureMode`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(663);
+    let token = crate::hook::begin(666);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(mode) };
     crate::hook::end(token, ret);

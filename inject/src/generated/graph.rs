@@ -14,7 +14,7 @@ pub unsafe extern "C" fn cuGraphAddBatchMemOpNode(
     numDependencies: usize,
     nodeParams: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(157);
+    let real = crate::hook::real(158);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -26,7 +26,7 @@ pub unsafe extern "C" fn cuGraphAddBatchMemOpNode(
         usize,
         *const c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(157);
+    let token = crate::hook::begin(158);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -50,7 +50,7 @@ pub unsafe extern "C" fn cuGraphAddChildGraphNode(
     numDependencies: usize,
     childGraph: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(158);
+    let real = crate::hook::real(159);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -62,7 +62,7 @@ pub unsafe extern "C" fn cuGraphAddChildGraphNode(
         usize,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(158);
+    let token = crate::hook::begin(159);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -85,14 +85,14 @@ pub unsafe extern "C" fn cuGraphAddDependencies(
     to: *const c_void,
     numDependencies: usize,
 ) -> u32 {
-    let real = crate::hook::real(159);
+    let real = crate::hook::real(160);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphAddDependencies`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void, *const c_void, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(159);
+    let token = crate::hook::begin(160);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraph, from, to, numDependencies) };
     crate::hook::end(token, ret);
@@ -108,7 +108,7 @@ pub unsafe extern "C" fn cuGraphAddDependencies_v2(
     edgeData: *const c_void,
     numDependencies: usize,
 ) -> u32 {
-    let real = crate::hook::real(160);
+    let real = crate::hook::real(161);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -120,7 +120,7 @@ pub unsafe extern "C" fn cuGraphAddDependencies_v2(
         *const c_void,
         usize,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(160);
+    let token = crate::hook::begin(161);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraph, from, to, edgeData, numDependencies) };
     crate::hook::end(token, ret);
@@ -135,14 +135,14 @@ pub unsafe extern "C" fn cuGraphAddEmptyNode(
     dependencies: *const c_void,
     numDependencies: usize,
 ) -> u32 {
-    let real = crate::hook::real(161);
+    let real = crate::hook::real(162);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphAddEmptyNode`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(161);
+    let token = crate::hook::begin(162);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(phGraphNode, hGraph, dependencies, numDependencies) };
     crate::hook::end(token, ret);
@@ -158,7 +158,7 @@ pub unsafe extern "C" fn cuGraphAddEventRecordNode(
     numDependencies: usize,
     event: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(162);
+    let real = crate::hook::real(163);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -170,7 +170,7 @@ pub unsafe extern "C" fn cuGraphAddEventRecordNode(
         usize,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(162);
+    let token = crate::hook::begin(163);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(phGraphNode, hGraph, dependencies, numDependencies, event) };
     crate::hook::end(token, ret);
@@ -186,7 +186,7 @@ pub unsafe extern "C" fn cuGraphAddEventWaitNode(
     numDependencies: usize,
     event: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(163);
+    let real = crate::hook::real(164);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -198,7 +198,7 @@ pub unsafe extern "C" fn cuGraphAddEventWaitNode(
         usize,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(163);
+    let token = crate::hook::begin(164);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(phGraphNode, hGraph, dependencies, numDependencies, event) };
     crate::hook::end(token, ret);
@@ -214,7 +214,7 @@ pub unsafe extern "C" fn cuGraphAddExternalSemaphoresSignalNode(
     numDependencies: usize,
     nodeParams: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(164);
+    let real = crate::hook::real(165);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -226,7 +226,7 @@ pub unsafe extern "C" fn cuGraphAddExternalSemaphoresSignalNode(
         usize,
         *const c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(164);
+    let token = crate::hook::begin(165);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -250,7 +250,7 @@ pub unsafe extern "C" fn cuGraphAddExternalSemaphoresWaitNode(
     numDependencies: usize,
     nodeParams: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(165);
+    let real = crate::hook::real(166);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -262,7 +262,7 @@ pub unsafe extern "C" fn cuGraphAddExternalSemaphoresWaitNode(
         usize,
         *const c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(165);
+    let token = crate::hook::begin(166);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -286,7 +286,7 @@ pub unsafe extern "C" fn cuGraphAddHostNode(
     numDependencies: usize,
     nodeParams: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(166);
+    let real = crate::hook::real(167);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -298,7 +298,7 @@ pub unsafe extern "C" fn cuGraphAddHostNode(
         usize,
         *const c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(166);
+    let token = crate::hook::begin(167);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -322,7 +322,7 @@ pub unsafe extern "C" fn cuGraphAddKernelNode(
     numDependencies: usize,
     nodeParams: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(167);
+    let real = crate::hook::real(168);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -334,7 +334,7 @@ pub unsafe extern "C" fn cuGraphAddKernelNode(
         usize,
         *const c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(167);
+    let token = crate::hook::begin(168);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -358,7 +358,7 @@ pub unsafe extern "C" fn cuGraphAddKernelNode_v2(
     numDependencies: usize,
     nodeParams: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(168);
+    let real = crate::hook::real(169);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -370,7 +370,7 @@ pub unsafe extern "C" fn cuGraphAddKernelNode_v2(
         usize,
         *const c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(168);
+    let token = crate::hook::begin(169);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -394,7 +394,7 @@ pub unsafe extern "C" fn cuGraphAddMemAllocNode(
     numDependencies: usize,
     nodeParams: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(169);
+    let real = crate::hook::real(170);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -406,7 +406,7 @@ pub unsafe extern "C" fn cuGraphAddMemAllocNode(
         usize,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(169);
+    let token = crate::hook::begin(170);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -430,14 +430,14 @@ pub unsafe extern "C" fn cuGraphAddMemFreeNode(
     numDependencies: usize,
     dptr: u64,
 ) -> u32 {
-    let real = crate::hook::real(170);
+    let real = crate::hook::real(171);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphAddMemFreeNode`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void, usize, u64) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(170);
+    let token = crate::hook::begin(171);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(phGraphNode, hGraph, dependencies, numDependencies, dptr) };
     crate::hook::end(token, ret);
@@ -454,7 +454,7 @@ pub unsafe extern "C" fn cuGraphAddMemcpyNode(
     copyParams: *const c_void,
     ctx: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(171);
+    let real = crate::hook::real(172);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -467,7 +467,7 @@ pub unsafe extern "C" fn cuGraphAddMemcpyNode(
         *const c_void,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(171);
+    let token = crate::hook::begin(172);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -493,7 +493,7 @@ pub unsafe extern "C" fn cuGraphAddMemsetNode(
     memsetParams: *const c_void,
     ctx: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(172);
+    let real = crate::hook::real(173);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -506,7 +506,7 @@ pub unsafe extern "C" fn cuGraphAddMemsetNode(
         *const c_void,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(172);
+    let token = crate::hook::begin(173);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -531,7 +531,7 @@ pub unsafe extern "C" fn cuGraphAddNode(
     numDependencies: usize,
     nodeParams: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(173);
+    let real = crate::hook::real(174);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -543,7 +543,7 @@ pub unsafe extern "C" fn cuGraphAddNode(
         usize,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(173);
+    let token = crate::hook::begin(174);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -568,7 +568,7 @@ pub unsafe extern "C" fn cuGraphAddNode_v2(
     numDependencies: usize,
     nodeParams: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(174);
+    let real = crate::hook::real(175);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -581,7 +581,7 @@ pub unsafe extern "C" fn cuGraphAddNode_v2(
         usize,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(174);
+    let token = crate::hook::begin(175);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -603,14 +603,14 @@ pub unsafe extern "C" fn cuGraphBatchMemOpNodeGetParams(
     hNode: *mut c_void,
     nodeParams_out: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(175);
+    let real = crate::hook::real(176);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphBatchMemOpNodeGetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(175);
+    let token = crate::hook::begin(176);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, nodeParams_out) };
     crate::hook::end(token, ret);
@@ -623,14 +623,14 @@ pub unsafe extern "C" fn cuGraphBatchMemOpNodeSetParams(
     hNode: *mut c_void,
     nodeParams: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(176);
+    let real = crate::hook::real(177);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphBatchMemOpNodeSetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(176);
+    let token = crate::hook::begin(177);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, nodeParams) };
     crate::hook::end(token, ret);
@@ -643,14 +643,14 @@ pub unsafe extern "C" fn cuGraphChildGraphNodeGetGraph(
     hNode: *mut c_void,
     phGraph: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(177);
+    let real = crate::hook::real(178);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphChildGraphNodeGetGraph`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(177);
+    let token = crate::hook::begin(178);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, phGraph) };
     crate::hook::end(token, ret);
@@ -663,14 +663,14 @@ pub unsafe extern "C" fn cuGraphClone(
     phGraphClone: *mut c_void,
     originalGraph: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(178);
+    let real = crate::hook::real(179);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphClone`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(178);
+    let token = crate::hook::begin(179);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(phGraphClone, originalGraph) };
     crate::hook::end(token, ret);
@@ -686,14 +686,14 @@ pub unsafe extern "C" fn cuGraphConditionalHandleCreate(
     defaultLaunchValue: u32,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(179);
+    let real = crate::hook::real(180);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphConditionalHandleCreate`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(179);
+    let token = crate::hook::begin(180);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pHandle_out, hGraph, ctx, defaultLaunchValue, flags) };
     crate::hook::end(token, ret);
@@ -703,13 +703,13 @@ pub unsafe extern "C" fn cuGraphConditionalHandleCreate(
 /// `CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGraphCreate(phGraph: *mut c_void, flags: u32) -> u32 {
-    let real = crate::hook::real(180);
+    let real = crate::hook::real(181);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphCreate`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(180);
+    let token = crate::hook::begin(181);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(phGraph, flags) };
     crate::hook::end(token, ret);
@@ -723,14 +723,14 @@ pub unsafe extern "C" fn cuGraphDebugDotPrint(
     path: *const c_void,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(181);
+    let real = crate::hook::real(182);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphDebugDotPrint`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(181);
+    let token = crate::hook::begin(182);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraph, path, flags) };
     crate::hook::end(token, ret);
@@ -740,13 +740,13 @@ pub unsafe extern "C" fn cuGraphDebugDotPrint(
 /// `CUresult cuGraphDestroy(CUgraph hGraph)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGraphDestroy(hGraph: *mut c_void) -> u32 {
-    let real = crate::hook::real(182);
+    let real = crate::hook::real(183);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphDestroy`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(182);
+    let token = crate::hook::begin(183);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraph) };
     crate::hook::end(token, ret);
@@ -756,13 +756,13 @@ pub unsafe extern "C" fn cuGraphDestroy(hGraph: *mut c_void) -> u32 {
 /// `CUresult cuGraphDestroyNode(CUgraphNode hNode)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGraphDestroyNode(hNode: *mut c_void) -> u32 {
-    let real = crate::hook::real(183);
+    let real = crate::hook::real(184);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphDestroyNode`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(183);
+    let token = crate::hook::begin(184);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode) };
     crate::hook::end(token, ret);
@@ -775,14 +775,14 @@ pub unsafe extern "C" fn cuGraphEventRecordNodeGetEvent(
     hNode: *mut c_void,
     event_out: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(184);
+    let real = crate::hook::real(185);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphEventRecordNodeGetEvent`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(184);
+    let token = crate::hook::begin(185);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, event_out) };
     crate::hook::end(token, ret);
@@ -795,14 +795,14 @@ pub unsafe extern "C" fn cuGraphEventRecordNodeSetEvent(
     hNode: *mut c_void,
     event: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(185);
+    let real = crate::hook::real(186);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphEventRecordNodeSetEvent`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(185);
+    let token = crate::hook::begin(186);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, event) };
     crate::hook::end(token, ret);
@@ -815,14 +815,14 @@ pub unsafe extern "C" fn cuGraphEventWaitNodeGetEvent(
     hNode: *mut c_void,
     event_out: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(186);
+    let real = crate::hook::real(187);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphEventWaitNodeGetEvent`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(186);
+    let token = crate::hook::begin(187);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, event_out) };
     crate::hook::end(token, ret);
@@ -835,14 +835,14 @@ pub unsafe extern "C" fn cuGraphEventWaitNodeSetEvent(
     hNode: *mut c_void,
     event: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(187);
+    let real = crate::hook::real(188);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphEventWaitNodeSetEvent`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(187);
+    let token = crate::hook::begin(188);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, event) };
     crate::hook::end(token, ret);
@@ -856,14 +856,14 @@ pub unsafe extern "C" fn cuGraphExecBatchMemOpNodeSetParams(
     hNode: *mut c_void,
     nodeParams: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(188);
+    let real = crate::hook::real(189);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphExecBatchMemOpNodeSetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(188);
+    let token = crate::hook::begin(189);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraphExec, hNode, nodeParams) };
     crate::hook::end(token, ret);
@@ -877,14 +877,14 @@ pub unsafe extern "C" fn cuGraphExecChildGraphNodeSetParams(
     hNode: *mut c_void,
     childGraph: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(189);
+    let real = crate::hook::real(190);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphExecChildGraphNodeSetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(189);
+    let token = crate::hook::begin(190);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraphExec, hNode, childGraph) };
     crate::hook::end(token, ret);
@@ -894,13 +894,13 @@ pub unsafe extern "C" fn cuGraphExecChildGraphNodeSetParams(
 /// `CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGraphExecDestroy(hGraphExec: *mut c_void) -> u32 {
-    let real = crate::hook::real(190);
+    let real = crate::hook::real(191);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphExecDestroy`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(190);
+    let token = crate::hook::begin(191);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraphExec) };
     crate::hook::end(token, ret);
@@ -914,14 +914,14 @@ pub unsafe extern "C" fn cuGraphExecEventRecordNodeSetEvent(
     hNode: *mut c_void,
     event: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(191);
+    let real = crate::hook::real(192);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphExecEventRecordNodeSetEvent`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(191);
+    let token = crate::hook::begin(192);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraphExec, hNode, event) };
     crate::hook::end(token, ret);
@@ -935,14 +935,14 @@ pub unsafe extern "C" fn cuGraphExecEventWaitNodeSetEvent(
     hNode: *mut c_void,
     event: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(192);
+    let real = crate::hook::real(193);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphExecEventWaitNodeSetEvent`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(192);
+    let token = crate::hook::begin(193);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraphExec, hNode, event) };
     crate::hook::end(token, ret);
@@ -956,14 +956,14 @@ pub unsafe extern "C" fn cuGraphExecExternalSemaphoresSignalNodeSetParams(
     hNode: *mut c_void,
     nodeParams: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(193);
+    let real = crate::hook::real(194);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphExecExternalSemaphoresSignalNodeSetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(193);
+    let token = crate::hook::begin(194);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraphExec, hNode, nodeParams) };
     crate::hook::end(token, ret);
@@ -977,14 +977,14 @@ pub unsafe extern "C" fn cuGraphExecExternalSemaphoresWaitNodeSetParams(
     hNode: *mut c_void,
     nodeParams: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(194);
+    let real = crate::hook::real(195);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphExecExternalSemaphoresWaitNodeSetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(194);
+    let token = crate::hook::begin(195);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraphExec, hNode, nodeParams) };
     crate::hook::end(token, ret);
@@ -994,14 +994,14 @@ pub unsafe extern "C" fn cuGraphExecExternalSemaphoresWaitNodeSetParams(
 /// `CUresult cuGraphExecGetFlags(CUgraphExec hGraphExec, cuuint64_t *flags)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGraphExecGetFlags(hGraphExec: *mut c_void, flags: *mut c_void) -> u32 {
-    let real = crate::hook::real(195);
+    let real = crate::hook::real(196);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphExecGetFlags`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(195);
+    let token = crate::hook::begin(196);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraphExec, flags) };
     crate::hook::end(token, ret);
@@ -1015,14 +1015,14 @@ pub unsafe extern "C" fn cuGraphExecHostNodeSetParams(
     hNode: *mut c_void,
     nodeParams: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(196);
+    let real = crate::hook::real(197);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphExecHostNodeSetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(196);
+    let token = crate::hook::begin(197);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraphExec, hNode, nodeParams) };
     crate::hook::end(token, ret);
@@ -1036,14 +1036,14 @@ pub unsafe extern "C" fn cuGraphExecKernelNodeSetParams(
     hNode: *mut c_void,
     nodeParams: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(197);
+    let real = crate::hook::real(198);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphExecKernelNodeSetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(197);
+    let token = crate::hook::begin(198);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraphExec, hNode, nodeParams) };
     crate::hook::end(token, ret);
@@ -1057,14 +1057,14 @@ pub unsafe extern "C" fn cuGraphExecKernelNodeSetParams_v2(
     hNode: *mut c_void,
     nodeParams: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(198);
+    let real = crate::hook::real(199);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphExecKernelNodeSetParams_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(198);
+    let token = crate::hook::begin(199);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraphExec, hNode, nodeParams) };
     crate::hook::end(token, ret);
@@ -1079,14 +1079,14 @@ pub unsafe extern "C" fn cuGraphExecMemcpyNodeSetParams(
     copyParams: *const c_void,
     ctx: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(199);
+    let real = crate::hook::real(200);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphExecMemcpyNodeSetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(199);
+    let token = crate::hook::begin(200);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraphExec, hNode, copyParams, ctx) };
     crate::hook::end(token, ret);
@@ -1101,14 +1101,14 @@ pub unsafe extern "C" fn cuGraphExecMemsetNodeSetParams(
     memsetParams: *const c_void,
     ctx: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(200);
+    let real = crate::hook::real(201);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphExecMemsetNodeSetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(200);
+    let token = crate::hook::begin(201);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraphExec, hNode, memsetParams, ctx) };
     crate::hook::end(token, ret);
@@ -1122,14 +1122,14 @@ pub unsafe extern "C" fn cuGraphExecNodeSetParams(
     hNode: *mut c_void,
     nodeParams: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(201);
+    let real = crate::hook::real(202);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphExecNodeSetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(201);
+    let token = crate::hook::begin(202);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraphExec, hNode, nodeParams) };
     crate::hook::end(token, ret);
@@ -1144,14 +1144,14 @@ pub unsafe extern "C" fn cuGraphExecUpdate(
     hErrorNode_out: *mut c_void,
     updateResult_out: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(202);
+    let real = crate::hook::real(203);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphExecUpdate`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(202);
+    let token = crate::hook::begin(203);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraphExec, hGraph, hErrorNode_out, updateResult_out) };
     crate::hook::end(token, ret);
@@ -1165,14 +1165,14 @@ pub unsafe extern "C" fn cuGraphExecUpdate_v2(
     hGraph: *mut c_void,
     resultInfo: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(203);
+    let real = crate::hook::real(204);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphExecUpdate_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(203);
+    let token = crate::hook::begin(204);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraphExec, hGraph, resultInfo) };
     crate::hook::end(token, ret);
@@ -1185,14 +1185,14 @@ pub unsafe extern "C" fn cuGraphExternalSemaphoresSignalNodeGetParams(
     hNode: *mut c_void,
     params_out: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(204);
+    let real = crate::hook::real(205);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphExternalSemaphoresSignalNodeGetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(204);
+    let token = crate::hook::begin(205);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, params_out) };
     crate::hook::end(token, ret);
@@ -1205,14 +1205,14 @@ pub unsafe extern "C" fn cuGraphExternalSemaphoresSignalNodeSetParams(
     hNode: *mut c_void,
     nodeParams: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(205);
+    let real = crate::hook::real(206);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphExternalSemaphoresSignalNodeSetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(205);
+    let token = crate::hook::begin(206);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, nodeParams) };
     crate::hook::end(token, ret);
@@ -1225,14 +1225,14 @@ pub unsafe extern "C" fn cuGraphExternalSemaphoresWaitNodeGetParams(
     hNode: *mut c_void,
     params_out: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(206);
+    let real = crate::hook::real(207);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphExternalSemaphoresWaitNodeGetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(206);
+    let token = crate::hook::begin(207);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, params_out) };
     crate::hook::end(token, ret);
@@ -1245,14 +1245,14 @@ pub unsafe extern "C" fn cuGraphExternalSemaphoresWaitNodeSetParams(
     hNode: *mut c_void,
     nodeParams: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(207);
+    let real = crate::hook::real(208);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphExternalSemaphoresWaitNodeSetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(207);
+    let token = crate::hook::begin(208);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, nodeParams) };
     crate::hook::end(token, ret);
@@ -1267,14 +1267,14 @@ pub unsafe extern "C" fn cuGraphGetEdges(
     to: *mut c_void,
     numEdges: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(208);
+    let real = crate::hook::real(209);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphGetEdges`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(208);
+    let token = crate::hook::begin(209);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraph, from, to, numEdges) };
     crate::hook::end(token, ret);
@@ -1290,7 +1290,7 @@ pub unsafe extern "C" fn cuGraphGetEdges_v2(
     edgeData: *mut c_void,
     numEdges: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(209);
+    let real = crate::hook::real(210);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -1302,7 +1302,7 @@ pub unsafe extern "C" fn cuGraphGetEdges_v2(
         *mut c_void,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(209);
+    let token = crate::hook::begin(210);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraph, from, to, edgeData, numEdges) };
     crate::hook::end(token, ret);
@@ -1316,14 +1316,14 @@ pub unsafe extern "C" fn cuGraphGetNodes(
     nodes: *mut c_void,
     numNodes: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(210);
+    let real = crate::hook::real(211);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphGetNodes`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(210);
+    let token = crate::hook::begin(211);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraph, nodes, numNodes) };
     crate::hook::end(token, ret);
@@ -1337,14 +1337,14 @@ pub unsafe extern "C" fn cuGraphGetRootNodes(
     rootNodes: *mut c_void,
     numRootNodes: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(211);
+    let real = crate::hook::real(212);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphGetRootNodes`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(211);
+    let token = crate::hook::begin(212);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraph, rootNodes, numRootNodes) };
     crate::hook::end(token, ret);
@@ -1357,14 +1357,14 @@ pub unsafe extern "C" fn cuGraphHostNodeGetParams(
     hNode: *mut c_void,
     nodeParams: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(212);
+    let real = crate::hook::real(213);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphHostNodeGetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(212);
+    let token = crate::hook::begin(213);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, nodeParams) };
     crate::hook::end(token, ret);
@@ -1377,14 +1377,14 @@ pub unsafe extern "C" fn cuGraphHostNodeSetParams(
     hNode: *mut c_void,
     nodeParams: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(213);
+    let real = crate::hook::real(214);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphHostNodeSetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(213);
+    let token = crate::hook::begin(214);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, nodeParams) };
     crate::hook::end(token, ret);
@@ -1400,7 +1400,7 @@ pub unsafe extern "C" fn cuGraphInstantiate(
     logBuffer: *mut c_void,
     bufferSize: usize,
 ) -> u32 {
-    let real = crate::hook::real(214);
+    let real = crate::hook::real(215);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -1412,7 +1412,7 @@ pub unsafe extern "C" fn cuGraphInstantiate(
         *mut c_void,
         usize,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(214);
+    let token = crate::hook::begin(215);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize) };
     crate::hook::end(token, ret);
@@ -1426,14 +1426,14 @@ pub unsafe extern "C" fn cuGraphInstantiateWithFlags(
     hGraph: *mut c_void,
     flags: u64,
 ) -> u32 {
-    let real = crate::hook::real(215);
+    let real = crate::hook::real(216);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphInstantiateWithFlags`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u64) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(215);
+    let token = crate::hook::begin(216);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(phGraphExec, hGraph, flags) };
     crate::hook::end(token, ret);
@@ -1447,14 +1447,14 @@ pub unsafe extern "C" fn cuGraphInstantiateWithParams(
     hGraph: *mut c_void,
     instantiateParams: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(216);
+    let real = crate::hook::real(217);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphInstantiateWithParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(216);
+    let token = crate::hook::begin(217);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(phGraphExec, hGraph, instantiateParams) };
     crate::hook::end(token, ret);
@@ -1468,14 +1468,14 @@ pub unsafe extern "C" fn cuGraphInstantiateWithParams_ptsz(
     hGraph: *mut c_void,
     instantiateParams: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(217);
+    let real = crate::hook::real(218);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphInstantiateWithParams_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(217);
+    let token = crate::hook::begin(218);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(phGraphExec, hGraph, instantiateParams) };
     crate::hook::end(token, ret);
@@ -1491,7 +1491,7 @@ pub unsafe extern "C" fn cuGraphInstantiate_v2(
     logBuffer: *mut c_void,
     bufferSize: usize,
 ) -> u32 {
-    let real = crate::hook::real(218);
+    let real = crate::hook::real(219);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -1503,7 +1503,7 @@ pub unsafe extern "C" fn cuGraphInstantiate_v2(
         *mut c_void,
         usize,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(218);
+    let token = crate::hook::begin(219);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize) };
     crate::hook::end(token, ret);
@@ -1516,14 +1516,14 @@ pub unsafe extern "C" fn cuGraphKernelNodeCopyAttributes(
     dst: *mut c_void,
     src: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(219);
+    let real = crate::hook::real(220);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphKernelNodeCopyAttributes`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(219);
+    let token = crate::hook::begin(220);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dst, src) };
     crate::hook::end(token, ret);
@@ -1537,14 +1537,14 @@ pub unsafe extern "C" fn cuGraphKernelNodeGetAttribute(
     attr: u32,
     value_out: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(220);
+    let real = crate::hook::real(221);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphKernelNodeGetAttribute`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(220);
+    let token = crate::hook::begin(221);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, attr, value_out) };
     crate::hook::end(token, ret);
@@ -1557,14 +1557,14 @@ pub unsafe extern "C" fn cuGraphKernelNodeGetParams(
     hNode: *mut c_void,
     nodeParams: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(221);
+    let real = crate::hook::real(222);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphKernelNodeGetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(221);
+    let token = crate::hook::begin(222);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, nodeParams) };
     crate::hook::end(token, ret);
@@ -1577,14 +1577,14 @@ pub unsafe extern "C" fn cuGraphKernelNodeGetParams_v2(
     hNode: *mut c_void,
     nodeParams: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(222);
+    let real = crate::hook::real(223);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphKernelNodeGetParams_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(222);
+    let token = crate::hook::begin(223);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, nodeParams) };
     crate::hook::end(token, ret);
@@ -1598,14 +1598,14 @@ pub unsafe extern "C" fn cuGraphKernelNodeSetAttribute(
     attr: u32,
     value: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(223);
+    let real = crate::hook::real(224);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphKernelNodeSetAttribute`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(223);
+    let token = crate::hook::begin(224);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, attr, value) };
     crate::hook::end(token, ret);
@@ -1618,14 +1618,14 @@ pub unsafe extern "C" fn cuGraphKernelNodeSetParams(
     hNode: *mut c_void,
     nodeParams: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(224);
+    let real = crate::hook::real(225);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphKernelNodeSetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(224);
+    let token = crate::hook::begin(225);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, nodeParams) };
     crate::hook::end(token, ret);
@@ -1638,14 +1638,14 @@ pub unsafe extern "C" fn cuGraphKernelNodeSetParams_v2(
     hNode: *mut c_void,
     nodeParams: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(225);
+    let real = crate::hook::real(226);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphKernelNodeSetParams_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(225);
+    let token = crate::hook::begin(226);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, nodeParams) };
     crate::hook::end(token, ret);
@@ -1655,14 +1655,14 @@ pub unsafe extern "C" fn cuGraphKernelNodeSetParams_v2(
 /// `CUresult cuGraphLaunch(CUgraphExec hGraph, CUstream hStream)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGraphLaunch(hGraph: *mut c_void, hStream: *mut c_void) -> u32 {
-    let real = crate::hook::real(226);
+    let real = crate::hook::real(227);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphLaunch`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(226);
+    let token = crate::hook::begin(227);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraph, hStream) };
     crate::hook::end(token, ret);
@@ -1672,14 +1672,14 @@ pub unsafe extern "C" fn cuGraphLaunch(hGraph: *mut c_void, hStream: *mut c_void
 /// `CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGraphLaunch_ptsz(hGraphExec: *mut c_void, hStream: *mut c_void) -> u32 {
-    let real = crate::hook::real(227);
+    let real = crate::hook::real(228);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphLaunch_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(227);
+    let token = crate::hook::begin(228);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraphExec, hStream) };
     crate::hook::end(token, ret);
@@ -1692,14 +1692,14 @@ pub unsafe extern "C" fn cuGraphMemAllocNodeGetParams(
     hNode: *mut c_void,
     params_out: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(228);
+    let real = crate::hook::real(229);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphMemAllocNodeGetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(228);
+    let token = crate::hook::begin(229);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, params_out) };
     crate::hook::end(token, ret);
@@ -1712,14 +1712,14 @@ pub unsafe extern "C" fn cuGraphMemFreeNodeGetParams(
     hNode: *mut c_void,
     dptr_out: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(229);
+    let real = crate::hook::real(230);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphMemFreeNodeGetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(229);
+    let token = crate::hook::begin(230);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, dptr_out) };
     crate::hook::end(token, ret);
@@ -1732,14 +1732,14 @@ pub unsafe extern "C" fn cuGraphMemcpyNodeGetParams(
     hNode: *mut c_void,
     nodeParams: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(230);
+    let real = crate::hook::real(231);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphMemcpyNodeGetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(230);
+    let token = crate::hook::begin(231);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, nodeParams) };
     crate::hook::end(token, ret);
@@ -1752,14 +1752,14 @@ pub unsafe extern "C" fn cuGraphMemcpyNodeSetParams(
     hNode: *mut c_void,
     nodeParams: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(231);
+    let real = crate::hook::real(232);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphMemcpyNodeSetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(231);
+    let token = crate::hook::begin(232);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, nodeParams) };
     crate::hook::end(token, ret);
@@ -1772,14 +1772,14 @@ pub unsafe extern "C" fn cuGraphMemsetNodeGetParams(
     hNode: *mut c_void,
     nodeParams: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(232);
+    let real = crate::hook::real(233);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphMemsetNodeGetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(232);
+    let token = crate::hook::begin(233);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, nodeParams) };
     crate::hook::end(token, ret);
@@ -1792,14 +1792,14 @@ pub unsafe extern "C" fn cuGraphMemsetNodeSetParams(
     hNode: *mut c_void,
     nodeParams: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(233);
+    let real = crate::hook::real(234);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphMemsetNodeSetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(233);
+    let token = crate::hook::begin(234);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, nodeParams) };
     crate::hook::end(token, ret);
@@ -1813,14 +1813,14 @@ pub unsafe extern "C" fn cuGraphNodeFindInClone(
     hOriginalNode: *mut c_void,
     hClonedGraph: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(234);
+    let real = crate::hook::real(235);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphNodeFindInClone`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(234);
+    let token = crate::hook::begin(235);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(phNode, hOriginalNode, hClonedGraph) };
     crate::hook::end(token, ret);
@@ -1834,14 +1834,14 @@ pub unsafe extern "C" fn cuGraphNodeGetDependencies(
     dependencies: *mut c_void,
     numDependencies: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(235);
+    let real = crate::hook::real(236);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphNodeGetDependencies`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(235);
+    let token = crate::hook::begin(236);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, dependencies, numDependencies) };
     crate::hook::end(token, ret);
@@ -1856,14 +1856,14 @@ pub unsafe extern "C" fn cuGraphNodeGetDependencies_v2(
     edgeData: *mut c_void,
     numDependencies: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(236);
+    let real = crate::hook::real(237);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphNodeGetDependencies_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(236);
+    let token = crate::hook::begin(237);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, dependencies, edgeData, numDependencies) };
     crate::hook::end(token, ret);
@@ -1877,14 +1877,14 @@ pub unsafe extern "C" fn cuGraphNodeGetDependentNodes(
     dependentNodes: *mut c_void,
     numDependentNodes: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(237);
+    let real = crate::hook::real(238);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphNodeGetDependentNodes`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(237);
+    let token = crate::hook::begin(238);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, dependentNodes, numDependentNodes) };
     crate::hook::end(token, ret);
@@ -1899,14 +1899,14 @@ pub unsafe extern "C" fn cuGraphNodeGetDependentNodes_v2(
     edgeData: *mut c_void,
     numDependentNodes: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(238);
+    let real = crate::hook::real(239);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphNodeGetDependentNodes_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(238);
+    let token = crate::hook::begin(239);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, dependentNodes, edgeData, numDependentNodes) };
     crate::hook::end(token, ret);
@@ -1920,14 +1920,14 @@ pub unsafe extern "C" fn cuGraphNodeGetEnabled(
     hNode: *mut c_void,
     isEnabled: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(239);
+    let real = crate::hook::real(240);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphNodeGetEnabled`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(239);
+    let token = crate::hook::begin(240);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraphExec, hNode, isEnabled) };
     crate::hook::end(token, ret);
@@ -1937,14 +1937,14 @@ pub unsafe extern "C" fn cuGraphNodeGetEnabled(
 /// `CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGraphNodeGetType(hNode: *mut c_void, type_: *mut c_void) -> u32 {
-    let real = crate::hook::real(240);
+    let real = crate::hook::real(241);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphNodeGetType`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(240);
+    let token = crate::hook::begin(241);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, type_) };
     crate::hook::end(token, ret);
@@ -1958,14 +1958,14 @@ pub unsafe extern "C" fn cuGraphNodeSetEnabled(
     hNode: *mut c_void,
     isEnabled: u32,
 ) -> u32 {
-    let real = crate::hook::real(241);
+    let real = crate::hook::real(242);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphNodeSetEnabled`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(241);
+    let token = crate::hook::begin(242);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraphExec, hNode, isEnabled) };
     crate::hook::end(token, ret);
@@ -1975,14 +1975,14 @@ pub unsafe extern "C" fn cuGraphNodeSetEnabled(
 /// `CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGraphNodeSetParams(hNode: *mut c_void, nodeParams: *mut c_void) -> u32 {
-    let real = crate::hook::real(242);
+    let real = crate::hook::real(243);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphNodeSetParams`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(242);
+    let token = crate::hook::begin(243);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hNode, nodeParams) };
     crate::hook::end(token, ret);
@@ -1996,14 +1996,14 @@ pub unsafe extern "C" fn cuGraphReleaseUserObject(
     object: *mut c_void,
     count: u32,
 ) -> u32 {
-    let real = crate::hook::real(243);
+    let real = crate::hook::real(244);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphReleaseUserObject`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(243);
+    let token = crate::hook::begin(244);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(graph, object, count) };
     crate::hook::end(token, ret);
@@ -2018,14 +2018,14 @@ pub unsafe extern "C" fn cuGraphRemoveDependencies(
     to: *const c_void,
     numDependencies: usize,
 ) -> u32 {
-    let real = crate::hook::real(244);
+    let real = crate::hook::real(245);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphRemoveDependencies`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void, *const c_void, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(244);
+    let token = crate::hook::begin(245);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraph, from, to, numDependencies) };
     crate::hook::end(token, ret);
@@ -2041,7 +2041,7 @@ pub unsafe extern "C" fn cuGraphRemoveDependencies_v2(
     edgeData: *const c_void,
     numDependencies: usize,
 ) -> u32 {
-    let real = crate::hook::real(245);
+    let real = crate::hook::real(246);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -2053,7 +2053,7 @@ pub unsafe extern "C" fn cuGraphRemoveDependencies_v2(
         *const c_void,
         usize,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(245);
+    let token = crate::hook::begin(246);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraph, from, to, edgeData, numDependencies) };
     crate::hook::end(token, ret);
@@ -2068,14 +2068,14 @@ pub unsafe extern "C" fn cuGraphRetainUserObject(
     count: u32,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(246);
+    let real = crate::hook::real(247);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphRetainUserObject`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(246);
+    let token = crate::hook::begin(247);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(graph, object, count, flags) };
     crate::hook::end(token, ret);
@@ -2085,14 +2085,14 @@ pub unsafe extern "C" fn cuGraphRetainUserObject(
 /// `CUresult cuGraphUpload(CUgraphExec hGraph, CUstream hStream)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGraphUpload(hGraph: *mut c_void, hStream: *mut c_void) -> u32 {
-    let real = crate::hook::real(247);
+    let real = crate::hook::real(248);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphUpload`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(247);
+    let token = crate::hook::begin(248);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraph, hStream) };
     crate::hook::end(token, ret);
@@ -2102,14 +2102,14 @@ pub unsafe extern "C" fn cuGraphUpload(hGraph: *mut c_void, hStream: *mut c_void
 /// `CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGraphUpload_ptsz(hGraphExec: *mut c_void, hStream: *mut c_void) -> u32 {
-    let real = crate::hook::real(248);
+    let real = crate::hook::real(249);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphUpload_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(248);
+    let token = crate::hook::begin(249);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hGraphExec, hStream) };
     crate::hook::end(token, ret);
@@ -2125,14 +2125,14 @@ pub unsafe extern "C" fn cuUserObjectCreate(
     initialRefcount: u32,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(664);
+    let real = crate::hook::real(667);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuUserObjectCreate`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(664);
+    let token = crate::hook::begin(667);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(object_out, ptr, destroy, initialRefcount, flags) };
     crate::hook::end(token, ret);
@@ -2142,13 +2142,13 @@ pub unsafe extern "C" fn cuUserObjectCreate(
 /// `CUresult cuUserObjectRelease(CUuserObject object, unsigned int count)`
 #[no_mangle]
 pub unsafe extern "C" fn cuUserObjectRelease(object: *mut c_void, count: u32) -> u32 {
-    let real = crate::hook::real(665);
+    let real = crate::hook::real(668);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuUserObjectRelease`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(665);
+    let token = crate::hook::begin(668);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(object, count) };
     crate::hook::end(token, ret);
@@ -2158,13 +2158,13 @@ pub unsafe extern "C" fn cuUserObjectRelease(object: *mut c_void, count: u32) ->
 /// `CUresult cuUserObjectRetain(CUuserObject object, unsigned int count)`
 #[no_mangle]
 pub unsafe extern "C" fn cuUserObjectRetain(object: *mut c_void, count: u32) -> u32 {
-    let real = crate::hook::real(666);
+    let real = crate::hook::real(669);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuUserObjectRetain`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(666);
+    let token = crate::hook::begin(669);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(object, count) };
     crate::hook::end(token, ret);

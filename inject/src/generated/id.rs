@@ -208,1145 +208,1167 @@ pub const cuDeviceTotalMem_v2: u32 = 98;
 pub const cuDeviceUnregisterAsyncNotification: u32 = 99;
 /// `cuDriverGetVersion`
 pub const cuDriverGetVersion: u32 = 100;
+/// `cuEGLApiInit`
+pub const cuEGLApiInit: u32 = 101;
 /// `cuEGLStreamConsumerAcquireFrame`
-pub const cuEGLStreamConsumerAcquireFrame: u32 = 101;
+pub const cuEGLStreamConsumerAcquireFrame: u32 = 102;
 /// `cuEGLStreamConsumerConnect`
-pub const cuEGLStreamConsumerConnect: u32 = 102;
+pub const cuEGLStreamConsumerConnect: u32 = 103;
 /// `cuEGLStreamConsumerConnectWithFlags`
-pub const cuEGLStreamConsumerConnectWithFlags: u32 = 103;
+pub const cuEGLStreamConsumerConnectWithFlags: u32 = 104;
 /// `cuEGLStreamConsumerDisconnect`
-pub const cuEGLStreamConsumerDisconnect: u32 = 104;
+pub const cuEGLStreamConsumerDisconnect: u32 = 105;
 /// `cuEGLStreamConsumerReleaseFrame`
-pub const cuEGLStreamConsumerReleaseFrame: u32 = 105;
+pub const cuEGLStreamConsumerReleaseFrame: u32 = 106;
 /// `cuEGLStreamProducerConnect`
-pub const cuEGLStreamProducerConnect: u32 = 106;
+pub const cuEGLStreamProducerConnect: u32 = 107;
 /// `cuEGLStreamProducerDisconnect`
-pub const cuEGLStreamProducerDisconnect: u32 = 107;
+pub const cuEGLStreamProducerDisconnect: u32 = 108;
 /// `cuEGLStreamProducerPresentFrame`
-pub const cuEGLStreamProducerPresentFrame: u32 = 108;
+pub const cuEGLStreamProducerPresentFrame: u32 = 109;
 /// `cuEGLStreamProducerReturnFrame`
-pub const cuEGLStreamProducerReturnFrame: u32 = 109;
+pub const cuEGLStreamProducerReturnFrame: u32 = 110;
 /// `cuEventCreate`
-pub const cuEventCreate: u32 = 110;
+pub const cuEventCreate: u32 = 111;
 /// `cuEventCreateFromEGLSync`
-pub const cuEventCreateFromEGLSync: u32 = 111;
+pub const cuEventCreateFromEGLSync: u32 = 112;
 /// `cuEventDestroy`
-pub const cuEventDestroy: u32 = 112;
+pub const cuEventDestroy: u32 = 113;
 /// `cuEventDestroy_v2`
-pub const cuEventDestroy_v2: u32 = 113;
+pub const cuEventDestroy_v2: u32 = 114;
 /// `cuEventElapsedTime`
-pub const cuEventElapsedTime: u32 = 114;
+pub const cuEventElapsedTime: u32 = 115;
 /// `cuEventElapsedTime_v2`
-pub const cuEventElapsedTime_v2: u32 = 115;
+pub const cuEventElapsedTime_v2: u32 = 116;
 /// `cuEventQuery`
-pub const cuEventQuery: u32 = 116;
+pub const cuEventQuery: u32 = 117;
 /// `cuEventRecord`
-pub const cuEventRecord: u32 = 117;
+pub const cuEventRecord: u32 = 118;
 /// `cuEventRecordWithFlags`
-pub const cuEventRecordWithFlags: u32 = 118;
+pub const cuEventRecordWithFlags: u32 = 119;
 /// `cuEventRecordWithFlags_ptsz`
-pub const cuEventRecordWithFlags_ptsz: u32 = 119;
+pub const cuEventRecordWithFlags_ptsz: u32 = 120;
 /// `cuEventRecord_ptsz`
-pub const cuEventRecord_ptsz: u32 = 120;
+pub const cuEventRecord_ptsz: u32 = 121;
 /// `cuEventSynchronize`
-pub const cuEventSynchronize: u32 = 121;
+pub const cuEventSynchronize: u32 = 122;
 /// `cuExternalMemoryGetMappedBuffer`
-pub const cuExternalMemoryGetMappedBuffer: u32 = 122;
+pub const cuExternalMemoryGetMappedBuffer: u32 = 123;
 /// `cuExternalMemoryGetMappedMipmappedArray`
-pub const cuExternalMemoryGetMappedMipmappedArray: u32 = 123;
+pub const cuExternalMemoryGetMappedMipmappedArray: u32 = 124;
 /// `cuFlushGPUDirectRDMAWrites`
-pub const cuFlushGPUDirectRDMAWrites: u32 = 124;
+pub const cuFlushGPUDirectRDMAWrites: u32 = 125;
 /// `cuFuncGetAttribute`
-pub const cuFuncGetAttribute: u32 = 125;
+pub const cuFuncGetAttribute: u32 = 126;
 /// `cuFuncGetModule`
-pub const cuFuncGetModule: u32 = 126;
+pub const cuFuncGetModule: u32 = 127;
 /// `cuFuncGetName`
-pub const cuFuncGetName: u32 = 127;
+pub const cuFuncGetName: u32 = 128;
 /// `cuFuncGetParamInfo`
-pub const cuFuncGetParamInfo: u32 = 128;
+pub const cuFuncGetParamInfo: u32 = 129;
 /// `cuFuncIsLoaded`
-pub const cuFuncIsLoaded: u32 = 129;
+pub const cuFuncIsLoaded: u32 = 130;
 /// `cuFuncLoad`
-pub const cuFuncLoad: u32 = 130;
+pub const cuFuncLoad: u32 = 131;
 /// `cuFuncSetAttribute`
-pub const cuFuncSetAttribute: u32 = 131;
+pub const cuFuncSetAttribute: u32 = 132;
 /// `cuFuncSetBlockShape`
-pub const cuFuncSetBlockShape: u32 = 132;
+pub const cuFuncSetBlockShape: u32 = 133;
 /// `cuFuncSetCacheConfig`
-pub const cuFuncSetCacheConfig: u32 = 133;
+pub const cuFuncSetCacheConfig: u32 = 134;
 /// `cuFuncSetSharedMemConfig`
-pub const cuFuncSetSharedMemConfig: u32 = 134;
+pub const cuFuncSetSharedMemConfig: u32 = 135;
 /// `cuFuncSetSharedSize`
-pub const cuFuncSetSharedSize: u32 = 135;
+pub const cuFuncSetSharedSize: u32 = 136;
 /// `cuGLCtxCreate`
-pub const cuGLCtxCreate: u32 = 136;
+pub const cuGLCtxCreate: u32 = 137;
 /// `cuGLCtxCreate_v2`
-pub const cuGLCtxCreate_v2: u32 = 137;
+pub const cuGLCtxCreate_v2: u32 = 138;
 /// `cuGLGetDevices`
-pub const cuGLGetDevices: u32 = 138;
+pub const cuGLGetDevices: u32 = 139;
 /// `cuGLGetDevices_v2`
-pub const cuGLGetDevices_v2: u32 = 139;
+pub const cuGLGetDevices_v2: u32 = 140;
 /// `cuGLInit`
-pub const cuGLInit: u32 = 140;
+pub const cuGLInit: u32 = 141;
 /// `cuGLMapBufferObject`
-pub const cuGLMapBufferObject: u32 = 141;
+pub const cuGLMapBufferObject: u32 = 142;
 /// `cuGLMapBufferObjectAsync`
-pub const cuGLMapBufferObjectAsync: u32 = 142;
+pub const cuGLMapBufferObjectAsync: u32 = 143;
 /// `cuGLMapBufferObjectAsync_v2`
-pub const cuGLMapBufferObjectAsync_v2: u32 = 143;
+pub const cuGLMapBufferObjectAsync_v2: u32 = 144;
 /// `cuGLMapBufferObjectAsync_v2_ptsz`
-pub const cuGLMapBufferObjectAsync_v2_ptsz: u32 = 144;
+pub const cuGLMapBufferObjectAsync_v2_ptsz: u32 = 145;
 /// `cuGLMapBufferObject_v2`
-pub const cuGLMapBufferObject_v2: u32 = 145;
+pub const cuGLMapBufferObject_v2: u32 = 146;
 /// `cuGLMapBufferObject_v2_ptds`
-pub const cuGLMapBufferObject_v2_ptds: u32 = 146;
+pub const cuGLMapBufferObject_v2_ptds: u32 = 147;
 /// `cuGLRegisterBufferObject`
-pub const cuGLRegisterBufferObject: u32 = 147;
+pub const cuGLRegisterBufferObject: u32 = 148;
 /// `cuGLSetBufferObjectMapFlags`
-pub const cuGLSetBufferObjectMapFlags: u32 = 148;
+pub const cuGLSetBufferObjectMapFlags: u32 = 149;
 /// `cuGLUnmapBufferObject`
-pub const cuGLUnmapBufferObject: u32 = 149;
+pub const cuGLUnmapBufferObject: u32 = 150;
 /// `cuGLUnmapBufferObjectAsync`
-pub const cuGLUnmapBufferObjectAsync: u32 = 150;
+pub const cuGLUnmapBufferObjectAsync: u32 = 151;
 /// `cuGLUnregisterBufferObject`
-pub const cuGLUnregisterBufferObject: u32 = 151;
+pub const cuGLUnregisterBufferObject: u32 = 152;
 /// `cuGetErrorName`
-pub const cuGetErrorName: u32 = 152;
+pub const cuGetErrorName: u32 = 153;
 /// `cuGetErrorString`
-pub const cuGetErrorString: u32 = 153;
+pub const cuGetErrorString: u32 = 154;
 /// `cuGetExportTable`
-pub const cuGetExportTable: u32 = 154;
+pub const cuGetExportTable: u32 = 155;
 /// `cuGetProcAddress`
-pub const cuGetProcAddress: u32 = 155;
+pub const cuGetProcAddress: u32 = 156;
 /// `cuGetProcAddress_v2`
-pub const cuGetProcAddress_v2: u32 = 156;
+pub const cuGetProcAddress_v2: u32 = 157;
 /// `cuGraphAddBatchMemOpNode`
-pub const cuGraphAddBatchMemOpNode: u32 = 157;
+pub const cuGraphAddBatchMemOpNode: u32 = 158;
 /// `cuGraphAddChildGraphNode`
-pub const cuGraphAddChildGraphNode: u32 = 158;
+pub const cuGraphAddChildGraphNode: u32 = 159;
 /// `cuGraphAddDependencies`
-pub const cuGraphAddDependencies: u32 = 159;
+pub const cuGraphAddDependencies: u32 = 160;
 /// `cuGraphAddDependencies_v2`
-pub const cuGraphAddDependencies_v2: u32 = 160;
+pub const cuGraphAddDependencies_v2: u32 = 161;
 /// `cuGraphAddEmptyNode`
-pub const cuGraphAddEmptyNode: u32 = 161;
+pub const cuGraphAddEmptyNode: u32 = 162;
 /// `cuGraphAddEventRecordNode`
-pub const cuGraphAddEventRecordNode: u32 = 162;
+pub const cuGraphAddEventRecordNode: u32 = 163;
 /// `cuGraphAddEventWaitNode`
-pub const cuGraphAddEventWaitNode: u32 = 163;
+pub const cuGraphAddEventWaitNode: u32 = 164;
 /// `cuGraphAddExternalSemaphoresSignalNode`
-pub const cuGraphAddExternalSemaphoresSignalNode: u32 = 164;
+pub const cuGraphAddExternalSemaphoresSignalNode: u32 = 165;
 /// `cuGraphAddExternalSemaphoresWaitNode`
-pub const cuGraphAddExternalSemaphoresWaitNode: u32 = 165;
+pub const cuGraphAddExternalSemaphoresWaitNode: u32 = 166;
 /// `cuGraphAddHostNode`
-pub const cuGraphAddHostNode: u32 = 166;
+pub const cuGraphAddHostNode: u32 = 167;
 /// `cuGraphAddKernelNode`
-pub const cuGraphAddKernelNode: u32 = 167;
+pub const cuGraphAddKernelNode: u32 = 168;
 /// `cuGraphAddKernelNode_v2`
-pub const cuGraphAddKernelNode_v2: u32 = 168;
+pub const cuGraphAddKernelNode_v2: u32 = 169;
 /// `cuGraphAddMemAllocNode`
-pub const cuGraphAddMemAllocNode: u32 = 169;
+pub const cuGraphAddMemAllocNode: u32 = 170;
 /// `cuGraphAddMemFreeNode`
-pub const cuGraphAddMemFreeNode: u32 = 170;
+pub const cuGraphAddMemFreeNode: u32 = 171;
 /// `cuGraphAddMemcpyNode`
-pub const cuGraphAddMemcpyNode: u32 = 171;
+pub const cuGraphAddMemcpyNode: u32 = 172;
 /// `cuGraphAddMemsetNode`
-pub const cuGraphAddMemsetNode: u32 = 172;
+pub const cuGraphAddMemsetNode: u32 = 173;
 /// `cuGraphAddNode`
-pub const cuGraphAddNode: u32 = 173;
+pub const cuGraphAddNode: u32 = 174;
 /// `cuGraphAddNode_v2`
-pub const cuGraphAddNode_v2: u32 = 174;
+pub const cuGraphAddNode_v2: u32 = 175;
 /// `cuGraphBatchMemOpNodeGetParams`
-pub const cuGraphBatchMemOpNodeGetParams: u32 = 175;
+pub const cuGraphBatchMemOpNodeGetParams: u32 = 176;
 /// `cuGraphBatchMemOpNodeSetParams`
-pub const cuGraphBatchMemOpNodeSetParams: u32 = 176;
+pub const cuGraphBatchMemOpNodeSetParams: u32 = 177;
 /// `cuGraphChildGraphNodeGetGraph`
-pub const cuGraphChildGraphNodeGetGraph: u32 = 177;
+pub const cuGraphChildGraphNodeGetGraph: u32 = 178;
 /// `cuGraphClone`
-pub const cuGraphClone: u32 = 178;
+pub const cuGraphClone: u32 = 179;
 /// `cuGraphConditionalHandleCreate`
-pub const cuGraphConditionalHandleCreate: u32 = 179;
+pub const cuGraphConditionalHandleCreate: u32 = 180;
 /// `cuGraphCreate`
-pub const cuGraphCreate: u32 = 180;
+pub const cuGraphCreate: u32 = 181;
 /// `cuGraphDebugDotPrint`
-pub const cuGraphDebugDotPrint: u32 = 181;
+pub const cuGraphDebugDotPrint: u32 = 182;
 /// `cuGraphDestroy`
-pub const cuGraphDestroy: u32 = 182;
+pub const cuGraphDestroy: u32 = 183;
 /// `cuGraphDestroyNode`
-pub const cuGraphDestroyNode: u32 = 183;
+pub const cuGraphDestroyNode: u32 = 184;
 /// `cuGraphEventRecordNodeGetEvent`
-pub const cuGraphEventRecordNodeGetEvent: u32 = 184;
+pub const cuGraphEventRecordNodeGetEvent: u32 = 185;
 /// `cuGraphEventRecordNodeSetEvent`
-pub const cuGraphEventRecordNodeSetEvent: u32 = 185;
+pub const cuGraphEventRecordNodeSetEvent: u32 = 186;
 /// `cuGraphEventWaitNodeGetEvent`
-pub const cuGraphEventWaitNodeGetEvent: u32 = 186;
+pub const cuGraphEventWaitNodeGetEvent: u32 = 187;
 /// `cuGraphEventWaitNodeSetEvent`
-pub const cuGraphEventWaitNodeSetEvent: u32 = 187;
+pub const cuGraphEventWaitNodeSetEvent: u32 = 188;
 /// `cuGraphExecBatchMemOpNodeSetParams`
-pub const cuGraphExecBatchMemOpNodeSetParams: u32 = 188;
+pub const cuGraphExecBatchMemOpNodeSetParams: u32 = 189;
 /// `cuGraphExecChildGraphNodeSetParams`
-pub const cuGraphExecChildGraphNodeSetParams: u32 = 189;
+pub const cuGraphExecChildGraphNodeSetParams: u32 = 190;
 /// `cuGraphExecDestroy`
-pub const cuGraphExecDestroy: u32 = 190;
+pub const cuGraphExecDestroy: u32 = 191;
 /// `cuGraphExecEventRecordNodeSetEvent`
-pub const cuGraphExecEventRecordNodeSetEvent: u32 = 191;
+pub const cuGraphExecEventRecordNodeSetEvent: u32 = 192;
 /// `cuGraphExecEventWaitNodeSetEvent`
-pub const cuGraphExecEventWaitNodeSetEvent: u32 = 192;
+pub const cuGraphExecEventWaitNodeSetEvent: u32 = 193;
 /// `cuGraphExecExternalSemaphoresSignalNodeSetParams`
-pub const cuGraphExecExternalSemaphoresSignalNodeSetParams: u32 = 193;
+pub const cuGraphExecExternalSemaphoresSignalNodeSetParams: u32 = 194;
 /// `cuGraphExecExternalSemaphoresWaitNodeSetParams`
-pub const cuGraphExecExternalSemaphoresWaitNodeSetParams: u32 = 194;
+pub const cuGraphExecExternalSemaphoresWaitNodeSetParams: u32 = 195;
 /// `cuGraphExecGetFlags`
-pub const cuGraphExecGetFlags: u32 = 195;
+pub const cuGraphExecGetFlags: u32 = 196;
 /// `cuGraphExecHostNodeSetParams`
-pub const cuGraphExecHostNodeSetParams: u32 = 196;
+pub const cuGraphExecHostNodeSetParams: u32 = 197;
 /// `cuGraphExecKernelNodeSetParams`
-pub const cuGraphExecKernelNodeSetParams: u32 = 197;
+pub const cuGraphExecKernelNodeSetParams: u32 = 198;
 /// `cuGraphExecKernelNodeSetParams_v2`
-pub const cuGraphExecKernelNodeSetParams_v2: u32 = 198;
+pub const cuGraphExecKernelNodeSetParams_v2: u32 = 199;
 /// `cuGraphExecMemcpyNodeSetParams`
-pub const cuGraphExecMemcpyNodeSetParams: u32 = 199;
+pub const cuGraphExecMemcpyNodeSetParams: u32 = 200;
 /// `cuGraphExecMemsetNodeSetParams`
-pub const cuGraphExecMemsetNodeSetParams: u32 = 200;
+pub const cuGraphExecMemsetNodeSetParams: u32 = 201;
 /// `cuGraphExecNodeSetParams`
-pub const cuGraphExecNodeSetParams: u32 = 201;
+pub const cuGraphExecNodeSetParams: u32 = 202;
 /// `cuGraphExecUpdate`
-pub const cuGraphExecUpdate: u32 = 202;
+pub const cuGraphExecUpdate: u32 = 203;
 /// `cuGraphExecUpdate_v2`
-pub const cuGraphExecUpdate_v2: u32 = 203;
+pub const cuGraphExecUpdate_v2: u32 = 204;
 /// `cuGraphExternalSemaphoresSignalNodeGetParams`
-pub const cuGraphExternalSemaphoresSignalNodeGetParams: u32 = 204;
+pub const cuGraphExternalSemaphoresSignalNodeGetParams: u32 = 205;
 /// `cuGraphExternalSemaphoresSignalNodeSetParams`
-pub const cuGraphExternalSemaphoresSignalNodeSetParams: u32 = 205;
+pub const cuGraphExternalSemaphoresSignalNodeSetParams: u32 = 206;
 /// `cuGraphExternalSemaphoresWaitNodeGetParams`
-pub const cuGraphExternalSemaphoresWaitNodeGetParams: u32 = 206;
+pub const cuGraphExternalSemaphoresWaitNodeGetParams: u32 = 207;
 /// `cuGraphExternalSemaphoresWaitNodeSetParams`
-pub const cuGraphExternalSemaphoresWaitNodeSetParams: u32 = 207;
+pub const cuGraphExternalSemaphoresWaitNodeSetParams: u32 = 208;
 /// `cuGraphGetEdges`
-pub const cuGraphGetEdges: u32 = 208;
+pub const cuGraphGetEdges: u32 = 209;
 /// `cuGraphGetEdges_v2`
-pub const cuGraphGetEdges_v2: u32 = 209;
+pub const cuGraphGetEdges_v2: u32 = 210;
 /// `cuGraphGetNodes`
-pub const cuGraphGetNodes: u32 = 210;
+pub const cuGraphGetNodes: u32 = 211;
 /// `cuGraphGetRootNodes`
-pub const cuGraphGetRootNodes: u32 = 211;
+pub const cuGraphGetRootNodes: u32 = 212;
 /// `cuGraphHostNodeGetParams`
-pub const cuGraphHostNodeGetParams: u32 = 212;
+pub const cuGraphHostNodeGetParams: u32 = 213;
 /// `cuGraphHostNodeSetParams`
-pub const cuGraphHostNodeSetParams: u32 = 213;
+pub const cuGraphHostNodeSetParams: u32 = 214;
 /// `cuGraphInstantiate`
-pub const cuGraphInstantiate: u32 = 214;
+pub const cuGraphInstantiate: u32 = 215;
 /// `cuGraphInstantiateWithFlags`
-pub const cuGraphInstantiateWithFlags: u32 = 215;
+pub const cuGraphInstantiateWithFlags: u32 = 216;
 /// `cuGraphInstantiateWithParams`
-pub const cuGraphInstantiateWithParams: u32 = 216;
+pub const cuGraphInstantiateWithParams: u32 = 217;
 /// `cuGraphInstantiateWithParams_ptsz`
-pub const cuGraphInstantiateWithParams_ptsz: u32 = 217;
+pub const cuGraphInstantiateWithParams_ptsz: u32 = 218;
 /// `cuGraphInstantiate_v2`
-pub const cuGraphInstantiate_v2: u32 = 218;
+pub const cuGraphInstantiate_v2: u32 = 219;
 /// `cuGraphKernelNodeCopyAttributes`
-pub const cuGraphKernelNodeCopyAttributes: u32 = 219;
+pub const cuGraphKernelNodeCopyAttributes: u32 = 220;
 /// `cuGraphKernelNodeGetAttribute`
-pub const cuGraphKernelNodeGetAttribute: u32 = 220;
+pub const cuGraphKernelNodeGetAttribute: u32 = 221;
 /// `cuGraphKernelNodeGetParams`
-pub const cuGraphKernelNodeGetParams: u32 = 221;
+pub const cuGraphKernelNodeGetParams: u32 = 222;
 /// `cuGraphKernelNodeGetParams_v2`
-pub const cuGraphKernelNodeGetParams_v2: u32 = 222;
+pub const cuGraphKernelNodeGetParams_v2: u32 = 223;
 /// `cuGraphKernelNodeSetAttribute`
-pub const cuGraphKernelNodeSetAttribute: u32 = 223;
+pub const cuGraphKernelNodeSetAttribute: u32 = 224;
 /// `cuGraphKernelNodeSetParams`
-pub const cuGraphKernelNodeSetParams: u32 = 224;
+pub const cuGraphKernelNodeSetParams: u32 = 225;
 /// `cuGraphKernelNodeSetParams_v2`
-pub const cuGraphKernelNodeSetParams_v2: u32 = 225;
+pub const cuGraphKernelNodeSetParams_v2: u32 = 226;
 /// `cuGraphLaunch`
-pub const cuGraphLaunch: u32 = 226;
+pub const cuGraphLaunch: u32 = 227;
 /// `cuGraphLaunch_ptsz`
-pub const cuGraphLaunch_ptsz: u32 = 227;
+pub const cuGraphLaunch_ptsz: u32 = 228;
 /// `cuGraphMemAllocNodeGetParams`
-pub const cuGraphMemAllocNodeGetParams: u32 = 228;
+pub const cuGraphMemAllocNodeGetParams: u32 = 229;
 /// `cuGraphMemFreeNodeGetParams`
-pub const cuGraphMemFreeNodeGetParams: u32 = 229;
+pub const cuGraphMemFreeNodeGetParams: u32 = 230;
 /// `cuGraphMemcpyNodeGetParams`
-pub const cuGraphMemcpyNodeGetParams: u32 = 230;
+pub const cuGraphMemcpyNodeGetParams: u32 = 231;
 /// `cuGraphMemcpyNodeSetParams`
-pub const cuGraphMemcpyNodeSetParams: u32 = 231;
+pub const cuGraphMemcpyNodeSetParams: u32 = 232;
 /// `cuGraphMemsetNodeGetParams`
-pub const cuGraphMemsetNodeGetParams: u32 = 232;
+pub const cuGraphMemsetNodeGetParams: u32 = 233;
 /// `cuGraphMemsetNodeSetParams`
-pub const cuGraphMemsetNodeSetParams: u32 = 233;
+pub const cuGraphMemsetNodeSetParams: u32 = 234;
 /// `cuGraphNodeFindInClone`
-pub const cuGraphNodeFindInClone: u32 = 234;
+pub const cuGraphNodeFindInClone: u32 = 235;
 /// `cuGraphNodeGetDependencies`
-pub const cuGraphNodeGetDependencies: u32 = 235;
+pub const cuGraphNodeGetDependencies: u32 = 236;
 /// `cuGraphNodeGetDependencies_v2`
-pub const cuGraphNodeGetDependencies_v2: u32 = 236;
+pub const cuGraphNodeGetDependencies_v2: u32 = 237;
 /// `cuGraphNodeGetDependentNodes`
-pub const cuGraphNodeGetDependentNodes: u32 = 237;
+pub const cuGraphNodeGetDependentNodes: u32 = 238;
 /// `cuGraphNodeGetDependentNodes_v2`
-pub const cuGraphNodeGetDependentNodes_v2: u32 = 238;
+pub const cuGraphNodeGetDependentNodes_v2: u32 = 239;
 /// `cuGraphNodeGetEnabled`
-pub const cuGraphNodeGetEnabled: u32 = 239;
+pub const cuGraphNodeGetEnabled: u32 = 240;
 /// `cuGraphNodeGetType`
-pub const cuGraphNodeGetType: u32 = 240;
+pub const cuGraphNodeGetType: u32 = 241;
 /// `cuGraphNodeSetEnabled`
-pub const cuGraphNodeSetEnabled: u32 = 241;
+pub const cuGraphNodeSetEnabled: u32 = 242;
 /// `cuGraphNodeSetParams`
-pub const cuGraphNodeSetParams: u32 = 242;
+pub const cuGraphNodeSetParams: u32 = 243;
 /// `cuGraphReleaseUserObject`
-pub const cuGraphReleaseUserObject: u32 = 243;
+pub const cuGraphReleaseUserObject: u32 = 244;
 /// `cuGraphRemoveDependencies`
-pub const cuGraphRemoveDependencies: u32 = 244;
+pub const cuGraphRemoveDependencies: u32 = 245;
 /// `cuGraphRemoveDependencies_v2`
-pub const cuGraphRemoveDependencies_v2: u32 = 245;
+pub const cuGraphRemoveDependencies_v2: u32 = 246;
 /// `cuGraphRetainUserObject`
-pub const cuGraphRetainUserObject: u32 = 246;
+pub const cuGraphRetainUserObject: u32 = 247;
 /// `cuGraphUpload`
-pub const cuGraphUpload: u32 = 247;
+pub const cuGraphUpload: u32 = 248;
 /// `cuGraphUpload_ptsz`
-pub const cuGraphUpload_ptsz: u32 = 248;
+pub const cuGraphUpload_ptsz: u32 = 249;
 /// `cuGraphicsEGLRegisterImage`
-pub const cuGraphicsEGLRegisterImage: u32 = 249;
+pub const cuGraphicsEGLRegisterImage: u32 = 250;
 /// `cuGraphicsGLRegisterBuffer`
-pub const cuGraphicsGLRegisterBuffer: u32 = 250;
+pub const cuGraphicsGLRegisterBuffer: u32 = 251;
 /// `cuGraphicsGLRegisterImage`
-pub const cuGraphicsGLRegisterImage: u32 = 251;
+pub const cuGraphicsGLRegisterImage: u32 = 252;
 /// `cuGraphicsMapResources`
-pub const cuGraphicsMapResources: u32 = 252;
+pub const cuGraphicsMapResources: u32 = 253;
 /// `cuGraphicsMapResources_ptsz`
-pub const cuGraphicsMapResources_ptsz: u32 = 253;
+pub const cuGraphicsMapResources_ptsz: u32 = 254;
 /// `cuGraphicsResourceGetMappedEglFrame`
-pub const cuGraphicsResourceGetMappedEglFrame: u32 = 254;
+pub const cuGraphicsResourceGetMappedEglFrame: u32 = 255;
 /// `cuGraphicsResourceGetMappedMipmappedArray`
-pub const cuGraphicsResourceGetMappedMipmappedArray: u32 = 255;
+pub const cuGraphicsResourceGetMappedMipmappedArray: u32 = 256;
 /// `cuGraphicsResourceGetMappedPointer`
-pub const cuGraphicsResourceGetMappedPointer: u32 = 256;
+pub const cuGraphicsResourceGetMappedPointer: u32 = 257;
 /// `cuGraphicsResourceGetMappedPointer_v2`
-pub const cuGraphicsResourceGetMappedPointer_v2: u32 = 257;
+pub const cuGraphicsResourceGetMappedPointer_v2: u32 = 258;
 /// `cuGraphicsResourceSetMapFlags`
-pub const cuGraphicsResourceSetMapFlags: u32 = 258;
+pub const cuGraphicsResourceSetMapFlags: u32 = 259;
 /// `cuGraphicsResourceSetMapFlags_v2`
-pub const cuGraphicsResourceSetMapFlags_v2: u32 = 259;
+pub const cuGraphicsResourceSetMapFlags_v2: u32 = 260;
 /// `cuGraphicsSubResourceGetMappedArray`
-pub const cuGraphicsSubResourceGetMappedArray: u32 = 260;
+pub const cuGraphicsSubResourceGetMappedArray: u32 = 261;
 /// `cuGraphicsUnmapResources`
-pub const cuGraphicsUnmapResources: u32 = 261;
+pub const cuGraphicsUnmapResources: u32 = 262;
 /// `cuGraphicsUnmapResources_ptsz`
-pub const cuGraphicsUnmapResources_ptsz: u32 = 262;
+pub const cuGraphicsUnmapResources_ptsz: u32 = 263;
 /// `cuGraphicsUnregisterResource`
-pub const cuGraphicsUnregisterResource: u32 = 263;
+pub const cuGraphicsUnregisterResource: u32 = 264;
 /// `cuGraphicsVDPAURegisterOutputSurface`
-pub const cuGraphicsVDPAURegisterOutputSurface: u32 = 264;
+pub const cuGraphicsVDPAURegisterOutputSurface: u32 = 265;
 /// `cuGraphicsVDPAURegisterVideoSurface`
-pub const cuGraphicsVDPAURegisterVideoSurface: u32 = 265;
+pub const cuGraphicsVDPAURegisterVideoSurface: u32 = 266;
 /// `cuGreenCtxCreate`
-pub const cuGreenCtxCreate: u32 = 266;
+pub const cuGreenCtxCreate: u32 = 267;
 /// `cuGreenCtxDestroy`
-pub const cuGreenCtxDestroy: u32 = 267;
+pub const cuGreenCtxDestroy: u32 = 268;
 /// `cuGreenCtxGetDevResource`
-pub const cuGreenCtxGetDevResource: u32 = 268;
+pub const cuGreenCtxGetDevResource: u32 = 269;
 /// `cuGreenCtxGetId`
-pub const cuGreenCtxGetId: u32 = 269;
+pub const cuGreenCtxGetId: u32 = 270;
 /// `cuGreenCtxRecordEvent`
-pub const cuGreenCtxRecordEvent: u32 = 270;
+pub const cuGreenCtxRecordEvent: u32 = 271;
 /// `cuGreenCtxStreamCreate`
-pub const cuGreenCtxStreamCreate: u32 = 271;
+pub const cuGreenCtxStreamCreate: u32 = 272;
 /// `cuGreenCtxWaitEvent`
-pub const cuGreenCtxWaitEvent: u32 = 272;
+pub const cuGreenCtxWaitEvent: u32 = 273;
 /// `cuImportExternalMemory`
-pub const cuImportExternalMemory: u32 = 273;
+pub const cuImportExternalMemory: u32 = 274;
 /// `cuImportExternalSemaphore`
-pub const cuImportExternalSemaphore: u32 = 274;
+pub const cuImportExternalSemaphore: u32 = 275;
 /// `cuInit`
-pub const cuInit: u32 = 275;
+pub const cuInit: u32 = 276;
 /// `cuIpcCloseMemHandle`
-pub const cuIpcCloseMemHandle: u32 = 276;
+pub const cuIpcCloseMemHandle: u32 = 277;
 /// `cuIpcGetEventHandle`
-pub const cuIpcGetEventHandle: u32 = 277;
+pub const cuIpcGetEventHandle: u32 = 278;
 /// `cuIpcGetMemHandle`
-pub const cuIpcGetMemHandle: u32 = 278;
+pub const cuIpcGetMemHandle: u32 = 279;
 /// `cuIpcOpenEventHandle`
-pub const cuIpcOpenEventHandle: u32 = 279;
+pub const cuIpcOpenEventHandle: u32 = 280;
 /// `cuIpcOpenMemHandle`
-pub const cuIpcOpenMemHandle: u32 = 280;
+pub const cuIpcOpenMemHandle: u32 = 281;
 /// `cuIpcOpenMemHandle_v2`
-pub const cuIpcOpenMemHandle_v2: u32 = 281;
+pub const cuIpcOpenMemHandle_v2: u32 = 282;
 /// `cuKernelGetAttribute`
-pub const cuKernelGetAttribute: u32 = 282;
+pub const cuKernelGetAttribute: u32 = 283;
 /// `cuKernelGetFunction`
-pub const cuKernelGetFunction: u32 = 283;
+pub const cuKernelGetFunction: u32 = 284;
 /// `cuKernelGetLibrary`
-pub const cuKernelGetLibrary: u32 = 284;
+pub const cuKernelGetLibrary: u32 = 285;
 /// `cuKernelGetName`
-pub const cuKernelGetName: u32 = 285;
+pub const cuKernelGetName: u32 = 286;
 /// `cuKernelGetParamInfo`
-pub const cuKernelGetParamInfo: u32 = 286;
+pub const cuKernelGetParamInfo: u32 = 287;
 /// `cuKernelSetAttribute`
-pub const cuKernelSetAttribute: u32 = 287;
+pub const cuKernelSetAttribute: u32 = 288;
 /// `cuKernelSetCacheConfig`
-pub const cuKernelSetCacheConfig: u32 = 288;
+pub const cuKernelSetCacheConfig: u32 = 289;
 /// `cuLaunch`
-pub const cuLaunch: u32 = 289;
+pub const cuLaunch: u32 = 290;
 /// `cuLaunchCooperativeKernel`
-pub const cuLaunchCooperativeKernel: u32 = 290;
+pub const cuLaunchCooperativeKernel: u32 = 291;
 /// `cuLaunchCooperativeKernelMultiDevice`
-pub const cuLaunchCooperativeKernelMultiDevice: u32 = 291;
+pub const cuLaunchCooperativeKernelMultiDevice: u32 = 292;
 /// `cuLaunchCooperativeKernel_ptsz`
-pub const cuLaunchCooperativeKernel_ptsz: u32 = 292;
+pub const cuLaunchCooperativeKernel_ptsz: u32 = 293;
 /// `cuLaunchGrid`
-pub const cuLaunchGrid: u32 = 293;
+pub const cuLaunchGrid: u32 = 294;
 /// `cuLaunchGridAsync`
-pub const cuLaunchGridAsync: u32 = 294;
+pub const cuLaunchGridAsync: u32 = 295;
 /// `cuLaunchHostFunc`
-pub const cuLaunchHostFunc: u32 = 295;
+pub const cuLaunchHostFunc: u32 = 296;
 /// `cuLaunchHostFunc_ptsz`
-pub const cuLaunchHostFunc_ptsz: u32 = 296;
+pub const cuLaunchHostFunc_ptsz: u32 = 297;
 /// `cuLaunchKernel`
-pub const cuLaunchKernel: u32 = 297;
+pub const cuLaunchKernel: u32 = 298;
 /// `cuLaunchKernelEx`
-pub const cuLaunchKernelEx: u32 = 298;
+pub const cuLaunchKernelEx: u32 = 299;
 /// `cuLaunchKernelEx_ptsz`
-pub const cuLaunchKernelEx_ptsz: u32 = 299;
+pub const cuLaunchKernelEx_ptsz: u32 = 300;
 /// `cuLaunchKernel_ptsz`
-pub const cuLaunchKernel_ptsz: u32 = 300;
+pub const cuLaunchKernel_ptsz: u32 = 301;
 /// `cuLibraryEnumerateKernels`
-pub const cuLibraryEnumerateKernels: u32 = 301;
+pub const cuLibraryEnumerateKernels: u32 = 302;
 /// `cuLibraryGetGlobal`
-pub const cuLibraryGetGlobal: u32 = 302;
+pub const cuLibraryGetGlobal: u32 = 303;
 /// `cuLibraryGetKernel`
-pub const cuLibraryGetKernel: u32 = 303;
+pub const cuLibraryGetKernel: u32 = 304;
 /// `cuLibraryGetKernelCount`
-pub const cuLibraryGetKernelCount: u32 = 304;
+pub const cuLibraryGetKernelCount: u32 = 305;
 /// `cuLibraryGetManaged`
-pub const cuLibraryGetManaged: u32 = 305;
+pub const cuLibraryGetManaged: u32 = 306;
 /// `cuLibraryGetModule`
-pub const cuLibraryGetModule: u32 = 306;
+pub const cuLibraryGetModule: u32 = 307;
 /// `cuLibraryGetUnifiedFunction`
-pub const cuLibraryGetUnifiedFunction: u32 = 307;
+pub const cuLibraryGetUnifiedFunction: u32 = 308;
 /// `cuLibraryLoadData`
-pub const cuLibraryLoadData: u32 = 308;
+pub const cuLibraryLoadData: u32 = 309;
 /// `cuLibraryLoadFromFile`
-pub const cuLibraryLoadFromFile: u32 = 309;
+pub const cuLibraryLoadFromFile: u32 = 310;
 /// `cuLibraryUnload`
-pub const cuLibraryUnload: u32 = 310;
+pub const cuLibraryUnload: u32 = 311;
 /// `cuLinkAddData`
-pub const cuLinkAddData: u32 = 311;
+pub const cuLinkAddData: u32 = 312;
 /// `cuLinkAddData_v2`
-pub const cuLinkAddData_v2: u32 = 312;
+pub const cuLinkAddData_v2: u32 = 313;
 /// `cuLinkAddFile`
-pub const cuLinkAddFile: u32 = 313;
+pub const cuLinkAddFile: u32 = 314;
 /// `cuLinkAddFile_v2`
-pub const cuLinkAddFile_v2: u32 = 314;
+pub const cuLinkAddFile_v2: u32 = 315;
 /// `cuLinkComplete`
-pub const cuLinkComplete: u32 = 315;
+pub const cuLinkComplete: u32 = 316;
 /// `cuLinkCreate`
-pub const cuLinkCreate: u32 = 316;
+pub const cuLinkCreate: u32 = 317;
 /// `cuLinkCreate_v2`
-pub const cuLinkCreate_v2: u32 = 317;
+pub const cuLinkCreate_v2: u32 = 318;
 /// `cuLinkDestroy`
-pub const cuLinkDestroy: u32 = 318;
+pub const cuLinkDestroy: u32 = 319;
 /// `cuLogsCurrent`
-pub const cuLogsCurrent: u32 = 319;
+pub const cuLogsCurrent: u32 = 320;
 /// `cuLogsDumpToFile`
-pub const cuLogsDumpToFile: u32 = 320;
+pub const cuLogsDumpToFile: u32 = 321;
 /// `cuLogsDumpToMemory`
-pub const cuLogsDumpToMemory: u32 = 321;
+pub const cuLogsDumpToMemory: u32 = 322;
 /// `cuLogsRegisterCallback`
-pub const cuLogsRegisterCallback: u32 = 322;
+pub const cuLogsRegisterCallback: u32 = 323;
 /// `cuLogsUnregisterCallback`
-pub const cuLogsUnregisterCallback: u32 = 323;
+pub const cuLogsUnregisterCallback: u32 = 324;
 /// `cuMemAddressFree`
-pub const cuMemAddressFree: u32 = 324;
+pub const cuMemAddressFree: u32 = 325;
 /// `cuMemAddressReserve`
-pub const cuMemAddressReserve: u32 = 325;
+pub const cuMemAddressReserve: u32 = 326;
 /// `cuMemAdvise`
-pub const cuMemAdvise: u32 = 326;
+pub const cuMemAdvise: u32 = 327;
 /// `cuMemAdvise_v2`
-pub const cuMemAdvise_v2: u32 = 327;
+pub const cuMemAdvise_v2: u32 = 328;
 /// `cuMemAlloc`
-pub const cuMemAlloc: u32 = 328;
+pub const cuMemAlloc: u32 = 329;
 /// `cuMemAllocAsync`
-pub const cuMemAllocAsync: u32 = 329;
+pub const cuMemAllocAsync: u32 = 330;
 /// `cuMemAllocAsync_ptsz`
-pub const cuMemAllocAsync_ptsz: u32 = 330;
+pub const cuMemAllocAsync_ptsz: u32 = 331;
 /// `cuMemAllocFromPoolAsync`
-pub const cuMemAllocFromPoolAsync: u32 = 331;
+pub const cuMemAllocFromPoolAsync: u32 = 332;
 /// `cuMemAllocFromPoolAsync_ptsz`
-pub const cuMemAllocFromPoolAsync_ptsz: u32 = 332;
+pub const cuMemAllocFromPoolAsync_ptsz: u32 = 333;
 /// `cuMemAllocHost`
-pub const cuMemAllocHost: u32 = 333;
+pub const cuMemAllocHost: u32 = 334;
 /// `cuMemAllocHost_v2`
-pub const cuMemAllocHost_v2: u32 = 334;
+pub const cuMemAllocHost_v2: u32 = 335;
 /// `cuMemAllocManaged`
-pub const cuMemAllocManaged: u32 = 335;
+pub const cuMemAllocManaged: u32 = 336;
 /// `cuMemAllocPitch`
-pub const cuMemAllocPitch: u32 = 336;
+pub const cuMemAllocPitch: u32 = 337;
 /// `cuMemAllocPitch_v2`
-pub const cuMemAllocPitch_v2: u32 = 337;
+pub const cuMemAllocPitch_v2: u32 = 338;
 /// `cuMemAlloc_v2`
-pub const cuMemAlloc_v2: u32 = 338;
+pub const cuMemAlloc_v2: u32 = 339;
 /// `cuMemBatchDecompressAsync`
-pub const cuMemBatchDecompressAsync: u32 = 339;
+pub const cuMemBatchDecompressAsync: u32 = 340;
 /// `cuMemBatchDecompressAsync_ptsz`
-pub const cuMemBatchDecompressAsync_ptsz: u32 = 340;
+pub const cuMemBatchDecompressAsync_ptsz: u32 = 341;
 /// `cuMemCreate`
-pub const cuMemCreate: u32 = 341;
+pub const cuMemCreate: u32 = 342;
 /// `cuMemDiscardAndPrefetchBatchAsync`
-pub const cuMemDiscardAndPrefetchBatchAsync: u32 = 342;
+pub const cuMemDiscardAndPrefetchBatchAsync: u32 = 343;
 /// `cuMemDiscardAndPrefetchBatchAsync_ptsz`
-pub const cuMemDiscardAndPrefetchBatchAsync_ptsz: u32 = 343;
+pub const cuMemDiscardAndPrefetchBatchAsync_ptsz: u32 = 344;
 /// `cuMemDiscardBatchAsync`
-pub const cuMemDiscardBatchAsync: u32 = 344;
+pub const cuMemDiscardBatchAsync: u32 = 345;
 /// `cuMemDiscardBatchAsync_ptsz`
-pub const cuMemDiscardBatchAsync_ptsz: u32 = 345;
+pub const cuMemDiscardBatchAsync_ptsz: u32 = 346;
 /// `cuMemExportToShareableHandle`
-pub const cuMemExportToShareableHandle: u32 = 346;
+pub const cuMemExportToShareableHandle: u32 = 347;
 /// `cuMemFree`
-pub const cuMemFree: u32 = 347;
+pub const cuMemFree: u32 = 348;
 /// `cuMemFreeAsync`
-pub const cuMemFreeAsync: u32 = 348;
+pub const cuMemFreeAsync: u32 = 349;
 /// `cuMemFreeAsync_ptsz`
-pub const cuMemFreeAsync_ptsz: u32 = 349;
+pub const cuMemFreeAsync_ptsz: u32 = 350;
 /// `cuMemFreeHost`
-pub const cuMemFreeHost: u32 = 350;
+pub const cuMemFreeHost: u32 = 351;
 /// `cuMemFree_v2`
-pub const cuMemFree_v2: u32 = 351;
+pub const cuMemFree_v2: u32 = 352;
 /// `cuMemGetAccess`
-pub const cuMemGetAccess: u32 = 352;
+pub const cuMemGetAccess: u32 = 353;
 /// `cuMemGetAddressRange`
-pub const cuMemGetAddressRange: u32 = 353;
+pub const cuMemGetAddressRange: u32 = 354;
 /// `cuMemGetAddressRange_v2`
-pub const cuMemGetAddressRange_v2: u32 = 354;
+pub const cuMemGetAddressRange_v2: u32 = 355;
 /// `cuMemGetAllocationGranularity`
-pub const cuMemGetAllocationGranularity: u32 = 355;
+pub const cuMemGetAllocationGranularity: u32 = 356;
 /// `cuMemGetAllocationPropertiesFromHandle`
-pub const cuMemGetAllocationPropertiesFromHandle: u32 = 356;
+pub const cuMemGetAllocationPropertiesFromHandle: u32 = 357;
+/// `cuMemGetAttribute`
+pub const cuMemGetAttribute: u32 = 358;
+/// `cuMemGetAttribute_v2`
+pub const cuMemGetAttribute_v2: u32 = 359;
 /// `cuMemGetDefaultMemPool`
-pub const cuMemGetDefaultMemPool: u32 = 357;
+pub const cuMemGetDefaultMemPool: u32 = 360;
 /// `cuMemGetHandleForAddressRange`
-pub const cuMemGetHandleForAddressRange: u32 = 358;
+pub const cuMemGetHandleForAddressRange: u32 = 361;
 /// `cuMemGetInfo`
-pub const cuMemGetInfo: u32 = 359;
+pub const cuMemGetInfo: u32 = 362;
 /// `cuMemGetInfo_v2`
-pub const cuMemGetInfo_v2: u32 = 360;
+pub const cuMemGetInfo_v2: u32 = 363;
 /// `cuMemGetMemPool`
-pub const cuMemGetMemPool: u32 = 361;
+pub const cuMemGetMemPool: u32 = 364;
 /// `cuMemHostAlloc`
-pub const cuMemHostAlloc: u32 = 362;
+pub const cuMemHostAlloc: u32 = 365;
 /// `cuMemHostGetDevicePointer`
-pub const cuMemHostGetDevicePointer: u32 = 363;
+pub const cuMemHostGetDevicePointer: u32 = 366;
 /// `cuMemHostGetDevicePointer_v2`
-pub const cuMemHostGetDevicePointer_v2: u32 = 364;
+pub const cuMemHostGetDevicePointer_v2: u32 = 367;
 /// `cuMemHostGetFlags`
-pub const cuMemHostGetFlags: u32 = 365;
+pub const cuMemHostGetFlags: u32 = 368;
 /// `cuMemHostRegister`
-pub const cuMemHostRegister: u32 = 366;
+pub const cuMemHostRegister: u32 = 369;
 /// `cuMemHostRegister_v2`
-pub const cuMemHostRegister_v2: u32 = 367;
+pub const cuMemHostRegister_v2: u32 = 370;
 /// `cuMemHostUnregister`
-pub const cuMemHostUnregister: u32 = 368;
+pub const cuMemHostUnregister: u32 = 371;
 /// `cuMemImportFromShareableHandle`
-pub const cuMemImportFromShareableHandle: u32 = 369;
+pub const cuMemImportFromShareableHandle: u32 = 372;
 /// `cuMemMap`
-pub const cuMemMap: u32 = 370;
+pub const cuMemMap: u32 = 373;
 /// `cuMemMapArrayAsync`
-pub const cuMemMapArrayAsync: u32 = 371;
+pub const cuMemMapArrayAsync: u32 = 374;
 /// `cuMemMapArrayAsync_ptsz`
-pub const cuMemMapArrayAsync_ptsz: u32 = 372;
+pub const cuMemMapArrayAsync_ptsz: u32 = 375;
 /// `cuMemPoolCreate`
-pub const cuMemPoolCreate: u32 = 373;
+pub const cuMemPoolCreate: u32 = 376;
 /// `cuMemPoolDestroy`
-pub const cuMemPoolDestroy: u32 = 374;
+pub const cuMemPoolDestroy: u32 = 377;
 /// `cuMemPoolExportPointer`
-pub const cuMemPoolExportPointer: u32 = 375;
+pub const cuMemPoolExportPointer: u32 = 378;
 /// `cuMemPoolExportToShareableHandle`
-pub const cuMemPoolExportToShareableHandle: u32 = 376;
+pub const cuMemPoolExportToShareableHandle: u32 = 379;
 /// `cuMemPoolGetAccess`
-pub const cuMemPoolGetAccess: u32 = 377;
+pub const cuMemPoolGetAccess: u32 = 380;
 /// `cuMemPoolGetAttribute`
-pub const cuMemPoolGetAttribute: u32 = 378;
+pub const cuMemPoolGetAttribute: u32 = 381;
 /// `cuMemPoolImportFromShareableHandle`
-pub const cuMemPoolImportFromShareableHandle: u32 = 379;
+pub const cuMemPoolImportFromShareableHandle: u32 = 382;
 /// `cuMemPoolImportPointer`
-pub const cuMemPoolImportPointer: u32 = 380;
+pub const cuMemPoolImportPointer: u32 = 383;
 /// `cuMemPoolSetAccess`
-pub const cuMemPoolSetAccess: u32 = 381;
+pub const cuMemPoolSetAccess: u32 = 384;
 /// `cuMemPoolSetAttribute`
-pub const cuMemPoolSetAttribute: u32 = 382;
+pub const cuMemPoolSetAttribute: u32 = 385;
 /// `cuMemPoolTrimTo`
-pub const cuMemPoolTrimTo: u32 = 383;
+pub const cuMemPoolTrimTo: u32 = 386;
 /// `cuMemPrefetchAsync`
-pub const cuMemPrefetchAsync: u32 = 384;
+pub const cuMemPrefetchAsync: u32 = 387;
 /// `cuMemPrefetchAsync_ptsz`
-pub const cuMemPrefetchAsync_ptsz: u32 = 385;
+pub const cuMemPrefetchAsync_ptsz: u32 = 388;
 /// `cuMemPrefetchAsync_v2`
-pub const cuMemPrefetchAsync_v2: u32 = 386;
+pub const cuMemPrefetchAsync_v2: u32 = 389;
 /// `cuMemPrefetchAsync_v2_ptsz`
-pub const cuMemPrefetchAsync_v2_ptsz: u32 = 387;
+pub const cuMemPrefetchAsync_v2_ptsz: u32 = 390;
 /// `cuMemPrefetchBatchAsync`
-pub const cuMemPrefetchBatchAsync: u32 = 388;
+pub const cuMemPrefetchBatchAsync: u32 = 391;
 /// `cuMemPrefetchBatchAsync_ptsz`
-pub const cuMemPrefetchBatchAsync_ptsz: u32 = 389;
+pub const cuMemPrefetchBatchAsync_ptsz: u32 = 392;
 /// `cuMemRangeGetAttribute`
-pub const cuMemRangeGetAttribute: u32 = 390;
+pub const cuMemRangeGetAttribute: u32 = 393;
 /// `cuMemRangeGetAttributes`
-pub const cuMemRangeGetAttributes: u32 = 391;
+pub const cuMemRangeGetAttributes: u32 = 394;
 /// `cuMemRelease`
-pub const cuMemRelease: u32 = 392;
+pub const cuMemRelease: u32 = 395;
 /// `cuMemRetainAllocationHandle`
-pub const cuMemRetainAllocationHandle: u32 = 393;
+pub const cuMemRetainAllocationHandle: u32 = 396;
 /// `cuMemSetAccess`
-pub const cuMemSetAccess: u32 = 394;
+pub const cuMemSetAccess: u32 = 397;
 /// `cuMemSetMemPool`
-pub const cuMemSetMemPool: u32 = 395;
+pub const cuMemSetMemPool: u32 = 398;
 /// `cuMemUnmap`
-pub const cuMemUnmap: u32 = 396;
+pub const cuMemUnmap: u32 = 399;
 /// `cuMemcpy`
-pub const cuMemcpy: u32 = 397;
+pub const cuMemcpy: u32 = 400;
 /// `cuMemcpy2D`
-pub const cuMemcpy2D: u32 = 398;
+pub const cuMemcpy2D: u32 = 401;
 /// `cuMemcpy2DAsync`
-pub const cuMemcpy2DAsync: u32 = 399;
+pub const cuMemcpy2DAsync: u32 = 402;
 /// `cuMemcpy2DAsync_v2`
-pub const cuMemcpy2DAsync_v2: u32 = 400;
+pub const cuMemcpy2DAsync_v2: u32 = 403;
 /// `cuMemcpy2DAsync_v2_ptsz`
-pub const cuMemcpy2DAsync_v2_ptsz: u32 = 401;
+pub const cuMemcpy2DAsync_v2_ptsz: u32 = 404;
 /// `cuMemcpy2DUnaligned`
-pub const cuMemcpy2DUnaligned: u32 = 402;
+pub const cuMemcpy2DUnaligned: u32 = 405;
 /// `cuMemcpy2DUnaligned_v2`
-pub const cuMemcpy2DUnaligned_v2: u32 = 403;
+pub const cuMemcpy2DUnaligned_v2: u32 = 406;
 /// `cuMemcpy2DUnaligned_v2_ptds`
-pub const cuMemcpy2DUnaligned_v2_ptds: u32 = 404;
+pub const cuMemcpy2DUnaligned_v2_ptds: u32 = 407;
 /// `cuMemcpy2D_v2`
-pub const cuMemcpy2D_v2: u32 = 405;
+pub const cuMemcpy2D_v2: u32 = 408;
 /// `cuMemcpy2D_v2_ptds`
-pub const cuMemcpy2D_v2_ptds: u32 = 406;
+pub const cuMemcpy2D_v2_ptds: u32 = 409;
 /// `cuMemcpy3D`
-pub const cuMemcpy3D: u32 = 407;
+pub const cuMemcpy3D: u32 = 410;
 /// `cuMemcpy3DAsync`
-pub const cuMemcpy3DAsync: u32 = 408;
+pub const cuMemcpy3DAsync: u32 = 411;
 /// `cuMemcpy3DAsync_v2`
-pub const cuMemcpy3DAsync_v2: u32 = 409;
+pub const cuMemcpy3DAsync_v2: u32 = 412;
 /// `cuMemcpy3DAsync_v2_ptsz`
-pub const cuMemcpy3DAsync_v2_ptsz: u32 = 410;
+pub const cuMemcpy3DAsync_v2_ptsz: u32 = 413;
 /// `cuMemcpy3DBatchAsync`
-pub const cuMemcpy3DBatchAsync: u32 = 411;
+pub const cuMemcpy3DBatchAsync: u32 = 414;
 /// `cuMemcpy3DBatchAsync_ptsz`
-pub const cuMemcpy3DBatchAsync_ptsz: u32 = 412;
+pub const cuMemcpy3DBatchAsync_ptsz: u32 = 415;
 /// `cuMemcpy3DBatchAsync_v2`
-pub const cuMemcpy3DBatchAsync_v2: u32 = 413;
+pub const cuMemcpy3DBatchAsync_v2: u32 = 416;
 /// `cuMemcpy3DBatchAsync_v2_ptsz`
-pub const cuMemcpy3DBatchAsync_v2_ptsz: u32 = 414;
+pub const cuMemcpy3DBatchAsync_v2_ptsz: u32 = 417;
 /// `cuMemcpy3DPeer`
-pub const cuMemcpy3DPeer: u32 = 415;
+pub const cuMemcpy3DPeer: u32 = 418;
 /// `cuMemcpy3DPeerAsync`
-pub const cuMemcpy3DPeerAsync: u32 = 416;
+pub const cuMemcpy3DPeerAsync: u32 = 419;
 /// `cuMemcpy3DPeerAsync_ptsz`
-pub const cuMemcpy3DPeerAsync_ptsz: u32 = 417;
+pub const cuMemcpy3DPeerAsync_ptsz: u32 = 420;
 /// `cuMemcpy3DPeer_ptds`
-pub const cuMemcpy3DPeer_ptds: u32 = 418;
+pub const cuMemcpy3DPeer_ptds: u32 = 421;
 /// `cuMemcpy3D_v2`
-pub const cuMemcpy3D_v2: u32 = 419;
+pub const cuMemcpy3D_v2: u32 = 422;
 /// `cuMemcpy3D_v2_ptds`
-pub const cuMemcpy3D_v2_ptds: u32 = 420;
+pub const cuMemcpy3D_v2_ptds: u32 = 423;
 /// `cuMemcpyAsync`
-pub const cuMemcpyAsync: u32 = 421;
+pub const cuMemcpyAsync: u32 = 424;
 /// `cuMemcpyAsync_ptsz`
-pub const cuMemcpyAsync_ptsz: u32 = 422;
+pub const cuMemcpyAsync_ptsz: u32 = 425;
 /// `cuMemcpyAtoA`
-pub const cuMemcpyAtoA: u32 = 423;
+pub const cuMemcpyAtoA: u32 = 426;
 /// `cuMemcpyAtoA_v2`
-pub const cuMemcpyAtoA_v2: u32 = 424;
+pub const cuMemcpyAtoA_v2: u32 = 427;
 /// `cuMemcpyAtoA_v2_ptds`
-pub const cuMemcpyAtoA_v2_ptds: u32 = 425;
+pub const cuMemcpyAtoA_v2_ptds: u32 = 428;
 /// `cuMemcpyAtoD`
-pub const cuMemcpyAtoD: u32 = 426;
+pub const cuMemcpyAtoD: u32 = 429;
 /// `cuMemcpyAtoD_v2`
-pub const cuMemcpyAtoD_v2: u32 = 427;
+pub const cuMemcpyAtoD_v2: u32 = 430;
 /// `cuMemcpyAtoD_v2_ptds`
-pub const cuMemcpyAtoD_v2_ptds: u32 = 428;
+pub const cuMemcpyAtoD_v2_ptds: u32 = 431;
 /// `cuMemcpyAtoH`
-pub const cuMemcpyAtoH: u32 = 429;
+pub const cuMemcpyAtoH: u32 = 432;
 /// `cuMemcpyAtoHAsync`
-pub const cuMemcpyAtoHAsync: u32 = 430;
+pub const cuMemcpyAtoHAsync: u32 = 433;
 /// `cuMemcpyAtoHAsync_v2`
-pub const cuMemcpyAtoHAsync_v2: u32 = 431;
+pub const cuMemcpyAtoHAsync_v2: u32 = 434;
 /// `cuMemcpyAtoHAsync_v2_ptsz`
-pub const cuMemcpyAtoHAsync_v2_ptsz: u32 = 432;
+pub const cuMemcpyAtoHAsync_v2_ptsz: u32 = 435;
 /// `cuMemcpyAtoH_v2`
-pub const cuMemcpyAtoH_v2: u32 = 433;
+pub const cuMemcpyAtoH_v2: u32 = 436;
 /// `cuMemcpyAtoH_v2_ptds`
-pub const cuMemcpyAtoH_v2_ptds: u32 = 434;
+pub const cuMemcpyAtoH_v2_ptds: u32 = 437;
 /// `cuMemcpyBatchAsync`
-pub const cuMemcpyBatchAsync: u32 = 435;
+pub const cuMemcpyBatchAsync: u32 = 438;
 /// `cuMemcpyBatchAsync_ptsz`
-pub const cuMemcpyBatchAsync_ptsz: u32 = 436;
+pub const cuMemcpyBatchAsync_ptsz: u32 = 439;
 /// `cuMemcpyBatchAsync_v2`
-pub const cuMemcpyBatchAsync_v2: u32 = 437;
+pub const cuMemcpyBatchAsync_v2: u32 = 440;
 /// `cuMemcpyBatchAsync_v2_ptsz`
-pub const cuMemcpyBatchAsync_v2_ptsz: u32 = 438;
+pub const cuMemcpyBatchAsync_v2_ptsz: u32 = 441;
 /// `cuMemcpyDtoA`
-pub const cuMemcpyDtoA: u32 = 439;
+pub const cuMemcpyDtoA: u32 = 442;
 /// `cuMemcpyDtoA_v2`
-pub const cuMemcpyDtoA_v2: u32 = 440;
+pub const cuMemcpyDtoA_v2: u32 = 443;
 /// `cuMemcpyDtoA_v2_ptds`
-pub const cuMemcpyDtoA_v2_ptds: u32 = 441;
+pub const cuMemcpyDtoA_v2_ptds: u32 = 444;
 /// `cuMemcpyDtoD`
-pub const cuMemcpyDtoD: u32 = 442;
+pub const cuMemcpyDtoD: u32 = 445;
 /// `cuMemcpyDtoDAsync`
-pub const cuMemcpyDtoDAsync: u32 = 443;
+pub const cuMemcpyDtoDAsync: u32 = 446;
 /// `cuMemcpyDtoDAsync_v2`
-pub const cuMemcpyDtoDAsync_v2: u32 = 444;
+pub const cuMemcpyDtoDAsync_v2: u32 = 447;
 /// `cuMemcpyDtoDAsync_v2_ptsz`
-pub const cuMemcpyDtoDAsync_v2_ptsz: u32 = 445;
+pub const cuMemcpyDtoDAsync_v2_ptsz: u32 = 448;
 /// `cuMemcpyDtoD_v2`
-pub const cuMemcpyDtoD_v2: u32 = 446;
+pub const cuMemcpyDtoD_v2: u32 = 449;
 /// `cuMemcpyDtoD_v2_ptds`
-pub const cuMemcpyDtoD_v2_ptds: u32 = 447;
+pub const cuMemcpyDtoD_v2_ptds: u32 = 450;
 /// `cuMemcpyDtoH`
-pub const cuMemcpyDtoH: u32 = 448;
+pub const cuMemcpyDtoH: u32 = 451;
 /// `cuMemcpyDtoHAsync`
-pub const cuMemcpyDtoHAsync: u32 = 449;
+pub const cuMemcpyDtoHAsync: u32 = 452;
 /// `cuMemcpyDtoHAsync_v2`
-pub const cuMemcpyDtoHAsync_v2: u32 = 450;
+pub const cuMemcpyDtoHAsync_v2: u32 = 453;
 /// `cuMemcpyDtoHAsync_v2_ptsz`
-pub const cuMemcpyDtoHAsync_v2_ptsz: u32 = 451;
+pub const cuMemcpyDtoHAsync_v2_ptsz: u32 = 454;
 /// `cuMemcpyDtoH_v2`
-pub const cuMemcpyDtoH_v2: u32 = 452;
+pub const cuMemcpyDtoH_v2: u32 = 455;
 /// `cuMemcpyDtoH_v2_ptds`
-pub const cuMemcpyDtoH_v2_ptds: u32 = 453;
+pub const cuMemcpyDtoH_v2_ptds: u32 = 456;
 /// `cuMemcpyHtoA`
-pub const cuMemcpyHtoA: u32 = 454;
+pub const cuMemcpyHtoA: u32 = 457;
 /// `cuMemcpyHtoAAsync`
-pub const cuMemcpyHtoAAsync: u32 = 455;
+pub const cuMemcpyHtoAAsync: u32 = 458;
 /// `cuMemcpyHtoAAsync_v2`
-pub const cuMemcpyHtoAAsync_v2: u32 = 456;
+pub const cuMemcpyHtoAAsync_v2: u32 = 459;
 /// `cuMemcpyHtoAAsync_v2_ptsz`
-pub const cuMemcpyHtoAAsync_v2_ptsz: u32 = 457;
+pub const cuMemcpyHtoAAsync_v2_ptsz: u32 = 460;
 /// `cuMemcpyHtoA_v2`
-pub const cuMemcpyHtoA_v2: u32 = 458;
+pub const cuMemcpyHtoA_v2: u32 = 461;
 /// `cuMemcpyHtoA_v2_ptds`
-pub const cuMemcpyHtoA_v2_ptds: u32 = 459;
+pub const cuMemcpyHtoA_v2_ptds: u32 = 462;
 /// `cuMemcpyHtoD`
-pub const cuMemcpyHtoD: u32 = 460;
+pub const cuMemcpyHtoD: u32 = 463;
 /// `cuMemcpyHtoDAsync`
-pub const cuMemcpyHtoDAsync: u32 = 461;
+pub const cuMemcpyHtoDAsync: u32 = 464;
 /// `cuMemcpyHtoDAsync_v2`
-pub const cuMemcpyHtoDAsync_v2: u32 = 462;
+pub const cuMemcpyHtoDAsync_v2: u32 = 465;
 /// `cuMemcpyHtoDAsync_v2_ptsz`
-pub const cuMemcpyHtoDAsync_v2_ptsz: u32 = 463;
+pub const cuMemcpyHtoDAsync_v2_ptsz: u32 = 466;
 /// `cuMemcpyHtoD_v2`
-pub const cuMemcpyHtoD_v2: u32 = 464;
+pub const cuMemcpyHtoD_v2: u32 = 467;
 /// `cuMemcpyHtoD_v2_ptds`
-pub const cuMemcpyHtoD_v2_ptds: u32 = 465;
+pub const cuMemcpyHtoD_v2_ptds: u32 = 468;
 /// `cuMemcpyPeer`
-pub const cuMemcpyPeer: u32 = 466;
+pub const cuMemcpyPeer: u32 = 469;
 /// `cuMemcpyPeerAsync`
-pub const cuMemcpyPeerAsync: u32 = 467;
+pub const cuMemcpyPeerAsync: u32 = 470;
 /// `cuMemcpyPeerAsync_ptsz`
-pub const cuMemcpyPeerAsync_ptsz: u32 = 468;
+pub const cuMemcpyPeerAsync_ptsz: u32 = 471;
 /// `cuMemcpyPeer_ptds`
-pub const cuMemcpyPeer_ptds: u32 = 469;
+pub const cuMemcpyPeer_ptds: u32 = 472;
 /// `cuMemcpy_ptds`
-pub const cuMemcpy_ptds: u32 = 470;
+pub const cuMemcpy_ptds: u32 = 473;
 /// `cuMemsetD16`
-pub const cuMemsetD16: u32 = 471;
+pub const cuMemsetD16: u32 = 474;
 /// `cuMemsetD16Async`
-pub const cuMemsetD16Async: u32 = 472;
+pub const cuMemsetD16Async: u32 = 475;
 /// `cuMemsetD16Async_ptsz`
-pub const cuMemsetD16Async_ptsz: u32 = 473;
+pub const cuMemsetD16Async_ptsz: u32 = 476;
 /// `cuMemsetD16_v2`
-pub const cuMemsetD16_v2: u32 = 474;
+pub const cuMemsetD16_v2: u32 = 477;
 /// `cuMemsetD16_v2_ptds`
-pub const cuMemsetD16_v2_ptds: u32 = 475;
+pub const cuMemsetD16_v2_ptds: u32 = 478;
 /// `cuMemsetD2D16`
-pub const cuMemsetD2D16: u32 = 476;
+pub const cuMemsetD2D16: u32 = 479;
 /// `cuMemsetD2D16Async`
-pub const cuMemsetD2D16Async: u32 = 477;
+pub const cuMemsetD2D16Async: u32 = 480;
 /// `cuMemsetD2D16Async_ptsz`
-pub const cuMemsetD2D16Async_ptsz: u32 = 478;
+pub const cuMemsetD2D16Async_ptsz: u32 = 481;
 /// `cuMemsetD2D16_v2`
-pub const cuMemsetD2D16_v2: u32 = 479;
+pub const cuMemsetD2D16_v2: u32 = 482;
 /// `cuMemsetD2D16_v2_ptds`
-pub const cuMemsetD2D16_v2_ptds: u32 = 480;
+pub const cuMemsetD2D16_v2_ptds: u32 = 483;
 /// `cuMemsetD2D32`
-pub const cuMemsetD2D32: u32 = 481;
+pub const cuMemsetD2D32: u32 = 484;
 /// `cuMemsetD2D32Async`
-pub const cuMemsetD2D32Async: u32 = 482;
+pub const cuMemsetD2D32Async: u32 = 485;
 /// `cuMemsetD2D32Async_ptsz`
-pub const cuMemsetD2D32Async_ptsz: u32 = 483;
+pub const cuMemsetD2D32Async_ptsz: u32 = 486;
 /// `cuMemsetD2D32_v2`
-pub const cuMemsetD2D32_v2: u32 = 484;
+pub const cuMemsetD2D32_v2: u32 = 487;
 /// `cuMemsetD2D32_v2_ptds`
-pub const cuMemsetD2D32_v2_ptds: u32 = 485;
+pub const cuMemsetD2D32_v2_ptds: u32 = 488;
 /// `cuMemsetD2D8`
-pub const cuMemsetD2D8: u32 = 486;
+pub const cuMemsetD2D8: u32 = 489;
 /// `cuMemsetD2D8Async`
-pub const cuMemsetD2D8Async: u32 = 487;
+pub const cuMemsetD2D8Async: u32 = 490;
 /// `cuMemsetD2D8Async_ptsz`
-pub const cuMemsetD2D8Async_ptsz: u32 = 488;
+pub const cuMemsetD2D8Async_ptsz: u32 = 491;
 /// `cuMemsetD2D8_v2`
-pub const cuMemsetD2D8_v2: u32 = 489;
+pub const cuMemsetD2D8_v2: u32 = 492;
 /// `cuMemsetD2D8_v2_ptds`
-pub const cuMemsetD2D8_v2_ptds: u32 = 490;
+pub const cuMemsetD2D8_v2_ptds: u32 = 493;
 /// `cuMemsetD32`
-pub const cuMemsetD32: u32 = 491;
+pub const cuMemsetD32: u32 = 494;
 /// `cuMemsetD32Async`
-pub const cuMemsetD32Async: u32 = 492;
+pub const cuMemsetD32Async: u32 = 495;
 /// `cuMemsetD32Async_ptsz`
-pub const cuMemsetD32Async_ptsz: u32 = 493;
+pub const cuMemsetD32Async_ptsz: u32 = 496;
 /// `cuMemsetD32_v2`
-pub const cuMemsetD32_v2: u32 = 494;
+pub const cuMemsetD32_v2: u32 = 497;
 /// `cuMemsetD32_v2_ptds`
-pub const cuMemsetD32_v2_ptds: u32 = 495;
+pub const cuMemsetD32_v2_ptds: u32 = 498;
 /// `cuMemsetD8`
-pub const cuMemsetD8: u32 = 496;
+pub const cuMemsetD8: u32 = 499;
 /// `cuMemsetD8Async`
-pub const cuMemsetD8Async: u32 = 497;
+pub const cuMemsetD8Async: u32 = 500;
 /// `cuMemsetD8Async_ptsz`
-pub const cuMemsetD8Async_ptsz: u32 = 498;
+pub const cuMemsetD8Async_ptsz: u32 = 501;
 /// `cuMemsetD8_v2`
-pub const cuMemsetD8_v2: u32 = 499;
+pub const cuMemsetD8_v2: u32 = 502;
 /// `cuMemsetD8_v2_ptds`
-pub const cuMemsetD8_v2_ptds: u32 = 500;
+pub const cuMemsetD8_v2_ptds: u32 = 503;
 /// `cuMipmappedArrayCreate`
-pub const cuMipmappedArrayCreate: u32 = 501;
+pub const cuMipmappedArrayCreate: u32 = 504;
 /// `cuMipmappedArrayDestroy`
-pub const cuMipmappedArrayDestroy: u32 = 502;
+pub const cuMipmappedArrayDestroy: u32 = 505;
 /// `cuMipmappedArrayGetLevel`
-pub const cuMipmappedArrayGetLevel: u32 = 503;
+pub const cuMipmappedArrayGetLevel: u32 = 506;
 /// `cuMipmappedArrayGetMemoryRequirements`
-pub const cuMipmappedArrayGetMemoryRequirements: u32 = 504;
+pub const cuMipmappedArrayGetMemoryRequirements: u32 = 507;
 /// `cuMipmappedArrayGetSparseProperties`
-pub const cuMipmappedArrayGetSparseProperties: u32 = 505;
+pub const cuMipmappedArrayGetSparseProperties: u32 = 508;
 /// `cuModuleEnumerateFunctions`
-pub const cuModuleEnumerateFunctions: u32 = 506;
+pub const cuModuleEnumerateFunctions: u32 = 509;
 /// `cuModuleGetFunction`
-pub const cuModuleGetFunction: u32 = 507;
+pub const cuModuleGetFunction: u32 = 510;
 /// `cuModuleGetFunctionCount`
-pub const cuModuleGetFunctionCount: u32 = 508;
+pub const cuModuleGetFunctionCount: u32 = 511;
 /// `cuModuleGetGlobal`
-pub const cuModuleGetGlobal: u32 = 509;
+pub const cuModuleGetGlobal: u32 = 512;
 /// `cuModuleGetGlobal_v2`
-pub const cuModuleGetGlobal_v2: u32 = 510;
+pub const cuModuleGetGlobal_v2: u32 = 513;
 /// `cuModuleGetLoadingMode`
-pub const cuModuleGetLoadingMode: u32 = 511;
+pub const cuModuleGetLoadingMode: u32 = 514;
 /// `cuModuleGetSurfRef`
-pub const cuModuleGetSurfRef: u32 = 512;
+pub const cuModuleGetSurfRef: u32 = 515;
 /// `cuModuleGetTexRef`
-pub const cuModuleGetTexRef: u32 = 513;
+pub const cuModuleGetTexRef: u32 = 516;
 /// `cuModuleLoad`
-pub const cuModuleLoad: u32 = 514;
+pub const cuModuleLoad: u32 = 517;
 /// `cuModuleLoadData`
-pub const cuModuleLoadData: u32 = 515;
+pub const cuModuleLoadData: u32 = 518;
 /// `cuModuleLoadDataEx`
-pub const cuModuleLoadDataEx: u32 = 516;
+pub const cuModuleLoadDataEx: u32 = 519;
 /// `cuModuleLoadFatBinary`
-pub const cuModuleLoadFatBinary: u32 = 517;
+pub const cuModuleLoadFatBinary: u32 = 520;
 /// `cuModuleUnload`
-pub const cuModuleUnload: u32 = 518;
+pub const cuModuleUnload: u32 = 521;
 /// `cuMulticastAddDevice`
-pub const cuMulticastAddDevice: u32 = 519;
+pub const cuMulticastAddDevice: u32 = 522;
 /// `cuMulticastBindAddr`
-pub const cuMulticastBindAddr: u32 = 520;
+pub const cuMulticastBindAddr: u32 = 523;
 /// `cuMulticastBindMem`
-pub const cuMulticastBindMem: u32 = 521;
+pub const cuMulticastBindMem: u32 = 524;
 /// `cuMulticastCreate`
-pub const cuMulticastCreate: u32 = 522;
+pub const cuMulticastCreate: u32 = 525;
 /// `cuMulticastGetGranularity`
-pub const cuMulticastGetGranularity: u32 = 523;
+pub const cuMulticastGetGranularity: u32 = 526;
 /// `cuMulticastUnbind`
-pub const cuMulticastUnbind: u32 = 524;
+pub const cuMulticastUnbind: u32 = 527;
 /// `cuOccupancyAvailableDynamicSMemPerBlock`
-pub const cuOccupancyAvailableDynamicSMemPerBlock: u32 = 525;
+pub const cuOccupancyAvailableDynamicSMemPerBlock: u32 = 528;
 /// `cuOccupancyMaxActiveBlocksPerMultiprocessor`
-pub const cuOccupancyMaxActiveBlocksPerMultiprocessor: u32 = 526;
+pub const cuOccupancyMaxActiveBlocksPerMultiprocessor: u32 = 529;
 /// `cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags`
-pub const cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags: u32 = 527;
+pub const cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags: u32 = 530;
 /// `cuOccupancyMaxActiveClusters`
-pub const cuOccupancyMaxActiveClusters: u32 = 528;
+pub const cuOccupancyMaxActiveClusters: u32 = 531;
 /// `cuOccupancyMaxPotentialBlockSize`
-pub const cuOccupancyMaxPotentialBlockSize: u32 = 529;
+pub const cuOccupancyMaxPotentialBlockSize: u32 = 532;
 /// `cuOccupancyMaxPotentialBlockSizeWithFlags`
-pub const cuOccupancyMaxPotentialBlockSizeWithFlags: u32 = 530;
+pub const cuOccupancyMaxPotentialBlockSizeWithFlags: u32 = 533;
 /// `cuOccupancyMaxPotentialClusterSize`
-pub const cuOccupancyMaxPotentialClusterSize: u32 = 531;
+pub const cuOccupancyMaxPotentialClusterSize: u32 = 534;
 /// `cuParamSetSize`
-pub const cuParamSetSize: u32 = 532;
+pub const cuParamSetSize: u32 = 535;
 /// `cuParamSetTexRef`
-pub const cuParamSetTexRef: u32 = 533;
+pub const cuParamSetTexRef: u32 = 536;
 /// `cuParamSetf`
-pub const cuParamSetf: u32 = 534;
+pub const cuParamSetf: u32 = 537;
 /// `cuParamSeti`
-pub const cuParamSeti: u32 = 535;
+pub const cuParamSeti: u32 = 538;
 /// `cuParamSetv`
-pub const cuParamSetv: u32 = 536;
+pub const cuParamSetv: u32 = 539;
 /// `cuPointerGetAttribute`
-pub const cuPointerGetAttribute: u32 = 537;
+pub const cuPointerGetAttribute: u32 = 540;
 /// `cuPointerGetAttributes`
-pub const cuPointerGetAttributes: u32 = 538;
+pub const cuPointerGetAttributes: u32 = 541;
 /// `cuPointerSetAttribute`
-pub const cuPointerSetAttribute: u32 = 539;
+pub const cuPointerSetAttribute: u32 = 542;
 /// `cuProfilerInitialize`
-pub const cuProfilerInitialize: u32 = 540;
+pub const cuProfilerInitialize: u32 = 543;
 /// `cuProfilerStart`
-pub const cuProfilerStart: u32 = 541;
+pub const cuProfilerStart: u32 = 544;
 /// `cuProfilerStop`
-pub const cuProfilerStop: u32 = 542;
+pub const cuProfilerStop: u32 = 545;
 /// `cuSignalExternalSemaphoresAsync`
-pub const cuSignalExternalSemaphoresAsync: u32 = 543;
+pub const cuSignalExternalSemaphoresAsync: u32 = 546;
 /// `cuSignalExternalSemaphoresAsync_ptsz`
-pub const cuSignalExternalSemaphoresAsync_ptsz: u32 = 544;
+pub const cuSignalExternalSemaphoresAsync_ptsz: u32 = 547;
 /// `cuStreamAddCallback`
-pub const cuStreamAddCallback: u32 = 545;
+pub const cuStreamAddCallback: u32 = 548;
 /// `cuStreamAddCallback_ptsz`
-pub const cuStreamAddCallback_ptsz: u32 = 546;
+pub const cuStreamAddCallback_ptsz: u32 = 549;
 /// `cuStreamAttachMemAsync`
-pub const cuStreamAttachMemAsync: u32 = 547;
+pub const cuStreamAttachMemAsync: u32 = 550;
 /// `cuStreamAttachMemAsync_ptsz`
-pub const cuStreamAttachMemAsync_ptsz: u32 = 548;
+pub const cuStreamAttachMemAsync_ptsz: u32 = 551;
 /// `cuStreamBatchMemOp`
-pub const cuStreamBatchMemOp: u32 = 549;
+pub const cuStreamBatchMemOp: u32 = 552;
 /// `cuStreamBatchMemOp_ptsz`
-pub const cuStreamBatchMemOp_ptsz: u32 = 550;
+pub const cuStreamBatchMemOp_ptsz: u32 = 553;
 /// `cuStreamBatchMemOp_v2`
-pub const cuStreamBatchMemOp_v2: u32 = 551;
+pub const cuStreamBatchMemOp_v2: u32 = 554;
 /// `cuStreamBatchMemOp_v2_ptsz`
-pub const cuStreamBatchMemOp_v2_ptsz: u32 = 552;
+pub const cuStreamBatchMemOp_v2_ptsz: u32 = 555;
 /// `cuStreamBeginCapture`
-pub const cuStreamBeginCapture: u32 = 553;
+pub const cuStreamBeginCapture: u32 = 556;
 /// `cuStreamBeginCaptureToGraph`
-pub const cuStreamBeginCaptureToGraph: u32 = 554;
+pub const cuStreamBeginCaptureToGraph: u32 = 557;
 /// `cuStreamBeginCaptureToGraph_ptsz`
-pub const cuStreamBeginCaptureToGraph_ptsz: u32 = 555;
+pub const cuStreamBeginCaptureToGraph_ptsz: u32 = 558;
 /// `cuStreamBeginCapture_ptsz`
-pub const cuStreamBeginCapture_ptsz: u32 = 556;
+pub const cuStreamBeginCapture_ptsz: u32 = 559;
 /// `cuStreamBeginCapture_v2`
-pub const cuStreamBeginCapture_v2: u32 = 557;
+pub const cuStreamBeginCapture_v2: u32 = 560;
 /// `cuStreamBeginCapture_v2_ptsz`
-pub const cuStreamBeginCapture_v2_ptsz: u32 = 558;
+pub const cuStreamBeginCapture_v2_ptsz: u32 = 561;
 /// `cuStreamCopyAttributes`
-pub const cuStreamCopyAttributes: u32 = 559;
+pub const cuStreamCopyAttributes: u32 = 562;
 /// `cuStreamCopyAttributes_ptsz`
-pub const cuStreamCopyAttributes_ptsz: u32 = 560;
+pub const cuStreamCopyAttributes_ptsz: u32 = 563;
 /// `cuStreamCreate`
-pub const cuStreamCreate: u32 = 561;
+pub const cuStreamCreate: u32 = 564;
 /// `cuStreamCreateWithPriority`
-pub const cuStreamCreateWithPriority: u32 = 562;
+pub const cuStreamCreateWithPriority: u32 = 565;
 /// `cuStreamDestroy`
-pub const cuStreamDestroy: u32 = 563;
+pub const cuStreamDestroy: u32 = 566;
 /// `cuStreamDestroy_v2`
-pub const cuStreamDestroy_v2: u32 = 564;
+pub const cuStreamDestroy_v2: u32 = 567;
 /// `cuStreamEndCapture`
-pub const cuStreamEndCapture: u32 = 565;
+pub const cuStreamEndCapture: u32 = 568;
 /// `cuStreamEndCapture_ptsz`
-pub const cuStreamEndCapture_ptsz: u32 = 566;
+pub const cuStreamEndCapture_ptsz: u32 = 569;
 /// `cuStreamGetAttribute`
-pub const cuStreamGetAttribute: u32 = 567;
+pub const cuStreamGetAttribute: u32 = 570;
 /// `cuStreamGetAttribute_ptsz`
-pub const cuStreamGetAttribute_ptsz: u32 = 568;
+pub const cuStreamGetAttribute_ptsz: u32 = 571;
 /// `cuStreamGetCaptureInfo`
-pub const cuStreamGetCaptureInfo: u32 = 569;
+pub const cuStreamGetCaptureInfo: u32 = 572;
 /// `cuStreamGetCaptureInfo_ptsz`
-pub const cuStreamGetCaptureInfo_ptsz: u32 = 570;
+pub const cuStreamGetCaptureInfo_ptsz: u32 = 573;
 /// `cuStreamGetCaptureInfo_v2`
-pub const cuStreamGetCaptureInfo_v2: u32 = 571;
+pub const cuStreamGetCaptureInfo_v2: u32 = 574;
 /// `cuStreamGetCaptureInfo_v2_ptsz`
-pub const cuStreamGetCaptureInfo_v2_ptsz: u32 = 572;
+pub const cuStreamGetCaptureInfo_v2_ptsz: u32 = 575;
 /// `cuStreamGetCaptureInfo_v3`
-pub const cuStreamGetCaptureInfo_v3: u32 = 573;
+pub const cuStreamGetCaptureInfo_v3: u32 = 576;
 /// `cuStreamGetCaptureInfo_v3_ptsz`
-pub const cuStreamGetCaptureInfo_v3_ptsz: u32 = 574;
+pub const cuStreamGetCaptureInfo_v3_ptsz: u32 = 577;
 /// `cuStreamGetCtx`
-pub const cuStreamGetCtx: u32 = 575;
+pub const cuStreamGetCtx: u32 = 578;
 /// `cuStreamGetCtx_ptsz`
-pub const cuStreamGetCtx_ptsz: u32 = 576;
+pub const cuStreamGetCtx_ptsz: u32 = 579;
 /// `cuStreamGetCtx_v2`
-pub const cuStreamGetCtx_v2: u32 = 577;
+pub const cuStreamGetCtx_v2: u32 = 580;
 /// `cuStreamGetCtx_v2_ptsz`
-pub const cuStreamGetCtx_v2_ptsz: u32 = 578;
+pub const cuStreamGetCtx_v2_ptsz: u32 = 581;
 /// `cuStreamGetDevice`
-pub const cuStreamGetDevice: u32 = 579;
+pub const cuStreamGetDevice: u32 = 582;
 /// `cuStreamGetDevice_ptsz`
-pub const cuStreamGetDevice_ptsz: u32 = 580;
+pub const cuStreamGetDevice_ptsz: u32 = 583;
 /// `cuStreamGetFlags`
-pub const cuStreamGetFlags: u32 = 581;
+pub const cuStreamGetFlags: u32 = 584;
 /// `cuStreamGetFlags_ptsz`
-pub const cuStreamGetFlags_ptsz: u32 = 582;
+pub const cuStreamGetFlags_ptsz: u32 = 585;
 /// `cuStreamGetGreenCtx`
-pub const cuStreamGetGreenCtx: u32 = 583;
+pub const cuStreamGetGreenCtx: u32 = 586;
 /// `cuStreamGetId`
-pub const cuStreamGetId: u32 = 584;
+pub const cuStreamGetId: u32 = 587;
 /// `cuStreamGetId_ptsz`
-pub const cuStreamGetId_ptsz: u32 = 585;
+pub const cuStreamGetId_ptsz: u32 = 588;
 /// `cuStreamGetPriority`
-pub const cuStreamGetPriority: u32 = 586;
+pub const cuStreamGetPriority: u32 = 589;
 /// `cuStreamGetPriority_ptsz`
-pub const cuStreamGetPriority_ptsz: u32 = 587;
+pub const cuStreamGetPriority_ptsz: u32 = 590;
 /// `cuStreamIsCapturing`
-pub const cuStreamIsCapturing: u32 = 588;
+pub const cuStreamIsCapturing: u32 = 591;
 /// `cuStreamIsCapturing_ptsz`
-pub const cuStreamIsCapturing_ptsz: u32 = 589;
+pub const cuStreamIsCapturing_ptsz: u32 = 592;
 /// `cuStreamQuery`
-pub const cuStreamQuery: u32 = 590;
+pub const cuStreamQuery: u32 = 593;
 /// `cuStreamQuery_ptsz`
-pub const cuStreamQuery_ptsz: u32 = 591;
+pub const cuStreamQuery_ptsz: u32 = 594;
 /// `cuStreamSetAttribute`
-pub const cuStreamSetAttribute: u32 = 592;
+pub const cuStreamSetAttribute: u32 = 595;
 /// `cuStreamSetAttribute_ptsz`
-pub const cuStreamSetAttribute_ptsz: u32 = 593;
+pub const cuStreamSetAttribute_ptsz: u32 = 596;
 /// `cuStreamSynchronize`
-pub const cuStreamSynchronize: u32 = 594;
+pub const cuStreamSynchronize: u32 = 597;
 /// `cuStreamSynchronize_ptsz`
-pub const cuStreamSynchronize_ptsz: u32 = 595;
+pub const cuStreamSynchronize_ptsz: u32 = 598;
 /// `cuStreamUpdateCaptureDependencies`
-pub const cuStreamUpdateCaptureDependencies: u32 = 596;
+pub const cuStreamUpdateCaptureDependencies: u32 = 599;
 /// `cuStreamUpdateCaptureDependencies_ptsz`
-pub const cuStreamUpdateCaptureDependencies_ptsz: u32 = 597;
+pub const cuStreamUpdateCaptureDependencies_ptsz: u32 = 600;
 /// `cuStreamUpdateCaptureDependencies_v2`
-pub const cuStreamUpdateCaptureDependencies_v2: u32 = 598;
+pub const cuStreamUpdateCaptureDependencies_v2: u32 = 601;
 /// `cuStreamUpdateCaptureDependencies_v2_ptsz`
-pub const cuStreamUpdateCaptureDependencies_v2_ptsz: u32 = 599;
+pub const cuStreamUpdateCaptureDependencies_v2_ptsz: u32 = 602;
 /// `cuStreamWaitEvent`
-pub const cuStreamWaitEvent: u32 = 600;
+pub const cuStreamWaitEvent: u32 = 603;
 /// `cuStreamWaitEvent_ptsz`
-pub const cuStreamWaitEvent_ptsz: u32 = 601;
+pub const cuStreamWaitEvent_ptsz: u32 = 604;
 /// `cuStreamWaitValue32`
-pub const cuStreamWaitValue32: u32 = 602;
+pub const cuStreamWaitValue32: u32 = 605;
 /// `cuStreamWaitValue32_ptsz`
-pub const cuStreamWaitValue32_ptsz: u32 = 603;
+pub const cuStreamWaitValue32_ptsz: u32 = 606;
 /// `cuStreamWaitValue32_v2`
-pub const cuStreamWaitValue32_v2: u32 = 604;
+pub const cuStreamWaitValue32_v2: u32 = 607;
 /// `cuStreamWaitValue32_v2_ptsz`
-pub const cuStreamWaitValue32_v2_ptsz: u32 = 605;
+pub const cuStreamWaitValue32_v2_ptsz: u32 = 608;
 /// `cuStreamWaitValue64`
-pub const cuStreamWaitValue64: u32 = 606;
+pub const cuStreamWaitValue64: u32 = 609;
 /// `cuStreamWaitValue64_ptsz`
-pub const cuStreamWaitValue64_ptsz: u32 = 607;
+pub const cuStreamWaitValue64_ptsz: u32 = 610;
 /// `cuStreamWaitValue64_v2`
-pub const cuStreamWaitValue64_v2: u32 = 608;
+pub const cuStreamWaitValue64_v2: u32 = 611;
 /// `cuStreamWaitValue64_v2_ptsz`
-pub const cuStreamWaitValue64_v2_ptsz: u32 = 609;
+pub const cuStreamWaitValue64_v2_ptsz: u32 = 612;
 /// `cuStreamWriteValue32`
-pub const cuStreamWriteValue32: u32 = 610;
+pub const cuStreamWriteValue32: u32 = 613;
 /// `cuStreamWriteValue32_ptsz`
-pub const cuStreamWriteValue32_ptsz: u32 = 611;
+pub const cuStreamWriteValue32_ptsz: u32 = 614;
 /// `cuStreamWriteValue32_v2`
-pub const cuStreamWriteValue32_v2: u32 = 612;
+pub const cuStreamWriteValue32_v2: u32 = 615;
 /// `cuStreamWriteValue32_v2_ptsz`
-pub const cuStreamWriteValue32_v2_ptsz: u32 = 613;
+pub const cuStreamWriteValue32_v2_ptsz: u32 = 616;
 /// `cuStreamWriteValue64`
-pub const cuStreamWriteValue64: u32 = 614;
+pub const cuStreamWriteValue64: u32 = 617;
 /// `cuStreamWriteValue64_ptsz`
-pub const cuStreamWriteValue64_ptsz: u32 = 615;
+pub const cuStreamWriteValue64_ptsz: u32 = 618;
 /// `cuStreamWriteValue64_v2`
-pub const cuStreamWriteValue64_v2: u32 = 616;
+pub const cuStreamWriteValue64_v2: u32 = 619;
 /// `cuStreamWriteValue64_v2_ptsz`
-pub const cuStreamWriteValue64_v2_ptsz: u32 = 617;
+pub const cuStreamWriteValue64_v2_ptsz: u32 = 620;
 /// `cuSurfObjectCreate`
-pub const cuSurfObjectCreate: u32 = 618;
+pub const cuSurfObjectCreate: u32 = 621;
 /// `cuSurfObjectDestroy`
-pub const cuSurfObjectDestroy: u32 = 619;
+pub const cuSurfObjectDestroy: u32 = 622;
 /// `cuSurfObjectGetResourceDesc`
-pub const cuSurfObjectGetResourceDesc: u32 = 620;
+pub const cuSurfObjectGetResourceDesc: u32 = 623;
 /// `cuSurfRefGetArray`
-pub const cuSurfRefGetArray: u32 = 621;
+pub const cuSurfRefGetArray: u32 = 624;
 /// `cuSurfRefSetArray`
-pub const cuSurfRefSetArray: u32 = 622;
+pub const cuSurfRefSetArray: u32 = 625;
 /// `cuTensorMapEncodeIm2col`
-pub const cuTensorMapEncodeIm2col: u32 = 623;
+pub const cuTensorMapEncodeIm2col: u32 = 626;
 /// `cuTensorMapEncodeIm2colWide`
-pub const cuTensorMapEncodeIm2colWide: u32 = 624;
+pub const cuTensorMapEncodeIm2colWide: u32 = 627;
 /// `cuTensorMapEncodeTiled`
-pub const cuTensorMapEncodeTiled: u32 = 625;
+pub const cuTensorMapEncodeTiled: u32 = 628;
 /// `cuTensorMapReplaceAddress`
-pub const cuTensorMapReplaceAddress: u32 = 626;
+pub const cuTensorMapReplaceAddress: u32 = 629;
 /// `cuTexObjectCreate`
-pub const cuTexObjectCreate: u32 = 627;
+pub const cuTexObjectCreate: u32 = 630;
 /// `cuTexObjectDestroy`
-pub const cuTexObjectDestroy: u32 = 628;
+pub const cuTexObjectDestroy: u32 = 631;
 /// `cuTexObjectGetResourceDesc`
-pub const cuTexObjectGetResourceDesc: u32 = 629;
+pub const cuTexObjectGetResourceDesc: u32 = 632;
 /// `cuTexObjectGetResourceViewDesc`
-pub const cuTexObjectGetResourceViewDesc: u32 = 630;
+pub const cuTexObjectGetResourceViewDesc: u32 = 633;
 /// `cuTexObjectGetTextureDesc`
-pub const cuTexObjectGetTextureDesc: u32 = 631;
+pub const cuTexObjectGetTextureDesc: u32 = 634;
 /// `cuTexRefCreate`
-pub const cuTexRefCreate: u32 = 632;
+pub const cuTexRefCreate: u32 = 635;
 /// `cuTexRefDestroy`
-pub const cuTexRefDestroy: u32 = 633;
+pub const cuTexRefDestroy: u32 = 636;
 /// `cuTexRefGetAddress`
-pub const cuTexRefGetAddress: u32 = 634;
+pub const cuTexRefGetAddress: u32 = 637;
 /// `cuTexRefGetAddressMode`
-pub const cuTexRefGetAddressMode: u32 = 635;
+pub const cuTexRefGetAddressMode: u32 = 638;
 /// `cuTexRefGetAddress_v2`
-pub const cuTexRefGetAddress_v2: u32 = 636;
+pub const cuTexRefGetAddress_v2: u32 = 639;
 /// `cuTexRefGetArray`
-pub const cuTexRefGetArray: u32 = 637;
+pub const cuTexRefGetArray: u32 = 640;
 /// `cuTexRefGetBorderColor`
-pub const cuTexRefGetBorderColor: u32 = 638;
+pub const cuTexRefGetBorderColor: u32 = 641;
 /// `cuTexRefGetFilterMode`
-pub const cuTexRefGetFilterMode: u32 = 639;
+pub const cuTexRefGetFilterMode: u32 = 642;
 /// `cuTexRefGetFlags`
-pub const cuTexRefGetFlags: u32 = 640;
+pub const cuTexRefGetFlags: u32 = 643;
 /// `cuTexRefGetFormat`
-pub const cuTexRefGetFormat: u32 = 641;
+pub const cuTexRefGetFormat: u32 = 644;
 /// `cuTexRefGetMaxAnisotropy`
-pub const cuTexRefGetMaxAnisotropy: u32 = 642;
+pub const cuTexRefGetMaxAnisotropy: u32 = 645;
 /// `cuTexRefGetMipmapFilterMode`
-pub const cuTexRefGetMipmapFilterMode: u32 = 643;
+pub const cuTexRefGetMipmapFilterMode: u32 = 646;
 /// `cuTexRefGetMipmapLevelBias`
-pub const cuTexRefGetMipmapLevelBias: u32 = 644;
+pub const cuTexRefGetMipmapLevelBias: u32 = 647;
 /// `cuTexRefGetMipmapLevelClamp`
-pub const cuTexRefGetMipmapLevelClamp: u32 = 645;
+pub const cuTexRefGetMipmapLevelClamp: u32 = 648;
 /// `cuTexRefGetMipmappedArray`
-pub const cuTexRefGetMipmappedArray: u32 = 646;
+pub const cuTexRefGetMipmappedArray: u32 = 649;
 /// `cuTexRefSetAddress`
-pub const cuTexRefSetAddress: u32 = 647;
+pub const cuTexRefSetAddress: u32 = 650;
 /// `cuTexRefSetAddress2D`
-pub const cuTexRefSetAddress2D: u32 = 648;
+pub const cuTexRefSetAddress2D: u32 = 651;
 /// `cuTexRefSetAddress2D_v2`
-pub const cuTexRefSetAddress2D_v2: u32 = 649;
+pub const cuTexRefSetAddress2D_v2: u32 = 652;
 /// `cuTexRefSetAddress2D_v3`
-pub const cuTexRefSetAddress2D_v3: u32 = 650;
+pub const cuTexRefSetAddress2D_v3: u32 = 653;
 /// `cuTexRefSetAddressMode`
-pub const cuTexRefSetAddressMode: u32 = 651;
+pub const cuTexRefSetAddressMode: u32 = 654;
 /// `cuTexRefSetAddress_v2`
-pub const cuTexRefSetAddress_v2: u32 = 652;
+pub const cuTexRefSetAddress_v2: u32 = 655;
 /// `cuTexRefSetArray`
-pub const cuTexRefSetArray: u32 = 653;
+pub const cuTexRefSetArray: u32 = 656;
 /// `cuTexRefSetBorderColor`
-pub const cuTexRefSetBorderColor: u32 = 654;
+pub const cuTexRefSetBorderColor: u32 = 657;
 /// `cuTexRefSetFilterMode`
-pub const cuTexRefSetFilterMode: u32 = 655;
+pub const cuTexRefSetFilterMode: u32 = 658;
 /// `cuTexRefSetFlags`
-pub const cuTexRefSetFlags: u32 = 656;
+pub const cuTexRefSetFlags: u32 = 659;
 /// `cuTexRefSetFormat`
-pub const cuTexRefSetFormat: u32 = 657;
+pub const cuTexRefSetFormat: u32 = 660;
 /// `cuTexRefSetMaxAnisotropy`
-pub const cuTexRefSetMaxAnisotropy: u32 = 658;
+pub const cuTexRefSetMaxAnisotropy: u32 = 661;
 /// `cuTexRefSetMipmapFilterMode`
-pub const cuTexRefSetMipmapFilterMode: u32 = 659;
+pub const cuTexRefSetMipmapFilterMode: u32 = 662;
 /// `cuTexRefSetMipmapLevelBias`
-pub const cuTexRefSetMipmapLevelBias: u32 = 660;
+pub const cuTexRefSetMipmapLevelBias: u32 = 663;
 /// `cuTexRefSetMipmapLevelClamp`
-pub const cuTexRefSetMipmapLevelClamp: u32 = 661;
+pub const cuTexRefSetMipmapLevelClamp: u32 = 664;
 /// `cuTexRefSetMipmappedArray`
-pub const cuTexRefSetMipmappedArray: u32 = 662;
+pub const cuTexRefSetMipmappedArray: u32 = 665;
 /// `cuThreadExchangeStreamCaptureMode`
-pub const cuThreadExchangeStreamCaptureMode: u32 = 663;
+pub const cuThreadExchangeStreamCaptureMode: u32 = 666;
 /// `cuUserObjectCreate`
-pub const cuUserObjectCreate: u32 = 664;
+pub const cuUserObjectCreate: u32 = 667;
 /// `cuUserObjectRelease`
-pub const cuUserObjectRelease: u32 = 665;
+pub const cuUserObjectRelease: u32 = 668;
 /// `cuUserObjectRetain`
-pub const cuUserObjectRetain: u32 = 666;
+pub const cuUserObjectRetain: u32 = 669;
 /// `cuVDPAUCtxCreate`
-pub const cuVDPAUCtxCreate: u32 = 667;
+pub const cuVDPAUCtxCreate: u32 = 670;
 /// `cuVDPAUCtxCreate_v2`
-pub const cuVDPAUCtxCreate_v2: u32 = 668;
+pub const cuVDPAUCtxCreate_v2: u32 = 671;
 /// `cuVDPAUGetDevice`
-pub const cuVDPAUGetDevice: u32 = 669;
+pub const cuVDPAUGetDevice: u32 = 672;
 /// `cuWaitExternalSemaphoresAsync`
-pub const cuWaitExternalSemaphoresAsync: u32 = 670;
+pub const cuWaitExternalSemaphoresAsync: u32 = 673;
 /// `cuWaitExternalSemaphoresAsync_ptsz`
-pub const cuWaitExternalSemaphoresAsync_ptsz: u32 = 671;
+pub const cuWaitExternalSemaphoresAsync_ptsz: u32 = 674;
+/// `cudbgApiAttach`
+pub const cudbgApiAttach: u32 = 675;
+/// `cudbgApiDetach`
+pub const cudbgApiDetach: u32 = 676;
+/// `cudbgApiInit`
+pub const cudbgApiInit: u32 = 677;
+/// `cudbgGetAPI`
+pub const cudbgGetAPI: u32 = 678;
+/// `cudbgGetAPIVersion`
+pub const cudbgGetAPIVersion: u32 = 679;
+/// `cudbgMain`
+pub const cudbgMain: u32 = 680;
+/// `cudbgReportDriverApiError`
+pub const cudbgReportDriverApiError: u32 = 681;
+/// `cudbgReportDriverInternalError`
+pub const cudbgReportDriverInternalError: u32 = 682;

@@ -47,14 +47,14 @@ pub unsafe extern "C" fn cuEGLStreamConsumerAcquireFrame(
     pStream: *mut c_void,
     timeout: u32,
 ) -> u32 {
-    let real = crate::hook::real(101);
+    let real = crate::hook::real(102);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuEGLStreamConsumerAcquireFrame`; this signature is its ABI as declared in cudaEGL.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(101);
+    let token = crate::hook::begin(102);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(conn, pCudaResource, pStream, timeout) };
     crate::hook::end(token, ret);
@@ -64,14 +64,14 @@ pub unsafe extern "C" fn cuEGLStreamConsumerAcquireFrame(
 /// `CUresult cuEGLStreamConsumerConnect(CUeglStreamConnection *conn, EGLStreamKHR stream)`
 #[no_mangle]
 pub unsafe extern "C" fn cuEGLStreamConsumerConnect(conn: *mut c_void, stream: *mut c_void) -> u32 {
-    let real = crate::hook::real(102);
+    let real = crate::hook::real(103);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuEGLStreamConsumerConnect`; this signature is its ABI as declared in cudaEGL.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(102);
+    let token = crate::hook::begin(103);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(conn, stream) };
     crate::hook::end(token, ret);
@@ -85,14 +85,14 @@ pub unsafe extern "C" fn cuEGLStreamConsumerConnectWithFlags(
     stream: *mut c_void,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(103);
+    let real = crate::hook::real(104);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuEGLStreamConsumerConnectWithFlags`; this signature is its ABI as declared in cudaEGL.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(103);
+    let token = crate::hook::begin(104);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(conn, stream, flags) };
     crate::hook::end(token, ret);
@@ -102,13 +102,13 @@ pub unsafe extern "C" fn cuEGLStreamConsumerConnectWithFlags(
 /// `CUresult cuEGLStreamConsumerDisconnect(CUeglStreamConnection *conn)`
 #[no_mangle]
 pub unsafe extern "C" fn cuEGLStreamConsumerDisconnect(conn: *mut c_void) -> u32 {
-    let real = crate::hook::real(104);
+    let real = crate::hook::real(105);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuEGLStreamConsumerDisconnect`; this signature is its ABI as declared in cudaEGL.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(104);
+    let token = crate::hook::begin(105);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(conn) };
     crate::hook::end(token, ret);
@@ -122,14 +122,14 @@ pub unsafe extern "C" fn cuEGLStreamConsumerReleaseFrame(
     pCudaResource: *mut c_void,
     pStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(105);
+    let real = crate::hook::real(106);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuEGLStreamConsumerReleaseFrame`; this signature is its ABI as declared in cudaEGL.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(105);
+    let token = crate::hook::begin(106);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(conn, pCudaResource, pStream) };
     crate::hook::end(token, ret);
@@ -144,14 +144,14 @@ pub unsafe extern "C" fn cuEGLStreamProducerConnect(
     width: i32,
     height: i32,
 ) -> u32 {
-    let real = crate::hook::real(106);
+    let real = crate::hook::real(107);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuEGLStreamProducerConnect`; this signature is its ABI as declared in cudaEGL.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, i32, i32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(106);
+    let token = crate::hook::begin(107);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(conn, stream, width, height) };
     crate::hook::end(token, ret);
@@ -161,13 +161,13 @@ pub unsafe extern "C" fn cuEGLStreamProducerConnect(
 /// `CUresult cuEGLStreamProducerDisconnect(CUeglStreamConnection *conn)`
 #[no_mangle]
 pub unsafe extern "C" fn cuEGLStreamProducerDisconnect(conn: *mut c_void) -> u32 {
-    let real = crate::hook::real(107);
+    let real = crate::hook::real(108);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuEGLStreamProducerDisconnect`; this signature is its ABI as declared in cudaEGL.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(107);
+    let token = crate::hook::begin(108);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(conn) };
     crate::hook::end(token, ret);
@@ -181,14 +181,14 @@ pub unsafe extern "C" fn cuEGLStreamProducerPresentFrame(
     eglframe: CUeglFrame_st,
     pStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(108);
+    let real = crate::hook::real(109);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuEGLStreamProducerPresentFrame`; this signature is its ABI as declared in cudaEGL.h.
     let func: unsafe extern "C" fn(*mut c_void, CUeglFrame_st, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(108);
+    let token = crate::hook::begin(109);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(conn, eglframe, pStream) };
     crate::hook::end(token, ret);
@@ -202,14 +202,14 @@ pub unsafe extern "C" fn cuEGLStreamProducerReturnFrame(
     eglframe: *mut c_void,
     pStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(109);
+    let real = crate::hook::real(110);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuEGLStreamProducerReturnFrame`; this signature is its ABI as declared in cudaEGL.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(109);
+    let token = crate::hook::begin(110);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(conn, eglframe, pStream) };
     crate::hook::end(token, ret);
@@ -223,14 +223,14 @@ pub unsafe extern "C" fn cuExternalMemoryGetMappedBuffer(
     extMem: *mut c_void,
     bufferDesc: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(122);
+    let real = crate::hook::real(123);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuExternalMemoryGetMappedBuffer`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(122);
+    let token = crate::hook::begin(123);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(devPtr, extMem, bufferDesc) };
     crate::hook::end(token, ret);
@@ -244,14 +244,14 @@ pub unsafe extern "C" fn cuExternalMemoryGetMappedMipmappedArray(
     extMem: *mut c_void,
     mipmapDesc: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(123);
+    let real = crate::hook::real(124);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuExternalMemoryGetMappedMipmappedArray`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(123);
+    let token = crate::hook::begin(124);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(mipmap, extMem, mipmapDesc) };
     crate::hook::end(token, ret);
@@ -261,14 +261,14 @@ pub unsafe extern "C" fn cuExternalMemoryGetMappedMipmappedArray(
 /// `CUresult cuGLCtxCreate(CUcontext *pCtx, unsigned int Flags, CUdevice device)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGLCtxCreate(pCtx: *mut c_void, Flags: u32, device: i32) -> u32 {
-    let real = crate::hook::real(136);
+    let real = crate::hook::real(137);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGLCtxCreate`; this signature is its ABI as declared in cudaGL.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, i32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(136);
+    let token = crate::hook::begin(137);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCtx, Flags, device) };
     crate::hook::end(token, ret);
@@ -278,14 +278,14 @@ pub unsafe extern "C" fn cuGLCtxCreate(pCtx: *mut c_void, Flags: u32, device: i3
 /// `CUresult cuGLCtxCreate_v2(CUcontext *pCtx, unsigned int Flags, CUdevice device)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGLCtxCreate_v2(pCtx: *mut c_void, Flags: u32, device: i32) -> u32 {
-    let real = crate::hook::real(137);
+    let real = crate::hook::real(138);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGLCtxCreate_v2`; this signature is its ABI as declared in cudaGL.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, i32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(137);
+    let token = crate::hook::begin(138);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCtx, Flags, device) };
     crate::hook::end(token, ret);
@@ -300,14 +300,14 @@ pub unsafe extern "C" fn cuGLGetDevices(
     cudaDeviceCount: u32,
     deviceList: u32,
 ) -> u32 {
-    let real = crate::hook::real(138);
+    let real = crate::hook::real(139);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGLGetDevices`; this signature is its ABI as declared in cudaGL.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(138);
+    let token = crate::hook::begin(139);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCudaDeviceCount, pCudaDevices, cudaDeviceCount, deviceList) };
     crate::hook::end(token, ret);
@@ -322,14 +322,14 @@ pub unsafe extern "C" fn cuGLGetDevices_v2(
     cudaDeviceCount: u32,
     deviceList: u32,
 ) -> u32 {
-    let real = crate::hook::real(139);
+    let real = crate::hook::real(140);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGLGetDevices_v2`; this signature is its ABI as declared in cudaGL.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(139);
+    let token = crate::hook::begin(140);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCudaDeviceCount, pCudaDevices, cudaDeviceCount, deviceList) };
     crate::hook::end(token, ret);
@@ -339,13 +339,13 @@ pub unsafe extern "C" fn cuGLGetDevices_v2(
 /// `CUresult cuGLInit(void)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGLInit() -> u32 {
-    let real = crate::hook::real(140);
+    let real = crate::hook::real(141);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGLInit`; this signature is its ABI as declared in cudaGL.h.
     let func: unsafe extern "C" fn() -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(140);
+    let token = crate::hook::begin(141);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func() };
     crate::hook::end(token, ret);
@@ -359,14 +359,14 @@ pub unsafe extern "C" fn cuGLMapBufferObject(
     size: *mut c_void,
     buffer: u32,
 ) -> u32 {
-    let real = crate::hook::real(141);
+    let real = crate::hook::real(142);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGLMapBufferObject`; this signature is its ABI as declared in cudaGL.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(141);
+    let token = crate::hook::begin(142);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptr, size, buffer) };
     crate::hook::end(token, ret);
@@ -381,14 +381,14 @@ pub unsafe extern "C" fn cuGLMapBufferObjectAsync(
     buffer: u32,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(142);
+    let real = crate::hook::real(143);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGLMapBufferObjectAsync`; this signature is its ABI as declared in cudaGL.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(142);
+    let token = crate::hook::begin(143);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptr, size, buffer, hStream) };
     crate::hook::end(token, ret);
@@ -403,14 +403,14 @@ pub unsafe extern "C" fn cuGLMapBufferObjectAsync_v2(
     buffer: u32,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(143);
+    let real = crate::hook::real(144);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGLMapBufferObjectAsync_v2`; this signature is its ABI as declared in cudaGL.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(143);
+    let token = crate::hook::begin(144);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptr, size, buffer, hStream) };
     crate::hook::end(token, ret);
@@ -425,14 +425,14 @@ pub unsafe extern "C" fn cuGLMapBufferObjectAsync_v2_ptsz(
     buffer: u32,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(144);
+    let real = crate::hook::real(145);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGLMapBufferObjectAsync_v2_ptsz`; this signature is its ABI as declared in cudaGL.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(144);
+    let token = crate::hook::begin(145);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptr, size, buffer, hStream) };
     crate::hook::end(token, ret);
@@ -446,14 +446,14 @@ pub unsafe extern "C" fn cuGLMapBufferObject_v2(
     size: *mut c_void,
     buffer: u32,
 ) -> u32 {
-    let real = crate::hook::real(145);
+    let real = crate::hook::real(146);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGLMapBufferObject_v2`; this signature is its ABI as declared in cudaGL.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(145);
+    let token = crate::hook::begin(146);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptr, size, buffer) };
     crate::hook::end(token, ret);
@@ -467,14 +467,14 @@ pub unsafe extern "C" fn cuGLMapBufferObject_v2_ptds(
     size: *mut c_void,
     buffer: u32,
 ) -> u32 {
-    let real = crate::hook::real(146);
+    let real = crate::hook::real(147);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGLMapBufferObject_v2_ptds`; this signature is its ABI as declared in cudaGL.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(146);
+    let token = crate::hook::begin(147);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptr, size, buffer) };
     crate::hook::end(token, ret);
@@ -484,13 +484,13 @@ pub unsafe extern "C" fn cuGLMapBufferObject_v2_ptds(
 /// `CUresult cuGLRegisterBufferObject(GLuint buffer)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGLRegisterBufferObject(buffer: u32) -> u32 {
-    let real = crate::hook::real(147);
+    let real = crate::hook::real(148);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGLRegisterBufferObject`; this signature is its ABI as declared in cudaGL.h.
     let func: unsafe extern "C" fn(u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(147);
+    let token = crate::hook::begin(148);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(buffer) };
     crate::hook::end(token, ret);
@@ -500,13 +500,13 @@ pub unsafe extern "C" fn cuGLRegisterBufferObject(buffer: u32) -> u32 {
 /// `CUresult cuGLSetBufferObjectMapFlags(GLuint buffer, unsigned int Flags)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGLSetBufferObjectMapFlags(buffer: u32, Flags: u32) -> u32 {
-    let real = crate::hook::real(148);
+    let real = crate::hook::real(149);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGLSetBufferObjectMapFlags`; this signature is its ABI as declared in cudaGL.h.
     let func: unsafe extern "C" fn(u32, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(148);
+    let token = crate::hook::begin(149);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(buffer, Flags) };
     crate::hook::end(token, ret);
@@ -516,13 +516,13 @@ pub unsafe extern "C" fn cuGLSetBufferObjectMapFlags(buffer: u32, Flags: u32) ->
 /// `CUresult cuGLUnmapBufferObject(GLuint buffer)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGLUnmapBufferObject(buffer: u32) -> u32 {
-    let real = crate::hook::real(149);
+    let real = crate::hook::real(150);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGLUnmapBufferObject`; this signature is its ABI as declared in cudaGL.h.
     let func: unsafe extern "C" fn(u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(149);
+    let token = crate::hook::begin(150);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(buffer) };
     crate::hook::end(token, ret);
@@ -532,13 +532,13 @@ pub unsafe extern "C" fn cuGLUnmapBufferObject(buffer: u32) -> u32 {
 /// `CUresult cuGLUnmapBufferObjectAsync(GLuint buffer, CUstream hStream)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGLUnmapBufferObjectAsync(buffer: u32, hStream: *mut c_void) -> u32 {
-    let real = crate::hook::real(150);
+    let real = crate::hook::real(151);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGLUnmapBufferObjectAsync`; this signature is its ABI as declared in cudaGL.h.
     let func: unsafe extern "C" fn(u32, *mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(150);
+    let token = crate::hook::begin(151);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(buffer, hStream) };
     crate::hook::end(token, ret);
@@ -548,13 +548,13 @@ pub unsafe extern "C" fn cuGLUnmapBufferObjectAsync(buffer: u32, hStream: *mut c
 /// `CUresult cuGLUnregisterBufferObject(GLuint buffer)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGLUnregisterBufferObject(buffer: u32) -> u32 {
-    let real = crate::hook::real(151);
+    let real = crate::hook::real(152);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGLUnregisterBufferObject`; this signature is its ABI as declared in cudaGL.h.
     let func: unsafe extern "C" fn(u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(151);
+    let token = crate::hook::begin(152);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(buffer) };
     crate::hook::end(token, ret);
@@ -568,14 +568,14 @@ pub unsafe extern "C" fn cuGraphicsEGLRegisterImage(
     image: *mut c_void,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(249);
+    let real = crate::hook::real(250);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphicsEGLRegisterImage`; this signature is its ABI as declared in cudaEGL.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(249);
+    let token = crate::hook::begin(250);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCudaResource, image, flags) };
     crate::hook::end(token, ret);
@@ -589,14 +589,14 @@ pub unsafe extern "C" fn cuGraphicsGLRegisterBuffer(
     buffer: u32,
     Flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(250);
+    let real = crate::hook::real(251);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphicsGLRegisterBuffer`; this signature is its ABI as declared in cudaGL.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(250);
+    let token = crate::hook::begin(251);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCudaResource, buffer, Flags) };
     crate::hook::end(token, ret);
@@ -611,14 +611,14 @@ pub unsafe extern "C" fn cuGraphicsGLRegisterImage(
     target: u32,
     Flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(251);
+    let real = crate::hook::real(252);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphicsGLRegisterImage`; this signature is its ABI as declared in cudaGL.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(251);
+    let token = crate::hook::begin(252);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCudaResource, image, target, Flags) };
     crate::hook::end(token, ret);
@@ -632,14 +632,14 @@ pub unsafe extern "C" fn cuGraphicsMapResources(
     resources: *mut c_void,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(252);
+    let real = crate::hook::real(253);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphicsMapResources`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u32, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(252);
+    let token = crate::hook::begin(253);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(count, resources, hStream) };
     crate::hook::end(token, ret);
@@ -653,14 +653,14 @@ pub unsafe extern "C" fn cuGraphicsMapResources_ptsz(
     resources: *mut c_void,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(253);
+    let real = crate::hook::real(254);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphicsMapResources_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u32, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(253);
+    let token = crate::hook::begin(254);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(count, resources, hStream) };
     crate::hook::end(token, ret);
@@ -675,14 +675,14 @@ pub unsafe extern "C" fn cuGraphicsResourceGetMappedEglFrame(
     index: u32,
     mipLevel: u32,
 ) -> u32 {
-    let real = crate::hook::real(254);
+    let real = crate::hook::real(255);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphicsResourceGetMappedEglFrame`; this signature is its ABI as declared in cudaEGL.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(254);
+    let token = crate::hook::begin(255);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(eglFrame, resource, index, mipLevel) };
     crate::hook::end(token, ret);
@@ -695,14 +695,14 @@ pub unsafe extern "C" fn cuGraphicsResourceGetMappedMipmappedArray(
     pMipmappedArray: *mut c_void,
     resource: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(255);
+    let real = crate::hook::real(256);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphicsResourceGetMappedMipmappedArray`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(255);
+    let token = crate::hook::begin(256);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pMipmappedArray, resource) };
     crate::hook::end(token, ret);
@@ -716,14 +716,14 @@ pub unsafe extern "C" fn cuGraphicsResourceGetMappedPointer(
     pSize: *mut c_void,
     resource: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(256);
+    let real = crate::hook::real(257);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphicsResourceGetMappedPointer`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(256);
+    let token = crate::hook::begin(257);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pDevPtr, pSize, resource) };
     crate::hook::end(token, ret);
@@ -737,14 +737,14 @@ pub unsafe extern "C" fn cuGraphicsResourceGetMappedPointer_v2(
     pSize: *mut c_void,
     resource: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(257);
+    let real = crate::hook::real(258);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphicsResourceGetMappedPointer_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(257);
+    let token = crate::hook::begin(258);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pDevPtr, pSize, resource) };
     crate::hook::end(token, ret);
@@ -754,13 +754,13 @@ pub unsafe extern "C" fn cuGraphicsResourceGetMappedPointer_v2(
 /// `CUresult cuGraphicsResourceSetMapFlags(CUgraphicsResource resource, unsigned int flags)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGraphicsResourceSetMapFlags(resource: *mut c_void, flags: u32) -> u32 {
-    let real = crate::hook::real(258);
+    let real = crate::hook::real(259);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphicsResourceSetMapFlags`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(258);
+    let token = crate::hook::begin(259);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(resource, flags) };
     crate::hook::end(token, ret);
@@ -773,13 +773,13 @@ pub unsafe extern "C" fn cuGraphicsResourceSetMapFlags_v2(
     resource: *mut c_void,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(259);
+    let real = crate::hook::real(260);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphicsResourceSetMapFlags_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(259);
+    let token = crate::hook::begin(260);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(resource, flags) };
     crate::hook::end(token, ret);
@@ -794,14 +794,14 @@ pub unsafe extern "C" fn cuGraphicsSubResourceGetMappedArray(
     arrayIndex: u32,
     mipLevel: u32,
 ) -> u32 {
-    let real = crate::hook::real(260);
+    let real = crate::hook::real(261);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphicsSubResourceGetMappedArray`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(260);
+    let token = crate::hook::begin(261);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pArray, resource, arrayIndex, mipLevel) };
     crate::hook::end(token, ret);
@@ -815,14 +815,14 @@ pub unsafe extern "C" fn cuGraphicsUnmapResources(
     resources: *mut c_void,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(261);
+    let real = crate::hook::real(262);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphicsUnmapResources`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u32, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(261);
+    let token = crate::hook::begin(262);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(count, resources, hStream) };
     crate::hook::end(token, ret);
@@ -836,14 +836,14 @@ pub unsafe extern "C" fn cuGraphicsUnmapResources_ptsz(
     resources: *mut c_void,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(262);
+    let real = crate::hook::real(263);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphicsUnmapResources_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u32, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(262);
+    let token = crate::hook::begin(263);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(count, resources, hStream) };
     crate::hook::end(token, ret);
@@ -853,13 +853,13 @@ pub unsafe extern "C" fn cuGraphicsUnmapResources_ptsz(
 /// `CUresult cuGraphicsUnregisterResource(CUgraphicsResource resource)`
 #[no_mangle]
 pub unsafe extern "C" fn cuGraphicsUnregisterResource(resource: *mut c_void) -> u32 {
-    let real = crate::hook::real(263);
+    let real = crate::hook::real(264);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphicsUnregisterResource`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(263);
+    let token = crate::hook::begin(264);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(resource) };
     crate::hook::end(token, ret);
@@ -873,14 +873,14 @@ pub unsafe extern "C" fn cuGraphicsVDPAURegisterOutputSurface(
     vdpSurface: u32,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(264);
+    let real = crate::hook::real(265);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphicsVDPAURegisterOutputSurface`; this signature is its ABI as declared in cudaVDPAU.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(264);
+    let token = crate::hook::begin(265);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCudaResource, vdpSurface, flags) };
     crate::hook::end(token, ret);
@@ -894,14 +894,14 @@ pub unsafe extern "C" fn cuGraphicsVDPAURegisterVideoSurface(
     vdpSurface: u32,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(265);
+    let real = crate::hook::real(266);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuGraphicsVDPAURegisterVideoSurface`; this signature is its ABI as declared in cudaVDPAU.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(265);
+    let token = crate::hook::begin(266);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCudaResource, vdpSurface, flags) };
     crate::hook::end(token, ret);
@@ -914,14 +914,14 @@ pub unsafe extern "C" fn cuImportExternalMemory(
     extMem_out: *mut c_void,
     memHandleDesc: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(273);
+    let real = crate::hook::real(274);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuImportExternalMemory`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(273);
+    let token = crate::hook::begin(274);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(extMem_out, memHandleDesc) };
     crate::hook::end(token, ret);
@@ -934,14 +934,14 @@ pub unsafe extern "C" fn cuImportExternalSemaphore(
     extSem_out: *mut c_void,
     semHandleDesc: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(274);
+    let real = crate::hook::real(275);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuImportExternalSemaphore`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(274);
+    let token = crate::hook::begin(275);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(extSem_out, semHandleDesc) };
     crate::hook::end(token, ret);
@@ -956,14 +956,14 @@ pub unsafe extern "C" fn cuSignalExternalSemaphoresAsync(
     numExtSems: u32,
     stream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(543);
+    let real = crate::hook::real(546);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuSignalExternalSemaphoresAsync`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void, *const c_void, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(543);
+    let token = crate::hook::begin(546);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(extSemArray, paramsArray, numExtSems, stream) };
     crate::hook::end(token, ret);
@@ -978,14 +978,14 @@ pub unsafe extern "C" fn cuSignalExternalSemaphoresAsync_ptsz(
     numExtSems: u32,
     stream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(544);
+    let real = crate::hook::real(547);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuSignalExternalSemaphoresAsync_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void, *const c_void, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(544);
+    let token = crate::hook::begin(547);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(extSemArray, paramsArray, numExtSems, stream) };
     crate::hook::end(token, ret);
@@ -1001,14 +1001,14 @@ pub unsafe extern "C" fn cuVDPAUCtxCreate(
     vdpDevice: u32,
     vdpGetProcAddress: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(667);
+    let real = crate::hook::real(670);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuVDPAUCtxCreate`; this signature is its ABI as declared in cudaVDPAU.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, i32, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(667);
+    let token = crate::hook::begin(670);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCtx, flags, device, vdpDevice, vdpGetProcAddress) };
     crate::hook::end(token, ret);
@@ -1024,14 +1024,14 @@ pub unsafe extern "C" fn cuVDPAUCtxCreate_v2(
     vdpDevice: u32,
     vdpGetProcAddress: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(668);
+    let real = crate::hook::real(671);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuVDPAUCtxCreate_v2`; this signature is its ABI as declared in cudaVDPAU.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, i32, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(668);
+    let token = crate::hook::begin(671);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCtx, flags, device, vdpDevice, vdpGetProcAddress) };
     crate::hook::end(token, ret);
@@ -1045,14 +1045,14 @@ pub unsafe extern "C" fn cuVDPAUGetDevice(
     vdpDevice: u32,
     vdpGetProcAddress: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(669);
+    let real = crate::hook::real(672);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuVDPAUGetDevice`; this signature is its ABI as declared in cudaVDPAU.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(669);
+    let token = crate::hook::begin(672);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pDevice, vdpDevice, vdpGetProcAddress) };
     crate::hook::end(token, ret);
@@ -1067,14 +1067,14 @@ pub unsafe extern "C" fn cuWaitExternalSemaphoresAsync(
     numExtSems: u32,
     stream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(670);
+    let real = crate::hook::real(673);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuWaitExternalSemaphoresAsync`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void, *const c_void, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(670);
+    let token = crate::hook::begin(673);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(extSemArray, paramsArray, numExtSems, stream) };
     crate::hook::end(token, ret);
@@ -1089,14 +1089,14 @@ pub unsafe extern "C" fn cuWaitExternalSemaphoresAsync_ptsz(
     numExtSems: u32,
     stream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(671);
+    let real = crate::hook::real(674);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuWaitExternalSemaphoresAsync_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void, *const c_void, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(671);
+    let token = crate::hook::begin(674);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(extSemArray, paramsArray, numExtSems, stream) };
     crate::hook::end(token, ret);

@@ -8,13 +8,13 @@ use core::ffi::c_void;
 /// `CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpy(dst: u64, src: u64, ByteCount: usize) -> u32 {
-    let real = crate::hook::real(397);
+    let real = crate::hook::real(400);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, u64, usize) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(397);
+    let token = crate::hook::begin(400);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dst, src, ByteCount) };
     crate::hook::end(token, ret);
@@ -24,13 +24,13 @@ pub unsafe extern "C" fn cuMemcpy(dst: u64, src: u64, ByteCount: usize) -> u32 {
 /// `CUresult cuMemcpy2D(const CUDA_MEMCPY2D_v1 *pCopy)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpy2D(pCopy: *const c_void) -> u32 {
-    let real = crate::hook::real(398);
+    let real = crate::hook::real(401);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy2D`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(398);
+    let token = crate::hook::begin(401);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCopy) };
     crate::hook::end(token, ret);
@@ -40,14 +40,14 @@ pub unsafe extern "C" fn cuMemcpy2D(pCopy: *const c_void) -> u32 {
 /// `CUresult cuMemcpy2DAsync(const CUDA_MEMCPY2D_v1 *pCopy, CUstream hStream)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpy2DAsync(pCopy: *const c_void, hStream: *mut c_void) -> u32 {
-    let real = crate::hook::real(399);
+    let real = crate::hook::real(402);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy2DAsync`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(399);
+    let token = crate::hook::begin(402);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCopy, hStream) };
     crate::hook::end(token, ret);
@@ -57,14 +57,14 @@ pub unsafe extern "C" fn cuMemcpy2DAsync(pCopy: *const c_void, hStream: *mut c_v
 /// `CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUstream hStream)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpy2DAsync_v2(pCopy: *const c_void, hStream: *mut c_void) -> u32 {
-    let real = crate::hook::real(400);
+    let real = crate::hook::real(403);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy2DAsync_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(400);
+    let token = crate::hook::begin(403);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCopy, hStream) };
     crate::hook::end(token, ret);
@@ -77,14 +77,14 @@ pub unsafe extern "C" fn cuMemcpy2DAsync_v2_ptsz(
     pCopy: *const c_void,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(401);
+    let real = crate::hook::real(404);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy2DAsync_v2_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(401);
+    let token = crate::hook::begin(404);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCopy, hStream) };
     crate::hook::end(token, ret);
@@ -94,13 +94,13 @@ pub unsafe extern "C" fn cuMemcpy2DAsync_v2_ptsz(
 /// `CUresult cuMemcpy2DUnaligned(const CUDA_MEMCPY2D_v1 *pCopy)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpy2DUnaligned(pCopy: *const c_void) -> u32 {
-    let real = crate::hook::real(402);
+    let real = crate::hook::real(405);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy2DUnaligned`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(402);
+    let token = crate::hook::begin(405);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCopy) };
     crate::hook::end(token, ret);
@@ -110,13 +110,13 @@ pub unsafe extern "C" fn cuMemcpy2DUnaligned(pCopy: *const c_void) -> u32 {
 /// `CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpy2DUnaligned_v2(pCopy: *const c_void) -> u32 {
-    let real = crate::hook::real(403);
+    let real = crate::hook::real(406);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy2DUnaligned_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(403);
+    let token = crate::hook::begin(406);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCopy) };
     crate::hook::end(token, ret);
@@ -126,13 +126,13 @@ pub unsafe extern "C" fn cuMemcpy2DUnaligned_v2(pCopy: *const c_void) -> u32 {
 /// `CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *pCopy)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpy2DUnaligned_v2_ptds(pCopy: *const c_void) -> u32 {
-    let real = crate::hook::real(404);
+    let real = crate::hook::real(407);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy2DUnaligned_v2_ptds`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(404);
+    let token = crate::hook::begin(407);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCopy) };
     crate::hook::end(token, ret);
@@ -142,13 +142,13 @@ pub unsafe extern "C" fn cuMemcpy2DUnaligned_v2_ptds(pCopy: *const c_void) -> u3
 /// `CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpy2D_v2(pCopy: *const c_void) -> u32 {
-    let real = crate::hook::real(405);
+    let real = crate::hook::real(408);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy2D_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(405);
+    let token = crate::hook::begin(408);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCopy) };
     crate::hook::end(token, ret);
@@ -158,13 +158,13 @@ pub unsafe extern "C" fn cuMemcpy2D_v2(pCopy: *const c_void) -> u32 {
 /// `CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpy2D_v2_ptds(pCopy: *const c_void) -> u32 {
-    let real = crate::hook::real(406);
+    let real = crate::hook::real(409);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy2D_v2_ptds`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(406);
+    let token = crate::hook::begin(409);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCopy) };
     crate::hook::end(token, ret);
@@ -174,13 +174,13 @@ pub unsafe extern "C" fn cuMemcpy2D_v2_ptds(pCopy: *const c_void) -> u32 {
 /// `CUresult cuMemcpy3D(const CUDA_MEMCPY3D_v1 *pCopy)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpy3D(pCopy: *const c_void) -> u32 {
-    let real = crate::hook::real(407);
+    let real = crate::hook::real(410);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy3D`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(407);
+    let token = crate::hook::begin(410);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCopy) };
     crate::hook::end(token, ret);
@@ -190,14 +190,14 @@ pub unsafe extern "C" fn cuMemcpy3D(pCopy: *const c_void) -> u32 {
 /// `CUresult cuMemcpy3DAsync(const CUDA_MEMCPY3D_v1 *pCopy, CUstream hStream)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpy3DAsync(pCopy: *const c_void, hStream: *mut c_void) -> u32 {
-    let real = crate::hook::real(408);
+    let real = crate::hook::real(411);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy3DAsync`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(408);
+    let token = crate::hook::begin(411);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCopy, hStream) };
     crate::hook::end(token, ret);
@@ -207,14 +207,14 @@ pub unsafe extern "C" fn cuMemcpy3DAsync(pCopy: *const c_void, hStream: *mut c_v
 /// `CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUstream hStream)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpy3DAsync_v2(pCopy: *const c_void, hStream: *mut c_void) -> u32 {
-    let real = crate::hook::real(409);
+    let real = crate::hook::real(412);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy3DAsync_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(409);
+    let token = crate::hook::begin(412);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCopy, hStream) };
     crate::hook::end(token, ret);
@@ -227,14 +227,14 @@ pub unsafe extern "C" fn cuMemcpy3DAsync_v2_ptsz(
     pCopy: *const c_void,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(410);
+    let real = crate::hook::real(413);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy3DAsync_v2_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(410);
+    let token = crate::hook::begin(413);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCopy, hStream) };
     crate::hook::end(token, ret);
@@ -250,14 +250,14 @@ pub unsafe extern "C" fn cuMemcpy3DBatchAsync(
     flags: u64,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(411);
+    let real = crate::hook::real(414);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy3DBatchAsync`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(usize, *mut c_void, *mut c_void, u64, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(411);
+    let token = crate::hook::begin(414);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(numOps, opList, failIdx, flags, hStream) };
     crate::hook::end(token, ret);
@@ -273,14 +273,14 @@ pub unsafe extern "C" fn cuMemcpy3DBatchAsync_ptsz(
     flags: u64,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(412);
+    let real = crate::hook::real(415);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy3DBatchAsync_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(usize, *mut c_void, *mut c_void, u64, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(412);
+    let token = crate::hook::begin(415);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(numOps, opList, failIdx, flags, hStream) };
     crate::hook::end(token, ret);
@@ -295,14 +295,14 @@ pub unsafe extern "C" fn cuMemcpy3DBatchAsync_v2(
     flags: u64,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(413);
+    let real = crate::hook::real(416);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy3DBatchAsync_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(usize, *mut c_void, u64, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(413);
+    let token = crate::hook::begin(416);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(numOps, opList, flags, hStream) };
     crate::hook::end(token, ret);
@@ -317,14 +317,14 @@ pub unsafe extern "C" fn cuMemcpy3DBatchAsync_v2_ptsz(
     flags: u64,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(414);
+    let real = crate::hook::real(417);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy3DBatchAsync_v2_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(usize, *mut c_void, u64, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(414);
+    let token = crate::hook::begin(417);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(numOps, opList, flags, hStream) };
     crate::hook::end(token, ret);
@@ -334,13 +334,13 @@ pub unsafe extern "C" fn cuMemcpy3DBatchAsync_v2_ptsz(
 /// `CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *pCopy)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpy3DPeer(pCopy: *const c_void) -> u32 {
-    let real = crate::hook::real(415);
+    let real = crate::hook::real(418);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy3DPeer`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(415);
+    let token = crate::hook::begin(418);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCopy) };
     crate::hook::end(token, ret);
@@ -350,14 +350,14 @@ pub unsafe extern "C" fn cuMemcpy3DPeer(pCopy: *const c_void) -> u32 {
 /// `CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpy3DPeerAsync(pCopy: *const c_void, hStream: *mut c_void) -> u32 {
-    let real = crate::hook::real(416);
+    let real = crate::hook::real(419);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy3DPeerAsync`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(416);
+    let token = crate::hook::begin(419);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCopy, hStream) };
     crate::hook::end(token, ret);
@@ -370,14 +370,14 @@ pub unsafe extern "C" fn cuMemcpy3DPeerAsync_ptsz(
     pCopy: *const c_void,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(417);
+    let real = crate::hook::real(420);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy3DPeerAsync_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(417);
+    let token = crate::hook::begin(420);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCopy, hStream) };
     crate::hook::end(token, ret);
@@ -387,13 +387,13 @@ pub unsafe extern "C" fn cuMemcpy3DPeerAsync_ptsz(
 /// `CUresult cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *pCopy)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpy3DPeer_ptds(pCopy: *const c_void) -> u32 {
-    let real = crate::hook::real(418);
+    let real = crate::hook::real(421);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy3DPeer_ptds`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(418);
+    let token = crate::hook::begin(421);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCopy) };
     crate::hook::end(token, ret);
@@ -403,13 +403,13 @@ pub unsafe extern "C" fn cuMemcpy3DPeer_ptds(pCopy: *const c_void) -> u32 {
 /// `CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpy3D_v2(pCopy: *const c_void) -> u32 {
-    let real = crate::hook::real(419);
+    let real = crate::hook::real(422);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy3D_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(419);
+    let token = crate::hook::begin(422);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCopy) };
     crate::hook::end(token, ret);
@@ -419,13 +419,13 @@ pub unsafe extern "C" fn cuMemcpy3D_v2(pCopy: *const c_void) -> u32 {
 /// `CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpy3D_v2_ptds(pCopy: *const c_void) -> u32 {
-    let real = crate::hook::real(420);
+    let real = crate::hook::real(423);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy3D_v2_ptds`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(420);
+    let token = crate::hook::begin(423);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pCopy) };
     crate::hook::end(token, ret);
@@ -440,14 +440,14 @@ pub unsafe extern "C" fn cuMemcpyAsync(
     ByteCount: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(421);
+    let real = crate::hook::real(424);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyAsync`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, u64, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(421);
+    let token = crate::hook::begin(424);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dst, src, ByteCount, hStream) };
     crate::hook::end(token, ret);
@@ -462,14 +462,14 @@ pub unsafe extern "C" fn cuMemcpyAsync_ptsz(
     ByteCount: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(422);
+    let real = crate::hook::real(425);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyAsync_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, u64, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(422);
+    let token = crate::hook::begin(425);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dst, src, ByteCount, hStream) };
     crate::hook::end(token, ret);
@@ -485,14 +485,14 @@ pub unsafe extern "C" fn cuMemcpyAtoA(
     srcOffset: u32,
     ByteCount: u32,
 ) -> u32 {
-    let real = crate::hook::real(423);
+    let real = crate::hook::real(426);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyAtoA`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, *mut c_void, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(423);
+    let token = crate::hook::begin(426);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstArray, dstOffset, srcArray, srcOffset, ByteCount) };
     crate::hook::end(token, ret);
@@ -508,14 +508,14 @@ pub unsafe extern "C" fn cuMemcpyAtoA_v2(
     srcOffset: usize,
     ByteCount: usize,
 ) -> u32 {
-    let real = crate::hook::real(424);
+    let real = crate::hook::real(427);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyAtoA_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize, *mut c_void, usize, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(424);
+    let token = crate::hook::begin(427);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstArray, dstOffset, srcArray, srcOffset, ByteCount) };
     crate::hook::end(token, ret);
@@ -531,14 +531,14 @@ pub unsafe extern "C" fn cuMemcpyAtoA_v2_ptds(
     srcOffset: usize,
     ByteCount: usize,
 ) -> u32 {
-    let real = crate::hook::real(425);
+    let real = crate::hook::real(428);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyAtoA_v2_ptds`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize, *mut c_void, usize, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(425);
+    let token = crate::hook::begin(428);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstArray, dstOffset, srcArray, srcOffset, ByteCount) };
     crate::hook::end(token, ret);
@@ -553,14 +553,14 @@ pub unsafe extern "C" fn cuMemcpyAtoD(
     srcOffset: u32,
     ByteCount: u32,
 ) -> u32 {
-    let real = crate::hook::real(426);
+    let real = crate::hook::real(429);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyAtoD`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u32, *mut c_void, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(426);
+    let token = crate::hook::begin(429);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, srcArray, srcOffset, ByteCount) };
     crate::hook::end(token, ret);
@@ -575,14 +575,14 @@ pub unsafe extern "C" fn cuMemcpyAtoD_v2(
     srcOffset: usize,
     ByteCount: usize,
 ) -> u32 {
-    let real = crate::hook::real(427);
+    let real = crate::hook::real(430);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyAtoD_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, *mut c_void, usize, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(427);
+    let token = crate::hook::begin(430);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, srcArray, srcOffset, ByteCount) };
     crate::hook::end(token, ret);
@@ -597,14 +597,14 @@ pub unsafe extern "C" fn cuMemcpyAtoD_v2_ptds(
     srcOffset: usize,
     ByteCount: usize,
 ) -> u32 {
-    let real = crate::hook::real(428);
+    let real = crate::hook::real(431);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyAtoD_v2_ptds`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, *mut c_void, usize, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(428);
+    let token = crate::hook::begin(431);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, srcArray, srcOffset, ByteCount) };
     crate::hook::end(token, ret);
@@ -619,14 +619,14 @@ pub unsafe extern "C" fn cuMemcpyAtoH(
     srcOffset: u32,
     ByteCount: u32,
 ) -> u32 {
-    let real = crate::hook::real(429);
+    let real = crate::hook::real(432);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyAtoH`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(429);
+    let token = crate::hook::begin(432);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstHost, srcArray, srcOffset, ByteCount) };
     crate::hook::end(token, ret);
@@ -642,14 +642,14 @@ pub unsafe extern "C" fn cuMemcpyAtoHAsync(
     ByteCount: u32,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(430);
+    let real = crate::hook::real(433);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyAtoHAsync`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(430);
+    let token = crate::hook::begin(433);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstHost, srcArray, srcOffset, ByteCount, hStream) };
     crate::hook::end(token, ret);
@@ -665,14 +665,14 @@ pub unsafe extern "C" fn cuMemcpyAtoHAsync_v2(
     ByteCount: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(431);
+    let real = crate::hook::real(434);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyAtoHAsync_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, usize, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(431);
+    let token = crate::hook::begin(434);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstHost, srcArray, srcOffset, ByteCount, hStream) };
     crate::hook::end(token, ret);
@@ -688,14 +688,14 @@ pub unsafe extern "C" fn cuMemcpyAtoHAsync_v2_ptsz(
     ByteCount: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(432);
+    let real = crate::hook::real(435);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyAtoHAsync_v2_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, usize, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(432);
+    let token = crate::hook::begin(435);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstHost, srcArray, srcOffset, ByteCount, hStream) };
     crate::hook::end(token, ret);
@@ -710,14 +710,14 @@ pub unsafe extern "C" fn cuMemcpyAtoH_v2(
     srcOffset: usize,
     ByteCount: usize,
 ) -> u32 {
-    let real = crate::hook::real(433);
+    let real = crate::hook::real(436);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyAtoH_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, usize, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(433);
+    let token = crate::hook::begin(436);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstHost, srcArray, srcOffset, ByteCount) };
     crate::hook::end(token, ret);
@@ -732,14 +732,14 @@ pub unsafe extern "C" fn cuMemcpyAtoH_v2_ptds(
     srcOffset: usize,
     ByteCount: usize,
 ) -> u32 {
-    let real = crate::hook::real(434);
+    let real = crate::hook::real(437);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyAtoH_v2_ptds`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, usize, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(434);
+    let token = crate::hook::begin(437);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstHost, srcArray, srcOffset, ByteCount) };
     crate::hook::end(token, ret);
@@ -759,7 +759,7 @@ pub unsafe extern "C" fn cuMemcpyBatchAsync(
     failIdx: *mut c_void,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(435);
+    let real = crate::hook::real(438);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -775,7 +775,7 @@ pub unsafe extern "C" fn cuMemcpyBatchAsync(
         *mut c_void,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(435);
+    let token = crate::hook::begin(438);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -799,7 +799,7 @@ pub unsafe extern "C" fn cuMemcpyBatchAsync_ptsz(
     failIdx: *mut c_void,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(436);
+    let real = crate::hook::real(439);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -815,7 +815,7 @@ pub unsafe extern "C" fn cuMemcpyBatchAsync_ptsz(
         *mut c_void,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(436);
+    let token = crate::hook::begin(439);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -838,7 +838,7 @@ pub unsafe extern "C" fn cuMemcpyBatchAsync_v2(
     numAttrs: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(437);
+    let real = crate::hook::real(440);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -853,7 +853,7 @@ pub unsafe extern "C" fn cuMemcpyBatchAsync_v2(
         usize,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(437);
+    let token = crate::hook::begin(440);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -876,7 +876,7 @@ pub unsafe extern "C" fn cuMemcpyBatchAsync_v2_ptsz(
     numAttrs: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(438);
+    let real = crate::hook::real(441);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -891,7 +891,7 @@ pub unsafe extern "C" fn cuMemcpyBatchAsync_v2_ptsz(
         usize,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(438);
+    let token = crate::hook::begin(441);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -910,14 +910,14 @@ pub unsafe extern "C" fn cuMemcpyDtoA(
     srcDevice: u32,
     ByteCount: u32,
 ) -> u32 {
-    let real = crate::hook::real(439);
+    let real = crate::hook::real(442);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyDtoA`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(439);
+    let token = crate::hook::begin(442);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstArray, dstOffset, srcDevice, ByteCount) };
     crate::hook::end(token, ret);
@@ -932,14 +932,14 @@ pub unsafe extern "C" fn cuMemcpyDtoA_v2(
     srcDevice: u64,
     ByteCount: usize,
 ) -> u32 {
-    let real = crate::hook::real(440);
+    let real = crate::hook::real(443);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyDtoA_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize, u64, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(440);
+    let token = crate::hook::begin(443);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstArray, dstOffset, srcDevice, ByteCount) };
     crate::hook::end(token, ret);
@@ -954,14 +954,14 @@ pub unsafe extern "C" fn cuMemcpyDtoA_v2_ptds(
     srcDevice: u64,
     ByteCount: usize,
 ) -> u32 {
-    let real = crate::hook::real(441);
+    let real = crate::hook::real(444);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyDtoA_v2_ptds`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize, u64, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(441);
+    let token = crate::hook::begin(444);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstArray, dstOffset, srcDevice, ByteCount) };
     crate::hook::end(token, ret);
@@ -971,13 +971,13 @@ pub unsafe extern "C" fn cuMemcpyDtoA_v2_ptds(
 /// `CUresult cuMemcpyDtoD(CUdeviceptr_v1 dstDevice, CUdeviceptr_v1 srcDevice, unsigned int ByteCount)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpyDtoD(dstDevice: u32, srcDevice: u32, ByteCount: u32) -> u32 {
-    let real = crate::hook::real(442);
+    let real = crate::hook::real(445);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyDtoD`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u32, u32, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(442);
+    let token = crate::hook::begin(445);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, srcDevice, ByteCount) };
     crate::hook::end(token, ret);
@@ -992,14 +992,14 @@ pub unsafe extern "C" fn cuMemcpyDtoDAsync(
     ByteCount: u32,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(443);
+    let real = crate::hook::real(446);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyDtoDAsync`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u32, u32, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(443);
+    let token = crate::hook::begin(446);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, srcDevice, ByteCount, hStream) };
     crate::hook::end(token, ret);
@@ -1014,14 +1014,14 @@ pub unsafe extern "C" fn cuMemcpyDtoDAsync_v2(
     ByteCount: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(444);
+    let real = crate::hook::real(447);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyDtoDAsync_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, u64, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(444);
+    let token = crate::hook::begin(447);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, srcDevice, ByteCount, hStream) };
     crate::hook::end(token, ret);
@@ -1036,14 +1036,14 @@ pub unsafe extern "C" fn cuMemcpyDtoDAsync_v2_ptsz(
     ByteCount: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(445);
+    let real = crate::hook::real(448);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyDtoDAsync_v2_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, u64, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(445);
+    let token = crate::hook::begin(448);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, srcDevice, ByteCount, hStream) };
     crate::hook::end(token, ret);
@@ -1053,13 +1053,13 @@ pub unsafe extern "C" fn cuMemcpyDtoDAsync_v2_ptsz(
 /// `CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpyDtoD_v2(dstDevice: u64, srcDevice: u64, ByteCount: usize) -> u32 {
-    let real = crate::hook::real(446);
+    let real = crate::hook::real(449);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyDtoD_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, u64, usize) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(446);
+    let token = crate::hook::begin(449);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, srcDevice, ByteCount) };
     crate::hook::end(token, ret);
@@ -1073,13 +1073,13 @@ pub unsafe extern "C" fn cuMemcpyDtoD_v2_ptds(
     srcDevice: u64,
     ByteCount: usize,
 ) -> u32 {
-    let real = crate::hook::real(447);
+    let real = crate::hook::real(450);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyDtoD_v2_ptds`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, u64, usize) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(447);
+    let token = crate::hook::begin(450);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, srcDevice, ByteCount) };
     crate::hook::end(token, ret);
@@ -1089,14 +1089,14 @@ pub unsafe extern "C" fn cuMemcpyDtoD_v2_ptds(
 /// `CUresult cuMemcpyDtoH(void *dstHost, CUdeviceptr_v1 srcDevice, unsigned int ByteCount)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpyDtoH(dstHost: *mut c_void, srcDevice: u32, ByteCount: u32) -> u32 {
-    let real = crate::hook::real(448);
+    let real = crate::hook::real(451);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyDtoH`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(448);
+    let token = crate::hook::begin(451);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstHost, srcDevice, ByteCount) };
     crate::hook::end(token, ret);
@@ -1111,14 +1111,14 @@ pub unsafe extern "C" fn cuMemcpyDtoHAsync(
     ByteCount: u32,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(449);
+    let real = crate::hook::real(452);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyDtoHAsync`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(449);
+    let token = crate::hook::begin(452);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstHost, srcDevice, ByteCount, hStream) };
     crate::hook::end(token, ret);
@@ -1133,14 +1133,14 @@ pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(
     ByteCount: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(450);
+    let real = crate::hook::real(453);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyDtoHAsync_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(450);
+    let token = crate::hook::begin(453);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstHost, srcDevice, ByteCount, hStream) };
     crate::hook::end(token, ret);
@@ -1155,14 +1155,14 @@ pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2_ptsz(
     ByteCount: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(451);
+    let real = crate::hook::real(454);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyDtoHAsync_v2_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(451);
+    let token = crate::hook::begin(454);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstHost, srcDevice, ByteCount, hStream) };
     crate::hook::end(token, ret);
@@ -1176,14 +1176,14 @@ pub unsafe extern "C" fn cuMemcpyDtoH_v2(
     srcDevice: u64,
     ByteCount: usize,
 ) -> u32 {
-    let real = crate::hook::real(452);
+    let real = crate::hook::real(455);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyDtoH_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(452);
+    let token = crate::hook::begin(455);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstHost, srcDevice, ByteCount) };
     crate::hook::end(token, ret);
@@ -1197,14 +1197,14 @@ pub unsafe extern "C" fn cuMemcpyDtoH_v2_ptds(
     srcDevice: u64,
     ByteCount: usize,
 ) -> u32 {
-    let real = crate::hook::real(453);
+    let real = crate::hook::real(456);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyDtoH_v2_ptds`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(453);
+    let token = crate::hook::begin(456);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstHost, srcDevice, ByteCount) };
     crate::hook::end(token, ret);
@@ -1219,14 +1219,14 @@ pub unsafe extern "C" fn cuMemcpyHtoA(
     srcHost: *const c_void,
     ByteCount: u32,
 ) -> u32 {
-    let real = crate::hook::real(454);
+    let real = crate::hook::real(457);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyHtoA`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, *const c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(454);
+    let token = crate::hook::begin(457);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstArray, dstOffset, srcHost, ByteCount) };
     crate::hook::end(token, ret);
@@ -1242,14 +1242,14 @@ pub unsafe extern "C" fn cuMemcpyHtoAAsync(
     ByteCount: u32,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(455);
+    let real = crate::hook::real(458);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyHtoAAsync`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, *const c_void, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(455);
+    let token = crate::hook::begin(458);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstArray, dstOffset, srcHost, ByteCount, hStream) };
     crate::hook::end(token, ret);
@@ -1265,14 +1265,14 @@ pub unsafe extern "C" fn cuMemcpyHtoAAsync_v2(
     ByteCount: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(456);
+    let real = crate::hook::real(459);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyHtoAAsync_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize, *const c_void, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(456);
+    let token = crate::hook::begin(459);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstArray, dstOffset, srcHost, ByteCount, hStream) };
     crate::hook::end(token, ret);
@@ -1288,14 +1288,14 @@ pub unsafe extern "C" fn cuMemcpyHtoAAsync_v2_ptsz(
     ByteCount: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(457);
+    let real = crate::hook::real(460);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyHtoAAsync_v2_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize, *const c_void, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(457);
+    let token = crate::hook::begin(460);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstArray, dstOffset, srcHost, ByteCount, hStream) };
     crate::hook::end(token, ret);
@@ -1310,14 +1310,14 @@ pub unsafe extern "C" fn cuMemcpyHtoA_v2(
     srcHost: *const c_void,
     ByteCount: usize,
 ) -> u32 {
-    let real = crate::hook::real(458);
+    let real = crate::hook::real(461);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyHtoA_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize, *const c_void, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(458);
+    let token = crate::hook::begin(461);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstArray, dstOffset, srcHost, ByteCount) };
     crate::hook::end(token, ret);
@@ -1332,14 +1332,14 @@ pub unsafe extern "C" fn cuMemcpyHtoA_v2_ptds(
     srcHost: *const c_void,
     ByteCount: usize,
 ) -> u32 {
-    let real = crate::hook::real(459);
+    let real = crate::hook::real(462);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyHtoA_v2_ptds`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize, *const c_void, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(459);
+    let token = crate::hook::begin(462);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstArray, dstOffset, srcHost, ByteCount) };
     crate::hook::end(token, ret);
@@ -1353,14 +1353,14 @@ pub unsafe extern "C" fn cuMemcpyHtoD(
     srcHost: *const c_void,
     ByteCount: u32,
 ) -> u32 {
-    let real = crate::hook::real(460);
+    let real = crate::hook::real(463);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyHtoD`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u32, *const c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(460);
+    let token = crate::hook::begin(463);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, srcHost, ByteCount) };
     crate::hook::end(token, ret);
@@ -1375,14 +1375,14 @@ pub unsafe extern "C" fn cuMemcpyHtoDAsync(
     ByteCount: u32,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(461);
+    let real = crate::hook::real(464);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyHtoDAsync`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u32, *const c_void, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(461);
+    let token = crate::hook::begin(464);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, srcHost, ByteCount, hStream) };
     crate::hook::end(token, ret);
@@ -1397,14 +1397,14 @@ pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(
     ByteCount: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(462);
+    let real = crate::hook::real(465);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyHtoDAsync_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, *const c_void, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(462);
+    let token = crate::hook::begin(465);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, srcHost, ByteCount, hStream) };
     crate::hook::end(token, ret);
@@ -1419,14 +1419,14 @@ pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2_ptsz(
     ByteCount: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(463);
+    let real = crate::hook::real(466);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyHtoDAsync_v2_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, *const c_void, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(463);
+    let token = crate::hook::begin(466);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, srcHost, ByteCount, hStream) };
     crate::hook::end(token, ret);
@@ -1440,14 +1440,14 @@ pub unsafe extern "C" fn cuMemcpyHtoD_v2(
     srcHost: *const c_void,
     ByteCount: usize,
 ) -> u32 {
-    let real = crate::hook::real(464);
+    let real = crate::hook::real(467);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyHtoD_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, *const c_void, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(464);
+    let token = crate::hook::begin(467);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, srcHost, ByteCount) };
     crate::hook::end(token, ret);
@@ -1461,14 +1461,14 @@ pub unsafe extern "C" fn cuMemcpyHtoD_v2_ptds(
     srcHost: *const c_void,
     ByteCount: usize,
 ) -> u32 {
-    let real = crate::hook::real(465);
+    let real = crate::hook::real(468);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyHtoD_v2_ptds`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, *const c_void, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(465);
+    let token = crate::hook::begin(468);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, srcHost, ByteCount) };
     crate::hook::end(token, ret);
@@ -1484,14 +1484,14 @@ pub unsafe extern "C" fn cuMemcpyPeer(
     srcContext: *mut c_void,
     ByteCount: usize,
 ) -> u32 {
-    let real = crate::hook::real(466);
+    let real = crate::hook::real(469);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyPeer`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, *mut c_void, u64, *mut c_void, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(466);
+    let token = crate::hook::begin(469);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, dstContext, srcDevice, srcContext, ByteCount) };
     crate::hook::end(token, ret);
@@ -1508,14 +1508,14 @@ pub unsafe extern "C" fn cuMemcpyPeerAsync(
     ByteCount: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(467);
+    let real = crate::hook::real(470);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyPeerAsync`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, *mut c_void, u64, *mut c_void, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(467);
+    let token = crate::hook::begin(470);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -1536,14 +1536,14 @@ pub unsafe extern "C" fn cuMemcpyPeerAsync_ptsz(
     ByteCount: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(468);
+    let real = crate::hook::real(471);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyPeerAsync_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, *mut c_void, u64, *mut c_void, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(468);
+    let token = crate::hook::begin(471);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -1563,14 +1563,14 @@ pub unsafe extern "C" fn cuMemcpyPeer_ptds(
     srcContext: *mut c_void,
     ByteCount: usize,
 ) -> u32 {
-    let real = crate::hook::real(469);
+    let real = crate::hook::real(472);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpyPeer_ptds`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, *mut c_void, u64, *mut c_void, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(469);
+    let token = crate::hook::begin(472);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, dstContext, srcDevice, srcContext, ByteCount) };
     crate::hook::end(token, ret);
@@ -1580,13 +1580,13 @@ pub unsafe extern "C" fn cuMemcpyPeer_ptds(
 /// `CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpy_ptds(dst: u64, src: u64, ByteCount: usize) -> u32 {
-    let real = crate::hook::real(470);
+    let real = crate::hook::real(473);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemcpy_ptds`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, u64, usize) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(470);
+    let token = crate::hook::begin(473);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dst, src, ByteCount) };
     crate::hook::end(token, ret);
@@ -1596,13 +1596,13 @@ pub unsafe extern "C" fn cuMemcpy_ptds(dst: u64, src: u64, ByteCount: usize) -> 
 /// `CUresult cuMemsetD16(CUdeviceptr_v1 dstDevice, unsigned short us, unsigned int N)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemsetD16(dstDevice: u32, us: u16, N: u32) -> u32 {
-    let real = crate::hook::real(471);
+    let real = crate::hook::real(474);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD16`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u32, u16, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(471);
+    let token = crate::hook::begin(474);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, us, N) };
     crate::hook::end(token, ret);
@@ -1617,14 +1617,14 @@ pub unsafe extern "C" fn cuMemsetD16Async(
     N: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(472);
+    let real = crate::hook::real(475);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD16Async`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, u16, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(472);
+    let token = crate::hook::begin(475);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, us, N, hStream) };
     crate::hook::end(token, ret);
@@ -1639,14 +1639,14 @@ pub unsafe extern "C" fn cuMemsetD16Async_ptsz(
     N: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(473);
+    let real = crate::hook::real(476);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD16Async_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, u16, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(473);
+    let token = crate::hook::begin(476);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, us, N, hStream) };
     crate::hook::end(token, ret);
@@ -1656,13 +1656,13 @@ pub unsafe extern "C" fn cuMemsetD16Async_ptsz(
 /// `CUresult cuMemsetD16_v2(CUdeviceptr dstDevice, unsigned short us, size_t N)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemsetD16_v2(dstDevice: u64, us: u16, N: usize) -> u32 {
-    let real = crate::hook::real(474);
+    let real = crate::hook::real(477);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD16_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, u16, usize) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(474);
+    let token = crate::hook::begin(477);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, us, N) };
     crate::hook::end(token, ret);
@@ -1672,13 +1672,13 @@ pub unsafe extern "C" fn cuMemsetD16_v2(dstDevice: u64, us: u16, N: usize) -> u3
 /// `CUresult cuMemsetD16_v2_ptds(CUdeviceptr dstDevice, unsigned short us, size_t N)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemsetD16_v2_ptds(dstDevice: u64, us: u16, N: usize) -> u32 {
-    let real = crate::hook::real(475);
+    let real = crate::hook::real(478);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD16_v2_ptds`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, u16, usize) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(475);
+    let token = crate::hook::begin(478);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, us, N) };
     crate::hook::end(token, ret);
@@ -1694,14 +1694,14 @@ pub unsafe extern "C" fn cuMemsetD2D16(
     Width: u32,
     Height: u32,
 ) -> u32 {
-    let real = crate::hook::real(476);
+    let real = crate::hook::real(479);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD2D16`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u32, u32, u16, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(476);
+    let token = crate::hook::begin(479);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, dstPitch, us, Width, Height) };
     crate::hook::end(token, ret);
@@ -1718,14 +1718,14 @@ pub unsafe extern "C" fn cuMemsetD2D16Async(
     Height: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(477);
+    let real = crate::hook::real(480);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD2D16Async`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, usize, u16, usize, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(477);
+    let token = crate::hook::begin(480);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, dstPitch, us, Width, Height, hStream) };
     crate::hook::end(token, ret);
@@ -1742,14 +1742,14 @@ pub unsafe extern "C" fn cuMemsetD2D16Async_ptsz(
     Height: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(478);
+    let real = crate::hook::real(481);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD2D16Async_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, usize, u16, usize, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(478);
+    let token = crate::hook::begin(481);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, dstPitch, us, Width, Height, hStream) };
     crate::hook::end(token, ret);
@@ -1765,14 +1765,14 @@ pub unsafe extern "C" fn cuMemsetD2D16_v2(
     Width: usize,
     Height: usize,
 ) -> u32 {
-    let real = crate::hook::real(479);
+    let real = crate::hook::real(482);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD2D16_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, usize, u16, usize, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(479);
+    let token = crate::hook::begin(482);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, dstPitch, us, Width, Height) };
     crate::hook::end(token, ret);
@@ -1788,14 +1788,14 @@ pub unsafe extern "C" fn cuMemsetD2D16_v2_ptds(
     Width: usize,
     Height: usize,
 ) -> u32 {
-    let real = crate::hook::real(480);
+    let real = crate::hook::real(483);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD2D16_v2_ptds`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, usize, u16, usize, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(480);
+    let token = crate::hook::begin(483);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, dstPitch, us, Width, Height) };
     crate::hook::end(token, ret);
@@ -1811,14 +1811,14 @@ pub unsafe extern "C" fn cuMemsetD2D32(
     Width: u32,
     Height: u32,
 ) -> u32 {
-    let real = crate::hook::real(481);
+    let real = crate::hook::real(484);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD2D32`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u32, u32, u32, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(481);
+    let token = crate::hook::begin(484);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, dstPitch, ui, Width, Height) };
     crate::hook::end(token, ret);
@@ -1835,14 +1835,14 @@ pub unsafe extern "C" fn cuMemsetD2D32Async(
     Height: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(482);
+    let real = crate::hook::real(485);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD2D32Async`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, usize, u32, usize, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(482);
+    let token = crate::hook::begin(485);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, dstPitch, ui, Width, Height, hStream) };
     crate::hook::end(token, ret);
@@ -1859,14 +1859,14 @@ pub unsafe extern "C" fn cuMemsetD2D32Async_ptsz(
     Height: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(483);
+    let real = crate::hook::real(486);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD2D32Async_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, usize, u32, usize, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(483);
+    let token = crate::hook::begin(486);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, dstPitch, ui, Width, Height, hStream) };
     crate::hook::end(token, ret);
@@ -1882,14 +1882,14 @@ pub unsafe extern "C" fn cuMemsetD2D32_v2(
     Width: usize,
     Height: usize,
 ) -> u32 {
-    let real = crate::hook::real(484);
+    let real = crate::hook::real(487);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD2D32_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, usize, u32, usize, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(484);
+    let token = crate::hook::begin(487);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, dstPitch, ui, Width, Height) };
     crate::hook::end(token, ret);
@@ -1905,14 +1905,14 @@ pub unsafe extern "C" fn cuMemsetD2D32_v2_ptds(
     Width: usize,
     Height: usize,
 ) -> u32 {
-    let real = crate::hook::real(485);
+    let real = crate::hook::real(488);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD2D32_v2_ptds`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, usize, u32, usize, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(485);
+    let token = crate::hook::begin(488);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, dstPitch, ui, Width, Height) };
     crate::hook::end(token, ret);
@@ -1928,14 +1928,14 @@ pub unsafe extern "C" fn cuMemsetD2D8(
     Width: u32,
     Height: u32,
 ) -> u32 {
-    let real = crate::hook::real(486);
+    let real = crate::hook::real(489);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD2D8`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u32, u32, u8, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(486);
+    let token = crate::hook::begin(489);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, dstPitch, uc, Width, Height) };
     crate::hook::end(token, ret);
@@ -1952,14 +1952,14 @@ pub unsafe extern "C" fn cuMemsetD2D8Async(
     Height: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(487);
+    let real = crate::hook::real(490);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD2D8Async`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, usize, u8, usize, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(487);
+    let token = crate::hook::begin(490);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, dstPitch, uc, Width, Height, hStream) };
     crate::hook::end(token, ret);
@@ -1976,14 +1976,14 @@ pub unsafe extern "C" fn cuMemsetD2D8Async_ptsz(
     Height: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(488);
+    let real = crate::hook::real(491);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD2D8Async_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, usize, u8, usize, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(488);
+    let token = crate::hook::begin(491);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, dstPitch, uc, Width, Height, hStream) };
     crate::hook::end(token, ret);
@@ -1999,14 +1999,14 @@ pub unsafe extern "C" fn cuMemsetD2D8_v2(
     Width: usize,
     Height: usize,
 ) -> u32 {
-    let real = crate::hook::real(489);
+    let real = crate::hook::real(492);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD2D8_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, usize, u8, usize, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(489);
+    let token = crate::hook::begin(492);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, dstPitch, uc, Width, Height) };
     crate::hook::end(token, ret);
@@ -2022,14 +2022,14 @@ pub unsafe extern "C" fn cuMemsetD2D8_v2_ptds(
     Width: usize,
     Height: usize,
 ) -> u32 {
-    let real = crate::hook::real(490);
+    let real = crate::hook::real(493);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD2D8_v2_ptds`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, usize, u8, usize, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(490);
+    let token = crate::hook::begin(493);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, dstPitch, uc, Width, Height) };
     crate::hook::end(token, ret);
@@ -2039,13 +2039,13 @@ pub unsafe extern "C" fn cuMemsetD2D8_v2_ptds(
 /// `CUresult cuMemsetD32(CUdeviceptr_v1 dstDevice, unsigned int ui, unsigned int N)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemsetD32(dstDevice: u32, ui: u32, N: u32) -> u32 {
-    let real = crate::hook::real(491);
+    let real = crate::hook::real(494);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD32`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u32, u32, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(491);
+    let token = crate::hook::begin(494);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, ui, N) };
     crate::hook::end(token, ret);
@@ -2060,14 +2060,14 @@ pub unsafe extern "C" fn cuMemsetD32Async(
     N: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(492);
+    let real = crate::hook::real(495);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD32Async`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, u32, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(492);
+    let token = crate::hook::begin(495);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, ui, N, hStream) };
     crate::hook::end(token, ret);
@@ -2082,14 +2082,14 @@ pub unsafe extern "C" fn cuMemsetD32Async_ptsz(
     N: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(493);
+    let real = crate::hook::real(496);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD32Async_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, u32, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(493);
+    let token = crate::hook::begin(496);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, ui, N, hStream) };
     crate::hook::end(token, ret);
@@ -2099,13 +2099,13 @@ pub unsafe extern "C" fn cuMemsetD32Async_ptsz(
 /// `CUresult cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui, size_t N)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemsetD32_v2(dstDevice: u64, ui: u32, N: usize) -> u32 {
-    let real = crate::hook::real(494);
+    let real = crate::hook::real(497);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD32_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, u32, usize) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(494);
+    let token = crate::hook::begin(497);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, ui, N) };
     crate::hook::end(token, ret);
@@ -2115,13 +2115,13 @@ pub unsafe extern "C" fn cuMemsetD32_v2(dstDevice: u64, ui: u32, N: usize) -> u3
 /// `CUresult cuMemsetD32_v2_ptds(CUdeviceptr dstDevice, unsigned int ui, size_t N)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemsetD32_v2_ptds(dstDevice: u64, ui: u32, N: usize) -> u32 {
-    let real = crate::hook::real(495);
+    let real = crate::hook::real(498);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD32_v2_ptds`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, u32, usize) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(495);
+    let token = crate::hook::begin(498);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, ui, N) };
     crate::hook::end(token, ret);
@@ -2131,13 +2131,13 @@ pub unsafe extern "C" fn cuMemsetD32_v2_ptds(dstDevice: u64, ui: u32, N: usize) 
 /// `CUresult cuMemsetD8(CUdeviceptr_v1 dstDevice, unsigned char uc, unsigned int N)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemsetD8(dstDevice: u32, uc: u8, N: u32) -> u32 {
-    let real = crate::hook::real(496);
+    let real = crate::hook::real(499);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD8`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u32, u8, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(496);
+    let token = crate::hook::begin(499);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, uc, N) };
     crate::hook::end(token, ret);
@@ -2152,14 +2152,14 @@ pub unsafe extern "C" fn cuMemsetD8Async(
     N: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(497);
+    let real = crate::hook::real(500);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD8Async`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, u8, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(497);
+    let token = crate::hook::begin(500);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, uc, N, hStream) };
     crate::hook::end(token, ret);
@@ -2174,14 +2174,14 @@ pub unsafe extern "C" fn cuMemsetD8Async_ptsz(
     N: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(498);
+    let real = crate::hook::real(501);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD8Async_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, u8, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(498);
+    let token = crate::hook::begin(501);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, uc, N, hStream) };
     crate::hook::end(token, ret);
@@ -2191,13 +2191,13 @@ pub unsafe extern "C" fn cuMemsetD8Async_ptsz(
 /// `CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemsetD8_v2(dstDevice: u64, uc: u8, N: usize) -> u32 {
-    let real = crate::hook::real(499);
+    let real = crate::hook::real(502);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD8_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, u8, usize) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(499);
+    let token = crate::hook::begin(502);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, uc, N) };
     crate::hook::end(token, ret);
@@ -2207,13 +2207,13 @@ pub unsafe extern "C" fn cuMemsetD8_v2(dstDevice: u64, uc: u8, N: usize) -> u32 
 /// `CUresult cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc, size_t N)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemsetD8_v2_ptds(dstDevice: u64, uc: u8, N: usize) -> u32 {
-    let real = crate::hook::real(500);
+    let real = crate::hook::real(503);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemsetD8_v2_ptds`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, u8, usize) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(500);
+    let token = crate::hook::begin(503);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstDevice, uc, N) };
     crate::hook::end(token, ret);

@@ -245,13 +245,13 @@ pub unsafe extern "C" fn cuArrayGetSparseProperties(
 /// `CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)`
 #[no_mangle]
 pub unsafe extern "C" fn cuIpcCloseMemHandle(dptr: u64) -> u32 {
-    let real = crate::hook::real(276);
+    let real = crate::hook::real(277);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuIpcCloseMemHandle`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(276);
+    let token = crate::hook::begin(277);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptr) };
     crate::hook::end(token, ret);
@@ -261,14 +261,14 @@ pub unsafe extern "C" fn cuIpcCloseMemHandle(dptr: u64) -> u32 {
 /// `CUresult cuIpcGetEventHandle(CUipcEventHandle *pHandle, CUevent event)`
 #[no_mangle]
 pub unsafe extern "C" fn cuIpcGetEventHandle(pHandle: *mut c_void, event: *mut c_void) -> u32 {
-    let real = crate::hook::real(277);
+    let real = crate::hook::real(278);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuIpcGetEventHandle`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(277);
+    let token = crate::hook::begin(278);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pHandle, event) };
     crate::hook::end(token, ret);
@@ -278,13 +278,13 @@ pub unsafe extern "C" fn cuIpcGetEventHandle(pHandle: *mut c_void, event: *mut c
 /// `CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)`
 #[no_mangle]
 pub unsafe extern "C" fn cuIpcGetMemHandle(pHandle: *mut c_void, dptr: u64) -> u32 {
-    let real = crate::hook::real(278);
+    let real = crate::hook::real(279);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuIpcGetMemHandle`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(278);
+    let token = crate::hook::begin(279);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pHandle, dptr) };
     crate::hook::end(token, ret);
@@ -297,14 +297,14 @@ pub unsafe extern "C" fn cuIpcOpenEventHandle(
     phEvent: *mut c_void,
     handle: CUipcEventHandle_st,
 ) -> u32 {
-    let real = crate::hook::real(279);
+    let real = crate::hook::real(280);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuIpcOpenEventHandle`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, CUipcEventHandle_st) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(279);
+    let token = crate::hook::begin(280);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(phEvent, handle) };
     crate::hook::end(token, ret);
@@ -318,14 +318,14 @@ pub unsafe extern "C" fn cuIpcOpenMemHandle(
     handle: CUipcMemHandle_st,
     Flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(280);
+    let real = crate::hook::real(281);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuIpcOpenMemHandle`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, CUipcMemHandle_st, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(280);
+    let token = crate::hook::begin(281);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pdptr, handle, Flags) };
     crate::hook::end(token, ret);
@@ -339,14 +339,14 @@ pub unsafe extern "C" fn cuIpcOpenMemHandle_v2(
     handle: CUipcMemHandle_st,
     Flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(281);
+    let real = crate::hook::real(282);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuIpcOpenMemHandle_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, CUipcMemHandle_st, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(281);
+    let token = crate::hook::begin(282);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pdptr, handle, Flags) };
     crate::hook::end(token, ret);
@@ -356,13 +356,13 @@ pub unsafe extern "C" fn cuIpcOpenMemHandle_v2(
 /// `CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemAddressFree(ptr: u64, size: usize) -> u32 {
-    let real = crate::hook::real(324);
+    let real = crate::hook::real(325);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemAddressFree`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, usize) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(324);
+    let token = crate::hook::begin(325);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(ptr, size) };
     crate::hook::end(token, ret);
@@ -378,14 +378,14 @@ pub unsafe extern "C" fn cuMemAddressReserve(
     addr: u64,
     flags: u64,
 ) -> u32 {
-    let real = crate::hook::real(325);
+    let real = crate::hook::real(326);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemAddressReserve`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize, usize, u64, u64) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(325);
+    let token = crate::hook::begin(326);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(ptr, size, alignment, addr, flags) };
     crate::hook::end(token, ret);
@@ -395,14 +395,14 @@ pub unsafe extern "C" fn cuMemAddressReserve(
 /// `CUresult cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUdevice device)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemAdvise(devPtr: u64, count: usize, advice: u32, device: i32) -> u32 {
-    let real = crate::hook::real(326);
+    let real = crate::hook::real(327);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemAdvise`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, usize, u32, i32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(326);
+    let token = crate::hook::begin(327);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(devPtr, count, advice, device) };
     crate::hook::end(token, ret);
@@ -417,14 +417,14 @@ pub unsafe extern "C" fn cuMemAdvise_v2(
     advice: u32,
     location: CUmemLocation_st,
 ) -> u32 {
-    let real = crate::hook::real(327);
+    let real = crate::hook::real(328);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemAdvise_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, usize, u32, CUmemLocation_st) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(327);
+    let token = crate::hook::begin(328);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(devPtr, count, advice, location) };
     crate::hook::end(token, ret);
@@ -434,13 +434,13 @@ pub unsafe extern "C" fn cuMemAdvise_v2(
 /// `CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemAlloc(dptr: *mut c_void, bytesize: u32) -> u32 {
-    let real = crate::hook::real(328);
+    let real = crate::hook::real(329);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemAlloc`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(328);
+    let token = crate::hook::begin(329);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptr, bytesize) };
     crate::hook::end(token, ret);
@@ -454,14 +454,14 @@ pub unsafe extern "C" fn cuMemAllocAsync(
     bytesize: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(329);
+    let real = crate::hook::real(330);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemAllocAsync`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(329);
+    let token = crate::hook::begin(330);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptr, bytesize, hStream) };
     crate::hook::end(token, ret);
@@ -475,14 +475,14 @@ pub unsafe extern "C" fn cuMemAllocAsync_ptsz(
     bytesize: usize,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(330);
+    let real = crate::hook::real(331);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemAllocAsync_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(330);
+    let token = crate::hook::begin(331);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptr, bytesize, hStream) };
     crate::hook::end(token, ret);
@@ -497,14 +497,14 @@ pub unsafe extern "C" fn cuMemAllocFromPoolAsync(
     pool: *mut c_void,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(331);
+    let real = crate::hook::real(332);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemAllocFromPoolAsync`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(331);
+    let token = crate::hook::begin(332);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptr, bytesize, pool, hStream) };
     crate::hook::end(token, ret);
@@ -519,14 +519,14 @@ pub unsafe extern "C" fn cuMemAllocFromPoolAsync_ptsz(
     pool: *mut c_void,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(332);
+    let real = crate::hook::real(333);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemAllocFromPoolAsync_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(332);
+    let token = crate::hook::begin(333);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptr, bytesize, pool, hStream) };
     crate::hook::end(token, ret);
@@ -536,13 +536,13 @@ pub unsafe extern "C" fn cuMemAllocFromPoolAsync_ptsz(
 /// `CUresult cuMemAllocHost(void **pp, unsigned int bytesize)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemAllocHost(pp: *mut c_void, bytesize: u32) -> u32 {
-    let real = crate::hook::real(333);
+    let real = crate::hook::real(334);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemAllocHost`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(333);
+    let token = crate::hook::begin(334);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pp, bytesize) };
     crate::hook::end(token, ret);
@@ -552,14 +552,14 @@ pub unsafe extern "C" fn cuMemAllocHost(pp: *mut c_void, bytesize: u32) -> u32 {
 /// `CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemAllocHost_v2(pp: *mut c_void, bytesize: usize) -> u32 {
-    let real = crate::hook::real(334);
+    let real = crate::hook::real(335);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemAllocHost_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(334);
+    let token = crate::hook::begin(335);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pp, bytesize) };
     crate::hook::end(token, ret);
@@ -569,14 +569,14 @@ pub unsafe extern "C" fn cuMemAllocHost_v2(pp: *mut c_void, bytesize: usize) -> 
 /// `CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemAllocManaged(dptr: *mut c_void, bytesize: usize, flags: u32) -> u32 {
-    let real = crate::hook::real(335);
+    let real = crate::hook::real(336);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemAllocManaged`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(335);
+    let token = crate::hook::begin(336);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptr, bytesize, flags) };
     crate::hook::end(token, ret);
@@ -592,14 +592,14 @@ pub unsafe extern "C" fn cuMemAllocPitch(
     Height: u32,
     ElementSizeBytes: u32,
 ) -> u32 {
-    let real = crate::hook::real(336);
+    let real = crate::hook::real(337);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemAllocPitch`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(336);
+    let token = crate::hook::begin(337);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes) };
     crate::hook::end(token, ret);
@@ -615,14 +615,14 @@ pub unsafe extern "C" fn cuMemAllocPitch_v2(
     Height: usize,
     ElementSizeBytes: u32,
 ) -> u32 {
-    let real = crate::hook::real(337);
+    let real = crate::hook::real(338);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemAllocPitch_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, usize, usize, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(337);
+    let token = crate::hook::begin(338);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes) };
     crate::hook::end(token, ret);
@@ -632,14 +632,14 @@ pub unsafe extern "C" fn cuMemAllocPitch_v2(
 /// `CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemAlloc_v2(dptr: *mut c_void, bytesize: usize) -> u32 {
-    let real = crate::hook::real(338);
+    let real = crate::hook::real(339);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemAlloc_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(338);
+    let token = crate::hook::begin(339);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptr, bytesize) };
     crate::hook::end(token, ret);
@@ -655,14 +655,14 @@ pub unsafe extern "C" fn cuMemBatchDecompressAsync(
     errorIndex: *mut c_void,
     stream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(339);
+    let real = crate::hook::real(340);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemBatchDecompressAsync`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize, u32, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(339);
+    let token = crate::hook::begin(340);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(paramsArray, count, flags, errorIndex, stream) };
     crate::hook::end(token, ret);
@@ -678,14 +678,14 @@ pub unsafe extern "C" fn cuMemBatchDecompressAsync_ptsz(
     errorIndex: *mut c_void,
     stream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(340);
+    let real = crate::hook::real(341);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemBatchDecompressAsync_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize, u32, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(340);
+    let token = crate::hook::begin(341);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(paramsArray, count, flags, errorIndex, stream) };
     crate::hook::end(token, ret);
@@ -700,14 +700,14 @@ pub unsafe extern "C" fn cuMemCreate(
     prop: *const c_void,
     flags: u64,
 ) -> u32 {
-    let real = crate::hook::real(341);
+    let real = crate::hook::real(342);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemCreate`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize, *const c_void, u64) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(341);
+    let token = crate::hook::begin(342);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(handle, size, prop, flags) };
     crate::hook::end(token, ret);
@@ -726,7 +726,7 @@ pub unsafe extern "C" fn cuMemDiscardAndPrefetchBatchAsync(
     flags: u64,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(342);
+    let real = crate::hook::real(343);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -741,7 +741,7 @@ pub unsafe extern "C" fn cuMemDiscardAndPrefetchBatchAsync(
         u64,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(342);
+    let token = crate::hook::begin(343);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -771,7 +771,7 @@ pub unsafe extern "C" fn cuMemDiscardAndPrefetchBatchAsync_ptsz(
     flags: u64,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(343);
+    let real = crate::hook::real(344);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -786,7 +786,7 @@ pub unsafe extern "C" fn cuMemDiscardAndPrefetchBatchAsync_ptsz(
         u64,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(343);
+    let token = crate::hook::begin(344);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -813,14 +813,14 @@ pub unsafe extern "C" fn cuMemDiscardBatchAsync(
     flags: u64,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(344);
+    let real = crate::hook::real(345);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemDiscardBatchAsync`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, usize, u64, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(344);
+    let token = crate::hook::begin(345);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptrs, sizes, count, flags, hStream) };
     crate::hook::end(token, ret);
@@ -836,14 +836,14 @@ pub unsafe extern "C" fn cuMemDiscardBatchAsync_ptsz(
     flags: u64,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(345);
+    let real = crate::hook::real(346);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemDiscardBatchAsync_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, usize, u64, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(345);
+    let token = crate::hook::begin(346);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptrs, sizes, count, flags, hStream) };
     crate::hook::end(token, ret);
@@ -858,14 +858,14 @@ pub unsafe extern "C" fn cuMemExportToShareableHandle(
     handleType: u32,
     flags: u64,
 ) -> u32 {
-    let real = crate::hook::real(346);
+    let real = crate::hook::real(347);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemExportToShareableHandle`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64, u32, u64) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(346);
+    let token = crate::hook::begin(347);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(shareableHandle, handle, handleType, flags) };
     crate::hook::end(token, ret);
@@ -875,13 +875,13 @@ pub unsafe extern "C" fn cuMemExportToShareableHandle(
 /// `CUresult cuMemFree(CUdeviceptr_v1 dptr)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemFree(dptr: u32) -> u32 {
-    let real = crate::hook::real(347);
+    let real = crate::hook::real(348);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemFree`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(347);
+    let token = crate::hook::begin(348);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptr) };
     crate::hook::end(token, ret);
@@ -891,13 +891,13 @@ pub unsafe extern "C" fn cuMemFree(dptr: u32) -> u32 {
 /// `CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemFreeAsync(dptr: u64, hStream: *mut c_void) -> u32 {
-    let real = crate::hook::real(348);
+    let real = crate::hook::real(349);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemFreeAsync`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, *mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(348);
+    let token = crate::hook::begin(349);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptr, hStream) };
     crate::hook::end(token, ret);
@@ -907,13 +907,13 @@ pub unsafe extern "C" fn cuMemFreeAsync(dptr: u64, hStream: *mut c_void) -> u32 
 /// `CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemFreeAsync_ptsz(dptr: u64, hStream: *mut c_void) -> u32 {
-    let real = crate::hook::real(349);
+    let real = crate::hook::real(350);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemFreeAsync_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, *mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(349);
+    let token = crate::hook::begin(350);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptr, hStream) };
     crate::hook::end(token, ret);
@@ -923,13 +923,13 @@ pub unsafe extern "C" fn cuMemFreeAsync_ptsz(dptr: u64, hStream: *mut c_void) ->
 /// `CUresult cuMemFreeHost(void *p)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemFreeHost(p: *mut c_void) -> u32 {
-    let real = crate::hook::real(350);
+    let real = crate::hook::real(351);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemFreeHost`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(350);
+    let token = crate::hook::begin(351);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(p) };
     crate::hook::end(token, ret);
@@ -939,13 +939,13 @@ pub unsafe extern "C" fn cuMemFreeHost(p: *mut c_void) -> u32 {
 /// `CUresult cuMemFree_v2(CUdeviceptr dptr)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemFree_v2(dptr: u64) -> u32 {
-    let real = crate::hook::real(351);
+    let real = crate::hook::real(352);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemFree_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(351);
+    let token = crate::hook::begin(352);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptr) };
     crate::hook::end(token, ret);
@@ -959,14 +959,14 @@ pub unsafe extern "C" fn cuMemGetAccess(
     location: *const c_void,
     ptr: u64,
 ) -> u32 {
-    let real = crate::hook::real(352);
+    let real = crate::hook::real(353);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemGetAccess`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void, u64) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(352);
+    let token = crate::hook::begin(353);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(flags, location, ptr) };
     crate::hook::end(token, ret);
@@ -980,14 +980,14 @@ pub unsafe extern "C" fn cuMemGetAddressRange(
     psize: *mut c_void,
     dptr: u32,
 ) -> u32 {
-    let real = crate::hook::real(353);
+    let real = crate::hook::real(354);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemGetAddressRange`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(353);
+    let token = crate::hook::begin(354);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pbase, psize, dptr) };
     crate::hook::end(token, ret);
@@ -1001,14 +1001,14 @@ pub unsafe extern "C" fn cuMemGetAddressRange_v2(
     psize: *mut c_void,
     dptr: u64,
 ) -> u32 {
-    let real = crate::hook::real(354);
+    let real = crate::hook::real(355);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemGetAddressRange_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u64) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(354);
+    let token = crate::hook::begin(355);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pbase, psize, dptr) };
     crate::hook::end(token, ret);
@@ -1022,14 +1022,14 @@ pub unsafe extern "C" fn cuMemGetAllocationGranularity(
     prop: *const c_void,
     option: u32,
 ) -> u32 {
-    let real = crate::hook::real(355);
+    let real = crate::hook::real(356);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemGetAllocationGranularity`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(355);
+    let token = crate::hook::begin(356);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(granularity, prop, option) };
     crate::hook::end(token, ret);
@@ -1042,13 +1042,13 @@ pub unsafe extern "C" fn cuMemGetAllocationPropertiesFromHandle(
     prop: *mut c_void,
     handle: u64,
 ) -> u32 {
-    let real = crate::hook::real(356);
+    let real = crate::hook::real(357);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemGetAllocationPropertiesFromHandle`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(356);
+    let token = crate::hook::begin(357);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(prop, handle) };
     crate::hook::end(token, ret);
@@ -1062,14 +1062,14 @@ pub unsafe extern "C" fn cuMemGetDefaultMemPool(
     location: *mut c_void,
     type_: u32,
 ) -> u32 {
-    let real = crate::hook::real(357);
+    let real = crate::hook::real(360);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemGetDefaultMemPool`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(357);
+    let token = crate::hook::begin(360);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pool_out, location, type_) };
     crate::hook::end(token, ret);
@@ -1085,14 +1085,14 @@ pub unsafe extern "C" fn cuMemGetHandleForAddressRange(
     handleType: u32,
     flags: u64,
 ) -> u32 {
-    let real = crate::hook::real(358);
+    let real = crate::hook::real(361);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemGetHandleForAddressRange`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64, usize, u32, u64) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(358);
+    let token = crate::hook::begin(361);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(handle, dptr, size, handleType, flags) };
     crate::hook::end(token, ret);
@@ -1102,14 +1102,14 @@ pub unsafe extern "C" fn cuMemGetHandleForAddressRange(
 /// `CUresult cuMemGetInfo(unsigned int *free, unsigned int *total)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemGetInfo(free: *mut c_void, total: *mut c_void) -> u32 {
-    let real = crate::hook::real(359);
+    let real = crate::hook::real(362);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemGetInfo`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(359);
+    let token = crate::hook::begin(362);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(free, total) };
     crate::hook::end(token, ret);
@@ -1119,14 +1119,14 @@ pub unsafe extern "C" fn cuMemGetInfo(free: *mut c_void, total: *mut c_void) -> 
 /// `CUresult cuMemGetInfo_v2(size_t *free, size_t *total)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemGetInfo_v2(free: *mut c_void, total: *mut c_void) -> u32 {
-    let real = crate::hook::real(360);
+    let real = crate::hook::real(363);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemGetInfo_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(360);
+    let token = crate::hook::begin(363);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(free, total) };
     crate::hook::end(token, ret);
@@ -1140,14 +1140,14 @@ pub unsafe extern "C" fn cuMemGetMemPool(
     location: *mut c_void,
     type_: u32,
 ) -> u32 {
-    let real = crate::hook::real(361);
+    let real = crate::hook::real(364);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemGetMemPool`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(361);
+    let token = crate::hook::begin(364);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pool, location, type_) };
     crate::hook::end(token, ret);
@@ -1157,14 +1157,14 @@ pub unsafe extern "C" fn cuMemGetMemPool(
 /// `CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemHostAlloc(pp: *mut c_void, bytesize: usize, Flags: u32) -> u32 {
-    let real = crate::hook::real(362);
+    let real = crate::hook::real(365);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemHostAlloc`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(362);
+    let token = crate::hook::begin(365);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pp, bytesize, Flags) };
     crate::hook::end(token, ret);
@@ -1178,14 +1178,14 @@ pub unsafe extern "C" fn cuMemHostGetDevicePointer(
     p: *mut c_void,
     Flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(363);
+    let real = crate::hook::real(366);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemHostGetDevicePointer`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(363);
+    let token = crate::hook::begin(366);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pdptr, p, Flags) };
     crate::hook::end(token, ret);
@@ -1199,14 +1199,14 @@ pub unsafe extern "C" fn cuMemHostGetDevicePointer_v2(
     p: *mut c_void,
     Flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(364);
+    let real = crate::hook::real(367);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemHostGetDevicePointer_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(364);
+    let token = crate::hook::begin(367);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pdptr, p, Flags) };
     crate::hook::end(token, ret);
@@ -1216,14 +1216,14 @@ pub unsafe extern "C" fn cuMemHostGetDevicePointer_v2(
 /// `CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemHostGetFlags(pFlags: *mut c_void, p: *mut c_void) -> u32 {
-    let real = crate::hook::real(365);
+    let real = crate::hook::real(368);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemHostGetFlags`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(365);
+    let token = crate::hook::begin(368);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pFlags, p) };
     crate::hook::end(token, ret);
@@ -1233,14 +1233,14 @@ pub unsafe extern "C" fn cuMemHostGetFlags(pFlags: *mut c_void, p: *mut c_void) 
 /// `CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemHostRegister(p: *mut c_void, bytesize: usize, Flags: u32) -> u32 {
-    let real = crate::hook::real(366);
+    let real = crate::hook::real(369);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemHostRegister`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(366);
+    let token = crate::hook::begin(369);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(p, bytesize, Flags) };
     crate::hook::end(token, ret);
@@ -1250,14 +1250,14 @@ pub unsafe extern "C" fn cuMemHostRegister(p: *mut c_void, bytesize: usize, Flag
 /// `CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemHostRegister_v2(p: *mut c_void, bytesize: usize, Flags: u32) -> u32 {
-    let real = crate::hook::real(367);
+    let real = crate::hook::real(370);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemHostRegister_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(367);
+    let token = crate::hook::begin(370);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(p, bytesize, Flags) };
     crate::hook::end(token, ret);
@@ -1267,13 +1267,13 @@ pub unsafe extern "C" fn cuMemHostRegister_v2(p: *mut c_void, bytesize: usize, F
 /// `CUresult cuMemHostUnregister(void *p)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemHostUnregister(p: *mut c_void) -> u32 {
-    let real = crate::hook::real(368);
+    let real = crate::hook::real(371);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemHostUnregister`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(368);
+    let token = crate::hook::begin(371);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(p) };
     crate::hook::end(token, ret);
@@ -1287,14 +1287,14 @@ pub unsafe extern "C" fn cuMemImportFromShareableHandle(
     osHandle: *mut c_void,
     shHandleType: u32,
 ) -> u32 {
-    let real = crate::hook::real(369);
+    let real = crate::hook::real(372);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemImportFromShareableHandle`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(369);
+    let token = crate::hook::begin(372);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(handle, osHandle, shHandleType) };
     crate::hook::end(token, ret);
@@ -1310,14 +1310,14 @@ pub unsafe extern "C" fn cuMemMap(
     handle: u64,
     flags: u64,
 ) -> u32 {
-    let real = crate::hook::real(370);
+    let real = crate::hook::real(373);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemMap`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, usize, usize, u64, u64) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(370);
+    let token = crate::hook::begin(373);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(ptr, size, offset, handle, flags) };
     crate::hook::end(token, ret);
@@ -1331,14 +1331,14 @@ pub unsafe extern "C" fn cuMemMapArrayAsync(
     count: u32,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(371);
+    let real = crate::hook::real(374);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemMapArrayAsync`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(371);
+    let token = crate::hook::begin(374);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(mapInfoList, count, hStream) };
     crate::hook::end(token, ret);
@@ -1352,14 +1352,14 @@ pub unsafe extern "C" fn cuMemMapArrayAsync_ptsz(
     count: u32,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(372);
+    let real = crate::hook::real(375);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemMapArrayAsync_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(372);
+    let token = crate::hook::begin(375);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(mapInfoList, count, hStream) };
     crate::hook::end(token, ret);
@@ -1369,14 +1369,14 @@ pub unsafe extern "C" fn cuMemMapArrayAsync_ptsz(
 /// `CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemPoolCreate(pool: *mut c_void, poolProps: *const c_void) -> u32 {
-    let real = crate::hook::real(373);
+    let real = crate::hook::real(376);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemPoolCreate`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(373);
+    let token = crate::hook::begin(376);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pool, poolProps) };
     crate::hook::end(token, ret);
@@ -1386,13 +1386,13 @@ pub unsafe extern "C" fn cuMemPoolCreate(pool: *mut c_void, poolProps: *const c_
 /// `CUresult cuMemPoolDestroy(CUmemoryPool pool)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemPoolDestroy(pool: *mut c_void) -> u32 {
-    let real = crate::hook::real(374);
+    let real = crate::hook::real(377);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemPoolDestroy`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(374);
+    let token = crate::hook::begin(377);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pool) };
     crate::hook::end(token, ret);
@@ -1402,13 +1402,13 @@ pub unsafe extern "C" fn cuMemPoolDestroy(pool: *mut c_void) -> u32 {
 /// `CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData *shareData_out, CUdeviceptr ptr)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemPoolExportPointer(shareData_out: *mut c_void, ptr: u64) -> u32 {
-    let real = crate::hook::real(375);
+    let real = crate::hook::real(378);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemPoolExportPointer`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(375);
+    let token = crate::hook::begin(378);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(shareData_out, ptr) };
     crate::hook::end(token, ret);
@@ -1423,14 +1423,14 @@ pub unsafe extern "C" fn cuMemPoolExportToShareableHandle(
     handleType: u32,
     flags: u64,
 ) -> u32 {
-    let real = crate::hook::real(376);
+    let real = crate::hook::real(379);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemPoolExportToShareableHandle`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32, u64) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(376);
+    let token = crate::hook::begin(379);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(handle_out, pool, handleType, flags) };
     crate::hook::end(token, ret);
@@ -1444,14 +1444,14 @@ pub unsafe extern "C" fn cuMemPoolGetAccess(
     memPool: *mut c_void,
     location: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(377);
+    let real = crate::hook::real(380);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemPoolGetAccess`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(377);
+    let token = crate::hook::begin(380);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(flags, memPool, location) };
     crate::hook::end(token, ret);
@@ -1465,14 +1465,14 @@ pub unsafe extern "C" fn cuMemPoolGetAttribute(
     attr: u32,
     value: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(378);
+    let real = crate::hook::real(381);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemPoolGetAttribute`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(378);
+    let token = crate::hook::begin(381);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pool, attr, value) };
     crate::hook::end(token, ret);
@@ -1487,14 +1487,14 @@ pub unsafe extern "C" fn cuMemPoolImportFromShareableHandle(
     handleType: u32,
     flags: u64,
 ) -> u32 {
-    let real = crate::hook::real(379);
+    let real = crate::hook::real(382);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemPoolImportFromShareableHandle`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32, u64) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(379);
+    let token = crate::hook::begin(382);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pool_out, handle, handleType, flags) };
     crate::hook::end(token, ret);
@@ -1508,14 +1508,14 @@ pub unsafe extern "C" fn cuMemPoolImportPointer(
     pool: *mut c_void,
     shareData: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(380);
+    let real = crate::hook::real(383);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemPoolImportPointer`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(380);
+    let token = crate::hook::begin(383);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(ptr_out, pool, shareData) };
     crate::hook::end(token, ret);
@@ -1529,14 +1529,14 @@ pub unsafe extern "C" fn cuMemPoolSetAccess(
     map: *const c_void,
     count: usize,
 ) -> u32 {
-    let real = crate::hook::real(381);
+    let real = crate::hook::real(384);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemPoolSetAccess`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(381);
+    let token = crate::hook::begin(384);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pool, map, count) };
     crate::hook::end(token, ret);
@@ -1550,14 +1550,14 @@ pub unsafe extern "C" fn cuMemPoolSetAttribute(
     attr: u32,
     value: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(382);
+    let real = crate::hook::real(385);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemPoolSetAttribute`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(382);
+    let token = crate::hook::begin(385);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pool, attr, value) };
     crate::hook::end(token, ret);
@@ -1567,14 +1567,14 @@ pub unsafe extern "C" fn cuMemPoolSetAttribute(
 /// `CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemPoolTrimTo(pool: *mut c_void, minBytesToKeep: usize) -> u32 {
-    let real = crate::hook::real(383);
+    let real = crate::hook::real(386);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemPoolTrimTo`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(383);
+    let token = crate::hook::begin(386);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pool, minBytesToKeep) };
     crate::hook::end(token, ret);
@@ -1589,14 +1589,14 @@ pub unsafe extern "C" fn cuMemPrefetchAsync(
     dstDevice: i32,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(384);
+    let real = crate::hook::real(387);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemPrefetchAsync`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, usize, i32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(384);
+    let token = crate::hook::begin(387);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(devPtr, count, dstDevice, hStream) };
     crate::hook::end(token, ret);
@@ -1611,14 +1611,14 @@ pub unsafe extern "C" fn cuMemPrefetchAsync_ptsz(
     dstDevice: i32,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(385);
+    let real = crate::hook::real(388);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemPrefetchAsync_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, usize, i32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(385);
+    let token = crate::hook::begin(388);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(devPtr, count, dstDevice, hStream) };
     crate::hook::end(token, ret);
@@ -1634,14 +1634,14 @@ pub unsafe extern "C" fn cuMemPrefetchAsync_v2(
     flags: u32,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(386);
+    let real = crate::hook::real(389);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemPrefetchAsync_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, usize, CUmemLocation_st, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(386);
+    let token = crate::hook::begin(389);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(devPtr, count, location, flags, hStream) };
     crate::hook::end(token, ret);
@@ -1657,14 +1657,14 @@ pub unsafe extern "C" fn cuMemPrefetchAsync_v2_ptsz(
     flags: u32,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(387);
+    let real = crate::hook::real(390);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemPrefetchAsync_v2_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, usize, CUmemLocation_st, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(387);
+    let token = crate::hook::begin(390);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(devPtr, count, location, flags, hStream) };
     crate::hook::end(token, ret);
@@ -1683,7 +1683,7 @@ pub unsafe extern "C" fn cuMemPrefetchBatchAsync(
     flags: u64,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(388);
+    let real = crate::hook::real(391);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -1698,7 +1698,7 @@ pub unsafe extern "C" fn cuMemPrefetchBatchAsync(
         u64,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(388);
+    let token = crate::hook::begin(391);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -1728,7 +1728,7 @@ pub unsafe extern "C" fn cuMemPrefetchBatchAsync_ptsz(
     flags: u64,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(389);
+    let real = crate::hook::real(392);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -1743,7 +1743,7 @@ pub unsafe extern "C" fn cuMemPrefetchBatchAsync_ptsz(
         u64,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(389);
+    let token = crate::hook::begin(392);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -1770,14 +1770,14 @@ pub unsafe extern "C" fn cuMemRangeGetAttribute(
     devPtr: u64,
     count: usize,
 ) -> u32 {
-    let real = crate::hook::real(390);
+    let real = crate::hook::real(393);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemRangeGetAttribute`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize, u32, u64, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(390);
+    let token = crate::hook::begin(393);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(data, dataSize, attribute, devPtr, count) };
     crate::hook::end(token, ret);
@@ -1794,7 +1794,7 @@ pub unsafe extern "C" fn cuMemRangeGetAttributes(
     devPtr: u64,
     count: usize,
 ) -> u32 {
-    let real = crate::hook::real(391);
+    let real = crate::hook::real(394);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -1807,7 +1807,7 @@ pub unsafe extern "C" fn cuMemRangeGetAttributes(
         u64,
         usize,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(391);
+    let token = crate::hook::begin(394);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(data, dataSizes, attributes, numAttributes, devPtr, count) };
     crate::hook::end(token, ret);
@@ -1817,13 +1817,13 @@ pub unsafe extern "C" fn cuMemRangeGetAttributes(
 /// `CUresult cuMemRelease(CUmemGenericAllocationHandle handle)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemRelease(handle: u64) -> u32 {
-    let real = crate::hook::real(392);
+    let real = crate::hook::real(395);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemRelease`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(392);
+    let token = crate::hook::begin(395);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(handle) };
     crate::hook::end(token, ret);
@@ -1836,14 +1836,14 @@ pub unsafe extern "C" fn cuMemRetainAllocationHandle(
     handle: *mut c_void,
     addr: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(393);
+    let real = crate::hook::real(396);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemRetainAllocationHandle`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(393);
+    let token = crate::hook::begin(396);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(handle, addr) };
     crate::hook::end(token, ret);
@@ -1858,14 +1858,14 @@ pub unsafe extern "C" fn cuMemSetAccess(
     desc: *const c_void,
     count: usize,
 ) -> u32 {
-    let real = crate::hook::real(394);
+    let real = crate::hook::real(397);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemSetAccess`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, usize, *const c_void, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(394);
+    let token = crate::hook::begin(397);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(ptr, size, desc, count) };
     crate::hook::end(token, ret);
@@ -1879,14 +1879,14 @@ pub unsafe extern "C" fn cuMemSetMemPool(
     type_: u32,
     pool: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(395);
+    let real = crate::hook::real(398);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemSetMemPool`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(395);
+    let token = crate::hook::begin(398);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(location, type_, pool) };
     crate::hook::end(token, ret);
@@ -1896,13 +1896,13 @@ pub unsafe extern "C" fn cuMemSetMemPool(
 /// `CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMemUnmap(ptr: u64, size: usize) -> u32 {
-    let real = crate::hook::real(396);
+    let real = crate::hook::real(399);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMemUnmap`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, usize) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(396);
+    let token = crate::hook::begin(399);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(ptr, size) };
     crate::hook::end(token, ret);
@@ -1916,14 +1916,14 @@ pub unsafe extern "C" fn cuMipmappedArrayCreate(
     pMipmappedArrayDesc: *const c_void,
     numMipmapLevels: u32,
 ) -> u32 {
-    let real = crate::hook::real(501);
+    let real = crate::hook::real(504);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMipmappedArrayCreate`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(501);
+    let token = crate::hook::begin(504);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pHandle, pMipmappedArrayDesc, numMipmapLevels) };
     crate::hook::end(token, ret);
@@ -1933,13 +1933,13 @@ pub unsafe extern "C" fn cuMipmappedArrayCreate(
 /// `CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMipmappedArrayDestroy(hMipmappedArray: *mut c_void) -> u32 {
-    let real = crate::hook::real(502);
+    let real = crate::hook::real(505);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMipmappedArrayDestroy`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(502);
+    let token = crate::hook::begin(505);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hMipmappedArray) };
     crate::hook::end(token, ret);
@@ -1953,14 +1953,14 @@ pub unsafe extern "C" fn cuMipmappedArrayGetLevel(
     hMipmappedArray: *mut c_void,
     level: u32,
 ) -> u32 {
-    let real = crate::hook::real(503);
+    let real = crate::hook::real(506);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMipmappedArrayGetLevel`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(503);
+    let token = crate::hook::begin(506);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pLevelArray, hMipmappedArray, level) };
     crate::hook::end(token, ret);
@@ -1974,14 +1974,14 @@ pub unsafe extern "C" fn cuMipmappedArrayGetMemoryRequirements(
     mipmap: *mut c_void,
     device: i32,
 ) -> u32 {
-    let real = crate::hook::real(504);
+    let real = crate::hook::real(507);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMipmappedArrayGetMemoryRequirements`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, i32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(504);
+    let token = crate::hook::begin(507);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(memoryRequirements, mipmap, device) };
     crate::hook::end(token, ret);
@@ -1994,14 +1994,14 @@ pub unsafe extern "C" fn cuMipmappedArrayGetSparseProperties(
     sparseProperties: *mut c_void,
     mipmap: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(505);
+    let real = crate::hook::real(508);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMipmappedArrayGetSparseProperties`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(505);
+    let token = crate::hook::begin(508);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(sparseProperties, mipmap) };
     crate::hook::end(token, ret);
@@ -2011,13 +2011,13 @@ pub unsafe extern "C" fn cuMipmappedArrayGetSparseProperties(
 /// `CUresult cuMulticastAddDevice(CUmemGenericAllocationHandle mcHandle, CUdevice dev)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMulticastAddDevice(mcHandle: u64, dev: i32) -> u32 {
-    let real = crate::hook::real(519);
+    let real = crate::hook::real(522);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMulticastAddDevice`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, i32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(519);
+    let token = crate::hook::begin(522);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(mcHandle, dev) };
     crate::hook::end(token, ret);
@@ -2033,14 +2033,14 @@ pub unsafe extern "C" fn cuMulticastBindAddr(
     size: usize,
     flags: u64,
 ) -> u32 {
-    let real = crate::hook::real(520);
+    let real = crate::hook::real(523);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMulticastBindAddr`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, usize, u64, usize, u64) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(520);
+    let token = crate::hook::begin(523);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(mcHandle, mcOffset, memptr, size, flags) };
     crate::hook::end(token, ret);
@@ -2057,14 +2057,14 @@ pub unsafe extern "C" fn cuMulticastBindMem(
     size: usize,
     flags: u64,
 ) -> u32 {
-    let real = crate::hook::real(521);
+    let real = crate::hook::real(524);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMulticastBindMem`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, usize, u64, usize, usize, u64) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(521);
+    let token = crate::hook::begin(524);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(mcHandle, mcOffset, memHandle, memOffset, size, flags) };
     crate::hook::end(token, ret);
@@ -2074,14 +2074,14 @@ pub unsafe extern "C" fn cuMulticastBindMem(
 /// `CUresult cuMulticastCreate(CUmemGenericAllocationHandle *mcHandle, const CUmulticastObjectProp *prop)`
 #[no_mangle]
 pub unsafe extern "C" fn cuMulticastCreate(mcHandle: *mut c_void, prop: *const c_void) -> u32 {
-    let real = crate::hook::real(522);
+    let real = crate::hook::real(525);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMulticastCreate`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(522);
+    let token = crate::hook::begin(525);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(mcHandle, prop) };
     crate::hook::end(token, ret);
@@ -2095,14 +2095,14 @@ pub unsafe extern "C" fn cuMulticastGetGranularity(
     prop: *const c_void,
     option: u32,
 ) -> u32 {
-    let real = crate::hook::real(523);
+    let real = crate::hook::real(526);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMulticastGetGranularity`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(523);
+    let token = crate::hook::begin(526);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(granularity, prop, option) };
     crate::hook::end(token, ret);
@@ -2117,14 +2117,14 @@ pub unsafe extern "C" fn cuMulticastUnbind(
     mcOffset: usize,
     size: usize,
 ) -> u32 {
-    let real = crate::hook::real(524);
+    let real = crate::hook::real(527);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuMulticastUnbind`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64, i32, usize, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(524);
+    let token = crate::hook::begin(527);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(mcHandle, dev, mcOffset, size) };
     crate::hook::end(token, ret);
@@ -2134,14 +2134,14 @@ pub unsafe extern "C" fn cuMulticastUnbind(
 /// `CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)`
 #[no_mangle]
 pub unsafe extern "C" fn cuPointerGetAttribute(data: *mut c_void, attribute: u32, ptr: u64) -> u32 {
-    let real = crate::hook::real(537);
+    let real = crate::hook::real(540);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuPointerGetAttribute`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, u64) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(537);
+    let token = crate::hook::begin(540);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(data, attribute, ptr) };
     crate::hook::end(token, ret);
@@ -2156,14 +2156,14 @@ pub unsafe extern "C" fn cuPointerGetAttributes(
     data: *mut c_void,
     ptr: u64,
 ) -> u32 {
-    let real = crate::hook::real(538);
+    let real = crate::hook::real(541);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuPointerGetAttributes`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u32, *mut c_void, *mut c_void, u64) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(538);
+    let token = crate::hook::begin(541);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(numAttributes, attributes, data, ptr) };
     crate::hook::end(token, ret);
@@ -2177,14 +2177,14 @@ pub unsafe extern "C" fn cuPointerSetAttribute(
     attribute: u32,
     ptr: u64,
 ) -> u32 {
-    let real = crate::hook::real(539);
+    let real = crate::hook::real(542);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuPointerSetAttribute`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void, u32, u64) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(539);
+    let token = crate::hook::begin(542);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(value, attribute, ptr) };
     crate::hook::end(token, ret);

@@ -12,14 +12,14 @@ pub unsafe extern "C" fn cuFuncGetAttribute(
     attrib: u32,
     hfunc: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(125);
+    let real = crate::hook::real(126);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuFuncGetAttribute`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(125);
+    let token = crate::hook::begin(126);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pi, attrib, hfunc) };
     crate::hook::end(token, ret);
@@ -29,14 +29,14 @@ pub unsafe extern "C" fn cuFuncGetAttribute(
 /// `CUresult cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)`
 #[no_mangle]
 pub unsafe extern "C" fn cuFuncGetModule(hmod: *mut c_void, hfunc: *mut c_void) -> u32 {
-    let real = crate::hook::real(126);
+    let real = crate::hook::real(127);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuFuncGetModule`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(126);
+    let token = crate::hook::begin(127);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hmod, hfunc) };
     crate::hook::end(token, ret);
@@ -46,14 +46,14 @@ pub unsafe extern "C" fn cuFuncGetModule(hmod: *mut c_void, hfunc: *mut c_void) 
 /// `CUresult cuFuncGetName(const char **name, CUfunction hfunc)`
 #[no_mangle]
 pub unsafe extern "C" fn cuFuncGetName(name: *mut c_void, hfunc: *mut c_void) -> u32 {
-    let real = crate::hook::real(127);
+    let real = crate::hook::real(128);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuFuncGetName`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(127);
+    let token = crate::hook::begin(128);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(name, hfunc) };
     crate::hook::end(token, ret);
@@ -68,14 +68,14 @@ pub unsafe extern "C" fn cuFuncGetParamInfo(
     paramOffset: *mut c_void,
     paramSize: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(128);
+    let real = crate::hook::real(129);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuFuncGetParamInfo`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(128);
+    let token = crate::hook::begin(129);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(func_, paramIndex, paramOffset, paramSize) };
     crate::hook::end(token, ret);
@@ -85,14 +85,14 @@ pub unsafe extern "C" fn cuFuncGetParamInfo(
 /// `CUresult cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunction function)`
 #[no_mangle]
 pub unsafe extern "C" fn cuFuncIsLoaded(state: *mut c_void, function: *mut c_void) -> u32 {
-    let real = crate::hook::real(129);
+    let real = crate::hook::real(130);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuFuncIsLoaded`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(129);
+    let token = crate::hook::begin(130);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(state, function) };
     crate::hook::end(token, ret);
@@ -102,13 +102,13 @@ pub unsafe extern "C" fn cuFuncIsLoaded(state: *mut c_void, function: *mut c_voi
 /// `CUresult cuFuncLoad(CUfunction function)`
 #[no_mangle]
 pub unsafe extern "C" fn cuFuncLoad(function: *mut c_void) -> u32 {
-    let real = crate::hook::real(130);
+    let real = crate::hook::real(131);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuFuncLoad`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(130);
+    let token = crate::hook::begin(131);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(function) };
     crate::hook::end(token, ret);
@@ -118,14 +118,14 @@ pub unsafe extern "C" fn cuFuncLoad(function: *mut c_void) -> u32 {
 /// `CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value)`
 #[no_mangle]
 pub unsafe extern "C" fn cuFuncSetAttribute(hfunc: *mut c_void, attrib: u32, value: i32) -> u32 {
-    let real = crate::hook::real(131);
+    let real = crate::hook::real(132);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuFuncSetAttribute`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, i32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(131);
+    let token = crate::hook::begin(132);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hfunc, attrib, value) };
     crate::hook::end(token, ret);
@@ -135,14 +135,14 @@ pub unsafe extern "C" fn cuFuncSetAttribute(hfunc: *mut c_void, attrib: u32, val
 /// `CUresult cuFuncSetBlockShape(CUfunction hfunc, int x, int y, int z)`
 #[no_mangle]
 pub unsafe extern "C" fn cuFuncSetBlockShape(hfunc: *mut c_void, x: i32, y: i32, z: i32) -> u32 {
-    let real = crate::hook::real(132);
+    let real = crate::hook::real(133);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuFuncSetBlockShape`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, i32, i32, i32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(132);
+    let token = crate::hook::begin(133);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hfunc, x, y, z) };
     crate::hook::end(token, ret);
@@ -152,13 +152,13 @@ pub unsafe extern "C" fn cuFuncSetBlockShape(hfunc: *mut c_void, x: i32, y: i32,
 /// `CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config)`
 #[no_mangle]
 pub unsafe extern "C" fn cuFuncSetCacheConfig(hfunc: *mut c_void, config: u32) -> u32 {
-    let real = crate::hook::real(133);
+    let real = crate::hook::real(134);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuFuncSetCacheConfig`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(133);
+    let token = crate::hook::begin(134);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hfunc, config) };
     crate::hook::end(token, ret);
@@ -168,13 +168,13 @@ pub unsafe extern "C" fn cuFuncSetCacheConfig(hfunc: *mut c_void, config: u32) -
 /// `CUresult cuFuncSetSharedMemConfig(CUfunction hfunc, CUsharedconfig config)`
 #[no_mangle]
 pub unsafe extern "C" fn cuFuncSetSharedMemConfig(hfunc: *mut c_void, config: u32) -> u32 {
-    let real = crate::hook::real(134);
+    let real = crate::hook::real(135);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuFuncSetSharedMemConfig`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(134);
+    let token = crate::hook::begin(135);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hfunc, config) };
     crate::hook::end(token, ret);
@@ -184,13 +184,13 @@ pub unsafe extern "C" fn cuFuncSetSharedMemConfig(hfunc: *mut c_void, config: u3
 /// `CUresult cuFuncSetSharedSize(CUfunction hfunc, unsigned int bytes)`
 #[no_mangle]
 pub unsafe extern "C" fn cuFuncSetSharedSize(hfunc: *mut c_void, bytes: u32) -> u32 {
-    let real = crate::hook::real(135);
+    let real = crate::hook::real(136);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuFuncSetSharedSize`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(135);
+    let token = crate::hook::begin(136);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hfunc, bytes) };
     crate::hook::end(token, ret);
@@ -205,14 +205,14 @@ pub unsafe extern "C" fn cuKernelGetAttribute(
     kernel: *mut c_void,
     dev: i32,
 ) -> u32 {
-    let real = crate::hook::real(282);
+    let real = crate::hook::real(283);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuKernelGetAttribute`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, *mut c_void, i32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(282);
+    let token = crate::hook::begin(283);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pi, attrib, kernel, dev) };
     crate::hook::end(token, ret);
@@ -222,14 +222,14 @@ pub unsafe extern "C" fn cuKernelGetAttribute(
 /// `CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)`
 #[no_mangle]
 pub unsafe extern "C" fn cuKernelGetFunction(pFunc: *mut c_void, kernel: *mut c_void) -> u32 {
-    let real = crate::hook::real(283);
+    let real = crate::hook::real(284);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuKernelGetFunction`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(283);
+    let token = crate::hook::begin(284);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pFunc, kernel) };
     crate::hook::end(token, ret);
@@ -239,14 +239,14 @@ pub unsafe extern "C" fn cuKernelGetFunction(pFunc: *mut c_void, kernel: *mut c_
 /// `CUresult cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel)`
 #[no_mangle]
 pub unsafe extern "C" fn cuKernelGetLibrary(pLib: *mut c_void, kernel: *mut c_void) -> u32 {
-    let real = crate::hook::real(284);
+    let real = crate::hook::real(285);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuKernelGetLibrary`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(284);
+    let token = crate::hook::begin(285);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pLib, kernel) };
     crate::hook::end(token, ret);
@@ -256,14 +256,14 @@ pub unsafe extern "C" fn cuKernelGetLibrary(pLib: *mut c_void, kernel: *mut c_vo
 /// `CUresult cuKernelGetName(const char **name, CUkernel hfunc)`
 #[no_mangle]
 pub unsafe extern "C" fn cuKernelGetName(name: *mut c_void, hfunc: *mut c_void) -> u32 {
-    let real = crate::hook::real(285);
+    let real = crate::hook::real(286);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuKernelGetName`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(285);
+    let token = crate::hook::begin(286);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(name, hfunc) };
     crate::hook::end(token, ret);
@@ -278,14 +278,14 @@ pub unsafe extern "C" fn cuKernelGetParamInfo(
     paramOffset: *mut c_void,
     paramSize: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(286);
+    let real = crate::hook::real(287);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuKernelGetParamInfo`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, usize, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(286);
+    let token = crate::hook::begin(287);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(kernel, paramIndex, paramOffset, paramSize) };
     crate::hook::end(token, ret);
@@ -300,14 +300,14 @@ pub unsafe extern "C" fn cuKernelSetAttribute(
     kernel: *mut c_void,
     dev: i32,
 ) -> u32 {
-    let real = crate::hook::real(287);
+    let real = crate::hook::real(288);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuKernelSetAttribute`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u32, i32, *mut c_void, i32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(287);
+    let token = crate::hook::begin(288);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(attrib, val, kernel, dev) };
     crate::hook::end(token, ret);
@@ -317,14 +317,14 @@ pub unsafe extern "C" fn cuKernelSetAttribute(
 /// `CUresult cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev)`
 #[no_mangle]
 pub unsafe extern "C" fn cuKernelSetCacheConfig(kernel: *mut c_void, config: u32, dev: i32) -> u32 {
-    let real = crate::hook::real(288);
+    let real = crate::hook::real(289);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuKernelSetCacheConfig`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, i32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(288);
+    let token = crate::hook::begin(289);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(kernel, config, dev) };
     crate::hook::end(token, ret);
@@ -338,14 +338,14 @@ pub unsafe extern "C" fn cuLibraryEnumerateKernels(
     numKernels: u32,
     lib: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(301);
+    let real = crate::hook::real(302);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLibraryEnumerateKernels`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(301);
+    let token = crate::hook::begin(302);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(kernels, numKernels, lib) };
     crate::hook::end(token, ret);
@@ -360,14 +360,14 @@ pub unsafe extern "C" fn cuLibraryGetGlobal(
     library: *mut c_void,
     name: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(302);
+    let real = crate::hook::real(303);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLibraryGetGlobal`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(302);
+    let token = crate::hook::begin(303);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptr, bytes, library, name) };
     crate::hook::end(token, ret);
@@ -381,14 +381,14 @@ pub unsafe extern "C" fn cuLibraryGetKernel(
     library: *mut c_void,
     name: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(303);
+    let real = crate::hook::real(304);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLibraryGetKernel`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(303);
+    let token = crate::hook::begin(304);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pKernel, library, name) };
     crate::hook::end(token, ret);
@@ -398,14 +398,14 @@ pub unsafe extern "C" fn cuLibraryGetKernel(
 /// `CUresult cuLibraryGetKernelCount(unsigned int *count, CUlibrary lib)`
 #[no_mangle]
 pub unsafe extern "C" fn cuLibraryGetKernelCount(count: *mut c_void, lib: *mut c_void) -> u32 {
-    let real = crate::hook::real(304);
+    let real = crate::hook::real(305);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLibraryGetKernelCount`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(304);
+    let token = crate::hook::begin(305);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(count, lib) };
     crate::hook::end(token, ret);
@@ -420,14 +420,14 @@ pub unsafe extern "C" fn cuLibraryGetManaged(
     library: *mut c_void,
     name: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(305);
+    let real = crate::hook::real(306);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLibraryGetManaged`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(305);
+    let token = crate::hook::begin(306);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptr, bytes, library, name) };
     crate::hook::end(token, ret);
@@ -437,14 +437,14 @@ pub unsafe extern "C" fn cuLibraryGetManaged(
 /// `CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library)`
 #[no_mangle]
 pub unsafe extern "C" fn cuLibraryGetModule(pMod: *mut c_void, library: *mut c_void) -> u32 {
-    let real = crate::hook::real(306);
+    let real = crate::hook::real(307);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLibraryGetModule`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(306);
+    let token = crate::hook::begin(307);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pMod, library) };
     crate::hook::end(token, ret);
@@ -458,14 +458,14 @@ pub unsafe extern "C" fn cuLibraryGetUnifiedFunction(
     library: *mut c_void,
     symbol: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(307);
+    let real = crate::hook::real(308);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLibraryGetUnifiedFunction`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(307);
+    let token = crate::hook::begin(308);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(fptr, library, symbol) };
     crate::hook::end(token, ret);
@@ -484,7 +484,7 @@ pub unsafe extern "C" fn cuLibraryLoadData(
     libraryOptionValues: *mut c_void,
     numLibraryOptions: u32,
 ) -> u32 {
-    let real = crate::hook::real(308);
+    let real = crate::hook::real(309);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -499,7 +499,7 @@ pub unsafe extern "C" fn cuLibraryLoadData(
         *mut c_void,
         u32,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(308);
+    let token = crate::hook::begin(309);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -529,7 +529,7 @@ pub unsafe extern "C" fn cuLibraryLoadFromFile(
     libraryOptionValues: *mut c_void,
     numLibraryOptions: u32,
 ) -> u32 {
-    let real = crate::hook::real(309);
+    let real = crate::hook::real(310);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -544,7 +544,7 @@ pub unsafe extern "C" fn cuLibraryLoadFromFile(
         *mut c_void,
         u32,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(309);
+    let token = crate::hook::begin(310);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -565,13 +565,13 @@ pub unsafe extern "C" fn cuLibraryLoadFromFile(
 /// `CUresult cuLibraryUnload(CUlibrary library)`
 #[no_mangle]
 pub unsafe extern "C" fn cuLibraryUnload(library: *mut c_void) -> u32 {
-    let real = crate::hook::real(310);
+    let real = crate::hook::real(311);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLibraryUnload`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(310);
+    let token = crate::hook::begin(311);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(library) };
     crate::hook::end(token, ret);
@@ -590,7 +590,7 @@ pub unsafe extern "C" fn cuLinkAddData(
     options: *mut c_void,
     optionValues: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(311);
+    let real = crate::hook::real(312);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -605,7 +605,7 @@ pub unsafe extern "C" fn cuLinkAddData(
         *mut c_void,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(311);
+    let token = crate::hook::begin(312);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -635,7 +635,7 @@ pub unsafe extern "C" fn cuLinkAddData_v2(
     options: *mut c_void,
     optionValues: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(312);
+    let real = crate::hook::real(313);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -650,7 +650,7 @@ pub unsafe extern "C" fn cuLinkAddData_v2(
         *mut c_void,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(312);
+    let token = crate::hook::begin(313);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -678,7 +678,7 @@ pub unsafe extern "C" fn cuLinkAddFile(
     options: *mut c_void,
     optionValues: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(313);
+    let real = crate::hook::real(314);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -691,7 +691,7 @@ pub unsafe extern "C" fn cuLinkAddFile(
         *mut c_void,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(313);
+    let token = crate::hook::begin(314);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(state, type_, path, numOptions, options, optionValues) };
     crate::hook::end(token, ret);
@@ -708,7 +708,7 @@ pub unsafe extern "C" fn cuLinkAddFile_v2(
     options: *mut c_void,
     optionValues: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(314);
+    let real = crate::hook::real(315);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -721,7 +721,7 @@ pub unsafe extern "C" fn cuLinkAddFile_v2(
         *mut c_void,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(314);
+    let token = crate::hook::begin(315);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(state, type_, path, numOptions, options, optionValues) };
     crate::hook::end(token, ret);
@@ -735,14 +735,14 @@ pub unsafe extern "C" fn cuLinkComplete(
     cubinOut: *mut c_void,
     sizeOut: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(315);
+    let real = crate::hook::real(316);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLinkComplete`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(315);
+    let token = crate::hook::begin(316);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(state, cubinOut, sizeOut) };
     crate::hook::end(token, ret);
@@ -757,14 +757,14 @@ pub unsafe extern "C" fn cuLinkCreate(
     optionValues: *mut c_void,
     stateOut: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(316);
+    let real = crate::hook::real(317);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLinkCreate`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u32, *mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(316);
+    let token = crate::hook::begin(317);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(numOptions, options, optionValues, stateOut) };
     crate::hook::end(token, ret);
@@ -779,14 +779,14 @@ pub unsafe extern "C" fn cuLinkCreate_v2(
     optionValues: *mut c_void,
     stateOut: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(317);
+    let real = crate::hook::real(318);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLinkCreate_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u32, *mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(317);
+    let token = crate::hook::begin(318);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(numOptions, options, optionValues, stateOut) };
     crate::hook::end(token, ret);
@@ -796,13 +796,13 @@ pub unsafe extern "C" fn cuLinkCreate_v2(
 /// `CUresult cuLinkDestroy(CUlinkState state)`
 #[no_mangle]
 pub unsafe extern "C" fn cuLinkDestroy(state: *mut c_void) -> u32 {
-    let real = crate::hook::real(318);
+    let real = crate::hook::real(319);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLinkDestroy`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(318);
+    let token = crate::hook::begin(319);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(state) };
     crate::hook::end(token, ret);
@@ -816,14 +816,14 @@ pub unsafe extern "C" fn cuModuleEnumerateFunctions(
     numFunctions: u32,
     mod_: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(506);
+    let real = crate::hook::real(509);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuModuleEnumerateFunctions`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(506);
+    let token = crate::hook::begin(509);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(functions, numFunctions, mod_) };
     crate::hook::end(token, ret);
@@ -837,14 +837,14 @@ pub unsafe extern "C" fn cuModuleGetFunction(
     hmod: *mut c_void,
     name: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(507);
+    let real = crate::hook::real(510);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuModuleGetFunction`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(507);
+    let token = crate::hook::begin(510);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hfunc, hmod, name) };
     crate::hook::end(token, ret);
@@ -854,14 +854,14 @@ pub unsafe extern "C" fn cuModuleGetFunction(
 /// `CUresult cuModuleGetFunctionCount(unsigned int *count, CUmodule mod)`
 #[no_mangle]
 pub unsafe extern "C" fn cuModuleGetFunctionCount(count: *mut c_void, mod_: *mut c_void) -> u32 {
-    let real = crate::hook::real(508);
+    let real = crate::hook::real(511);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuModuleGetFunctionCount`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(508);
+    let token = crate::hook::begin(511);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(count, mod_) };
     crate::hook::end(token, ret);
@@ -876,14 +876,14 @@ pub unsafe extern "C" fn cuModuleGetGlobal(
     hmod: *mut c_void,
     name: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(509);
+    let real = crate::hook::real(512);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuModuleGetGlobal`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(509);
+    let token = crate::hook::begin(512);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptr, bytes, hmod, name) };
     crate::hook::end(token, ret);
@@ -898,14 +898,14 @@ pub unsafe extern "C" fn cuModuleGetGlobal_v2(
     hmod: *mut c_void,
     name: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(510);
+    let real = crate::hook::real(513);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuModuleGetGlobal_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(510);
+    let token = crate::hook::begin(513);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dptr, bytes, hmod, name) };
     crate::hook::end(token, ret);
@@ -915,13 +915,13 @@ pub unsafe extern "C" fn cuModuleGetGlobal_v2(
 /// `CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)`
 #[no_mangle]
 pub unsafe extern "C" fn cuModuleGetLoadingMode(mode: *mut c_void) -> u32 {
-    let real = crate::hook::real(511);
+    let real = crate::hook::real(514);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuModuleGetLoadingMode`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(511);
+    let token = crate::hook::begin(514);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(mode) };
     crate::hook::end(token, ret);
@@ -935,14 +935,14 @@ pub unsafe extern "C" fn cuModuleGetSurfRef(
     hmod: *mut c_void,
     name: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(512);
+    let real = crate::hook::real(515);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuModuleGetSurfRef`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(512);
+    let token = crate::hook::begin(515);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pSurfRef, hmod, name) };
     crate::hook::end(token, ret);
@@ -956,14 +956,14 @@ pub unsafe extern "C" fn cuModuleGetTexRef(
     hmod: *mut c_void,
     name: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(513);
+    let real = crate::hook::real(516);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuModuleGetTexRef`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(513);
+    let token = crate::hook::begin(516);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pTexRef, hmod, name) };
     crate::hook::end(token, ret);
@@ -973,14 +973,14 @@ pub unsafe extern "C" fn cuModuleGetTexRef(
 /// `CUresult cuModuleLoad(CUmodule *module, const char *fname)`
 #[no_mangle]
 pub unsafe extern "C" fn cuModuleLoad(module: *mut c_void, fname: *const c_void) -> u32 {
-    let real = crate::hook::real(514);
+    let real = crate::hook::real(517);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuModuleLoad`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(514);
+    let token = crate::hook::begin(517);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(module, fname) };
     crate::hook::end(token, ret);
@@ -990,14 +990,14 @@ pub unsafe extern "C" fn cuModuleLoad(module: *mut c_void, fname: *const c_void)
 /// `CUresult cuModuleLoadData(CUmodule *module, const void *image)`
 #[no_mangle]
 pub unsafe extern "C" fn cuModuleLoadData(module: *mut c_void, image: *const c_void) -> u32 {
-    let real = crate::hook::real(515);
+    let real = crate::hook::real(518);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuModuleLoadData`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(515);
+    let token = crate::hook::begin(518);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(module, image) };
     crate::hook::end(token, ret);
@@ -1013,7 +1013,7 @@ pub unsafe extern "C" fn cuModuleLoadDataEx(
     options: *mut c_void,
     optionValues: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(516);
+    let real = crate::hook::real(519);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -1025,7 +1025,7 @@ pub unsafe extern "C" fn cuModuleLoadDataEx(
         *mut c_void,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(516);
+    let token = crate::hook::begin(519);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(module, image, numOptions, options, optionValues) };
     crate::hook::end(token, ret);
@@ -1038,14 +1038,14 @@ pub unsafe extern "C" fn cuModuleLoadFatBinary(
     module: *mut c_void,
     fatCubin: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(517);
+    let real = crate::hook::real(520);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuModuleLoadFatBinary`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(517);
+    let token = crate::hook::begin(520);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(module, fatCubin) };
     crate::hook::end(token, ret);
@@ -1055,13 +1055,13 @@ pub unsafe extern "C" fn cuModuleLoadFatBinary(
 /// `CUresult cuModuleUnload(CUmodule hmod)`
 #[no_mangle]
 pub unsafe extern "C" fn cuModuleUnload(hmod: *mut c_void) -> u32 {
-    let real = crate::hook::real(518);
+    let real = crate::hook::real(521);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuModuleUnload`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(518);
+    let token = crate::hook::begin(521);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hmod) };
     crate::hook::end(token, ret);
@@ -1076,14 +1076,14 @@ pub unsafe extern "C" fn cuOccupancyAvailableDynamicSMemPerBlock(
     numBlocks: i32,
     blockSize: i32,
 ) -> u32 {
-    let real = crate::hook::real(525);
+    let real = crate::hook::real(528);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuOccupancyAvailableDynamicSMemPerBlock`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, i32, i32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(525);
+    let token = crate::hook::begin(528);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dynamicSmemSize, func_, numBlocks, blockSize) };
     crate::hook::end(token, ret);
@@ -1098,14 +1098,14 @@ pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessor(
     blockSize: i32,
     dynamicSMemSize: usize,
 ) -> u32 {
-    let real = crate::hook::real(526);
+    let real = crate::hook::real(529);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuOccupancyMaxActiveBlocksPerMultiprocessor`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, i32, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(526);
+    let token = crate::hook::begin(529);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(numBlocks, func_, blockSize, dynamicSMemSize) };
     crate::hook::end(token, ret);
@@ -1121,14 +1121,14 @@ pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
     dynamicSMemSize: usize,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(527);
+    let real = crate::hook::real(530);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, i32, usize, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(527);
+    let token = crate::hook::begin(530);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(numBlocks, func_, blockSize, dynamicSMemSize, flags) };
     crate::hook::end(token, ret);
@@ -1142,14 +1142,14 @@ pub unsafe extern "C" fn cuOccupancyMaxActiveClusters(
     func_: *mut c_void,
     config: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(528);
+    let real = crate::hook::real(531);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuOccupancyMaxActiveClusters`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(528);
+    let token = crate::hook::begin(531);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(numClusters, func_, config) };
     crate::hook::end(token, ret);
@@ -1166,7 +1166,7 @@ pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSize(
     dynamicSMemSize: usize,
     blockSizeLimit: i32,
 ) -> u32 {
-    let real = crate::hook::real(529);
+    let real = crate::hook::real(532);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -1179,7 +1179,7 @@ pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSize(
         usize,
         i32,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(529);
+    let token = crate::hook::begin(532);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -1206,7 +1206,7 @@ pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSizeWithFlags(
     blockSizeLimit: i32,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(530);
+    let real = crate::hook::real(533);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -1220,7 +1220,7 @@ pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSizeWithFlags(
         i32,
         u32,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(530);
+    let token = crate::hook::begin(533);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -1244,14 +1244,14 @@ pub unsafe extern "C" fn cuOccupancyMaxPotentialClusterSize(
     func_: *mut c_void,
     config: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(531);
+    let real = crate::hook::real(534);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuOccupancyMaxPotentialClusterSize`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(531);
+    let token = crate::hook::begin(534);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(clusterSize, func_, config) };
     crate::hook::end(token, ret);
@@ -1261,13 +1261,13 @@ pub unsafe extern "C" fn cuOccupancyMaxPotentialClusterSize(
 /// `CUresult cuParamSetSize(CUfunction hfunc, unsigned int numbytes)`
 #[no_mangle]
 pub unsafe extern "C" fn cuParamSetSize(hfunc: *mut c_void, numbytes: u32) -> u32 {
-    let real = crate::hook::real(532);
+    let real = crate::hook::real(535);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuParamSetSize`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(532);
+    let token = crate::hook::begin(535);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hfunc, numbytes) };
     crate::hook::end(token, ret);
@@ -1281,14 +1281,14 @@ pub unsafe extern "C" fn cuParamSetTexRef(
     texunit: i32,
     hTexRef: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(533);
+    let real = crate::hook::real(536);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuParamSetTexRef`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, i32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(533);
+    let token = crate::hook::begin(536);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hfunc, texunit, hTexRef) };
     crate::hook::end(token, ret);
@@ -1298,14 +1298,14 @@ pub unsafe extern "C" fn cuParamSetTexRef(
 /// `CUresult cuParamSetf(CUfunction hfunc, int offset, float value)`
 #[no_mangle]
 pub unsafe extern "C" fn cuParamSetf(hfunc: *mut c_void, offset: i32, value: f32) -> u32 {
-    let real = crate::hook::real(534);
+    let real = crate::hook::real(537);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuParamSetf`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, i32, f32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(534);
+    let token = crate::hook::begin(537);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hfunc, offset, value) };
     crate::hook::end(token, ret);
@@ -1315,14 +1315,14 @@ pub unsafe extern "C" fn cuParamSetf(hfunc: *mut c_void, offset: i32, value: f32
 /// `CUresult cuParamSeti(CUfunction hfunc, int offset, unsigned int value)`
 #[no_mangle]
 pub unsafe extern "C" fn cuParamSeti(hfunc: *mut c_void, offset: i32, value: u32) -> u32 {
-    let real = crate::hook::real(535);
+    let real = crate::hook::real(538);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuParamSeti`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, i32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(535);
+    let token = crate::hook::begin(538);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hfunc, offset, value) };
     crate::hook::end(token, ret);
@@ -1337,14 +1337,14 @@ pub unsafe extern "C" fn cuParamSetv(
     ptr: *mut c_void,
     numbytes: u32,
 ) -> u32 {
-    let real = crate::hook::real(536);
+    let real = crate::hook::real(539);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuParamSetv`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, i32, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(536);
+    let token = crate::hook::begin(539);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hfunc, offset, ptr, numbytes) };
     crate::hook::end(token, ret);
@@ -1357,14 +1357,14 @@ pub unsafe extern "C" fn cuSurfObjectCreate(
     pSurfObject: *mut c_void,
     pResDesc: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(618);
+    let real = crate::hook::real(621);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuSurfObjectCreate`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(618);
+    let token = crate::hook::begin(621);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pSurfObject, pResDesc) };
     crate::hook::end(token, ret);
@@ -1374,13 +1374,13 @@ pub unsafe extern "C" fn cuSurfObjectCreate(
 /// `CUresult cuSurfObjectDestroy(CUsurfObject surfObject)`
 #[no_mangle]
 pub unsafe extern "C" fn cuSurfObjectDestroy(surfObject: u64) -> u32 {
-    let real = crate::hook::real(619);
+    let real = crate::hook::real(622);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuSurfObjectDestroy`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(619);
+    let token = crate::hook::begin(622);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(surfObject) };
     crate::hook::end(token, ret);
@@ -1393,13 +1393,13 @@ pub unsafe extern "C" fn cuSurfObjectGetResourceDesc(
     pResDesc: *mut c_void,
     surfObject: u64,
 ) -> u32 {
-    let real = crate::hook::real(620);
+    let real = crate::hook::real(623);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuSurfObjectGetResourceDesc`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(620);
+    let token = crate::hook::begin(623);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pResDesc, surfObject) };
     crate::hook::end(token, ret);
@@ -1409,14 +1409,14 @@ pub unsafe extern "C" fn cuSurfObjectGetResourceDesc(
 /// `CUresult cuSurfRefGetArray(CUarray *phArray, CUsurfref hSurfRef)`
 #[no_mangle]
 pub unsafe extern "C" fn cuSurfRefGetArray(phArray: *mut c_void, hSurfRef: *mut c_void) -> u32 {
-    let real = crate::hook::real(621);
+    let real = crate::hook::real(624);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuSurfRefGetArray`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(621);
+    let token = crate::hook::begin(624);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(phArray, hSurfRef) };
     crate::hook::end(token, ret);
@@ -1430,14 +1430,14 @@ pub unsafe extern "C" fn cuSurfRefSetArray(
     hArray: *mut c_void,
     Flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(622);
+    let real = crate::hook::real(625);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuSurfRefSetArray`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(622);
+    let token = crate::hook::begin(625);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hSurfRef, hArray, Flags) };
     crate::hook::end(token, ret);
@@ -1463,7 +1463,7 @@ pub unsafe extern "C" fn cuTensorMapEncodeIm2col(
     l2Promotion: u32,
     oobFill: u32,
 ) -> u32 {
-    let real = crate::hook::real(623);
+    let real = crate::hook::real(626);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -1485,7 +1485,7 @@ pub unsafe extern "C" fn cuTensorMapEncodeIm2col(
         u32,
         u32,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(623);
+    let token = crate::hook::begin(626);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -1530,7 +1530,7 @@ pub unsafe extern "C" fn cuTensorMapEncodeIm2colWide(
     l2Promotion: u32,
     oobFill: u32,
 ) -> u32 {
-    let real = crate::hook::real(624);
+    let real = crate::hook::real(627);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -1553,7 +1553,7 @@ pub unsafe extern "C" fn cuTensorMapEncodeIm2colWide(
         u32,
         u32,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(624);
+    let token = crate::hook::begin(627);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -1595,7 +1595,7 @@ pub unsafe extern "C" fn cuTensorMapEncodeTiled(
     l2Promotion: u32,
     oobFill: u32,
 ) -> u32 {
-    let real = crate::hook::real(625);
+    let real = crate::hook::real(628);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -1614,7 +1614,7 @@ pub unsafe extern "C" fn cuTensorMapEncodeTiled(
         u32,
         u32,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(625);
+    let token = crate::hook::begin(628);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -1642,14 +1642,14 @@ pub unsafe extern "C" fn cuTensorMapReplaceAddress(
     tensorMap: *mut c_void,
     globalAddress: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(626);
+    let real = crate::hook::real(629);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTensorMapReplaceAddress`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(626);
+    let token = crate::hook::begin(629);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(tensorMap, globalAddress) };
     crate::hook::end(token, ret);
@@ -1664,7 +1664,7 @@ pub unsafe extern "C" fn cuTexObjectCreate(
     pTexDesc: *const c_void,
     pResViewDesc: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(627);
+    let real = crate::hook::real(630);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -1675,7 +1675,7 @@ pub unsafe extern "C" fn cuTexObjectCreate(
         *const c_void,
         *const c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(627);
+    let token = crate::hook::begin(630);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pTexObject, pResDesc, pTexDesc, pResViewDesc) };
     crate::hook::end(token, ret);
@@ -1685,13 +1685,13 @@ pub unsafe extern "C" fn cuTexObjectCreate(
 /// `CUresult cuTexObjectDestroy(CUtexObject texObject)`
 #[no_mangle]
 pub unsafe extern "C" fn cuTexObjectDestroy(texObject: u64) -> u32 {
-    let real = crate::hook::real(628);
+    let real = crate::hook::real(631);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexObjectDestroy`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(u64) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(628);
+    let token = crate::hook::begin(631);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(texObject) };
     crate::hook::end(token, ret);
@@ -1701,13 +1701,13 @@ pub unsafe extern "C" fn cuTexObjectDestroy(texObject: u64) -> u32 {
 /// `CUresult cuTexObjectGetResourceDesc(CUDA_RESOURCE_DESC *pResDesc, CUtexObject texObject)`
 #[no_mangle]
 pub unsafe extern "C" fn cuTexObjectGetResourceDesc(pResDesc: *mut c_void, texObject: u64) -> u32 {
-    let real = crate::hook::real(629);
+    let real = crate::hook::real(632);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexObjectGetResourceDesc`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(629);
+    let token = crate::hook::begin(632);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pResDesc, texObject) };
     crate::hook::end(token, ret);
@@ -1720,13 +1720,13 @@ pub unsafe extern "C" fn cuTexObjectGetResourceViewDesc(
     pResViewDesc: *mut c_void,
     texObject: u64,
 ) -> u32 {
-    let real = crate::hook::real(630);
+    let real = crate::hook::real(633);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexObjectGetResourceViewDesc`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(630);
+    let token = crate::hook::begin(633);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pResViewDesc, texObject) };
     crate::hook::end(token, ret);
@@ -1736,13 +1736,13 @@ pub unsafe extern "C" fn cuTexObjectGetResourceViewDesc(
 /// `CUresult cuTexObjectGetTextureDesc(CUDA_TEXTURE_DESC *pTexDesc, CUtexObject texObject)`
 #[no_mangle]
 pub unsafe extern "C" fn cuTexObjectGetTextureDesc(pTexDesc: *mut c_void, texObject: u64) -> u32 {
-    let real = crate::hook::real(631);
+    let real = crate::hook::real(634);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexObjectGetTextureDesc`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(631);
+    let token = crate::hook::begin(634);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pTexDesc, texObject) };
     crate::hook::end(token, ret);
@@ -1752,13 +1752,13 @@ pub unsafe extern "C" fn cuTexObjectGetTextureDesc(pTexDesc: *mut c_void, texObj
 /// `CUresult cuTexRefCreate(CUtexref *pTexRef)`
 #[no_mangle]
 pub unsafe extern "C" fn cuTexRefCreate(pTexRef: *mut c_void) -> u32 {
-    let real = crate::hook::real(632);
+    let real = crate::hook::real(635);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefCreate`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(632);
+    let token = crate::hook::begin(635);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pTexRef) };
     crate::hook::end(token, ret);
@@ -1768,13 +1768,13 @@ pub unsafe extern "C" fn cuTexRefCreate(pTexRef: *mut c_void) -> u32 {
 /// `CUresult cuTexRefDestroy(CUtexref hTexRef)`
 #[no_mangle]
 pub unsafe extern "C" fn cuTexRefDestroy(hTexRef: *mut c_void) -> u32 {
-    let real = crate::hook::real(633);
+    let real = crate::hook::real(636);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefDestroy`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(633);
+    let token = crate::hook::begin(636);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hTexRef) };
     crate::hook::end(token, ret);
@@ -1784,14 +1784,14 @@ pub unsafe extern "C" fn cuTexRefDestroy(hTexRef: *mut c_void) -> u32 {
 /// `CUresult cuTexRefGetAddress(CUdeviceptr_v1 *pdptr, CUtexref hTexRef)`
 #[no_mangle]
 pub unsafe extern "C" fn cuTexRefGetAddress(pdptr: *mut c_void, hTexRef: *mut c_void) -> u32 {
-    let real = crate::hook::real(634);
+    let real = crate::hook::real(637);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefGetAddress`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(634);
+    let token = crate::hook::begin(637);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pdptr, hTexRef) };
     crate::hook::end(token, ret);
@@ -1805,14 +1805,14 @@ pub unsafe extern "C" fn cuTexRefGetAddressMode(
     hTexRef: *mut c_void,
     dim: i32,
 ) -> u32 {
-    let real = crate::hook::real(635);
+    let real = crate::hook::real(638);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefGetAddressMode`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, i32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(635);
+    let token = crate::hook::begin(638);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pam, hTexRef, dim) };
     crate::hook::end(token, ret);
@@ -1822,14 +1822,14 @@ pub unsafe extern "C" fn cuTexRefGetAddressMode(
 /// `CUresult cuTexRefGetAddress_v2(CUdeviceptr *pdptr, CUtexref hTexRef)`
 #[no_mangle]
 pub unsafe extern "C" fn cuTexRefGetAddress_v2(pdptr: *mut c_void, hTexRef: *mut c_void) -> u32 {
-    let real = crate::hook::real(636);
+    let real = crate::hook::real(639);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefGetAddress_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(636);
+    let token = crate::hook::begin(639);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pdptr, hTexRef) };
     crate::hook::end(token, ret);
@@ -1839,14 +1839,14 @@ pub unsafe extern "C" fn cuTexRefGetAddress_v2(pdptr: *mut c_void, hTexRef: *mut
 /// `CUresult cuTexRefGetArray(CUarray *phArray, CUtexref hTexRef)`
 #[no_mangle]
 pub unsafe extern "C" fn cuTexRefGetArray(phArray: *mut c_void, hTexRef: *mut c_void) -> u32 {
-    let real = crate::hook::real(637);
+    let real = crate::hook::real(640);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefGetArray`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(637);
+    let token = crate::hook::begin(640);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(phArray, hTexRef) };
     crate::hook::end(token, ret);
@@ -1859,14 +1859,14 @@ pub unsafe extern "C" fn cuTexRefGetBorderColor(
     pBorderColor: *mut c_void,
     hTexRef: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(638);
+    let real = crate::hook::real(641);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefGetBorderColor`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(638);
+    let token = crate::hook::begin(641);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pBorderColor, hTexRef) };
     crate::hook::end(token, ret);
@@ -1876,14 +1876,14 @@ pub unsafe extern "C" fn cuTexRefGetBorderColor(
 /// `CUresult cuTexRefGetFilterMode(CUfilter_mode *pfm, CUtexref hTexRef)`
 #[no_mangle]
 pub unsafe extern "C" fn cuTexRefGetFilterMode(pfm: *mut c_void, hTexRef: *mut c_void) -> u32 {
-    let real = crate::hook::real(639);
+    let real = crate::hook::real(642);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefGetFilterMode`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(639);
+    let token = crate::hook::begin(642);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pfm, hTexRef) };
     crate::hook::end(token, ret);
@@ -1893,14 +1893,14 @@ pub unsafe extern "C" fn cuTexRefGetFilterMode(pfm: *mut c_void, hTexRef: *mut c
 /// `CUresult cuTexRefGetFlags(unsigned int *pFlags, CUtexref hTexRef)`
 #[no_mangle]
 pub unsafe extern "C" fn cuTexRefGetFlags(pFlags: *mut c_void, hTexRef: *mut c_void) -> u32 {
-    let real = crate::hook::real(640);
+    let real = crate::hook::real(643);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefGetFlags`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(640);
+    let token = crate::hook::begin(643);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pFlags, hTexRef) };
     crate::hook::end(token, ret);
@@ -1914,14 +1914,14 @@ pub unsafe extern "C" fn cuTexRefGetFormat(
     pNumChannels: *mut c_void,
     hTexRef: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(641);
+    let real = crate::hook::real(644);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefGetFormat`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(641);
+    let token = crate::hook::begin(644);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pFormat, pNumChannels, hTexRef) };
     crate::hook::end(token, ret);
@@ -1934,14 +1934,14 @@ pub unsafe extern "C" fn cuTexRefGetMaxAnisotropy(
     pmaxAniso: *mut c_void,
     hTexRef: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(642);
+    let real = crate::hook::real(645);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefGetMaxAnisotropy`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(642);
+    let token = crate::hook::begin(645);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pmaxAniso, hTexRef) };
     crate::hook::end(token, ret);
@@ -1954,14 +1954,14 @@ pub unsafe extern "C" fn cuTexRefGetMipmapFilterMode(
     pfm: *mut c_void,
     hTexRef: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(643);
+    let real = crate::hook::real(646);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefGetMipmapFilterMode`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(643);
+    let token = crate::hook::begin(646);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pfm, hTexRef) };
     crate::hook::end(token, ret);
@@ -1974,14 +1974,14 @@ pub unsafe extern "C" fn cuTexRefGetMipmapLevelBias(
     pbias: *mut c_void,
     hTexRef: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(644);
+    let real = crate::hook::real(647);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefGetMipmapLevelBias`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(644);
+    let token = crate::hook::begin(647);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pbias, hTexRef) };
     crate::hook::end(token, ret);
@@ -1995,14 +1995,14 @@ pub unsafe extern "C" fn cuTexRefGetMipmapLevelClamp(
     pmaxMipmapLevelClamp: *mut c_void,
     hTexRef: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(645);
+    let real = crate::hook::real(648);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefGetMipmapLevelClamp`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(645);
+    let token = crate::hook::begin(648);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pminMipmapLevelClamp, pmaxMipmapLevelClamp, hTexRef) };
     crate::hook::end(token, ret);
@@ -2015,14 +2015,14 @@ pub unsafe extern "C" fn cuTexRefGetMipmappedArray(
     phMipmappedArray: *mut c_void,
     hTexRef: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(646);
+    let real = crate::hook::real(649);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefGetMipmappedArray`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(646);
+    let token = crate::hook::begin(649);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(phMipmappedArray, hTexRef) };
     crate::hook::end(token, ret);
@@ -2037,14 +2037,14 @@ pub unsafe extern "C" fn cuTexRefSetAddress(
     dptr: u32,
     bytes: u32,
 ) -> u32 {
-    let real = crate::hook::real(647);
+    let real = crate::hook::real(650);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefSetAddress`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(647);
+    let token = crate::hook::begin(650);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(ByteOffset, hTexRef, dptr, bytes) };
     crate::hook::end(token, ret);
@@ -2059,14 +2059,14 @@ pub unsafe extern "C" fn cuTexRefSetAddress2D(
     dptr: u32,
     Pitch: u32,
 ) -> u32 {
-    let real = crate::hook::real(648);
+    let real = crate::hook::real(651);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefSetAddress2D`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(648);
+    let token = crate::hook::begin(651);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hTexRef, desc, dptr, Pitch) };
     crate::hook::end(token, ret);
@@ -2081,14 +2081,14 @@ pub unsafe extern "C" fn cuTexRefSetAddress2D_v2(
     dptr: u64,
     Pitch: usize,
 ) -> u32 {
-    let real = crate::hook::real(649);
+    let real = crate::hook::real(652);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefSetAddress2D_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void, u64, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(649);
+    let token = crate::hook::begin(652);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hTexRef, desc, dptr, Pitch) };
     crate::hook::end(token, ret);
@@ -2103,14 +2103,14 @@ pub unsafe extern "C" fn cuTexRefSetAddress2D_v3(
     dptr: u64,
     Pitch: usize,
 ) -> u32 {
-    let real = crate::hook::real(650);
+    let real = crate::hook::real(653);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefSetAddress2D_v3`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *const c_void, u64, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(650);
+    let token = crate::hook::begin(653);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hTexRef, desc, dptr, Pitch) };
     crate::hook::end(token, ret);
@@ -2120,14 +2120,14 @@ pub unsafe extern "C" fn cuTexRefSetAddress2D_v3(
 /// `CUresult cuTexRefSetAddressMode(CUtexref hTexRef, int dim, CUaddress_mode am)`
 #[no_mangle]
 pub unsafe extern "C" fn cuTexRefSetAddressMode(hTexRef: *mut c_void, dim: i32, am: u32) -> u32 {
-    let real = crate::hook::real(651);
+    let real = crate::hook::real(654);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefSetAddressMode`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, i32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(651);
+    let token = crate::hook::begin(654);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hTexRef, dim, am) };
     crate::hook::end(token, ret);
@@ -2142,14 +2142,14 @@ pub unsafe extern "C" fn cuTexRefSetAddress_v2(
     dptr: u64,
     bytes: usize,
 ) -> u32 {
-    let real = crate::hook::real(652);
+    let real = crate::hook::real(655);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefSetAddress_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u64, usize) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(652);
+    let token = crate::hook::begin(655);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(ByteOffset, hTexRef, dptr, bytes) };
     crate::hook::end(token, ret);
@@ -2163,14 +2163,14 @@ pub unsafe extern "C" fn cuTexRefSetArray(
     hArray: *mut c_void,
     Flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(653);
+    let real = crate::hook::real(656);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefSetArray`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(653);
+    let token = crate::hook::begin(656);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hTexRef, hArray, Flags) };
     crate::hook::end(token, ret);
@@ -2183,14 +2183,14 @@ pub unsafe extern "C" fn cuTexRefSetBorderColor(
     hTexRef: *mut c_void,
     pBorderColor: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(654);
+    let real = crate::hook::real(657);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefSetBorderColor`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(654);
+    let token = crate::hook::begin(657);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hTexRef, pBorderColor) };
     crate::hook::end(token, ret);
@@ -2200,13 +2200,13 @@ pub unsafe extern "C" fn cuTexRefSetBorderColor(
 /// `CUresult cuTexRefSetFilterMode(CUtexref hTexRef, CUfilter_mode fm)`
 #[no_mangle]
 pub unsafe extern "C" fn cuTexRefSetFilterMode(hTexRef: *mut c_void, fm: u32) -> u32 {
-    let real = crate::hook::real(655);
+    let real = crate::hook::real(658);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefSetFilterMode`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(655);
+    let token = crate::hook::begin(658);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hTexRef, fm) };
     crate::hook::end(token, ret);
@@ -2216,13 +2216,13 @@ pub unsafe extern "C" fn cuTexRefSetFilterMode(hTexRef: *mut c_void, fm: u32) ->
 /// `CUresult cuTexRefSetFlags(CUtexref hTexRef, unsigned int Flags)`
 #[no_mangle]
 pub unsafe extern "C" fn cuTexRefSetFlags(hTexRef: *mut c_void, Flags: u32) -> u32 {
-    let real = crate::hook::real(656);
+    let real = crate::hook::real(659);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefSetFlags`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(656);
+    let token = crate::hook::begin(659);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hTexRef, Flags) };
     crate::hook::end(token, ret);
@@ -2236,14 +2236,14 @@ pub unsafe extern "C" fn cuTexRefSetFormat(
     fmt: u32,
     NumPackedComponents: i32,
 ) -> u32 {
-    let real = crate::hook::real(657);
+    let real = crate::hook::real(660);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefSetFormat`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, i32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(657);
+    let token = crate::hook::begin(660);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hTexRef, fmt, NumPackedComponents) };
     crate::hook::end(token, ret);
@@ -2253,13 +2253,13 @@ pub unsafe extern "C" fn cuTexRefSetFormat(
 /// `CUresult cuTexRefSetMaxAnisotropy(CUtexref hTexRef, unsigned int maxAniso)`
 #[no_mangle]
 pub unsafe extern "C" fn cuTexRefSetMaxAnisotropy(hTexRef: *mut c_void, maxAniso: u32) -> u32 {
-    let real = crate::hook::real(658);
+    let real = crate::hook::real(661);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefSetMaxAnisotropy`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(658);
+    let token = crate::hook::begin(661);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hTexRef, maxAniso) };
     crate::hook::end(token, ret);
@@ -2269,13 +2269,13 @@ pub unsafe extern "C" fn cuTexRefSetMaxAnisotropy(hTexRef: *mut c_void, maxAniso
 /// `CUresult cuTexRefSetMipmapFilterMode(CUtexref hTexRef, CUfilter_mode fm)`
 #[no_mangle]
 pub unsafe extern "C" fn cuTexRefSetMipmapFilterMode(hTexRef: *mut c_void, fm: u32) -> u32 {
-    let real = crate::hook::real(659);
+    let real = crate::hook::real(662);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefSetMipmapFilterMode`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(659);
+    let token = crate::hook::begin(662);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hTexRef, fm) };
     crate::hook::end(token, ret);
@@ -2285,13 +2285,13 @@ pub unsafe extern "C" fn cuTexRefSetMipmapFilterMode(hTexRef: *mut c_void, fm: u
 /// `CUresult cuTexRefSetMipmapLevelBias(CUtexref hTexRef, float bias)`
 #[no_mangle]
 pub unsafe extern "C" fn cuTexRefSetMipmapLevelBias(hTexRef: *mut c_void, bias: f32) -> u32 {
-    let real = crate::hook::real(660);
+    let real = crate::hook::real(663);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefSetMipmapLevelBias`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, f32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(660);
+    let token = crate::hook::begin(663);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hTexRef, bias) };
     crate::hook::end(token, ret);
@@ -2305,14 +2305,14 @@ pub unsafe extern "C" fn cuTexRefSetMipmapLevelClamp(
     minMipmapLevelClamp: f32,
     maxMipmapLevelClamp: f32,
 ) -> u32 {
-    let real = crate::hook::real(661);
+    let real = crate::hook::real(664);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefSetMipmapLevelClamp`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, f32, f32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(661);
+    let token = crate::hook::begin(664);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hTexRef, minMipmapLevelClamp, maxMipmapLevelClamp) };
     crate::hook::end(token, ret);
@@ -2326,14 +2326,14 @@ pub unsafe extern "C" fn cuTexRefSetMipmappedArray(
     hMipmappedArray: *mut c_void,
     Flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(662);
+    let real = crate::hook::real(665);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuTexRefSetMipmappedArray`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(662);
+    let token = crate::hook::begin(665);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hTexRef, hMipmappedArray, Flags) };
     crate::hook::end(token, ret);

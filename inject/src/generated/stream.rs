@@ -8,13 +8,13 @@ use core::ffi::c_void;
 /// `CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)`
 #[no_mangle]
 pub unsafe extern "C" fn cuEventCreate(phEvent: *mut c_void, Flags: u32) -> u32 {
-    let real = crate::hook::real(110);
+    let real = crate::hook::real(111);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuEventCreate`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(110);
+    let token = crate::hook::begin(111);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(phEvent, Flags) };
     crate::hook::end(token, ret);
@@ -28,14 +28,14 @@ pub unsafe extern "C" fn cuEventCreateFromEGLSync(
     eglSync: *mut c_void,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(111);
+    let real = crate::hook::real(112);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuEventCreateFromEGLSync`; this signature is its ABI as declared in cudaEGL.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(111);
+    let token = crate::hook::begin(112);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(phEvent, eglSync, flags) };
     crate::hook::end(token, ret);
@@ -45,13 +45,13 @@ pub unsafe extern "C" fn cuEventCreateFromEGLSync(
 /// `CUresult cuEventDestroy(CUevent hEvent)`
 #[no_mangle]
 pub unsafe extern "C" fn cuEventDestroy(hEvent: *mut c_void) -> u32 {
-    let real = crate::hook::real(112);
+    let real = crate::hook::real(113);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuEventDestroy`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(112);
+    let token = crate::hook::begin(113);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hEvent) };
     crate::hook::end(token, ret);
@@ -61,13 +61,13 @@ pub unsafe extern "C" fn cuEventDestroy(hEvent: *mut c_void) -> u32 {
 /// `CUresult cuEventDestroy_v2(CUevent hEvent)`
 #[no_mangle]
 pub unsafe extern "C" fn cuEventDestroy_v2(hEvent: *mut c_void) -> u32 {
-    let real = crate::hook::real(113);
+    let real = crate::hook::real(114);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuEventDestroy_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(113);
+    let token = crate::hook::begin(114);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hEvent) };
     crate::hook::end(token, ret);
@@ -81,14 +81,14 @@ pub unsafe extern "C" fn cuEventElapsedTime(
     hStart: *mut c_void,
     hEnd: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(114);
+    let real = crate::hook::real(115);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuEventElapsedTime`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(114);
+    let token = crate::hook::begin(115);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pMilliseconds, hStart, hEnd) };
     crate::hook::end(token, ret);
@@ -102,14 +102,14 @@ pub unsafe extern "C" fn cuEventElapsedTime_v2(
     hStart: *mut c_void,
     hEnd: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(115);
+    let real = crate::hook::real(116);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuEventElapsedTime_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(115);
+    let token = crate::hook::begin(116);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(pMilliseconds, hStart, hEnd) };
     crate::hook::end(token, ret);
@@ -119,13 +119,13 @@ pub unsafe extern "C" fn cuEventElapsedTime_v2(
 /// `CUresult cuEventQuery(CUevent hEvent)`
 #[no_mangle]
 pub unsafe extern "C" fn cuEventQuery(hEvent: *mut c_void) -> u32 {
-    let real = crate::hook::real(116);
+    let real = crate::hook::real(117);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuEventQuery`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(116);
+    let token = crate::hook::begin(117);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hEvent) };
     crate::hook::end(token, ret);
@@ -135,14 +135,14 @@ pub unsafe extern "C" fn cuEventQuery(hEvent: *mut c_void) -> u32 {
 /// `CUresult cuEventRecord(CUevent hEvent, CUstream hStream)`
 #[no_mangle]
 pub unsafe extern "C" fn cuEventRecord(hEvent: *mut c_void, hStream: *mut c_void) -> u32 {
-    let real = crate::hook::real(117);
+    let real = crate::hook::real(118);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuEventRecord`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(117);
+    let token = crate::hook::begin(118);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hEvent, hStream) };
     crate::hook::end(token, ret);
@@ -156,14 +156,14 @@ pub unsafe extern "C" fn cuEventRecordWithFlags(
     hStream: *mut c_void,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(118);
+    let real = crate::hook::real(119);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuEventRecordWithFlags`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(118);
+    let token = crate::hook::begin(119);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hEvent, hStream, flags) };
     crate::hook::end(token, ret);
@@ -177,14 +177,14 @@ pub unsafe extern "C" fn cuEventRecordWithFlags_ptsz(
     hStream: *mut c_void,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(119);
+    let real = crate::hook::real(120);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuEventRecordWithFlags_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(119);
+    let token = crate::hook::begin(120);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hEvent, hStream, flags) };
     crate::hook::end(token, ret);
@@ -194,14 +194,14 @@ pub unsafe extern "C" fn cuEventRecordWithFlags_ptsz(
 /// `CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)`
 #[no_mangle]
 pub unsafe extern "C" fn cuEventRecord_ptsz(hEvent: *mut c_void, hStream: *mut c_void) -> u32 {
-    let real = crate::hook::real(120);
+    let real = crate::hook::real(121);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuEventRecord_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(120);
+    let token = crate::hook::begin(121);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hEvent, hStream) };
     crate::hook::end(token, ret);
@@ -211,13 +211,13 @@ pub unsafe extern "C" fn cuEventRecord_ptsz(hEvent: *mut c_void, hStream: *mut c
 /// `CUresult cuEventSynchronize(CUevent hEvent)`
 #[no_mangle]
 pub unsafe extern "C" fn cuEventSynchronize(hEvent: *mut c_void) -> u32 {
-    let real = crate::hook::real(121);
+    let real = crate::hook::real(122);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuEventSynchronize`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(121);
+    let token = crate::hook::begin(122);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hEvent) };
     crate::hook::end(token, ret);
@@ -227,13 +227,13 @@ pub unsafe extern "C" fn cuEventSynchronize(hEvent: *mut c_void) -> u32 {
 /// `CUresult cuLaunch(CUfunction f)`
 #[no_mangle]
 pub unsafe extern "C" fn cuLaunch(f: *mut c_void) -> u32 {
-    let real = crate::hook::real(289);
+    let real = crate::hook::real(290);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLaunch`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(289);
+    let token = crate::hook::begin(290);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(f) };
     crate::hook::end(token, ret);
@@ -254,7 +254,7 @@ pub unsafe extern "C" fn cuLaunchCooperativeKernel(
     hStream: *mut c_void,
     kernelParams: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(290);
+    let real = crate::hook::real(291);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -271,7 +271,7 @@ pub unsafe extern "C" fn cuLaunchCooperativeKernel(
         *mut c_void,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(290);
+    let token = crate::hook::begin(291);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -298,14 +298,14 @@ pub unsafe extern "C" fn cuLaunchCooperativeKernelMultiDevice(
     numDevices: u32,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(291);
+    let real = crate::hook::real(292);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLaunchCooperativeKernelMultiDevice`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(291);
+    let token = crate::hook::begin(292);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(launchParamsList, numDevices, flags) };
     crate::hook::end(token, ret);
@@ -326,7 +326,7 @@ pub unsafe extern "C" fn cuLaunchCooperativeKernel_ptsz(
     hStream: *mut c_void,
     kernelParams: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(292);
+    let real = crate::hook::real(293);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -343,7 +343,7 @@ pub unsafe extern "C" fn cuLaunchCooperativeKernel_ptsz(
         *mut c_void,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(292);
+    let token = crate::hook::begin(293);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -366,14 +366,14 @@ pub unsafe extern "C" fn cuLaunchCooperativeKernel_ptsz(
 /// `CUresult cuLaunchGrid(CUfunction f, int grid_width, int grid_height)`
 #[no_mangle]
 pub unsafe extern "C" fn cuLaunchGrid(f: *mut c_void, grid_width: i32, grid_height: i32) -> u32 {
-    let real = crate::hook::real(293);
+    let real = crate::hook::real(294);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLaunchGrid`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, i32, i32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(293);
+    let token = crate::hook::begin(294);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(f, grid_width, grid_height) };
     crate::hook::end(token, ret);
@@ -388,14 +388,14 @@ pub unsafe extern "C" fn cuLaunchGridAsync(
     grid_height: i32,
     hStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(294);
+    let real = crate::hook::real(295);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLaunchGridAsync`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, i32, i32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(294);
+    let token = crate::hook::begin(295);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(f, grid_width, grid_height, hStream) };
     crate::hook::end(token, ret);
@@ -409,14 +409,14 @@ pub unsafe extern "C" fn cuLaunchHostFunc(
     fn_: *mut c_void,
     userData: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(295);
+    let real = crate::hook::real(296);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLaunchHostFunc`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(295);
+    let token = crate::hook::begin(296);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, fn_, userData) };
     crate::hook::end(token, ret);
@@ -430,14 +430,14 @@ pub unsafe extern "C" fn cuLaunchHostFunc_ptsz(
     fn_: *mut c_void,
     userData: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(296);
+    let real = crate::hook::real(297);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLaunchHostFunc_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(296);
+    let token = crate::hook::begin(297);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, fn_, userData) };
     crate::hook::end(token, ret);
@@ -459,7 +459,7 @@ pub unsafe extern "C" fn cuLaunchKernel(
     kernelParams: *mut c_void,
     extra: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(297);
+    let real = crate::hook::real(298);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -477,7 +477,7 @@ pub unsafe extern "C" fn cuLaunchKernel(
         *mut c_void,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(297);
+    let token = crate::hook::begin(298);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -506,14 +506,14 @@ pub unsafe extern "C" fn cuLaunchKernelEx(
     kernelParams: *mut c_void,
     extra: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(298);
+    let real = crate::hook::real(299);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLaunchKernelEx`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void, *mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(298);
+    let token = crate::hook::begin(299);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(config, f, kernelParams, extra) };
     crate::hook::end(token, ret);
@@ -528,14 +528,14 @@ pub unsafe extern "C" fn cuLaunchKernelEx_ptsz(
     kernelParams: *mut c_void,
     extra: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(299);
+    let real = crate::hook::real(300);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuLaunchKernelEx_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*const c_void, *mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(299);
+    let token = crate::hook::begin(300);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(config, f, kernelParams, extra) };
     crate::hook::end(token, ret);
@@ -557,7 +557,7 @@ pub unsafe extern "C" fn cuLaunchKernel_ptsz(
     kernelParams: *mut c_void,
     extra: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(300);
+    let real = crate::hook::real(301);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -575,7 +575,7 @@ pub unsafe extern "C" fn cuLaunchKernel_ptsz(
         *mut c_void,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(300);
+    let token = crate::hook::begin(301);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -604,14 +604,14 @@ pub unsafe extern "C" fn cuStreamAddCallback(
     userData: *mut c_void,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(545);
+    let real = crate::hook::real(548);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamAddCallback`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(545);
+    let token = crate::hook::begin(548);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, callback, userData, flags) };
     crate::hook::end(token, ret);
@@ -626,14 +626,14 @@ pub unsafe extern "C" fn cuStreamAddCallback_ptsz(
     userData: *mut c_void,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(546);
+    let real = crate::hook::real(549);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamAddCallback_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(546);
+    let token = crate::hook::begin(549);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, callback, userData, flags) };
     crate::hook::end(token, ret);
@@ -648,14 +648,14 @@ pub unsafe extern "C" fn cuStreamAttachMemAsync(
     length: usize,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(547);
+    let real = crate::hook::real(550);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamAttachMemAsync`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64, usize, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(547);
+    let token = crate::hook::begin(550);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, dptr, length, flags) };
     crate::hook::end(token, ret);
@@ -670,14 +670,14 @@ pub unsafe extern "C" fn cuStreamAttachMemAsync_ptsz(
     length: usize,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(548);
+    let real = crate::hook::real(551);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamAttachMemAsync_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64, usize, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(548);
+    let token = crate::hook::begin(551);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, dptr, length, flags) };
     crate::hook::end(token, ret);
@@ -692,14 +692,14 @@ pub unsafe extern "C" fn cuStreamBatchMemOp(
     paramArray: *mut c_void,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(549);
+    let real = crate::hook::real(552);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamBatchMemOp`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(549);
+    let token = crate::hook::begin(552);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(stream, count, paramArray, flags) };
     crate::hook::end(token, ret);
@@ -714,14 +714,14 @@ pub unsafe extern "C" fn cuStreamBatchMemOp_ptsz(
     paramArray: *mut c_void,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(550);
+    let real = crate::hook::real(553);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamBatchMemOp_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(550);
+    let token = crate::hook::begin(553);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(stream, count, paramArray, flags) };
     crate::hook::end(token, ret);
@@ -736,14 +736,14 @@ pub unsafe extern "C" fn cuStreamBatchMemOp_v2(
     paramArray: *mut c_void,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(551);
+    let real = crate::hook::real(554);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamBatchMemOp_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(551);
+    let token = crate::hook::begin(554);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(stream, count, paramArray, flags) };
     crate::hook::end(token, ret);
@@ -758,14 +758,14 @@ pub unsafe extern "C" fn cuStreamBatchMemOp_v2_ptsz(
     paramArray: *mut c_void,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(552);
+    let real = crate::hook::real(555);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamBatchMemOp_v2_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(552);
+    let token = crate::hook::begin(555);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(stream, count, paramArray, flags) };
     crate::hook::end(token, ret);
@@ -775,13 +775,13 @@ pub unsafe extern "C" fn cuStreamBatchMemOp_v2_ptsz(
 /// `CUresult cuStreamBeginCapture(CUstream hStream)`
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamBeginCapture(hStream: *mut c_void) -> u32 {
-    let real = crate::hook::real(553);
+    let real = crate::hook::real(556);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamBeginCapture`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(553);
+    let token = crate::hook::begin(556);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream) };
     crate::hook::end(token, ret);
@@ -798,7 +798,7 @@ pub unsafe extern "C" fn cuStreamBeginCaptureToGraph(
     numDependencies: usize,
     mode: u32,
 ) -> u32 {
-    let real = crate::hook::real(554);
+    let real = crate::hook::real(557);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -811,7 +811,7 @@ pub unsafe extern "C" fn cuStreamBeginCaptureToGraph(
         usize,
         u32,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(554);
+    let token = crate::hook::begin(557);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -837,7 +837,7 @@ pub unsafe extern "C" fn cuStreamBeginCaptureToGraph_ptsz(
     numDependencies: usize,
     mode: u32,
 ) -> u32 {
-    let real = crate::hook::real(555);
+    let real = crate::hook::real(558);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -850,7 +850,7 @@ pub unsafe extern "C" fn cuStreamBeginCaptureToGraph_ptsz(
         usize,
         u32,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(555);
+    let token = crate::hook::begin(558);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -869,13 +869,13 @@ pub unsafe extern "C" fn cuStreamBeginCaptureToGraph_ptsz(
 /// `CUresult cuStreamBeginCapture_ptsz(CUstream hStream)`
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamBeginCapture_ptsz(hStream: *mut c_void) -> u32 {
-    let real = crate::hook::real(556);
+    let real = crate::hook::real(559);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamBeginCapture_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(556);
+    let token = crate::hook::begin(559);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream) };
     crate::hook::end(token, ret);
@@ -885,13 +885,13 @@ pub unsafe extern "C" fn cuStreamBeginCapture_ptsz(hStream: *mut c_void) -> u32 
 /// `CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)`
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamBeginCapture_v2(hStream: *mut c_void, mode: u32) -> u32 {
-    let real = crate::hook::real(557);
+    let real = crate::hook::real(560);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamBeginCapture_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(557);
+    let token = crate::hook::begin(560);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, mode) };
     crate::hook::end(token, ret);
@@ -901,13 +901,13 @@ pub unsafe extern "C" fn cuStreamBeginCapture_v2(hStream: *mut c_void, mode: u32
 /// `CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)`
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamBeginCapture_v2_ptsz(hStream: *mut c_void, mode: u32) -> u32 {
-    let real = crate::hook::real(558);
+    let real = crate::hook::real(561);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamBeginCapture_v2_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(558);
+    let token = crate::hook::begin(561);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, mode) };
     crate::hook::end(token, ret);
@@ -920,14 +920,14 @@ pub unsafe extern "C" fn cuStreamCopyAttributes(
     dstStream: *mut c_void,
     srcStream: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(559);
+    let real = crate::hook::real(562);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamCopyAttributes`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(559);
+    let token = crate::hook::begin(562);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dstStream, srcStream) };
     crate::hook::end(token, ret);
@@ -937,14 +937,14 @@ pub unsafe extern "C" fn cuStreamCopyAttributes(
 /// `CUresult cuStreamCopyAttributes_ptsz(CUstream dst, CUstream src)`
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamCopyAttributes_ptsz(dst: *mut c_void, src: *mut c_void) -> u32 {
-    let real = crate::hook::real(560);
+    let real = crate::hook::real(563);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamCopyAttributes_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(560);
+    let token = crate::hook::begin(563);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(dst, src) };
     crate::hook::end(token, ret);
@@ -954,13 +954,13 @@ pub unsafe extern "C" fn cuStreamCopyAttributes_ptsz(dst: *mut c_void, src: *mut
 /// `CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)`
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamCreate(phStream: *mut c_void, Flags: u32) -> u32 {
-    let real = crate::hook::real(561);
+    let real = crate::hook::real(564);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamCreate`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(561);
+    let token = crate::hook::begin(564);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(phStream, Flags) };
     crate::hook::end(token, ret);
@@ -974,14 +974,14 @@ pub unsafe extern "C" fn cuStreamCreateWithPriority(
     flags: u32,
     priority: i32,
 ) -> u32 {
-    let real = crate::hook::real(562);
+    let real = crate::hook::real(565);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamCreateWithPriority`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, i32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(562);
+    let token = crate::hook::begin(565);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(phStream, flags, priority) };
     crate::hook::end(token, ret);
@@ -991,13 +991,13 @@ pub unsafe extern "C" fn cuStreamCreateWithPriority(
 /// `CUresult cuStreamDestroy(CUstream hStream)`
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamDestroy(hStream: *mut c_void) -> u32 {
-    let real = crate::hook::real(563);
+    let real = crate::hook::real(566);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamDestroy`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(563);
+    let token = crate::hook::begin(566);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream) };
     crate::hook::end(token, ret);
@@ -1007,13 +1007,13 @@ pub unsafe extern "C" fn cuStreamDestroy(hStream: *mut c_void) -> u32 {
 /// `CUresult cuStreamDestroy_v2(CUstream hStream)`
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamDestroy_v2(hStream: *mut c_void) -> u32 {
-    let real = crate::hook::real(564);
+    let real = crate::hook::real(567);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamDestroy_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(564);
+    let token = crate::hook::begin(567);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream) };
     crate::hook::end(token, ret);
@@ -1023,14 +1023,14 @@ pub unsafe extern "C" fn cuStreamDestroy_v2(hStream: *mut c_void) -> u32 {
 /// `CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)`
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamEndCapture(hStream: *mut c_void, phGraph: *mut c_void) -> u32 {
-    let real = crate::hook::real(565);
+    let real = crate::hook::real(568);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamEndCapture`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(565);
+    let token = crate::hook::begin(568);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, phGraph) };
     crate::hook::end(token, ret);
@@ -1043,14 +1043,14 @@ pub unsafe extern "C" fn cuStreamEndCapture_ptsz(
     hStream: *mut c_void,
     phGraph: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(566);
+    let real = crate::hook::real(569);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamEndCapture_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(566);
+    let token = crate::hook::begin(569);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, phGraph) };
     crate::hook::end(token, ret);
@@ -1064,14 +1064,14 @@ pub unsafe extern "C" fn cuStreamGetAttribute(
     attr: u32,
     value: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(567);
+    let real = crate::hook::real(570);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamGetAttribute`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(567);
+    let token = crate::hook::begin(570);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, attr, value) };
     crate::hook::end(token, ret);
@@ -1085,14 +1085,14 @@ pub unsafe extern "C" fn cuStreamGetAttribute_ptsz(
     attr: u32,
     value_out: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(568);
+    let real = crate::hook::real(571);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamGetAttribute_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(568);
+    let token = crate::hook::begin(571);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, attr, value_out) };
     crate::hook::end(token, ret);
@@ -1106,14 +1106,14 @@ pub unsafe extern "C" fn cuStreamGetCaptureInfo(
     captureStatus_out: *mut c_void,
     id_out: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(569);
+    let real = crate::hook::real(572);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamGetCaptureInfo`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(569);
+    let token = crate::hook::begin(572);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, captureStatus_out, id_out) };
     crate::hook::end(token, ret);
@@ -1127,14 +1127,14 @@ pub unsafe extern "C" fn cuStreamGetCaptureInfo_ptsz(
     captureStatus_out: *mut c_void,
     id_out: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(570);
+    let real = crate::hook::real(573);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamGetCaptureInfo_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(570);
+    let token = crate::hook::begin(573);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, captureStatus_out, id_out) };
     crate::hook::end(token, ret);
@@ -1151,7 +1151,7 @@ pub unsafe extern "C" fn cuStreamGetCaptureInfo_v2(
     dependencies_out: *mut c_void,
     numDependencies_out: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(571);
+    let real = crate::hook::real(574);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -1164,7 +1164,7 @@ pub unsafe extern "C" fn cuStreamGetCaptureInfo_v2(
         *mut c_void,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(571);
+    let token = crate::hook::begin(574);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -1190,7 +1190,7 @@ pub unsafe extern "C" fn cuStreamGetCaptureInfo_v2_ptsz(
     dependencies_out: *mut c_void,
     numDependencies_out: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(572);
+    let real = crate::hook::real(575);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -1203,7 +1203,7 @@ pub unsafe extern "C" fn cuStreamGetCaptureInfo_v2_ptsz(
         *mut c_void,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(572);
+    let token = crate::hook::begin(575);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -1230,7 +1230,7 @@ pub unsafe extern "C" fn cuStreamGetCaptureInfo_v3(
     edgeData_out: *mut c_void,
     numDependencies_out: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(573);
+    let real = crate::hook::real(576);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -1244,7 +1244,7 @@ pub unsafe extern "C" fn cuStreamGetCaptureInfo_v3(
         *mut c_void,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(573);
+    let token = crate::hook::begin(576);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -1272,7 +1272,7 @@ pub unsafe extern "C" fn cuStreamGetCaptureInfo_v3_ptsz(
     edgeData_out: *mut c_void,
     numDependencies_out: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(574);
+    let real = crate::hook::real(577);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
@@ -1286,7 +1286,7 @@ pub unsafe extern "C" fn cuStreamGetCaptureInfo_v3_ptsz(
         *mut c_void,
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(574);
+    let token = crate::hook::begin(577);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -1306,14 +1306,14 @@ pub unsafe extern "C" fn cuStreamGetCaptureInfo_v3_ptsz(
 /// `CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)`
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamGetCtx(hStream: *mut c_void, pctx: *mut c_void) -> u32 {
-    let real = crate::hook::real(575);
+    let real = crate::hook::real(578);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamGetCtx`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(575);
+    let token = crate::hook::begin(578);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, pctx) };
     crate::hook::end(token, ret);
@@ -1323,14 +1323,14 @@ pub unsafe extern "C" fn cuStreamGetCtx(hStream: *mut c_void, pctx: *mut c_void)
 /// `CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *pctx)`
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamGetCtx_ptsz(hStream: *mut c_void, pctx: *mut c_void) -> u32 {
-    let real = crate::hook::real(576);
+    let real = crate::hook::real(579);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamGetCtx_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(576);
+    let token = crate::hook::begin(579);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, pctx) };
     crate::hook::end(token, ret);
@@ -1344,14 +1344,14 @@ pub unsafe extern "C" fn cuStreamGetCtx_v2(
     pCtx: *mut c_void,
     pGreenCtx: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(577);
+    let real = crate::hook::real(580);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamGetCtx_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(577);
+    let token = crate::hook::begin(580);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, pCtx, pGreenCtx) };
     crate::hook::end(token, ret);
@@ -1365,14 +1365,14 @@ pub unsafe extern "C" fn cuStreamGetCtx_v2_ptsz(
     pCtx: *mut c_void,
     pGreenCtx: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(578);
+    let real = crate::hook::real(581);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamGetCtx_v2_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(578);
+    let token = crate::hook::begin(581);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, pCtx, pGreenCtx) };
     crate::hook::end(token, ret);
@@ -1382,14 +1382,14 @@ pub unsafe extern "C" fn cuStreamGetCtx_v2_ptsz(
 /// `CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device)`
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamGetDevice(hStream: *mut c_void, device: *mut c_void) -> u32 {
-    let real = crate::hook::real(579);
+    let real = crate::hook::real(582);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamGetDevice`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(579);
+    let token = crate::hook::begin(582);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, device) };
     crate::hook::end(token, ret);
@@ -1399,14 +1399,14 @@ pub unsafe extern "C" fn cuStreamGetDevice(hStream: *mut c_void, device: *mut c_
 /// `CUresult cuStreamGetDevice_ptsz(CUstream hStream, CUdevice *device)`
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamGetDevice_ptsz(hStream: *mut c_void, device: *mut c_void) -> u32 {
-    let real = crate::hook::real(580);
+    let real = crate::hook::real(583);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamGetDevice_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(580);
+    let token = crate::hook::begin(583);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, device) };
     crate::hook::end(token, ret);
@@ -1416,14 +1416,14 @@ pub unsafe extern "C" fn cuStreamGetDevice_ptsz(hStream: *mut c_void, device: *m
 /// `CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags)`
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamGetFlags(hStream: *mut c_void, flags: *mut c_void) -> u32 {
-    let real = crate::hook::real(581);
+    let real = crate::hook::real(584);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamGetFlags`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(581);
+    let token = crate::hook::begin(584);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, flags) };
     crate::hook::end(token, ret);
@@ -1433,14 +1433,14 @@ pub unsafe extern "C" fn cuStreamGetFlags(hStream: *mut c_void, flags: *mut c_vo
 /// `CUresult cuStreamGetFlags_ptsz(CUstream hStream, unsigned int *flags)`
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamGetFlags_ptsz(hStream: *mut c_void, flags: *mut c_void) -> u32 {
-    let real = crate::hook::real(582);
+    let real = crate::hook::real(585);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamGetFlags_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(582);
+    let token = crate::hook::begin(585);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, flags) };
     crate::hook::end(token, ret);
@@ -1450,14 +1450,14 @@ pub unsafe extern "C" fn cuStreamGetFlags_ptsz(hStream: *mut c_void, flags: *mut
 /// `CUresult cuStreamGetGreenCtx(CUstream hStream, CUgreenCtx *phCtx)`
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamGetGreenCtx(hStream: *mut c_void, phCtx: *mut c_void) -> u32 {
-    let real = crate::hook::real(583);
+    let real = crate::hook::real(586);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamGetGreenCtx`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(583);
+    let token = crate::hook::begin(586);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, phCtx) };
     crate::hook::end(token, ret);
@@ -1467,14 +1467,14 @@ pub unsafe extern "C" fn cuStreamGetGreenCtx(hStream: *mut c_void, phCtx: *mut c
 /// `CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId)`
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamGetId(hStream: *mut c_void, streamId: *mut c_void) -> u32 {
-    let real = crate::hook::real(584);
+    let real = crate::hook::real(587);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamGetId`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(584);
+    let token = crate::hook::begin(587);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, streamId) };
     crate::hook::end(token, ret);
@@ -1484,14 +1484,14 @@ pub unsafe extern "C" fn cuStreamGetId(hStream: *mut c_void, streamId: *mut c_vo
 /// `CUresult cuStreamGetId_ptsz(CUstream hStream, unsigned long long *streamId)`
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamGetId_ptsz(hStream: *mut c_void, streamId: *mut c_void) -> u32 {
-    let real = crate::hook::real(585);
+    let real = crate::hook::real(588);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamGetId_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(585);
+    let token = crate::hook::begin(588);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, streamId) };
     crate::hook::end(token, ret);
@@ -1501,14 +1501,14 @@ pub unsafe extern "C" fn cuStreamGetId_ptsz(hStream: *mut c_void, streamId: *mut
 /// `CUresult cuStreamGetPriority(CUstream hStream, int *priority)`
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamGetPriority(hStream: *mut c_void, priority: *mut c_void) -> u32 {
-    let real = crate::hook::real(586);
+    let real = crate::hook::real(589);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamGetPriority`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(586);
+    let token = crate::hook::begin(589);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, priority) };
     crate::hook::end(token, ret);
@@ -1521,14 +1521,14 @@ pub unsafe extern "C" fn cuStreamGetPriority_ptsz(
     hStream: *mut c_void,
     priority: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(587);
+    let real = crate::hook::real(590);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamGetPriority_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(587);
+    let token = crate::hook::begin(590);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, priority) };
     crate::hook::end(token, ret);
@@ -1541,14 +1541,14 @@ pub unsafe extern "C" fn cuStreamIsCapturing(
     hStream: *mut c_void,
     captureStatus: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(588);
+    let real = crate::hook::real(591);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamIsCapturing`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(588);
+    let token = crate::hook::begin(591);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, captureStatus) };
     crate::hook::end(token, ret);
@@ -1561,14 +1561,14 @@ pub unsafe extern "C" fn cuStreamIsCapturing_ptsz(
     hStream: *mut c_void,
     captureStatus: *mut c_void,
 ) -> u32 {
-    let real = crate::hook::real(589);
+    let real = crate::hook::real(592);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamIsCapturing_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(589);
+    let token = crate::hook::begin(592);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, captureStatus) };
     crate::hook::end(token, ret);
@@ -1578,13 +1578,13 @@ pub unsafe extern "C" fn cuStreamIsCapturing_ptsz(
 /// `CUresult cuStreamQuery(CUstream hStream)`
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamQuery(hStream: *mut c_void) -> u32 {
-    let real = crate::hook::real(590);
+    let real = crate::hook::real(593);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamQuery`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(590);
+    let token = crate::hook::begin(593);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream) };
     crate::hook::end(token, ret);
@@ -1594,13 +1594,13 @@ pub unsafe extern "C" fn cuStreamQuery(hStream: *mut c_void) -> u32 {
 /// `CUresult cuStreamQuery_ptsz(CUstream hStream)`
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamQuery_ptsz(hStream: *mut c_void) -> u32 {
-    let real = crate::hook::real(591);
+    let real = crate::hook::real(594);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamQuery_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(591);
+    let token = crate::hook::begin(594);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream) };
     crate::hook::end(token, ret);
@@ -1614,14 +1614,14 @@ pub unsafe extern "C" fn cuStreamSetAttribute(
     attr: u32,
     param: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(592);
+    let real = crate::hook::real(595);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamSetAttribute`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(592);
+    let token = crate::hook::begin(595);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, attr, param) };
     crate::hook::end(token, ret);
@@ -1635,14 +1635,14 @@ pub unsafe extern "C" fn cuStreamSetAttribute_ptsz(
     attr: u32,
     value: *const c_void,
 ) -> u32 {
-    let real = crate::hook::real(593);
+    let real = crate::hook::real(596);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamSetAttribute_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u32, *const c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(593);
+    let token = crate::hook::begin(596);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, attr, value) };
     crate::hook::end(token, ret);
@@ -1652,13 +1652,13 @@ pub unsafe extern "C" fn cuStreamSetAttribute_ptsz(
 /// `CUresult cuStreamSynchronize(CUstream hStream)`
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamSynchronize(hStream: *mut c_void) -> u32 {
-    let real = crate::hook::real(594);
+    let real = crate::hook::real(597);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamSynchronize`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(594);
+    let token = crate::hook::begin(597);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream) };
     crate::hook::end(token, ret);
@@ -1668,13 +1668,13 @@ pub unsafe extern "C" fn cuStreamSynchronize(hStream: *mut c_void) -> u32 {
 /// `CUresult cuStreamSynchronize_ptsz(CUstream hStream)`
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamSynchronize_ptsz(hStream: *mut c_void) -> u32 {
-    let real = crate::hook::real(595);
+    let real = crate::hook::real(598);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamSynchronize_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(595);
+    let token = crate::hook::begin(598);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream) };
     crate::hook::end(token, ret);
@@ -1689,14 +1689,14 @@ pub unsafe extern "C" fn cuStreamUpdateCaptureDependencies(
     numDependencies: usize,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(596);
+    let real = crate::hook::real(599);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamUpdateCaptureDependencies`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, usize, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(596);
+    let token = crate::hook::begin(599);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, dependencies, numDependencies, flags) };
     crate::hook::end(token, ret);
@@ -1711,14 +1711,14 @@ pub unsafe extern "C" fn cuStreamUpdateCaptureDependencies_ptsz(
     numDependencies: usize,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(597);
+    let real = crate::hook::real(600);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamUpdateCaptureDependencies_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, usize, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(597);
+    let token = crate::hook::begin(600);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, dependencies, numDependencies, flags) };
     crate::hook::end(token, ret);
@@ -1734,14 +1734,14 @@ pub unsafe extern "C" fn cuStreamUpdateCaptureDependencies_v2(
     numDependencies: usize,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(598);
+    let real = crate::hook::real(601);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamUpdateCaptureDependencies_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void, usize, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(598);
+    let token = crate::hook::begin(601);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -1765,14 +1765,14 @@ pub unsafe extern "C" fn cuStreamUpdateCaptureDependencies_v2_ptsz(
     numDependencies: usize,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(599);
+    let real = crate::hook::real(602);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamUpdateCaptureDependencies_v2_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_void, usize, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(599);
+    let token = crate::hook::begin(602);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe {
         func(
@@ -1794,14 +1794,14 @@ pub unsafe extern "C" fn cuStreamWaitEvent(
     hEvent: *mut c_void,
     Flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(600);
+    let real = crate::hook::real(603);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamWaitEvent`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(600);
+    let token = crate::hook::begin(603);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, hEvent, Flags) };
     crate::hook::end(token, ret);
@@ -1815,14 +1815,14 @@ pub unsafe extern "C" fn cuStreamWaitEvent_ptsz(
     hEvent: *mut c_void,
     Flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(601);
+    let real = crate::hook::real(604);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamWaitEvent_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, *mut c_void, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(601);
+    let token = crate::hook::begin(604);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(hStream, hEvent, Flags) };
     crate::hook::end(token, ret);
@@ -1837,14 +1837,14 @@ pub unsafe extern "C" fn cuStreamWaitValue32(
     value: u32,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(602);
+    let real = crate::hook::real(605);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamWaitValue32`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(602);
+    let token = crate::hook::begin(605);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(stream, addr, value, flags) };
     crate::hook::end(token, ret);
@@ -1859,14 +1859,14 @@ pub unsafe extern "C" fn cuStreamWaitValue32_ptsz(
     value: u32,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(603);
+    let real = crate::hook::real(606);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamWaitValue32_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(603);
+    let token = crate::hook::begin(606);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(stream, addr, value, flags) };
     crate::hook::end(token, ret);
@@ -1881,14 +1881,14 @@ pub unsafe extern "C" fn cuStreamWaitValue32_v2(
     value: u32,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(604);
+    let real = crate::hook::real(607);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamWaitValue32_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(604);
+    let token = crate::hook::begin(607);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(stream, addr, value, flags) };
     crate::hook::end(token, ret);
@@ -1903,14 +1903,14 @@ pub unsafe extern "C" fn cuStreamWaitValue32_v2_ptsz(
     value: u32,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(605);
+    let real = crate::hook::real(608);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamWaitValue32_v2_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(605);
+    let token = crate::hook::begin(608);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(stream, addr, value, flags) };
     crate::hook::end(token, ret);
@@ -1925,14 +1925,14 @@ pub unsafe extern "C" fn cuStreamWaitValue64(
     value: u64,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(606);
+    let real = crate::hook::real(609);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamWaitValue64`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64, u64, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(606);
+    let token = crate::hook::begin(609);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(stream, addr, value, flags) };
     crate::hook::end(token, ret);
@@ -1947,14 +1947,14 @@ pub unsafe extern "C" fn cuStreamWaitValue64_ptsz(
     value: u64,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(607);
+    let real = crate::hook::real(610);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamWaitValue64_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64, u64, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(607);
+    let token = crate::hook::begin(610);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(stream, addr, value, flags) };
     crate::hook::end(token, ret);
@@ -1969,14 +1969,14 @@ pub unsafe extern "C" fn cuStreamWaitValue64_v2(
     value: u64,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(608);
+    let real = crate::hook::real(611);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamWaitValue64_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64, u64, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(608);
+    let token = crate::hook::begin(611);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(stream, addr, value, flags) };
     crate::hook::end(token, ret);
@@ -1991,14 +1991,14 @@ pub unsafe extern "C" fn cuStreamWaitValue64_v2_ptsz(
     value: u64,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(609);
+    let real = crate::hook::real(612);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamWaitValue64_v2_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64, u64, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(609);
+    let token = crate::hook::begin(612);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(stream, addr, value, flags) };
     crate::hook::end(token, ret);
@@ -2013,14 +2013,14 @@ pub unsafe extern "C" fn cuStreamWriteValue32(
     value: u32,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(610);
+    let real = crate::hook::real(613);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamWriteValue32`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(610);
+    let token = crate::hook::begin(613);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(stream, addr, value, flags) };
     crate::hook::end(token, ret);
@@ -2035,14 +2035,14 @@ pub unsafe extern "C" fn cuStreamWriteValue32_ptsz(
     value: u32,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(611);
+    let real = crate::hook::real(614);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamWriteValue32_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(611);
+    let token = crate::hook::begin(614);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(stream, addr, value, flags) };
     crate::hook::end(token, ret);
@@ -2057,14 +2057,14 @@ pub unsafe extern "C" fn cuStreamWriteValue32_v2(
     value: u32,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(612);
+    let real = crate::hook::real(615);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamWriteValue32_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(612);
+    let token = crate::hook::begin(615);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(stream, addr, value, flags) };
     crate::hook::end(token, ret);
@@ -2079,14 +2079,14 @@ pub unsafe extern "C" fn cuStreamWriteValue32_v2_ptsz(
     value: u32,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(613);
+    let real = crate::hook::real(616);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamWriteValue32_v2_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64, u32, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(613);
+    let token = crate::hook::begin(616);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(stream, addr, value, flags) };
     crate::hook::end(token, ret);
@@ -2101,14 +2101,14 @@ pub unsafe extern "C" fn cuStreamWriteValue64(
     value: u64,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(614);
+    let real = crate::hook::real(617);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamWriteValue64`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64, u64, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(614);
+    let token = crate::hook::begin(617);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(stream, addr, value, flags) };
     crate::hook::end(token, ret);
@@ -2123,14 +2123,14 @@ pub unsafe extern "C" fn cuStreamWriteValue64_ptsz(
     value: u64,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(615);
+    let real = crate::hook::real(618);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamWriteValue64_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64, u64, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(615);
+    let token = crate::hook::begin(618);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(stream, addr, value, flags) };
     crate::hook::end(token, ret);
@@ -2145,14 +2145,14 @@ pub unsafe extern "C" fn cuStreamWriteValue64_v2(
     value: u64,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(616);
+    let real = crate::hook::real(619);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamWriteValue64_v2`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64, u64, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(616);
+    let token = crate::hook::begin(619);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(stream, addr, value, flags) };
     crate::hook::end(token, ret);
@@ -2167,14 +2167,14 @@ pub unsafe extern "C" fn cuStreamWriteValue64_v2_ptsz(
     value: u64,
     flags: u32,
 ) -> u32 {
-    let real = crate::hook::real(617);
+    let real = crate::hook::real(620);
     if real.is_null() {
         return crate::hook::MISSING_RESULT;
     }
     // SAFETY: `real` is the driver's own `cuStreamWriteValue64_v2_ptsz`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void, u64, u64, u32) -> u32 =
         unsafe { core::mem::transmute(real) };
-    let token = crate::hook::begin(617);
+    let token = crate::hook::begin(620);
     // SAFETY: the arguments are passed through unchanged from our caller.
     let ret = unsafe { func(stream, addr, value, flags) };
     crate::hook::end(token, ret);

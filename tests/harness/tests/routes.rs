@@ -160,7 +160,7 @@ fn disabled_records_nothing_and_changes_nothing() {
 fn function_table_names_every_wrapper() {
     let r = run(Spec::traced("direct"));
     let t = r.trace();
-    assert_eq!(t.functions.len(), 672);
+    assert_eq!(t.functions.len(), 683);
     assert_eq!(
         t.functions
             .values()
