@@ -63,9 +63,9 @@ echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 row() { printf '%-17s %22.2f %18s\n' "$1" "$2" "$3"; }
 printf '%-17s %22s %18s\n' mode "ns/call (median of $n)" "added vs untraced"
 row untraced "$u" "-"
-row traced "$t" "$(printf '%.2f' "$(echo "$t - $u" | bc -l)")"
-row traced-monotonic "$m" "$(printf '%.2f' "$(echo "$m - $u" | bc -l)")"
-row disabled "$d" "$(printf '%.2f' "$(echo "$d - $u" | bc -l)")"
+row traced "$t" "$(awk -v a="$t" -v b="$u" 'BEGIN{printf "%.2f", a-b}')"
+row traced-monotonic "$m" "$(awk -v a="$m" -v b="$u" 'BEGIN{printf "%.2f", a-b}')"
+row disabled "$d" "$(awk -v a="$d" -v b="$u" 'BEGIN{printf "%.2f", a-b}')"
 target/release/rtrace report --format json "$work"/t-*.bin "$work"/m-*.bin | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
