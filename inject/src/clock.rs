@@ -108,7 +108,33 @@ fn pair() -> (u64, u64) {
 /// Converts ticks to ns. Consumer-owned; keeps the pairs of the last
 /// [`Calibration::CAPACITY`] samples (more than the longest a record waits in a buffer).
 pub struct Calibration {
+    /// Whether timestamps are TSC ticks (fixed at start-up, before the first record).
+    tsc: bool,
     samples: VecDeque<(u64, u64)>,
+    /// The segment used last (records come mostly in order).
+    hint: std::cell::Cell<Option<Segment>>,
+}
+
+/// The line through two samples, and the ticks `lo..hi` it converts.
+#[derive(Clone, Copy)]
+struct Segment {
+    lo: u64,
+    hi: u64,
+    t0: u64,
+    n0: u64,
+    ns_per_tick: f64,
+}
+
+impl Segment {
+    fn contains(&self, t: u64) -> bool {
+        t >= self.lo && t < self.hi
+    }
+
+    fn at(&self, t: u64) -> u64 {
+        // The difference in f64 (exact below 2^53 ticks), the base in integers.
+        let d = (t.wrapping_sub(self.t0) as i64 as f64 * self.ns_per_tick).round() as i64;
+        self.n0.saturating_add_signed(d)
+    }
 }
 
 impl Calibration {
@@ -116,16 +142,21 @@ impl Calibration {
 
     /// Starts with one pair read now (before any record is made).
     pub fn new() -> Calibration {
+        let tsc = uses_tsc();
         let mut samples = VecDeque::with_capacity(Self::CAPACITY);
-        if uses_tsc() {
+        if tsc {
             samples.push_back(pair());
         }
-        Calibration { samples }
+        Calibration {
+            tsc,
+            samples,
+            hint: std::cell::Cell::new(None),
+        }
     }
 
     /// Reads a new pair (no allocation once at capacity). Call before converting a batch.
     pub fn sample(&mut self) {
-        if !uses_tsc() {
+        if !self.tsc {
             return;
         }
         let p = pair();
@@ -136,14 +167,24 @@ impl Calibration {
             self.samples.pop_front();
         }
         self.samples.push_back(p);
+        self.hint.set(None);
     }
 
     /// `CLOCK_MONOTONIC` ns of a raw timestamp made by [`ticks`].
     pub fn to_ns(&self, t: u64) -> u64 {
-        if !uses_tsc() {
+        if !self.tsc {
             return t;
         }
-        convert(&self.samples, t)
+        if let Some(seg) = self.hint.get().filter(|s| s.contains(t)) {
+            return seg.at(t);
+        }
+        match segment(&self.samples, t) {
+            Some(seg) => {
+                self.hint.set(Some(seg));
+                seg.at(t)
+            }
+            None => convert(&self.samples, t),
+        }
     }
 }
 
@@ -153,28 +194,38 @@ impl Default for Calibration {
     }
 }
 
-/// Piecewise-linear interpolation over `samples` (ticks ascending); beyond either end, the
-/// nearest segment's slope.
-fn convert(samples: &VecDeque<(u64, u64)>, t: u64) -> u64 {
+/// The segment of `samples` that converts `t` (as [`convert`] picks it), if there are two
+/// samples or more.
+fn segment(samples: &VecDeque<(u64, u64)>, t: u64) -> Option<Segment> {
     let n = samples.len();
-    match n {
-        0 => return t,
-        1 => return samples[0].1,
-        _ => {}
+    if n < 2 {
+        return None;
     }
-    // Index of the segment [i, i+1] to use.
     let i = match samples.binary_search_by(|&(x, _)| x.cmp(&t)) {
-        Ok(k) => return samples[k].1,
+        Ok(k) => k.min(n - 2),
         Err(0) => 0,
         Err(k) if k >= n => n - 2,
         Err(k) => k - 1,
     };
     let (t0, n0) = samples[i];
     let (t1, n1) = samples[i + 1];
-    let dt = t1 as i128 - t0 as i128;
-    let dn = n1 as i128 - n0 as i128;
-    let v = n0 as i128 + (t as i128 - t0 as i128) * dn / dt;
-    v.clamp(0, u64::MAX as i128) as u64
+    Some(Segment {
+        lo: if i == 0 { 0 } else { t0 },
+        hi: if i + 2 == n { u64::MAX } else { t1 },
+        t0,
+        n0,
+        ns_per_tick: (n1 - n0) as f64 / (t1 - t0) as f64,
+    })
+}
+
+/// Piecewise-linear interpolation over `samples` (ticks ascending), rounded to the nearest
+/// ns; beyond either end, the nearest segment's slope.
+fn convert(samples: &VecDeque<(u64, u64)>, t: u64) -> u64 {
+    match samples.len() {
+        0 => t,
+        1 => samples[0].1,
+        _ => segment(samples, t).map_or(t, |s| s.at(t)),
+    }
 }
 
 #[cfg(test)]
@@ -188,9 +239,27 @@ mod tests {
         assert_eq!(convert(&s, 2000), 1000);
         assert_eq!(convert(&s, 3000), 1500);
         assert_eq!(convert(&s, 4000), 2050);
+        assert_eq!(convert(&s, 3999), 2049);
+        assert_eq!(convert(&s, 2999), 1500); // 1499.5 rounds up
         assert_eq!(convert(&s, 7000), 3700);
         assert_eq!(convert(&s, 0), 0);
         assert_eq!(convert(&s, 500), 250);
+    }
+
+    #[test]
+    fn cached_segments_convert_like_the_reference() {
+        let samples: VecDeque<(u64, u64)> =
+            [(1_000, 500), (3_000, 1_500), (5_000, 2_600), (9_000, 4_600)].into();
+        let c = Calibration {
+            tsc: true,
+            samples: samples.clone(),
+            hint: std::cell::Cell::new(None),
+        };
+        for t in [
+            0, 500, 1_000, 2_000, 2_999, 3_000, 4_000, 5_000, 7_000, 9_000, 12_000, 4_500, 100,
+        ] {
+            assert_eq!(c.to_ns(t), convert(&samples, t), "t={t}");
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //!           body = bincode(standard) of ProcessHeader
 //! chunk  := CHUNK_MAGIC:u32 kind:u16 flags:u16 payload_len:u32 crc32:u32
 //!           thread:u64 seq:u64 dropped:u64 payload[payload_len]
-//!           crc32 covers kind, flags, thread, seq, dropped and the payload
+//!           crc32 (CRC-32C) covers kind, flags, thread, seq, dropped and the payload
 //! ```
 //!
 //! All integers are little-endian. Unknown chunk kinds are skipped by readers

@@ -34,8 +34,8 @@ fn recs() -> Vec<ApiRecord> {
 }
 
 #[test]
-fn crc32_known_value() {
-    assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+fn crc32c_known_value() {
+    assert_eq!(crc32(b"123456789"), 0xE306_9283);
 }
 
 #[test]
