@@ -44,4 +44,16 @@ static const char MODULE_IMAGE[] __attribute__((unused)) =
     "kernel add_u32 700\n"
     "kernel empty 1000\n";
 
+/* k cheap driver calls, alternating cuCtxGetCurrent and cuDriverGetVersion. */
+static inline void cheap(long k) {
+    CUcontext cur;
+    int version;
+    for (long i = 0; i < k; i++) {
+        if (i % 2 == 0)
+            CHECK(cuCtxGetCurrent(&cur));
+        else
+            CHECK(cuDriverGetVersion(&version));
+    }
+}
+
 #endif

@@ -23,17 +23,6 @@
 static atomic_long shared_calls; /* `exit` mode: main loop + helper */
 static volatile sig_atomic_t handled;
 
-static void cheap(long k) {
-    CUcontext cur;
-    int version;
-    for (long i = 0; i < k; i++) {
-        if (i % 2 == 0)
-            CHECK(cuCtxGetCurrent(&cur));
-        else
-            CHECK(cuDriverGetVersion(&version));
-    }
-}
-
 static void on_sigint(int sig) {
     (void)sig;
     static const char msg[] = "handled\n";

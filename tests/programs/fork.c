@@ -10,17 +10,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static void cheap(long k) {
-    CUcontext cur;
-    int version;
-    for (long i = 0; i < k; i++) {
-        if (i % 2 == 0)
-            CHECK(cuCtxGetCurrent(&cur));
-        else
-            CHECK(cuDriverGetVersion(&version));
-    }
-}
-
 static void child(long l) {
     CUdevice dev;
     CUcontext ctx;
