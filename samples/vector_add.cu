@@ -2,7 +2,8 @@
 //
 // Allocates three vectors per stream, copies inputs in, launches a vector-add
 // kernel a few times on two streams, times the work with events, synchronises
-// the device, copies the results back and checks them.  Prints
+// the device, calls cuDriverGetVersion through cudaGetDriverEntryPointByVersion,
+// copies the results back and checks them.  Prints
 // "vector_add: OK" on success and exits non-zero on any failure.
 //
 // Build (shared cudart):  nvcc -O2 -cudart shared -o vector_add samples/vector_add.cu
@@ -100,6 +101,20 @@ int main() {
     CHECK(cudaEventRecord(stop, streams[0]));
     CHECK(cudaEventSynchronize(stop));
     CHECK(cudaDeviceSynchronize());
+
+    // A driver function fetched through the runtime's entry-point API (cuGetProcAddress
+    // underneath), called directly: a route tracers must cover too.
+    void *entry = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    CHECK(cudaGetDriverEntryPointByVersion("cuDriverGetVersion", &entry, 12000, cudaEnableDefault,
+                                           &found));
+    int driver_version = 0;
+    using DriverGetVersion = int (*)(int *);
+    if (found != cudaDriverEntryPointSuccess || entry == nullptr ||
+        reinterpret_cast<DriverGetVersion>(entry)(&driver_version) != 0 || driver_version < 12000) {
+        std::fprintf(stderr, "vector_add: cuDriverGetVersion through the entry-point API failed\n");
+        return 1;
+    }
 
     float ms = 0.0f;
     CHECK(cudaEventElapsedTime(&ms, start, stop));
