@@ -5,12 +5,13 @@
  *                   N counts the calls made before exit() (the main thread may make a few more)
  *   _exit           _exit(4): no atexit handlers, no stdio flush
  *   sigterm         raise(SIGTERM) with the default disposition: killed by signal 15
+ *   sigint          raise(SIGINT) with the default disposition: killed by signal 2
  *   sigint-handler  checks that SIGINT's disposition is SIG_DFL, installs its own handler with
  *                   sigaction, raises SIGINT (the handler writes "handled\n" to stdout with
  *                   write(2)), makes more calls, then prints its line and returns 0
  * Calls: setup is 6 (init, device, primary context, make current, alloc, memset), then 100
  * cheap calls; `sigint-handler` makes 10 more after the signal; `exit` makes 50 in the helper.
- * So N = 106 for return, _exit and sigterm, 116 for sigint-handler, and at least 1156 for exit
+ * So N = 106 for return, _exit, sigterm and sigint, 116 for sigint-handler, and at least 1156 for exit
  * (the helper waits until the main thread has made 1000 loop calls). */
 #include "common.h"
 
@@ -47,7 +48,7 @@ static void *exit_helper(void *arg) {
 
 int main(int argc, char **argv) {
     if (argc != 2) {
-        fprintf(stderr, "usage: exits return|exit|_exit|sigterm|sigint-handler\n");
+        fprintf(stderr, "usage: exits return|exit|_exit|sigterm|sigint|sigint-handler\n");
         return 2;
     }
     const char *mode = argv[1];
@@ -85,6 +86,12 @@ int main(int argc, char **argv) {
         fflush(stdout);
         raise(SIGTERM);
         fprintf(stderr, "exits: survived SIGTERM\n");
+        return 1;
+    } else if (strcmp(mode, "sigint") == 0) {
+        printf("exits mode=sigint calls=%ld\n", calls);
+        fflush(stdout);
+        raise(SIGINT);
+        fprintf(stderr, "exits: survived SIGINT\n");
         return 1;
     } else if (strcmp(mode, "sigint-handler") == 0) {
         struct sigaction old, sa;

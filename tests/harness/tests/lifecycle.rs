@@ -79,6 +79,14 @@ fn sigterm_with_default_disposition() {
 }
 
 #[test]
+fn sigint_with_default_disposition() {
+    let r = exits("sigint");
+    assert_eq!(r.signal(), Some(libc::SIGINT));
+    assert_eq!(recorded(&r), 106);
+    assert_eq!(r.trace().end.unwrap().reason, "signal 2");
+}
+
+#[test]
 fn program_sigint_handler_sees_sig_dfl_and_runs() {
     let r = exits("sigint-handler");
     assert_eq!(r.code(), Some(0), "{}", r.stderr());
