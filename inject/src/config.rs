@@ -21,6 +21,10 @@ pub struct Config {
     pub cuda_library: OsString,
     /// Read `CLOCK_MONOTONIC` on every call instead of the TSC (`RTRACE_CLOCK=monotonic`).
     pub clock_monotonic: bool,
+    /// Record GPU activity (kernels, copies, memsets) through CUPTI (`RTRACE_GPU_ACTIVITY=1`).
+    pub gpu_activity: bool,
+    /// The CUPTI library to load when the process has not loaded one.
+    pub cupti_library: Option<OsString>,
 }
 
 pub const DEFAULT_OUTPUT: &str = "rtrace-%p.bin";
@@ -55,6 +59,8 @@ impl Config {
                 .filter(|v| !v.is_empty())
                 .unwrap_or_else(|| "libcuda.so.1".into()),
             clock_monotonic: get("RTRACE_CLOCK").is_some_and(|v| v == "monotonic"),
+            gpu_activity: flag("RTRACE_GPU_ACTIVITY"),
+            cupti_library: get("RTRACE_CUPTI_LIBRARY").filter(|v| !v.is_empty()),
         }
     }
 }
@@ -82,6 +88,8 @@ mod tests {
         assert!(!c.disabled && !c.debug);
         assert_eq!(c.cuda_library, "libcuda.so.1");
         assert!(!c.clock_monotonic);
+        assert!(!c.gpu_activity);
+        assert_eq!(c.cupti_library, None);
         assert!(cfg(&[("RTRACE_CLOCK", "monotonic")]).clock_monotonic);
     }
 

@@ -186,6 +186,14 @@ pub fn end(token: Option<CallToken>, result: u32) {
         end_ns,
         correlation: tok.correlation,
     });
+    if tok.function == generated::id::cuInit && result == 0 {
+        after_cuinit();
+    }
+}
+
+#[cold]
+fn after_cuinit() {
+    let _ = with_errno_saved(crate::cupti::after_cuinit);
 }
 
 /// Runs `f` as rtrace's own code on this thread: driver calls and dlsym lookups it

@@ -16,6 +16,7 @@
 
 mod clock;
 mod config;
+mod cupti;
 mod diag;
 mod driver;
 

@@ -135,6 +135,13 @@ pub struct Process {
 // SAFETY: `sink` is only accessed while holding the `consumer` flag (see `with_consumer`).
 unsafe impl Sync for Process {}
 
+/// The current process's state, if it has been created.
+pub fn current_process() -> Option<&'static Process> {
+    let p = PROCESS.load(Ordering::Acquire);
+    // SAFETY: processes are leaked, never freed.
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
 /// The current process's state, created on first use.
 pub fn process() -> Option<&'static Process> {
     let p = PROCESS.load(Ordering::Acquire);
@@ -287,9 +294,14 @@ pub fn finish(reason: &str) {
     {
         return;
     }
+    // CUPTI takes locks of its own: never from a signal handler.
+    if !reason.starts_with("signal") {
+        crate::cupti::flush(true);
+    }
     crate::hook::internal(|| {
         let done = process.with_consumer(FINAL_FLUSH_WAIT, |sink| {
             let _ = worker::drain(process, sink, worker::Drain::Final);
+            crate::cupti::drain_into(sink);
             sink.write_end(reason)
         });
         match done {

@@ -117,6 +117,8 @@ pub struct Sink {
     pub scratch: Vec<Arc<Ring>>,
     /// Converts the rings' raw timestamps to ns.
     pub calibration: crate::clock::Calibration,
+    /// GPU records waiting to become chunks.
+    pub gpu_batch: crate::cupti::GpuBatch,
     pub records: u64,
     pub dropped: u64,
     pub threads: u64,
@@ -174,6 +176,7 @@ impl Sink {
             payload: Vec::with_capacity(cfg.buffer_records * 32),
             scratch: Vec::with_capacity(256),
             calibration: crate::clock::Calibration::new(),
+            gpu_batch: Default::default(),
             records: 0,
             dropped: 0,
             threads: 0,
@@ -219,6 +222,15 @@ impl Sink {
             self.chunk(ChunkKind::ThreadInfo, tid, 0, 0, &buf[..n]);
         }
         self.threads += 1;
+    }
+
+    /// Appends a notice chunk.
+    pub fn notice(&mut self, message: &str) {
+        let payload = rtrace_format::encode_value(&rtrace_format::Notice {
+            time_ns: clock::now_ns(),
+            message: message.to_string(),
+        });
+        self.chunk(ChunkKind::Notice, 0, 0, 0, &payload);
     }
 
     pub fn should_flush(&self) -> bool {

@@ -63,8 +63,12 @@ fn run(process: &'static Process) {
         } else {
             Drain::Busy
         };
+        if mode == Drain::Periodic {
+            crate::cupti::flush(false);
+        }
         let ok = process.with_consumer(Duration::from_millis(50), |sink| {
             let drained = drain(process, sink, mode);
+            crate::cupti::drain_into(sink);
             sink.flush().map(|()| drained)
         });
         match ok {

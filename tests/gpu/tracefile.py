@@ -9,6 +9,52 @@ import struct
 MAGIC = b"RTRACE\0\x1a"
 
 
+def read_gpu(path):
+    """Kernel, memcpy and memset records: dicts with the fields of docs/format.md."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != MAGIC:
+        raise ValueError(f"{path}: not an rtrace trace")
+    (body_len,) = struct.unpack_from("<I", data, 12)
+    off = 16 + body_len + 4
+    names, kernels, copies, sets = {}, [], [], []
+    while off + 40 <= len(data):
+        magic, kind, _flags, plen, _crc, _tid, _seq, _dropped = struct.unpack_from("<IHHIIQQQ", data, off)
+        payload = data[off + 40: off + 40 + plen]
+        if magic != 0x4B4E4843 or len(payload) < plen:
+            break
+        off += 40 + plen
+        if kind == 9:
+            (count,) = struct.unpack_from("<I", payload, 0)
+            at = 4
+            for _ in range(count):
+                nid, n = struct.unpack_from("<IH", payload, at)
+                names[nid] = payload[at + 6: at + 6 + n].decode()
+                at += 6 + n
+        elif kind == 6:
+            for at in range(0, len(payload), 112):
+                f = struct.unpack_from("<QQQQIIIIII3i3i3IIIIII", payload, at)
+                kernels.append(dict(correlation=f[0], start=f[1], end=f[2], graph_node=f[3],
+                                    source_correlation=f[4], name=f[5], device=f[6],
+                                    context=f[7], stream=f[8], graph=f[9], grid=f[10:13],
+                                    block=f[13:16], cluster=f[16:19], dyn_smem=f[19],
+                                    static_smem=f[20], registers=f[21], local_mem=f[22],
+                                    flags=f[23]))
+        elif kind in (7, 8):
+            for at in range(0, len(payload), 64):
+                f = struct.unpack_from("<QQQQIIII", payload, at)
+                rec = dict(correlation=f[0], start=f[1], end=f[2], bytes=f[3],
+                           source_correlation=f[4], device=f[5], context=f[6], stream=f[7])
+                if kind == 7:
+                    rec["kind"] = payload[at + 48]
+                    (copies if kind == 7 else sets).append(rec)
+                else:
+                    sets.append(rec)
+    for k in kernels:
+        k["name"] = names.get(k["name"], f"kernel#{k['name']}")
+    return kernels, copies, sets
+
+
 def read(path):
     with open(path, "rb") as f:
         data = f.read()

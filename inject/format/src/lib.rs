@@ -103,6 +103,14 @@ pub enum ChunkKind {
     ProcessEnd,
     /// Something the tracer wants the reader to know ([`Notice`]).
     Notice,
+    /// An array of [`KernelRecord`]s.
+    Kernels,
+    /// An array of [`MemcpyRecord`]s.
+    Memcpys,
+    /// An array of [`MemsetRecord`]s.
+    Memsets,
+    /// Kernel name id → name (mangled) entries, same layout as [`ChunkKind::FunctionNames`].
+    KernelNames,
     /// A kind this reader does not know; carried so it can be counted.
     Unknown(u16),
 }
@@ -115,6 +123,10 @@ impl ChunkKind {
             ChunkKind::ThreadInfo => 3,
             ChunkKind::ProcessEnd => 4,
             ChunkKind::Notice => 5,
+            ChunkKind::Kernels => 6,
+            ChunkKind::Memcpys => 7,
+            ChunkKind::Memsets => 8,
+            ChunkKind::KernelNames => 9,
             ChunkKind::Unknown(k) => k,
         }
     }
@@ -125,6 +137,10 @@ impl ChunkKind {
             3 => ChunkKind::ThreadInfo,
             4 => ChunkKind::ProcessEnd,
             5 => ChunkKind::Notice,
+            6 => ChunkKind::Kernels,
+            7 => ChunkKind::Memcpys,
+            8 => ChunkKind::Memsets,
+            9 => ChunkKind::KernelNames,
             k => ChunkKind::Unknown(k),
         }
     }
@@ -584,6 +600,9 @@ impl<R: Read> TraceReader<R> {
         }))
     }
 }
+
+mod gpu;
+pub use gpu::*;
 
 #[cfg(test)]
 mod tests;

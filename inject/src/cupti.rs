@@ -1,0 +1,605 @@
+//! GPU activity (kernels, memory copies, memsets) through CUPTI's Activity API, loaded at run
+//! time. Opt-in (`RTRACE_GPU_ACTIVITY=1`): on CUDA 13.0 CUPTI serves one activity client per
+//! process, so rtrace must not take it from a program that profiles itself (see
+//! docs/gpu-activity-design.md).
+//!
+//! - Enabled right after the program's first successful `cuInit`, on that thread, as rtrace's
+//!   own code (CUPTI's driver calls are neither recorded nor rerouted). CUPTI timestamps are put
+//!   on rtrace's clock (`cuptiActivityRegisterTimestampCallback` → `CLOCK_MONOTONIC`).
+//! - CUPTI fills buffers from a small recycled pool and hands full ones back through
+//!   [`complete`], which only queues them. The worker flushes CUPTI every drain period and turns
+//!   queued buffers into kernel/memcpy/memset chunks ([`drain_into`]).
+//! - At exit, an `atexit` handler registered when CUPTI was enabled flushes CUPTI and converts
+//!   everything while CUPTI is still alive (its destructor runs before rtrace's).
+//! - Any failure leaves API tracing on and writes a notice saying why GPU activity is off.
+
+use crate::hook::internal;
+use crate::output::Sink;
+use crate::{clock, diag, interpose, lifecycle};
+use rtrace_format::{
+    ChunkKind, CopyKind, KernelRecord, MemcpyRecord, MemoryKind, MemsetRecord, FLAG_IN_GRAPH,
+};
+use std::collections::HashMap;
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Mutex, Once, OnceLock};
+
+/// Size of one CUPTI buffer, in 8-byte words (4 MiB).
+const BUFFER_WORDS: usize = 1 << 19;
+/// Buffers kept for reuse.
+const POOL_MAX: usize = 16;
+
+type Buffer = Box<[u64]>;
+
+type RequestFn = extern "C" fn(*mut *mut u8, *mut usize, *mut usize);
+type CompleteFn = extern "C" fn(*mut c_void, u32, *mut u8, usize, usize);
+type TimestampFn = extern "C" fn() -> u64;
+
+/// The CUPTI entry points rtrace uses.
+struct Api {
+    register_callbacks: unsafe extern "C" fn(RequestFn, CompleteFn) -> i32,
+    register_timestamp: unsafe extern "C" fn(TimestampFn) -> i32,
+    enable: unsafe extern "C" fn(i32) -> i32,
+    flush_all: unsafe extern "C" fn(u32) -> i32,
+    next_record: unsafe extern "C" fn(*mut u8, usize, *mut *mut u8) -> i32,
+    dropped: unsafe extern "C" fn(*mut c_void, u32, *mut usize) -> i32,
+    result_string: unsafe extern "C" fn(i32, *mut *const c_char) -> i32,
+}
+
+// SAFETY: plain function pointers into libcupti, callable from any thread.
+unsafe impl Send for Api {}
+// SAFETY: as above.
+unsafe impl Sync for Api {}
+
+static API: OnceLock<Api> = OnceLock::new();
+
+const OFF: u8 = 0;
+const ON: u8 = 1;
+const DONE: u8 = 2;
+static STATE: AtomicU8 = AtomicU8::new(OFF);
+static ENABLE: Once = Once::new();
+
+/// Full buffers (and their valid byte counts) waiting for the worker.
+static FULL: Mutex<Vec<(Buffer, usize)>> = Mutex::new(Vec::new());
+/// Empty buffers for CUPTI to fill.
+static POOL: Mutex<Vec<Buffer>> = Mutex::new(Vec::new());
+/// Records CUPTI reported as dropped.
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+/// Status lines for the trace (GPU activity on, or why it is off), taken by the worker.
+static NOTICES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn notice(msg: String) {
+    diag::log(&["gpu activity: ", &msg]);
+    if let Ok(mut n) = NOTICES.lock() {
+        n.push(msg);
+    }
+}
+
+/// The process's own libcupti if it has loaded one (PyTorch does), else `RTRACE_CUPTI_LIBRARY`,
+/// else `libcupti.so.13` from the library path or the CUDA toolkit.
+fn open_library() -> Result<*mut c_void, String> {
+    let open = |name: &[u8], flags: i32| -> *mut c_void {
+        let Ok(c) = CString::new(name) else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: dlopen with a valid C string.
+        unsafe { libc::dlopen(c.as_ptr(), flags) }
+    };
+    let loaded = open(b"libcupti.so.13", libc::RTLD_NOW | libc::RTLD_NOLOAD);
+    if !loaded.is_null() {
+        return Ok(loaded);
+    }
+    let mut tried = Vec::new();
+    let mut candidates: Vec<Vec<u8>> = Vec::new();
+    if let Some(p) = &lifecycle::config().cupti_library {
+        candidates.push(p.as_bytes().to_vec());
+    } else {
+        candidates.push(b"libcupti.so.13".to_vec());
+        for dir in [
+            "/usr/local/cuda/extras/CUPTI/lib64",
+            "/usr/local/cuda/targets/x86_64-linux/lib",
+            "/usr/local/cuda-13.0/targets/x86_64-linux/lib",
+        ] {
+            candidates.push(format!("{dir}/libcupti.so.13").into_bytes());
+        }
+    }
+    for c in candidates {
+        let h = open(&c, libc::RTLD_NOW | libc::RTLD_LOCAL);
+        if !h.is_null() {
+            return Ok(h);
+        }
+        tried.push(String::from_utf8_lossy(&c).into_owned());
+    }
+    Err(format!(
+        "no CUPTI library found (tried {})",
+        tried.join(", ")
+    ))
+}
+
+fn load() -> Result<Api, String> {
+    let h = open_library()?;
+    let sym = |name: &CStr| -> Result<*mut c_void, String> {
+        let p = interpose::real_dlsym(h, name.as_ptr());
+        if p.is_null() {
+            Err(format!("CUPTI lacks {}", name.to_string_lossy()))
+        } else {
+            Ok(p)
+        }
+    };
+    // SAFETY: each symbol is the CUPTI function of that name, with the C signature declared
+    // in cupti_activity.h / cupti_result.h that the field's type spells.
+    unsafe {
+        Ok(Api {
+            register_callbacks: std::mem::transmute::<*mut c_void, _>(sym(
+                c"cuptiActivityRegisterCallbacks",
+            )?),
+            register_timestamp: std::mem::transmute::<*mut c_void, _>(sym(
+                c"cuptiActivityRegisterTimestampCallback",
+            )?),
+            enable: std::mem::transmute::<*mut c_void, _>(sym(c"cuptiActivityEnable")?),
+            flush_all: std::mem::transmute::<*mut c_void, _>(sym(c"cuptiActivityFlushAll")?),
+            next_record: std::mem::transmute::<*mut c_void, _>(sym(c"cuptiActivityGetNextRecord")?),
+            dropped: std::mem::transmute::<*mut c_void, _>(sym(
+                c"cuptiActivityGetNumDroppedRecords",
+            )?),
+            result_string: std::mem::transmute::<*mut c_void, _>(sym(c"cuptiGetResultString")?),
+        })
+    }
+}
+
+fn describe(api: &Api, rc: i32) -> String {
+    let mut s: *const c_char = std::ptr::null();
+    // SAFETY: CUPTI writes a pointer to a static string.
+    if unsafe { (api.result_string)(rc, &mut s) } == 0 && !s.is_null() {
+        // SAFETY: a NUL-terminated static string.
+        return format!("{} ({rc})", unsafe { CStr::from_ptr(s) }.to_string_lossy());
+    }
+    format!("CUPTI error {rc}")
+}
+
+extern "C" fn timestamp() -> u64 {
+    clock::now_ns()
+}
+
+extern "C" fn request(buf: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
+    let b = POOL
+        .lock()
+        .ok()
+        .and_then(|mut p| p.pop())
+        .unwrap_or_else(|| vec![0u64; BUFFER_WORDS].into_boxed_slice());
+    let ptr = Box::into_raw(b) as *mut u64 as *mut u8;
+    // SAFETY: CUPTI's out-parameters.
+    unsafe {
+        *buf = ptr;
+        *size = BUFFER_WORDS * 8;
+        *max_records = 0;
+    }
+}
+
+extern "C" fn complete(ctx: *mut c_void, stream: u32, buf: *mut u8, _size: usize, valid: usize) {
+    if buf.is_null() {
+        return;
+    }
+    // SAFETY: `buf` is a buffer `request` leaked from a Box<[u64]> of BUFFER_WORDS words.
+    let b: Buffer = unsafe {
+        Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+            buf as *mut u64,
+            BUFFER_WORDS,
+        ))
+    };
+    if let Some(api) = API.get() {
+        let mut n = 0usize;
+        // SAFETY: plain CUPTI query with a valid out-pointer.
+        if unsafe { (api.dropped)(ctx, stream, &mut n) } == 0 {
+            DROPPED.fetch_add(n as u64, Ordering::Relaxed);
+        }
+    }
+    if let Ok(mut f) = FULL.lock() {
+        f.push((b, valid));
+    }
+}
+
+/// Enables GPU activity once, after the program's first successful `cuInit`.
+pub fn after_cuinit() {
+    if !lifecycle::config().gpu_activity {
+        return;
+    }
+    ENABLE.call_once(|| internal(enable));
+}
+
+fn enable() {
+    let api = match load() {
+        Ok(api) => API.get_or_init(|| api),
+        Err(e) => return notice(format!("GPU activity off: {e}")),
+    };
+    // SAFETY: registering plain extern "C" callbacks with their documented signatures.
+    let rc = unsafe { (api.register_timestamp)(timestamp) };
+    if rc != 0 {
+        return notice(format!(
+            "GPU activity off: cuptiActivityRegisterTimestampCallback: {}",
+            describe(api, rc)
+        ));
+    }
+    // SAFETY: as above.
+    let rc = unsafe { (api.register_callbacks)(request, complete) };
+    if rc != 0 {
+        return notice(format!(
+            "GPU activity off: cuptiActivityRegisterCallbacks: {} (another CUPTI client?)",
+            describe(api, rc)
+        ));
+    }
+    for (kind, name) in [
+        (layout::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernels"),
+        (layout::CUPTI_ACTIVITY_KIND_MEMCPY, "memory copies"),
+        (layout::CUPTI_ACTIVITY_KIND_MEMSET, "memsets"),
+    ] {
+        // SAFETY: plain CUPTI call.
+        let rc = unsafe { (api.enable)(kind as i32) };
+        if rc != 0 {
+            return notice(format!(
+                "GPU activity off: enabling {name}: {}",
+                describe(api, rc)
+            ));
+        }
+    }
+    STATE.store(ON, Ordering::Release);
+    // SAFETY: registers a plain extern "C" function.
+    unsafe { libc::atexit(at_exit) };
+    notice("GPU activity on: kernels, memory copies and memsets through CUPTI".into());
+}
+
+/// Asks CUPTI to hand over its buffers (`force`: also records still being written).
+pub fn flush(force: bool) {
+    if STATE.load(Ordering::Acquire) != ON {
+        return;
+    }
+    if let Some(api) = API.get() {
+        internal(|| {
+            // SAFETY: plain CUPTI call; buffers come back through `complete`.
+            unsafe { (api.flush_all)(u32::from(force)) };
+        });
+    }
+}
+
+extern "C" fn at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        flush(true);
+        if let Some(p) = lifecycle::current_process() {
+            p.with_consumer(std::time::Duration::from_secs(2), |sink| drain_into(sink));
+        }
+        STATE.store(DONE, Ordering::Release);
+    });
+}
+
+/// Converts the queued CUPTI buffers into GPU chunks in `sink`, and writes pending notices.
+/// Consumer only.
+pub fn drain_into(sink: &mut Sink) {
+    if let Ok(mut n) = NOTICES.lock() {
+        for msg in n.drain(..) {
+            sink.notice(&msg);
+        }
+    }
+    let full: Vec<(Buffer, usize)> = match FULL.lock() {
+        Ok(mut f) => std::mem::take(&mut *f),
+        Err(_) => return,
+    };
+    let Some(api) = API.get() else {
+        return;
+    };
+    for (mut buf, valid) in full {
+        convert(api, &mut buf, valid, sink);
+        if let Ok(mut pool) = POOL.lock() {
+            if pool.len() < POOL_MAX {
+                pool.push(buf);
+            }
+        }
+    }
+    GpuBatch::emit(sink);
+    let dropped = DROPPED.load(Ordering::Relaxed);
+    if dropped > REPORTED_DROPPED.swap(dropped, Ordering::Relaxed) {
+        sink.notice(&format!(
+            "CUPTI dropped {dropped} GPU activity records so far (its buffers were full)"
+        ));
+    }
+}
+
+/// The dropped count last written as a notice.
+static REPORTED_DROPPED: AtomicU64 = AtomicU64::new(0);
+
+fn rd<const N: usize>(rec: &[u8], at: usize) -> [u8; N] {
+    rec[at..at + N].try_into().unwrap()
+}
+fn u32_at(rec: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(rd(rec, at))
+}
+fn i32_at(rec: &[u8], at: usize) -> i32 {
+    i32::from_le_bytes(rd(rec, at))
+}
+fn u64_at(rec: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(rd(rec, at))
+}
+
+/// GPU records being collected for the next chunks, and the kernel-name table.
+#[derive(Default)]
+pub struct GpuBatch {
+    kernels: Vec<u8>,
+    memcpys: Vec<u8>,
+    memsets: Vec<u8>,
+    new_names: Vec<(u32, String)>,
+    names: HashMap<String, u32>,
+}
+
+impl GpuBatch {
+    fn name_id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.names.get(name) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.insert(name.to_string(), id);
+        self.new_names.push((id, name.to_string()));
+        id
+    }
+
+    /// Appends the collected records as chunks to `sink`.
+    pub fn emit(sink: &mut Sink) {
+        let mut b = std::mem::take(&mut sink.gpu_batch);
+        if !b.new_names.is_empty() {
+            let payload = rtrace_format::encode_function_names(
+                b.new_names.iter().map(|(id, n)| (*id, n.as_str())),
+            );
+            sink.chunk(ChunkKind::KernelNames, 0, 0, 0, &payload);
+            b.new_names.clear();
+        }
+        for (kind, data) in [
+            (ChunkKind::Kernels, &mut b.kernels),
+            (ChunkKind::Memcpys, &mut b.memcpys),
+            (ChunkKind::Memsets, &mut b.memsets),
+        ] {
+            if !data.is_empty() {
+                sink.chunk(kind, 0, 0, 0, data);
+                data.clear();
+            }
+        }
+        sink.gpu_batch = b;
+    }
+}
+
+/// Walks one CUPTI buffer and appends its records to `sink`'s GPU batch.
+fn convert(api: &Api, buf: &mut Buffer, valid: usize, sink: &mut Sink) {
+    let base = buf.as_mut_ptr() as *mut u8;
+    let mut rec: *mut u8 = std::ptr::null_mut();
+    loop {
+        // SAFETY: `base..base+valid` is the buffer CUPTI filled; `rec` is CUPTI's cursor.
+        if unsafe { (api.next_record)(base, valid, &mut rec) } != 0 || rec.is_null() {
+            break;
+        }
+        let offset = rec as usize - base as usize;
+        // SAFETY: the record lies inside the valid part of the buffer.
+        let bytes = unsafe { std::slice::from_raw_parts(rec, valid - offset) };
+        let kind = u32_at(bytes, 0) as i32;
+        let batch = &mut sink.gpu_batch;
+        if kind == layout::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL as i32
+            || kind == layout::CUPTI_ACTIVITY_KIND_KERNEL as i32
+        {
+            if bytes.len() < layout::kernel10::SIZE {
+                continue;
+            }
+            kernel(bytes, batch);
+        } else if kind == layout::CUPTI_ACTIVITY_KIND_MEMCPY as i32 {
+            if bytes.len() < layout::memcpy6::SIZE {
+                continue;
+            }
+            memcpy(bytes, batch);
+        } else if kind == layout::CUPTI_ACTIVITY_KIND_MEMSET as i32 {
+            if bytes.len() < layout::memset4::SIZE {
+                continue;
+            }
+            memset(bytes, batch);
+        }
+    }
+}
+
+fn graph_flags(graph_id: u32) -> u32 {
+    if graph_id != 0 {
+        FLAG_IN_GRAPH
+    } else {
+        0
+    }
+}
+
+fn kernel(r: &[u8], batch: &mut GpuBatch) {
+    use layout::kernel10 as k;
+    let name_ptr = u64_at(r, k::NAME) as *const c_char;
+    let name = if name_ptr.is_null() {
+        String::from("<unknown>")
+    } else {
+        // SAFETY: CUPTI's NUL-terminated kernel name, valid while the record is.
+        unsafe { CStr::from_ptr(name_ptr) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let graph_id = u32_at(r, k::GRAPH_ID);
+    let rec = KernelRecord {
+        correlation: 0,
+        start_ns: u64_at(r, k::START),
+        end_ns: u64_at(r, k::END),
+        graph_node_id: u64_at(r, k::GRAPH_NODE_ID),
+        source_correlation: u32_at(r, k::CORRELATION_ID),
+        name: batch.name_id(&name),
+        device: u32_at(r, k::DEVICE_ID),
+        context: u32_at(r, k::CONTEXT_ID),
+        stream: u32_at(r, k::STREAM_ID),
+        graph_id,
+        grid: [
+            i32_at(r, k::GRID_X),
+            i32_at(r, k::GRID_Y),
+            i32_at(r, k::GRID_Z),
+        ],
+        block: [
+            i32_at(r, k::BLOCK_X),
+            i32_at(r, k::BLOCK_Y),
+            i32_at(r, k::BLOCK_Z),
+        ],
+        cluster: [
+            u32_at(r, k::CLUSTER_X),
+            u32_at(r, k::CLUSTER_Y),
+            u32_at(r, k::CLUSTER_Z),
+        ],
+        dynamic_shared_memory: u32_at(r, k::DYNAMIC_SHARED_MEMORY),
+        static_shared_memory: u32_at(r, k::STATIC_SHARED_MEMORY),
+        registers_per_thread: u32::from(u16::from_le_bytes(rd(r, k::REGISTERS_PER_THREAD))),
+        local_memory_per_thread: u32_at(r, k::LOCAL_MEMORY_PER_THREAD),
+        flags: graph_flags(graph_id),
+    };
+    batch.kernels.extend_from_slice(&rec.to_bytes());
+}
+
+fn memcpy(r: &[u8], batch: &mut GpuBatch) {
+    use layout::memcpy6 as m;
+    let graph_id = u32_at(r, m::GRAPH_ID);
+    let rec = MemcpyRecord {
+        correlation: 0,
+        start_ns: u64_at(r, m::START),
+        end_ns: u64_at(r, m::END),
+        bytes: u64_at(r, m::BYTES),
+        source_correlation: u32_at(r, m::CORRELATION_ID),
+        device: u32_at(r, m::DEVICE_ID),
+        context: u32_at(r, m::CONTEXT_ID),
+        stream: u32_at(r, m::STREAM_ID),
+        // rtrace's copy and memory kinds use CUPTI's numbering.
+        kind: CopyKind::from_u8(r[m::COPY_KIND]),
+        src_kind: MemoryKind::from_u8(r[m::SRC_KIND]),
+        dst_kind: MemoryKind::from_u8(r[m::DST_KIND]),
+        flags: graph_flags(graph_id) as u8,
+        graph_id,
+        graph_node_id: u64_at(r, m::GRAPH_NODE_ID),
+    };
+    batch.memcpys.extend_from_slice(&rec.to_bytes());
+}
+
+fn memset(r: &[u8], batch: &mut GpuBatch) {
+    use layout::memset4 as m;
+    let rec = MemsetRecord {
+        correlation: 0,
+        start_ns: u64_at(r, m::START),
+        end_ns: u64_at(r, m::END),
+        bytes: u64_at(r, m::BYTES),
+        source_correlation: u32_at(r, m::CORRELATION_ID),
+        device: u32_at(r, m::DEVICE_ID),
+        context: u32_at(r, m::CONTEXT_ID),
+        stream: u32_at(r, m::STREAM_ID),
+        value: u32_at(r, m::VALUE),
+        graph_id: u32_at(r, m::GRAPH_ID),
+        graph_node_id: u64_at(r, m::GRAPH_NODE_ID),
+    };
+    batch.memsets.extend_from_slice(&rec.to_bytes());
+}
+
+/// CUPTI 13.0 record layouts (byte offsets), as `offsetof` gives them for cupti_activity.h.
+mod layout {
+    pub const CUPTI_ACTIVITY_KIND_MEMCPY: u32 = 1;
+    pub const CUPTI_ACTIVITY_KIND_MEMSET: u32 = 2;
+    pub const CUPTI_ACTIVITY_KIND_KERNEL: u32 = 3;
+    pub const CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: u32 = 10;
+
+    pub mod kernel10 {
+        pub const SIZE: usize = 216;
+        pub const REGISTERS_PER_THREAD: usize = 6;
+        pub const START: usize = 16;
+        pub const END: usize = 24;
+        pub const DEVICE_ID: usize = 40;
+        pub const CONTEXT_ID: usize = 44;
+        pub const STREAM_ID: usize = 48;
+        pub const GRID_X: usize = 52;
+        pub const GRID_Y: usize = 56;
+        pub const GRID_Z: usize = 60;
+        pub const BLOCK_X: usize = 64;
+        pub const BLOCK_Y: usize = 68;
+        pub const BLOCK_Z: usize = 72;
+        pub const STATIC_SHARED_MEMORY: usize = 76;
+        pub const DYNAMIC_SHARED_MEMORY: usize = 80;
+        pub const LOCAL_MEMORY_PER_THREAD: usize = 84;
+        pub const CORRELATION_ID: usize = 92;
+        pub const NAME: usize = 104;
+        pub const GRAPH_NODE_ID: usize = 144;
+        pub const GRAPH_ID: usize = 156;
+        pub const CLUSTER_X: usize = 176;
+        pub const CLUSTER_Y: usize = 180;
+        pub const CLUSTER_Z: usize = 184;
+    }
+
+    pub mod memcpy6 {
+        pub const SIZE: usize = 96;
+        pub const COPY_KIND: usize = 4;
+        pub const SRC_KIND: usize = 5;
+        pub const DST_KIND: usize = 6;
+        pub const BYTES: usize = 8;
+        pub const START: usize = 16;
+        pub const END: usize = 24;
+        pub const DEVICE_ID: usize = 32;
+        pub const CONTEXT_ID: usize = 36;
+        pub const STREAM_ID: usize = 40;
+        pub const CORRELATION_ID: usize = 44;
+        pub const GRAPH_NODE_ID: usize = 64;
+        pub const GRAPH_ID: usize = 72;
+    }
+
+    pub mod memset4 {
+        pub const SIZE: usize = 88;
+        pub const VALUE: usize = 4;
+        pub const BYTES: usize = 8;
+        pub const START: usize = 16;
+        pub const END: usize = 24;
+        pub const DEVICE_ID: usize = 32;
+        pub const CONTEXT_ID: usize = 36;
+        pub const STREAM_ID: usize = 40;
+        pub const CORRELATION_ID: usize = 44;
+        pub const GRAPH_NODE_ID: usize = 64;
+        pub const GRAPH_ID: usize = 72;
+    }
+}
+
+/// Another CUPTI client in the process is taking the activity buffers (CUPTI 13.0 serves one):
+/// hand it CUPTI after collecting what is ours, and say so in the trace.
+fn step_aside() {
+    if STATE.load(Ordering::Acquire) != ON {
+        return;
+    }
+    flush(true);
+    STATE.store(DONE, Ordering::Release);
+    notice(
+        "GPU activity stopped: the program started its own CUPTI activity collection \
+         (for example the PyTorch profiler), and CUPTI 13.0 serves one client; GPU records \
+         after this point are the program's"
+            .into(),
+    );
+}
+
+type RegisterCallbacksFn = unsafe extern "C" fn(RequestFn, CompleteFn) -> i32;
+
+/// `cuptiActivityRegisterCallbacks` as the program sees it: rtrace steps aside, then CUPTI's
+/// own function runs with the program's callbacks.
+///
+/// # Safety
+/// CUPTI's contract for `cuptiActivityRegisterCallbacks`.
+#[cfg(not(test))]
+#[no_mangle]
+pub unsafe extern "C" fn cuptiActivityRegisterCallbacks(
+    request: RequestFn,
+    complete: CompleteFn,
+) -> i32 {
+    static REAL: OnceLock<usize> = OnceLock::new();
+    let real = *REAL.get_or_init(|| {
+        interpose::real_dlsym(libc::RTLD_NEXT, c"cuptiActivityRegisterCallbacks".as_ptr()) as usize
+    });
+    if real == 0 {
+        // No CUPTI behind us: CUPTI_ERROR_NOT_INITIALIZED, as a missing library would give.
+        return 15;
+    }
+    if !crate::hook::in_rtrace() {
+        let _ = crate::hook::with_errno_saved(|| internal(step_aside));
+    }
+    // SAFETY: `real` is CUPTI's own cuptiActivityRegisterCallbacks.
+    unsafe { std::mem::transmute::<usize, RegisterCallbacksFn>(real)(request, complete) }
+}
