@@ -36,15 +36,23 @@ type RequestFn = extern "C" fn(*mut *mut u8, *mut usize, *mut usize);
 type CompleteFn = extern "C" fn(*mut c_void, u32, *mut u8, usize, usize);
 type TimestampFn = extern "C" fn() -> u64;
 
+type RegisterFn = unsafe extern "C" fn(RequestFn, CompleteFn) -> i32;
+type RegisterTimestampFn = unsafe extern "C" fn(TimestampFn) -> i32;
+type EnableFn = unsafe extern "C" fn(i32) -> i32;
+type FlushFn = unsafe extern "C" fn(u32) -> i32;
+type NextRecordFn = unsafe extern "C" fn(*mut u8, usize, *mut *mut u8) -> i32;
+type DroppedFn = unsafe extern "C" fn(*mut c_void, u32, *mut usize) -> i32;
+type ResultStringFn = unsafe extern "C" fn(i32, *mut *const c_char) -> i32;
+
 /// The CUPTI entry points rtrace uses.
 struct Api {
-    register_callbacks: unsafe extern "C" fn(RequestFn, CompleteFn) -> i32,
-    register_timestamp: unsafe extern "C" fn(TimestampFn) -> i32,
-    enable: unsafe extern "C" fn(i32) -> i32,
-    flush_all: unsafe extern "C" fn(u32) -> i32,
-    next_record: unsafe extern "C" fn(*mut u8, usize, *mut *mut u8) -> i32,
-    dropped: unsafe extern "C" fn(*mut c_void, u32, *mut usize) -> i32,
-    result_string: unsafe extern "C" fn(i32, *mut *const c_char) -> i32,
+    register_callbacks: RegisterFn,
+    register_timestamp: RegisterTimestampFn,
+    enable: EnableFn,
+    flush_all: FlushFn,
+    next_record: NextRecordFn,
+    dropped: DroppedFn,
+    result_string: ResultStringFn,
 }
 
 // SAFETY: plain function pointers into libcupti, callable from any thread.
@@ -127,23 +135,27 @@ fn load() -> Result<Api, String> {
             Ok(p)
         }
     };
-    // SAFETY: each symbol is the CUPTI function of that name, with the C signature declared
-    // in cupti_activity.h / cupti_result.h that the field's type spells.
+    // SAFETY: each symbol is the CUPTI function of that name, whose C signature (from
+    // cupti_activity.h / cupti_result.h) is the function type it is transmuted to.
     unsafe {
         Ok(Api {
-            register_callbacks: std::mem::transmute::<*mut c_void, _>(sym(
+            register_callbacks: std::mem::transmute::<*mut c_void, RegisterFn>(sym(
                 c"cuptiActivityRegisterCallbacks",
             )?),
-            register_timestamp: std::mem::transmute::<*mut c_void, _>(sym(
+            register_timestamp: std::mem::transmute::<*mut c_void, RegisterTimestampFn>(sym(
                 c"cuptiActivityRegisterTimestampCallback",
             )?),
-            enable: std::mem::transmute::<*mut c_void, _>(sym(c"cuptiActivityEnable")?),
-            flush_all: std::mem::transmute::<*mut c_void, _>(sym(c"cuptiActivityFlushAll")?),
-            next_record: std::mem::transmute::<*mut c_void, _>(sym(c"cuptiActivityGetNextRecord")?),
-            dropped: std::mem::transmute::<*mut c_void, _>(sym(
+            enable: std::mem::transmute::<*mut c_void, EnableFn>(sym(c"cuptiActivityEnable")?),
+            flush_all: std::mem::transmute::<*mut c_void, FlushFn>(sym(c"cuptiActivityFlushAll")?),
+            next_record: std::mem::transmute::<*mut c_void, NextRecordFn>(sym(
+                c"cuptiActivityGetNextRecord",
+            )?),
+            dropped: std::mem::transmute::<*mut c_void, DroppedFn>(sym(
                 c"cuptiActivityGetNumDroppedRecords",
             )?),
-            result_string: std::mem::transmute::<*mut c_void, _>(sym(c"cuptiGetResultString")?),
+            result_string: std::mem::transmute::<*mut c_void, ResultStringFn>(sym(
+                c"cuptiGetResultString",
+            )?),
         })
     }
 }
@@ -266,7 +278,7 @@ extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(|| {
         flush(true);
         if let Some(p) = lifecycle::current_process() {
-            p.with_consumer(std::time::Duration::from_secs(2), |sink| drain_into(sink));
+            p.with_consumer(std::time::Duration::from_secs(2), drain_into);
         }
         STATE.store(DONE, Ordering::Release);
     });
@@ -562,6 +574,7 @@ mod layout {
 
 /// Another CUPTI client in the process is taking the activity buffers (CUPTI 13.0 serves one):
 /// hand it CUPTI after collecting what is ours, and say so in the trace.
+#[cfg_attr(test, allow(dead_code))]
 fn step_aside() {
     if STATE.load(Ordering::Acquire) != ON {
         return;
@@ -575,8 +588,6 @@ fn step_aside() {
             .into(),
     );
 }
-
-type RegisterCallbacksFn = unsafe extern "C" fn(RequestFn, CompleteFn) -> i32;
 
 /// `cuptiActivityRegisterCallbacks` as the program sees it: rtrace steps aside, then CUPTI's
 /// own function runs with the program's callbacks.
@@ -601,5 +612,5 @@ pub unsafe extern "C" fn cuptiActivityRegisterCallbacks(
         let _ = crate::hook::with_errno_saved(|| internal(step_aside));
     }
     // SAFETY: `real` is CUPTI's own cuptiActivityRegisterCallbacks.
-    unsafe { std::mem::transmute::<usize, RegisterCallbacksFn>(real)(request, complete) }
+    unsafe { std::mem::transmute::<usize, RegisterFn>(real)(request, complete) }
 }
