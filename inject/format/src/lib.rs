@@ -111,6 +111,8 @@ pub enum ChunkKind {
     Memsets,
     /// Kernel name id → name (mangled) entries, same layout as [`ChunkKind::FunctionNames`].
     KernelNames,
+    /// A device's identity and attributes ([`DeviceInfo`]).
+    DeviceInfo,
     /// A kind this reader does not know; carried so it can be counted.
     Unknown(u16),
 }
@@ -127,6 +129,7 @@ impl ChunkKind {
             ChunkKind::Memcpys => 7,
             ChunkKind::Memsets => 8,
             ChunkKind::KernelNames => 9,
+            ChunkKind::DeviceInfo => 10,
             ChunkKind::Unknown(k) => k,
         }
     }
@@ -141,6 +144,7 @@ impl ChunkKind {
             7 => ChunkKind::Memcpys,
             8 => ChunkKind::Memsets,
             9 => ChunkKind::KernelNames,
+            10 => ChunkKind::DeviceInfo,
             k => ChunkKind::Unknown(k),
         }
     }
@@ -308,6 +312,18 @@ pub struct ProcessEnd {
     pub unwrapped_lookups: u64,
     /// Threads that recorded at least one call.
     pub threads: u64,
+}
+
+/// A GPU as the driver describes it, written once per device when GPU activity starts.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    /// Device ordinal (what GPU records call `device`).
+    pub ordinal: u32,
+    pub name: String,
+    /// `cuDeviceTotalMem`, bytes.
+    pub total_memory: u64,
+    /// `(CUdevice_attribute, value)` pairs, for every attribute rtrace reads (cuda.h numbering).
+    pub attributes: Vec<(i32, i32)>,
 }
 
 /// Something the tracer tells the reader (tracing disabled, a failed setup step).
