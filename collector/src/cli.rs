@@ -2,7 +2,7 @@
 //! subcommand and turns its outcome into messages and an exit code.
 
 use crate::model::load_inputs;
-use crate::output::{render_report, Format};
+use crate::output::{render_report_section, Format, Section};
 use crate::record::{self, RecordOptions, DEFAULT_OUTPUT};
 use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
@@ -26,7 +26,8 @@ pub enum Command {
     /// if it could not be started, 2 if rtrace could not set up the run.
     #[command(override_usage = "rtrace record [OPTIONS] [--] <PROGRAM> [ARGS]...")]
     Record(RecordArgs),
-    /// Summarise traces: each process, then one row per driver function.
+    /// Summarise traces: each process, one row per driver function, then GPU
+    /// kernels, copies, memsets, utilisation and launch latency when recorded.
     ///
     /// Exits 0 (also when a damaged file was reported up to the damage), 2 when
     /// an input cannot be read as a trace.
@@ -52,6 +53,10 @@ pub struct RecordArgs {
     /// RTRACE_FLUSH_MS; the library's default is 200).
     #[arg(long, value_name = "N")]
     pub flush_ms: Option<u64>,
+    /// Also record GPU activity (kernels, memory copies, memsets) through CUPTI (sets
+    /// RTRACE_GPU_ACTIVITY=1).
+    #[arg(long)]
+    pub gpu_activity: bool,
     /// The program to run, and its arguments (put them after `--`).
     #[arg(
         value_name = "PROGRAM",
@@ -66,10 +71,13 @@ pub struct RecordArgs {
 /// Options of `rtrace report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Output format: `table` for people; `csv` (the API summary only) and
-    /// `json` give durations as integer nanoseconds.
+    /// Output format: `table` for people; `csv` (one table, see --section)
+    /// and `json` give durations as integer nanoseconds.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// The table `--format csv` prints [default: api]; only with `--format csv`.
+    #[arg(long, value_enum, value_name = "SECTION")]
+    pub section: Option<Section>,
     /// Trace files, or directories: every *.bin trace directly in one is read,
     /// in name order.
     #[arg(value_name = "FILE", required = true)]
@@ -100,6 +108,13 @@ pub fn run(cli: Cli) -> u8 {
 }
 
 fn run_report(args: &ReportArgs) -> u8 {
+    if args.section.is_some() && args.format != Format::Csv {
+        eprintln!(
+            "rtrace: --section chooses the table of --format csv; the table and JSON \
+             formats hold every section"
+        );
+        return 2;
+    }
     let loaded = match load_inputs(&args.files) {
         Ok(l) => l,
         Err(e) => {
@@ -107,7 +122,11 @@ fn run_report(args: &ReportArgs) -> u8 {
             return 2;
         }
     };
-    let report = render_report(&loaded.traces, args.format);
+    let report = render_report_section(
+        &loaded.traces,
+        args.format,
+        args.section.unwrap_or_default(),
+    );
     let mut stdout = io::stdout().lock();
     if let Err(e) = stdout
         .write_all(report.as_bytes())
@@ -151,6 +170,7 @@ fn run_record(args: RecordArgs) -> u8 {
         lib: args.lib,
         buffer_records: args.buffer_records,
         flush_ms: args.flush_ms,
+        gpu_activity: args.gpu_activity,
         command: args.command,
     };
     let rec = match record::record(&opts) {

@@ -4,6 +4,10 @@
 //! The parts, each usable on its own:
 //! - [`model`]: a trace file → [`Trace`] ([`load_trace`], [`load_inputs`]);
 //! - [`summary`]: per-function statistics ([`api_summary`]);
+//! - [`gpu_summary`]: GPU kernels, copies, memsets, utilisation and
+//!   launch-to-start latency ([`kernel_summary`], [`memcpy_summary`],
+//!   [`memset_summary`], [`utilisation`], [`launch_latency`]);
+//! - [`demangle`]: kernel names for display;
 //! - [`output`]: the report as a table, CSV or JSON ([`render_report`]);
 //! - [`record`]: running a program with librtrace.so preloaded;
 //! - [`cli`]: the `rtrace` command line on top of them.
@@ -20,13 +24,21 @@
 #![deny(unsafe_code)]
 
 pub mod cli;
+pub mod demangle;
+pub mod gpu_summary;
 pub mod model;
+pub mod occupancy;
 pub mod output;
 pub mod record;
 pub mod summary;
 
+pub use gpu_summary::{
+    kernel_summary, launch_latency, memcpy_summary, memset_summary, utilisation, Activity,
+    Hundredths, KernelSummary, Latencies, LaunchLatency, MemcpySummary, MemsetSummary, Utilisation,
+    LATENCY_ROWS,
+};
 pub use model::{load_inputs, load_trace, LoadError, Loaded, ThreadTrace, Trace};
-pub use output::{render_report, Format};
+pub use output::{render_report, render_report_section, Format, Section};
 pub use summary::{api_summary, FunctionSummary};
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 //! kept, with the damage described in [`Trace::damage`].
 
 use rtrace_format::{
-    ApiRecord, ChunkKind, Notice, ProcessEnd, ProcessHeader, ReadError, ThreadInfo, TraceReader,
+    ApiRecord, ChunkKind, DeviceInfo, KernelRecord, MemcpyRecord, MemsetRecord, Notice, ProcessEnd,
+    ProcessHeader, ReadError, ThreadInfo, TraceReader,
 };
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -28,6 +29,16 @@ pub struct Trace {
     pub functions: HashMap<u32, String>,
     /// The threads that sent records or a ThreadInfo chunk, by OS thread id.
     pub threads: BTreeMap<u64, ThreadTrace>,
+    /// Kernel name id → mangled name, from the KernelNames chunks (later entries win).
+    pub kernel_names: HashMap<u32, String>,
+    /// Kernel executions, in file order.
+    pub kernels: Vec<KernelRecord>,
+    /// Memory copies, in file order.
+    pub memcpys: Vec<MemcpyRecord>,
+    /// Memsets, in file order.
+    pub memsets: Vec<MemsetRecord>,
+    /// The GPUs described by DeviceInfo chunks, by ordinal (later chunks win).
+    pub devices: BTreeMap<u32, DeviceInfo>,
     /// API records lost because a buffer was full: the sum of every chunk
     /// header's `dropped` count.
     pub dropped: u64,
@@ -127,6 +138,30 @@ impl Trace {
                             Ok(notice) => trace.notices.push(notice),
                             Err(why) => trace.bad_chunks.push(bad(format!("notice: {why}"))),
                         },
+                        ChunkKind::KernelNames => match chunk.function_names() {
+                            Ok(names) => trace
+                                .kernel_names
+                                .extend(names.into_iter().map(|n| (n.id, n.name))),
+                            Err(why) => trace.bad_chunks.push(bad(format!("kernel names: {why}"))),
+                        },
+                        ChunkKind::Kernels => match chunk.kernel_records() {
+                            Ok(records) => trace.kernels.extend(records),
+                            Err(why) => trace.bad_chunks.push(bad(why)),
+                        },
+                        ChunkKind::Memcpys => match chunk.memcpy_records() {
+                            Ok(records) => trace.memcpys.extend(records),
+                            Err(why) => trace.bad_chunks.push(bad(why)),
+                        },
+                        ChunkKind::Memsets => match chunk.memset_records() {
+                            Ok(records) => trace.memsets.extend(records),
+                            Err(why) => trace.bad_chunks.push(bad(why)),
+                        },
+                        ChunkKind::DeviceInfo => match chunk.value::<DeviceInfo>() {
+                            Ok(device) => {
+                                trace.devices.insert(device.ordinal, device);
+                            }
+                            Err(why) => trace.bad_chunks.push(bad(format!("device info: {why}"))),
+                        },
                         ChunkKind::Unknown(_) => trace.unknown_chunks += 1,
                     }
                 }
@@ -164,6 +199,26 @@ impl Trace {
             Some(name) => Cow::Borrowed(name),
             None => Cow::Owned(format!("function#{id}")),
         }
+    }
+
+    /// Number of GPU activity records read: kernels, memory copies and memsets.
+    pub fn gpu_records(&self) -> u64 {
+        (self.kernels.len() + self.memcpys.len() + self.memsets.len()) as u64
+    }
+
+    /// The (mangled) name of kernel `id`, or `kernel#ID` when the file has no
+    /// name for it.
+    pub fn kernel_name(&self, id: u32) -> Cow<'_, str> {
+        match self.kernel_names.get(&id) {
+            Some(name) => Cow::Borrowed(name),
+            None => Cow::Owned(format!("kernel#{id}")),
+        }
+    }
+
+    /// The name of kernel `id` for display: [`Trace::kernel_name`], demangled
+    /// where it is an Itanium C++ symbol ([`crate::demangle::demangle`]).
+    pub fn kernel_display_name(&self, id: u32) -> String {
+        crate::demangle::demangle(&self.kernel_name(id)).into_owned()
     }
 
     /// The latest `end_ns` of any API record.

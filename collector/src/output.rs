@@ -1,5 +1,6 @@
-//! Rendering a report: the process sections and the API summary, as a table
-//! for people or as CSV / JSON for programs.
+//! Rendering a report: the process sections, the API summary and (when the
+//! traces hold GPU activity) the GPU sections, as a table for people or as
+//! CSV / JSON for programs.
 
 mod csv;
 mod json;
@@ -11,23 +12,72 @@ use crate::summary::api_summary;
 /// Output format of `rtrace report`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// Aligned text for a terminal: process sections, then the API summary.
+    /// Aligned text for a terminal: process sections, the API summary, then
+    /// the GPU sections.
     #[default]
     Table,
-    /// The API summary only, one line per function, durations in integer ns.
+    /// One table (the API summary unless `--section` picks another), one line
+    /// per row, durations in integer ns.
     Csv,
-    /// Processes and the API summary as one JSON object, durations in integer ns.
+    /// Processes and every summary as one JSON object, durations in integer ns.
     Json,
 }
 
-/// The whole report over `traces` in `format`, ending with a newline.
+/// The table that `--format csv` prints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Section {
+    /// The API summary, one line per driver function.
+    #[default]
+    Api,
+    /// The GPU kernel summary, one line per kernel name.
+    Kernels,
+    /// Memory copies, one line per copy kind.
+    Memcpy,
+    /// Memsets, one line for all of them.
+    Memset,
+    /// GPU utilisation, one line per device and per stream of each process.
+    #[value(alias = "utilization")]
+    Utilisation,
+    /// The largest launch-to-start latencies.
+    Latency,
+}
+
+/// The whole report over `traces` in `format`, ending with a newline; CSV
+/// gives the API summary.
 pub fn render_report(traces: &[Trace], format: Format) -> String {
-    let summary = api_summary(traces);
+    render_report_section(traces, format, Section::Api)
+}
+
+/// Like [`render_report`], with `section` choosing the table that
+/// [`Format::Csv`] prints (the other formats always hold every section).
+pub fn render_report_section(traces: &[Trace], format: Format, section: Section) -> String {
     match format {
-        Format::Table => table::render(traces, &summary),
-        Format::Csv => csv::render(&summary),
-        Format::Json => json::render(traces, &summary),
+        Format::Table => table::render(traces, &api_summary(traces)),
+        Format::Csv => csv::render(traces, section),
+        Format::Json => json::render(traces, &api_summary(traces)),
     }
+}
+
+/// A byte count for people: `512 B`, `4.1 kB`, `2.0 MB`, `1.5 GB`, `3.0 TB`
+/// (decimal units, one decimal, rounded half up; the unit is the largest that
+/// keeps the number ≥ 1).
+pub fn human_bytes(bytes: u64) -> String {
+    if bytes < 1_000 {
+        return format!("{bytes} B");
+    }
+    let units = [
+        (1_000u128, "kB"),
+        (1_000_000, "MB"),
+        (1_000_000_000, "GB"),
+        (1_000_000_000_000, "TB"),
+    ];
+    for (i, (div, unit)) in units.iter().enumerate() {
+        let tenths = (u128::from(bytes) * 10 + div / 2) / div;
+        if tenths < 10_000 || i == units.len() - 1 {
+            return format!("{}.{} {unit}", tenths / 10, tenths % 10);
+        }
+    }
+    unreachable!("the last unit always returns")
 }
 
 /// A duration for people: `532 ns`, `12.3 µs`, `4.0 ms`, `1.5 s` (one decimal,
@@ -114,6 +164,17 @@ mod tests {
         assert_eq!(human_ns(1_500_000_000), "1.5 s");
         assert_eq!(human_ns(7_200_000_000_000), "7200.0 s");
         assert_eq!(human_ns(u64::MAX), "18446744073.7 s");
+    }
+
+    #[test]
+    fn byte_units() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(999), "999 B");
+        assert_eq!(human_bytes(1_000), "1.0 kB");
+        assert_eq!(human_bytes(4_096), "4.1 kB");
+        assert_eq!(human_bytes(999_950), "1.0 MB");
+        assert_eq!(human_bytes(2_000_000_000), "2.0 GB");
+        assert_eq!(human_bytes(u64::MAX), "18446744.1 TB");
     }
 
     #[test]

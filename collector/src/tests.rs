@@ -1,5 +1,7 @@
 //! Tests over small traces built in memory with the format crate.
 
+mod gpu;
+
 use crate::model::{Duration, Trace};
 use crate::{api_summary, load_inputs, load_trace, render_report, Format, FunctionSummary};
 use rtrace_format::*;
@@ -221,7 +223,8 @@ fn json_is_exact() {
         "\"realtime_ns\":1714566896789000000},\"clock\":\"CLOCK_MONOTONIC\",",
         "\"start_time\":\"2024-05-01T12:34:56.789Z\",\"duration_ns\":2500000,",
         "\"duration_complete\":true,\"end_reason\":\"exit\",\"threads\":2,",
-        "\"api_records\":8,\"dropped\":3,\"unwrapped_lookups\":2,\"unknown_chunks\":0,",
+        "\"api_records\":8,\"kernel_records\":0,\"memcpy_records\":0,\"memset_records\":0,",
+        "\"dropped\":3,\"unwrapped_lookups\":2,\"unknown_chunks\":0,",
         "\"notices\":[{\"time_ns\":1500,\"message\":\"hello from the tracer\"}],",
         "\"damage\":null}\n",
         "],\n",
@@ -232,7 +235,13 @@ fn json_is_exact() {
         "\"mean_ns\":100,\"median_ns\":100,\"min_ns\":100,\"max_ns\":100,\"error_codes\":{}},\n",
         "  {\"function\":\"cuMemAlloc_v2\",\"calls\":4,\"errors\":1,\"total_ns\":100,",
         "\"mean_ns\":25,\"median_ns\":20,\"min_ns\":10,\"max_ns\":40,\"error_codes\":{\"2\":1}}\n",
-        "]}\n"
+        "],\n",
+        "\"kernels\":[],\n",
+        "\"memcpy\":[],\n",
+        "\"memset\":[],\n",
+        "\"utilisation\":[],\n",
+        "\"latency\":[],\n",
+        "\"occupancy\":[]}\n"
     );
     assert_eq!(render_report(&[t], Format::Json), expected);
 }
@@ -245,7 +254,13 @@ fn empty_json_and_csv() {
         "function,calls,errors,total_ns,mean_ns,median_ns,min_ns,max_ns\n"
     );
     let json = render_report(&[t], Format::Json);
-    assert!(json.ends_with("\"api\":[]}\n"), "{json}");
+    assert!(
+        json.ends_with(
+            "\"api\":[],\n\"kernels\":[],\n\"memcpy\":[],\n\"memset\":[],\n\
+             \"utilisation\":[],\n\"latency\":[],\n\"occupancy\":[]}\n"
+        ),
+        "{json}"
+    );
     assert!(json.contains("\"end_reason\":null"), "{json}");
     assert!(json.contains("\"duration_ns\":null"), "{json}");
 }

@@ -17,7 +17,8 @@ use crate::hook::internal;
 use crate::output::Sink;
 use crate::{clock, diag, interpose, lifecycle};
 use rtrace_format::{
-    ChunkKind, CopyKind, KernelRecord, MemcpyRecord, MemoryKind, MemsetRecord, FLAG_IN_GRAPH,
+    ChunkKind, CopyKind, KernelRecord, MemcpyRecord, MemoryKind, MemsetRecord, FLAG_CORRELATED,
+    FLAG_IN_GRAPH,
 };
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -43,6 +44,11 @@ type FlushFn = unsafe extern "C" fn(u32) -> i32;
 type NextRecordFn = unsafe extern "C" fn(*mut u8, usize, *mut *mut u8) -> i32;
 type DroppedFn = unsafe extern "C" fn(*mut c_void, u32, *mut usize) -> i32;
 type ResultStringFn = unsafe extern "C" fn(i32, *mut *const c_char) -> i32;
+type CallbackFn = extern "C" fn(*mut c_void, u32, u32, *const u8);
+type SubscribeFn = unsafe extern "C" fn(*mut *mut c_void, CallbackFn, *mut c_void) -> i32;
+type UnsubscribeFn = unsafe extern "C" fn(*mut c_void) -> i32;
+type EnableCallbackFn = unsafe extern "C" fn(u32, *mut c_void, u32, u32) -> i32;
+type CallbackNameFn = unsafe extern "C" fn(u32, u32, *mut *const c_char) -> i32;
 
 /// The CUPTI entry points rtrace uses.
 struct Api {
@@ -53,6 +59,10 @@ struct Api {
     next_record: NextRecordFn,
     dropped: DroppedFn,
     result_string: ResultStringFn,
+    subscribe: SubscribeFn,
+    unsubscribe: UnsubscribeFn,
+    enable_callback: EnableCallbackFn,
+    callback_name: CallbackNameFn,
 }
 
 // SAFETY: plain function pointers into libcupti, callable from any thread.
@@ -76,6 +86,8 @@ static POOL: Mutex<Vec<Buffer>> = Mutex::new(Vec::new());
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// Status lines for the trace (GPU activity on, or why it is off), taken by the worker.
 static NOTICES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// The devices, read when GPU activity starts, for the worker to write.
+static DEVICES: Mutex<Vec<rtrace_format::DeviceInfo>> = Mutex::new(Vec::new());
 
 fn notice(msg: String) {
     diag::log(&["gpu activity: ", &msg]);
@@ -155,6 +167,16 @@ fn load() -> Result<Api, String> {
             )?),
             result_string: std::mem::transmute::<*mut c_void, ResultStringFn>(sym(
                 c"cuptiGetResultString",
+            )?),
+            subscribe: std::mem::transmute::<*mut c_void, SubscribeFn>(sym(c"cuptiSubscribe")?),
+            unsubscribe: std::mem::transmute::<*mut c_void, UnsubscribeFn>(sym(
+                c"cuptiUnsubscribe",
+            )?),
+            enable_callback: std::mem::transmute::<*mut c_void, EnableCallbackFn>(sym(
+                c"cuptiEnableCallback",
+            )?),
+            callback_name: std::mem::transmute::<*mut c_void, CallbackNameFn>(sym(
+                c"cuptiGetCallbackName",
             )?),
         })
     }
@@ -256,9 +278,115 @@ fn enable() {
         }
     }
     STATE.store(ON, Ordering::Release);
+    if let Ok(mut d) = DEVICES.lock() {
+        *d = crate::devices::device_infos();
+    }
     // SAFETY: registers a plain extern "C" function.
     unsafe { libc::atexit(at_exit) };
     notice("GPU activity on: kernels, memory copies and memsets through CUPTI".into());
+    match subscribe(api) {
+        Ok(n) => notice(format!(
+            "GPU records carry rtrace correlation ids (CUPTI callbacks on {n} driver functions)"
+        )),
+        Err(e) => notice(format!("GPU records carry no rtrace correlation id: {e}")),
+    }
+}
+
+/// CUPTI's subscriber handle for rtrace's API callbacks (null: none).
+static SUBSCRIBER: std::sync::atomic::AtomicPtr<c_void> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
+const CB_DOMAIN_DRIVER_API: u32 = 1;
+const CB_SITE_ENTER: u32 = 0;
+/// `CUpti_CallbackData`: `callbackSite` at 0, `correlationId` at 64 (cupti_callbacks.h).
+const CB_DATA_SITE: usize = 0;
+const CB_DATA_CORRELATION: usize = 64;
+/// Upper bound of driver callback ids (`CUPTI_DRIVER_TRACE_CBID_SIZE` is 807 in CUPTI 13.0).
+const MAX_DRIVER_CBID: u32 = 4096;
+
+/// Driver functions whose calls make GPU activity: their CUPTI correlation ids are linked.
+fn makes_gpu_work(name: &[u8]) -> bool {
+    [&b"cuLaunch"[..], b"cuMemcpy", b"cuMemset", b"cuGraphLaunch"]
+        .iter()
+        .any(|p| name.starts_with(p))
+        && !name.starts_with(b"cuLaunchHostFunc")
+}
+
+/// Subscribes rtrace's callback to the API-enter site of every GPU-work driver function;
+/// returns how many.
+fn subscribe(api: &Api) -> Result<usize, String> {
+    let mut sub: *mut c_void = std::ptr::null_mut();
+    // SAFETY: registers a plain extern "C" callback; `sub` is CUPTI's out-parameter.
+    let rc = unsafe { (api.subscribe)(&mut sub, on_api, std::ptr::null_mut()) };
+    if rc != 0 {
+        return Err(format!(
+            "cuptiSubscribe: {} (another CUPTI client?)",
+            describe(api, rc)
+        ));
+    }
+    SUBSCRIBER.store(sub, Ordering::Release);
+    let mut enabled = 0;
+    for cbid in 1..MAX_DRIVER_CBID {
+        let mut name: *const c_char = std::ptr::null();
+        // SAFETY: CUPTI writes a pointer to a static string, or fails past the last id.
+        let rc = unsafe { (api.callback_name)(CB_DOMAIN_DRIVER_API, cbid, &mut name) };
+        if rc != 0 || name.is_null() {
+            continue;
+        }
+        // SAFETY: a NUL-terminated static string.
+        if makes_gpu_work(unsafe { CStr::from_ptr(name) }.to_bytes()) {
+            // SAFETY: plain CUPTI call on our subscriber.
+            if unsafe { (api.enable_callback)(1, sub, CB_DOMAIN_DRIVER_API, cbid) } == 0 {
+                enabled += 1;
+            }
+        }
+    }
+    Ok(enabled)
+}
+
+/// CUPTI's API callback: at the entry of a GPU-work call, link CUPTI's correlation id to
+/// rtrace's for the call in progress (no allocation, no lock).
+extern "C" fn on_api(_user: *mut c_void, _domain: u32, _cbid: u32, data: *const u8) {
+    if data.is_null() {
+        return;
+    }
+    // SAFETY: `data` is CUPTI's CUpti_CallbackData for this call.
+    let (site, correlation) = unsafe {
+        (
+            (data.add(CB_DATA_SITE) as *const u32).read_unaligned(),
+            (data.add(CB_DATA_CORRELATION) as *const u32).read_unaligned(),
+        )
+    };
+    if site == CB_SITE_ENTER {
+        crate::hook::link_current(correlation);
+    }
+}
+
+/// CUPTI correlation id → rtrace correlation id, for the most recent links.
+#[derive(Default)]
+pub struct Links {
+    map: HashMap<u32, u64>,
+    order: std::collections::VecDeque<u32>,
+}
+
+impl Links {
+    /// Links kept; older ones are forgotten (their GPU work is long done).
+    const CAPACITY: usize = 1 << 20;
+
+    pub fn insert(&mut self, source: u32, correlation: u64) {
+        if self.map.insert(source, correlation).is_none() {
+            self.order.push_back(source);
+            if self.order.len() > Self::CAPACITY {
+                if let Some(old) = self.order.pop_front() {
+                    self.map.remove(&old);
+                }
+            }
+        }
+    }
+
+    fn get(&self, source: u32) -> Option<u64> {
+        self.map.get(&source).copied()
+    }
 }
 
 /// Asks CUPTI to hand over its buffers (`force`: also records still being written).
@@ -278,7 +406,11 @@ extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(|| {
         flush(true);
         if let Some(p) = lifecycle::current_process() {
-            p.with_consumer(std::time::Duration::from_secs(2), drain_into);
+            p.with_consumer(std::time::Duration::from_secs(2), |sink| {
+                // The rings first: their links name the GPU records.
+                let _ = crate::worker::drain(p, sink, crate::worker::Drain::Periodic);
+                drain_into(sink);
+            });
         }
         STATE.store(DONE, Ordering::Release);
     });
@@ -290,6 +422,17 @@ pub fn drain_into(sink: &mut Sink) {
     if let Ok(mut n) = NOTICES.lock() {
         for msg in n.drain(..) {
             sink.notice(&msg);
+        }
+    }
+    if let Ok(mut d) = DEVICES.lock() {
+        for info in d.drain(..) {
+            sink.chunk(
+                ChunkKind::DeviceInfo,
+                0,
+                0,
+                0,
+                &rtrace_format::encode_value(&info),
+            );
         }
     }
     let full: Vec<(Buffer, usize)> = match FULL.lock() {
@@ -391,23 +534,24 @@ fn convert(api: &Api, buf: &mut Buffer, valid: usize, sink: &mut Sink) {
         let bytes = unsafe { std::slice::from_raw_parts(rec, valid - offset) };
         let kind = u32_at(bytes, 0) as i32;
         let batch = &mut sink.gpu_batch;
+        let links = &sink.links;
         if kind == layout::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL as i32
             || kind == layout::CUPTI_ACTIVITY_KIND_KERNEL as i32
         {
             if bytes.len() < layout::kernel10::SIZE {
                 continue;
             }
-            kernel(bytes, batch);
+            kernel(bytes, batch, links);
         } else if kind == layout::CUPTI_ACTIVITY_KIND_MEMCPY as i32 {
             if bytes.len() < layout::memcpy6::SIZE {
                 continue;
             }
-            memcpy(bytes, batch);
+            memcpy(bytes, batch, links);
         } else if kind == layout::CUPTI_ACTIVITY_KIND_MEMSET as i32 {
             if bytes.len() < layout::memset4::SIZE {
                 continue;
             }
-            memset(bytes, batch);
+            memset(bytes, batch, links);
         }
     }
 }
@@ -420,7 +564,15 @@ fn graph_flags(graph_id: u32) -> u32 {
     }
 }
 
-fn kernel(r: &[u8], batch: &mut GpuBatch) {
+/// rtrace's correlation id for CUPTI's `source`, and the flags that say whether there was one.
+fn correlate(links: &Links, source: u32, flags: u32) -> (u64, u32) {
+    match links.get(source) {
+        Some(c) => (c, flags | FLAG_CORRELATED),
+        None => (0, flags),
+    }
+}
+
+fn kernel(r: &[u8], batch: &mut GpuBatch, links: &Links) {
     use layout::kernel10 as k;
     let name_ptr = u64_at(r, k::NAME) as *const c_char;
     let name = if name_ptr.is_null() {
@@ -432,8 +584,10 @@ fn kernel(r: &[u8], batch: &mut GpuBatch) {
             .into_owned()
     };
     let graph_id = u32_at(r, k::GRAPH_ID);
+    let (correlation, flags) =
+        correlate(links, u32_at(r, k::CORRELATION_ID), graph_flags(graph_id));
     let rec = KernelRecord {
-        correlation: 0,
+        correlation,
         start_ns: u64_at(r, k::START),
         end_ns: u64_at(r, k::END),
         graph_node_id: u64_at(r, k::GRAPH_NODE_ID),
@@ -462,16 +616,18 @@ fn kernel(r: &[u8], batch: &mut GpuBatch) {
         static_shared_memory: u32_at(r, k::STATIC_SHARED_MEMORY),
         registers_per_thread: u32::from(u16::from_le_bytes(rd(r, k::REGISTERS_PER_THREAD))),
         local_memory_per_thread: u32_at(r, k::LOCAL_MEMORY_PER_THREAD),
-        flags: graph_flags(graph_id),
+        flags,
     };
     batch.kernels.extend_from_slice(&rec.to_bytes());
 }
 
-fn memcpy(r: &[u8], batch: &mut GpuBatch) {
+fn memcpy(r: &[u8], batch: &mut GpuBatch, links: &Links) {
     use layout::memcpy6 as m;
     let graph_id = u32_at(r, m::GRAPH_ID);
+    let (correlation, flags) =
+        correlate(links, u32_at(r, m::CORRELATION_ID), graph_flags(graph_id));
     let rec = MemcpyRecord {
-        correlation: 0,
+        correlation,
         start_ns: u64_at(r, m::START),
         end_ns: u64_at(r, m::END),
         bytes: u64_at(r, m::BYTES),
@@ -483,17 +639,19 @@ fn memcpy(r: &[u8], batch: &mut GpuBatch) {
         kind: CopyKind::from_u8(r[m::COPY_KIND]),
         src_kind: MemoryKind::from_u8(r[m::SRC_KIND]),
         dst_kind: MemoryKind::from_u8(r[m::DST_KIND]),
-        flags: graph_flags(graph_id) as u8,
+        flags: flags as u8,
         graph_id,
         graph_node_id: u64_at(r, m::GRAPH_NODE_ID),
     };
     batch.memcpys.extend_from_slice(&rec.to_bytes());
 }
 
-fn memset(r: &[u8], batch: &mut GpuBatch) {
+fn memset(r: &[u8], batch: &mut GpuBatch, links: &Links) {
     use layout::memset4 as m;
+    let graph_id = u32_at(r, m::GRAPH_ID);
+    let (correlation, _) = correlate(links, u32_at(r, m::CORRELATION_ID), 0);
     let rec = MemsetRecord {
-        correlation: 0,
+        correlation,
         start_ns: u64_at(r, m::START),
         end_ns: u64_at(r, m::END),
         bytes: u64_at(r, m::BYTES),
@@ -502,7 +660,7 @@ fn memset(r: &[u8], batch: &mut GpuBatch) {
         context: u32_at(r, m::CONTEXT_ID),
         stream: u32_at(r, m::STREAM_ID),
         value: u32_at(r, m::VALUE),
-        graph_id: u32_at(r, m::GRAPH_ID),
+        graph_id,
         graph_node_id: u64_at(r, m::GRAPH_NODE_ID),
     };
     batch.memsets.extend_from_slice(&rec.to_bytes());
@@ -581,6 +739,11 @@ fn step_aside() {
     }
     flush(true);
     STATE.store(DONE, Ordering::Release);
+    let sub = SUBSCRIBER.swap(std::ptr::null_mut(), Ordering::AcqRel);
+    if let (false, Some(api)) = (sub.is_null(), API.get()) {
+        // SAFETY: our own subscriber handle, given up once.
+        unsafe { (api.unsubscribe)(sub) };
+    }
     notice(
         "GPU activity stopped: the program started its own CUPTI activity collection \
          (for example the PyTorch profiler), and CUPTI 13.0 serves one client; GPU records \
@@ -600,10 +763,8 @@ pub unsafe extern "C" fn cuptiActivityRegisterCallbacks(
     request: RequestFn,
     complete: CompleteFn,
 ) -> i32 {
-    static REAL: OnceLock<usize> = OnceLock::new();
-    let real = *REAL.get_or_init(|| {
-        interpose::real_dlsym(libc::RTLD_NEXT, c"cuptiActivityRegisterCallbacks".as_ptr()) as usize
-    });
+    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let real = next_cupti(&REAL, c"cuptiActivityRegisterCallbacks");
     if real == 0 {
         // No CUPTI behind us: CUPTI_ERROR_NOT_INITIALIZED, as a missing library would give.
         return 15;
@@ -613,4 +774,89 @@ pub unsafe extern "C" fn cuptiActivityRegisterCallbacks(
     }
     // SAFETY: `real` is CUPTI's own cuptiActivityRegisterCallbacks.
     unsafe { std::mem::transmute::<usize, RegisterFn>(real)(request, complete) }
+}
+
+#[cfg_attr(test, allow(dead_code))]
+type SubscribeV2Fn =
+    unsafe extern "C" fn(*mut *mut c_void, CallbackFn, *mut c_void, *mut c_void) -> i32;
+
+/// Resolves CUPTI's own `name`, cached in `slot`: from the loaded libcupti.so.13 (a program
+/// usually loads it as a dependency of its own, outside the global scope, so `RTLD_NEXT`
+/// alone would miss it), else the next definition after librtrace.so.
+#[cfg_attr(test, allow(dead_code))]
+fn next_cupti(slot: &std::sync::atomic::AtomicUsize, name: &CStr) -> usize {
+    let cached = slot.load(Ordering::Acquire);
+    if cached != 0 {
+        return cached;
+    }
+    let found = internal(|| {
+        // SAFETY: dlopen with a valid C string; RTLD_NOLOAD only finds a loaded library.
+        let h = unsafe {
+            libc::dlopen(
+                c"libcupti.so.13".as_ptr(),
+                libc::RTLD_NOW | libc::RTLD_NOLOAD,
+            )
+        };
+        let mut p = if h.is_null() {
+            std::ptr::null_mut()
+        } else {
+            interpose::real_dlsym(h, name.as_ptr())
+        };
+        if p.is_null() {
+            p = interpose::real_dlsym(libc::RTLD_NEXT, name.as_ptr());
+        }
+        p as usize
+    });
+    slot.store(found, Ordering::Release);
+    found
+}
+
+/// `cuptiSubscribe` as the program sees it: rtrace gives up its subscriber and its activity
+/// buffers first (CUPTI 13.0 allows one subscriber), then CUPTI's own function runs.
+///
+/// # Safety
+/// CUPTI's contract for `cuptiSubscribe`.
+#[cfg(not(test))]
+#[no_mangle]
+pub unsafe extern "C" fn cuptiSubscribe(
+    subscriber: *mut *mut c_void,
+    callback: CallbackFn,
+    userdata: *mut c_void,
+) -> i32 {
+    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let real = next_cupti(&REAL, c"cuptiSubscribe");
+    if real == 0 {
+        return 15;
+    }
+    if !crate::hook::in_rtrace() {
+        let _ = crate::hook::with_errno_saved(|| internal(step_aside));
+    }
+    // SAFETY: `real` is CUPTI's own cuptiSubscribe.
+    unsafe { std::mem::transmute::<usize, SubscribeFn>(real)(subscriber, callback, userdata) }
+}
+
+/// `cuptiSubscribe_v2`: as [`cuptiSubscribe`].
+///
+/// # Safety
+/// CUPTI's contract for `cuptiSubscribe_v2`.
+#[cfg(not(test))]
+#[no_mangle]
+pub unsafe extern "C" fn cuptiSubscribe_v2(
+    subscriber: *mut *mut c_void,
+    callback: CallbackFn,
+    userdata: *mut c_void,
+    params: *mut c_void,
+) -> i32 {
+    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let real = next_cupti(&REAL, c"cuptiSubscribe_v2");
+    if real == 0 {
+        return 15;
+    }
+    if !crate::hook::in_rtrace() {
+        let _ = crate::hook::with_errno_saved(|| internal(step_aside));
+    }
+    // SAFETY: `real` is CUPTI's own cuptiSubscribe_v2.
+    unsafe {
+        std::mem::transmute::<usize, SubscribeV2Fn>(real)(subscriber, callback, userdata, params)
+    }
 }

@@ -45,6 +45,8 @@ struct ThreadState {
     generation: Cell<u64>,
     next_correlation: Cell<u64>,
     correlation_end: Cell<u64>,
+    /// Correlation id of the recorded call in progress on this thread (0: none).
+    current: Cell<u64>,
 }
 
 thread_local! {
@@ -56,6 +58,7 @@ thread_local! {
             generation: Cell::new(0),
             next_correlation: Cell::new(0),
             correlation_end: Cell::new(0),
+            current: Cell::new(0),
         }
     };
     /// Dropped when the thread exits: closes its ring so the worker drains and frees it.
@@ -151,6 +154,7 @@ fn begin_running(function: u32) -> Option<CallToken> {
         }
         t.next_correlation.set(c + 1);
         t.busy.set(true);
+        t.current.set(c);
         Some(CallToken {
             function,
             start_ns: clock::ticks(),
@@ -173,6 +177,7 @@ pub fn end(token: Option<CallToken>, result: u32) {
     // lives as long as the thread; the wrapper hands it back before returning.
     let t = unsafe { &*tok.thread };
     t.busy.set(false);
+    t.current.set(0);
     let ring = t.ring.get();
     if ring.is_null() {
         return;
@@ -194,6 +199,26 @@ pub fn end(token: Option<CallToken>, result: u32) {
 #[cold]
 fn after_cuinit() {
     let _ = with_errno_saved(crate::cupti::after_cuinit);
+}
+
+/// Links the recorded call in progress on this thread to `source` (CUPTI's correlation id
+/// for it): called by CUPTI's API callback, inside the real call. No allocation, no lock.
+pub fn link_current(source: u32) {
+    let _ = TLS.try_with(|t| {
+        let current = t.current.get();
+        let ring = t.ring.get();
+        if current == 0 || ring.is_null() {
+            return;
+        }
+        // SAFETY: a non-null ring pointer stays valid until this thread's ExitGuard closes it.
+        unsafe { &*ring }.push(ApiRecord {
+            function: crate::ring::LINK,
+            result: source,
+            start_ns: 0,
+            end_ns: 0,
+            correlation: current,
+        });
+    });
 }
 
 /// Runs `f` as rtrace's own code on this thread: driver calls and dlsym lookups it

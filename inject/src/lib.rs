@@ -17,6 +17,7 @@
 mod clock;
 mod config;
 mod cupti;
+mod devices;
 mod diag;
 mod driver;
 

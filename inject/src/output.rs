@@ -119,6 +119,8 @@ pub struct Sink {
     pub calibration: crate::clock::Calibration,
     /// GPU records waiting to become chunks.
     pub gpu_batch: crate::cupti::GpuBatch,
+    /// CUPTI correlation id → rtrace correlation id, from link records.
+    pub links: crate::cupti::Links,
     pub records: u64,
     pub dropped: u64,
     pub threads: u64,
@@ -177,6 +179,7 @@ impl Sink {
             scratch: Vec::with_capacity(256),
             calibration: crate::clock::Calibration::new(),
             gpu_batch: Default::default(),
+            links: Default::default(),
             records: 0,
             dropped: 0,
             threads: 0,

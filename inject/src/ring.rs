@@ -9,6 +9,11 @@ use rtrace_format::ApiRecord;
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+/// `ApiRecord::function` of a link record: `correlation` is rtrace's id of the call in
+/// progress and `result` the GPU-activity source's (CUPTI's) id for it. Links travel in the
+/// thread's ring and never reach the file as API records.
+pub const LINK: u32 = u32::MAX;
+
 pub struct Ring {
     /// Next slot the producer writes (only the producer stores it).
     head: AtomicU64,
@@ -92,22 +97,34 @@ impl Ring {
         self.len() == 0
     }
 
-    /// Appends every waiting record, encoded, to `out` and frees their slots;
-    /// returns how many. Timestamps go through `to_ns` (raw ticks → ns). Consumer only.
-    pub fn drain_into(&self, out: &mut Vec<u8>, to_ns: impl Fn(u64) -> u64) -> usize {
+    /// Appends every waiting API record, encoded, to `out` and frees their slots; returns
+    /// how many it appended. Timestamps go through `to_ns` (raw ticks → ns). Link records
+    /// ([`LINK`]) are handed to `on_link` instead. Consumer only.
+    pub fn drain_into(
+        &self,
+        out: &mut Vec<u8>,
+        to_ns: impl Fn(u64) -> u64,
+        mut on_link: impl FnMut(&ApiRecord),
+    ) -> usize {
         let h = self.head.load(Ordering::Acquire);
         let t = self.tail.load(Ordering::Relaxed);
         let n = h.wrapping_sub(t);
+        let mut written = 0;
         for i in 0..n {
             let slot = &self.slots[(t.wrapping_add(i) & self.mask) as usize];
             // SAFETY: slots t..h were published by the producer's release store of head.
             let mut rec = unsafe { *slot.get() };
+            if rec.function == LINK {
+                on_link(&rec);
+                continue;
+            }
             rec.start_ns = to_ns(rec.start_ns);
             rec.end_ns = to_ns(rec.end_ns);
             out.extend_from_slice(&rec.to_bytes());
+            written += 1;
         }
         self.tail.store(h, Ordering::Release);
-        n as usize
+        written
     }
 
     /// Takes the count of records lost since the last call.
@@ -149,7 +166,7 @@ mod tests {
         assert_eq!(r.take_dropped(), 2);
         assert_eq!(r.take_dropped(), 0);
         let mut out = Vec::new();
-        assert_eq!(r.drain_into(&mut out, |t| t), 4);
+        assert_eq!(r.drain_into(&mut out, |t| t, |_| {}), 4);
         let got: Vec<u32> = out
             .chunks_exact(ApiRecord::SIZE)
             .map(|b| ApiRecord::from_bytes(b.try_into().unwrap()).function)
@@ -157,9 +174,30 @@ mod tests {
         assert_eq!(got, vec![0, 1, 2, 3]);
         assert!(r.push(rec(9)));
         out.clear();
-        assert_eq!(r.drain_into(&mut out, |t| t * 10), 1);
+        assert_eq!(r.drain_into(&mut out, |t| t * 10, |_| {}), 1);
         let back = ApiRecord::from_bytes(out[..32].try_into().unwrap());
         assert_eq!((back.start_ns, back.end_ns), (90, 100));
+    }
+
+    #[test]
+    fn links_are_handed_over_not_written() {
+        let r = Ring::new(8, 1, String::new());
+        r.push(rec(1));
+        r.push(ApiRecord {
+            function: LINK,
+            result: 77,
+            correlation: 5,
+            ..Default::default()
+        });
+        r.push(rec(2));
+        let mut out = Vec::new();
+        let mut links = Vec::new();
+        assert_eq!(
+            r.drain_into(&mut out, |t| t, |l| links.push((l.correlation, l.result))),
+            2
+        );
+        assert_eq!(out.len(), 2 * ApiRecord::SIZE);
+        assert_eq!(links, vec![(5, 77)]);
     }
 
     #[test]
@@ -176,7 +214,7 @@ mod tests {
         let mut out = Vec::new();
         loop {
             out.clear();
-            r.drain_into(&mut out, |t| t);
+            r.drain_into(&mut out, |t| t, |_| {});
             seen.extend(
                 out.chunks_exact(32)
                     .map(|b| ApiRecord::from_bytes(b.try_into().unwrap()).start_ns),

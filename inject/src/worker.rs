@@ -68,7 +68,10 @@ fn run(process: &'static Process) {
         }
         let ok = process.with_consumer(Duration::from_millis(50), |sink| {
             let drained = drain(process, sink, mode);
-            crate::cupti::drain_into(sink);
+            // Only after every ring was drained: links precede the GPU records they name.
+            if mode == Drain::Periodic {
+                crate::cupti::drain_into(sink);
+            }
             sink.flush().map(|()| drained)
         });
         match ok {
@@ -116,7 +119,12 @@ pub fn drain(process: &Process, sink: &mut Sink, mode: Drain) -> Drained {
         }
         sink.payload.clear();
         let calibration = &sink.calibration;
-        let n = ring.drain_into(&mut sink.payload, |t| calibration.to_ns(t));
+        let links = &mut sink.links;
+        let n = ring.drain_into(
+            &mut sink.payload,
+            |t| calibration.to_ns(t),
+            |l| links.insert(l.result, l.correlation),
+        );
         let dropped = ring.take_dropped();
         if n == 0 && dropped == 0 {
             continue;

@@ -82,7 +82,7 @@ def load_rtrace(paths):
         records = sorted(tracefile.read(path), key=lambda r: r[2])
         inits = [r for r in records if r[0] == "cuInit"]
         loaded_at = inits[0][3] if inits else None
-        for name, result, start, end, _tid in records:
+        for name, result, start, end, _tid, _corr in records:
             if loaded_at is None or start <= loaded_at:
                 before[name] += 1
             elif result == CUDA_ERROR_DEINITIALIZED:

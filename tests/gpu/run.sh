@@ -429,6 +429,25 @@ step_record() {
 }
 
 # ---------------------------------------------------------------------------
+# The PyTorch profiler (a CUPTI client) inside a traced program must keep working, with and
+# without GPU activity (rtrace interposes cuptiSubscribe and cuptiActivityRegisterCallbacks).
+step_profiler() {
+    section "PyTorch profiler inside traced programs"
+    local want got mode
+    want=$(bounded 120 python3 tests/gpu/profiler_step.py 2>"$WORK/profiler-untraced.err" | tail -n 1)
+    log "untraced: $want"
+    for mode in api gpu; do
+        local extra=()
+        [ "$mode" = gpu ] && extra=(RTRACE_GPU_ACTIVITY=1)
+        got=$(bounded 120 env RTRACE_OUTPUT="$WORK/rtrace-profiler-$mode-%p.bin" RTRACE_DEBUG=1 "${extra[@]}" \
+            LD_PRELOAD="$LIBRTRACE" python3 tests/gpu/profiler_step.py 2>"$WORK/profiler-$mode.err" | tail -n 1)
+        check "profiler.$mode" "rtrace ($mode): '$got', untraced: '$want'" \
+            test -n "$want" -a "$got" = "$want" -a "${want#profiler kernels 0 }" = "$want"
+    done
+    grep -h "gpu activity" "$WORK/profiler-gpu.err" | sed 's/^/    /' | head -n 5
+}
+
+# ---------------------------------------------------------------------------
 main() {
     log "rtrace GPU proof: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
     step_environment
@@ -443,6 +462,7 @@ main() {
         fail vector_add_static "not built"
     fi
     one_program pytorch 150 python3 tests/gpu/pytorch_step.py
+    step_profiler
     if [ -x "$BIN/vector_add" ]; then
         step_record vector_add_shared 60 "$BIN/vector_add"
     else

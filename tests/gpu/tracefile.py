@@ -1,7 +1,8 @@
 """A minimal, independent reader of rtrace's trace.bin (docs/format.md), for the GPU checks.
 
 Reads the function-name table and the API records; checks chunk magic and lengths (not CRCs:
-the collector does that). Yields (pid, function name, result, start_ns, end_ns, thread).
+the collector does that). `read` returns (function name, result, start_ns, end_ns, thread,
+correlation) tuples; `read_gpu` the GPU records.
 """
 
 import struct
@@ -80,6 +81,6 @@ def read(path):
                 at += 6 + n
         elif kind == 2:
             for at in range(0, len(payload), 32):
-                fid, result, start, end, _corr = struct.unpack_from("<IIQQQ", payload, at)
-                records.append((names.get(fid, f"function#{fid}"), result, start, end, tid))
+                fid, result, start, end, corr = struct.unpack_from("<IIQQQ", payload, at)
+                records.append((names.get(fid, f"function#{fid}"), result, start, end, tid, corr))
     return records

@@ -17,6 +17,17 @@ for f in sys.argv[1:]:
     print(f, 'kernels', len(k), 'memcpy', len(c), 'memset', len(s), 'launch API calls', launches)
     names = collections.Counter(x['name'][:60] for x in k)
     for nm, cnt in names.most_common(4): print('   ', cnt, nm)
+    by_corr = {r[5]: r for r in api}
+    linked = [x for x in k if x['flags'] & 2]
+    bad = [x for x in linked if x['correlation'] not in by_corr
+           or not by_corr[x['correlation']][0].startswith(('cuLaunch', 'cuGraphLaunch'))
+           or x['start'] < by_corr[x['correlation']][2]]
+    cl = [x for x in c if x['correlation'] in by_corr]
+    print('    kernels linked to their launch call:', len(linked), 'of', len(k), '; wrong links:', len(bad),
+          '; copies linked:', len(cl), 'of', len(c))
+    if linked:
+        lat = sorted(x['start'] - by_corr[x['correlation']][2] for x in linked)
+        print('    launch-to-start latency ns: min', lat[0], 'median', lat[len(lat)//2], 'max', lat[-1])
     if k:
         x = k[0]; print('    first:', {kk: x[kk] for kk in ('start','end','grid','block','registers','static_smem','dyn_smem','stream','device','source_correlation')})
         t0 = min(r[2] for r in api); print('    first kernel starts', (x['start']-t0)/1e6, 'ms after first API call; durations ns', sorted(y['end']-y['start'] for y in k)[:3])

@@ -1,12 +1,133 @@
-//! `--format csv`: the API summary, one line per function, RFC 4180 quoting.
+//! `--format csv`: one table, the API summary unless `--section` picks
+//! another; one line per row, RFC 4180 quoting.
 
-use crate::summary::FunctionSummary;
+use super::Section;
+use crate::gpu_summary::{
+    kernel_summary, launch_latency, memcpy_summary, memset_summary, utilisation, LATENCY_ROWS,
+};
+use crate::model::Trace;
+use crate::summary::{api_summary, FunctionSummary};
 use std::fmt::Write;
 
-/// The CSV header line.
+/// The CSV header line of the API summary.
 pub const HEADER: &str = "function,calls,errors,total_ns,mean_ns,median_ns,min_ns,max_ns";
+/// The header of `--section kernels`.
+pub const KERNELS_HEADER: &str =
+    "name,count,total_ns,mean_ns,median_ns,min_ns,max_ns,stddev_ns,share_percent,grid_block";
+/// The header of `--section memcpy`.
+pub const MEMCPY_HEADER: &str =
+    "kind,count,bytes,total_ns,mean_ns,median_ns,min_ns,max_ns,bandwidth_gbps";
+/// The header of `--section memset`.
+pub const MEMSET_HEADER: &str = "count,bytes,total_ns";
+/// The header of `--section utilisation`.
+pub const UTILISATION_HEADER: &str =
+    "pid,device,stream,records,start_ns,end_ns,span_ns,busy_ns,busy_percent,gaps,idle_ns";
+/// The header of `--section latency`.
+pub const LATENCY_HEADER: &str =
+    "pid,activity,name,function,correlation,api_start_ns,gpu_start_ns,latency_ns";
 
-pub(super) fn render(summary: &[FunctionSummary]) -> String {
+pub(super) fn render(traces: &[Trace], section: Section) -> String {
+    match section {
+        Section::Api => api(&api_summary(traces)),
+        Section::Kernels => kernels(traces),
+        Section::Memcpy => memcpy(traces),
+        Section::Memset => memset(traces),
+        Section::Utilisation => utilisation_rows(traces),
+        Section::Latency => latency(traces),
+    }
+}
+
+fn kernels(traces: &[Trace]) -> String {
+    let mut out = format!("{KERNELS_HEADER}\n");
+    for k in kernel_summary(traces) {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{}",
+            field(&k.name),
+            k.count,
+            k.total_ns,
+            k.mean_ns,
+            k.median_ns,
+            k.min_ns,
+            k.max_ns,
+            k.stddev_ns,
+            k.share_percent,
+            field(&k.grid_block)
+        );
+    }
+    out
+}
+
+fn memcpy(traces: &[Trace]) -> String {
+    let mut out = format!("{MEMCPY_HEADER}\n");
+    for m in memcpy_summary(traces) {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{}",
+            m.kind.name(),
+            m.count,
+            m.bytes,
+            m.total_ns,
+            m.mean_ns,
+            m.median_ns,
+            m.min_ns,
+            m.max_ns,
+            m.bandwidth_gbps.map_or(String::new(), |b| b.to_string())
+        );
+    }
+    out
+}
+
+fn memset(traces: &[Trace]) -> String {
+    let mut out = format!("{MEMSET_HEADER}\n");
+    if let Some(s) = memset_summary(traces) {
+        let _ = writeln!(out, "{},{},{}", s.count, s.bytes, s.total_ns);
+    }
+    out
+}
+
+fn utilisation_rows(traces: &[Trace]) -> String {
+    let mut out = format!("{UTILISATION_HEADER}\n");
+    for u in utilisation(traces) {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{}",
+            u.pid,
+            u.device,
+            u.stream.map_or(String::new(), |s| s.to_string()),
+            u.records,
+            u.start_ns,
+            u.end_ns,
+            u.span_ns,
+            u.busy_ns,
+            u.busy_percent,
+            u.gaps,
+            u.idle_ns
+        );
+    }
+    out
+}
+
+fn latency(traces: &[Trace]) -> String {
+    let mut out = format!("{LATENCY_HEADER}\n");
+    for l in launch_latency(traces, LATENCY_ROWS).slowest {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{}",
+            l.pid,
+            l.activity.name(),
+            field(&l.name),
+            field(&l.function),
+            l.correlation,
+            l.api_start_ns,
+            l.gpu_start_ns,
+            l.latency_ns
+        );
+    }
+    out
+}
+
+fn api(summary: &[FunctionSummary]) -> String {
     let mut out = String::new();
     out.push_str(HEADER);
     out.push('\n');

@@ -1,10 +1,112 @@
-//! `--format json`: `{"processes":[...],"api":[...]}`, written by hand (the
-//! shapes are small and fixed).
+//! `--format json`: `{"processes":[...],"api":[...],"kernels":[...],
+//! "memcpy":[...],"memset":[...],"utilisation":[...],"latency":[...]}`,
+//! written by hand (the shapes are small and fixed).
 
+use crate::gpu_summary::{
+    kernel_summary, launch_latency, memcpy_summary, memset_summary, utilisation, LATENCY_ROWS,
+};
 use crate::model::{Duration, Trace};
 use crate::output::iso8601_utc;
 use crate::summary::FunctionSummary;
 use std::fmt::Write;
+
+mod occupancy;
+
+/// Writes `,\n"key":[` then each of `items` on its own line, then `]`.
+fn array<T>(out: &mut String, key: &str, items: &[T], item: impl Fn(&mut String, &T)) {
+    let _ = write!(out, ",\n\"{key}\":[");
+    for (i, it) in items.iter().enumerate() {
+        out.push_str(if i == 0 { "\n  " } else { ",\n  " });
+        item(out, it);
+    }
+    out.push_str(if items.is_empty() { "]" } else { "\n]" });
+}
+
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or("null".to_string(), |v| v.to_string())
+}
+
+/// The GPU keys, after `api`.
+fn gpu(out: &mut String, traces: &[Trace]) {
+    array(out, "kernels", &kernel_summary(traces), |out, k| {
+        let _ = write!(
+            out,
+            "{{\"name\":{},\"count\":{},\"total_ns\":{},\"mean_ns\":{},\"median_ns\":{},\
+             \"min_ns\":{},\"max_ns\":{},\"stddev_ns\":{},\"share_percent\":{},\
+             \"grid_block\":{}}}",
+            string(&k.name),
+            k.count,
+            k.total_ns,
+            k.mean_ns,
+            k.median_ns,
+            k.min_ns,
+            k.max_ns,
+            k.stddev_ns,
+            k.share_percent,
+            string(&k.grid_block)
+        );
+    });
+    array(out, "memcpy", &memcpy_summary(traces), |out, m| {
+        let _ = write!(
+            out,
+            "{{\"kind\":{},\"count\":{},\"bytes\":{},\"total_ns\":{},\"mean_ns\":{},\
+             \"median_ns\":{},\"min_ns\":{},\"max_ns\":{},\"bandwidth_gbps\":{}}}",
+            string(m.kind.name()),
+            m.count,
+            m.bytes,
+            m.total_ns,
+            m.mean_ns,
+            m.median_ns,
+            m.min_ns,
+            m.max_ns,
+            opt(m.bandwidth_gbps)
+        );
+    });
+    let memsets: Vec<_> = memset_summary(traces).into_iter().collect();
+    array(out, "memset", &memsets, |out, s| {
+        let _ = write!(
+            out,
+            "{{\"count\":{},\"bytes\":{},\"total_ns\":{}}}",
+            s.count, s.bytes, s.total_ns
+        );
+    });
+    array(out, "utilisation", &utilisation(traces), |out, u| {
+        let _ = write!(
+            out,
+            "{{\"pid\":{},\"device\":{},\"stream\":{},\"records\":{},\"start_ns\":{},\
+             \"end_ns\":{},\"span_ns\":{},\"busy_ns\":{},\"busy_percent\":{},\"gaps\":{},\
+             \"idle_ns\":{}}}",
+            u.pid,
+            u.device,
+            opt(u.stream),
+            u.records,
+            u.start_ns,
+            u.end_ns,
+            u.span_ns,
+            u.busy_ns,
+            u.busy_percent,
+            u.gaps,
+            u.idle_ns
+        );
+    });
+    let latencies = launch_latency(traces, LATENCY_ROWS);
+    array(out, "latency", &latencies.slowest, |out, l| {
+        let _ = write!(
+            out,
+            "{{\"pid\":{},\"activity\":{},\"name\":{},\"function\":{},\"correlation\":{},\
+             \"api_start_ns\":{},\"gpu_start_ns\":{},\"latency_ns\":{}}}",
+            l.pid,
+            string(l.activity.name()),
+            string(&l.name),
+            string(&l.function),
+            l.correlation,
+            l.api_start_ns,
+            l.gpu_start_ns,
+            l.latency_ns
+        );
+    });
+    occupancy::key(out, traces);
+}
 
 pub(super) fn render(traces: &[Trace], summary: &[FunctionSummary]) -> String {
     let mut out = String::from("{\"processes\":[");
@@ -35,7 +137,9 @@ pub(super) fn render(traces: &[Trace], summary: &[FunctionSummary]) -> String {
                 .join(",")
         );
     }
-    out.push_str(if summary.is_empty() { "]}\n" } else { "\n]}\n" });
+    out.push_str(if summary.is_empty() { "]" } else { "\n]" });
+    gpu(&mut out, traces);
+    out.push_str("}\n");
     out
 }
 
@@ -45,7 +149,6 @@ pub(super) fn render(traces: &[Trace], summary: &[FunctionSummary]) -> String {
 /// reader found.
 fn process(out: &mut String, t: &Trace) {
     let h = &t.header;
-    let opt = |v: Option<u64>| v.map_or("null".to_string(), |v| v.to_string());
     let command_line: Vec<String> = h.command_line.iter().map(|a| string(a)).collect();
     let (duration, duration_complete) = match t.duration() {
         Duration::ToEnd(ns) => (Some(ns), true),
@@ -58,7 +161,8 @@ fn process(out: &mut String, t: &Trace) {
          \"command_line\":[{}],\"executable\":{},\"hostname\":{},\"boot_id\":{},\
          \"writer_version\":{},\"start\":{{\"monotonic_ns\":{},\"realtime_ns\":{}}},\
          \"clock\":{},\"start_time\":{},\"duration_ns\":{},\"duration_complete\":{},\
-         \"end_reason\":{},\"threads\":{},\"api_records\":{},\"dropped\":{},\
+         \"end_reason\":{},\"threads\":{},\"api_records\":{},\"kernel_records\":{},\
+         \"memcpy_records\":{},\"memset_records\":{},\"dropped\":{},\
          \"unwrapped_lookups\":{},\"unknown_chunks\":{},\"notices\":[",
         string(&t.path.to_string_lossy()),
         t.format_version.0,
@@ -82,6 +186,9 @@ fn process(out: &mut String, t: &Trace) {
             .map_or("null".to_string(), |e| string(&e.reason)),
         t.threads.len(),
         t.api_records(),
+        t.kernels.len(),
+        t.memcpys.len(),
+        t.memsets.len(),
         t.dropped,
         opt(t.end.as_ref().map(|e| e.unwrapped_lookups)),
         t.unknown_chunks,

@@ -1,10 +1,16 @@
-//! `--format table`: process sections, then the API summary as aligned
-//! columns that fit in [`WIDTH`] columns.
+//! `--format table`: process sections, the API summary, then (when the traces
+//! hold GPU activity) the GPU sections, as aligned columns that fit in
+//! [`WIDTH`] columns.
 
+use crate::gpu_summary::{
+    kernel_summary, launch_latency, memcpy_summary, memset_summary, utilisation, LATENCY_ROWS,
+};
 use crate::model::{Duration, Trace};
-use crate::output::{human_ns, iso8601_utc, shell_join};
+use crate::output::{human_bytes, human_ns, iso8601_utc, shell_join};
 use crate::summary::FunctionSummary;
 use std::fmt::Write;
+
+mod occupancy;
 
 /// The widest line the API summary table is laid out for.
 pub const WIDTH: usize = 120;
@@ -20,6 +26,7 @@ pub(super) fn render(traces: &[Trace], summary: &[FunctionSummary]) -> String {
         out.push('\n');
     }
     api(&mut out, traces.len(), summary);
+    gpu(&mut out, traces);
     out
 }
 
@@ -64,6 +71,23 @@ fn process(out: &mut String, t: &Trace) {
     field(out, "tracing ended", t.end_reason());
     threads(out, t);
     field(out, "API records", t.api_records());
+    if t.gpu_records() > 0 {
+        let (k, c, m) = (
+            t.kernels.len() as u64,
+            t.memcpys.len() as u64,
+            t.memsets.len() as u64,
+        );
+        field(
+            out,
+            "GPU records",
+            format_args!(
+                "{k} {}, {c} {}, {m} {}",
+                plural(k, "kernel", "kernels"),
+                plural(c, "copy", "copies"),
+                plural(m, "memset", "memsets")
+            ),
+        );
+    }
     field(out, "dropped records", t.dropped);
     match &t.end {
         Some(end) => field(out, "unwrapped lookups", end.unwrapped_lookups),
@@ -161,10 +185,10 @@ fn api(out: &mut String, processes: usize, summary: &[FunctionSummary]) {
     let headers = [
         "function", "calls", "errors", "total", "mean", "median", "min", "max",
     ];
-    let rows: Vec<[String; 8]> = summary
+    let rows: Vec<Vec<String>> = summary
         .iter()
         .map(|s| {
-            [
+            vec![
                 s.function.clone(),
                 s.calls.to_string(),
                 s.errors.to_string(),
@@ -176,29 +200,269 @@ fn api(out: &mut String, processes: usize, summary: &[FunctionSummary]) {
             ]
         })
         .collect();
-    let mut widths = headers.map(|h| h.chars().count());
-    for row in &rows {
+    columns(out, &headers, &[Left], &rows);
+}
+
+/// How a column's cells line up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Align {
+    Left,
+    Right,
+}
+use Align::{Left, Right};
+
+/// `rows` under `headers`, two spaces between columns. The first column is
+/// cut (ending in `…`) where the line would be wider than [`WIDTH`]. Columns
+/// are aligned as `align` says, those past its end to the right; trailing
+/// spaces are dropped.
+fn columns(out: &mut String, headers: &[&str], align: &[Align], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let numeric: usize = widths[1..].iter().map(|w| w + 2).sum();
+    let rest: usize = widths[1..].iter().map(|w| w + 2).sum();
     widths[0] = widths[0]
-        .min(WIDTH.saturating_sub(numeric))
-        .max(headers[0].len());
-    let line = |out: &mut String, cells: [&str; 8]| {
-        let name = truncate(cells[0], widths[0]);
-        let pad = widths[0] - name.chars().count();
-        let _ = write!(out, "{name}{}", " ".repeat(pad));
-        for (cell, w) in cells[1..].iter().zip(&widths[1..]) {
-            let pad = w - cell.chars().count();
-            let _ = write!(out, "  {}{cell}", " ".repeat(pad));
+        .min(WIDTH.saturating_sub(rest))
+        .max(headers[0].chars().count());
+    let line = |out: &mut String, cells: &mut dyn Iterator<Item = &str>| {
+        let mut text = String::new();
+        for (i, (cell, w)) in cells.zip(&widths).enumerate() {
+            let cell = if i == 0 {
+                truncate(cell, *w)
+            } else {
+                cell.to_string()
+            };
+            let pad = " ".repeat(w.saturating_sub(cell.chars().count()));
+            if i > 0 {
+                text.push_str("  ");
+            }
+            match align.get(i).copied().unwrap_or(Right) {
+                Left => {
+                    text.push_str(&cell);
+                    text.push_str(&pad);
+                }
+                Right => {
+                    text.push_str(&pad);
+                    text.push_str(&cell);
+                }
+            }
         }
+        out.push_str(text.trim_end_matches(' '));
         out.push('\n');
     };
-    line(out, headers);
-    for row in &rows {
-        line(out, row.each_ref().map(String::as_str));
+    line(out, &mut headers.iter().copied());
+    for row in rows {
+        line(out, &mut row.iter().map(String::as_str));
+    }
+}
+
+/// The GPU sections, after the API summary; nothing when no trace holds GPU
+/// activity records.
+fn gpu(out: &mut String, traces: &[Trace]) {
+    if traces.iter().all(|t| t.gpu_records() == 0) {
+        return;
+    }
+    out.push('\n');
+    kernels(out, traces);
+    out.push('\n');
+    memcpys(out, traces);
+    out.push('\n');
+    memsets(out, traces);
+    out.push('\n');
+    utilisation_section(out, traces);
+    out.push('\n');
+    latency(out, traces);
+    occupancy::section(out, traces);
+}
+
+fn kernels(out: &mut String, traces: &[Trace]) {
+    let summary = kernel_summary(traces);
+    if summary.is_empty() {
+        out.push_str("GPU kernel summary: no kernels were recorded\n");
+        return;
+    }
+    let launches: u64 = summary.iter().map(|k| k.count).sum();
+    let total: u64 = summary
+        .iter()
+        .fold(0u64, |acc, k| acc.saturating_add(k.total_ns));
+    let _ = writeln!(
+        out,
+        "GPU kernel summary: {} {}, {} {}, {} of kernel time",
+        summary.len(),
+        plural(summary.len() as u64, "kernel", "kernels"),
+        launches,
+        plural(launches, "launch", "launches"),
+        human_ns(total)
+    );
+    let headers = [
+        "kernel",
+        "count",
+        "total",
+        "mean",
+        "median",
+        "min",
+        "max",
+        "stddev",
+        "share",
+        "grid x block",
+    ];
+    let rows: Vec<Vec<String>> = summary
+        .iter()
+        .map(|k| {
+            vec![
+                k.name.clone(),
+                k.count.to_string(),
+                human_ns(k.total_ns),
+                human_ns(k.mean_ns),
+                human_ns(k.median_ns),
+                human_ns(k.min_ns),
+                human_ns(k.max_ns),
+                human_ns(k.stddev_ns),
+                format!("{}%", k.share_percent),
+                k.grid_block.clone(),
+            ]
+        })
+        .collect();
+    columns(out, &headers, &[Left], &rows);
+}
+
+fn memcpys(out: &mut String, traces: &[Trace]) {
+    let summary = memcpy_summary(traces);
+    if summary.is_empty() {
+        out.push_str("Memory copies: none were recorded\n");
+        return;
+    }
+    let count: u64 = summary.iter().map(|m| m.count).sum();
+    let bytes = summary
+        .iter()
+        .fold(0u64, |acc, m| acc.saturating_add(m.bytes));
+    let total = summary
+        .iter()
+        .fold(0u64, |acc, m| acc.saturating_add(m.total_ns));
+    let _ = writeln!(
+        out,
+        "Memory copies: {count} {}, {} copied in {}",
+        plural(count, "copy", "copies"),
+        human_bytes(bytes),
+        human_ns(total)
+    );
+    let headers = [
+        "kind",
+        "count",
+        "bytes",
+        "total",
+        "mean",
+        "median",
+        "min",
+        "max",
+        "bandwidth",
+    ];
+    let rows: Vec<Vec<String>> = summary
+        .iter()
+        .map(|m| {
+            vec![
+                m.kind.name().to_string(),
+                m.count.to_string(),
+                human_bytes(m.bytes),
+                human_ns(m.total_ns),
+                human_ns(m.mean_ns),
+                human_ns(m.median_ns),
+                human_ns(m.min_ns),
+                human_ns(m.max_ns),
+                m.bandwidth_gbps
+                    .map_or("-".to_string(), |b| format!("{b} GB/s")),
+            ]
+        })
+        .collect();
+    columns(out, &headers, &[Left], &rows);
+}
+
+fn memsets(out: &mut String, traces: &[Trace]) {
+    match memset_summary(traces) {
+        None => out.push_str("Memsets: none were recorded\n"),
+        Some(s) => {
+            let _ = writeln!(
+                out,
+                "Memsets: {} {}, {} set in {}",
+                s.count,
+                plural(s.count, "memset", "memsets"),
+                human_bytes(s.bytes),
+                human_ns(s.total_ns)
+            );
+        }
+    }
+}
+
+fn utilisation_section(out: &mut String, traces: &[Trace]) {
+    let rows = utilisation(traces);
+    out.push_str(
+        "GPU utilisation: busy time (kernels, copies, memsets) from the first start to the \
+         last end\n",
+    );
+    let headers = [
+        "process", "device", "stream", "records", "busy", "span", "busy %", "gaps", "idle",
+    ];
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|u| {
+            vec![
+                u.pid.to_string(),
+                u.device.to_string(),
+                u.stream.map_or("all".to_string(), |s| s.to_string()),
+                u.records.to_string(),
+                human_ns(u.busy_ns),
+                human_ns(u.span_ns),
+                format!("{}%", u.busy_percent),
+                u.gaps.to_string(),
+                human_ns(u.idle_ns),
+            ]
+        })
+        .collect();
+    columns(out, &headers, &[Left], &rows);
+}
+
+fn latency(out: &mut String, traces: &[Trace]) {
+    let l = launch_latency(traces, LATENCY_ROWS);
+    if l.slowest.is_empty() {
+        out.push_str("Slowest launch-to-start: no GPU record is matched with an API call\n");
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "Slowest launch-to-start: the {} largest of {} GPU {} matched with an API call",
+        l.slowest.len(),
+        l.correlated,
+        plural(l.correlated, "record", "records"),
+    );
+    let headers = ["name", "API function", "process", "correlation", "latency"];
+    let rows: Vec<Vec<String>> = l
+        .slowest
+        .iter()
+        .map(|r| {
+            let latency = if r.latency_ns < 0 {
+                format!("-{}", human_ns(r.latency_ns.unsigned_abs()))
+            } else {
+                human_ns(r.latency_ns.unsigned_abs())
+            };
+            vec![
+                r.name.clone(),
+                r.function.clone(),
+                r.pid.to_string(),
+                r.correlation.to_string(),
+                latency,
+            ]
+        })
+        .collect();
+    columns(out, &headers, &[Left, Left], &rows);
+}
+
+fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 {
+        one
+    } else {
+        many
     }
 }
 

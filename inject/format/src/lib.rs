@@ -617,6 +617,8 @@ impl<R: Read> TraceReader<R> {
     }
 }
 
+mod device;
+pub use device::*;
 mod gpu;
 pub use gpu::*;
 

@@ -1,0 +1,604 @@
+//! Statistics over the GPU activity records (kernels, memory copies, memsets)
+//! of one or more traces: per-kernel and per-copy-kind summaries, memsets,
+//! per-device and per-stream utilisation, and launch-to-start latency.
+//!
+//! A record's duration is `end_ns - start_ns` (0 if the end is before the
+//! start). Means, medians and standard deviations are in integer ns, rounded
+//! down; the median of an even count is the lower middle value.
+
+use crate::model::Trace;
+use rtrace_format::{CopyKind, FLAG_CORRELATED};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+/// A non-negative number with two decimals, held exactly as hundredths:
+/// `Hundredths(7550)` is 75.50 and displays as `75.50`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Hundredths(pub u64);
+
+impl Hundredths {
+    /// `num / den`, in hundredths, rounded half up (`den` must not be 0).
+    fn ratio(num: u128, den: u128) -> Hundredths {
+        let h = (num.saturating_mul(100).saturating_add(den / 2)) / den;
+        Hundredths(u64::try_from(h).unwrap_or(u64::MAX))
+    }
+
+    /// `part / whole` as a percentage; 0.00 when `whole` is 0.
+    fn percent(part: u128, whole: u128) -> Hundredths {
+        if whole == 0 {
+            Hundredths(0)
+        } else {
+            Hundredths::ratio(part.saturating_mul(100), whole)
+        }
+    }
+}
+
+impl fmt::Display for Hundredths {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{:02}", self.0 / 100, self.0 % 100)
+    }
+}
+
+/// Count, total, mean, median, min, max and population standard deviation of
+/// a set of durations (ns).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Stats {
+    count: u64,
+    /// The exact sum (the summaries saturate it at `u64::MAX`).
+    total: u128,
+    mean: u64,
+    median: u64,
+    min: u64,
+    max: u64,
+    stddev: u64,
+}
+
+impl Stats {
+    /// Statistics of `d` (sorted in place); all zero when it is empty.
+    fn of(d: &mut [u64]) -> Stats {
+        if d.is_empty() {
+            return Stats::default();
+        }
+        d.sort_unstable();
+        let n = d.len() as u128;
+        let total: u128 = d.iter().map(|&x| u128::from(x)).sum();
+        Stats {
+            count: d.len() as u64,
+            total,
+            mean: (total / n) as u64,
+            median: d[(d.len() - 1) / 2],
+            min: d[0],
+            max: d[d.len() - 1],
+            stddev: stddev(d, total),
+        }
+    }
+
+    fn total_ns(&self) -> u64 {
+        saturate(self.total)
+    }
+}
+
+fn saturate(v: u128) -> u64 {
+    u64::try_from(v).unwrap_or(u64::MAX)
+}
+
+/// Population standard deviation of `d` (whose sum is `total`), rounded down.
+///
+/// Exact: variance = (n·Σx² − (Σx)²) / n², and ⌊√⌊v⌋⌋ = ⌊√v⌋. Falls back to
+/// floating point only if Σx² does not fit in 128 bits.
+fn stddev(d: &[u64], total: u128) -> u64 {
+    let n = d.len() as u128;
+    let squares = d.iter().try_fold(0u128, |acc, &x| {
+        u128::from(x)
+            .checked_mul(u128::from(x))
+            .and_then(|sq| acc.checked_add(sq))
+    });
+    let exact = squares.and_then(|sq| {
+        let num = sq.checked_mul(n)?.checked_sub(total.checked_mul(total)?)?;
+        Some(num / n.checked_mul(n)?)
+    });
+    match exact {
+        Some(variance) => saturate(variance.isqrt()),
+        None => {
+            let mean = total as f64 / n as f64;
+            let var = d
+                .iter()
+                .map(|&x| (x as f64 - mean) * (x as f64 - mean))
+                .sum::<f64>()
+                / n as f64;
+            var.sqrt() as u64
+        }
+    }
+}
+
+fn duration(start_ns: u64, end_ns: u64) -> u64 {
+    end_ns.saturating_sub(start_ns)
+}
+
+/// Statistics for one kernel (by demangled name), merged over every trace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KernelSummary {
+    /// The kernel's demangled name (`kernel#ID` where a trace has no name for
+    /// the id; the mangled name where it cannot be demangled).
+    pub name: String,
+    /// Number of executions.
+    pub count: u64,
+    /// Sum of the durations, ns (saturates at `u64::MAX`).
+    pub total_ns: u64,
+    /// `total_ns / count`, rounded down.
+    pub mean_ns: u64,
+    /// The middle duration; for an even count, the lower of the two middle ones.
+    pub median_ns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    /// Population standard deviation of the durations, ns, rounded down.
+    pub stddev_ns: u64,
+    /// This kernel's share of the time of all kernels, %, rounded half up.
+    pub share_percent: Hundredths,
+    /// Grid and block of the launches, `(gx,gy,gz)x(bx,by,bz)`, when every
+    /// launch used the same; else `various`.
+    pub grid_block: String,
+}
+
+/// `(gx,gy,gz)x(bx,by,bz)`.
+pub fn grid_block(grid: [i32; 3], block: [i32; 3]) -> String {
+    format!(
+        "({},{},{})x({},{},{})",
+        grid[0], grid[1], grid[2], block[0], block[1], block[2]
+    )
+}
+
+/// One row per kernel name (demangled) over all `traces`, sorted by total
+/// time (descending), ties by name (ascending).
+pub fn kernel_summary(traces: &[Trace]) -> Vec<KernelSummary> {
+    type Launch = ([i32; 3], [i32; 3]);
+    struct Acc {
+        durations: Vec<u64>,
+        /// The first launch's configuration, and whether every launch agreed.
+        launch: Option<Launch>,
+        uniform: bool,
+    }
+    let mut by_name: HashMap<String, Acc> = HashMap::new();
+    for trace in traces {
+        // Resolve (and demangle) each id once per trace: ids differ between files.
+        let mut names: HashMap<u32, String> = HashMap::new();
+        for k in &trace.kernels {
+            let name = names
+                .entry(k.name)
+                .or_insert_with(|| trace.kernel_display_name(k.name));
+            let acc = match by_name.get_mut(name.as_str()) {
+                Some(acc) => acc,
+                None => by_name.entry(name.clone()).or_insert(Acc {
+                    durations: Vec::new(),
+                    launch: None,
+                    uniform: true,
+                }),
+            };
+            acc.durations.push(duration(k.start_ns, k.end_ns));
+            match acc.launch {
+                None => acc.launch = Some((k.grid, k.block)),
+                Some(first) => acc.uniform &= first == (k.grid, k.block),
+            }
+        }
+    }
+    let all: u128 = by_name
+        .values()
+        .flat_map(|a| a.durations.iter().map(|&d| u128::from(d)))
+        .sum();
+    let mut rows: Vec<KernelSummary> = by_name
+        .into_iter()
+        .map(|(name, mut acc)| {
+            let s = Stats::of(&mut acc.durations);
+            let grid_block = match acc.launch {
+                Some((grid, block)) if acc.uniform => grid_block(grid, block),
+                _ => "various".to_string(),
+            };
+            KernelSummary {
+                name,
+                count: s.count,
+                total_ns: s.total_ns(),
+                mean_ns: s.mean,
+                median_ns: s.median,
+                min_ns: s.min,
+                max_ns: s.max,
+                stddev_ns: s.stddev,
+                share_percent: Hundredths::percent(s.total, all),
+                grid_block,
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.total_ns
+            .cmp(&a.total_ns)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    rows
+}
+
+/// Statistics for one direction of memory copy, merged over every trace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemcpySummary {
+    /// The copy kind (`HtoD`, `DtoH`, ...; [`CopyKind::name`]).
+    pub kind: CopyKind,
+    /// Number of copies.
+    pub count: u64,
+    /// Bytes copied (saturates at `u64::MAX`).
+    pub bytes: u64,
+    /// Sum of the copies' durations, ns (saturates at `u64::MAX`).
+    pub total_ns: u64,
+    /// `total_ns / count`, rounded down.
+    pub mean_ns: u64,
+    /// The middle duration; for an even count, the lower of the two middle ones.
+    pub median_ns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    /// `bytes / total_ns` in GB/s (10⁹ bytes per second), rounded half up;
+    /// `None` when the total time is 0.
+    pub bandwidth_gbps: Option<Hundredths>,
+}
+
+/// One row per copy kind over all `traces`, sorted by total time
+/// (descending), ties by kind name.
+pub fn memcpy_summary(traces: &[Trace]) -> Vec<MemcpySummary> {
+    let mut by_kind: HashMap<CopyKind, (u128, Vec<u64>)> = HashMap::new();
+    for m in traces.iter().flat_map(|t| &t.memcpys) {
+        let e = by_kind.entry(m.kind).or_default();
+        e.0 += u128::from(m.bytes);
+        e.1.push(duration(m.start_ns, m.end_ns));
+    }
+    let mut rows: Vec<MemcpySummary> = by_kind
+        .into_iter()
+        .map(|(kind, (bytes, mut durations))| {
+            let s = Stats::of(&mut durations);
+            MemcpySummary {
+                kind,
+                count: s.count,
+                bytes: saturate(bytes),
+                total_ns: s.total_ns(),
+                mean_ns: s.mean,
+                median_ns: s.median,
+                min_ns: s.min,
+                max_ns: s.max,
+                // bytes per ns = GB/s.
+                bandwidth_gbps: (s.total > 0).then(|| Hundredths::ratio(bytes, s.total)),
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.total_ns
+            .cmp(&a.total_ns)
+            .then_with(|| a.kind.name().cmp(b.kind.name()))
+    });
+    rows
+}
+
+/// The memsets of every trace, together.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemsetSummary {
+    /// Number of memsets.
+    pub count: u64,
+    /// Bytes set (saturates at `u64::MAX`).
+    pub bytes: u64,
+    /// Sum of the memsets' durations, ns (saturates at `u64::MAX`).
+    pub total_ns: u64,
+}
+
+/// The memsets over all `traces`; `None` when there are none.
+pub fn memset_summary(traces: &[Trace]) -> Option<MemsetSummary> {
+    let (mut count, mut bytes, mut total) = (0u64, 0u128, 0u128);
+    for s in traces.iter().flat_map(|t| &t.memsets) {
+        count += 1;
+        bytes += u128::from(s.bytes);
+        total += u128::from(duration(s.start_ns, s.end_ns));
+    }
+    (count > 0).then(|| MemsetSummary {
+        count,
+        bytes: saturate(bytes),
+        total_ns: saturate(total),
+    })
+}
+
+/// How busy one device, or one stream of it, was in one traced process.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Utilisation {
+    /// The traced process (from its trace's header).
+    pub pid: u32,
+    /// The device id of the records.
+    pub device: u32,
+    /// The stream id; `None` for the row of the whole device (all its streams).
+    pub stream: Option<u32>,
+    /// GPU records (kernels, copies, memsets) on the device or stream.
+    pub records: u64,
+    /// The earliest start of those records, ns.
+    pub start_ns: u64,
+    /// The latest end of those records, ns.
+    pub end_ns: u64,
+    /// `end_ns - start_ns`.
+    pub span_ns: u64,
+    /// Length of the union of the records' intervals, ns: time when at least
+    /// one of them ran.
+    pub busy_ns: u64,
+    /// `busy_ns / span_ns`, %, rounded half up (0.00 for an empty span).
+    pub busy_percent: Hundredths,
+    /// Idle gaps: stretches inside the span when none of the records ran.
+    pub gaps: u64,
+    /// Total length of the gaps: `span_ns - busy_ns`.
+    pub idle_ns: u64,
+}
+
+/// The union of `intervals` (sorted in place): (busy ns, number of gaps
+/// between the merged intervals). Touching intervals merge (no gap).
+fn union(intervals: &mut [(u64, u64)]) -> (u64, u64) {
+    intervals.sort_unstable();
+    let mut busy = 0u64;
+    let mut gaps = 0u64;
+    let mut current: Option<(u64, u64)> = None;
+    for &(start, end) in intervals.iter() {
+        current = match current {
+            Some((s, e)) if start <= e => Some((s, e.max(end))),
+            Some((s, e)) => {
+                busy = busy.saturating_add(e - s);
+                gaps += 1;
+                Some((start, end))
+            }
+            None => Some((start, end)),
+        };
+    }
+    if let Some((s, e)) = current {
+        busy = busy.saturating_add(e - s);
+    }
+    (busy, gaps)
+}
+
+fn utilisation_row(
+    pid: u32,
+    device: u32,
+    stream: Option<u32>,
+    iv: &mut [(u64, u64)],
+) -> Utilisation {
+    let start_ns = iv.iter().map(|i| i.0).min().unwrap_or(0);
+    let end_ns = iv.iter().map(|i| i.1).max().unwrap_or(0);
+    let span_ns = end_ns - start_ns;
+    let (busy_ns, gaps) = union(iv);
+    Utilisation {
+        pid,
+        device,
+        stream,
+        records: iv.len() as u64,
+        start_ns,
+        end_ns,
+        span_ns,
+        busy_ns,
+        busy_percent: Hundredths::percent(u128::from(busy_ns), u128::from(span_ns)),
+        gaps,
+        idle_ns: span_ns - busy_ns,
+    }
+}
+
+/// Per traced process (in `traces` order), for each device (ascending): a row
+/// for the device (`stream: None`), then one for each of its streams
+/// (ascending). Processes are not merged: device and stream ids are each
+/// process's own.
+pub fn utilisation(traces: &[Trace]) -> Vec<Utilisation> {
+    let mut rows = Vec::new();
+    for trace in traces {
+        // device → stream → intervals; an end before its start counts as the start.
+        let mut by_device: BTreeMap<u32, BTreeMap<u32, Vec<(u64, u64)>>> = BTreeMap::new();
+        let mut add = |device: u32, stream: u32, start: u64, end: u64| {
+            by_device
+                .entry(device)
+                .or_default()
+                .entry(stream)
+                .or_default()
+                .push((start, end.max(start)));
+        };
+        for k in &trace.kernels {
+            add(k.device, k.stream, k.start_ns, k.end_ns);
+        }
+        for m in &trace.memcpys {
+            add(m.device, m.stream, m.start_ns, m.end_ns);
+        }
+        for s in &trace.memsets {
+            add(s.device, s.stream, s.start_ns, s.end_ns);
+        }
+        let pid = trace.header.pid;
+        for (device, streams) in by_device {
+            let mut all: Vec<(u64, u64)> = streams.values().flatten().copied().collect();
+            rows.push(utilisation_row(pid, device, None, &mut all));
+            for (stream, mut iv) in streams {
+                rows.push(utilisation_row(pid, device, Some(stream), &mut iv));
+            }
+        }
+    }
+    rows
+}
+
+/// What kind of GPU work a record is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Activity {
+    #[default]
+    Kernel,
+    Memcpy,
+    Memset,
+}
+
+impl Activity {
+    /// `kernel`, `memcpy` or `memset`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Activity::Kernel => "kernel",
+            Activity::Memcpy => "memcpy",
+            Activity::Memset => "memset",
+        }
+    }
+}
+
+/// The time from an API call's start to the start of the GPU work it caused.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LaunchLatency {
+    /// The traced process.
+    pub pid: u32,
+    pub activity: Activity,
+    /// The kernel's demangled name; `memcpy KIND` (e.g. `memcpy HtoD`) for a
+    /// copy; `memset` for a memset.
+    pub name: String,
+    /// The API function of the call (`function#ID` without a name).
+    pub function: String,
+    /// The correlation id linking the two.
+    pub correlation: u64,
+    /// When the API call was entered (host clock), ns.
+    pub api_start_ns: u64,
+    /// When the GPU work started (host clock), ns.
+    pub gpu_start_ns: u64,
+    /// `gpu_start_ns - api_start_ns`; negative if the clocks disagree.
+    pub latency_ns: i64,
+}
+
+/// The launch-to-start latencies of `traces`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Latencies {
+    /// GPU records matched with an API record.
+    pub correlated: u64,
+    /// The largest latencies, largest first (ties in trace and file order:
+    /// kernels, then copies, then memsets).
+    pub slowest: Vec<LaunchLatency>,
+}
+
+/// How many of the largest latencies the report lists.
+pub const LATENCY_ROWS: usize = 10;
+
+/// The `limit` largest launch-to-start latencies over all `traces`.
+///
+/// A kernel or copy is matched when it has [`FLAG_CORRELATED`] and its
+/// `correlation` is that of an API record of the same trace. Memset records
+/// carry no flags, so a memset is matched by a non-zero `correlation`.
+pub fn launch_latency(traces: &[Trace], limit: usize) -> Latencies {
+    // (latency, trace index, activity, record index, api record)
+    let mut found: Vec<(i64, usize, Activity, usize, rtrace_format::ApiRecord)> = Vec::new();
+    for (ti, trace) in traces.iter().enumerate() {
+        let api: HashMap<u64, &rtrace_format::ApiRecord> = trace
+            .threads
+            .values()
+            .flat_map(|t| &t.records)
+            .map(|r| (r.correlation, r))
+            .collect();
+        let mut check = |activity, index, correlated: bool, correlation: u64, start: u64| {
+            if !correlated {
+                return;
+            }
+            if let Some(&r) = api.get(&correlation) {
+                let latency = i128::from(start) - i128::from(r.start_ns);
+                let latency = latency.clamp(i64::MIN.into(), i64::MAX.into()) as i64;
+                found.push((latency, ti, activity, index, *r));
+            }
+        };
+        for (i, k) in trace.kernels.iter().enumerate() {
+            let flagged = k.flags & FLAG_CORRELATED != 0;
+            check(Activity::Kernel, i, flagged, k.correlation, k.start_ns);
+        }
+        for (i, m) in trace.memcpys.iter().enumerate() {
+            let flagged = u32::from(m.flags) & FLAG_CORRELATED != 0;
+            check(Activity::Memcpy, i, flagged, m.correlation, m.start_ns);
+        }
+        for (i, s) in trace.memsets.iter().enumerate() {
+            check(
+                Activity::Memset,
+                i,
+                s.correlation != 0,
+                s.correlation,
+                s.start_ns,
+            );
+        }
+    }
+    let correlated = found.len() as u64;
+    // Stable: equal latencies stay in trace and file order.
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
+    found.truncate(limit);
+    let slowest = found
+        .into_iter()
+        .map(|(latency_ns, ti, activity, i, api)| {
+            let trace = &traces[ti];
+            let (name, gpu_start_ns) = match activity {
+                Activity::Kernel => {
+                    let k = &trace.kernels[i];
+                    (trace.kernel_display_name(k.name), k.start_ns)
+                }
+                Activity::Memcpy => {
+                    let m = &trace.memcpys[i];
+                    (format!("memcpy {}", m.kind.name()), m.start_ns)
+                }
+                Activity::Memset => ("memset".to_string(), trace.memsets[i].start_ns),
+            };
+            LaunchLatency {
+                pid: trace.header.pid,
+                activity,
+                name,
+                function: trace.function_name(api.function).into_owned(),
+                correlation: api.correlation,
+                api_start_ns: api.start_ns,
+                gpu_start_ns,
+                latency_ns,
+            }
+        })
+        .collect();
+    Latencies {
+        correlated,
+        slowest,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hundredths_round_half_up() {
+        assert_eq!(Hundredths::ratio(1, 3).to_string(), "0.33");
+        assert_eq!(Hundredths::ratio(2, 3).to_string(), "0.67");
+        assert_eq!(Hundredths::ratio(1, 200).to_string(), "0.01");
+        assert_eq!(Hundredths::ratio(1, 201).to_string(), "0.00");
+        assert_eq!(Hundredths::percent(3, 4).to_string(), "75.00");
+        assert_eq!(Hundredths::percent(5, 0).to_string(), "0.00");
+        assert_eq!(Hundredths(123_456).to_string(), "1234.56");
+        assert_eq!(Hundredths(5).to_string(), "0.05");
+    }
+
+    #[test]
+    fn stats_are_exact() {
+        let s = Stats::of(&mut [40, 10, 30, 20]);
+        assert_eq!(
+            s,
+            Stats {
+                count: 4,
+                total: 100,
+                mean: 25,
+                median: 20,
+                min: 10,
+                max: 40,
+                // variance 125 → 11.18
+                stddev: 11,
+            }
+        );
+        assert_eq!(Stats::of(&mut [2, 4, 4, 4, 5, 5, 7, 9]).stddev, 2);
+        assert_eq!(Stats::of(&mut [7]).stddev, 0);
+        assert_eq!(Stats::of(&mut []), Stats::default());
+        // Σx² overflows 128 bits: the floating-point fallback.
+        let big = u64::MAX;
+        let s = Stats::of(&mut [big, big, big, 0]);
+        assert_eq!(s.total_ns(), u64::MAX);
+        assert_eq!(s.stddev, (big as f64 * 3f64.sqrt() / 4.0) as u64);
+    }
+
+    #[test]
+    fn union_merges_overlaps_and_touching() {
+        assert_eq!(union(&mut []), (0, 0));
+        assert_eq!(union(&mut [(10, 20)]), (10, 0));
+        // 10-20 and 15-30 overlap, 30-35 touches, 40-50 after a gap, 42-45 inside.
+        assert_eq!(
+            union(&mut [(40, 50), (15, 30), (10, 20), (30, 35), (42, 45)]),
+            (25 + 10, 1)
+        );
+        assert_eq!(union(&mut [(0, 1), (2, 3), (4, 5)]), (3, 2));
+        assert_eq!(union(&mut [(5, 5), (5, 5)]), (0, 0));
+    }
+}

@@ -1,0 +1,743 @@
+//! GPU activity: the model, the summaries and their rendering, over traces
+//! built in memory.
+
+use super::{header, read, Builder};
+use crate::gpu_summary::*;
+use crate::output::{render_report_section, Section};
+use crate::{render_report, Format};
+use rtrace_format::*;
+
+impl Builder {
+    fn kernel_names(self, names: &[(u32, &str)]) -> Self {
+        let payload = encode_function_names(names.iter().copied());
+        self.chunk(ChunkKind::KernelNames, 0, 0, &payload)
+    }
+    fn kernels(self, recs: &[KernelRecord]) -> Self {
+        let payload: Vec<u8> = recs.iter().flat_map(|r| r.to_bytes()).collect();
+        self.chunk(ChunkKind::Kernels, 0, 0, &payload)
+    }
+    fn memcpys(self, recs: &[MemcpyRecord]) -> Self {
+        let payload: Vec<u8> = recs.iter().flat_map(|r| r.to_bytes()).collect();
+        self.chunk(ChunkKind::Memcpys, 0, 0, &payload)
+    }
+    fn memsets(self, recs: &[MemsetRecord]) -> Self {
+        let payload: Vec<u8> = recs.iter().flat_map(|r| r.to_bytes()).collect();
+        self.chunk(ChunkKind::Memsets, 0, 0, &payload)
+    }
+}
+
+fn call(function: u32, start_ns: u64, correlation: u64) -> ApiRecord {
+    ApiRecord {
+        function,
+        result: 0,
+        start_ns,
+        end_ns: start_ns + 50,
+        correlation,
+    }
+}
+
+/// A kernel on `device`/`stream` from `start` to `end`; correlated when `corr` is not 0.
+fn kernel(
+    name: u32,
+    at: (u32, u32),
+    span: (u64, u64),
+    corr: u64,
+    gx: i32,
+    bx: i32,
+) -> KernelRecord {
+    KernelRecord {
+        correlation: corr,
+        start_ns: span.0,
+        end_ns: span.1,
+        name,
+        device: at.0,
+        stream: at.1,
+        grid: [gx, 1, 1],
+        block: [bx, 1, 1],
+        flags: if corr != 0 { FLAG_CORRELATED } else { 0 },
+        ..Default::default()
+    }
+}
+
+fn copy(kind: CopyKind, at: (u32, u32), span: (u64, u64), bytes: u64, corr: u64) -> MemcpyRecord {
+    MemcpyRecord {
+        correlation: corr,
+        start_ns: span.0,
+        end_ns: span.1,
+        bytes,
+        device: at.0,
+        stream: at.1,
+        kind,
+        src_kind: MemoryKind::Pinned,
+        dst_kind: MemoryKind::Device,
+        flags: if corr != 0 { FLAG_CORRELATED as u8 } else { 0 },
+        ..Default::default()
+    }
+}
+
+const VECADD: &str = "vecadd(float const*, float const*, float*, int)";
+
+/// One process (pid 1234).
+///
+/// Device 0, stream 7: HtoD 1500-2500, vecadd 3000-4000 and 3800-5000 (they
+/// overlap), memset 6000-6100, DtoH 6100-6300 (touching). Stream 8: fill
+/// 4500-5500. Device 1, stream 3: kernel#5 3000-3100, vecadd 3200-3300 (another
+/// grid, launched without correlation), HtoD 3300-3500 (correlation 42 has no
+/// API record).
+fn gpu_sample() -> Builder {
+    Builder::new(&header(1234))
+        .names(&[
+            (0, "cuLaunchKernel"),
+            (1, "cuMemcpyHtoD_v2"),
+            (2, "cuMemsetD8_v2"),
+            (3, "cuMemcpyDtoH_v2"),
+        ])
+        .kernel_names(&[(0, "_Z6vecaddPKfS0_Pfi"), (1, "_Z4fillPfi")])
+        .records(
+            11,
+            0,
+            &[
+                call(1, 1_000, 1),
+                call(0, 2_000, 2),
+                call(0, 2_100, 3),
+                call(0, 2_200, 4),
+                call(2, 2_300, 5),
+                call(3, 2_400, 6),
+            ],
+        )
+        .records(12, 0, &[call(0, 2_500, 7)])
+        .kernels(&[
+            kernel(0, (0, 7), (3_000, 4_000), 2, 120, 256),
+            kernel(0, (0, 7), (3_800, 5_000), 3, 120, 256),
+            kernel(1, (0, 8), (4_500, 5_500), 4, 1, 32),
+            kernel(5, (1, 3), (3_000, 3_100), 7, 2, 64),
+            // Flag unset: its correlation (2) is not used.
+            KernelRecord {
+                flags: 0,
+                ..kernel(0, (1, 3), (3_200, 3_300), 2, 60, 256)
+            },
+        ])
+        .memcpys(&[
+            copy(CopyKind::HtoD, (0, 7), (1_500, 2_500), 4_000, 1),
+            copy(CopyKind::DtoH, (0, 7), (6_100, 6_300), 4_000, 6),
+            copy(CopyKind::HtoD, (1, 3), (3_300, 3_500), 1_000, 42),
+        ])
+        .memsets(&[MemsetRecord {
+            correlation: 5,
+            start_ns: 6_000,
+            end_ns: 6_100,
+            bytes: 1_000,
+            device: 0,
+            stream: 7,
+            value: 0,
+            ..Default::default()
+        }])
+}
+
+#[test]
+fn model_holds_gpu_records_and_kernel_names() {
+    let t = read(&gpu_sample().bytes);
+    assert_eq!(t.chunks, 7);
+    assert_eq!(t.kernels.len(), 5);
+    assert_eq!(t.memcpys.len(), 3);
+    assert_eq!(t.memsets.len(), 1);
+    assert_eq!(t.gpu_records(), 9);
+    assert_eq!(t.api_records(), 7);
+    assert_eq!(t.kernels[2], kernel(1, (0, 8), (4_500, 5_500), 4, 1, 32));
+    assert_eq!(t.memcpys[1].kind, CopyKind::DtoH);
+    assert_eq!(t.memcpys[1].dst_kind, MemoryKind::Device);
+    assert_eq!(t.memsets[0].bytes, 1_000);
+    assert_eq!(t.kernel_name(0), "_Z6vecaddPKfS0_Pfi");
+    assert_eq!(t.kernel_name(5), "kernel#5");
+    assert_eq!(t.kernel_display_name(0), VECADD);
+    assert_eq!(t.kernel_display_name(1), "fill(float*, int)");
+    assert_eq!(t.kernel_display_name(5), "kernel#5");
+    assert!(t.bad_chunks.is_empty());
+    assert_eq!(t.unknown_chunks, 0);
+}
+
+#[test]
+fn malformed_gpu_chunks_are_skipped_and_damage_counts_api_records() {
+    let bytes = gpu_sample()
+        .chunk(ChunkKind::Kernels, 0, 0, &[0; 5])
+        .chunk(ChunkKind::Memcpys, 0, 0, &[0; 65])
+        .chunk(ChunkKind::Memsets, 0, 0, &[0; 63])
+        .chunk(ChunkKind::KernelNames, 0, 0, &[1, 0, 0, 0, 9])
+        .memsets(&[MemsetRecord::default()])
+        .bytes;
+    let t = read(&bytes);
+    assert_eq!(t.chunks, 12);
+    assert_eq!(t.memsets.len(), 2);
+    let whys: Vec<&str> = t
+        .bad_chunks
+        .iter()
+        .map(|b| b.split_once(": ").unwrap().1)
+        .collect();
+    assert_eq!(
+        whys,
+        vec![
+            "kernel chunk of 5 bytes is not a multiple of 112",
+            "memcpy chunk of 65 bytes is not a multiple of 64",
+            "memset chunk of 63 bytes is not a multiple of 64",
+            "kernel names: malformed function-name table",
+        ]
+    );
+
+    // Cut inside the last (memset) chunk: GPU records before it are kept; the
+    // message counts API records, as before.
+    let full = gpu_sample().bytes;
+    let at = super::last_chunk_offset(&full);
+    let t = read(&full[..at + CHUNK_HEADER_LEN + 10]);
+    assert_eq!(t.kernels.len(), 5);
+    assert_eq!(t.memsets.len(), 0);
+    assert_eq!(
+        t.damage.as_deref(),
+        Some(&*format!(
+            "truncated: the file ends inside the chunk at byte {at}; \
+             reported the 6 chunks (7 records) before it"
+        ))
+    );
+}
+
+fn ks(name: &str, v: [u64; 7], share: u64, grid_block: &str) -> KernelSummary {
+    KernelSummary {
+        name: name.into(),
+        count: v[0],
+        total_ns: v[1],
+        mean_ns: v[2],
+        median_ns: v[3],
+        min_ns: v[4],
+        max_ns: v[5],
+        stddev_ns: v[6],
+        share_percent: Hundredths(share),
+        grid_block: grid_block.into(),
+    }
+}
+
+#[test]
+fn kernel_summary_is_exact() {
+    let t = read(&gpu_sample().bytes);
+    assert_eq!(
+        kernel_summary(&[t]),
+        vec![
+            // 1000, 1200, 100: mean 766.7, variance 228888.9, stddev 478.4.
+            ks(
+                VECADD,
+                [3, 2_300, 766, 1_000, 100, 1_200, 478],
+                6_765,
+                "various"
+            ),
+            ks(
+                "fill(float*, int)",
+                [1, 1_000, 1_000, 1_000, 1_000, 1_000, 0],
+                2_941,
+                "(1,1,1)x(32,1,1)"
+            ),
+            ks(
+                "kernel#5",
+                [1, 100, 100, 100, 100, 100, 0],
+                294,
+                "(2,1,1)x(64,1,1)"
+            ),
+        ]
+    );
+}
+
+fn ms(kind: CopyKind, v: [u64; 7], bandwidth: Option<u64>) -> MemcpySummary {
+    MemcpySummary {
+        kind,
+        count: v[0],
+        bytes: v[1],
+        total_ns: v[2],
+        mean_ns: v[3],
+        median_ns: v[4],
+        min_ns: v[5],
+        max_ns: v[6],
+        bandwidth_gbps: bandwidth.map(Hundredths),
+    }
+}
+
+#[test]
+fn memcpy_and_memset_summaries_are_exact() {
+    let t = read(&gpu_sample().bytes);
+    let traces = [t];
+    assert_eq!(
+        memcpy_summary(&traces),
+        vec![
+            // 5000 bytes in 1200 ns: 4.1666 GB/s. Median of 200, 1000: the lower.
+            ms(
+                CopyKind::HtoD,
+                [2, 5_000, 1_200, 600, 200, 200, 1_000],
+                Some(417)
+            ),
+            ms(
+                CopyKind::DtoH,
+                [1, 4_000, 200, 200, 200, 200, 200],
+                Some(2_000)
+            ),
+        ]
+    );
+    assert_eq!(
+        memset_summary(&traces),
+        Some(MemsetSummary {
+            count: 1,
+            bytes: 1_000,
+            total_ns: 100
+        })
+    );
+    assert_eq!(memset_summary(&[read(&super::sample().bytes)]), None);
+}
+
+fn util(device: u32, stream: Option<u32>, v: [u64; 7], percent: u64) -> Utilisation {
+    Utilisation {
+        pid: 1234,
+        device,
+        stream,
+        records: v[0],
+        start_ns: v[1],
+        end_ns: v[2],
+        span_ns: v[3],
+        busy_ns: v[4],
+        gaps: v[5],
+        idle_ns: v[6],
+        busy_percent: Hundredths(percent),
+    }
+}
+
+#[test]
+fn utilisation_is_the_union_of_intervals() {
+    let t = read(&gpu_sample().bytes);
+    assert_eq!(
+        utilisation(&[t]),
+        vec![
+            // Device 0: 1500-2500, 3000-5500 (both streams), 6000-6300.
+            util(0, None, [6, 1_500, 6_300, 4_800, 3_800, 2, 1_000], 7_917),
+            // Stream 7: 1500-2500, 3000-5000 (overlap), 6000-6300 (touching).
+            util(0, Some(7), [5, 1_500, 6_300, 4_800, 3_300, 2, 1_500], 6_875),
+            util(0, Some(8), [1, 4_500, 5_500, 1_000, 1_000, 0, 0], 10_000),
+            // 3000-3100, then 3200-3300 touching 3300-3500.
+            util(1, None, [3, 3_000, 3_500, 500, 400, 1, 100], 8_000),
+            util(1, Some(3), [3, 3_000, 3_500, 500, 400, 1, 100], 8_000),
+        ]
+    );
+}
+
+fn lat(
+    activity: Activity,
+    name: &str,
+    function: &str,
+    corr: u64,
+    api: u64,
+    gpu: u64,
+) -> LaunchLatency {
+    LaunchLatency {
+        pid: 1234,
+        activity,
+        name: name.into(),
+        function: function.into(),
+        correlation: corr,
+        api_start_ns: api,
+        gpu_start_ns: gpu,
+        latency_ns: gpu as i64 - api as i64,
+    }
+}
+
+#[test]
+fn launch_latency_matches_correlated_records() {
+    let t = read(&gpu_sample().bytes);
+    let all = launch_latency(std::slice::from_ref(&t), LATENCY_ROWS);
+    // The unflagged kernel and the copy with an unknown correlation are not matched.
+    assert_eq!(all.correlated, 7);
+    use Activity::*;
+    assert_eq!(
+        all.slowest,
+        vec![
+            // Equal latencies keep file order: kernels, then copies, then memsets.
+            lat(Memcpy, "memcpy DtoH", "cuMemcpyDtoH_v2", 6, 2_400, 6_100),
+            lat(Memset, "memset", "cuMemsetD8_v2", 5, 2_300, 6_000),
+            lat(
+                Kernel,
+                "fill(float*, int)",
+                "cuLaunchKernel",
+                4,
+                2_200,
+                4_500
+            ),
+            lat(Kernel, VECADD, "cuLaunchKernel", 3, 2_100, 3_800),
+            lat(Kernel, VECADD, "cuLaunchKernel", 2, 2_000, 3_000),
+            lat(Kernel, "kernel#5", "cuLaunchKernel", 7, 2_500, 3_000),
+            lat(Memcpy, "memcpy HtoD", "cuMemcpyHtoD_v2", 1, 1_000, 1_500),
+        ]
+    );
+    let top = launch_latency(std::slice::from_ref(&t), 2);
+    assert_eq!(top.correlated, 7);
+    assert_eq!(top.slowest, all.slowest[..2]);
+}
+
+/// A second process: the same kernel under another id, a zero-length copy, a
+/// kernel that starts before its call (clocks that disagree).
+fn second_process() -> Builder {
+    Builder::new(&header(99))
+        .names(&[(4, "cuLaunchKernel_ptsz")])
+        .kernel_names(&[(3, "_Z6vecaddPKfS0_Pfi")])
+        .records(5, 0, &[call(4, 10_000, 1)])
+        .kernels(&[kernel(3, (0, 1), (9_950, 10_950), 1, 60, 256)])
+        .memcpys(&[copy(CopyKind::DtoD, (0, 1), (20_000, 20_000), 64, 0)])
+}
+
+#[test]
+fn summaries_merge_processes_by_name() {
+    let traces = [read(&gpu_sample().bytes), read(&second_process().bytes)];
+    let k = kernel_summary(&traces);
+    // vecadd: 1000, 1200, 100 and 1000 ns. Total kernel time 4400 ns.
+    assert_eq!(
+        k[0],
+        ks(
+            VECADD,
+            [4, 3_300, 825, 1_000, 100, 1_200, 426],
+            7_500,
+            "various"
+        )
+    );
+    assert_eq!(k[1].share_percent, Hundredths(2_273));
+    assert_eq!(k[2].share_percent, Hundredths(227));
+    let m = memcpy_summary(&traces);
+    assert_eq!(m.len(), 3);
+    assert_eq!(
+        m[2],
+        ms(CopyKind::DtoD, [1, 64, 0, 0, 0, 0, 0], None),
+        "no bandwidth without time"
+    );
+    // Processes are not merged: pid 99 gets its own device 0.
+    let u = utilisation(&traces);
+    assert_eq!(u.len(), 7);
+    assert_eq!(
+        u[5],
+        Utilisation {
+            pid: 99,
+            device: 0,
+            stream: None,
+            records: 2,
+            start_ns: 9_950,
+            end_ns: 20_000,
+            span_ns: 10_050,
+            busy_ns: 1_000,
+            busy_percent: Hundredths(995),
+            gaps: 1,
+            idle_ns: 9_050,
+        }
+    );
+    let l = launch_latency(&traces, LATENCY_ROWS);
+    assert_eq!(l.correlated, 8);
+    let last = l.slowest.last().unwrap();
+    assert_eq!((last.pid, last.latency_ns), (99, -50));
+    assert_eq!(last.function, "cuLaunchKernel_ptsz");
+}
+
+#[test]
+fn zero_length_work_only() {
+    let t = read(
+        &Builder::new(&header(3))
+            .memsets(&[MemsetRecord {
+                start_ns: 5,
+                end_ns: 5,
+                ..Default::default()
+            }])
+            .bytes,
+    );
+    let u = utilisation(std::slice::from_ref(&t));
+    assert_eq!(u.len(), 2);
+    assert_eq!(
+        (u[0].span_ns, u[0].busy_ns, u[0].busy_percent, u[0].gaps),
+        (0, 0, Hundredths(0), 0)
+    );
+    // Ends before their start count as empty; nothing panics.
+    let odd = read(
+        &Builder::new(&header(3))
+            .kernels(&[kernel(0, (0, 0), (100, 50), 0, 1, 1)])
+            .memcpys(&[copy(CopyKind::Unknown, (0, 0), (100, 40), 8, 0)])
+            .bytes,
+    );
+    let traces = [odd];
+    assert_eq!(kernel_summary(&traces)[0].total_ns, 0);
+    assert_eq!(kernel_summary(&traces)[0].share_percent, Hundredths(0));
+    assert_eq!(memcpy_summary(&traces)[0].kind, CopyKind::Unknown);
+    assert_eq!(utilisation(&traces)[0].span_ns, 0);
+    let out = render_report(&traces, Format::Table);
+    assert!(out.contains("kernel#0"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("unknown ")), "{out}");
+}
+
+#[test]
+fn csv_sections_are_exact() {
+    let traces = [read(&gpu_sample().bytes)];
+    let csv = |section| render_report_section(&traces, Format::Csv, section);
+    assert_eq!(csv(Section::Api), render_report(&traces, Format::Csv));
+    assert_eq!(
+        csv(Section::Kernels),
+        "name,count,total_ns,mean_ns,median_ns,min_ns,max_ns,stddev_ns,share_percent,grid_block\n\
+         \"vecadd(float const*, float const*, float*, int)\",3,2300,766,1000,100,1200,478,67.65,various\n\
+         \"fill(float*, int)\",1,1000,1000,1000,1000,1000,0,29.41,\"(1,1,1)x(32,1,1)\"\n\
+         kernel#5,1,100,100,100,100,100,0,2.94,\"(2,1,1)x(64,1,1)\"\n"
+    );
+    assert_eq!(
+        csv(Section::Memcpy),
+        "kind,count,bytes,total_ns,mean_ns,median_ns,min_ns,max_ns,bandwidth_gbps\n\
+         HtoD,2,5000,1200,600,200,200,1000,4.17\n\
+         DtoH,1,4000,200,200,200,200,200,20.00\n"
+    );
+    assert_eq!(csv(Section::Memset), "count,bytes,total_ns\n1,1000,100\n");
+    assert_eq!(
+        csv(Section::Utilisation),
+        "pid,device,stream,records,start_ns,end_ns,span_ns,busy_ns,busy_percent,gaps,idle_ns\n\
+         1234,0,,6,1500,6300,4800,3800,79.17,2,1000\n\
+         1234,0,7,5,1500,6300,4800,3300,68.75,2,1500\n\
+         1234,0,8,1,4500,5500,1000,1000,100.00,0,0\n\
+         1234,1,,3,3000,3500,500,400,80.00,1,100\n\
+         1234,1,3,3,3000,3500,500,400,80.00,1,100\n"
+    );
+    assert_eq!(
+        csv(Section::Latency),
+        "pid,activity,name,function,correlation,api_start_ns,gpu_start_ns,latency_ns\n\
+         1234,memcpy,memcpy DtoH,cuMemcpyDtoH_v2,6,2400,6100,3700\n\
+         1234,memset,memset,cuMemsetD8_v2,5,2300,6000,3700\n\
+         1234,kernel,\"fill(float*, int)\",cuLaunchKernel,4,2200,4500,2300\n\
+         1234,kernel,\"vecadd(float const*, float const*, float*, int)\",cuLaunchKernel,3,2100,3800,1700\n\
+         1234,kernel,\"vecadd(float const*, float const*, float*, int)\",cuLaunchKernel,2,2000,3000,1000\n\
+         1234,kernel,kernel#5,cuLaunchKernel,7,2500,3000,500\n\
+         1234,memcpy,memcpy HtoD,cuMemcpyHtoD_v2,1,1000,1500,500\n"
+    );
+    // Without GPU records: the headers alone.
+    let none = [read(&super::sample().bytes)];
+    assert_eq!(
+        render_report_section(&none, Format::Csv, Section::Memset),
+        "count,bytes,total_ns\n"
+    );
+}
+
+#[test]
+fn json_gpu_keys_are_exact() {
+    let traces = [read(&gpu_sample().bytes)];
+    let json = render_report(&traces, Format::Json);
+    assert!(
+        json.contains(
+            "\"api_records\":7,\"kernel_records\":5,\"memcpy_records\":3,\"memset_records\":1,"
+        ),
+        "{json}"
+    );
+    let gpu = &json[json.find("\"kernels\":").unwrap()..];
+    let expected = concat!(
+        "\"kernels\":[\n",
+        "  {\"name\":\"vecadd(float const*, float const*, float*, int)\",\"count\":3,",
+        "\"total_ns\":2300,\"mean_ns\":766,\"median_ns\":1000,\"min_ns\":100,\"max_ns\":1200,",
+        "\"stddev_ns\":478,\"share_percent\":67.65,\"grid_block\":\"various\"},\n",
+        "  {\"name\":\"fill(float*, int)\",\"count\":1,\"total_ns\":1000,\"mean_ns\":1000,",
+        "\"median_ns\":1000,\"min_ns\":1000,\"max_ns\":1000,\"stddev_ns\":0,",
+        "\"share_percent\":29.41,\"grid_block\":\"(1,1,1)x(32,1,1)\"},\n",
+        "  {\"name\":\"kernel#5\",\"count\":1,\"total_ns\":100,\"mean_ns\":100,\"median_ns\":100,",
+        "\"min_ns\":100,\"max_ns\":100,\"stddev_ns\":0,\"share_percent\":2.94,",
+        "\"grid_block\":\"(2,1,1)x(64,1,1)\"}\n",
+        "],\n",
+        "\"memcpy\":[\n",
+        "  {\"kind\":\"HtoD\",\"count\":2,\"bytes\":5000,\"total_ns\":1200,\"mean_ns\":600,",
+        "\"median_ns\":200,\"min_ns\":200,\"max_ns\":1000,\"bandwidth_gbps\":4.17},\n",
+        "  {\"kind\":\"DtoH\",\"count\":1,\"bytes\":4000,\"total_ns\":200,\"mean_ns\":200,",
+        "\"median_ns\":200,\"min_ns\":200,\"max_ns\":200,\"bandwidth_gbps\":20.00}\n",
+        "],\n",
+        "\"memset\":[\n",
+        "  {\"count\":1,\"bytes\":1000,\"total_ns\":100}\n",
+        "],\n",
+        "\"utilisation\":[\n",
+        "  {\"pid\":1234,\"device\":0,\"stream\":null,\"records\":6,\"start_ns\":1500,",
+        "\"end_ns\":6300,\"span_ns\":4800,\"busy_ns\":3800,\"busy_percent\":79.17,\"gaps\":2,",
+        "\"idle_ns\":1000},\n",
+        "  {\"pid\":1234,\"device\":0,\"stream\":7,\"records\":5,\"start_ns\":1500,",
+        "\"end_ns\":6300,\"span_ns\":4800,\"busy_ns\":3300,\"busy_percent\":68.75,\"gaps\":2,",
+        "\"idle_ns\":1500},\n",
+        "  {\"pid\":1234,\"device\":0,\"stream\":8,\"records\":1,\"start_ns\":4500,",
+        "\"end_ns\":5500,\"span_ns\":1000,\"busy_ns\":1000,\"busy_percent\":100.00,\"gaps\":0,",
+        "\"idle_ns\":0},\n",
+        "  {\"pid\":1234,\"device\":1,\"stream\":null,\"records\":3,\"start_ns\":3000,",
+        "\"end_ns\":3500,\"span_ns\":500,\"busy_ns\":400,\"busy_percent\":80.00,\"gaps\":1,",
+        "\"idle_ns\":100},\n",
+        "  {\"pid\":1234,\"device\":1,\"stream\":3,\"records\":3,\"start_ns\":3000,",
+        "\"end_ns\":3500,\"span_ns\":500,\"busy_ns\":400,\"busy_percent\":80.00,\"gaps\":1,",
+        "\"idle_ns\":100}\n",
+        "],\n",
+        "\"latency\":[\n",
+        "  {\"pid\":1234,\"activity\":\"memcpy\",\"name\":\"memcpy DtoH\",",
+        "\"function\":\"cuMemcpyDtoH_v2\",\"correlation\":6,\"api_start_ns\":2400,",
+        "\"gpu_start_ns\":6100,\"latency_ns\":3700},\n",
+        "  {\"pid\":1234,\"activity\":\"memset\",\"name\":\"memset\",",
+        "\"function\":\"cuMemsetD8_v2\",\"correlation\":5,\"api_start_ns\":2300,",
+        "\"gpu_start_ns\":6000,\"latency_ns\":3700},\n",
+        "  {\"pid\":1234,\"activity\":\"kernel\",\"name\":\"fill(float*, int)\",",
+        "\"function\":\"cuLaunchKernel\",\"correlation\":4,\"api_start_ns\":2200,",
+        "\"gpu_start_ns\":4500,\"latency_ns\":2300},\n",
+        "  {\"pid\":1234,\"activity\":\"kernel\",",
+        "\"name\":\"vecadd(float const*, float const*, float*, int)\",",
+        "\"function\":\"cuLaunchKernel\",\"correlation\":3,\"api_start_ns\":2100,",
+        "\"gpu_start_ns\":3800,\"latency_ns\":1700},\n",
+        "  {\"pid\":1234,\"activity\":\"kernel\",",
+        "\"name\":\"vecadd(float const*, float const*, float*, int)\",",
+        "\"function\":\"cuLaunchKernel\",\"correlation\":2,\"api_start_ns\":2000,",
+        "\"gpu_start_ns\":3000,\"latency_ns\":1000},\n",
+        "  {\"pid\":1234,\"activity\":\"kernel\",\"name\":\"kernel#5\",",
+        "\"function\":\"cuLaunchKernel\",\"correlation\":7,\"api_start_ns\":2500,",
+        "\"gpu_start_ns\":3000,\"latency_ns\":500},\n",
+        "  {\"pid\":1234,\"activity\":\"memcpy\",\"name\":\"memcpy HtoD\",",
+        "\"function\":\"cuMemcpyHtoD_v2\",\"correlation\":1,\"api_start_ns\":1000,",
+        "\"gpu_start_ns\":1500,\"latency_ns\":500}\n",
+        "],\n",
+        "\"occupancy\":[]}\n"
+    );
+    assert_eq!(gpu, expected);
+}
+
+#[test]
+fn table_has_gpu_sections_after_the_api_summary() {
+    let traces = [read(&gpu_sample().bytes)];
+    let out = render_report(&traces, Format::Table);
+    assert!(
+        out.contains(
+            "  API records        7\n  GPU records        5 kernels, 3 copies, 1 memset\n"
+        ),
+        "{out}"
+    );
+    let gpu = &out[out.find("\nGPU kernel summary").unwrap() + 1..];
+    assert!(out.find("API summary").unwrap() < out.find("GPU kernel summary").unwrap());
+    let expected = "\
+GPU kernel summary: 3 kernels, 5 launches, 3.4 µs of kernel time
+kernel                                   count   total    mean  median     min     max  stddev   share      grid x block
+vecadd(float const*, float const*, flo…      3  2.3 µs  766 ns  1.0 µs  100 ns  1.2 µs  478 ns  67.65%           various
+fill(float*, int)                            1  1.0 µs  1.0 µs  1.0 µs  1.0 µs  1.0 µs    0 ns  29.41%  (1,1,1)x(32,1,1)
+kernel#5                                     1  100 ns  100 ns  100 ns  100 ns  100 ns    0 ns   2.94%  (2,1,1)x(64,1,1)
+
+Memory copies: 3 copies, 9.0 kB copied in 1.4 µs
+kind  count   bytes   total    mean  median     min     max   bandwidth
+HtoD      2  5.0 kB  1.2 µs  600 ns  200 ns  200 ns  1.0 µs   4.17 GB/s
+DtoH      1  4.0 kB  200 ns  200 ns  200 ns  200 ns  200 ns  20.00 GB/s
+
+Memsets: 1 memset, 1.0 kB set in 100 ns
+
+GPU utilisation: busy time (kernels, copies, memsets) from the first start to the last end
+process  device  stream  records    busy    span   busy %  gaps    idle
+1234          0     all        6  3.8 µs  4.8 µs   79.17%     2  1.0 µs
+1234          0       7        5  3.3 µs  4.8 µs   68.75%     2  1.5 µs
+1234          0       8        1  1.0 µs  1.0 µs  100.00%     0    0 ns
+1234          1     all        3  400 ns  500 ns   80.00%     1  100 ns
+1234          1       3        3  400 ns  500 ns   80.00%     1  100 ns
+
+Slowest launch-to-start: the 7 largest of 7 GPU records matched with an API call
+name                                             API function     process  correlation  latency
+memcpy DtoH                                      cuMemcpyDtoH_v2     1234            6   3.7 µs
+memset                                           cuMemsetD8_v2       1234            5   3.7 µs
+fill(float*, int)                                cuLaunchKernel      1234            4   2.3 µs
+vecadd(float const*, float const*, float*, int)  cuLaunchKernel      1234            3   1.7 µs
+vecadd(float const*, float const*, float*, int)  cuLaunchKernel      1234            2   1.0 µs
+kernel#5                                         cuLaunchKernel      1234            7   500 ns
+memcpy HtoD                                      cuMemcpyHtoD_v2     1234            1   500 ns
+";
+    assert_eq!(gpu, expected, "\n{gpu}");
+    // The kernel table is as wide as allowed: names are cut to fit.
+    for line in out.lines() {
+        assert!(line.chars().count() <= 120, "{line:?}");
+    }
+    assert_eq!(gpu.lines().nth(2).unwrap().chars().count(), 120);
+}
+
+#[test]
+fn table_without_gpu_records_has_no_gpu_sections() {
+    let out = render_report(&[read(&super::sample().bytes)], Format::Table);
+    assert!(!out.contains("GPU"), "{out}");
+    // Only copies: the other sections say so.
+    let t = read(
+        &Builder::new(&header(8))
+            .memcpys(&[copy(CopyKind::HtoD, (0, 0), (0, 10), 10, 0)])
+            .bytes,
+    );
+    let out = render_report(&[t], Format::Table);
+    for line in [
+        "GPU kernel summary: no kernels were recorded\n",
+        "Memsets: none were recorded\n",
+        "Slowest launch-to-start: no GPU record is matched with an API call\n",
+    ] {
+        assert!(out.contains(line), "missing {line:?} in\n{out}");
+    }
+}
+
+#[test]
+fn long_kernel_names_are_cut_to_fit() {
+    let long = format!("_Z{}{}v", 300, "k".repeat(300));
+    let t = read(
+        &Builder::new(&header(1))
+            .kernel_names(&[(0, &long)])
+            .kernels(&[kernel(0, (0, 0), (0, 1_234_567), 0, 1, 1)])
+            .bytes,
+    );
+    let out = render_report(&[t], Format::Table);
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("kkkk"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(row.chars().count(), 120, "{row}");
+    assert!(row.contains("… "), "{row}");
+    assert!(row.ends_with("(1,1,1)x(1,1,1)"), "{row}");
+}
+
+#[test]
+fn device_info_is_kept_by_ordinal() {
+    let info = DeviceInfo {
+        ordinal: 1,
+        name: "NVIDIA H200".into(),
+        total_memory: 150_000_000_000,
+        attributes: vec![(16, 132)],
+    };
+    let t = read(
+        &Builder::new(&header(2))
+            .chunk(ChunkKind::DeviceInfo, 0, 0, &encode_value(&info))
+            .chunk(ChunkKind::DeviceInfo, 0, 0, &[0xff])
+            .bytes,
+    );
+    assert_eq!(t.devices.len(), 1);
+    assert_eq!(t.devices[&1], info);
+    assert_eq!(t.bad_chunks.len(), 1);
+    assert!(
+        t.bad_chunks[0].contains(": device info: "),
+        "{:?}",
+        t.bad_chunks
+    );
+    assert_eq!(t.unknown_chunks, 0);
+}
+
+#[test]
+fn section_option_is_for_csv_only() {
+    use crate::cli::{run, Cli, Command};
+    use clap::Parser;
+    let parse = |args: &[&str]| Cli::try_parse_from(args).unwrap();
+    let cli = parse(&[
+        "rtrace",
+        "report",
+        "--format",
+        "csv",
+        "--section",
+        "utilization",
+        "t",
+    ]);
+    match &cli.command {
+        Command::Report(r) => assert_eq!(r.section, Some(Section::Utilisation)),
+        other => panic!("{other:?}"),
+    }
+    // Refused before any input is read (the file does not exist).
+    assert_eq!(
+        run(parse(&[
+            "rtrace",
+            "report",
+            "--section",
+            "kernels",
+            "/nonexistent.bin"
+        ])),
+        2
+    );
+    assert!(Cli::try_parse_from(["rtrace", "report", "--section", "gpu", "t"]).is_err());
+}

@@ -1,0 +1,192 @@
+"""The tables of tools/bench/gpu_overhead.sh, from its work directory.
+
+    python3 tools/bench/overhead_summary.py WORK RTRACE PROCS ROUNDS LAUNCHES OPS MATMULS N
+
+WORK holds, per workload W and mode M (written by gpu_overhead.sh):
+    rounds/W.M      one timed round's value per line (all processes of the mode)
+    ops/W.M         operations issued, one line per process that finished
+    procs/W.M       "ok" or "fail ..." per process started
+    prof/W.M        the profiler's kernel event count, one line per process (profiler mode)
+    traces/W.M.*.bin  rtrace traces (rtrace modes)
+API records and dropped records come from `RTRACE report --format json` over a mode's traces;
+kernel records are counted here, from the trace files' kernel chunks (kind 6, 112-byte records).
+"""
+import json
+import os
+import statistics
+import struct
+import subprocess
+import sys
+
+MAGIC = b"RTRACE\0\x1a"
+CHUNK = 0x4B4E4843  # "CHNK"
+MODES = ["untraced", "rtrace-api", "rtrace-gpu", "profiler"]
+
+
+def lines(path):
+    try:
+        with open(path) as f:
+            return [l.strip() for l in f if l.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def count_chunks(path):
+    """(api records, kernel records, memcpy records, memset records, dropped from chunk headers)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != MAGIC or len(data) < 16:
+        raise ValueError(f"{path}: not an rtrace trace")
+    (body_len,) = struct.unpack_from("<I", data, 12)
+    off = 16 + body_len + 4
+    api = kernels = copies = sets = dropped = 0
+    while off + 40 <= len(data):
+        magic, kind, _flags, plen, _crc, _tid, _seq, drop = struct.unpack_from("<IHHIIQQQ", data, off)
+        if magic != CHUNK or off + 40 + plen > len(data):
+            break  # a truncated tail: keep what was whole
+        off += 40 + plen
+        dropped += drop
+        if kind == 2:
+            api += plen // 32
+        elif kind == 6:
+            kernels += plen // 112
+        elif kind == 7:
+            copies += plen // 64
+        elif kind == 8:
+            sets += plen // 64
+    return api, kernels, copies, sets, dropped
+
+
+def trace_counts(work, rtrace, key):
+    """Sums over a mode's traces, or None where there are none."""
+    d = os.path.join(work, "traces")
+    files = sorted(os.path.join(d, f) for f in os.listdir(d) if f.startswith(key + ".") and f.endswith(".bin")) \
+        if os.path.isdir(d) else []
+    if not files:
+        return None
+    out = dict(files=len(files), api=0, kernels=0, copies=0, sets=0, dropped=0, chunk_dropped=0,
+               json_kernels=None, notices=[], report_error=None)
+    for f in files:
+        try:
+            a, k, c, s, dr = count_chunks(f)
+            out["kernels"] += k
+            out["copies"] += c
+            out["sets"] += s
+            out["chunk_dropped"] += dr
+            out["api_chunks"] = out.get("api_chunks", 0) + a
+        except (OSError, ValueError, struct.error) as e:
+            out["report_error"] = f"reader: {e}"
+    try:
+        r = subprocess.run([rtrace, "report", "--format", "json", *files], capture_output=True, text=True,
+                           timeout=120)
+        if r.returncode != 0:
+            raise RuntimeError(f"rtrace report exit {r.returncode}: {r.stderr.strip()[-300:]}")
+        with open(os.path.join(work, f"report-{key}.json"), "w") as fh:
+            fh.write(r.stdout)
+        procs = json.loads(r.stdout)["processes"]
+        out["api"] = sum(p.get("api_records", 0) for p in procs)
+        out["dropped"] = sum(p.get("dropped", 0) for p in procs)
+        if all("kernel_records" in p for p in procs):
+            out["json_kernels"] = sum(p["kernel_records"] for p in procs)
+        seen = {}
+        for p in procs:
+            for n in p.get("notices", []):
+                m = n.get("message", "")
+                seen[m] = seen.get(m, 0) + 1
+        out["notices"] = sorted(seen.items(), key=lambda kv: -kv[1])
+    except (OSError, RuntimeError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
+        out["report_error"] = str(e)
+        out["api"] = out.get("api_chunks", 0)
+        out["dropped"] = out["chunk_dropped"]
+    return out
+
+
+def fmt(v, digits):
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def main():
+    work, rtrace = sys.argv[1], sys.argv[2]
+    procs, rounds, launches, ops, matmuls, n = (int(a) for a in sys.argv[3:9])
+    workloads = [
+        ("empty", f"(a) empty kernels, CUDA runtime API, non-blocking stream: {launches} launches per round",
+         "us/launch", 3, MODES[:3]),
+        ("add", f"(b) PyTorch x.add_(1) on a 1-element CUDA tensor: {ops} ops per round", "us/op", 3, MODES),
+        ("matmul", f"(c) PyTorch bf16 matmul {n}x{n}: {matmuls} per round", "ms/matmul", 4, MODES),
+    ]
+    print(f"GPU overhead benchmark: per mode up to {procs} processes x {rounds} timed rounds (after 1 warm-up "
+          "round), modes alternating; median over all timed rounds of a mode")
+    ratio_line = None
+    for w, title, unit, dg, modes in workloads:
+        print()
+        print(title)
+        hdr = (f"{'mode':<11} {'procs':>7} {'rounds':>6} {unit + ' med':>13} {'p25..p75':>17} {'added':>9} "
+               f"{'added%':>7} {'API recs':>10} {'kernels':>9} {'dropped':>8} {'ops issued':>10}")
+        print(hdr)
+        base = None
+        added = {}
+        notes = []
+        for m in modes:
+            key = f"{w}.{m}"
+            vals = [float(v) for v in lines(os.path.join(work, "rounds", key))]
+            st = lines(os.path.join(work, "procs", key))
+            ok = sum(1 for s in st if s == "ok")
+            issued = sum(int(v) for v in lines(os.path.join(work, "ops", key)))
+            med = statistics.median(vals) if vals else None
+            if len(vals) >= 2:
+                q = statistics.quantiles(vals, n=4)
+                spread = f"{q[0]:.{dg}f}..{q[2]:.{dg}f}"
+            else:
+                spread = "-"
+            if m == "untraced":
+                base = med
+            add = None if (med is None or base is None or m == "untraced") else med - base
+            added[m] = add
+            pct = None if add is None or not base else add / base * 100
+            api = kern = drop = "-"
+            if m.startswith("rtrace"):
+                tc = trace_counts(work, rtrace, key)
+                if tc is None:
+                    api = kern = drop = "none"
+                    notes.append(f"  {m}: no trace files")
+                else:
+                    api, kern, drop = str(tc["api"]), str(tc["kernels"]), str(tc["dropped"])
+                    if tc["json_kernels"] is not None and tc["json_kernels"] != tc["kernels"]:
+                        notes.append(f"  {m}: rtrace report counts {tc['json_kernels']} kernel records, "
+                                     f"the chunk reader {tc['kernels']}")
+                    if tc["report_error"]:
+                        notes.append(f"  {m}: {tc['report_error']} (counts from the chunk reader)")
+                    if m == "rtrace-gpu":
+                        notes.append(f"  {m}: {tc['files']} trace files; also {tc['copies']} memcpy and "
+                                     f"{tc['sets']} memset records")
+                    for msg, cnt in tc["notices"][:3]:
+                        notes.append(f"  {m} notice (x{cnt}): {msg[:200]}")
+            elif m == "profiler":
+                pk = lines(os.path.join(work, "prof", key))
+                if pk:
+                    kern = str(sum(int(v) for v in pk if v.isdigit())) + "*"
+                    notes.append("  * profiler: kernel events the profiler itself reported (timed rounds only)")
+            print(f"{m:<11} {f'{ok}/{len(st)}':>7} {len(vals):>6} {fmt(med, dg):>13} {spread:>17} "
+                  f"{('-' if m == 'untraced' else fmt(add, dg)):>9} "
+                  f"{('-' if m == 'untraced' else fmt(pct, 1)):>7} {api:>10} {kern:>9} {drop:>8} {issued:>10}")
+        for line in notes:
+            print(line)
+        if w == "add":
+            a, p = added.get("rtrace-gpu"), added.get("profiler")
+            if a is None or p is None:
+                ratio_line = "(b) rtrace-gpu added / profiler added: n/a (missing data)"
+            elif p <= 0:
+                ratio_line = (f"(b) rtrace-gpu added / profiler added: n/a (profiler added {p:.3f} us/op, not > 0); "
+                              f"rtrace-gpu added {a:.3f} us/op")
+            else:
+                r = a / p
+                ratio_line = (f"(b) rtrace-gpu added / profiler added = {a:.3f} / {p:.3f} = {r:.2f} "
+                              f"(goal <= 0.5: {'met' if r <= 0.5 else 'NOT met'})")
+            print(ratio_line)
+    if ratio_line:
+        print()
+        print("goal " + ratio_line)
+
+
+if __name__ == "__main__":
+    main()

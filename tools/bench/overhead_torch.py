@@ -1,0 +1,84 @@
+"""Workloads (b) and (c) of tools/bench/gpu_overhead.sh, one process per run.
+
+    python3 tools/bench/overhead_torch.py add    plain|profiler [OPS=20000] [ROUNDS=5]
+    python3 tools/bench/overhead_torch.py matmul plain|profiler [OPS=50] [ROUNDS=5] [N=8192]
+
+add:    x.add_(1) on a 1-element CUDA tensor (launch-bound), OPS per round, us per op.
+matmul: torch.mm of two N x N bf16 matrices into a preallocated output (GPU-bound), OPS per
+        round, ms per matmul.
+One warm-up round, then ROUNDS timed rounds; each round starts and ends with
+torch.cuda.synchronize(), and its time includes the final one. `profiler` runs the timed rounds
+inside torch.profiler.profile(activities=[ProfilerActivity.CUDA]); the profiler's start and stop
+are outside every round. Prints, for gpu_overhead.sh:
+    round <value>            one line per timed round
+    ops <n>                  operations issued in all, warm-up included
+    profiler_kernels <n>     (profiler mode) GPU kernel events the profiler reported
+    profiler_stop_s <s>      (profiler mode) time the profiler took to stop and parse its records
+"""
+import sys
+import time
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+
+def main():
+    if len(sys.argv) < 3 or sys.argv[1] not in ("add", "matmul") or sys.argv[2] not in ("plain", "profiler"):
+        sys.exit(__doc__)
+    work, mode = sys.argv[1], sys.argv[2]
+    ops = int(sys.argv[3]) if len(sys.argv) > 3 else (20000 if work == "add" else 50)
+    rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 5
+    n = int(sys.argv[5]) if len(sys.argv) > 5 else 8192
+
+    if work == "add":
+        x = torch.zeros(1, device="cuda")
+        scale = 1e6  # us per op
+
+        def body():
+            for _ in range(ops):
+                x.add_(1)
+    else:
+        a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+        c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
+        scale = 1e3  # ms per matmul
+
+        def body():
+            for _ in range(ops):
+                torch.mm(a, b, out=c)
+
+    def one_round():
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        body()
+        torch.cuda.synchronize()
+        return (time.perf_counter() - t0) / ops * scale
+
+    one_round()  # warm-up
+    times = []
+    if mode == "plain":
+        for _ in range(rounds):
+            times.append(one_round())
+    else:
+        prof = profile(activities=[ProfilerActivity.CUDA])
+        prof.start()
+        for _ in range(rounds):
+            times.append(one_round())
+        t0 = time.perf_counter()
+        prof.stop()
+        stop_s = time.perf_counter() - t0
+    for t in times:
+        print(f"round {t:.4f}")
+    print(f"ops {ops * (rounds + 1)}")
+    if mode == "profiler":
+        try:
+            kernels = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+            print(f"profiler_kernels {kernels}")
+        except Exception as e:  # the timings above stand without it
+            print(f"profiler_kernels ? ({type(e).__name__}: {e})", file=sys.stderr)
+        print(f"profiler_stop_s {stop_s:.2f}")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
