@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the CUDA headers (PyPI wheels pinned to the GPU machine's toolkit) and libclang into
-# <repo>/.venv, then prints the CUDA include directory on stdout:
+# Installs the CUDA headers, the CUPTI headers (and crt/, which they include) as PyPI wheels
+# pinned to the GPU machine's toolkit, and libclang, into <repo>/.venv, then prints the CUDA
+# include directory on stdout:
 #
 #     export CUDA_INCLUDE="$(tools/setup-cuda.sh)"
 #
@@ -9,7 +10,7 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$repo/.venv"
-packages=(nvidia-cuda-runtime==13.0.88 nvidia-nvtx==13.0.85 libclang==18.1.1)
+packages=(nvidia-cuda-runtime==13.0.88 nvidia-nvtx==13.0.85 nvidia-cuda-cupti==13.0.85 nvidia-cuda-crt==13.0.88 libclang==18.1.1)
 
 if [[ ! -x "$venv/bin/python3" ]]; then
     echo "setup-cuda.sh: creating $venv" >&2

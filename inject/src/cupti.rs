@@ -13,6 +13,11 @@
 //!   everything while CUPTI is still alive (its destructor runs before rtrace's).
 //! - Any failure leaves API tracing on and writes a notice saying why GPU activity is off.
 
+/// CUPTI 13.0's record layouts and constants (generated from cupti_activity.h).
+#[path = "generated/cupti.rs"]
+#[allow(dead_code, clippy::all)]
+mod layout;
+
 use crate::hook::internal;
 use crate::output::Sink;
 use crate::{clock, diag, interpose, lifecycle};
@@ -71,6 +76,11 @@ unsafe impl Send for Api {}
 unsafe impl Sync for Api {}
 
 static API: OnceLock<Api> = OnceLock::new();
+
+/// The program itself is a CUPTI client (it registered activity callbacks or subscribed):
+/// rtrace then never takes CUPTI.
+static PROGRAM_USES_CUPTI: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
 
 const OFF: u8 = 0;
 const ON: u8 = 1;
@@ -243,6 +253,11 @@ pub fn after_cuinit() {
 }
 
 fn enable() {
+    if PROGRAM_USES_CUPTI.load(Ordering::Acquire) {
+        return notice(
+            "GPU activity off: the program uses CUPTI itself (CUPTI 13.0 serves one client)".into(),
+        );
+    }
     let api = match load() {
         Ok(api) => API.get_or_init(|| api),
         Err(e) => return notice(format!("GPU activity off: {e}")),
@@ -296,11 +311,10 @@ fn enable() {
 static SUBSCRIBER: std::sync::atomic::AtomicPtr<c_void> =
     std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
 
-const CB_DOMAIN_DRIVER_API: u32 = 1;
-const CB_SITE_ENTER: u32 = 0;
-/// `CUpti_CallbackData`: `callbackSite` at 0, `correlationId` at 64 (cupti_callbacks.h).
-const CB_DATA_SITE: usize = 0;
-const CB_DATA_CORRELATION: usize = 64;
+const CB_DOMAIN_DRIVER_API: u32 = layout::CUPTI_CB_DOMAIN_DRIVER_API;
+const CB_SITE_ENTER: u32 = layout::CUPTI_API_ENTER;
+const CB_DATA_SITE: usize = layout::callback_data::CALLBACK_SITE;
+const CB_DATA_CORRELATION: usize = layout::callback_data::CORRELATION_ID;
 /// Upper bound of driver callback ids (`CUPTI_DRIVER_TRACE_CBID_SIZE` is 807 in CUPTI 13.0).
 const MAX_DRIVER_CBID: u32 = 4096;
 
@@ -666,74 +680,11 @@ fn memset(r: &[u8], batch: &mut GpuBatch, links: &Links) {
     batch.memsets.extend_from_slice(&rec.to_bytes());
 }
 
-/// CUPTI 13.0 record layouts (byte offsets), as `offsetof` gives them for cupti_activity.h.
-mod layout {
-    pub const CUPTI_ACTIVITY_KIND_MEMCPY: u32 = 1;
-    pub const CUPTI_ACTIVITY_KIND_MEMSET: u32 = 2;
-    pub const CUPTI_ACTIVITY_KIND_KERNEL: u32 = 3;
-    pub const CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: u32 = 10;
-
-    pub mod kernel10 {
-        pub const SIZE: usize = 216;
-        pub const REGISTERS_PER_THREAD: usize = 6;
-        pub const START: usize = 16;
-        pub const END: usize = 24;
-        pub const DEVICE_ID: usize = 40;
-        pub const CONTEXT_ID: usize = 44;
-        pub const STREAM_ID: usize = 48;
-        pub const GRID_X: usize = 52;
-        pub const GRID_Y: usize = 56;
-        pub const GRID_Z: usize = 60;
-        pub const BLOCK_X: usize = 64;
-        pub const BLOCK_Y: usize = 68;
-        pub const BLOCK_Z: usize = 72;
-        pub const STATIC_SHARED_MEMORY: usize = 76;
-        pub const DYNAMIC_SHARED_MEMORY: usize = 80;
-        pub const LOCAL_MEMORY_PER_THREAD: usize = 84;
-        pub const CORRELATION_ID: usize = 92;
-        pub const NAME: usize = 104;
-        pub const GRAPH_NODE_ID: usize = 144;
-        pub const GRAPH_ID: usize = 156;
-        pub const CLUSTER_X: usize = 176;
-        pub const CLUSTER_Y: usize = 180;
-        pub const CLUSTER_Z: usize = 184;
-    }
-
-    pub mod memcpy6 {
-        pub const SIZE: usize = 96;
-        pub const COPY_KIND: usize = 4;
-        pub const SRC_KIND: usize = 5;
-        pub const DST_KIND: usize = 6;
-        pub const BYTES: usize = 8;
-        pub const START: usize = 16;
-        pub const END: usize = 24;
-        pub const DEVICE_ID: usize = 32;
-        pub const CONTEXT_ID: usize = 36;
-        pub const STREAM_ID: usize = 40;
-        pub const CORRELATION_ID: usize = 44;
-        pub const GRAPH_NODE_ID: usize = 64;
-        pub const GRAPH_ID: usize = 72;
-    }
-
-    pub mod memset4 {
-        pub const SIZE: usize = 88;
-        pub const VALUE: usize = 4;
-        pub const BYTES: usize = 8;
-        pub const START: usize = 16;
-        pub const END: usize = 24;
-        pub const DEVICE_ID: usize = 32;
-        pub const CONTEXT_ID: usize = 36;
-        pub const STREAM_ID: usize = 40;
-        pub const CORRELATION_ID: usize = 44;
-        pub const GRAPH_NODE_ID: usize = 64;
-        pub const GRAPH_ID: usize = 72;
-    }
-}
-
 /// Another CUPTI client in the process is taking the activity buffers (CUPTI 13.0 serves one):
 /// hand it CUPTI after collecting what is ours, and say so in the trace.
 #[cfg_attr(test, allow(dead_code))]
 fn step_aside() {
+    PROGRAM_USES_CUPTI.store(true, Ordering::Release);
     if STATE.load(Ordering::Acquire) != ON {
         return;
     }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds simcuda and the test programs, runs every program against simcuda (no tracer) and checks
-# its output and exit status against the values documented in README.md.
+# Builds simcuda, simcupti and the test programs, runs every program against simcuda (no tracer)
+# and checks its output and exit status against the values documented in README.md.
 #   tests/programs/run-all.sh [WORKDIR]       (CUDA_INCLUDE: the CUDA 13 include directory)
 set -euo pipefail
 
@@ -14,10 +14,16 @@ fi
 work=${1:-$(mktemp -d)}
 target=${CARGO_TARGET_DIR:-$root/target}
 
-cargo build -q -p simcuda --manifest-path "$root/Cargo.toml"
+if [ ! -f "$inc/cupti.h" ] || [ ! -f "$inc/crt/host_defines.h" ]; then
+    echo "run-all: $inc lacks the CUPTI headers (cupti.h, crt/): run tools/setup-cuda.sh" >&2
+    exit 2
+fi
+cargo build -q -p simcuda -p simcupti --manifest-path "$root/Cargo.toml"
 mkdir -p "$work/lib" "$work/bin"
 ln -sf "$target/debug/libcuda.so" "$work/lib/libcuda.so.1"
 ln -sf "$target/debug/libcuda.so" "$work/lib/libcuda.so"
+ln -sf "$target/debug/libcupti.so" "$work/lib/libcupti.so.13"
+ln -sf "$target/debug/libcupti.so" "$work/lib/libcupti.so"
 
 cflags=(-O1 -Wall -Werror -I"$inc")
 for p in direct threads fork exits killme errors; do
@@ -26,6 +32,8 @@ done
 for p in procaddr dlsym; do
     gcc "${cflags[@]}" "$here/$p.c" -o "$work/bin/$p" -ldl
 done
+gcc "${cflags[@]}" -pthread "$here/cupti_client.c" -o "$work/bin/cupti_client" -L"$work/lib" \
+    -lcupti -lcuda
 export LD_LIBRARY_PATH=$work/lib
 
 failures=0
@@ -63,6 +71,26 @@ expect exits-sigint-handler 0 "handled
 exits mode=sigint-handler calls=116" -- "$b/exits" sigint-handler
 expect errors 0 "errors ok failed=22 calls=43" -- env SIMCUDA_FAIL="$fail_spec" "$b/errors"
 expect errors-unset 2 "" -- "$b/errors"
+expect cupti_client 0 "streams legacy=2 s1=8 s2=9 per_thread=10
+memcpy corr=1 HtoD pageable->device async=0 bytes=4096 start=15000 end=15410 dev=0 ctx=1 stream=2
+memcpy corr=2 HtoD pinned->device async=1 bytes=4096 start=16410 end=16820 dev=0 ctx=1 stream=8
+memset corr=3 value=0 device async=0 bytes=4096 start=17410 end=17820 dev=0 ctx=1 stream=2
+kernel corr=4 name=vecadd_f32 start=18410 end=20410 completed=20410 dev=0 ctx=1 stream=8 grid=4,1,1 block=256,1,1 shared=0/0 regs=32 grid_id=1
+memcpy corr=5 DtoH device->pinned async=1 bytes=4096 start=20410 end=20820 dev=0 ctx=1 stream=8
+kernel corr=6 name=fill_u32 start=21820 end=22320 completed=22320 dev=0 ctx=1 stream=10 grid=2,1,1 block=512,1,1 shared=0/64 regs=32 grid_id=2
+memset corr=7 value=90 device async=1 bytes=4096 start=22820 end=23230 dev=0 ctx=1 stream=9
+memcpy corr=8 DtoD device->device async=0 bytes=4096 start=23820 end=24230 dev=0 ctx=1 stream=2
+buffer 1: 8 records, 992 bytes
+memcpy corr=9 HtoH pinned->pageable async=1 bytes=256 start=24820 end=24846 dev=0 ctx=1 stream=9
+memcpy corr=10 DtoH device->pageable async=0 bytes=4096 start=25820 end=26230 dev=0 ctx=1 stream=2
+buffer 2: 2 records, 192 bytes
+external kind=3 id=42 corr=11
+kernel corr=11 name=empty start=-1 end=-1 completed=-1 dev=0 ctx=1 stream=9 grid=1,1,1 block=32,1,1 shared=0/0 regs=32 grid_id=3
+driver cbid=307 corr=11 start=27230 end=28230 result=0
+buffer 3: 3 records, 280 bytes
+driver cbid=126 corr=12 start=28230 end=29230 result=0
+buffer 4: 1 records, 40 bytes
+cupti_client ok dropped=0 calls=36" -- "$b/cupti_client"
 
 # exits exit: status 3, calls >= 1156 (another thread is still calling)
 status=0

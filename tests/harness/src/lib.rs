@@ -82,10 +82,15 @@ pub fn build() -> &'static Build {
         let bin = dir.join("bin");
         std::fs::create_dir_all(&lib).unwrap();
         std::fs::create_dir_all(&bin).unwrap();
-        let sim = built("libcuda.so");
-        for name in ["libcuda.so.1", "libcuda.so"] {
-            let _ = std::fs::remove_file(lib.join(name));
-            std::os::unix::fs::symlink(&sim, lib.join(name)).unwrap();
+        for (built_name, names) in [
+            ("libcuda.so", ["libcuda.so.1", "libcuda.so"]),
+            ("libcupti.so", ["libcupti.so.13", "libcupti.so"]),
+        ] {
+            let sim = built(built_name);
+            for name in names {
+                let _ = std::fs::remove_file(lib.join(name));
+                std::os::unix::fs::symlink(&sim, lib.join(name)).unwrap();
+            }
         }
         let inc = cuda_include();
         let programs = root().join("tests/programs");
@@ -98,6 +103,7 @@ pub fn build() -> &'static Build {
             ("errors", &["-lcuda", "-pthread"]),
             ("procaddr", &["-ldl"]),
             ("dlsym", &["-ldl"]),
+            ("cupti_client", &["-lcupti", "-lcuda", "-pthread"]),
         ];
         for (name, libs) in sources {
             compile(

@@ -2,10 +2,12 @@
 //! preservation, debug logging; and the locked access to the virtual GPU.
 
 use std::cell::{Cell, RefCell};
+use std::ffi::{CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Once, OnceLock};
 
+use crate::activity;
 use crate::config::{self, When};
 use crate::errors::{self, CUresult, CUDA_ERROR_UNKNOWN, CUDA_SUCCESS};
 use crate::lock::Locked;
@@ -14,6 +16,8 @@ use crate::state::{Caller, Id, State};
 /// One exported function: its name and its `SIMCUDA_FAIL` rules and call counter.
 pub struct Site {
     name: &'static str,
+    /// `name` as a C string, for activity reporting.
+    cname: OnceLock<CString>,
     rules: OnceLock<Box<[(CUresult, When)]>>,
     calls: AtomicU64,
     /// Calls of this function, counted only with `SIMCUDA_COUNT_OUTPUT`.
@@ -27,6 +31,7 @@ impl Site {
     pub const fn new(name: &'static str) -> Site {
         Site {
             name,
+            cname: OnceLock::new(),
             rules: OnceLock::new(),
             calls: AtomicU64::new(0),
             counted: AtomicU64::new(0),
@@ -75,15 +80,22 @@ impl Site {
             .find(|(_, w)| w.matches(n))
             .map(|&(code, _)| code)
     }
+
+    fn cname(&self) -> &CStr {
+        self.cname
+            .get_or_init(|| CString::new(self.name).unwrap_or_default())
+    }
 }
 
 /// Runs the body of exported function `site`: an injected failure replaces it; a panic becomes
-/// `CUDA_ERROR_UNKNOWN`; `errno` is the same after as before.
+/// `CUDA_ERROR_UNKNOWN`; `errno` is the same after as before. A subscribed simulated CUPTI
+/// hears of the call at its entry and exit (`activity`).
 pub fn call(site: &'static Site, body: impl FnOnce() -> Result<(), CUresult>) -> CUresult {
     let saved = errno();
     if count_output().is_some() {
         site.count();
     }
+    let report = activity::begin(|| site.cname());
     let cfg = config::get();
     let rc = match site.injected(cfg) {
         Some(code) => code,
@@ -103,6 +115,9 @@ pub fn call(site: &'static Site, body: impl FnOnce() -> Result<(), CUresult>) ->
             None => String::new(),
         };
         debug(&format!("{} -> {rc} {name}{clock}", site.name));
+    }
+    if report {
+        activity::end(site.cname(), rc as u32);
     }
     set_errno(saved);
     rc
@@ -203,13 +218,32 @@ pub fn locked<R>(
     };
     let mut guard = STATE.lock();
     let st = guard.get_or_insert_with(|| State::new(cfg.devices, cfg.copy_bytes_per_us));
+    let before = st.host_now;
     st.host_now = st.host_now.saturating_add(cfg.host_ns_per_call);
     st.last_op = None;
     let r = f(st, &caller);
+    activity::clock(before, st.host_now);
     if cfg.debug {
         let _ = LAST_CLOCK.try_with(|c| c.set(Some((st.host_now, st.last_op))));
     }
     r
+}
+
+/// Runs `f` on the virtual GPU under the state lock without advancing any clock: for the private
+/// activity exports, which are not driver calls.
+pub fn with_state<R>(f: impl FnOnce(&mut State, &Caller) -> R) -> R {
+    ATFORK.call_once(|| {
+        // SAFETY: as in `locked`.
+        unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(after_fork)) };
+    });
+    let cfg = config::get();
+    let caller = Caller {
+        thread: thread_key(),
+        ctx: current(),
+    };
+    let mut guard = STATE.lock();
+    let st = guard.get_or_insert_with(|| State::new(cfg.devices, cfg.copy_bytes_per_us));
+    f(st, &caller)
 }
 
 /// The host clock after a call, and the `(start, end)` of the operation it queued.

@@ -8,13 +8,21 @@
 //!
 //! Layout: `api/` holds the exported functions (thin, `unsafe`, C ABI); `entry` wraps each of
 //! them (fault injection, panic catching, errno); `state` is the safe virtual GPU behind one lock;
-//! `procaddr` is the `cuGetProcAddress` table; `config` reads the environment.
+//! `procaddr` is the `cuGetProcAddress` table; `config` reads the environment; `activity` reports
+//! every call and the GPU work it queued to a simulated CUPTI (`tests/simcupti`) through the
+//! private interface of `activity_abi`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod activity;
+mod activity_abi;
 #[macro_use]
 mod api;
 mod config;
+/// CUPTI's constants (generated from the CUPTI headers by tools/gen-cupti).
+#[allow(dead_code)]
+#[path = "../../../inject/src/generated/cupti.rs"]
+mod cupti;
 mod entry;
 mod errors;
 mod lock;

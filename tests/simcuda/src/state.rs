@@ -139,6 +139,8 @@ pub struct State {
     functions: BTreeMap<Id, Function>,
     /// By base address.
     allocs: BTreeMap<u64, Alloc>,
+    /// The grid id of the next kernel launch (CUPTI's `gridId`), from 1.
+    next_grid_id: u64,
 }
 
 fn max_opt(a: u64, b: Option<u64>) -> u64 {
@@ -160,6 +162,7 @@ impl State {
             modules: BTreeMap::new(),
             functions: BTreeMap::new(),
             allocs: BTreeMap::new(),
+            next_grid_id: 1,
         }
     }
 
@@ -432,6 +435,64 @@ impl State {
         (start, end)
     }
 
+    /// A new grid id, for a kernel launch that is being queued.
+    pub fn grid_id(&mut self) -> u64 {
+        let id = self.next_grid_id;
+        self.next_grid_id += 1;
+        id
+    }
+
+    /// Where stream `sid` is, for activity records: `(device ordinal, context id, stream id)`,
+    /// the ids being simcuda's object ids.
+    pub fn stream_place(&self, sid: Id) -> (u32, u32, u32) {
+        let ctx = self.streams.get(&sid).map_or(0, |s| s.ctx);
+        let device = self.contexts.get(&ctx).map_or(0, |c| c.device);
+        (device as u32, ctx as u32, sid as u32)
+    }
+
+    /// `cuptiGetStreamIdEx(ctx, stream, perThreadStream)`: the stream's id, or a CUPTI error
+    /// code (`CUPTI_ERROR_INVALID_CONTEXT` for an unknown context, `CUPTI_ERROR_INVALID_STREAM`
+    /// for an unknown stream, one of another context, or a default-stream handle without a
+    /// context). A NULL stream is the legacy stream, or with `per_thread` the calling thread's
+    /// per-thread stream (created if needed, as its first use would).
+    pub fn cupti_stream_id(
+        &mut self,
+        ctx: usize,
+        stream: usize,
+        per_thread: bool,
+        caller: &Caller,
+    ) -> Result<u32, u32> {
+        use crate::cupti::{CUPTI_ERROR_INVALID_CONTEXT, CUPTI_ERROR_INVALID_STREAM};
+        let ctx = match ctx {
+            0 => None,
+            h => Some(
+                self.context_of(h)
+                    .map_err(|_| CUPTI_ERROR_INVALID_CONTEXT)?,
+            ),
+        };
+        let sid = match stream {
+            0 | CU_STREAM_LEGACY | CU_STREAM_PER_THREAD => {
+                let ctx = ctx.ok_or(CUPTI_ERROR_INVALID_STREAM)?;
+                if stream == CU_STREAM_PER_THREAD || (stream == 0 && per_thread) {
+                    self.per_thread_of(ctx, caller.thread)
+                } else {
+                    self.legacy_of(ctx)
+                }
+                .map_err(|_| CUPTI_ERROR_INVALID_STREAM)?
+            }
+            h => {
+                let id = decode(Kind::Stream, h)
+                    .filter(|id| self.streams.contains_key(id))
+                    .ok_or(CUPTI_ERROR_INVALID_STREAM)?;
+                if ctx.is_some_and(|c| self.streams[&id].ctx != c) {
+                    return Err(CUPTI_ERROR_INVALID_STREAM);
+                }
+                id
+            }
+        };
+        Ok(sid as u32)
+    }
+
     pub fn stream_end(&self, sid: Id) -> u64 {
         self.streams.get(&sid).map_or(0, |s| s.end)
     }
@@ -590,6 +651,19 @@ impl State {
             // SAFETY: `addr` came from memory::allocate(a.kind, a.size) in `allocate` and was
             // just removed from the table, so it is released once.
             unsafe { memory::release(a.kind, addr, a.size as usize) };
+        }
+    }
+
+    /// CUPTI's memory kind of the memory at `addr`: `CUPTI_ACTIVITY_MEMORY_KIND_DEVICE` inside a
+    /// device allocation, `_PINNED` inside a `cuMemAllocHost` block, `_PAGEABLE` elsewhere.
+    pub fn memory_kind(&self, addr: u64) -> u32 {
+        use crate::cupti::*;
+        match self.allocs.range(..=addr).next_back() {
+            Some((&base, a)) if addr < base + a.size => match a.kind {
+                AllocKind::Host => CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+                AllocKind::Device | AllocKind::DeviceLow => CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+            },
+            _ => CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
         }
     }
 

@@ -3,9 +3,11 @@
 use std::os::raw::{c_uchar, c_uint, c_void};
 
 use super::{h, need, put};
+use crate::activity::{self, SimOp, SIMOP_MEMCPY, SIMOP_MEMSET};
 use crate::entry::locked;
 use crate::errors::*;
 use crate::memory::AllocKind;
+use crate::state::State;
 use crate::types::*;
 
 /// Where an operation is queued.
@@ -60,6 +62,20 @@ fn free(addr: u64, host: bool) -> Result<(), CUresult> {
     })
 }
 
+/// What a transfer is, for activity reporting.
+#[derive(Clone, Copy)]
+enum What {
+    /// A copy. `kind`: CUPTI's copy kind, or `None` to derive it from where the pointers lie
+    /// (`cuMemcpyAsync`).
+    Copy {
+        dst: u64,
+        src: u64,
+        kind: Option<u32>,
+    },
+    /// A memset of `value` (the byte or the word).
+    Memset { dst: u64, value: u32 },
+}
+
 /// Queues an operation of `bytes` bytes after checking its pointers, then runs `effect` (the
 /// data movement) under the lock.
 fn transfer(
@@ -67,6 +83,7 @@ fn transfer(
     checks: &[(u64, Side)],
     bytes: u64,
     on: On,
+    what: What,
     effect: impl FnOnce(),
 ) -> Result<(), CUresult> {
     locked(|st, caller| {
@@ -85,7 +102,11 @@ fn transfer(
             On::Stream { stream, ptsz } => (st.resolve_stream(h(stream), ptsz, caller)?, false),
         };
         effect();
-        let (_, end) = st.issue(sid, st.transfer_ns(bytes));
+        let (start, end) = st.issue(sid, st.transfer_ns(bytes));
+        if activity::wants_op() {
+            let is_async = matches!(on, On::Stream { .. });
+            activity::set_op(describe(st, sid, (start, end), bytes, what, is_async), None);
+        }
         if host_waits {
             st.wait_until(end);
         }
@@ -93,9 +114,62 @@ fn transfer(
     })
 }
 
-fn copy(dst: (u64, Side), src: (u64, Side), n: usize, on: On) -> Result<(), CUresult> {
+/// The activity description of a copy or memset queued on stream `sid`.
+fn describe(
+    st: &State,
+    sid: u64,
+    (start, end): (u64, u64),
+    bytes: u64,
+    what: What,
+    is_async: bool,
+) -> SimOp {
+    use crate::cupti::*;
+    let (device, context_id, stream_id) = st.stream_place(sid);
+    let mut op = SimOp::zeroed(SIMOP_MEMCPY);
+    match what {
+        What::Copy { dst, src, kind } => {
+            let (src_kind, dst_kind) = (st.memory_kind(src), st.memory_kind(dst));
+            let on_device = |k| k == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+            op.copy_kind = kind.unwrap_or(match (on_device(src_kind), on_device(dst_kind)) {
+                (false, true) => CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                (true, false) => CUPTI_ACTIVITY_MEMCPY_KIND_DTOH,
+                (true, true) => CUPTI_ACTIVITY_MEMCPY_KIND_DTOD,
+                (false, false) => CUPTI_ACTIVITY_MEMCPY_KIND_HTOH,
+            });
+            op.src_kind = src_kind;
+            op.dst_kind = dst_kind;
+        }
+        What::Memset { dst, value } => {
+            op.kind = SIMOP_MEMSET;
+            op.src_kind = st.memory_kind(dst);
+            op.dst_kind = op.src_kind;
+            op.value = value;
+        }
+    }
+    op.device = device;
+    op.context_id = context_id;
+    op.stream_id = stream_id;
+    op.start_ns = start;
+    op.end_ns = end;
+    op.bytes = bytes;
+    op.is_async = u32::from(is_async);
+    op
+}
+
+fn copy(
+    dst: (u64, Side),
+    src: (u64, Side),
+    n: usize,
+    on: On,
+    kind: Option<u32>,
+) -> Result<(), CUresult> {
     let bytes = n as u64;
-    transfer(Ok(()), &[dst, src], bytes, on, || {
+    let what = What::Copy {
+        dst: dst.0,
+        src: src.0,
+        kind,
+    };
+    transfer(Ok(()), &[dst, src], bytes, on, what, || {
         // SAFETY: device sides were checked to lie in live allocations of at least `n` bytes;
         // host sides are the caller's buffers of `n` bytes (driver contract). ptr::copy
         // tolerates overlap.
@@ -104,24 +178,31 @@ fn copy(dst: (u64, Side), src: (u64, Side), n: usize, on: On) -> Result<(), CUre
 }
 
 fn htod(dst: u64, src: *const c_void, n: usize, on: On) -> Result<(), CUresult> {
-    copy((dst, Side::Device), (src as u64, Side::Host), n, on)
+    let kind = Some(crate::cupti::CUPTI_ACTIVITY_MEMCPY_KIND_HTOD);
+    copy((dst, Side::Device), (src as u64, Side::Host), n, on, kind)
 }
 
 fn dtoh(dst: *mut c_void, src: u64, n: usize, on: On) -> Result<(), CUresult> {
-    copy((dst as u64, Side::Host), (src, Side::Device), n, on)
+    let kind = Some(crate::cupti::CUPTI_ACTIVITY_MEMCPY_KIND_DTOH);
+    copy((dst as u64, Side::Host), (src, Side::Device), n, on, kind)
 }
 
 fn dtod(dst: u64, src: u64, n: usize, on: On) -> Result<(), CUresult> {
-    copy((dst, Side::Device), (src, Side::Device), n, on)
+    let kind = Some(crate::cupti::CUPTI_ACTIVITY_MEMCPY_KIND_DTOD);
+    copy((dst, Side::Device), (src, Side::Device), n, on, kind)
 }
 
 /// `cuMemcpyAsync` (unified addressing): each side may be device, page-locked or any host memory.
 fn any(dst: u64, src: u64, n: usize, on: On) -> Result<(), CUresult> {
-    copy((dst, Side::Host), (src, Side::Host), n, on)
+    copy((dst, Side::Host), (src, Side::Host), n, on, None)
 }
 
 fn memset8(dst: u64, v: u8, n: usize, on: On) -> Result<(), CUresult> {
-    transfer(Ok(()), &[(dst, Side::Device)], n as u64, on, || {
+    let what = What::Memset {
+        dst,
+        value: u32::from(v),
+    };
+    transfer(Ok(()), &[(dst, Side::Device)], n as u64, on, what, || {
         // SAFETY: checked to lie in a live allocation of at least n bytes.
         unsafe { std::ptr::write_bytes(dst as *mut u8, v, n) }
     })
@@ -134,13 +215,21 @@ fn memset32(dst: u64, v: u32, n: usize, on: On) -> Result<(), CUresult> {
     } else {
         Ok(())
     };
-    transfer(pre, &[(dst, Side::Device)], bytes.unwrap_or(0), on, || {
-        let p = dst as *mut u32;
-        for i in 0..n {
-            // SAFETY: 4-byte aligned and checked to lie in a live allocation of 4n bytes.
-            unsafe { p.add(i).write(v) }
-        }
-    })
+    let what = What::Memset { dst, value: v };
+    transfer(
+        pre,
+        &[(dst, Side::Device)],
+        bytes.unwrap_or(0),
+        on,
+        what,
+        || {
+            let p = dst as *mut u32;
+            for i in 0..n {
+                // SAFETY: 4-byte aligned and checked to lie in a live allocation of 4n bytes.
+                unsafe { p.add(i).write(v) }
+            }
+        },
+    )
 }
 
 fn v1(p: CUdeviceptr_v1) -> u64 {

@@ -4,6 +4,7 @@ use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_uint, c_void};
 
 use super::{h, need, ptr, put};
+use crate::activity::{self, SimOp, SIMOP_KERNEL};
 use crate::config;
 use crate::entry::locked;
 use crate::errors::*;
@@ -13,6 +14,9 @@ use crate::types::*;
 
 /// `CU_FUNC_ATTRIBUTE_MAX` of CUDA 13.0.
 pub const FUNC_ATTRIBUTE_MAX: c_int = 16;
+/// `CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`, `CU_FUNC_ATTRIBUTE_NUM_REGS`.
+const FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: c_int = 1;
+const FUNC_ATTRIBUTE_NUM_REGS: c_int = 4;
 
 /// `cuFuncGetAttribute` values (the same for every kernel).
 pub fn function_attribute(attrib: c_int) -> Option<c_int> {
@@ -168,7 +172,26 @@ fn launch(
             .ok()
             .and_then(|n| config::get().kernel_override(n))
             .unwrap_or(ns);
-        st.issue(sid, ns);
+        let (start, end) = st.issue(sid, ns);
+        let grid_id = st.grid_id();
+        if activity::wants_op() {
+            let (device, context_id, stream_id) = st.stream_place(sid);
+            let attribute = |a| function_attribute(a).unwrap_or(0) as u32;
+            let mut op = SimOp::zeroed(SIMOP_KERNEL);
+            op.device = device;
+            op.context_id = context_id;
+            op.stream_id = stream_id;
+            op.start_ns = start;
+            op.end_ns = end;
+            op.grid = grid;
+            op.block = block;
+            op.dynamic_shared = sharedMemBytes;
+            op.static_shared = attribute(FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
+            op.registers = attribute(FUNC_ATTRIBUTE_NUM_REGS);
+            op.grid_id = grid_id;
+            op.is_async = 1;
+            activity::set_op(op, Some(name));
+        }
         Ok(())
     })
 }

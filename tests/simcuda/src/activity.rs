@@ -1,0 +1,200 @@
+//! Activity reporting to a simulated CUPTI (`tests/simcupti`): the private exports declared in
+//! `activity_abi.rs`, and the state of the call in progress that the entry points fill in (its
+//! clock readings and the GPU operation it queued). The subscriber gives each call its
+//! correlation id (CUPTI's rules live there).
+//!
+//! Nothing here costs anything until a subscriber exists: `begin` then reads one atomic.
+
+use std::cell::RefCell;
+use std::ffi::{CStr, CString};
+use std::os::raw::{c_int, c_void};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+pub use crate::activity_abi::*;
+use crate::entry;
+use crate::state::{handle, Kind};
+
+/// The subscriber's callback (a `SimCallback`), 0 when none.
+static CALLBACK: AtomicUsize = AtomicUsize::new(0);
+/// The virtual host clock after the last call that took the state lock (a lock-free mirror).
+pub static HOST_NOW: AtomicU64 = AtomicU64::new(0);
+
+/// The call in progress on this thread, while a subscriber exists.
+struct Pending {
+    correlation_id: u32,
+    context_id: u32,
+    /// The host clock when the call started, read lock-free.
+    start: u64,
+    /// `(before its clock step, after the call)`, when the call took the state lock.
+    clock: Option<(u64, u64)>,
+    op: Option<SimOp>,
+    /// Owns the kernel name `op.name` points to.
+    name: Option<CString>,
+}
+
+thread_local! {
+    static PENDING: RefCell<Option<Pending>> = const { RefCell::new(None) };
+}
+
+fn callback() -> Option<SimCallback> {
+    match CALLBACK.load(Ordering::Acquire) {
+        0 => None,
+        // SAFETY: only `simcuda_activity_subscribe` stores non-zero values, and they came from
+        // a `SimCallback`.
+        f => Some(unsafe { std::mem::transmute::<usize, SimCallback>(f) }),
+    }
+}
+
+fn context_handle(id: u32) -> *mut c_void {
+    if id == 0 {
+        std::ptr::null_mut()
+    } else {
+        handle(Kind::Context, u64::from(id)) as *mut c_void
+    }
+}
+
+/// At the start of an exported call: tells the subscriber, if there is one, and returns whether
+/// to report the call's end.
+pub fn begin<'a>(name: impl FnOnce() -> &'a CStr) -> bool {
+    let Some(cb) = callback() else {
+        return false;
+    };
+    let name = name();
+    let start = HOST_NOW.load(Ordering::Acquire);
+    let context_id = entry::current().map_or(0, |c| c as u32);
+    let call = SimCall {
+        site: SIMCALL_ENTER,
+        correlation_id: 0,
+        name: name.as_ptr(),
+        result: 0,
+        context_id,
+        context: context_handle(context_id),
+        start_ns: start,
+        end_ns: start,
+        op: std::ptr::null(),
+    };
+    // SAFETY: the subscriber's callback takes a pointer to a SimCall valid during the call.
+    let correlation_id = unsafe { cb(&call) };
+    let pending = Pending {
+        correlation_id,
+        context_id,
+        start,
+        clock: None,
+        op: None,
+        name: None,
+    };
+    PENDING
+        .try_with(|p| *p.borrow_mut() = Some(pending))
+        .is_ok()
+}
+
+/// Called by `entry::locked`: the host clock before this call's step and after the call.
+pub fn clock(before: u64, after: u64) {
+    HOST_NOW.store(after, Ordering::Release);
+    let _ = PENDING.try_with(|p| {
+        if let Some(p) = p.borrow_mut().as_mut() {
+            p.clock = Some((before, after));
+        }
+    });
+}
+
+/// Whether the call in progress is reported (so its operation should be described).
+pub fn wants_op() -> bool {
+    PENDING.try_with(|p| p.borrow().is_some()).unwrap_or(false)
+}
+
+/// Records the GPU operation the call in progress queued (`name`: a kernel's name).
+pub fn set_op(mut op: SimOp, name: Option<CString>) {
+    let _ = PENDING.try_with(|p| {
+        if let Some(p) = p.borrow_mut().as_mut() {
+            op.name = name.as_ref().map_or(std::ptr::null(), |n| n.as_ptr());
+            p.op = Some(op);
+            p.name = name;
+        }
+    });
+}
+
+/// At the end of a call that `begin` said to report: tells the subscriber.
+pub fn end(name: &CStr, result: u32) {
+    let Some(pending) = PENDING.try_with(|p| p.borrow_mut().take()).ok().flatten() else {
+        return;
+    };
+    let Some(cb) = callback() else {
+        return;
+    };
+    let (start_ns, end_ns) = pending.clock.unwrap_or((pending.start, pending.start));
+    let call = SimCall {
+        site: SIMCALL_EXIT,
+        correlation_id: pending.correlation_id,
+        name: name.as_ptr(),
+        result,
+        context_id: pending.context_id,
+        context: context_handle(pending.context_id),
+        start_ns,
+        end_ns,
+        op: pending
+            .op
+            .as_ref()
+            .map_or(std::ptr::null(), |op| op as *const SimOp),
+    };
+    // SAFETY: as in `begin`; `call`, the op and the names it points to outlive the callback.
+    unsafe { cb(&call) };
+    drop(pending);
+}
+
+/// Subscribes `cb` (NULL unsubscribes). Returns 0, or -1 if `version` is not
+/// `SIMCUDA_ACTIVITY_VERSION`.
+///
+/// # Safety
+/// `cb` must be NULL or a function with the `SimCallback` signature that stays valid while
+/// subscribed.
+#[no_mangle]
+pub unsafe extern "C" fn simcuda_activity_subscribe(
+    version: u32,
+    cb: Option<SimCallback>,
+) -> c_int {
+    if version != SIMCUDA_ACTIVITY_VERSION {
+        return -1;
+    }
+    CALLBACK.store(cb.map_or(0, |f| f as usize), Ordering::Release);
+    0
+}
+
+/// The virtual host clock now, ns.
+#[no_mangle]
+pub extern "C" fn simcuda_host_now() -> u64 {
+    HOST_NOW.load(Ordering::Acquire)
+}
+
+/// `cuptiGetStreamIdEx`: the id of `stream` (see README.md, "Activity reporting"), as a CUPTI
+/// result code.
+///
+/// # Safety
+/// `id` must be NULL or valid for a write of a `u32`.
+#[no_mangle]
+pub unsafe extern "C" fn simcuda_stream_id(
+    ctx: *mut c_void,
+    stream: *mut c_void,
+    per_thread: u8,
+    id: *mut u32,
+) -> u32 {
+    const CUPTI_SUCCESS: u32 = 0;
+    const CUPTI_ERROR_INVALID_PARAMETER: u32 = 1;
+    if id.is_null() {
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    }
+    let r = entry::with_state(|st, caller| {
+        st.cupti_stream_id(ctx as usize, stream as usize, per_thread != 0, caller)
+    });
+    match r {
+        Ok(v) => {
+            // SAFETY: checked non-NULL; the caller's contract.
+            unsafe { id.write_unaligned(v) };
+            CUPTI_SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,242 @@
+//! What a subscriber hears: every call at entry and exit, with the GPU operation it queued.
+//! The collector keeps only this thread's calls (other tests may run meanwhile).
+
+use std::cell::RefCell;
+use std::ffi::{c_void, CStr};
+
+use super::*;
+use crate::api::context::*;
+use crate::api::device::*;
+use crate::api::memory::*;
+use crate::api::module::*;
+use crate::api::stream::*;
+use crate::cupti::*;
+use crate::state::decode;
+
+#[derive(Debug)]
+struct Seen {
+    site: u32,
+    name: String,
+    correlation_id: u32,
+    result: u32,
+    context_id: u32,
+    start: u64,
+    end: u64,
+    op: Option<(SimOp, String)>,
+}
+
+thread_local! {
+    static SEEN: RefCell<Vec<Seen>> = const { RefCell::new(Vec::new()) };
+    static NEXT: RefCell<u32> = const { RefCell::new(100) };
+}
+
+unsafe extern "C" fn collect(call: *const SimCall) -> u32 {
+    // SAFETY: simcuda's SimCall, valid during the callback.
+    let c = unsafe { &*call };
+    // SAFETY: as above; names are NUL-terminated.
+    let text = |p: *const std::os::raw::c_char| {
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    };
+    // SAFETY: as above.
+    let op = unsafe { c.op.as_ref() }.map(|op| {
+        let name = if op.name.is_null() {
+            String::new()
+        } else {
+            text(op.name)
+        };
+        (*op, name)
+    });
+    SEEN.with(|s| {
+        s.borrow_mut().push(Seen {
+            site: c.site,
+            name: text(c.name),
+            correlation_id: c.correlation_id,
+            result: c.result,
+            context_id: c.context_id,
+            start: c.start_ns,
+            end: c.end_ns,
+            op,
+        })
+    });
+    NEXT.with(|n| {
+        let mut n = n.borrow_mut();
+        *n += 1;
+        *n
+    })
+}
+
+#[test]
+fn subscriber_hears_every_call_and_its_operation() {
+    // SAFETY: a wrong version changes nothing; `collect` is a SimCallback.
+    unsafe {
+        assert_eq!(
+            simcuda_activity_subscribe(SIMCUDA_ACTIVITY_VERSION + 1, Some(collect)),
+            -1
+        );
+        assert_eq!(
+            simcuda_activity_subscribe(SIMCUDA_ACTIVITY_VERSION, Some(collect)),
+            0
+        );
+    }
+    let image = c"simcuda-module\nkernel k 3000\n";
+    let (mut dev, mut ctx, mut module, mut func) = (
+        0,
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+    );
+    let (mut stream, mut dptr, mut pinned) =
+        (std::ptr::null_mut(), 0u64, std::ptr::null_mut::<c_void>());
+    let mut current = std::ptr::null_mut();
+    // SAFETY: the driver API with valid out-pointers.
+    unsafe {
+        assert_eq!(cuInit(0), 0);
+        assert_eq!(cuDeviceGet(&mut dev, 0), 0);
+        assert_eq!(cuDevicePrimaryCtxRetain(&mut ctx, dev), 0);
+        assert_eq!(cuCtxSetCurrent(ctx), 0);
+        assert_eq!(cuModuleLoadData(&mut module, image.as_ptr().cast()), 0);
+        assert_eq!(cuModuleGetFunction(&mut func, module, c"k".as_ptr()), 0);
+        assert_eq!(cuStreamCreate(&mut stream, 1), 0);
+        assert_eq!(cuMemAlloc_v2(&mut dptr, 4096), 0);
+        assert_eq!(cuMemAllocHost_v2(&mut pinned, 4096), 0);
+        assert_eq!(cuMemcpyHtoDAsync_v2(dptr, pinned, 4096, stream), 0);
+        assert_eq!(cuMemsetD32_v2(dptr, 0xabcd, 16), 0);
+        assert_eq!(
+            cuLaunchKernel(
+                func,
+                2,
+                3,
+                4,
+                32,
+                1,
+                1,
+                96,
+                stream,
+                std::ptr::null_mut(),
+                std::ptr::null_mut()
+            ),
+            0
+        );
+        assert_eq!(cuCtxGetCurrent(&mut current), 0);
+        assert_eq!(cuMemsetD8_v2(0, 1, 1), CUDA_ERROR_INVALID_VALUE_CODE);
+        assert_eq!(
+            simcuda_activity_subscribe(SIMCUDA_ACTIVITY_VERSION, None),
+            0
+        );
+        assert_eq!(cuMemFreeHost(pinned), 0);
+    }
+    let seen = SEEN.with(|s| s.take());
+    // Two callbacks per call, entry then exit, with the id returned at entry.
+    assert_eq!(seen.len(), 2 * 14);
+    for pair in seen.chunks(2) {
+        let (enter, exit) = (&pair[0], &pair[1]);
+        assert_eq!(
+            (enter.site, exit.site),
+            (SIMCALL_ENTER, SIMCALL_EXIT),
+            "{enter:?}"
+        );
+        assert_eq!(enter.name, exit.name);
+        assert_eq!(
+            (enter.correlation_id, enter.result, enter.op.is_none()),
+            (0, 0, true)
+        );
+        assert_eq!(enter.start, enter.end);
+        assert_eq!(exit.start, enter.start);
+        assert!(exit.correlation_id > 100);
+    }
+    let exits: Vec<&Seen> = seen.iter().filter(|s| s.site == SIMCALL_EXIT).collect();
+    let names: Vec<&str> = exits.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names[..4],
+        [
+            "cuInit",
+            "cuDeviceGet",
+            "cuDevicePrimaryCtxRetain",
+            "cuCtxSetCurrent"
+        ]
+    );
+    // Before cuCtxSetCurrent there is no current context; afterwards, the primary one.
+    let ctx_id = decode(Kind::Context, ctx as usize).unwrap() as u32;
+    assert_eq!(exits[3].context_id, 0);
+    assert_eq!(exits[4].context_id, ctx_id);
+    // A locked call spans its own clock step.
+    assert_eq!(exits[0].end - exits[0].start, 1000);
+    let stream_id = decode(Kind::Stream, stream as usize).unwrap() as u32;
+
+    let (copy, _) = exits[9]
+        .op
+        .clone()
+        .unwrap_or_else(|| panic!("{:?}", exits[9]));
+    assert_eq!(exits[9].name, "cuMemcpyHtoDAsync_v2");
+    assert_eq!(
+        (copy.kind, copy.bytes, copy.is_async),
+        (SIMOP_MEMCPY, 4096, 1)
+    );
+    assert_eq!(copy.copy_kind, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD);
+    assert_eq!(
+        (copy.src_kind, copy.dst_kind),
+        (
+            CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+            CUPTI_ACTIVITY_MEMORY_KIND_DEVICE
+        )
+    );
+    assert_eq!(
+        (copy.device, copy.context_id, copy.stream_id),
+        (0, ctx_id, stream_id)
+    );
+    assert_eq!(
+        (copy.start_ns, copy.end_ns),
+        (exits[9].end, exits[9].end + 410)
+    );
+
+    let (set, _) = exits[10].op.clone().unwrap();
+    assert_eq!(
+        (set.kind, set.bytes, set.value, set.is_async),
+        (SIMOP_MEMSET, 64, 0xabcd, 0)
+    );
+    assert_eq!(set.dst_kind, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+    assert_ne!(set.stream_id, stream_id); // the legacy stream
+
+    let (k, name) = exits[11].op.clone().unwrap();
+    assert_eq!((k.kind, name.as_str()), (SIMOP_KERNEL, "k"));
+    assert_eq!((k.grid, k.block), ([2, 3, 4], [32, 1, 1]));
+    assert_eq!(
+        (k.dynamic_shared, k.static_shared, k.registers),
+        (96, 0, 32)
+    );
+    assert_eq!(k.end_ns - k.start_ns, 3000);
+    assert!(k.grid_id >= 1);
+
+    // The lock-free cuCtxGetCurrent: no clock step; a failed memset: its code, no operation.
+    assert_eq!(
+        (exits[12].name.as_str(), exits[12].start == exits[12].end),
+        ("cuCtxGetCurrent", true)
+    );
+    assert_eq!(
+        (exits[13].result, exits[13].op.is_none()),
+        (CUDA_ERROR_INVALID_VALUE_CODE as u32, true)
+    );
+
+    // cuptiGetStreamIdEx's answers.
+    let mut id = 0u32;
+    // SAFETY: valid out-pointer.
+    unsafe {
+        assert_eq!(
+            simcuda_stream_id(std::ptr::null_mut(), stream, 0, &mut id),
+            0
+        );
+        assert_eq!(id, stream_id);
+        assert_eq!(simcuda_stream_id(ctx, std::ptr::null_mut(), 0, &mut id), 0);
+        assert_eq!(id, set.stream_id);
+        assert_eq!(
+            simcuda_stream_id(std::ptr::null_mut(), std::ptr::null_mut(), 0, &mut id),
+            CUPTI_ERROR_INVALID_STREAM
+        );
+        assert_eq!(
+            simcuda_stream_id(ctx, stream, 0, std::ptr::null_mut()),
+            CUPTI_ERROR_INVALID_PARAMETER
+        );
+    }
+}
+
+const CUDA_ERROR_INVALID_VALUE_CODE: i32 = 1;

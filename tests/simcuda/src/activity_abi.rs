@@ -1,0 +1,135 @@
+//! The private C interface between simcuda and a simulated CUPTI (`tests/simcupti`), which
+//! includes this file with `#[path]`, so both sides share one definition.
+//!
+//! simcuda exports (from `libcuda.so.1`, beside the driver API):
+//!
+//! ```c
+//! // Subscribes `cb` (NULL unsubscribes); `version` must be SIMCUDA_ACTIVITY_VERSION.
+//! // Returns 0, or -1 for a version mismatch (nothing changes).
+//! int simcuda_activity_subscribe(uint32_t version, uint32_t (*cb)(const SimCall *));
+//! // The virtual host clock now, ns (after the last call that took simcuda's lock).
+//! uint64_t simcuda_host_now(void);
+//! // cuptiGetStreamIdEx's answer: a CUPTI result code, and the stream's id in *id.
+//! uint32_t simcuda_stream_id(CUcontext ctx, CUstream stream, uint8_t per_thread, uint32_t *id);
+//! ```
+//!
+//! While subscribed, `cb` is called twice for every call of an exported driver function (the
+//! lock-free ones and those failed by `SIMCUDA_FAIL` included), on the calling thread, outside
+//! simcuda's lock: at its start (`SIMCALL_ENTER`), where it returns the correlation id it gives
+//! the call (0: none), and at its end (`SIMCALL_EXIT`, return value ignored), with that id, the
+//! result, and the GPU operation the call queued. The pointers in a `SimCall` are valid only
+//! during the callback. See tests/simcuda/README.md ("Activity reporting").
+
+#![allow(dead_code)]
+
+use std::os::raw::{c_char, c_void};
+
+/// Bumped whenever `SimCall` or `SimOp` change.
+pub const SIMCUDA_ACTIVITY_VERSION: u32 = 1;
+
+/// `SimCall::site`: the call is starting.
+pub const SIMCALL_ENTER: u32 = 0;
+/// `SimCall::site`: the call has ended.
+pub const SIMCALL_EXIT: u32 = 1;
+
+/// `SimOp::kind`: a kernel launch.
+pub const SIMOP_KERNEL: u32 = 1;
+/// `SimOp::kind`: a copy.
+pub const SIMOP_MEMCPY: u32 = 2;
+/// `SimOp::kind`: a memset.
+pub const SIMOP_MEMSET: u32 = 3;
+
+/// One GPU operation a driver call queued.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SimOp {
+    /// `SIMOP_KERNEL`, `SIMOP_MEMCPY` or `SIMOP_MEMSET`.
+    pub kind: u32,
+    /// Device ordinal of the stream's context.
+    pub device: u32,
+    /// The context's id (simcuda's object id, as in its handle).
+    pub context_id: u32,
+    /// The stream's id (simcuda's object id; also for the legacy and per-thread streams).
+    pub stream_id: u32,
+    /// Virtual start and end, ns.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Kernels: the kernel's name (NUL-terminated); NULL for other operations.
+    pub name: *const c_char,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// `sharedMemBytes` of the launch.
+    pub dynamic_shared: u32,
+    /// `cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)`.
+    pub static_shared: u32,
+    /// `cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_NUM_REGS)`.
+    pub registers: u32,
+    /// Kernels: 1 for the process's first launch, then +1 for each launch.
+    pub grid_id: u64,
+    /// Copies and memsets: bytes moved or set.
+    pub bytes: u64,
+    /// Copies: a `CUPTI_ACTIVITY_MEMCPY_KIND_*` value.
+    pub copy_kind: u32,
+    /// Copies: `CUPTI_ACTIVITY_MEMORY_KIND_*` of the source; memsets: of the destination.
+    pub src_kind: u32,
+    /// Copies and memsets: `CUPTI_ACTIVITY_MEMORY_KIND_*` of the destination.
+    pub dst_kind: u32,
+    /// 1 if queued by an entry point with a stream argument (`*Async*`), else 0.
+    pub is_async: u32,
+    /// Memsets: the value (the byte for `cuMemsetD8*`, the word for `cuMemsetD32*`).
+    pub value: u32,
+}
+
+/// One driver call, at its start or its end.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SimCall {
+    /// `SIMCALL_ENTER` or `SIMCALL_EXIT`.
+    pub site: u32,
+    /// At exit: the id the subscriber returned at entry (0 at entry).
+    pub correlation_id: u32,
+    /// The exported function's name (NUL-terminated), e.g. `cuMemcpyHtoD_v2`.
+    pub name: *const c_char,
+    /// At exit: the `CUresult` the call returns (0 at entry).
+    pub result: u32,
+    /// The calling thread's current context when the call started: its id (simcuda's object id)
+    /// and its handle; 0 and NULL when it had none.
+    pub context_id: u32,
+    pub context: *mut c_void,
+    /// Virtual host clock when the call started (before its own clock step) and, at exit, when
+    /// it ended (at entry both are the start).
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// At exit: the GPU operation the call queued, or NULL.
+    pub op: *const SimOp,
+}
+
+/// The subscriber's callback: at entry it returns the call's correlation id (0: none).
+pub type SimCallback = unsafe extern "C" fn(*const SimCall) -> u32;
+
+impl SimOp {
+    /// An operation with every field zero.
+    pub const fn zeroed(kind: u32) -> SimOp {
+        SimOp {
+            kind,
+            device: 0,
+            context_id: 0,
+            stream_id: 0,
+            start_ns: 0,
+            end_ns: 0,
+            name: std::ptr::null(),
+            grid: [0; 3],
+            block: [0; 3],
+            dynamic_shared: 0,
+            static_shared: 0,
+            registers: 0,
+            grid_id: 0,
+            bytes: 0,
+            copy_kind: 0,
+            src_kind: 0,
+            dst_kind: 0,
+            is_async: 0,
+            value: 0,
+        }
+    }
+}

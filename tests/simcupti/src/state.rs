@@ -1,0 +1,616 @@
+//! simcupti's state and what it does with each driver call simcuda reports: correlation ids,
+//! callback-API callbacks, and activity records written into the client's buffers.
+//!
+//! All of it sits behind one `pthread_mutex_t` (`lock::Locked`, shared with simcuda), made
+//! fork-safe by `pthread_atfork`. The client's buffer-request callback runs with that lock held;
+//! its other callbacks (buffer completed, callback API, timestamp) run without it.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, VecDeque};
+use std::ffi::{CStr, CString};
+use std::os::raw::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Once, OnceLock};
+
+use crate::buffer::Buffer;
+use crate::layout::*;
+use crate::lock::Locked;
+use crate::records::{self, Times};
+use crate::sim::*;
+use crate::worker;
+
+pub type RequestFn = unsafe extern "C" fn(*mut *mut u8, *mut usize, *mut usize);
+pub type CompleteFn = unsafe extern "C" fn(*mut c_void, u32, *mut u8, usize, usize);
+pub type TimestampFn = unsafe extern "C" fn() -> u64;
+/// `CUpti_CallbackFunc`.
+pub type CallbackFn = unsafe extern "C" fn(*mut c_void, u32, u32, *const c_void);
+
+/// `CUPTI_DRIVER_TRACE_CBID_SIZE` of CUPTI 13.0: driver callback ids are 1..CBID_SIZE.
+pub const CBID_SIZE: u32 = 807;
+
+/// simcuda's private exports (activity_abi.rs).
+pub struct Sim {
+    subscribe: unsafe extern "C" fn(u32, Option<SimCallback>) -> c_int,
+    host_now: unsafe extern "C" fn() -> u64,
+    stream_id: unsafe extern "C" fn(*mut c_void, *mut c_void, u8, *mut u32) -> u32,
+}
+
+/// simcuda, found in the process's `libcuda.so.1` (loaded if it is not yet).
+pub fn sim() -> Option<&'static Sim> {
+    static SIM: OnceLock<Option<Sim>> = OnceLock::new();
+    SIM.get_or_init(|| {
+        let name = c"libcuda.so.1";
+        // SAFETY: dlopen with a valid C string.
+        let mut h = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+        if h.is_null() {
+            // SAFETY: as above.
+            h = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW) };
+        }
+        if h.is_null() {
+            return None;
+        }
+        let sym = |s: &CStr| {
+            // SAFETY: dlsym on a live handle with a valid C string.
+            let p = unsafe { libc::dlsym(h, s.as_ptr()) };
+            (!p.is_null()).then_some(p)
+        };
+        let (a, b, c) = (
+            sym(c"simcuda_activity_subscribe")?,
+            sym(c"simcuda_host_now")?,
+            sym(c"simcuda_stream_id")?,
+        );
+        type Subscribe = unsafe extern "C" fn(u32, Option<SimCallback>) -> c_int;
+        type HostNow = unsafe extern "C" fn() -> u64;
+        type StreamId = unsafe extern "C" fn(*mut c_void, *mut c_void, u8, *mut u32) -> u32;
+        // SAFETY: simcuda's exports, with the signatures of activity_abi.rs.
+        unsafe {
+            Some(Sim {
+                subscribe: std::mem::transmute::<*mut c_void, Subscribe>(a),
+                host_now: std::mem::transmute::<*mut c_void, HostNow>(b),
+                stream_id: std::mem::transmute::<*mut c_void, StreamId>(c),
+            })
+        }
+    })
+    .as_ref()
+}
+
+impl Sim {
+    pub fn host_now(&self) -> u64 {
+        // SAFETY: a plain simcuda export.
+        unsafe { (self.host_now)() }
+    }
+
+    /// # Safety
+    /// As `cuptiGetStreamIdEx`: `id` valid for a write.
+    pub unsafe fn stream_id(
+        &self,
+        ctx: *mut c_void,
+        stream: *mut c_void,
+        pt: u8,
+        id: *mut u32,
+    ) -> u32 {
+        // SAFETY: the caller's contract.
+        unsafe { (self.stream_id)(ctx, stream, pt, id) }
+    }
+}
+
+/// The one callback-API subscriber (CUPTI 13.0 allows one).
+pub struct Subscriber {
+    pub callback: CallbackFn,
+    pub userdata: usize,
+    /// Enabled driver callback ids.
+    pub driver: Vec<bool>,
+}
+
+pub struct State {
+    pub request: Option<RequestFn>,
+    pub complete: Option<CompleteFn>,
+    pub timestamp: Option<TimestampFn>,
+    /// Enabled activity kinds (bit `kind`).
+    enabled: u64,
+    /// Virtual time 0 on the CUPTI clock, read at the first enable.
+    t0: Option<u64>,
+    /// DRIVER records were enabled at some point: every call gets a correlation id.
+    driver_ever: bool,
+    /// Subscribed to simcuda.
+    attached: bool,
+    current: Option<Buffer>,
+    full: VecDeque<Buffer>,
+    next_correlation: u32,
+    pub subscriber: Option<Subscriber>,
+    /// Interned kernel names (leaked: records point to them for the life of the process).
+    names: BTreeMap<Vec<u8>, usize>,
+}
+
+static STATE: Locked<State> = Locked::new(State {
+    request: None,
+    complete: None,
+    timestamp: None,
+    enabled: 0,
+    t0: None,
+    driver_ever: false,
+    attached: false,
+    current: None,
+    full: VecDeque::new(),
+    next_correlation: 1,
+    subscriber: None,
+    names: BTreeMap::new(),
+});
+
+/// `CUpti_ExternalCorrelationKind` values are below this.
+const EXTERNAL_KINDS: usize = CUPTI_EXTERNAL_CORRELATION_KIND_SIZE as usize;
+
+/// Records dropped for want of a buffer, since the last `cuptiActivityGetNumDroppedRecords`.
+pub static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// This thread is running one of the client's callbacks (or is the delivery thread): driver
+    /// calls it makes are not reported.
+    static IN_CLIENT: Cell<bool> = const { Cell::new(false) };
+    /// The external correlation id stacks, by `CUpti_ExternalCorrelationKind`.
+    static EXTERNAL: RefCell<[Vec<u64>; EXTERNAL_KINDS]> =
+        const { RefCell::new([const { Vec::new() }; EXTERNAL_KINDS]) };
+    /// `correlationData` of the calls in progress on this thread (innermost last); boxed so
+    /// that the address a callback got stays put while nested calls push more.
+    #[allow(clippy::vec_box)]
+    static CORRELATION_DATA: RefCell<Vec<Box<u64>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` as client code: driver calls made meanwhile on this thread are not reported.
+pub fn in_client<R>(f: impl FnOnce() -> R) -> R {
+    let was = IN_CLIENT.try_with(|c| c.replace(true)).unwrap_or(false);
+    let r = f();
+    let _ = IN_CLIENT.try_with(|c| c.set(was));
+    r
+}
+
+fn is_in_client() -> bool {
+    IN_CLIENT.try_with(Cell::get).unwrap_or(true)
+}
+
+extern "C" fn fork_prepare() {
+    STATE.raw_lock();
+    worker::fork_prepare();
+}
+
+extern "C" fn fork_parent() {
+    worker::fork_parent();
+    // SAFETY: fork_prepare took the lock on this thread.
+    unsafe { STATE.raw_unlock() };
+}
+
+extern "C" fn fork_child() {
+    worker::fork_child();
+    // SAFETY: as in fork_parent.
+    unsafe { STATE.raw_unlock() };
+}
+
+/// Runs `f` on the state under the lock.
+pub fn with<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    static ATFORK: Once = Once::new();
+    ATFORK.call_once(|| {
+        // SAFETY: registers plain extern "C" handlers that only take and release the locks.
+        unsafe { libc::pthread_atfork(Some(fork_prepare), Some(fork_parent), Some(fork_child)) };
+    });
+    let mut guard = STATE.lock();
+    f(&mut guard)
+}
+
+/// CLOCK_REALTIME, CUPTI's default clock on Linux, in ns.
+pub fn realtime_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The driver callback id of an exported function name.
+pub fn cbid_of(name: &[u8]) -> Option<u32> {
+    DRIVER_API_CBIDS
+        .binary_search_by(|(n, _)| n.as_bytes().cmp(name))
+        .ok()
+        .map(|i| DRIVER_API_CBIDS[i].1)
+}
+
+/// The name of a driver callback id, NUL-terminated.
+pub fn cbid_name(cbid: u32) -> Option<&'static CStr> {
+    static NAMES: OnceLock<BTreeMap<u32, CString>> = OnceLock::new();
+    NAMES
+        .get_or_init(|| {
+            DRIVER_API_CBIDS
+                .iter()
+                .filter_map(|&(n, id)| Some((id, CString::new(n).ok()?)))
+                .collect()
+        })
+        .get(&cbid)
+        .map(CString::as_c_str)
+}
+
+/// Driver functions whose calls queue GPU work, which CUPTI always gives a correlation id.
+fn queues_gpu_work(name: &[u8]) -> bool {
+    [&b"cuLaunch"[..], b"cuMemcpy", b"cuMemset"]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
+impl State {
+    pub fn on(&self, kind: u32) -> bool {
+        kind < 64 && self.enabled & (1 << kind) != 0
+    }
+
+    /// `cuptiActivityEnable`.
+    pub fn enable(&mut self, kind: u32) -> u32 {
+        if kind == CUPTI_ACTIVITY_KIND_INVALID || kind >= CUPTI_ACTIVITY_KIND_COUNT {
+            return CUPTI_ERROR_NOT_COMPATIBLE;
+        }
+        let other = match kind {
+            CUPTI_ACTIVITY_KIND_KERNEL => Some(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+            CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL => Some(CUPTI_ACTIVITY_KIND_KERNEL),
+            _ => None,
+        };
+        if other.is_some_and(|o| self.on(o)) {
+            return CUPTI_ERROR_NOT_COMPATIBLE;
+        }
+        if let Err(e) = self.attach() {
+            return e;
+        }
+        if self.t0.is_none() {
+            self.t0 = Some(match self.timestamp {
+                // SAFETY: the client's timestamp callback.
+                Some(f) => in_client(|| unsafe { f() }),
+                None => realtime_ns(),
+            });
+        }
+        self.enabled |= 1 << kind;
+        if kind == CUPTI_ACTIVITY_KIND_DRIVER {
+            self.driver_ever = true;
+        }
+        CUPTI_SUCCESS
+    }
+
+    pub fn disable(&mut self, kind: u32) {
+        if kind < 64 {
+            self.enabled &= !(1 << kind);
+        }
+    }
+
+    /// Subscribes to simcuda's calls, once.
+    pub fn attach(&mut self) -> Result<(), u32> {
+        if self.attached {
+            return Ok(());
+        }
+        let sim = sim().ok_or(CUPTI_ERROR_NOT_INITIALIZED)?;
+        // SAFETY: `on_sim_call` has the SimCallback signature and lives forever.
+        if unsafe { (sim.subscribe)(SIMCUDA_ACTIVITY_VERSION, Some(on_sim_call)) } != 0 {
+            return Err(CUPTI_ERROR_NOT_INITIALIZED);
+        }
+        self.attached = true;
+        Ok(())
+    }
+
+    /// `cuptiFinalize` after its flush: forgets everything but the correlation counter.
+    pub fn finalize(&mut self) {
+        if let (true, Some(sim)) = (self.attached, sim()) {
+            // SAFETY: unsubscribes.
+            unsafe { (sim.subscribe)(SIMCUDA_ACTIVITY_VERSION, None) };
+        }
+        self.attached = false;
+        self.enabled = 0;
+        self.t0 = None;
+        self.driver_ever = false;
+        self.request = None;
+        self.complete = None;
+        self.timestamp = None;
+        self.subscriber = None;
+        self.current = None;
+        self.full.clear();
+        DROPPED.store(0, Ordering::Relaxed);
+    }
+
+    fn time(&self, virtual_ns: u64) -> u64 {
+        self.t0.unwrap_or(0).saturating_add(virtual_ns)
+    }
+
+    fn intern(&mut self, name: &[u8]) -> *const c_char {
+        if let Some(&p) = self.names.get(name) {
+            return p as *const c_char;
+        }
+        let c = CString::new(name).unwrap_or_default().into_raw();
+        self.names.insert(name.to_vec(), c as usize);
+        c
+    }
+
+    /// Asks the client for a buffer; `false` if it gave none.
+    fn request_buffer(&mut self) -> bool {
+        let Some(request) = self.request else {
+            return false;
+        };
+        let (mut ptr, mut size, mut max) = (std::ptr::null_mut::<u8>(), 0usize, 0usize);
+        // SAFETY: the client's callback with valid out-pointers.
+        in_client(|| unsafe { request(&mut ptr, &mut size, &mut max) });
+        if ptr.is_null() || size == 0 {
+            return false;
+        }
+        // SAFETY: the client handed over `size` bytes at `ptr` until we complete the buffer.
+        self.current = Some(unsafe { Buffer::new(ptr, size, max) });
+        true
+    }
+
+    /// Appends a record to the current buffer, taking a new buffer when it is full; counts it
+    /// dropped when the client gives no buffer or one too small for it.
+    fn write(&mut self, rec: &[u8], gpu: Option<(u32, u64)>) {
+        for _ in 0..2 {
+            if self.current.is_none() && !self.request_buffer() {
+                break;
+            }
+            let Some(cur) = self.current.as_mut() else {
+                break;
+            };
+            if cur.fits(rec.len()) {
+                cur.append(rec, gpu);
+                if cur.at_max() {
+                    self.full.extend(self.current.take());
+                }
+                return;
+            }
+            if cur.records == 0 {
+                break; // a fresh buffer too small for this record: it stays, for smaller ones
+            }
+            self.full.extend(self.current.take());
+        }
+        DROPPED.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The buffers ready to be handed back, in order: full buffers whose operations have all
+    /// ended by virtual time `now`, up to the first that has not; with `flush`, then the current
+    /// buffer too if it is ready; with `force`, all of them, records of unfinished operations
+    /// getting zero timestamps.
+    fn take_ready(&mut self, now: u64, flush: bool, force: bool) -> Vec<(CompleteFn, Buffer)> {
+        let mut out = Vec::new();
+        let Some(complete) = self.complete else {
+            return out;
+        };
+        while let Some(front) = self.full.front() {
+            if !force && !front.complete(now) {
+                return out;
+            }
+            out.extend(self.full.pop_front().map(|b| (complete, b)));
+        }
+        if flush {
+            if let Some(cur) = &self.current {
+                if force || cur.complete(now) {
+                    out.extend(self.current.take().map(|b| (complete, b)));
+                }
+            }
+        }
+        if force {
+            for (_, b) in &mut out {
+                b.clear_incomplete(now);
+            }
+        }
+        out
+    }
+
+    /// The records of one finished call (see README.md, "Records").
+    fn record_call(&mut self, call: &SimCall, name: &[u8]) {
+        if self.t0.is_none() {
+            return;
+        }
+        let corr = call.correlation_id;
+        if corr != 0
+            && self.on(CUPTI_ACTIVITY_KIND_DRIVER)
+            && self.on(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)
+        {
+            let tops: Vec<(u32, u64)> = EXTERNAL
+                .try_with(|e| {
+                    e.borrow()
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(k, s)| Some((k as u32, *s.last()?)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            for (kind, id) in tops {
+                self.write(&records::external_correlation(kind, id, corr), None);
+            }
+        }
+        // SAFETY: simcuda's op is valid during the callback.
+        if let Some(op) = unsafe { call.op.as_ref() } {
+            let t = Times {
+                start: self.time(op.start_ns),
+                end: self.time(op.end_ns),
+            };
+            let rec = match op.kind {
+                SIMOP_KERNEL => {
+                    let kind = if self.on(CUPTI_ACTIVITY_KIND_KERNEL) {
+                        Some(CUPTI_ACTIVITY_KIND_KERNEL)
+                    } else if self.on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+                        Some(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+                    } else {
+                        None
+                    };
+                    kind.map(|k| {
+                        // SAFETY: a kernel op's name is a NUL-terminated string (or NULL).
+                        let kname = if op.name.is_null() {
+                            &[][..]
+                        } else {
+                            unsafe { CStr::from_ptr(op.name) }.to_bytes()
+                        };
+                        let interned = self.intern(kname);
+                        (k, records::kernel(k, op, t, corr, interned))
+                    })
+                }
+                SIMOP_MEMCPY if self.on(CUPTI_ACTIVITY_KIND_MEMCPY) => {
+                    Some((CUPTI_ACTIVITY_KIND_MEMCPY, records::memcpy(op, t, corr)))
+                }
+                SIMOP_MEMSET if self.on(CUPTI_ACTIVITY_KIND_MEMSET) => {
+                    Some((CUPTI_ACTIVITY_KIND_MEMSET, records::memset(op, t, corr)))
+                }
+                _ => None,
+            };
+            if let Some((kind, rec)) = rec {
+                self.write(&rec, Some((kind, op.end_ns)));
+            }
+        }
+        if corr != 0 && self.on(CUPTI_ACTIVITY_KIND_DRIVER) {
+            if let Some(cbid) = cbid_of(name) {
+                let t = Times {
+                    start: self.time(call.start_ns),
+                    end: self.time(call.end_ns),
+                };
+                // SAFETY: getpid and pthread_self cannot fail.
+                let (pid, tid) = unsafe { (libc::getpid() as u32, libc::pthread_self() as u32) };
+                let rec = records::driver_api(cbid, t, pid, tid, corr, call.result);
+                self.write(&rec, None);
+            }
+        }
+    }
+}
+
+/// Hands the ready buffers to the delivery thread (called with the state locked, so buffers
+/// are delivered in the order they were completed); returns the sequence number to wait for.
+fn deliver(st: &mut State, flush: bool, force: bool) -> u64 {
+    let now = sim().map_or(0, Sim::host_now);
+    worker::enqueue(st.take_ready(now, flush, force))
+}
+
+/// `cuptiActivityFlushAll`: hands back every buffer whose operations have ended (`force`: every
+/// buffer) and waits until the client has received them.
+pub fn flush_all(force: bool) {
+    let seq = with(|st| deliver(st, true, force));
+    worker::wait(seq);
+}
+
+/// The external-correlation stacks of the calling thread.
+pub fn with_external<R>(f: impl FnOnce(&mut [Vec<u64>]) -> R) -> Option<R> {
+    EXTERNAL.try_with(|e| f(&mut e.borrow_mut()[..])).ok()
+}
+
+/// `CUpti_CallbackData`, laid out with the generated offsets.
+#[repr(C, align(8))]
+struct CallbackData([u8; callback_data::SIZE]);
+
+impl CallbackData {
+    fn put(&mut self, at: usize, len: usize, v: u64) {
+        self.0[at..at + len].copy_from_slice(&v.to_le_bytes()[..len]);
+    }
+}
+
+/// Calls the subscriber's callback for a driver call, at entry or exit.
+fn callback(cb: (CallbackFn, usize), cbid: u32, call: &SimCall, slot: *mut u64, result: &u32) {
+    use crate::layout::callback_data as d;
+    let mut data = CallbackData([0; d::SIZE]);
+    let site = if call.site == SIMCALL_ENTER {
+        CUPTI_API_ENTER
+    } else {
+        CUPTI_API_EXIT
+    };
+    let name = cbid_name(cbid).map_or(std::ptr::null(), CStr::as_ptr);
+    data.put(d::CALLBACK_SITE, d::CALLBACK_SITE_LEN, u64::from(site));
+    data.put(d::FUNCTION_NAME, d::FUNCTION_NAME_LEN, name as u64);
+    // Set at entry too, as CUPTI does (what it points to is meaningful only at exit).
+    let ret = result as *const u32 as u64;
+    data.put(d::FUNCTION_RETURN_VALUE, d::FUNCTION_RETURN_VALUE_LEN, ret);
+    // SAFETY: simcuda's op is valid during the callback; a kernel's name is NUL-terminated.
+    if let Some(op) = unsafe { call.op.as_ref() }.filter(|op| op.kind == SIMOP_KERNEL) {
+        data.put(d::SYMBOL_NAME, d::SYMBOL_NAME_LEN, op.name as u64);
+    }
+    data.put(d::CONTEXT, d::CONTEXT_LEN, call.context as u64);
+    data.put(
+        d::CONTEXT_UID,
+        d::CONTEXT_UID_LEN,
+        u64::from(call.context_id),
+    );
+    data.put(d::CORRELATION_DATA, d::CORRELATION_DATA_LEN, slot as u64);
+    data.put(
+        d::CORRELATION_ID,
+        d::CORRELATION_ID_LEN,
+        u64::from(call.correlation_id),
+    );
+    // SAFETY: the subscriber's callback with CUPTI's arguments; `data` outlives the call.
+    in_client(|| unsafe {
+        (cb.0)(
+            cb.1 as *mut c_void,
+            CUPTI_CB_DOMAIN_DRIVER_API,
+            cbid,
+            data.0.as_ptr().cast(),
+        )
+    });
+}
+
+/// simcuda's callback (`SimCallback`): every driver call, at entry and at exit.
+unsafe extern "C" fn on_sim_call(call: *const SimCall) -> u32 {
+    if is_in_client() || call.is_null() {
+        return 0;
+    }
+    std::panic::catch_unwind(|| {
+        // SAFETY: simcuda's SimCall is valid during the callback.
+        let call = unsafe { &*call };
+        // SAFETY: the exported function's name, NUL-terminated.
+        let name = unsafe { CStr::from_ptr(call.name) }.to_bytes();
+        let cbid = cbid_of(name);
+        if call.site == SIMCALL_ENTER {
+            let (corr, cb) = with(|st| {
+                let cb = match (&st.subscriber, cbid) {
+                    (Some(s), Some(c)) if s.driver.get(c as usize) == Some(&true) => {
+                        Some((s.callback, s.userdata))
+                    }
+                    _ => None,
+                };
+                let gets_id =
+                    st.attached && (queues_gpu_work(name) || st.driver_ever || cb.is_some());
+                let corr = if gets_id {
+                    let c = st.next_correlation;
+                    st.next_correlation = c.wrapping_add(1).max(1);
+                    c
+                } else {
+                    0
+                };
+                (corr, cb)
+            });
+            let slot = CORRELATION_DATA
+                .try_with(|s| {
+                    let mut s = s.borrow_mut();
+                    s.push(Box::new(0));
+                    s.last_mut()
+                        .map_or(std::ptr::null_mut(), |b| &mut **b as *mut u64)
+                })
+                .unwrap_or(std::ptr::null_mut());
+            if let (Some(cb), Some(cbid)) = (cb, cbid) {
+                let entered = SimCall {
+                    correlation_id: corr,
+                    ..*call
+                };
+                callback(cb, cbid, &entered, slot, &0);
+            }
+            corr
+        } else {
+            let mut slot = CORRELATION_DATA
+                .try_with(|s| s.borrow_mut().pop())
+                .ok()
+                .flatten();
+            // The records first (CUPTI writes a GPU record during the call), then the callback.
+            let cb = with(|st| {
+                st.record_call(call, name);
+                deliver(st, false, false);
+                match (&st.subscriber, cbid) {
+                    (Some(s), Some(c)) if s.driver.get(c as usize) == Some(&true) => {
+                        Some((s.callback, s.userdata))
+                    }
+                    _ => None,
+                }
+            });
+            if let (Some(cb), Some(cbid)) = (cb, cbid) {
+                let p = slot
+                    .as_mut()
+                    .map_or(std::ptr::null_mut(), |b| &mut **b as *mut u64);
+                callback(cb, cbid, call, p, &call.result);
+            }
+            0
+        }
+    })
+    .unwrap_or(0)
+}
