@@ -448,6 +448,34 @@ step_profiler() {
 }
 
 # ---------------------------------------------------------------------------
+# GPU activity (RTRACE_GPU_ACTIVITY=1) on a sample with streams, threads, a graph, every copy
+# direction and memsets: every record present and linked to its call.
+step_activity() {
+    section "GPU activity: streams, threads, a graph, copies, memsets"
+    if ! bounded 120 "$CUDA_HOME/bin/nvcc" -O2 -o "$BIN/activity_sample" tests/gpu/activity_sample.cu \
+        >"$WORK/build-activity.log" 2>&1; then
+        fail activity.build "nvcc failed"
+        tail_of "$WORK/build-activity.log" 10
+        return
+    fi
+    local line
+    line=$(bounded 60 env RTRACE_GPU_ACTIVITY=1 RTRACE_OUTPUT="$WORK/rtrace-activity-%p.bin" \
+        LD_PRELOAD="$LIBRTRACE" "$BIN/activity_sample" 2>"$WORK/activity.err" | tail -n 1)
+    log "sample: $line"
+    local out
+    out=$(python3 tests/gpu/activity_check.py "$line" "$WORK"/rtrace-activity-*.bin 2>&1)
+    printf '%s\n' "$out" | sed 's/^/    /'
+    while read -r verdict name rest; do
+        rest=${rest#(}
+        rest=${rest%)}
+        case $verdict in
+        PASS) pass "$name" "$rest" ;;
+        FAIL) fail "$name" "$rest" ;;
+        esac
+    done <<<"$out"
+}
+
+# ---------------------------------------------------------------------------
 main() {
     log "rtrace GPU proof: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
     step_environment
@@ -463,6 +491,7 @@ main() {
     fi
     one_program pytorch 150 python3 tests/gpu/pytorch_step.py
     step_profiler
+    step_activity
     if [ -x "$BIN/vector_add" ]; then
         step_record vector_add_shared 60 "$BIN/vector_add"
     else

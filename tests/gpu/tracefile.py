@@ -48,7 +48,8 @@ def read_gpu(path):
                            source_correlation=f[4], device=f[5], context=f[6], stream=f[7])
                 if kind == 7:
                     rec["kind"] = payload[at + 48]
-                    (copies if kind == 7 else sets).append(rec)
+                    rec["flags"] = payload[at + 51]
+                    copies.append(rec)
                 else:
                     sets.append(rec)
     for k in kernels:
