@@ -53,10 +53,11 @@ pub struct RecordArgs {
     /// RTRACE_FLUSH_MS; the library's default is 200).
     #[arg(long, value_name = "N")]
     pub flush_ms: Option<u64>,
-    /// Also record GPU activity (kernels, memory copies, memsets) through CUPTI (sets
-    /// RTRACE_GPU_ACTIVITY=1).
-    #[arg(long)]
-    pub gpu_activity: bool,
+    /// Also record GPU activity through CUPTI (sets RTRACE_GPU_ACTIVITY): kernels, memory
+    /// copies and memsets; `=all` adds allocations and synchronizations; or a list of
+    /// kernel,memcpy,memset,memory,sync.
+    #[arg(long, value_name = "KINDS", num_args = 0..=1, require_equals = true, default_missing_value = "1")]
+    pub gpu_activity: Option<String>,
     /// The program to run, and its arguments (put them after `--`).
     #[arg(
         value_name = "PROGRAM",

@@ -1,13 +1,15 @@
 //! Statistics over the GPU activity records (kernels, memory copies, memsets)
 //! of one or more traces: per-kernel and per-copy-kind summaries, memsets,
-//! per-device and per-stream utilisation, and launch-to-start latency.
+//! per-device and per-stream utilisation, and launch-to-start latency; and over
+//! the memory (allocation and free) and synchronization records: memory in use
+//! per memory kind, and host waits per kind of synchronization.
 //!
 //! A record's duration is `end_ns - start_ns` (0 if the end is before the
 //! start). Means, medians and standard deviations are in integer ns, rounded
 //! down; the median of an even count is the lower middle value.
 
 use crate::model::Trace;
-use rtrace_format::{CopyKind, FLAG_CORRELATED};
+use rtrace_format::{CopyKind, MemoryKind, MemoryOperation, SyncKind, FLAG_CORRELATED};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
@@ -547,9 +549,222 @@ pub fn launch_latency(traces: &[Trace], limit: usize) -> Latencies {
     }
 }
 
+/// Allocations and frees of one kind of memory, merged over every trace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemorySummary {
+    /// The memory kind (`device`, `pinned`, `managed`, ...; [`MemoryKind::name`]).
+    pub kind: MemoryKind,
+    /// Allocation records.
+    pub allocations: u64,
+    /// Free records (those of allocations made before tracing began included).
+    pub frees: u64,
+    /// Bytes of all the allocations (saturates at `u64::MAX`).
+    pub bytes_allocated: u64,
+    /// The most bytes in use at once (see [`memory_summary`]).
+    pub peak_bytes: u64,
+    /// The largest single allocation, bytes.
+    pub largest_bytes: u64,
+    /// Bytes still in use after the last record: allocated and never freed.
+    pub live_bytes: u64,
+}
+
+/// One row per memory kind over all `traces`, sorted by bytes allocated
+/// (descending), ties by kind name.
+///
+/// Bytes in use follow the records in time order (`timestamp_ns`; records of
+/// equal time in trace, then file order), all traces together on their shared
+/// host clock: an allocation adds its bytes under its address, a free of an
+/// address in use takes away what that allocation added (a free of an unknown
+/// address, allocated before tracing began, changes nothing), and an
+/// allocation at an address still in use replaces it (its free was lost).
+/// `peak_bytes` is the largest total reached.
+pub fn memory_summary(traces: &[Trace]) -> Vec<MemorySummary> {
+    #[derive(Default)]
+    struct Acc {
+        row: MemorySummary,
+        bytes: u128,
+        in_use: u128,
+        peak: u128,
+        /// (trace index, address) → bytes.
+        live: HashMap<(usize, u64), u64>,
+    }
+    let mut events: Vec<(u64, usize, usize)> = Vec::new();
+    for (ti, trace) in traces.iter().enumerate() {
+        events.extend(
+            trace
+                .memory
+                .iter()
+                .enumerate()
+                .map(|(i, m)| (m.timestamp_ns, ti, i)),
+        );
+    }
+    events.sort_unstable();
+    let mut by_kind: HashMap<MemoryKind, Acc> = HashMap::new();
+    for (_, ti, i) in events {
+        let m = &traces[ti].memory[i];
+        let acc = by_kind.entry(m.kind).or_default();
+        match m.operation {
+            MemoryOperation::Alloc => {
+                acc.row.allocations += 1;
+                acc.bytes += u128::from(m.bytes);
+                acc.row.largest_bytes = acc.row.largest_bytes.max(m.bytes);
+                if let Some(old) = acc.live.insert((ti, m.address), m.bytes) {
+                    acc.in_use -= u128::from(old);
+                }
+                acc.in_use += u128::from(m.bytes);
+                acc.peak = acc.peak.max(acc.in_use);
+            }
+            MemoryOperation::Free => {
+                acc.row.frees += 1;
+                if let Some(old) = acc.live.remove(&(ti, m.address)) {
+                    acc.in_use -= u128::from(old);
+                }
+            }
+            MemoryOperation::Unknown => {}
+        }
+    }
+    let mut rows: Vec<MemorySummary> = by_kind
+        .into_iter()
+        .filter(|(_, acc)| acc.row.allocations + acc.row.frees > 0)
+        .map(|(kind, acc)| MemorySummary {
+            kind,
+            bytes_allocated: saturate(acc.bytes),
+            peak_bytes: saturate(acc.peak),
+            live_bytes: saturate(acc.in_use),
+            ..acc.row
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.bytes_allocated
+            .cmp(&a.bytes_allocated)
+            .then_with(|| a.kind.name().cmp(b.kind.name()))
+    });
+    rows
+}
+
+/// Host waits of one kind of synchronization, merged over every trace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SyncSummary {
+    /// `event synchronize`, `stream wait event`, `stream synchronize`,
+    /// `context synchronize` ([`SyncKind::name`]), or `stream query` /
+    /// `event query` for records linked to a `cuStreamQuery*` / `cuEventQuery`
+    /// call (CUPTI reports queries as synchronizations), or `unknown`.
+    pub kind: &'static str,
+    /// Number of records.
+    pub count: u64,
+    /// Sum of the host waits (`end_ns - start_ns`), ns (saturates at `u64::MAX`).
+    pub total_wait_ns: u64,
+    /// `total_wait_ns / count`, rounded down.
+    pub mean_wait_ns: u64,
+    pub max_wait_ns: u64,
+}
+
+/// The kind of synchronization a record stands for: its [`SyncKind`], or a
+/// query when it is linked to a query call (`function` of its API record).
+fn sync_kind(kind: SyncKind, function: Option<&str>) -> &'static str {
+    match (kind, function) {
+        (SyncKind::StreamSynchronize, Some(f)) if f.starts_with("cuStreamQuery") => "stream query",
+        (SyncKind::EventSynchronize, Some(f)) if f.starts_with("cuEventQuery") => "event query",
+        (kind, _) => kind.name(),
+    }
+}
+
+/// One row per kind of synchronization over all `traces`, sorted by total
+/// wait (descending), ties by kind name.
+pub fn sync_summary(traces: &[Trace]) -> Vec<SyncSummary> {
+    let mut by_kind: HashMap<&'static str, Vec<u64>> = HashMap::new();
+    for trace in traces {
+        let functions: HashMap<u64, u32> = trace
+            .threads
+            .values()
+            .flat_map(|t| &t.records)
+            .map(|r| (r.correlation, r.function))
+            .collect();
+        for s in &trace.syncs {
+            let function = (u32::from(s.flags) & FLAG_CORRELATED != 0)
+                .then(|| functions.get(&s.correlation))
+                .flatten()
+                .and_then(|f| trace.functions.get(f));
+            let kind = sync_kind(s.kind, function.map(String::as_str));
+            by_kind.entry(kind).or_default().push(s.wait_ns());
+        }
+    }
+    let mut rows: Vec<SyncSummary> = by_kind
+        .into_iter()
+        .map(|(kind, mut waits)| {
+            let s = Stats::of(&mut waits);
+            SyncSummary {
+                kind,
+                count: s.count,
+                total_wait_ns: s.total_ns(),
+                mean_wait_ns: s.mean,
+                max_wait_ns: s.max,
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.total_wait_ns
+            .cmp(&a.total_wait_ns)
+            .then_with(|| a.kind.cmp(b.kind))
+    });
+    rows
+}
+
+/// Traces for the tests of the summaries and their rendering.
+#[cfg(test)]
+pub(crate) mod samples {
+    use crate::model::Trace;
+    use rtrace_format::{MemoryKind, MemoryOperation, MemoryRecord, SyncKind, SyncRecord, ID_NONE};
+
+    /// One process: device allocations A (4096 B at 1000 ns), B (1 MiB at 2000), a pinned P
+    /// (8192 at 2500), free A (3000), device C (4096 at 3500), free B (4000), free P (4500):
+    /// C is never freed. Synchronizations: stream 1000-6000 and 7000-7100, context
+    /// 8000-10000, event 11000-11500.
+    pub fn memory_and_sync() -> Trace {
+        use MemoryKind::{Device, Pinned};
+        use MemoryOperation::{Alloc, Free};
+        let mem = |operation, kind, timestamp_ns, address, bytes| MemoryRecord {
+            timestamp_ns,
+            address,
+            bytes,
+            operation,
+            kind,
+            stream: ID_NONE,
+            ..Default::default()
+        };
+        let sync = |kind, start_ns, end_ns| SyncRecord {
+            start_ns,
+            end_ns,
+            kind,
+            stream: ID_NONE,
+            event: ID_NONE,
+            ..Default::default()
+        };
+        Trace {
+            memory: vec![
+                mem(Alloc, Device, 1_000, 0xA000, 4_096),
+                mem(Alloc, Device, 2_000, 0xB000, 1 << 20),
+                mem(Alloc, Pinned, 2_500, 0xF000, 8_192),
+                mem(Free, Device, 3_000, 0xA000, 4_096),
+                mem(Alloc, Device, 3_500, 0xC000, 4_096),
+                mem(Free, Device, 4_000, 0xB000, 1 << 20),
+                mem(Free, Pinned, 4_500, 0xF000, 8_192),
+            ],
+            syncs: vec![
+                sync(SyncKind::StreamSynchronize, 1_000, 6_000),
+                sync(SyncKind::StreamSynchronize, 7_000, 7_100),
+                sync(SyncKind::ContextSynchronize, 8_000, 10_000),
+                sync(SyncKind::EventSynchronize, 11_000, 11_500),
+            ],
+            ..Default::default()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rtrace_format::MemoryRecord;
 
     #[test]
     fn hundredths_round_half_up() {
@@ -600,5 +815,165 @@ mod tests {
         );
         assert_eq!(union(&mut [(0, 1), (2, 3), (4, 5)]), (3, 2));
         assert_eq!(union(&mut [(5, 5), (5, 5)]), (0, 0));
+    }
+
+    fn mem(
+        op: MemoryOperation,
+        kind: MemoryKind,
+        at: u64,
+        address: u64,
+        bytes: u64,
+    ) -> MemoryRecord {
+        MemoryRecord {
+            timestamp_ns: at,
+            address,
+            bytes,
+            operation: op,
+            kind,
+            stream: rtrace_format::ID_NONE,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn memory_peak_follows_allocations_and_frees_by_address() {
+        use MemoryKind::{Device, Managed, Pinned};
+        use MemoryOperation::{Alloc, Free};
+        // Device, in time order (file order differs): +100 @A, +50 @B, free A (-100),
+        // +300 @C (peak 350), free B, free @X (allocated before tracing: no change),
+        // +20 @A again; left in use: C and A = 320.
+        let first = Trace {
+            memory: vec![
+                mem(Alloc, Device, 10, 0xA, 100),
+                mem(Alloc, Device, 20, 0xB, 50),
+                mem(Alloc, Device, 40, 0xC, 300),
+                mem(Free, Device, 30, 0xA, 100),
+                mem(Free, Device, 50, 0xB, 50),
+                mem(Free, Device, 55, 0xF00, 999),
+                mem(Alloc, Device, 60, 0xA, 20),
+                mem(Alloc, Pinned, 15, 0xA, 4096),
+                mem(Free, Pinned, 16, 0xA, 4096),
+                mem(MemoryOperation::Unknown, Pinned, 17, 0xA, 7),
+            ],
+            ..Default::default()
+        };
+        // A second process on the same clock: device +200 @A at 35 (its own A), while the
+        // first holds B (50) and C is not yet allocated: 250; at 40 the first's C makes 550.
+        // Then an allocation at an address still in use replaces it (its free was lost).
+        let second = Trace {
+            memory: vec![
+                mem(Alloc, Device, 35, 0xA, 200),
+                mem(Alloc, Managed, 1, 0x10, 64),
+                mem(Alloc, Managed, 2, 0x10, 32),
+            ],
+            ..Default::default()
+        };
+        let rows = memory_summary(&[first.clone(), second]);
+        let row = |kind, allocations, frees, bytes, peak, largest, live| MemorySummary {
+            kind,
+            allocations,
+            frees,
+            bytes_allocated: bytes,
+            peak_bytes: peak,
+            largest_bytes: largest,
+            live_bytes: live,
+        };
+        assert_eq!(
+            rows,
+            vec![
+                row(Pinned, 1, 1, 4096, 4096, 4096, 0),
+                row(Device, 5, 3, 670, 550, 300, 520),
+                row(Managed, 2, 0, 96, 64, 64, 32),
+            ]
+        );
+        // The first process alone.
+        assert_eq!(
+            memory_summary(&[first])[1],
+            row(Device, 4, 3, 470, 350, 300, 320)
+        );
+        assert!(memory_summary(&[]).is_empty());
+    }
+
+    #[test]
+    fn sync_waits_by_kind_and_queries_by_their_call() {
+        use rtrace_format::{ApiRecord, SyncRecord};
+        let sync = |kind, start, end, correlation: u64| SyncRecord {
+            correlation,
+            start_ns: start,
+            end_ns: end,
+            kind,
+            flags: if correlation != 0 {
+                FLAG_CORRELATED as u8
+            } else {
+                0
+            },
+            ..Default::default()
+        };
+        let mut t = Trace {
+            syncs: vec![
+                sync(SyncKind::StreamSynchronize, 100, 1_100, 1),
+                sync(SyncKind::StreamSynchronize, 2_000, 2_500, 2),
+                sync(SyncKind::StreamSynchronize, 3_000, 3_000, 0),
+                sync(SyncKind::StreamSynchronize, 4_000, 4_010, 3),
+                sync(SyncKind::EventSynchronize, 5_000, 9_000, 4),
+                sync(SyncKind::EventSynchronize, 9_000, 9_001, 5),
+                sync(SyncKind::ContextSynchronize, 10_000, 10_300, 6),
+                sync(SyncKind::StreamWaitEvent, 11_000, 11_000, 7),
+                // An end before the start counts as no wait.
+                sync(SyncKind::ContextSynchronize, 12_000, 11_000, 0),
+            ],
+            ..Default::default()
+        };
+        t.functions = [
+            (0, "cuStreamSynchronize"),
+            (1, "cuStreamQuery"),
+            (2, "cuEventSynchronize"),
+            (3, "cuEventQuery"),
+            (4, "cuCtxSynchronize"),
+            (5, "cuStreamWaitEvent"),
+        ]
+        .into_iter()
+        .map(|(id, n)| (id, n.to_string()))
+        .collect();
+        let api = |function, correlation| ApiRecord {
+            function,
+            correlation,
+            ..Default::default()
+        };
+        t.threads.insert(
+            1,
+            crate::model::ThreadTrace {
+                tid: 1,
+                records: vec![
+                    api(0, 1),
+                    api(0, 2),
+                    api(1, 3),
+                    api(2, 4),
+                    api(3, 5),
+                    api(4, 6),
+                    api(5, 7),
+                ],
+                ..Default::default()
+            },
+        );
+        let row = |kind, count, total, mean, max| SyncSummary {
+            kind,
+            count,
+            total_wait_ns: total,
+            mean_wait_ns: mean,
+            max_wait_ns: max,
+        };
+        assert_eq!(
+            sync_summary(std::slice::from_ref(&t)),
+            vec![
+                row("event synchronize", 1, 4_000, 4_000, 4_000),
+                row("stream synchronize", 3, 1_500, 500, 1_000),
+                row("context synchronize", 2, 300, 150, 300),
+                row("stream query", 1, 10, 10, 10),
+                row("event query", 1, 1, 1, 1),
+                row("stream wait event", 1, 0, 0, 0),
+            ]
+        );
+        assert!(sync_summary(&[]).is_empty());
     }
 }

@@ -6,8 +6,8 @@
 //! kept, with the damage described in [`Trace::damage`].
 
 use rtrace_format::{
-    ApiRecord, ChunkKind, DeviceInfo, KernelRecord, MemcpyRecord, MemsetRecord, Notice, ProcessEnd,
-    ProcessHeader, ReadError, ThreadInfo, TraceReader,
+    ApiRecord, ChunkKind, DeviceInfo, KernelRecord, MemcpyRecord, MemoryRecord, MemsetRecord,
+    Notice, ProcessEnd, ProcessHeader, ReadError, SyncRecord, ThreadInfo, TraceReader,
 };
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -37,6 +37,10 @@ pub struct Trace {
     pub memcpys: Vec<MemcpyRecord>,
     /// Memsets, in file order.
     pub memsets: Vec<MemsetRecord>,
+    /// Memory allocations and frees, in file order.
+    pub memory: Vec<MemoryRecord>,
+    /// Host synchronizations, in file order.
+    pub syncs: Vec<SyncRecord>,
     /// The GPUs described by DeviceInfo chunks, by ordinal (later chunks win).
     pub devices: BTreeMap<u32, DeviceInfo>,
     /// API records lost because a buffer was full: the sum of every chunk
@@ -156,6 +160,14 @@ impl Trace {
                             Ok(records) => trace.memsets.extend(records),
                             Err(why) => trace.bad_chunks.push(bad(why)),
                         },
+                        ChunkKind::Memory => match chunk.memory_records() {
+                            Ok(records) => trace.memory.extend(records),
+                            Err(why) => trace.bad_chunks.push(bad(why)),
+                        },
+                        ChunkKind::Sync => match chunk.sync_records() {
+                            Ok(records) => trace.syncs.extend(records),
+                            Err(why) => trace.bad_chunks.push(bad(why)),
+                        },
                         ChunkKind::DeviceInfo => match chunk.value::<DeviceInfo>() {
                             Ok(device) => {
                                 trace.devices.insert(device.ordinal, device);
@@ -204,6 +216,11 @@ impl Trace {
     /// Number of GPU activity records read: kernels, memory copies and memsets.
     pub fn gpu_records(&self) -> u64 {
         (self.kernels.len() + self.memcpys.len() + self.memsets.len()) as u64
+    }
+
+    /// Number of memory (allocation and free) and synchronization records read.
+    pub fn memory_and_sync_records(&self) -> u64 {
+        (self.memory.len() + self.syncs.len()) as u64
     }
 
     /// The (mangled) name of kernel `id`, or `kernel#ID` when the file has no

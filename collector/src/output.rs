@@ -40,6 +40,10 @@ pub enum Section {
     Utilisation,
     /// The largest launch-to-start latencies.
     Latency,
+    /// Allocations and frees, one line per memory kind.
+    Memory,
+    /// Host synchronizations, one line per kind of synchronization.
+    Sync,
 }
 
 /// The whole report over `traces` in `format`, ending with a newline; CSV

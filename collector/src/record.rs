@@ -33,8 +33,8 @@ pub struct RecordOptions {
     pub buffer_records: Option<u64>,
     /// `RTRACE_FLUSH_MS` for the child, if given.
     pub flush_ms: Option<u64>,
-    /// Sets `RTRACE_GPU_ACTIVITY=1` for the child.
-    pub gpu_activity: bool,
+    /// `RTRACE_GPU_ACTIVITY` for the child, if given.
+    pub gpu_activity: Option<String>,
     /// The program and its arguments.
     pub command: Vec<OsString>,
 }
@@ -198,8 +198,8 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
     if let Some(ms) = opts.flush_ms {
         cmd.env("RTRACE_FLUSH_MS", ms.to_string());
     }
-    if opts.gpu_activity {
-        cmd.env("RTRACE_GPU_ACTIVITY", "1");
+    if let Some(kinds) = &opts.gpu_activity {
+        cmd.env("RTRACE_GPU_ACTIVITY", kinds);
     }
 
     let sigs = signals::Signals::block()
@@ -329,7 +329,7 @@ mod tests {
             lib: Some(some_shared_lib()),
             buffer_records: Some(1024),
             flush_ms: Some(5),
-            gpu_activity: false,
+            gpu_activity: None,
             command: vec!["sh".into(), "-c".into(), script.into()],
         };
         let rec = record(&opts).unwrap();

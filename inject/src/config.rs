@@ -21,10 +21,64 @@ pub struct Config {
     pub cuda_library: OsString,
     /// Read `CLOCK_MONOTONIC` on every call instead of the TSC (`RTRACE_CLOCK=monotonic`).
     pub clock_monotonic: bool,
-    /// Record GPU activity (kernels, copies, memsets) through CUPTI (`RTRACE_GPU_ACTIVITY=1`).
-    pub gpu_activity: bool,
+    /// Which GPU activity to record through CUPTI (`RTRACE_GPU_ACTIVITY`).
+    pub gpu_activity: GpuKinds,
     /// The CUPTI library to load when the process has not loaded one.
     pub cupti_library: Option<OsString>,
+}
+
+/// The kinds of GPU activity to record.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GpuKinds {
+    pub kernel: bool,
+    pub memcpy: bool,
+    pub memset: bool,
+    /// Allocations and frees.
+    pub memory: bool,
+    /// Host synchronizations.
+    pub sync: bool,
+}
+
+impl GpuKinds {
+    /// `RTRACE_GPU_ACTIVITY`: empty or `0` → none; `1` (`on`, `yes`, `true`, `default`) →
+    /// kernels, copies and memsets; `all` → also allocations and synchronizations; else a
+    /// comma-separated list of `kernel`, `memcpy`, `memset`, `memory`, `sync` (other words are
+    /// ignored).
+    pub fn parse(v: &str) -> GpuKinds {
+        let default = GpuKinds {
+            kernel: true,
+            memcpy: true,
+            memset: true,
+            ..Default::default()
+        };
+        match v.trim() {
+            "" | "0" | "off" | "no" | "false" => GpuKinds::default(),
+            "1" | "on" | "yes" | "true" | "default" => default,
+            "all" => GpuKinds {
+                memory: true,
+                sync: true,
+                ..default
+            },
+            list => {
+                let mut k = GpuKinds::default();
+                for w in list.split(',').map(str::trim) {
+                    match w {
+                        "kernel" | "kernels" => k.kernel = true,
+                        "memcpy" => k.memcpy = true,
+                        "memset" => k.memset = true,
+                        "memory" => k.memory = true,
+                        "sync" => k.sync = true,
+                        _ => {}
+                    }
+                }
+                k
+            }
+        }
+    }
+
+    pub fn any(&self) -> bool {
+        self.kernel || self.memcpy || self.memset || self.memory || self.sync
+    }
 }
 
 pub const DEFAULT_OUTPUT: &str = "rtrace-%p.bin";
@@ -59,7 +113,9 @@ impl Config {
                 .filter(|v| !v.is_empty())
                 .unwrap_or_else(|| "libcuda.so.1".into()),
             clock_monotonic: get("RTRACE_CLOCK").is_some_and(|v| v == "monotonic"),
-            gpu_activity: flag("RTRACE_GPU_ACTIVITY"),
+            gpu_activity: get("RTRACE_GPU_ACTIVITY")
+                .map(|v| GpuKinds::parse(&v.to_string_lossy()))
+                .unwrap_or_default(),
             cupti_library: get("RTRACE_CUPTI_LIBRARY").filter(|v| !v.is_empty()),
         }
     }
@@ -88,9 +144,27 @@ mod tests {
         assert!(!c.disabled && !c.debug);
         assert_eq!(c.cuda_library, "libcuda.so.1");
         assert!(!c.clock_monotonic);
-        assert!(!c.gpu_activity);
+        assert!(!c.gpu_activity.any());
         assert_eq!(c.cupti_library, None);
         assert!(cfg(&[("RTRACE_CLOCK", "monotonic")]).clock_monotonic);
+    }
+
+    #[test]
+    fn gpu_kinds() {
+        let k = |v: &str| {
+            let g = GpuKinds::parse(v);
+            [g.kernel, g.memcpy, g.memset, g.memory, g.sync]
+        };
+        assert_eq!(k("0"), [false; 5]);
+        assert_eq!(k(""), [false; 5]);
+        assert_eq!(k("1"), [true, true, true, false, false]);
+        assert_eq!(k("all"), [true; 5]);
+        assert_eq!(k("kernel, sync,bogus"), [true, false, false, false, true]);
+        assert!(
+            cfg(&[("RTRACE_GPU_ACTIVITY", "memory")])
+                .gpu_activity
+                .memory
+        );
     }
 
     #[test]

@@ -1,14 +1,15 @@
-//! GPU activity (kernels, memory copies, memsets) through CUPTI's Activity API, loaded at run
-//! time. Opt-in (`RTRACE_GPU_ACTIVITY=1`): on CUDA 13.0 CUPTI serves one activity client per
-//! process, so rtrace must not take it from a program that profiles itself (see
-//! docs/gpu-activity-design.md).
+//! GPU activity (kernels, memory copies, memsets, allocations and frees, host synchronizations)
+//! through CUPTI's Activity API, loaded at run time. Opt-in (`RTRACE_GPU_ACTIVITY=1`): on CUDA
+//! 13.0 CUPTI serves one activity client per process, so rtrace must not take it from a program
+//! that profiles itself (see docs/gpu-activity-design.md). Allocation and synchronization
+//! records are optional: if CUPTI refuses them, the rest stays on and a notice says so.
 //!
 //! - Enabled right after the program's first successful `cuInit`, on that thread, as rtrace's
 //!   own code (CUPTI's driver calls are neither recorded nor rerouted). CUPTI timestamps are put
 //!   on rtrace's clock (`cuptiActivityRegisterTimestampCallback` → `CLOCK_MONOTONIC`).
 //! - CUPTI fills buffers from a small recycled pool and hands full ones back through
 //!   [`complete`], which only queues them. The worker flushes CUPTI every drain period and turns
-//!   queued buffers into kernel/memcpy/memset chunks ([`drain_into`]).
+//!   queued buffers into kernel/memcpy/memset/memory/sync chunks ([`drain_into`]).
 //! - At exit, an `atexit` handler registered when CUPTI was enabled flushes CUPTI and converts
 //!   everything while CUPTI is still alive (its destructor runs before rtrace's).
 //! - Any failure leaves API tracing on and writes a notice saying why GPU activity is off.
@@ -22,8 +23,8 @@ use crate::hook::internal;
 use crate::output::Sink;
 use crate::{clock, diag, interpose, lifecycle};
 use rtrace_format::{
-    ChunkKind, CopyKind, KernelRecord, MemcpyRecord, MemoryKind, MemsetRecord, FLAG_CORRELATED,
-    FLAG_IN_GRAPH,
+    ChunkKind, CopyKind, KernelRecord, MemcpyRecord, MemoryKind, MemoryOperation, MemoryPoolType,
+    MemoryRecord, MemsetRecord, SyncKind, SyncRecord, FLAG_CORRELATED, FLAG_IN_GRAPH,
 };
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -246,7 +247,7 @@ extern "C" fn complete(ctx: *mut c_void, stream: u32, buf: *mut u8, _size: usize
 
 /// Enables GPU activity once, after the program's first successful `cuInit`.
 pub fn after_cuinit() {
-    if !lifecycle::config().gpu_activity {
+    if !lifecycle::config().gpu_activity.any() {
         return;
     }
     ENABLE.call_once(|| internal(enable));
@@ -278,19 +279,49 @@ fn enable() {
             describe(api, rc)
         ));
     }
-    for (kind, name) in [
-        (layout::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernels"),
-        (layout::CUPTI_ACTIVITY_KIND_MEMCPY, "memory copies"),
-        (layout::CUPTI_ACTIVITY_KIND_MEMSET, "memsets"),
+    let want = lifecycle::config().gpu_activity;
+    // What the configuration asks for; a kind CUPTI refuses is said in a notice and the rest
+    // stays on.
+    let mut kinds = Vec::new();
+    for (on, kind, name) in [
+        (
+            want.kernel,
+            layout::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+            "kernels",
+        ),
+        (
+            want.memcpy,
+            layout::CUPTI_ACTIVITY_KIND_MEMCPY,
+            "memory copies",
+        ),
+        (want.memset, layout::CUPTI_ACTIVITY_KIND_MEMSET, "memsets"),
+        (
+            want.memory,
+            layout::CUPTI_ACTIVITY_KIND_MEMORY2,
+            "allocations",
+        ),
+        (
+            want.sync,
+            layout::CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+            "synchronizations",
+        ),
     ] {
+        if !on {
+            continue;
+        }
         // SAFETY: plain CUPTI call.
         let rc = unsafe { (api.enable)(kind as i32) };
-        if rc != 0 {
-            return notice(format!(
-                "GPU activity off: enabling {name}: {}",
+        if rc == 0 {
+            kinds.push(name);
+        } else {
+            notice(format!(
+                "GPU activity without {name}: enabling them: {}",
                 describe(api, rc)
             ));
         }
+    }
+    if kinds.is_empty() {
+        return notice("GPU activity off: CUPTI enabled none of the kinds asked for".into());
     }
     STATE.store(ON, Ordering::Release);
     if let Ok(mut d) = DEVICES.lock() {
@@ -298,8 +329,14 @@ fn enable() {
     }
     // SAFETY: registers a plain extern "C" function.
     unsafe { libc::atexit(at_exit) };
-    notice("GPU activity on: kernels, memory copies and memsets through CUPTI".into());
-    match subscribe(api) {
+    let last = kinds.pop().unwrap_or_default();
+    let listed = if kinds.is_empty() {
+        last.to_string()
+    } else {
+        format!("{} and {last}", kinds.join(", "))
+    };
+    notice(format!("GPU activity on: {listed} through CUPTI"));
+    match subscribe(api, want) {
         Ok(n) => notice(format!(
             "GPU records carry rtrace correlation ids (CUPTI callbacks on {n} driver functions)"
         )),
@@ -318,17 +355,39 @@ const CB_DATA_CORRELATION: usize = layout::callback_data::CORRELATION_ID;
 /// Upper bound of driver callback ids (`CUPTI_DRIVER_TRACE_CBID_SIZE` is 807 in CUPTI 13.0).
 const MAX_DRIVER_CBID: u32 = 4096;
 
-/// Driver functions whose calls make GPU activity: their CUPTI correlation ids are linked.
-fn makes_gpu_work(name: &[u8]) -> bool {
-    [&b"cuLaunch"[..], b"cuMemcpy", b"cuMemset", b"cuGraphLaunch"]
-        .iter()
-        .any(|p| name.starts_with(p))
-        && !name.starts_with(b"cuLaunchHostFunc")
+/// Driver functions whose calls make the GPU activity records `kinds` asks for (GPU work, and
+/// allocations and frees, synchronizations when asked): their CUPTI correlation ids are linked.
+fn makes_gpu_work(name: &[u8], kinds: crate::config::GpuKinds) -> bool {
+    const WORK: [&[u8]; 4] = [b"cuLaunch", b"cuMemcpy", b"cuMemset", b"cuGraphLaunch"];
+    if WORK.iter().any(|p| name.starts_with(p)) && !name.starts_with(b"cuLaunchHostFunc") {
+        return true;
+    }
+    const MEMORY: [&[u8]; 3] = [b"cuMemAlloc", b"cuMemFree", b"cuMemHostAlloc"];
+    const SYNC: [&[u8]; 6] = [
+        b"cuCtxSynchronize",
+        b"cuStreamSynchronize",
+        b"cuEventSynchronize",
+        b"cuStreamWaitEvent",
+        b"cuStreamQuery",
+        b"cuEventQuery",
+    ];
+    (kinds.memory && (MEMORY.iter().any(|p| name.starts_with(p)) || VMM.contains(&name)))
+        || (kinds.sync && SYNC.iter().any(|p| name.starts_with(p)))
 }
+
+/// Virtual memory management: physical allocations, mappings and address ranges.
+const VMM: [&[u8]; 6] = [
+    b"cuMemCreate",
+    b"cuMemRelease",
+    b"cuMemMap",
+    b"cuMemUnmap",
+    b"cuMemAddressReserve",
+    b"cuMemAddressFree",
+];
 
 /// Subscribes rtrace's callback to the API-enter site of every GPU-work driver function;
 /// returns how many.
-fn subscribe(api: &Api) -> Result<usize, String> {
+fn subscribe(api: &Api, kinds: crate::config::GpuKinds) -> Result<usize, String> {
     let mut sub: *mut c_void = std::ptr::null_mut();
     // SAFETY: registers a plain extern "C" callback; `sub` is CUPTI's out-parameter.
     let rc = unsafe { (api.subscribe)(&mut sub, on_api, std::ptr::null_mut()) };
@@ -348,7 +407,7 @@ fn subscribe(api: &Api) -> Result<usize, String> {
             continue;
         }
         // SAFETY: a NUL-terminated static string.
-        if makes_gpu_work(unsafe { CStr::from_ptr(name) }.to_bytes()) {
+        if makes_gpu_work(unsafe { CStr::from_ptr(name) }.to_bytes(), kinds) {
             // SAFETY: plain CUPTI call on our subscriber.
             if unsafe { (api.enable_callback)(1, sub, CB_DOMAIN_DRIVER_API, cbid) } == 0 {
                 enabled += 1;
@@ -495,6 +554,8 @@ pub struct GpuBatch {
     kernels: Vec<u8>,
     memcpys: Vec<u8>,
     memsets: Vec<u8>,
+    memory: Vec<u8>,
+    syncs: Vec<u8>,
     new_names: Vec<(u32, String)>,
     names: HashMap<String, u32>,
 }
@@ -524,6 +585,8 @@ impl GpuBatch {
             (ChunkKind::Kernels, &mut b.kernels),
             (ChunkKind::Memcpys, &mut b.memcpys),
             (ChunkKind::Memsets, &mut b.memsets),
+            (ChunkKind::Memory, &mut b.memory),
+            (ChunkKind::Sync, &mut b.syncs),
         ] {
             if !data.is_empty() {
                 sink.chunk(kind, 0, 0, 0, data);
@@ -566,6 +629,16 @@ fn convert(api: &Api, buf: &mut Buffer, valid: usize, sink: &mut Sink) {
                 continue;
             }
             memset(bytes, batch, links);
+        } else if kind == layout::CUPTI_ACTIVITY_KIND_MEMORY2 as i32 {
+            if bytes.len() < layout::memory4::SIZE {
+                continue;
+            }
+            memory(bytes, batch, links);
+        } else if kind == layout::CUPTI_ACTIVITY_KIND_SYNCHRONIZATION as i32 {
+            if bytes.len() < layout::synchronization2::SIZE {
+                continue;
+            }
+            sync(bytes, batch, links);
         }
     }
 }
@@ -678,6 +751,64 @@ fn memset(r: &[u8], batch: &mut GpuBatch, links: &Links) {
         graph_node_id: u64_at(r, m::GRAPH_NODE_ID),
     };
     batch.memsets.extend_from_slice(&rec.to_bytes());
+}
+
+fn memory(r: &[u8], batch: &mut GpuBatch, links: &Links) {
+    use layout::memory4 as m;
+    let (correlation, flags) = correlate(links, u32_at(r, m::CORRELATION_ID), 0);
+    let operation = match u32_at(r, m::MEMORY_OPERATION_TYPE) {
+        layout::CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION => MemoryOperation::Alloc,
+        layout::CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE => MemoryOperation::Free,
+        _ => MemoryOperation::Unknown,
+    };
+    let pool_type = match u32_at(r, m::MEMORY_POOL_CONFIG_MEMORY_POOL_TYPE) {
+        layout::CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL => MemoryPoolType::Local,
+        layout::CUPTI_ACTIVITY_MEMORY_POOL_TYPE_IMPORTED => MemoryPoolType::Imported,
+        _ => MemoryPoolType::None,
+    };
+    let kind = u32_at(r, m::MEMORY_KIND);
+    let rec = MemoryRecord {
+        correlation,
+        timestamp_ns: u64_at(r, m::TIMESTAMP),
+        address: u64_at(r, m::ADDRESS),
+        bytes: u64_at(r, m::BYTES),
+        pc: u64_at(r, m::PC),
+        pool_address: u64_at(r, m::MEMORY_POOL_CONFIG_ADDRESS),
+        pool_size: u64_at(r, m::MEMORY_POOL_CONFIG_POOL_SIZE),
+        pool_utilized: u64_at(r, m::MEMORY_POOL_CONFIG_UTILIZED_SIZE),
+        pool_release_threshold: u64_at(r, m::MEMORY_POOL_CONFIG_RELEASE_THRESHOLD),
+        source_correlation: u32_at(r, m::CORRELATION_ID),
+        device: u32_at(r, m::DEVICE_ID),
+        context: u32_at(r, m::CONTEXT_ID),
+        stream: u32_at(r, m::STREAM_ID),
+        operation,
+        // rtrace's memory kinds use CUPTI's numbering.
+        kind: MemoryKind::from_u8(u8::try_from(kind).unwrap_or(0)),
+        pool_type,
+        flags: flags as u8,
+        is_async: u32_at(r, m::IS_ASYNC) != 0,
+    };
+    batch.memory.extend_from_slice(&rec.to_bytes());
+}
+
+fn sync(r: &[u8], batch: &mut GpuBatch, links: &Links) {
+    use layout::synchronization2 as s;
+    let (correlation, flags) = correlate(links, u32_at(r, s::CORRELATION_ID), 0);
+    let kind = u32_at(r, s::TYPE);
+    let rec = SyncRecord {
+        correlation,
+        start_ns: u64_at(r, s::START),
+        end_ns: u64_at(r, s::END),
+        source_correlation: u32_at(r, s::CORRELATION_ID),
+        context: u32_at(r, s::CONTEXT_ID),
+        stream: u32_at(r, s::STREAM_ID),
+        event: u32_at(r, s::CUDA_EVENT_ID),
+        result: u32_at(r, s::RETURN_VALUE),
+        // rtrace's sync kinds use CUPTI's numbering.
+        kind: SyncKind::from_u8(u8::try_from(kind).unwrap_or(0)),
+        flags: flags as u8,
+    };
+    batch.syncs.extend_from_slice(&rec.to_bytes());
 }
 
 /// Another CUPTI client in the process is taking the activity buffers (CUPTI 13.0 serves one):
@@ -809,5 +940,181 @@ pub unsafe extern "C" fn cuptiSubscribe_v2(
     // SAFETY: `real` is CUPTI's own cuptiSubscribe_v2.
     unsafe {
         std::mem::transmute::<usize, SubscribeV2Fn>(real)(subscriber, callback, userdata, params)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn linked_functions_are_gpu_work_allocations_and_synchronizations() {
+        let linked: Vec<&str> = layout::DRIVER_API_CBIDS
+            .iter()
+            .map(|&(name, _)| name)
+            .filter(|name| makes_gpu_work(name.as_bytes(), crate::config::GpuKinds::parse("all")))
+            .collect();
+        assert_eq!(linked.len(), 151);
+        let work_only = layout::DRIVER_API_CBIDS
+            .iter()
+            .filter(|&&(name, _)| {
+                makes_gpu_work(name.as_bytes(), crate::config::GpuKinds::parse("1"))
+            })
+            .count();
+        assert_eq!(work_only, 117);
+        for name in [
+            "cuLaunchKernel",
+            "cuMemcpyHtoD_v2",
+            "cuMemsetD32Async",
+            "cuGraphLaunch",
+            "cuMemAlloc",
+            "cuMemAlloc_v2",
+            "cuMemAllocHost_v2",
+            "cuMemAllocManaged",
+            "cuMemAllocPitch_v2",
+            "cuMemAllocAsync_ptsz",
+            "cuMemAllocFromPoolAsync",
+            "cuMemFree_v2",
+            "cuMemFreeHost",
+            "cuMemFreeAsync",
+            "cuMemHostAlloc",
+            "cuMemCreate",
+            "cuMemRelease",
+            "cuMemMap",
+            "cuMemUnmap",
+            "cuMemAddressReserve",
+            "cuMemAddressFree",
+            "cuCtxSynchronize",
+            "cuCtxSynchronize_v2",
+            "cuStreamSynchronize_ptsz",
+            "cuEventSynchronize",
+            "cuStreamWaitEvent",
+            "cuStreamQuery",
+            "cuEventQuery",
+        ] {
+            assert!(linked.contains(&name), "{name}");
+        }
+        for name in [
+            "cuLaunchHostFunc",
+            "cuMemMapArrayAsync",
+            "cuMemHostRegister",
+            "cuMemGetInfo_v2",
+            "cuEventRecord",
+            "cuStreamCreate",
+            "cuCtxGetCurrent",
+        ] {
+            assert!(!linked.contains(&name), "{name}");
+        }
+    }
+
+    fn put(rec: &mut [u8], at: usize, len: usize, v: u64) {
+        rec[at..at + len].copy_from_slice(&v.to_le_bytes()[..len]);
+    }
+
+    #[test]
+    fn memory_records_are_converted_field_by_field() {
+        use layout::memory4 as m;
+        let mut r = [0u8; m::SIZE];
+        put(
+            &mut r,
+            m::KIND,
+            4,
+            layout::CUPTI_ACTIVITY_KIND_MEMORY2.into(),
+        );
+        put(&mut r, m::MEMORY_OPERATION_TYPE, 4, 2);
+        put(&mut r, m::MEMORY_KIND, 4, 5);
+        put(&mut r, m::CORRELATION_ID, 4, 9);
+        put(&mut r, m::ADDRESS, 8, 0x3_0200_0000);
+        put(&mut r, m::BYTES, 8, 2 << 20);
+        put(&mut r, m::TIMESTAMP, 8, 123_456);
+        put(&mut r, m::PC, 8, 0x40);
+        put(&mut r, m::PROCESS_ID, 4, 409);
+        put(&mut r, m::DEVICE_ID, 4, 1);
+        put(&mut r, m::CONTEXT_ID, 4, 2);
+        put(&mut r, m::STREAM_ID, 4, 13);
+        put(&mut r, m::IS_ASYNC, 4, 1);
+        put(&mut r, m::MEMORY_POOL_CONFIG_MEMORY_POOL_TYPE, 4, 1);
+        put(&mut r, m::MEMORY_POOL_CONFIG_ADDRESS, 8, 0x3_0000_0000);
+        put(&mut r, m::MEMORY_POOL_CONFIG_RELEASE_THRESHOLD, 8, 7);
+        put(&mut r, m::MEMORY_POOL_CONFIG_POOL_SIZE, 8, 32 << 20);
+        put(&mut r, m::MEMORY_POOL_CONFIG_UTILIZED_SIZE, 8, 4 << 20);
+        let mut links = Links::default();
+        let mut batch = GpuBatch::default();
+        memory(&r, &mut batch, &links);
+        links.insert(9, 77);
+        memory(&r, &mut batch, &links);
+        let got: Vec<MemoryRecord> = batch
+            .memory
+            .chunks_exact(MemoryRecord::SIZE)
+            .map(|b| MemoryRecord::from_bytes(b.try_into().unwrap()))
+            .collect();
+        let want = MemoryRecord {
+            correlation: 0,
+            timestamp_ns: 123_456,
+            address: 0x3_0200_0000,
+            bytes: 2 << 20,
+            pc: 0x40,
+            pool_address: 0x3_0000_0000,
+            pool_size: 32 << 20,
+            pool_utilized: 4 << 20,
+            pool_release_threshold: 7,
+            source_correlation: 9,
+            device: 1,
+            context: 2,
+            stream: 13,
+            operation: MemoryOperation::Free,
+            kind: MemoryKind::Managed,
+            pool_type: MemoryPoolType::Local,
+            flags: 0,
+            is_async: true,
+        };
+        let linked = MemoryRecord {
+            correlation: 77,
+            flags: FLAG_CORRELATED as u8,
+            ..want
+        };
+        assert_eq!(got, vec![want, linked]);
+    }
+
+    #[test]
+    fn sync_records_are_converted_field_by_field() {
+        use layout::synchronization2 as s;
+        let mut r = [0u8; s::SIZE];
+        put(
+            &mut r,
+            s::KIND,
+            4,
+            layout::CUPTI_ACTIVITY_KIND_SYNCHRONIZATION.into(),
+        );
+        put(&mut r, s::TYPE, 4, 2);
+        put(&mut r, s::START, 8, 1_000);
+        put(&mut r, s::END, 8, 4_340);
+        put(&mut r, s::CORRELATION_ID, 4, 12);
+        put(&mut r, s::CONTEXT_ID, 4, 1);
+        put(&mut r, s::STREAM_ID, 4, 14);
+        put(&mut r, s::CUDA_EVENT_ID, 4, 1);
+        put(&mut r, s::CUDA_EVENT_SYNC_ID, 8, 0);
+        put(&mut r, s::RETURN_VALUE, 4, 600);
+        let mut links = Links::default();
+        links.insert(12, 5);
+        let mut batch = GpuBatch::default();
+        sync(&r, &mut batch, &links);
+        let got = SyncRecord::from_bytes(batch.syncs[..].try_into().unwrap());
+        assert_eq!(
+            got,
+            SyncRecord {
+                correlation: 5,
+                start_ns: 1_000,
+                end_ns: 4_340,
+                source_correlation: 12,
+                context: 1,
+                stream: 14,
+                event: 1,
+                result: 600,
+                kind: SyncKind::StreamWaitEvent,
+                flags: FLAG_CORRELATED as u8,
+            }
+        );
+        assert_eq!(got.wait_ns(), 3_340);
     }
 }

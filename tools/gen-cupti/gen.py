@@ -55,6 +55,8 @@ RECORDS = [
     ("CUpti_ActivityMemset4", "memset4"),
     ("CUpti_ActivityExternalCorrelation", "external_correlation"),
     ("CUpti_ActivityAPI", "api"),
+    ("CUpti_ActivityMemory4", "memory4"),
+    ("CUpti_ActivitySynchronization2", "synchronization2"),
     # What a callback-API subscriber receives for a driver call (cupti_callbacks.h).
     ("CUpti_CallbackData", "callback_data"),
 ]
@@ -71,12 +73,17 @@ ENUMS = [
             "CUPTI_ACTIVITY_KIND_DRIVER",
             "CUPTI_ACTIVITY_KIND_RUNTIME",
             "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL",
+            "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
             "CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION",
+            "CUPTI_ACTIVITY_KIND_MEMORY2",
             "CUPTI_ACTIVITY_KIND_COUNT",
         ],
     ),
     ("CUpti_ActivityMemcpyKind", None),
     ("CUpti_ActivityMemoryKind", None),
+    ("CUpti_ActivityMemoryOperationType", None),
+    ("CUpti_ActivityMemoryPoolType", None),
+    ("CUpti_ActivitySynchronizationType", None),
     ("CUpti_ExternalCorrelationKind", None),
     ("CUpti_ActivityFlag", None),
     ("CUpti_ChannelType", None),
@@ -94,6 +101,7 @@ MACROS = [
     ("CUPTI_TIMESTAMP_UNKNOWN", "u64"),
     ("CUPTI_INVALID_CONTEXT_ID", "u32"),
     ("CUPTI_INVALID_STREAM_ID", "u32"),
+    ("CUPTI_SYNCHRONIZATION_INVALID_VALUE", "u32"),
 ]
 
 # The enum whose enumerator names become a lookup table (cuptiGetResultString needs them).

@@ -3,7 +3,8 @@
 
 use super::Section;
 use crate::gpu_summary::{
-    kernel_summary, launch_latency, memcpy_summary, memset_summary, utilisation, LATENCY_ROWS,
+    kernel_summary, launch_latency, memcpy_summary, memory_summary, memset_summary, sync_summary,
+    utilisation, LATENCY_ROWS,
 };
 use crate::model::Trace;
 use crate::summary::{api_summary, FunctionSummary};
@@ -25,6 +26,11 @@ pub const UTILISATION_HEADER: &str =
 /// The header of `--section latency`.
 pub const LATENCY_HEADER: &str =
     "pid,activity,name,function,correlation,api_start_ns,gpu_start_ns,latency_ns";
+/// The header of `--section memory`.
+pub const MEMORY_HEADER: &str =
+    "kind,allocations,frees,bytes_allocated,peak_bytes,largest_bytes,live_bytes";
+/// The header of `--section sync`.
+pub const SYNC_HEADER: &str = "type,count,total_wait_ns,mean_wait_ns,max_wait_ns";
 
 pub(super) fn render(traces: &[Trace], section: Section) -> String {
     match section {
@@ -34,7 +40,39 @@ pub(super) fn render(traces: &[Trace], section: Section) -> String {
         Section::Memset => memset(traces),
         Section::Utilisation => utilisation_rows(traces),
         Section::Latency => latency(traces),
+        Section::Memory => memory(traces),
+        Section::Sync => sync(traces),
     }
+}
+
+fn memory(traces: &[Trace]) -> String {
+    let mut out = format!("{MEMORY_HEADER}\n");
+    for m in memory_summary(traces) {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{}",
+            m.kind.name(),
+            m.allocations,
+            m.frees,
+            m.bytes_allocated,
+            m.peak_bytes,
+            m.largest_bytes,
+            m.live_bytes
+        );
+    }
+    out
+}
+
+fn sync(traces: &[Trace]) -> String {
+    let mut out = format!("{SYNC_HEADER}\n");
+    for s in sync_summary(traces) {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{}",
+            s.kind, s.count, s.total_wait_ns, s.mean_wait_ns, s.max_wait_ns
+        );
+    }
+    out
 }
 
 fn kernels(traces: &[Trace]) -> String {
@@ -166,5 +204,26 @@ mod tests {
         assert_eq!(field("cuInit"), "cuInit");
         assert_eq!(field("a,b"), "\"a,b\"");
         assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+
+    #[test]
+    fn memory_and_sync_sections_are_exact() {
+        let traces = [crate::gpu_summary::samples::memory_and_sync()];
+        assert_eq!(
+            render(&traces, Section::Memory),
+            "kind,allocations,frees,bytes_allocated,peak_bytes,largest_bytes,live_bytes\n\
+             device,3,2,1056768,1052672,1048576,4096\n\
+             pinned,1,1,8192,8192,8192,0\n"
+        );
+        assert_eq!(
+            render(&traces, Section::Sync),
+            "type,count,total_wait_ns,mean_wait_ns,max_wait_ns\n\
+             stream synchronize,2,5100,2550,5000\n\
+             context synchronize,1,2000,2000,2000\n\
+             event synchronize,1,500,500,500\n"
+        );
+        let none = [Trace::default()];
+        assert_eq!(render(&none, Section::Memory), format!("{MEMORY_HEADER}\n"));
+        assert_eq!(render(&none, Section::Sync), format!("{SYNC_HEADER}\n"));
     }
 }

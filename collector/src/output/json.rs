@@ -1,9 +1,12 @@
 //! `--format json`: `{"processes":[...],"api":[...],"kernels":[...],
-//! "memcpy":[...],"memset":[...],"utilisation":[...],"latency":[...]}`,
-//! written by hand (the shapes are small and fixed).
+//! "memcpy":[...],"memset":[...],"utilisation":[...],"latency":[...],
+//! "occupancy":[...]}`, then `"memory":[...],"sync":[...]` when a trace holds
+//! memory or synchronization records; written by hand (the shapes are small
+//! and fixed).
 
 use crate::gpu_summary::{
-    kernel_summary, launch_latency, memcpy_summary, memset_summary, utilisation, LATENCY_ROWS,
+    kernel_summary, launch_latency, memcpy_summary, memory_summary, memset_summary, sync_summary,
+    utilisation, LATENCY_ROWS,
 };
 use crate::model::{Duration, Trace};
 use crate::output::iso8601_utc;
@@ -106,6 +109,41 @@ fn gpu(out: &mut String, traces: &[Trace]) {
         );
     });
     occupancy::key(out, traces);
+    memory_and_sync(out, traces);
+}
+
+/// The `memory` and `sync` keys, after `occupancy`; only when some trace holds memory or
+/// synchronization records (traces without them read as before).
+fn memory_and_sync(out: &mut String, traces: &[Trace]) {
+    if traces.iter().all(|t| t.memory_and_sync_records() == 0) {
+        return;
+    }
+    array(out, "memory", &memory_summary(traces), |out, m| {
+        let _ = write!(
+            out,
+            "{{\"kind\":{},\"allocations\":{},\"frees\":{},\"bytes_allocated\":{},\
+             \"peak_bytes\":{},\"largest_bytes\":{},\"live_bytes\":{}}}",
+            string(m.kind.name()),
+            m.allocations,
+            m.frees,
+            m.bytes_allocated,
+            m.peak_bytes,
+            m.largest_bytes,
+            m.live_bytes
+        );
+    });
+    array(out, "sync", &sync_summary(traces), |out, s| {
+        let _ = write!(
+            out,
+            "{{\"type\":{},\"count\":{},\"total_wait_ns\":{},\"mean_wait_ns\":{},\
+             \"max_wait_ns\":{}}}",
+            string(s.kind),
+            s.count,
+            s.total_wait_ns,
+            s.mean_wait_ns,
+            s.max_wait_ns
+        );
+    });
 }
 
 pub(super) fn render(traces: &[Trace], summary: &[FunctionSummary]) -> String {
@@ -237,5 +275,32 @@ mod tests {
     #[test]
     fn escapes_strings() {
         assert_eq!(string("a\"b\\c\n\u{1}é"), r#""a\"b\\c\n\u0001é""#);
+    }
+
+    #[test]
+    fn memory_and_sync_keys_are_exact_and_only_with_such_records() {
+        let t = crate::gpu_summary::samples::memory_and_sync();
+        let json = render(std::slice::from_ref(&t), &[]);
+        let tail = &json[json.find("\"occupancy\"").unwrap()..];
+        let expected = concat!(
+            "\"occupancy\":[],\n",
+            "\"memory\":[\n",
+            "  {\"kind\":\"device\",\"allocations\":3,\"frees\":2,\"bytes_allocated\":1056768,",
+            "\"peak_bytes\":1052672,\"largest_bytes\":1048576,\"live_bytes\":4096},\n",
+            "  {\"kind\":\"pinned\",\"allocations\":1,\"frees\":1,\"bytes_allocated\":8192,",
+            "\"peak_bytes\":8192,\"largest_bytes\":8192,\"live_bytes\":0}\n",
+            "],\n",
+            "\"sync\":[\n",
+            "  {\"type\":\"stream synchronize\",\"count\":2,\"total_wait_ns\":5100,",
+            "\"mean_wait_ns\":2550,\"max_wait_ns\":5000},\n",
+            "  {\"type\":\"context synchronize\",\"count\":1,\"total_wait_ns\":2000,",
+            "\"mean_wait_ns\":2000,\"max_wait_ns\":2000},\n",
+            "  {\"type\":\"event synchronize\",\"count\":1,\"total_wait_ns\":500,",
+            "\"mean_wait_ns\":500,\"max_wait_ns\":500}\n",
+            "]}\n"
+        );
+        assert_eq!(tail, expected);
+        let plain = render(&[Trace::default()], &[]);
+        assert!(plain.ends_with("\"occupancy\":[]}\n"), "{plain}");
     }
 }

@@ -3,7 +3,8 @@
 //! [`WIDTH`] columns.
 
 use crate::gpu_summary::{
-    kernel_summary, launch_latency, memcpy_summary, memset_summary, utilisation, LATENCY_ROWS,
+    kernel_summary, launch_latency, memcpy_summary, memory_summary, memset_summary, sync_summary,
+    utilisation, LATENCY_ROWS,
 };
 use crate::model::{Duration, Trace};
 use crate::output::{human_bytes, human_ns, iso8601_utc, shell_join};
@@ -27,6 +28,7 @@ pub(super) fn render(traces: &[Trace], summary: &[FunctionSummary]) -> String {
     }
     api(&mut out, traces.len(), summary);
     gpu(&mut out, traces);
+    memory_and_sync(&mut out, traces);
     out
 }
 
@@ -86,6 +88,22 @@ fn process(out: &mut String, t: &Trace) {
                 plural(c, "copy", "copies"),
                 plural(m, "memset", "memsets")
             ),
+        );
+    }
+    if t.memory_and_sync_records() > 0 {
+        let (a, s) = (t.memory.len() as u64, t.syncs.len() as u64);
+        field(
+            out,
+            "memory records",
+            format_args!(
+                "{a} {}",
+                plural(a, "allocation or free", "allocations and frees")
+            ),
+        );
+        field(
+            out,
+            "sync records",
+            format_args!("{s} {}", plural(s, "synchronization", "synchronizations")),
         );
     }
     field(out, "dropped records", t.dropped);
@@ -275,6 +293,94 @@ fn gpu(out: &mut String, traces: &[Trace]) {
     out.push('\n');
     latency(out, traces);
     occupancy::section(out, traces);
+}
+
+/// The "Memory" and "Synchronization" sections, last; nothing when no trace
+/// holds memory or synchronization records.
+fn memory_and_sync(out: &mut String, traces: &[Trace]) {
+    if traces.iter().all(|t| t.memory_and_sync_records() == 0) {
+        return;
+    }
+    out.push('\n');
+    memory(out, traces);
+    out.push('\n');
+    syncs(out, traces);
+}
+
+fn memory(out: &mut String, traces: &[Trace]) {
+    let summary = memory_summary(traces);
+    if summary.is_empty() {
+        out.push_str("Memory: no allocations or frees were recorded\n");
+        return;
+    }
+    let allocations: u64 = summary.iter().map(|m| m.allocations).sum();
+    let frees: u64 = summary.iter().map(|m| m.frees).sum();
+    let bytes = summary
+        .iter()
+        .fold(0u64, |acc, m| acc.saturating_add(m.bytes_allocated));
+    let _ = writeln!(
+        out,
+        "Memory: {allocations} {}, {frees} {}, {} allocated",
+        plural(allocations, "allocation", "allocations"),
+        plural(frees, "free", "frees"),
+        human_bytes(bytes)
+    );
+    let headers = [
+        "kind",
+        "allocations",
+        "frees",
+        "allocated",
+        "peak in use",
+        "largest",
+        "never freed",
+    ];
+    let rows: Vec<Vec<String>> = summary
+        .iter()
+        .map(|m| {
+            vec![
+                m.kind.name().to_string(),
+                m.allocations.to_string(),
+                m.frees.to_string(),
+                human_bytes(m.bytes_allocated),
+                human_bytes(m.peak_bytes),
+                human_bytes(m.largest_bytes),
+                human_bytes(m.live_bytes),
+            ]
+        })
+        .collect();
+    columns(out, &headers, &[Left], &rows);
+}
+
+fn syncs(out: &mut String, traces: &[Trace]) {
+    let summary = sync_summary(traces);
+    if summary.is_empty() {
+        out.push_str("Synchronization: none was recorded\n");
+        return;
+    }
+    let count: u64 = summary.iter().map(|s| s.count).sum();
+    let total = summary
+        .iter()
+        .fold(0u64, |acc, s| acc.saturating_add(s.total_wait_ns));
+    let _ = writeln!(
+        out,
+        "Synchronization: {count} {}, {} of host wait",
+        plural(count, "synchronization", "synchronizations"),
+        human_ns(total)
+    );
+    let headers = ["type", "count", "total wait", "mean wait", "max wait"];
+    let rows: Vec<Vec<String>> = summary
+        .iter()
+        .map(|s| {
+            vec![
+                s.kind.to_string(),
+                s.count.to_string(),
+                human_ns(s.total_wait_ns),
+                human_ns(s.mean_wait_ns),
+                human_ns(s.max_wait_ns),
+            ]
+        })
+        .collect();
+    columns(out, &headers, &[Left], &rows);
 }
 
 fn kernels(out: &mut String, traces: &[Trace]) {
@@ -485,5 +591,53 @@ mod tests {
     fn truncates_with_ellipsis() {
         assert_eq!(truncate("cuMemAlloc", 10), "cuMemAlloc");
         assert_eq!(truncate("cuMemAlloc_v2", 10), "cuMemAllo…");
+    }
+
+    #[test]
+    fn memory_and_sync_sections_come_last() {
+        let t = crate::gpu_summary::samples::memory_and_sync();
+        let out = render(std::slice::from_ref(&t), &[]);
+        assert!(
+            out.contains(
+                "  memory records     7 allocations and frees\n  \
+                 sync records       4 synchronizations\n  dropped records"
+            ),
+            "{out}"
+        );
+        // No kernels, copies or memsets: no GPU sections.
+        assert!(!out.contains("GPU kernel summary"), "{out}");
+        let tail = &out[out.find("\nMemory:").unwrap() + 1..];
+        let expected = "\
+Memory: 4 allocations, 3 frees, 1.1 MB allocated
+kind    allocations  frees  allocated  peak in use  largest  never freed
+device            3      2     1.1 MB       1.1 MB   1.0 MB       4.1 kB
+pinned            1      1     8.2 kB       8.2 kB   8.2 kB          0 B
+
+Synchronization: 4 synchronizations, 7.6 µs of host wait
+type                 count  total wait  mean wait  max wait
+stream synchronize       2      5.1 µs     2.6 µs    5.0 µs
+context synchronize      1      2.0 µs     2.0 µs    2.0 µs
+event synchronize        1      500 ns     500 ns    500 ns
+";
+        assert_eq!(tail, expected, "\n{tail}");
+        // Syncs without memory records, and the other way round.
+        let only_syncs = Trace {
+            memory: Vec::new(),
+            ..t.clone()
+        };
+        let out = render(&[only_syncs], &[]);
+        assert!(
+            out.contains("\nMemory: no allocations or frees were recorded\n\nSynchronization: 4")
+        );
+        let only_memory = Trace {
+            syncs: Vec::new(),
+            ..t
+        };
+        let out = render(&[only_memory], &[]);
+        assert!(
+            out.ends_with("\nSynchronization: none was recorded\n"),
+            "{out}"
+        );
+        assert!(!render(&[Trace::default()], &[]).contains("Memory"));
     }
 }

@@ -113,6 +113,10 @@ pub enum ChunkKind {
     KernelNames,
     /// A device's identity and attributes ([`DeviceInfo`]).
     DeviceInfo,
+    /// An array of [`MemoryRecord`]s (allocations and frees).
+    Memory,
+    /// An array of [`SyncRecord`]s (host synchronizations).
+    Sync,
     /// A kind this reader does not know; carried so it can be counted.
     Unknown(u16),
 }
@@ -130,6 +134,8 @@ impl ChunkKind {
             ChunkKind::Memsets => 8,
             ChunkKind::KernelNames => 9,
             ChunkKind::DeviceInfo => 10,
+            ChunkKind::Memory => 11,
+            ChunkKind::Sync => 12,
             ChunkKind::Unknown(k) => k,
         }
     }
@@ -145,6 +151,8 @@ impl ChunkKind {
             8 => ChunkKind::Memsets,
             9 => ChunkKind::KernelNames,
             10 => ChunkKind::DeviceInfo,
+            11 => ChunkKind::Memory,
+            12 => ChunkKind::Sync,
             k => ChunkKind::Unknown(k),
         }
     }

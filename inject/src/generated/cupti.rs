@@ -18,6 +18,7 @@ pub const CUPTI_API_VERSION: u32 = 130001;
 pub const CUPTI_TIMESTAMP_UNKNOWN: u64 = 0;
 pub const CUPTI_INVALID_CONTEXT_ID: u32 = 4294967295;
 pub const CUPTI_INVALID_STREAM_ID: u32 = 4294967295;
+pub const CUPTI_SYNCHRONIZATION_INVALID_VALUE: u32 = 4294967295;
 
 // `CUpti_ActivityKind`
 pub const CUPTI_ACTIVITY_KIND_INVALID: u32 = 0;
@@ -27,7 +28,9 @@ pub const CUPTI_ACTIVITY_KIND_KERNEL: u32 = 3;
 pub const CUPTI_ACTIVITY_KIND_DRIVER: u32 = 4;
 pub const CUPTI_ACTIVITY_KIND_RUNTIME: u32 = 5;
 pub const CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: u32 = 10;
+pub const CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: u32 = 38;
 pub const CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: u32 = 39;
+pub const CUPTI_ACTIVITY_KIND_MEMORY2: u32 = 49;
 pub const CUPTI_ACTIVITY_KIND_COUNT: u32 = 56;
 
 // `CUpti_ActivityMemcpyKind`
@@ -52,6 +55,23 @@ pub const CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: u32 = 4;
 pub const CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: u32 = 5;
 pub const CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: u32 = 6;
 pub const CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: u32 = 7;
+
+// `CUpti_ActivityMemoryOperationType`
+pub const CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_INVALID: u32 = 0;
+pub const CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION: u32 = 1;
+pub const CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE: u32 = 2;
+
+// `CUpti_ActivityMemoryPoolType`
+pub const CUPTI_ACTIVITY_MEMORY_POOL_TYPE_INVALID: u32 = 0;
+pub const CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL: u32 = 1;
+pub const CUPTI_ACTIVITY_MEMORY_POOL_TYPE_IMPORTED: u32 = 2;
+
+// `CUpti_ActivitySynchronizationType`
+pub const CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_UNKNOWN: u32 = 0;
+pub const CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: u32 = 1;
+pub const CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: u32 = 2;
+pub const CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: u32 = 3;
+pub const CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: u32 = 4;
 
 // `CUpti_ExternalCorrelationKind`
 pub const CUPTI_EXTERNAL_CORRELATION_KIND_INVALID: u32 = 0;
@@ -1411,6 +1431,130 @@ pub mod api {
     /// `uint32_t returnValue`
     pub const RETURN_VALUE: usize = 36;
     pub const RETURN_VALUE_LEN: usize = 4;
+}
+
+/// `CUpti_ActivityMemory4`: 128 bytes, aligned to 8.
+pub mod memory4 {
+    /// Size of the record in bytes.
+    pub const SIZE: usize = 128;
+    /// Alignment of the record.
+    pub const ALIGN: usize = 8;
+    /// `CUpti_ActivityKind kind`
+    pub const KIND: usize = 0;
+    pub const KIND_LEN: usize = 4;
+    /// `CUpti_ActivityMemoryOperationType memoryOperationType`
+    pub const MEMORY_OPERATION_TYPE: usize = 4;
+    pub const MEMORY_OPERATION_TYPE_LEN: usize = 4;
+    /// `CUpti_ActivityMemoryKind memoryKind`
+    pub const MEMORY_KIND: usize = 8;
+    pub const MEMORY_KIND_LEN: usize = 4;
+    /// `uint32_t correlationId`
+    pub const CORRELATION_ID: usize = 12;
+    pub const CORRELATION_ID_LEN: usize = 4;
+    /// `uint64_t address`
+    pub const ADDRESS: usize = 16;
+    pub const ADDRESS_LEN: usize = 8;
+    /// `uint64_t bytes`
+    pub const BYTES: usize = 24;
+    pub const BYTES_LEN: usize = 8;
+    /// `uint64_t timestamp`
+    pub const TIMESTAMP: usize = 32;
+    pub const TIMESTAMP_LEN: usize = 8;
+    /// `uint64_t PC`
+    pub const PC: usize = 40;
+    pub const PC_LEN: usize = 8;
+    /// `uint32_t processId`
+    pub const PROCESS_ID: usize = 48;
+    pub const PROCESS_ID_LEN: usize = 4;
+    /// `uint32_t deviceId`
+    pub const DEVICE_ID: usize = 52;
+    pub const DEVICE_ID_LEN: usize = 4;
+    /// `uint32_t contextId`
+    pub const CONTEXT_ID: usize = 56;
+    pub const CONTEXT_ID_LEN: usize = 4;
+    /// `uint32_t streamId`
+    pub const STREAM_ID: usize = 60;
+    pub const STREAM_ID_LEN: usize = 4;
+    /// `const char *name`
+    pub const NAME: usize = 64;
+    pub const NAME_LEN: usize = 8;
+    /// `uint32_t isAsync`
+    pub const IS_ASYNC: usize = 72;
+    pub const IS_ASYNC_LEN: usize = 4;
+    /// `uint32_t pad1`
+    pub const PAD1: usize = 76;
+    pub const PAD1_LEN: usize = 4;
+    /// `struct { ... } memoryPoolConfig`
+    pub const MEMORY_POOL_CONFIG: usize = 80;
+    pub const MEMORY_POOL_CONFIG_LEN: usize = 40;
+    /// `CUpti_ActivityMemoryPoolType memoryPoolType` (`memoryPoolConfig.memoryPoolType`)
+    pub const MEMORY_POOL_CONFIG_MEMORY_POOL_TYPE: usize = 80;
+    pub const MEMORY_POOL_CONFIG_MEMORY_POOL_TYPE_LEN: usize = 4;
+    /// `uint32_t pad2` (`memoryPoolConfig.pad2`)
+    pub const MEMORY_POOL_CONFIG_PAD2: usize = 84;
+    pub const MEMORY_POOL_CONFIG_PAD2_LEN: usize = 4;
+    /// `uint64_t address` (`memoryPoolConfig.address`)
+    pub const MEMORY_POOL_CONFIG_ADDRESS: usize = 88;
+    pub const MEMORY_POOL_CONFIG_ADDRESS_LEN: usize = 8;
+    /// `uint64_t releaseThreshold` (`memoryPoolConfig.releaseThreshold`)
+    pub const MEMORY_POOL_CONFIG_RELEASE_THRESHOLD: usize = 96;
+    pub const MEMORY_POOL_CONFIG_RELEASE_THRESHOLD_LEN: usize = 8;
+    /// `union { ... } pool` (`memoryPoolConfig.pool`)
+    pub const MEMORY_POOL_CONFIG_POOL: usize = 104;
+    pub const MEMORY_POOL_CONFIG_POOL_LEN: usize = 8;
+    /// `uint64_t size` (`memoryPoolConfig.pool.size`)
+    pub const MEMORY_POOL_CONFIG_POOL_SIZE: usize = 104;
+    pub const MEMORY_POOL_CONFIG_POOL_SIZE_LEN: usize = 8;
+    /// `uint64_t processId` (`memoryPoolConfig.pool.processId`)
+    pub const MEMORY_POOL_CONFIG_POOL_PROCESS_ID: usize = 104;
+    pub const MEMORY_POOL_CONFIG_POOL_PROCESS_ID_LEN: usize = 8;
+    /// `uint64_t utilizedSize` (`memoryPoolConfig.utilizedSize`)
+    pub const MEMORY_POOL_CONFIG_UTILIZED_SIZE: usize = 112;
+    pub const MEMORY_POOL_CONFIG_UTILIZED_SIZE_LEN: usize = 8;
+    /// `const char *source`
+    pub const SOURCE: usize = 120;
+    pub const SOURCE_LEN: usize = 8;
+}
+
+/// `CUpti_ActivitySynchronization2`: 56 bytes, aligned to 8.
+pub mod synchronization2 {
+    /// Size of the record in bytes.
+    pub const SIZE: usize = 56;
+    /// Alignment of the record.
+    pub const ALIGN: usize = 8;
+    /// `CUpti_ActivityKind kind`
+    pub const KIND: usize = 0;
+    pub const KIND_LEN: usize = 4;
+    /// `CUpti_ActivitySynchronizationType type`
+    pub const TYPE: usize = 4;
+    pub const TYPE_LEN: usize = 4;
+    /// `uint64_t start`
+    pub const START: usize = 8;
+    pub const START_LEN: usize = 8;
+    /// `uint64_t end`
+    pub const END: usize = 16;
+    pub const END_LEN: usize = 8;
+    /// `uint32_t correlationId`
+    pub const CORRELATION_ID: usize = 24;
+    pub const CORRELATION_ID_LEN: usize = 4;
+    /// `uint32_t contextId`
+    pub const CONTEXT_ID: usize = 28;
+    pub const CONTEXT_ID_LEN: usize = 4;
+    /// `uint32_t streamId`
+    pub const STREAM_ID: usize = 32;
+    pub const STREAM_ID_LEN: usize = 4;
+    /// `uint32_t cudaEventId`
+    pub const CUDA_EVENT_ID: usize = 36;
+    pub const CUDA_EVENT_ID_LEN: usize = 4;
+    /// `uint64_t cudaEventSyncId`
+    pub const CUDA_EVENT_SYNC_ID: usize = 40;
+    pub const CUDA_EVENT_SYNC_ID_LEN: usize = 8;
+    /// `uint32_t returnValue`
+    pub const RETURN_VALUE: usize = 48;
+    pub const RETURN_VALUE_LEN: usize = 4;
+    /// `uint32_t pad`
+    pub const PAD: usize = 52;
+    pub const PAD_LEN: usize = 4;
 }
 
 /// `CUpti_CallbackData`: 72 bytes, aligned to 8.

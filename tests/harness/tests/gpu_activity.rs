@@ -1,7 +1,11 @@
 //! GPU activity (`RTRACE_GPU_ACTIVITY=1`) on the simulated driver and the simulated CUPTI
-//! (tests/simcupti): exact kernel, copy and memset records, each linked to its launch call.
+//! (tests/simcupti): exact kernel, copy and memset records, each linked to its launch call;
+//! exact allocation, free and synchronization records, each linked to its API call.
 
-use rtrace_format::{CopyKind, DeviceInfo, FLAG_CORRELATED};
+use rtrace_format::{
+    CopyKind, DeviceInfo, MemoryKind, MemoryOperation, MemoryPoolType, SyncKind, FLAG_CORRELATED,
+    ID_NONE,
+};
 use rtrace_tests::*;
 
 const ON: &[(&str, &str)] = &[("RTRACE_GPU_ACTIVITY", "1")];
@@ -22,6 +26,8 @@ fn kernels_copies_and_memsets_are_recorded_and_linked() {
             "GPU records carry rtrace correlation ids (CUPTI callbacks on 117 driver functions)",
         ]
     );
+    // Allocations and synchronizations only when asked for (RTRACE_GPU_ACTIVITY=all or a list).
+    assert!(t.memory.is_empty() && t.syncs.is_empty());
     let api: std::collections::HashMap<u64, (String, u64)> = records(&t)
         .into_iter()
         .map(|(_, a)| {
@@ -93,6 +99,168 @@ fn kernels_copies_and_memsets_are_recorded_and_linked() {
     assert_eq!(
         devices[0].attribute(rtrace_format::attr::MULTIPROCESSOR_COUNT),
         Some(132)
+    );
+}
+
+/// `direct` with its kernels lengthened so that the host really waits (virtual time, see
+/// tests/simcuda/README.md): vecadd 26820..36820 ns and fill 40230..50230 ns after the first
+/// call, plus whatever rtrace's own driver calls at start add to all of them alike.
+const LONG_KERNELS: &[(&str, &str)] = &[
+    ("RTRACE_GPU_ACTIVITY", "all"),
+    ("SIMCUDA_KERNEL_NS", "vecadd_f32=10000,fill_u32=10000"),
+];
+
+#[test]
+fn allocations_frees_and_synchronizations_are_recorded_and_linked() {
+    let plain = run(Spec::untraced("direct").env(&LONG_KERNELS[1..]));
+    let r = run(Spec::traced("direct").env(LONG_KERNELS));
+    assert_eq!(r.stdout(), plain.stdout());
+    assert!(
+        r.stdout().contains(" elapsed_ms=0.011000 "),
+        "{}",
+        r.stdout()
+    );
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    let t = r.trace();
+    check_invariants(&t);
+    let api: std::collections::HashMap<u64, &str> = records(&t)
+        .into_iter()
+        .map(|(_, a)| (a.correlation, t.functions[&a.function].as_str()))
+        .collect();
+    let context = t.kernels[0].context;
+
+    // 3 cuMemAlloc (cuMemAlloc_v2 through cuda.h) of 4096 bytes, 1 cuMemAllocHost of 4096,
+    // then, at the end, their frees in the same order: one call (1000 virtual ns) apart.
+    assert_eq!(t.memory.len(), 8, "{:?}", t.memory);
+    let memory: Vec<_> = t
+        .memory
+        .iter()
+        .map(|m| {
+            assert_eq!(m.flags as u32 & FLAG_CORRELATED, FLAG_CORRELATED, "{m:?}");
+            assert_eq!((m.device, m.context, m.stream), (0, context, ID_NONE));
+            assert_eq!(
+                (m.pc, m.is_async, m.pool_type),
+                (0, false, MemoryPoolType::None)
+            );
+            assert_eq!((m.pool_address, m.pool_size, m.pool_utilized), (0, 0, 0));
+            assert_ne!(m.address, 0);
+            (
+                api[&m.correlation],
+                m.operation,
+                m.kind,
+                m.bytes,
+                m.timestamp_ns - t.memory[0].timestamp_ns,
+            )
+        })
+        .collect();
+    use MemoryKind::{Device, Pinned};
+    use MemoryOperation::{Alloc, Free};
+    let free_at = t.memory[4].timestamp_ns - t.memory[0].timestamp_ns;
+    assert_eq!(
+        memory,
+        vec![
+            ("cuMemAlloc_v2", Alloc, Device, 4096, 0),
+            ("cuMemAlloc_v2", Alloc, Device, 4096, 1000),
+            ("cuMemAlloc_v2", Alloc, Device, 4096, 2000),
+            ("cuMemAllocHost_v2", Alloc, Pinned, 4096, 3000),
+            ("cuMemFree_v2", Free, Device, 4096, free_at),
+            ("cuMemFree_v2", Free, Device, 4096, free_at + 1000),
+            ("cuMemFree_v2", Free, Device, 4096, free_at + 2000),
+            ("cuMemFreeHost", Free, Pinned, 4096, free_at + 3000),
+        ]
+    );
+    // Each free names the address of its allocation; the four addresses differ.
+    for i in 0..4 {
+        assert_eq!(t.memory[i].address, t.memory[i + 4].address);
+    }
+    let mut addresses: Vec<u64> = t.memory[..4].iter().map(|m| m.address).collect();
+    addresses.dedup();
+    assert_eq!(addresses.len(), 4);
+    // The correlation ids of the calls, CUPTI's and rtrace's, all distinct.
+    let mut ids: Vec<(u32, u64)> = t
+        .memory
+        .iter()
+        .map(|m| (m.source_correlation, m.correlation))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 8);
+
+    // cuEventSynchronize(stop) waits from the host clock after its own step (2000 ns after
+    // vecadd started) to the end of vecadd; cuStreamSynchronize(stream) waits for the copy
+    // queued behind fill (it ends 50640, the host is at 42230); cuCtxSynchronize finds
+    // nothing left to wait for.
+    let syncs: Vec<_> = t
+        .syncs
+        .iter()
+        .map(|s| {
+            assert_eq!(s.flags as u32 & FLAG_CORRELATED, FLAG_CORRELATED, "{s:?}");
+            assert_eq!((s.context, s.result), (context, 0));
+            (api[&s.correlation], s.kind, s.stream, s.event, s.wait_ns())
+        })
+        .collect();
+    let (vecadd, fill) = (t.kernels[0], t.kernels[1]);
+    let stream = vecadd.stream;
+    assert_eq!(
+        syncs[0..1],
+        [(
+            "cuEventSynchronize",
+            SyncKind::EventSynchronize,
+            ID_NONE,
+            syncs[0].3,
+            8000
+        )]
+    );
+    assert_ne!(syncs[0].3, ID_NONE);
+    assert_eq!(
+        syncs[1..],
+        [
+            (
+                "cuStreamSynchronize",
+                SyncKind::StreamSynchronize,
+                stream,
+                ID_NONE,
+                8410
+            ),
+            (
+                "cuCtxSynchronize",
+                SyncKind::ContextSynchronize,
+                ID_NONE,
+                ID_NONE,
+                0
+            ),
+        ]
+    );
+    let (event, stream_sync, ctx) = (t.syncs[0], t.syncs[1], t.syncs[2]);
+    assert_eq!(event.start_ns, vecadd.start_ns + 2000);
+    assert_eq!(event.end_ns, vecadd.end_ns);
+    assert_eq!(stream_sync.end_ns, t.memcpys[3].end_ns);
+    assert_eq!(stream_sync.start_ns, fill.start_ns + 2000);
+    assert_eq!(ctx.start_ns, stream_sync.end_ns + 1000);
+
+    // The report's sections.
+    let summary = rtrace_collector::render_report_section(
+        std::slice::from_ref(&t),
+        rtrace_collector::Format::Csv,
+        rtrace_collector::Section::Memory,
+    );
+    assert_eq!(
+        summary,
+        "kind,allocations,frees,bytes_allocated,peak_bytes,largest_bytes,live_bytes\n\
+         device,3,3,12288,12288,4096,0\n\
+         pinned,1,1,4096,4096,4096,0\n"
+    );
+    let summary = rtrace_collector::render_report_section(
+        std::slice::from_ref(&t),
+        rtrace_collector::Format::Csv,
+        rtrace_collector::Section::Sync,
+    );
+    assert_eq!(
+        summary,
+        "type,count,total_wait_ns,mean_wait_ns,max_wait_ns\n\
+         stream synchronize,1,8410,8410,8410\n\
+         event synchronize,1,8000,8000,8000\n\
+         context synchronize,1,0,0,0\n"
     );
 }
 

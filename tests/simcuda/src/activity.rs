@@ -114,6 +114,47 @@ pub fn set_op(mut op: SimOp, name: Option<CString>) {
     });
 }
 
+/// Reports an allocation (`SIMOP_ALLOC`) or release (`SIMOP_FREE`) by the call in progress:
+/// `(device, context id)` of the allocation, its base address, size and CUPTI memory kind, at
+/// virtual host time `at`.
+pub fn report_memory(
+    kind: u32,
+    place: (u32, u32),
+    address: u64,
+    bytes: u64,
+    memory_kind: u32,
+    at: u64,
+) {
+    if !wants_op() {
+        return;
+    }
+    let mut op = SimOp::zeroed(kind);
+    (op.device, op.context_id) = place;
+    op.stream_id = SIM_ID_NONE;
+    op.start_ns = at;
+    op.end_ns = at;
+    op.address = address;
+    op.bytes = bytes;
+    op.dst_kind = memory_kind;
+    op.event_id = SIM_ID_NONE;
+    set_op(op, None);
+}
+
+/// Reports a host synchronization of `sync_type` (CUPTI's) by the call in progress:
+/// `(device, context id, stream id)` (stream `SIM_ID_NONE` if none), the event's id
+/// (`SIM_ID_NONE` if none), and the host clock before and after the wait.
+pub fn report_sync(sync_type: u32, place: (u32, u32, u32), event_id: u32, wait: (u64, u64)) {
+    if !wants_op() {
+        return;
+    }
+    let mut op = SimOp::zeroed(SIMOP_SYNC);
+    (op.device, op.context_id, op.stream_id) = place;
+    (op.start_ns, op.end_ns) = wait;
+    op.sync_type = sync_type;
+    op.event_id = event_id;
+    set_op(op, None);
+}
+
 /// At the end of a call that `begin` said to report: tells the subscriber.
 pub fn end(name: &CStr, result: u32) {
     let Some(pending) = PENDING.try_with(|p| p.borrow_mut().take()).ok().flatten() else {

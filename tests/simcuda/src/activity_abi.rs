@@ -17,7 +17,9 @@
 //! lock-free ones and those failed by `SIMCUDA_FAIL` included), on the calling thread, outside
 //! simcuda's lock: at its start (`SIMCALL_ENTER`), where it returns the correlation id it gives
 //! the call (0: none), and at its end (`SIMCALL_EXIT`, return value ignored), with that id, the
-//! result, and the GPU operation the call queued. The pointers in a `SimCall` are valid only
+//! result, and what the call did that CUPTI reports (`SimOp`: the GPU operation it queued, the
+//! memory it allocated or freed, or the host synchronization it made). The pointers in a
+//! `SimCall` are valid only
 //! during the callback. See tests/simcuda/README.md ("Activity reporting").
 
 #![allow(dead_code)]
@@ -25,7 +27,7 @@
 use std::os::raw::{c_char, c_void};
 
 /// Bumped whenever `SimCall` or `SimOp` change.
-pub const SIMCUDA_ACTIVITY_VERSION: u32 = 1;
+pub const SIMCUDA_ACTIVITY_VERSION: u32 = 2;
 
 /// `SimCall::site`: the call is starting.
 pub const SIMCALL_ENTER: u32 = 0;
@@ -38,20 +40,36 @@ pub const SIMOP_KERNEL: u32 = 1;
 pub const SIMOP_MEMCPY: u32 = 2;
 /// `SimOp::kind`: a memset.
 pub const SIMOP_MEMSET: u32 = 3;
+/// `SimOp::kind`: an allocation (`cuMemAlloc*`, `cuMemAllocHost*`).
+pub const SIMOP_ALLOC: u32 = 4;
+/// `SimOp::kind`: a release (`cuMemFree*`, `cuMemFreeHost`).
+pub const SIMOP_FREE: u32 = 5;
+/// `SimOp::kind`: a host synchronization (`cuCtxSynchronize*`, `cuStreamSynchronize*`,
+/// `cuEventSynchronize`, `cuStreamWaitEvent*`) or a stream or event query.
+pub const SIMOP_SYNC: u32 = 6;
 
-/// One GPU operation a driver call queued.
+/// `SimOp::stream_id` / `SimOp::event_id` when there is none (CUPTI's
+/// `CUPTI_SYNCHRONIZATION_INVALID_VALUE`, `CUPTI_INVALID_STREAM_ID`).
+pub const SIM_ID_NONE: u32 = u32::MAX;
+
+/// What one driver call did that CUPTI reports: a GPU operation it queued (kernel, copy,
+/// memset), an allocation or release, or a host synchronization.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct SimOp {
-    /// `SIMOP_KERNEL`, `SIMOP_MEMCPY` or `SIMOP_MEMSET`.
+    /// `SIMOP_KERNEL`, `SIMOP_MEMCPY`, `SIMOP_MEMSET`, `SIMOP_ALLOC`, `SIMOP_FREE` or
+    /// `SIMOP_SYNC`.
     pub kind: u32,
-    /// Device ordinal of the stream's context.
+    /// Device ordinal of the stream's context (allocations: of the allocation's context).
     pub device: u32,
-    /// The context's id (simcuda's object id, as in its handle).
+    /// The context's id (simcuda's object id, as in its handle): the stream's, the
+    /// allocation's, the event's or the synchronized context's.
     pub context_id: u32,
-    /// The stream's id (simcuda's object id; also for the legacy and per-thread streams).
+    /// The stream's id (simcuda's object id; also for the legacy and per-thread streams);
+    /// `SIM_ID_NONE` for allocations, releases, and event and context synchronizations.
     pub stream_id: u32,
-    /// Virtual start and end, ns.
+    /// Virtual start and end, ns. Allocations and releases: both the host clock after the
+    /// call's own step. Synchronizations: the host clock before and after the host's wait.
     pub start_ns: u64,
     pub end_ns: u64,
     /// Kernels: the kernel's name (NUL-terminated); NULL for other operations.
@@ -66,18 +84,26 @@ pub struct SimOp {
     pub registers: u32,
     /// Kernels: 1 for the process's first launch, then +1 for each launch.
     pub grid_id: u64,
-    /// Copies and memsets: bytes moved or set.
+    /// Copies and memsets: bytes moved or set; allocations and releases: the allocation's size.
     pub bytes: u64,
     /// Copies: a `CUPTI_ACTIVITY_MEMCPY_KIND_*` value.
     pub copy_kind: u32,
     /// Copies: `CUPTI_ACTIVITY_MEMORY_KIND_*` of the source; memsets: of the destination.
     pub src_kind: u32,
-    /// Copies and memsets: `CUPTI_ACTIVITY_MEMORY_KIND_*` of the destination.
+    /// Copies and memsets: `CUPTI_ACTIVITY_MEMORY_KIND_*` of the destination; allocations and
+    /// releases: of the allocation.
     pub dst_kind: u32,
     /// 1 if queued by an entry point with a stream argument (`*Async*`), else 0.
     pub is_async: u32,
     /// Memsets: the value (the byte for `cuMemsetD8*`, the word for `cuMemsetD32*`).
     pub value: u32,
+    /// Allocations and releases: the allocation's base address.
+    pub address: u64,
+    /// Synchronizations: a `CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_*` value.
+    pub sync_type: u32,
+    /// Event synchronizations and `cuStreamWaitEvent`: the event's id (simcuda's object id);
+    /// else `SIM_ID_NONE`.
+    pub event_id: u32,
 }
 
 /// One driver call, at its start or its end.
@@ -100,7 +126,7 @@ pub struct SimCall {
     /// it ended (at entry both are the start).
     pub start_ns: u64,
     pub end_ns: u64,
-    /// At exit: the GPU operation the call queued, or NULL.
+    /// At exit: what the call did that CUPTI reports (`SimOp`), or NULL.
     pub op: *const SimOp,
 }
 
@@ -130,6 +156,9 @@ impl SimOp {
             dst_kind: 0,
             is_async: 0,
             value: 0,
+            address: 0,
+            sync_type: 0,
+            event_id: 0,
         }
     }
 }

@@ -450,6 +450,31 @@ impl State {
         (device as u32, ctx as u32, sid as u32)
     }
 
+    /// Where context `ctx` is, for activity records: `(device ordinal, context id)`.
+    pub fn context_place(&self, ctx: Id) -> (u32, u32) {
+        let device = self.contexts.get(&ctx).map_or(0, |c| c.device);
+        (device as u32, ctx as u32)
+    }
+
+    /// Where event `h` is, for activity records: `(device ordinal, context id, event id)`.
+    pub fn event_place(&self, h: usize) -> Result<(u32, u32, u32), CUresult> {
+        let ctx = self.event(h)?.ctx;
+        let (device, ctx) = self.context_place(ctx);
+        let id = decode(Kind::Event, h).unwrap_or(0);
+        Ok((device, ctx, id as u32))
+    }
+
+    /// The live allocation at base address `addr`, for activity records:
+    /// `((device ordinal, context id), size, CUPTI memory kind)`.
+    pub fn alloc_place(&self, addr: u64) -> Option<((u32, u32), u64, u32)> {
+        let a = self.allocs.get(&addr)?;
+        Some((
+            (a.device as u32, a.ctx as u32),
+            a.size,
+            self.memory_kind(addr),
+        ))
+    }
+
     /// `cuptiGetStreamIdEx(ctx, stream, perThreadStream)`: the stream's id, or a CUPTI error
     /// code (`CUPTI_ERROR_INVALID_CONTEXT` for an unknown context, `CUPTI_ERROR_INVALID_STREAM`
     /// for an unknown stream, one of another context, or a default-stream handle without a

@@ -2,7 +2,9 @@
 //! (`layout`, from tools/gen-cupti), as CUPTI writes them. Every field not set here is zero.
 
 use crate::layout::{self, *};
-use crate::sim::{SimOp, SIMOP_KERNEL, SIMOP_MEMCPY, SIMOP_MEMSET};
+use crate::sim::{
+    SimOp, SIMOP_ALLOC, SIMOP_FREE, SIMOP_KERNEL, SIMOP_MEMCPY, SIMOP_MEMSET, SIMOP_SYNC,
+};
 
 /// Writes `value`'s low `len` bytes, little-endian, at `at` (`len` is the field's width).
 fn put(rec: &mut [u8], at: usize, len: usize, value: u64) {
@@ -195,6 +197,92 @@ pub fn memset(op: &SimOp, t: Times, correlation_id: u32) -> Vec<u8> {
     rec.to_vec()
 }
 
+/// A memory record (`CUpti_ActivityMemory4`, kind `CUPTI_ACTIVITY_KIND_MEMORY2`) for an
+/// allocation or a release; `t.start` is its timestamp.
+pub fn memory(op: &SimOp, t: Times, correlation_id: u32, process_id: u32) -> Vec<u8> {
+    debug_assert!(op.kind == SIMOP_ALLOC || op.kind == SIMOP_FREE);
+    let mut rec = [0u8; memory4::SIZE];
+    let r = &mut rec[..];
+    set!(r, memory4, KIND / KIND_LEN, CUPTI_ACTIVITY_KIND_MEMORY2);
+    let operation = if op.kind == SIMOP_ALLOC {
+        CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
+    } else {
+        CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE
+    };
+    set!(
+        r,
+        memory4,
+        MEMORY_OPERATION_TYPE / MEMORY_OPERATION_TYPE_LEN,
+        operation
+    );
+    set!(r, memory4, MEMORY_KIND / MEMORY_KIND_LEN, op.dst_kind);
+    set!(
+        r,
+        memory4,
+        CORRELATION_ID / CORRELATION_ID_LEN,
+        correlation_id
+    );
+    set!(r, memory4, ADDRESS / ADDRESS_LEN, op.address);
+    set!(r, memory4, BYTES / BYTES_LEN, op.bytes);
+    set!(r, memory4, TIMESTAMP / TIMESTAMP_LEN, t.start);
+    set!(r, memory4, PROCESS_ID / PROCESS_ID_LEN, process_id);
+    set!(r, memory4, DEVICE_ID / DEVICE_ID_LEN, op.device);
+    set!(r, memory4, CONTEXT_ID / CONTEXT_ID_LEN, op.context_id);
+    set!(r, memory4, STREAM_ID / STREAM_ID_LEN, op.stream_id);
+    set!(r, memory4, IS_ASYNC / IS_ASYNC_LEN, op.is_async);
+    rec.to_vec()
+}
+
+/// A synchronization record (`CUpti_ActivitySynchronization2`) with the call's `CUresult`.
+pub fn synchronization(op: &SimOp, t: Times, correlation_id: u32, result: u32) -> Vec<u8> {
+    debug_assert_eq!(op.kind, SIMOP_SYNC);
+    let mut rec = [0u8; synchronization2::SIZE];
+    let r = &mut rec[..];
+    set!(
+        r,
+        synchronization2,
+        KIND / KIND_LEN,
+        CUPTI_ACTIVITY_KIND_SYNCHRONIZATION
+    );
+    set!(r, synchronization2, TYPE / TYPE_LEN, op.sync_type);
+    set!(r, synchronization2, START / START_LEN, t.start);
+    set!(r, synchronization2, END / END_LEN, t.end);
+    set!(
+        r,
+        synchronization2,
+        CORRELATION_ID / CORRELATION_ID_LEN,
+        correlation_id
+    );
+    set!(
+        r,
+        synchronization2,
+        CONTEXT_ID / CONTEXT_ID_LEN,
+        op.context_id
+    );
+    set!(r, synchronization2, STREAM_ID / STREAM_ID_LEN, op.stream_id);
+    set!(
+        r,
+        synchronization2,
+        CUDA_EVENT_ID / CUDA_EVENT_ID_LEN,
+        op.event_id
+    );
+    // CUPTI 13.0 wrote 0 for event synchronizations and stream waits (no CUDA_EVENT records
+    // to associate), and the 32-bit invalid value in this 64-bit field for the others.
+    let event_sync_id = if op.event_id == crate::sim::SIM_ID_NONE {
+        u64::from(CUPTI_SYNCHRONIZATION_INVALID_VALUE)
+    } else {
+        0
+    };
+    set!(
+        r,
+        synchronization2,
+        CUDA_EVENT_SYNC_ID / CUDA_EVENT_SYNC_ID_LEN,
+        event_sync_id
+    );
+    set!(r, synchronization2, RETURN_VALUE / RETURN_VALUE_LEN, result);
+    rec.to_vec()
+}
+
 /// An external-correlation record (`CUpti_ActivityExternalCorrelation`).
 pub fn external_correlation(external_kind: u32, external_id: u64, correlation_id: u32) -> Vec<u8> {
     let mut rec = [0u8; external_correlation::SIZE];
@@ -257,6 +345,8 @@ pub fn size_of_kind(kind: u32) -> Option<usize> {
         CUPTI_ACTIVITY_KIND_MEMSET => memset4::SIZE,
         CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION => external_correlation::SIZE,
         CUPTI_ACTIVITY_KIND_DRIVER | CUPTI_ACTIVITY_KIND_RUNTIME => api::SIZE,
+        CUPTI_ACTIVITY_KIND_MEMORY2 => memory4::SIZE,
+        CUPTI_ACTIVITY_KIND_SYNCHRONIZATION => synchronization2::SIZE,
         _ => return None,
     })
 }

@@ -241,6 +241,13 @@ impl State {
         kind < 64 && self.enabled & (1 << kind) != 0
     }
 
+    /// While memory or synchronization records are enabled, every driver call gets a
+    /// correlation id (as CUPTI 13.0 gave one to `cuStreamCreate`, `cuEventCreate`,
+    /// `cuEventRecord` with both enabled).
+    fn every_call_correlated(&self) -> bool {
+        self.on(CUPTI_ACTIVITY_KIND_MEMORY2) || self.on(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)
+    }
+
     /// `cuptiActivityEnable`.
     pub fn enable(&mut self, kind: u32) -> u32 {
         if kind == CUPTI_ACTIVITY_KIND_INVALID || kind >= CUPTI_ACTIVITY_KIND_COUNT {
@@ -449,10 +456,25 @@ impl State {
                 SIMOP_MEMSET if self.on(CUPTI_ACTIVITY_KIND_MEMSET) => {
                     Some((CUPTI_ACTIVITY_KIND_MEMSET, records::memset(op, t, corr)))
                 }
+                SIMOP_ALLOC | SIMOP_FREE if self.on(CUPTI_ACTIVITY_KIND_MEMORY2) => {
+                    // SAFETY: getpid cannot fail.
+                    let pid = unsafe { libc::getpid() } as u32;
+                    let rec = records::memory(op, t, corr, pid);
+                    Some((CUPTI_ACTIVITY_KIND_MEMORY2, rec))
+                }
+                SIMOP_SYNC if self.on(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION) => {
+                    let rec = records::synchronization(op, t, corr, call.result);
+                    Some((CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, rec))
+                }
                 _ => None,
             };
-            if let Some((kind, rec)) = rec {
-                self.write(&rec, Some((kind, op.end_ns)));
+            match rec {
+                // Host-side records are complete when written.
+                Some((CUPTI_ACTIVITY_KIND_MEMORY2 | CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, rec)) => {
+                    self.write(&rec, None)
+                }
+                Some((kind, rec)) => self.write(&rec, Some((kind, op.end_ns))),
+                None => {}
             }
         }
         if corr != 0 && self.on(CUPTI_ACTIVITY_KIND_DRIVER) {
@@ -560,8 +582,11 @@ unsafe extern "C" fn on_sim_call(call: *const SimCall) -> u32 {
                     }
                     _ => None,
                 };
-                let gets_id =
-                    st.attached && (queues_gpu_work(name) || st.driver_ever || cb.is_some());
+                let gets_id = st.attached
+                    && (queues_gpu_work(name)
+                        || st.driver_ever
+                        || st.every_call_correlated()
+                        || cb.is_some());
                 let corr = if gets_id {
                     let c = st.next_correlation;
                     st.next_correlation = c.wrapping_add(1).max(1);

@@ -1,4 +1,5 @@
-//! What a subscriber hears: every call at entry and exit, with the GPU operation it queued.
+//! What a subscriber hears: every call at entry and exit, with the GPU operation it queued, the
+//! memory it allocated or freed, or the synchronization it made.
 //! The collector keeps only this thread's calls (other tests may run meanwhile).
 
 use std::cell::RefCell;
@@ -78,7 +79,7 @@ fn subscriber_hears_every_call_and_its_operation() {
             0
         );
     }
-    let image = c"simcuda-module\nkernel k 3000\n";
+    let image = c"simcuda-module\nkernel k 3000\nkernel slow 100000\n";
     let (mut dev, mut ctx, mut module, mut func) = (
         0,
         std::ptr::null_mut(),
@@ -88,6 +89,7 @@ fn subscriber_hears_every_call_and_its_operation() {
     let (mut stream, mut dptr, mut pinned) =
         (std::ptr::null_mut(), 0u64, std::ptr::null_mut::<c_void>());
     let mut current = std::ptr::null_mut();
+    let (mut slow, mut event) = (std::ptr::null_mut(), std::ptr::null_mut());
     // SAFETY: the driver API with valid out-pointers.
     unsafe {
         assert_eq!(cuInit(0), 0);
@@ -119,6 +121,21 @@ fn subscriber_hears_every_call_and_its_operation() {
         );
         assert_eq!(cuCtxGetCurrent(&mut current), 0);
         assert_eq!(cuMemsetD8_v2(0, 1, 1), CUDA_ERROR_INVALID_VALUE_CODE);
+        assert_eq!(cuModuleGetFunction(&mut slow, module, c"slow".as_ptr()), 0);
+        let none = std::ptr::null_mut();
+        assert_eq!(
+            cuLaunchKernel(slow, 1, 1, 1, 1, 1, 1, 0, stream, none, none),
+            0
+        );
+        assert_eq!(cuEventCreate(&mut event, 0), 0);
+        assert_eq!(cuEventRecord(event, stream), 0);
+        assert_eq!(cuStreamWaitEvent(std::ptr::null_mut(), event, 0), 0);
+        assert_eq!(cuEventSynchronize(event), 0);
+        assert_eq!(cuStreamSynchronize(stream), 0);
+        assert_eq!(cuStreamQuery(stream), 0);
+        assert_eq!(cuEventQuery(event), 0);
+        assert_eq!(cuCtxSynchronize(), 0);
+        assert_eq!(cuMemFree_v2(dptr), 0);
         assert_eq!(
             simcuda_activity_subscribe(SIMCUDA_ACTIVITY_VERSION, None),
             0
@@ -127,7 +144,7 @@ fn subscriber_hears_every_call_and_its_operation() {
     }
     let seen = SEEN.with(|s| s.take());
     // Two callbacks per call, entry then exit, with the id returned at entry.
-    assert_eq!(seen.len(), 2 * 14);
+    assert_eq!(seen.len(), 2 * 25);
     for pair in seen.chunks(2) {
         let (enter, exit) = (&pair[0], &pair[1]);
         assert_eq!(
@@ -216,6 +233,118 @@ fn subscriber_hears_every_call_and_its_operation() {
         (exits[13].result, exits[13].op.is_none()),
         (CUDA_ERROR_INVALID_VALUE_CODE as u32, true)
     );
+
+    // Allocations and releases: at the host clock after the call's own step.
+    let memory = |i: usize| {
+        let (op, _) = exits[i]
+            .op
+            .clone()
+            .unwrap_or_else(|| panic!("{:?}", exits[i]));
+        assert_eq!((op.start_ns, op.end_ns), (exits[i].end, exits[i].end));
+        assert_eq!(
+            (op.device, op.context_id, op.stream_id),
+            (0, ctx_id, SIM_ID_NONE)
+        );
+        (
+            exits[i].name.as_str(),
+            op.kind,
+            op.address,
+            op.bytes,
+            op.dst_kind,
+        )
+    };
+    let (device, host) = (
+        CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+        CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+    );
+    assert_eq!(
+        [memory(7), memory(8), memory(24)],
+        [
+            ("cuMemAlloc_v2", SIMOP_ALLOC, dptr, 4096, device),
+            ("cuMemAllocHost_v2", SIMOP_ALLOC, pinned as u64, 4096, host),
+            ("cuMemFree_v2", SIMOP_FREE, dptr, 4096, device),
+        ]
+    );
+
+    // Synchronizations: the host clock before and after the wait.
+    let (slow_op, _) = exits[15].op.clone().unwrap();
+    let event_id = decode(Kind::Event, event as usize).unwrap() as u32;
+    let legacy = set.stream_id;
+    let sync = |i: usize| {
+        let (op, _) = exits[i]
+            .op
+            .clone()
+            .unwrap_or_else(|| panic!("{:?}", exits[i]));
+        assert_eq!(op.kind, SIMOP_SYNC);
+        assert_eq!(
+            (op.start_ns, op.end_ns),
+            (exits[i].start + 1000, exits[i].end)
+        );
+        (
+            exits[i].name.as_str(),
+            op.sync_type,
+            op.context_id,
+            op.stream_id,
+            op.event_id,
+            op.end_ns - op.start_ns,
+        )
+    };
+    let waited = slow_op.end_ns - (exits[19].start + 1000);
+    assert!(waited > 90_000, "{waited}");
+    assert_eq!(
+        (18..=23).map(sync).collect::<Vec<_>>(),
+        [
+            (
+                "cuStreamWaitEvent",
+                CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT,
+                ctx_id,
+                legacy,
+                event_id,
+                0
+            ),
+            (
+                "cuEventSynchronize",
+                CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE,
+                ctx_id,
+                SIM_ID_NONE,
+                event_id,
+                waited
+            ),
+            (
+                "cuStreamSynchronize",
+                CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE,
+                ctx_id,
+                stream_id,
+                SIM_ID_NONE,
+                0
+            ),
+            (
+                "cuStreamQuery",
+                CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE,
+                ctx_id,
+                stream_id,
+                SIM_ID_NONE,
+                0
+            ),
+            (
+                "cuEventQuery",
+                CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE,
+                ctx_id,
+                SIM_ID_NONE,
+                event_id,
+                0
+            ),
+            (
+                "cuCtxSynchronize",
+                CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE,
+                ctx_id,
+                SIM_ID_NONE,
+                SIM_ID_NONE,
+                0
+            ),
+        ]
+    );
+    assert_eq!(exits[19].end, slow_op.end_ns);
 
     // cuptiGetStreamIdEx's answers.
     let mut id = 0u32;

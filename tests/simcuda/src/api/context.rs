@@ -78,7 +78,15 @@ fn synchronize(ctx: CUcontext) -> Result<(), CUresult> {
     locked(|st, caller| {
         st.require_init()?;
         let id = ctx_arg(st, ctx, caller)?;
+        let before = st.host_now;
         st.wait_until(st.context_end(id));
+        let (device, ctx) = st.context_place(id);
+        crate::activity::report_sync(
+            crate::cupti::CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE,
+            (device, ctx, crate::activity::SIM_ID_NONE),
+            crate::activity::SIM_ID_NONE,
+            (before, st.host_now),
+        );
         Ok(())
     })
 }

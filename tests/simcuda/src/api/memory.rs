@@ -3,7 +3,7 @@
 use std::os::raw::{c_uchar, c_uint, c_void};
 
 use super::{h, need, put};
-use crate::activity::{self, SimOp, SIMOP_MEMCPY, SIMOP_MEMSET};
+use crate::activity::{self, SimOp, SIMOP_ALLOC, SIMOP_FREE, SIMOP_MEMCPY, SIMOP_MEMSET};
 use crate::entry::locked;
 use crate::errors::*;
 use crate::memory::AllocKind;
@@ -51,14 +51,23 @@ fn alloc(pre: Result<(), CUresult>, kind: AllocKind, size: u64) -> Result<u64, C
         st.require_init()?;
         pre?;
         let ctx = st.current(caller)?;
-        st.allocate(ctx, kind, size)
+        let addr = st.allocate(ctx, kind, size)?;
+        if let Some((place, bytes, memory_kind)) = st.alloc_place(addr) {
+            activity::report_memory(SIMOP_ALLOC, place, addr, bytes, memory_kind, st.host_now);
+        }
+        Ok(addr)
     })
 }
 
 fn free(addr: u64, host: bool) -> Result<(), CUresult> {
     locked(|st, _| {
         st.require_init()?;
-        st.free(addr, host)
+        let freed = st.alloc_place(addr);
+        st.free(addr, host)?;
+        if let Some((place, bytes, memory_kind)) = freed {
+            activity::report_memory(SIMOP_FREE, place, addr, bytes, memory_kind, st.host_now);
+        }
+        Ok(())
     })
 }
 

@@ -3,6 +3,12 @@
 use std::os::raw::{c_float, c_int, c_uint};
 
 use super::{h, need, ptr, put};
+use crate::activity::{self, SIM_ID_NONE};
+use crate::cupti::{
+    CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE as EVENT_SYNCHRONIZE,
+    CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE as STREAM_SYNCHRONIZE,
+    CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT as STREAM_WAIT_EVENT,
+};
 use crate::entry::locked;
 use crate::errors::*;
 use crate::state::{handle, Kind, GREATEST_PRIORITY, LEAST_PRIORITY};
@@ -37,7 +43,10 @@ fn synchronize(hStream: CUstream, ptsz: bool) -> Result<(), CUresult> {
     locked(|st, caller| {
         st.require_init()?;
         let sid = st.resolve_stream(h(hStream), ptsz, caller)?;
+        let before = st.host_now;
         st.wait_until(st.stream_end(sid));
+        let wait = (before, st.host_now);
+        activity::report_sync(STREAM_SYNCHRONIZE, st.stream_place(sid), SIM_ID_NONE, wait);
         Ok(())
     })
 }
@@ -46,6 +55,9 @@ fn query(hStream: CUstream, ptsz: bool) -> Result<(), CUresult> {
     locked(|st, caller| {
         st.require_init()?;
         let sid = st.resolve_stream(h(hStream), ptsz, caller)?;
+        // CUPTI reports a query as a synchronization that does not wait.
+        let now = (st.host_now, st.host_now);
+        activity::report_sync(STREAM_SYNCHRONIZE, st.stream_place(sid), SIM_ID_NONE, now);
         if st.stream_end(sid) > st.host_now {
             Err(CUDA_ERROR_NOT_READY)
         } else {
@@ -66,7 +78,11 @@ fn wait_event(
             return Err(CUDA_ERROR_INVALID_VALUE);
         }
         let sid = st.resolve_stream(h(hStream), ptsz, caller)?;
-        st.wait_event(sid, h(hEvent))
+        st.wait_event(sid, h(hEvent))?;
+        let (_, _, event) = st.event_place(h(hEvent))?;
+        let now = (st.host_now, st.host_now);
+        activity::report_sync(STREAM_WAIT_EVENT, st.stream_place(sid), event, now);
+        Ok(())
     })
 }
 
@@ -160,6 +176,10 @@ api! {
     fn cuEventQuery(hEvent: CUevent) {
         locked(|st, _| {
             st.require_init()?;
+            let (device, ctx, event) = st.event_place(h(hEvent))?;
+            // CUPTI reports a query as a synchronization that does not wait.
+            let now = (st.host_now, st.host_now);
+            activity::report_sync(EVENT_SYNCHRONIZE, (device, ctx, SIM_ID_NONE), event, now);
             st.query_event(h(hEvent))
         })
     }
@@ -167,9 +187,13 @@ api! {
     fn cuEventSynchronize(hEvent: CUevent) {
         locked(|st, _| {
             st.require_init()?;
+            let (device, ctx, event) = st.event_place(h(hEvent))?;
+            let before = st.host_now;
             if let Some(t) = st.event_time(h(hEvent))? {
                 st.wait_until(t);
             }
+            let wait = (before, st.host_now);
+            activity::report_sync(EVENT_SYNCHRONIZE, (device, ctx, SIM_ID_NONE), event, wait);
             Ok(())
         })
     }

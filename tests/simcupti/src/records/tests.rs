@@ -212,7 +212,96 @@ fn external_correlation_and_api_records() {
 }
 
 #[test]
+fn memory_records() {
+    use memory4 as m;
+    let mut op = SimOp::zeroed(SIMOP_ALLOC);
+    op.device = 0;
+    op.context_id = 1;
+    op.stream_id = crate::sim::SIM_ID_NONE;
+    op.start_ns = 19_000;
+    op.end_ns = 19_000;
+    op.address = 0x7fa8_5c80_0000;
+    op.bytes = 1 << 20;
+    op.dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    let t = Times {
+        start: 19_000,
+        end: 19_000,
+    };
+    let rec = memory(&op, t, 4, 409);
+    // The fields CUPTI 13.0 set for a cuMemAlloc_v2 on an H200 (PC, name, pool and source 0).
+    let want = expected(
+        m::SIZE,
+        &[
+            (m::KIND, 4, 49),
+            (m::MEMORY_OPERATION_TYPE, 4, 1),
+            (m::MEMORY_KIND, 4, 3),
+            (m::CORRELATION_ID, 4, 4),
+            (m::ADDRESS, 8, 0x7fa8_5c80_0000),
+            (m::BYTES, 8, 1 << 20),
+            (m::TIMESTAMP, 8, 19_000),
+            (m::PROCESS_ID, 4, 409),
+            (m::CONTEXT_ID, 4, 1),
+            (m::STREAM_ID, 4, 0xffff_ffff),
+        ],
+    );
+    assert_eq!(rec, want);
+    assert_eq!(rec.len(), 128);
+    op.kind = SIMOP_FREE;
+    op.dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+    let rec = memory(&op, t, 27, 409);
+    assert_eq!(rec[4..16], [2, 0, 0, 0, 2, 0, 0, 0, 27, 0, 0, 0]);
+}
+
+#[test]
+fn synchronization_records() {
+    use synchronization2 as s;
+    let none = crate::sim::SIM_ID_NONE;
+    let mut op = SimOp::zeroed(SIMOP_SYNC);
+    op.sync_type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+    op.context_id = 1;
+    op.stream_id = 13;
+    op.event_id = none;
+    let t = Times {
+        start: 2_000,
+        end: 209_795,
+    };
+    let rec = synchronization(&op, t, 15, 0);
+    // As CUPTI 13.0 wrote a cuStreamSynchronize (H200): no event, the 32-bit invalid value in
+    // the 64-bit cudaEventSyncId.
+    let want = expected(
+        s::SIZE,
+        &[
+            (s::KIND, 4, 38),
+            (s::TYPE, 4, 3),
+            (s::START, 8, 2_000),
+            (s::END, 8, 209_795),
+            (s::CORRELATION_ID, 4, 15),
+            (s::CONTEXT_ID, 4, 1),
+            (s::STREAM_ID, 4, 13),
+            (s::CUDA_EVENT_ID, 4, 0xffff_ffff),
+            (s::CUDA_EVENT_SYNC_ID, 8, 0xffff_ffff),
+        ],
+    );
+    assert_eq!(rec, want);
+    assert_eq!(rec.len(), 56);
+    // An event synchronization: the event's id, cudaEventSyncId 0, and the call's result.
+    op.sync_type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE;
+    op.stream_id = none;
+    op.event_id = 1;
+    let rec = synchronization(&op, t, 13, 600);
+    assert_eq!(rec[32..56], {
+        let mut b = [0u8; 24];
+        b[..4].copy_from_slice(&none.to_le_bytes());
+        b[4] = 1;
+        b[16..18].copy_from_slice(&600u16.to_le_bytes());
+        b
+    });
+}
+
+#[test]
 fn sizes_by_kind_and_clearing_times() {
+    assert_eq!(size_of_kind(CUPTI_ACTIVITY_KIND_MEMORY2), Some(128));
+    assert_eq!(size_of_kind(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION), Some(56));
     assert_eq!(
         size_of_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
         Some(216)
