@@ -32,6 +32,15 @@ pub enum Command {
     /// Exits 0 (also when a damaged file was reported up to the damage), 2 when
     /// an input cannot be read as a trace.
     Report(ReportArgs),
+    /// Convert traces into a timeline for a trace viewer: Perfetto's format
+    /// (open it in ui.perfetto.dev) or Chrome's JSON trace format.
+    ///
+    /// Threads show a slice per API call; each GPU device a track per stream
+    /// with its kernels, copies and memsets; flows link calls to the GPU work
+    /// they launched; counters show memory in use per device. Exits 0, 2 when
+    /// an input cannot be read as a trace, 1 when the output cannot be written.
+    #[command(override_usage = "rtrace export --format <FORMAT> [--output <FILE>] <TRACE>...")]
+    Export(ExportArgs),
 }
 
 /// Options of `rtrace record`.
@@ -85,6 +94,23 @@ pub struct ReportArgs {
     pub files: Vec<PathBuf>,
 }
 
+/// Options of `rtrace export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// `perfetto`: Perfetto's protobuf trace (ui.perfetto.dev, any size);
+    /// `chrome`: Chrome's JSON trace events (viewers fail past about 256 MB).
+    #[arg(long, value_enum)]
+    pub format: crate::export::ExportFormat,
+    /// Write to FILE (written in full, then renamed into place) instead of
+    /// standard output; `-` is standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Trace files, or directories: every *.bin trace directly in one is read,
+    /// in name order. One process each in the output.
+    #[arg(value_name = "TRACE", required = true)]
+    pub files: Vec<PathBuf>,
+}
+
 fn parse_power_of_two(s: &str) -> Result<u64, String> {
     let n: u64 = s.parse().map_err(|e| format!("{e}"))?;
     if n.is_power_of_two() {
@@ -105,6 +131,7 @@ pub fn run(cli: Cli) -> u8 {
     match cli.command {
         Command::Record(args) => run_record(args),
         Command::Report(args) => run_report(&args),
+        Command::Export(args) => run_export(&args),
     }
 }
 
@@ -163,6 +190,62 @@ fn run_report(args: &ReportArgs) -> u8 {
         }
     }
     0
+}
+
+fn run_export(args: &ExportArgs) -> u8 {
+    use crate::export::{expand_inputs, export_files, ExportFormat};
+    use std::io::IsTerminal;
+    let output = args
+        .output
+        .as_deref()
+        .filter(|p| *p != std::path::Path::new("-"));
+    let inputs = match expand_inputs(&args.files) {
+        Ok(inputs) => inputs,
+        Err(e) => {
+            eprintln!("rtrace: {e}");
+            return 2;
+        }
+    };
+    if output.is_none() && args.format == ExportFormat::Perfetto && io::stdout().is_terminal() {
+        eprintln!(
+            "rtrace: a Perfetto trace is binary: name a file with --output FILE, or redirect \
+             standard output"
+        );
+        return 2;
+    }
+    for line in &inputs.skipped {
+        eprintln!("warning: {line}");
+    }
+    match export_files(&inputs.files, args.format, output) {
+        Ok(outcome) => {
+            for line in &outcome.warnings {
+                eprintln!("warning: {line}");
+            }
+            if let Some(path) = output {
+                let s = &outcome.stats;
+                eprintln!(
+                    "rtrace: wrote {} ({}): {} {}, {} slices, {} flows, {} counter values",
+                    path.display(),
+                    crate::output::human_bytes(s.bytes),
+                    s.traces,
+                    if s.traces == 1 {
+                        "process"
+                    } else {
+                        "processes"
+                    },
+                    s.slices,
+                    s.flows,
+                    s.counter_values
+                );
+            }
+            0
+        }
+        Err(e) if e.is_broken_pipe() => 0,
+        Err(e) => {
+            eprintln!("rtrace: {e}");
+            e.exit_code()
+        }
+    }
 }
 
 fn run_record(args: RecordArgs) -> u8 {

@@ -9,6 +9,7 @@
 //!   [`memset_summary`], [`utilisation`], [`launch_latency`]);
 //! - [`demangle`]: kernel names for display;
 //! - [`output`]: the report as a table, CSV or JSON ([`render_report`]);
+//! - [`export`]: traces as timelines for Perfetto or Chrome's trace viewer;
 //! - [`record`]: running a program with librtrace.so preloaded;
 //! - [`cli`]: the `rtrace` command line on top of them.
 //!
@@ -25,6 +26,7 @@
 
 pub mod cli;
 pub mod demangle;
+pub mod export;
 pub mod gpu_summary;
 pub mod model;
 pub mod occupancy;

@@ -6,8 +6,9 @@
 //! kept, with the damage described in [`Trace::damage`].
 
 use rtrace_format::{
-    ApiRecord, ChunkKind, DeviceInfo, KernelRecord, MemcpyRecord, MemoryRecord, MemsetRecord,
-    Notice, ProcessEnd, ProcessHeader, ReadError, SyncRecord, ThreadInfo, TraceReader,
+    ApiRecord, ChunkKind, ContextRecord, DeviceInfo, FunctionRecord, KernelRecord, MemcpyRecord,
+    MemoryRecord, MemsetRecord, ModuleRecord, Notice, PeerCopyRecord, ProcessEnd, ProcessHeader,
+    ReadError, StreamRecord, SyncRecord, ThreadInfo, TraceReader,
 };
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -33,8 +34,12 @@ pub struct Trace {
     pub kernel_names: HashMap<u32, String>,
     /// Kernel executions, in file order.
     pub kernels: Vec<KernelRecord>,
-    /// Memory copies, in file order.
+    /// Memory copies, in file order; peer-to-peer copies (kind `PtoP`) included, each also
+    /// in `peer_copies`.
     pub memcpys: Vec<MemcpyRecord>,
+    /// Peer-to-peer copies with their source and destination, in file order (each is also
+    /// in `memcpys`).
+    pub peer_copies: Vec<PeerCopyRecord>,
     /// Memsets, in file order.
     pub memsets: Vec<MemsetRecord>,
     /// Memory allocations and frees, in file order.
@@ -43,6 +48,15 @@ pub struct Trace {
     pub syncs: Vec<SyncRecord>,
     /// The GPUs described by DeviceInfo chunks, by ordinal (later chunks win).
     pub devices: BTreeMap<u32, DeviceInfo>,
+    /// Contexts as they were created, in file order.
+    pub contexts: Vec<ContextRecord>,
+    /// Streams as they were created (by the program or with a context), in file order.
+    pub streams: Vec<StreamRecord>,
+    /// Modules as they were loaded, in file order.
+    pub modules: Vec<ModuleRecord>,
+    /// The GPU functions (kernels) of loaded modules, in file order (names in
+    /// `kernel_names`).
+    pub gpu_functions: Vec<FunctionRecord>,
     /// API records lost because a buffer was full: the sum of every chunk
     /// header's `dropped` count.
     pub dropped: u64,
@@ -168,6 +182,29 @@ impl Trace {
                             Ok(records) => trace.syncs.extend(records),
                             Err(why) => trace.bad_chunks.push(bad(why)),
                         },
+                        ChunkKind::PeerCopies => match chunk.peer_copy_records() {
+                            Ok(records) => {
+                                trace.memcpys.extend(records.iter().map(|p| p.copy));
+                                trace.peer_copies.extend(records);
+                            }
+                            Err(why) => trace.bad_chunks.push(bad(why)),
+                        },
+                        ChunkKind::Contexts => match chunk.context_records() {
+                            Ok(records) => trace.contexts.extend(records),
+                            Err(why) => trace.bad_chunks.push(bad(why)),
+                        },
+                        ChunkKind::Streams => match chunk.stream_records() {
+                            Ok(records) => trace.streams.extend(records),
+                            Err(why) => trace.bad_chunks.push(bad(why)),
+                        },
+                        ChunkKind::Modules => match chunk.module_records() {
+                            Ok(records) => trace.modules.extend(records),
+                            Err(why) => trace.bad_chunks.push(bad(why)),
+                        },
+                        ChunkKind::Functions => match chunk.function_records() {
+                            Ok(records) => trace.gpu_functions.extend(records),
+                            Err(why) => trace.bad_chunks.push(bad(why)),
+                        },
                         ChunkKind::DeviceInfo => match chunk.value::<DeviceInfo>() {
                             Ok(device) => {
                                 trace.devices.insert(device.ordinal, device);
@@ -216,6 +253,12 @@ impl Trace {
     /// Number of GPU activity records read: kernels, memory copies and memsets.
     pub fn gpu_records(&self) -> u64 {
         (self.kernels.len() + self.memcpys.len() + self.memsets.len()) as u64
+    }
+
+    /// Number of resource records read: contexts, streams, modules and functions.
+    pub fn resource_records(&self) -> u64 {
+        (self.contexts.len() + self.streams.len() + self.modules.len() + self.gpu_functions.len())
+            as u64
     }
 
     /// Number of memory (allocation and free) and synchronization records read.

@@ -236,6 +236,8 @@ fn json_is_exact() {
         "  {\"function\":\"cuMemAlloc_v2\",\"calls\":4,\"errors\":1,\"total_ns\":100,",
         "\"mean_ns\":25,\"median_ns\":20,\"min_ns\":10,\"max_ns\":40,\"error_codes\":{\"2\":1}}\n",
         "],\n",
+        "\"resources\":{\n\"devices\":[],\n\"contexts\":[],\n\"streams\":[],\n\"modules\":[],\n",
+        "\"functions\":[]},\n",
         "\"kernels\":[],\n",
         "\"memcpy\":[],\n",
         "\"memset\":[],\n",
@@ -256,7 +258,8 @@ fn empty_json_and_csv() {
     let json = render_report(&[t], Format::Json);
     assert!(
         json.ends_with(
-            "\"api\":[],\n\"kernels\":[],\n\"memcpy\":[],\n\"memset\":[],\n\
+            "\"api\":[],\n\"resources\":{\n\"devices\":[],\n\"contexts\":[],\n\"streams\":[],\n\
+             \"modules\":[],\n\"functions\":[]},\n\"kernels\":[],\n\"memcpy\":[],\n\"memset\":[],\n\
              \"utilisation\":[],\n\"latency\":[],\n\"occupancy\":[]}\n"
         ),
         "{json}"

@@ -31,24 +31,28 @@ pub struct Config {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GpuKinds {
     pub kernel: bool,
+    /// Memory copies, peer-to-peer ones included.
     pub memcpy: bool,
     pub memset: bool,
     /// Allocations and frees.
     pub memory: bool,
     /// Host synchronizations.
     pub sync: bool,
+    /// Contexts, streams, modules and functions as they are created or loaded.
+    pub resources: bool,
 }
 
 impl GpuKinds {
     /// `RTRACE_GPU_ACTIVITY`: empty or `0` → none; `1` (`on`, `yes`, `true`, `default`) →
-    /// kernels, copies and memsets; `all` → also allocations and synchronizations; else a
-    /// comma-separated list of `kernel`, `memcpy`, `memset`, `memory`, `sync` (other words are
-    /// ignored).
+    /// kernels, copies, memsets and resources; `all` → also allocations and synchronizations;
+    /// else a comma-separated list of `kernel`, `memcpy`, `memset`, `memory`, `sync`,
+    /// `resources` (other words are ignored).
     pub fn parse(v: &str) -> GpuKinds {
         let default = GpuKinds {
             kernel: true,
             memcpy: true,
             memset: true,
+            resources: true,
             ..Default::default()
         };
         match v.trim() {
@@ -68,6 +72,7 @@ impl GpuKinds {
                         "memset" => k.memset = true,
                         "memory" => k.memory = true,
                         "sync" => k.sync = true,
+                        "resources" => k.resources = true,
                         _ => {}
                     }
                 }
@@ -77,7 +82,7 @@ impl GpuKinds {
     }
 
     pub fn any(&self) -> bool {
-        self.kernel || self.memcpy || self.memset || self.memory || self.sync
+        self.kernel || self.memcpy || self.memset || self.memory || self.sync || self.resources
     }
 }
 
@@ -153,13 +158,18 @@ mod tests {
     fn gpu_kinds() {
         let k = |v: &str| {
             let g = GpuKinds::parse(v);
-            [g.kernel, g.memcpy, g.memset, g.memory, g.sync]
+            [g.kernel, g.memcpy, g.memset, g.memory, g.sync, g.resources]
         };
-        assert_eq!(k("0"), [false; 5]);
-        assert_eq!(k(""), [false; 5]);
-        assert_eq!(k("1"), [true, true, true, false, false]);
-        assert_eq!(k("all"), [true; 5]);
-        assert_eq!(k("kernel, sync,bogus"), [true, false, false, false, true]);
+        assert_eq!(k("0"), [false; 6]);
+        assert_eq!(k(""), [false; 6]);
+        assert_eq!(k("1"), [true, true, true, false, false, true]);
+        assert_eq!(k("all"), [true; 6]);
+        assert_eq!(
+            k("kernel, sync,bogus"),
+            [true, false, false, false, true, false]
+        );
+        assert_eq!(k("resources"), [false, false, false, false, false, true]);
+        assert!(GpuKinds::parse("resources").any());
         assert!(
             cfg(&[("RTRACE_GPU_ACTIVITY", "memory")])
                 .gpu_activity

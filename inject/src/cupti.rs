@@ -1,5 +1,6 @@
-//! GPU activity (kernels, memory copies, memsets, allocations and frees, host synchronizations)
-//! through CUPTI's Activity API, loaded at run time. Opt-in (`RTRACE_GPU_ACTIVITY=1`): on CUDA
+//! GPU activity (kernels, memory copies, memsets, allocations and frees, host synchronizations,
+//! and the contexts, streams, modules and functions they use) through CUPTI's Activity API,
+//! loaded at run time. Opt-in (`RTRACE_GPU_ACTIVITY=1`): on CUDA
 //! 13.0 CUPTI serves one activity client per process, so rtrace must not take it from a program
 //! that profiles itself (see docs/gpu-activity-design.md). Allocation and synchronization
 //! records are optional: if CUPTI refuses them, the rest stays on and a notice says so.
@@ -9,7 +10,10 @@
 //!   on rtrace's clock (`cuptiActivityRegisterTimestampCallback` → `CLOCK_MONOTONIC`).
 //! - CUPTI fills buffers from a small recycled pool and hands full ones back through
 //!   [`complete`], which only queues them. The worker flushes CUPTI every drain period and turns
-//!   queued buffers into kernel/memcpy/memset/memory/sync chunks ([`drain_into`]).
+//!   queued buffers into kernel/memcpy/memset/memory/sync/resource chunks ([`drain_into`]).
+//! - Modules come from CUPTI's resource callback (`CUPTI_CBID_RESOURCE_MODULE_LOADED`) on
+//!   rtrace's subscriber, inside the loading call: CUPTI 13.0 refuses the MODULE activity kind
+//!   (`CUPTI_ERROR_INVALID_KIND`); functions and contexts come as activity records.
 //! - At exit, an `atexit` handler registered when CUPTI was enabled flushes CUPTI and converts
 //!   everything while CUPTI is still alive (its destructor runs before rtrace's).
 //! - Any failure leaves API tracing on and writes a notice saying why GPU activity is off.
@@ -23,8 +27,9 @@ use crate::hook::internal;
 use crate::output::Sink;
 use crate::{clock, diag, interpose, lifecycle};
 use rtrace_format::{
-    ChunkKind, CopyKind, KernelRecord, MemcpyRecord, MemoryKind, MemoryOperation, MemoryPoolType,
-    MemoryRecord, MemsetRecord, SyncKind, SyncRecord, FLAG_CORRELATED, FLAG_IN_GRAPH,
+    ChunkKind, ContextRecord, CopyKind, FunctionRecord, KernelRecord, MemcpyRecord, MemoryKind,
+    MemoryOperation, MemoryPoolType, MemoryRecord, MemsetRecord, ModuleRecord, PeerCopyRecord,
+    StreamFlag, StreamRecord, SyncKind, SyncRecord, FLAG_CORRELATED, FLAG_IN_GRAPH,
 };
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -55,6 +60,7 @@ type SubscribeFn = unsafe extern "C" fn(*mut *mut c_void, CallbackFn, *mut c_voi
 type UnsubscribeFn = unsafe extern "C" fn(*mut c_void) -> i32;
 type EnableCallbackFn = unsafe extern "C" fn(u32, *mut c_void, u32, u32) -> i32;
 type CallbackNameFn = unsafe extern "C" fn(u32, u32, *mut *const c_char) -> i32;
+type ContextIdFn = unsafe extern "C" fn(*mut c_void, *mut u32) -> i32;
 
 /// The CUPTI entry points rtrace uses.
 struct Api {
@@ -69,6 +75,8 @@ struct Api {
     unsubscribe: UnsubscribeFn,
     enable_callback: EnableCallbackFn,
     callback_name: CallbackNameFn,
+    /// `cuptiGetContextId`, for the context of a loaded module.
+    context_id: ContextIdFn,
 }
 
 // SAFETY: plain function pointers into libcupti, callable from any thread.
@@ -99,6 +107,8 @@ static DROPPED: AtomicU64 = AtomicU64::new(0);
 static NOTICES: Mutex<Vec<String>> = Mutex::new(Vec::new());
 /// The devices, read when GPU activity starts, for the worker to write.
 static DEVICES: Mutex<Vec<rtrace_format::DeviceInfo>> = Mutex::new(Vec::new());
+/// Modules loaded (from CUPTI's resource callback), for the worker to write.
+static MODULES: Mutex<Vec<ModuleRecord>> = Mutex::new(Vec::new());
 
 fn notice(msg: String) {
     diag::log(&["gpu activity: ", &msg]);
@@ -189,6 +199,7 @@ fn load() -> Result<Api, String> {
             callback_name: std::mem::transmute::<*mut c_void, CallbackNameFn>(sym(
                 c"cuptiGetCallbackName",
             )?),
+            context_id: std::mem::transmute::<*mut c_void, ContextIdFn>(sym(c"cuptiGetContextId")?),
         })
     }
 }
@@ -294,6 +305,12 @@ fn enable() {
             layout::CUPTI_ACTIVITY_KIND_MEMCPY,
             "memory copies",
         ),
+        // CUPTI reports peer-to-peer copies as a kind of their own.
+        (
+            want.memcpy,
+            layout::CUPTI_ACTIVITY_KIND_MEMCPY2,
+            "peer copies",
+        ),
         (want.memset, layout::CUPTI_ACTIVITY_KIND_MEMSET, "memsets"),
         (
             want.memory,
@@ -304,6 +321,21 @@ fn enable() {
             want.sync,
             layout::CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
             "synchronizations",
+        ),
+        (
+            want.resources,
+            layout::CUPTI_ACTIVITY_KIND_CONTEXT,
+            "contexts",
+        ),
+        (
+            want.resources,
+            layout::CUPTI_ACTIVITY_KIND_STREAM,
+            "streams",
+        ),
+        (
+            want.resources,
+            layout::CUPTI_ACTIVITY_KIND_FUNCTION,
+            "functions",
         ),
     ] {
         if !on {
@@ -329,6 +361,16 @@ fn enable() {
     }
     // SAFETY: registers a plain extern "C" function.
     unsafe { libc::atexit(at_exit) };
+    // Modules come through the subscriber's resource callback.
+    let subscribed = subscribe(api, want);
+    let mut module_error = None;
+    if let Ok(s) = &subscribed {
+        match &s.modules {
+            Some(Ok(())) => kinds.push("modules"),
+            Some(Err(e)) => module_error = Some(e.clone()),
+            None => {}
+        }
+    }
     let last = kinds.pop().unwrap_or_default();
     let listed = if kinds.is_empty() {
         last.to_string()
@@ -336,11 +378,22 @@ fn enable() {
         format!("{} and {last}", kinds.join(", "))
     };
     notice(format!("GPU activity on: {listed} through CUPTI"));
-    match subscribe(api, want) {
-        Ok(n) => notice(format!(
-            "GPU records carry rtrace correlation ids (CUPTI callbacks on {n} driver functions)"
+    match subscribed {
+        Ok(s) => notice(format!(
+            "GPU records carry rtrace correlation ids (CUPTI callbacks on {} driver functions)",
+            s.functions
         )),
-        Err(e) => notice(format!("GPU records carry no rtrace correlation id: {e}")),
+        Err(e) => notice(format!(
+            "GPU records carry no rtrace correlation id{}: {e}",
+            if want.resources {
+                ", and no modules"
+            } else {
+                ""
+            }
+        )),
+    }
+    if let Some(e) = module_error {
+        notice(format!("GPU activity without modules: {e}"));
     }
 }
 
@@ -349,6 +402,7 @@ static SUBSCRIBER: std::sync::atomic::AtomicPtr<c_void> =
     std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
 
 const CB_DOMAIN_DRIVER_API: u32 = layout::CUPTI_CB_DOMAIN_DRIVER_API;
+const CB_DOMAIN_RESOURCE: u32 = layout::CUPTI_CB_DOMAIN_RESOURCE;
 const CB_SITE_ENTER: u32 = layout::CUPTI_API_ENTER;
 const CB_DATA_SITE: usize = layout::callback_data::CALLBACK_SITE;
 const CB_DATA_CORRELATION: usize = layout::callback_data::CORRELATION_ID;
@@ -356,7 +410,8 @@ const CB_DATA_CORRELATION: usize = layout::callback_data::CORRELATION_ID;
 const MAX_DRIVER_CBID: u32 = 4096;
 
 /// Driver functions whose calls make the GPU activity records `kinds` asks for (GPU work, and
-/// allocations and frees, synchronizations when asked): their CUPTI correlation ids are linked.
+/// allocations and frees, synchronizations, streams when asked): their CUPTI correlation ids
+/// are linked.
 fn makes_gpu_work(name: &[u8], kinds: crate::config::GpuKinds) -> bool {
     const WORK: [&[u8]; 4] = [b"cuLaunch", b"cuMemcpy", b"cuMemset", b"cuGraphLaunch"];
     if WORK.iter().any(|p| name.starts_with(p)) && !name.starts_with(b"cuLaunchHostFunc") {
@@ -371,8 +426,19 @@ fn makes_gpu_work(name: &[u8], kinds: crate::config::GpuKinds) -> bool {
         b"cuStreamQuery",
         b"cuEventQuery",
     ];
+    // Stream records carry the correlation id of the call that created the stream: one that
+    // creates streams, or a context (with its NULL stream and the driver's own). CUPTI gives a
+    // call an id only when something asks for one (else the record has the thread's last).
+    const STREAMS: [&[u8]; 5] = [
+        b"cuStreamCreate",
+        b"cuCtxCreate",
+        b"cuDevicePrimaryCtxRetain",
+        b"cuGreenCtxCreate",
+        b"cuGreenCtxStreamCreate",
+    ];
     (kinds.memory && (MEMORY.iter().any(|p| name.starts_with(p)) || VMM.contains(&name)))
         || (kinds.sync && SYNC.iter().any(|p| name.starts_with(p)))
+        || (kinds.resources && STREAMS.iter().any(|p| name.starts_with(p)))
 }
 
 /// Virtual memory management: physical allocations, mappings and address ranges.
@@ -385,9 +451,17 @@ const VMM: [&[u8]; 6] = [
     b"cuMemAddressFree",
 ];
 
-/// Subscribes rtrace's callback to the API-enter site of every GPU-work driver function;
-/// returns how many.
-fn subscribe(api: &Api, kinds: crate::config::GpuKinds) -> Result<usize, String> {
+/// What [`subscribe`] enabled.
+struct Subscribed {
+    /// Driver functions whose calls are linked.
+    functions: usize,
+    /// The module-loaded resource callback, when resources were asked for.
+    modules: Option<Result<(), String>>,
+}
+
+/// Subscribes rtrace's callback to the API-enter site of every GPU-work driver function, and
+/// to modules as they load when `kinds` asks for resources.
+fn subscribe(api: &Api, kinds: crate::config::GpuKinds) -> Result<Subscribed, String> {
     let mut sub: *mut c_void = std::ptr::null_mut();
     // SAFETY: registers a plain extern "C" callback; `sub` is CUPTI's out-parameter.
     let rc = unsafe { (api.subscribe)(&mut sub, on_api, std::ptr::null_mut()) };
@@ -414,13 +488,37 @@ fn subscribe(api: &Api, kinds: crate::config::GpuKinds) -> Result<usize, String>
             }
         }
     }
-    Ok(enabled)
+    let modules = kinds.resources.then(|| {
+        let cbid = layout::CUPTI_CBID_RESOURCE_MODULE_LOADED;
+        // SAFETY: plain CUPTI call on our subscriber.
+        match unsafe { (api.enable_callback)(1, sub, CB_DOMAIN_RESOURCE, cbid) } {
+            0 => Ok(()),
+            rc => Err(format!(
+                "cuptiEnableCallback(MODULE_LOADED): {}",
+                describe(api, rc)
+            )),
+        }
+    });
+    Ok(Subscribed {
+        functions: enabled,
+        modules,
+    })
 }
 
-/// CUPTI's API callback: at the entry of a GPU-work call, link CUPTI's correlation id to
-/// rtrace's for the call in progress (no allocation, no lock).
-extern "C" fn on_api(_user: *mut c_void, _domain: u32, _cbid: u32, data: *const u8) {
+/// CUPTI's callback: at the entry of a GPU-work call, link CUPTI's correlation id to
+/// rtrace's for the call in progress (no allocation, no lock); a module loaded goes to
+/// [`on_module`].
+extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u32, data: *const u8) {
     if data.is_null() {
+        return;
+    }
+    if domain == CB_DOMAIN_RESOURCE {
+        if cbid == layout::CUPTI_CBID_RESOURCE_MODULE_LOADED {
+            let _ = std::panic::catch_unwind(|| on_module(data));
+        }
+        return;
+    }
+    if domain != CB_DOMAIN_DRIVER_API {
         return;
     }
     // SAFETY: `data` is CUPTI's CUpti_CallbackData for this call.
@@ -432,6 +530,53 @@ extern "C" fn on_api(_user: *mut c_void, _domain: u32, _cbid: u32, data: *const 
     };
     if site == CB_SITE_ENTER {
         crate::hook::link_current(correlation);
+    }
+}
+
+/// A module loaded (inside the loading call, on its thread): kept for the worker, with the
+/// call's correlation id. Rare, so it may lock and allocate.
+fn on_module(data: *const u8) {
+    use layout::{module_resource_data as m, resource_data as r};
+    // SAFETY: `data` is CUPTI's CUpti_ResourceData for a module-loaded callback; its
+    // descriptor, if not NULL, is a CUpti_ModuleResourceData.
+    let (context, descriptor) = unsafe {
+        (
+            (data.add(r::CONTEXT) as *const *mut c_void).read_unaligned(),
+            (data.add(r::RESOURCE_DESCRIPTOR) as *const *const u8).read_unaligned(),
+        )
+    };
+    if descriptor.is_null() {
+        return;
+    }
+    // SAFETY: as above.
+    let (module, cubin_size) = unsafe {
+        (
+            (descriptor.add(m::MODULE_ID) as *const u32).read_unaligned(),
+            (descriptor.add(m::CUBIN_SIZE) as *const u64).read_unaligned(),
+        )
+    };
+    let mut context_id = 0u32;
+    if let (false, Some(api)) = (context.is_null(), API.get()) {
+        // SAFETY: plain CUPTI query with a valid out-pointer.
+        if internal(|| unsafe { (api.context_id)(context, &mut context_id) }) != 0 {
+            context_id = 0;
+        }
+    }
+    let correlation = crate::hook::current_correlation();
+    let rec = ModuleRecord {
+        correlation,
+        timestamp_ns: clock::now_ns(),
+        cubin_size,
+        module,
+        context: context_id,
+        flags: if correlation != 0 {
+            FLAG_CORRELATED as u8
+        } else {
+            0
+        },
+    };
+    if let Ok(mut m) = MODULES.lock() {
+        m.push(rec);
     }
 }
 
@@ -508,11 +653,17 @@ pub fn drain_into(sink: &mut Sink) {
             );
         }
     }
+    if let Ok(mut m) = MODULES.lock() {
+        for rec in m.drain(..) {
+            sink.gpu_batch.modules.extend_from_slice(&rec.to_bytes());
+        }
+    }
     let full: Vec<(Buffer, usize)> = match FULL.lock() {
         Ok(mut f) => std::mem::take(&mut *f),
         Err(_) => return,
     };
     let Some(api) = API.get() else {
+        GpuBatch::emit(sink);
         return;
     };
     for (mut buf, valid) in full {
@@ -556,6 +707,11 @@ pub struct GpuBatch {
     memsets: Vec<u8>,
     memory: Vec<u8>,
     syncs: Vec<u8>,
+    peer_copies: Vec<u8>,
+    contexts: Vec<u8>,
+    streams: Vec<u8>,
+    modules: Vec<u8>,
+    functions: Vec<u8>,
     new_names: Vec<(u32, String)>,
     names: HashMap<String, u32>,
 }
@@ -587,6 +743,11 @@ impl GpuBatch {
             (ChunkKind::Memsets, &mut b.memsets),
             (ChunkKind::Memory, &mut b.memory),
             (ChunkKind::Sync, &mut b.syncs),
+            (ChunkKind::PeerCopies, &mut b.peer_copies),
+            (ChunkKind::Contexts, &mut b.contexts),
+            (ChunkKind::Streams, &mut b.streams),
+            (ChunkKind::Modules, &mut b.modules),
+            (ChunkKind::Functions, &mut b.functions),
         ] {
             if !data.is_empty() {
                 sink.chunk(kind, 0, 0, 0, data);
@@ -639,6 +800,26 @@ fn convert(api: &Api, buf: &mut Buffer, valid: usize, sink: &mut Sink) {
                 continue;
             }
             sync(bytes, batch, links);
+        } else if kind == layout::CUPTI_ACTIVITY_KIND_MEMCPY2 as i32 {
+            if bytes.len() < layout::memcpy_ptop4::SIZE {
+                continue;
+            }
+            peer_copy(bytes, batch, links);
+        } else if kind == layout::CUPTI_ACTIVITY_KIND_CONTEXT as i32 {
+            if bytes.len() < layout::context3::SIZE {
+                continue;
+            }
+            context(bytes, batch);
+        } else if kind == layout::CUPTI_ACTIVITY_KIND_STREAM as i32 {
+            if bytes.len() < layout::stream::SIZE {
+                continue;
+            }
+            stream(bytes, batch, links);
+        } else if kind == layout::CUPTI_ACTIVITY_KIND_FUNCTION as i32 {
+            if bytes.len() < layout::function::SIZE {
+                continue;
+            }
+            function(bytes, batch);
         }
     }
 }
@@ -811,6 +992,91 @@ fn sync(r: &[u8], batch: &mut GpuBatch, links: &Links) {
     batch.syncs.extend_from_slice(&rec.to_bytes());
 }
 
+fn peer_copy(r: &[u8], batch: &mut GpuBatch, links: &Links) {
+    use layout::memcpy_ptop4 as m;
+    let graph_id = u32_at(r, m::GRAPH_ID);
+    let (correlation, flags) =
+        correlate(links, u32_at(r, m::CORRELATION_ID), graph_flags(graph_id));
+    let rec = PeerCopyRecord {
+        copy: MemcpyRecord {
+            correlation,
+            start_ns: u64_at(r, m::START),
+            end_ns: u64_at(r, m::END),
+            bytes: u64_at(r, m::BYTES),
+            source_correlation: u32_at(r, m::CORRELATION_ID),
+            device: u32_at(r, m::DEVICE_ID),
+            context: u32_at(r, m::CONTEXT_ID),
+            stream: u32_at(r, m::STREAM_ID),
+            // CUPTI writes PTOP (10); rtrace's copy and memory kinds use its numbering.
+            kind: CopyKind::from_u8(r[m::COPY_KIND]),
+            src_kind: MemoryKind::from_u8(r[m::SRC_KIND]),
+            dst_kind: MemoryKind::from_u8(r[m::DST_KIND]),
+            flags: flags as u8,
+            graph_id,
+            graph_node_id: u64_at(r, m::GRAPH_NODE_ID),
+        },
+        src_device: u32_at(r, m::SRC_DEVICE_ID),
+        src_context: u32_at(r, m::SRC_CONTEXT_ID),
+        dst_device: u32_at(r, m::DST_DEVICE_ID),
+        dst_context: u32_at(r, m::DST_CONTEXT_ID),
+    };
+    batch.peer_copies.extend_from_slice(&rec.to_bytes());
+}
+
+fn context(r: &[u8], batch: &mut GpuBatch) {
+    use layout::context3 as c;
+    let rec = ContextRecord {
+        context: u32_at(r, c::CONTEXT_ID),
+        device: u32_at(r, c::DEVICE_ID),
+        null_stream: u32::from(u16::from_le_bytes(rd(r, c::NULL_STREAM_ID))),
+        parent_context: u32_at(r, c::PARENT_CONTEXT_ID),
+        compute_api: u16::from_le_bytes(rd(r, c::COMPUTE_API_KIND)),
+        num_multiprocessors: u16::from_le_bytes(rd(r, c::NUM_MULTIPROCESSORS)),
+        cig_mode: u8::try_from(u32_at(r, c::CIG_MODE)).unwrap_or(u8::MAX),
+        is_green: r[c::IS_GREEN_CONTEXT] != 0,
+    };
+    batch.contexts.extend_from_slice(&rec.to_bytes());
+}
+
+fn stream(r: &[u8], batch: &mut GpuBatch, links: &Links) {
+    use layout::stream as s;
+    let (correlation, flags) = correlate(links, u32_at(r, s::CORRELATION_ID), 0);
+    // The flag field is CUpti_ActivityStreamFlag, under CUPTI_ACTIVITY_STREAM_CREATE_MASK.
+    let flag = u32_at(r, s::FLAG) & layout::CUPTI_ACTIVITY_STREAM_CREATE_MASK;
+    let rec = StreamRecord {
+        correlation,
+        source_correlation: u32_at(r, s::CORRELATION_ID),
+        context: u32_at(r, s::CONTEXT_ID),
+        stream: u32_at(r, s::STREAM_ID),
+        priority: i32_at(r, s::PRIORITY),
+        // rtrace's stream flags use CUPTI's numbering.
+        flag: StreamFlag::from_u8(u8::try_from(flag).unwrap_or(0)),
+        flags: flags as u8,
+    };
+    batch.streams.extend_from_slice(&rec.to_bytes());
+}
+
+fn function(r: &[u8], batch: &mut GpuBatch) {
+    use layout::function as f;
+    let name_ptr = u64_at(r, f::NAME) as *const c_char;
+    let name = if name_ptr.is_null() {
+        String::from("<unknown>")
+    } else {
+        // SAFETY: CUPTI's NUL-terminated function name, valid while the record is.
+        unsafe { CStr::from_ptr(name_ptr) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let rec = FunctionRecord {
+        function: u32_at(r, f::ID),
+        context: u32_at(r, f::CONTEXT_ID),
+        module: u32_at(r, f::MODULE_ID),
+        function_index: u32_at(r, f::FUNCTION_INDEX),
+        name: batch.name_id(&name),
+    };
+    batch.functions.extend_from_slice(&rec.to_bytes());
+}
+
 /// Another CUPTI client in the process is taking the activity buffers (CUPTI 13.0 serves one):
 /// hand it CUPTI after collecting what is ours, and say so in the trace.
 #[cfg_attr(test, allow(dead_code))]
@@ -948,20 +1214,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn linked_functions_are_gpu_work_allocations_and_synchronizations() {
+    fn linked_functions_are_gpu_work_allocations_synchronizations_and_stream_creators() {
         let linked: Vec<&str> = layout::DRIVER_API_CBIDS
             .iter()
             .map(|&(name, _)| name)
             .filter(|name| makes_gpu_work(name.as_bytes(), crate::config::GpuKinds::parse("all")))
             .collect();
-        assert_eq!(linked.len(), 151);
-        let work_only = layout::DRIVER_API_CBIDS
-            .iter()
-            .filter(|&&(name, _)| {
-                makes_gpu_work(name.as_bytes(), crate::config::GpuKinds::parse("1"))
-            })
-            .count();
-        assert_eq!(work_only, 117);
+        assert_eq!(linked.len(), 161);
+        let count = |kinds: &str| {
+            let kinds = crate::config::GpuKinds::parse(kinds);
+            layout::DRIVER_API_CBIDS
+                .iter()
+                .filter(|&&(name, _)| makes_gpu_work(name.as_bytes(), kinds))
+                .count()
+        };
+        assert_eq!(count("1"), 127);
+        assert_eq!(count("kernel,memcpy,memset"), 117);
+        // The creators of streams, and of contexts (their NULL stream and the driver's own).
+        assert_eq!(count("resources"), 117 + 10);
         for name in [
             "cuLaunchKernel",
             "cuMemcpyHtoD_v2",
@@ -991,6 +1261,11 @@ mod tests {
             "cuStreamWaitEvent",
             "cuStreamQuery",
             "cuEventQuery",
+            "cuStreamCreate",
+            "cuStreamCreateWithPriority",
+            "cuCtxCreate_v4",
+            "cuDevicePrimaryCtxRetain",
+            "cuGreenCtxStreamCreate",
         ] {
             assert!(linked.contains(&name), "{name}");
         }
@@ -1000,7 +1275,9 @@ mod tests {
             "cuMemHostRegister",
             "cuMemGetInfo_v2",
             "cuEventRecord",
-            "cuStreamCreate",
+            "cuStreamDestroy_v2",
+            "cuModuleLoadData",
+            "cuModuleGetFunction",
             "cuCtxGetCurrent",
         ] {
             assert!(!linked.contains(&name), "{name}");
@@ -1116,5 +1393,141 @@ mod tests {
             }
         );
         assert_eq!(got.wait_ns(), 3_340);
+    }
+
+    #[test]
+    fn resource_records_are_converted_field_by_field() {
+        // The bytes CUPTI 13.0 wrote on an H200 (docs/gpu-activity-design.md): the context,
+        // its NULL stream, a created stream of priority -5, a function.
+        let ctx: [u8; 32] = [
+            0x09, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            0, 0, 0, 0,
+        ];
+        let null: [u8; 24] = [
+            0x25, 0, 0, 0, 1, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0,
+        ];
+        let created: [u8; 24] = [
+            0x25, 0, 0, 0, 1, 0, 0, 0, 0x0e, 0, 0, 0, 0xfb, 0xff, 0xff, 0xff, 2, 0, 0, 0, 8, 0, 0,
+            0,
+        ];
+        let name = c"vecadd_f32";
+        let mut func = [0u8; 32];
+        func[..24].copy_from_slice(&[
+            0x1a, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0x17, 0, 0, 0, 0x0c, 0, 0, 0, 0, 0, 0, 0,
+        ]);
+        func[24..].copy_from_slice(&(name.as_ptr() as u64).to_le_bytes());
+        let mut links = Links::default();
+        links.insert(8, 80);
+        let mut batch = GpuBatch::default();
+        context(&ctx, &mut batch);
+        stream(&null, &mut batch, &links);
+        stream(&created, &mut batch, &links);
+        function(&func, &mut batch);
+        assert_eq!(
+            ContextRecord::from_bytes(batch.contexts[..].try_into().unwrap()),
+            ContextRecord {
+                context: 1,
+                device: 0,
+                null_stream: 7,
+                compute_api: 1,
+                ..Default::default()
+            }
+        );
+        let streams: Vec<StreamRecord> = batch
+            .streams
+            .chunks_exact(StreamRecord::SIZE)
+            .map(|b| StreamRecord::from_bytes(b.try_into().unwrap()))
+            .collect();
+        assert_eq!(
+            streams,
+            vec![
+                StreamRecord {
+                    correlation: 0,
+                    source_correlation: 1,
+                    context: 1,
+                    stream: 7,
+                    priority: 0,
+                    flag: StreamFlag::Null,
+                    flags: 0,
+                },
+                StreamRecord {
+                    correlation: 80,
+                    source_correlation: 8,
+                    context: 1,
+                    stream: 14,
+                    priority: -5,
+                    flag: StreamFlag::NonBlocking,
+                    flags: FLAG_CORRELATED as u8,
+                },
+            ]
+        );
+        assert_eq!(
+            FunctionRecord::from_bytes(batch.functions[..].try_into().unwrap()),
+            FunctionRecord {
+                function: 1,
+                context: 1,
+                module: 23,
+                function_index: 12,
+                name: 0,
+            }
+        );
+        assert_eq!(batch.new_names, vec![(0, "vecadd_f32".to_string())]);
+    }
+
+    #[test]
+    fn peer_copies_are_converted_field_by_field() {
+        use layout::memcpy_ptop4 as m;
+        let mut r = [0u8; m::SIZE];
+        put(
+            &mut r,
+            m::KIND,
+            4,
+            layout::CUPTI_ACTIVITY_KIND_MEMCPY2.into(),
+        );
+        put(&mut r, m::COPY_KIND, 1, 10);
+        put(&mut r, m::SRC_KIND, 1, 3);
+        put(&mut r, m::DST_KIND, 1, 3);
+        put(&mut r, m::FLAGS, 1, 1);
+        put(&mut r, m::BYTES, 8, 1 << 20);
+        put(&mut r, m::START, 8, 1_000);
+        put(&mut r, m::END, 8, 3_000);
+        put(&mut r, m::DEVICE_ID, 4, 1);
+        put(&mut r, m::CONTEXT_ID, 4, 2);
+        put(&mut r, m::STREAM_ID, 4, 17);
+        put(&mut r, m::SRC_DEVICE_ID, 4, 1);
+        put(&mut r, m::SRC_CONTEXT_ID, 4, 2);
+        put(&mut r, m::DST_DEVICE_ID, 4, 0);
+        put(&mut r, m::DST_CONTEXT_ID, 4, 1);
+        put(&mut r, m::CORRELATION_ID, 4, 5);
+        put(&mut r, m::GRAPH_NODE_ID, 8, 0);
+        let mut links = Links::default();
+        links.insert(5, 50);
+        let mut batch = GpuBatch::default();
+        peer_copy(&r, &mut batch, &links);
+        assert_eq!(
+            PeerCopyRecord::from_bytes(batch.peer_copies[..].try_into().unwrap()),
+            PeerCopyRecord {
+                copy: MemcpyRecord {
+                    correlation: 50,
+                    start_ns: 1_000,
+                    end_ns: 3_000,
+                    bytes: 1 << 20,
+                    source_correlation: 5,
+                    device: 1,
+                    context: 2,
+                    stream: 17,
+                    kind: CopyKind::PtoP,
+                    src_kind: MemoryKind::Device,
+                    dst_kind: MemoryKind::Device,
+                    flags: FLAG_CORRELATED as u8,
+                    graph_id: 0,
+                    graph_node_id: 0,
+                },
+                src_device: 1,
+                src_context: 2,
+                dst_device: 0,
+                dst_context: 1,
+            }
+        );
     }
 }

@@ -221,6 +221,12 @@ pub fn link_current(source: u32) {
     });
 }
 
+/// The correlation id of the recorded call in progress on this thread (0: none), for
+/// records made inside it (CUPTI's resource callbacks). No allocation, no lock.
+pub fn current_correlation() -> u64 {
+    TLS.try_with(|t| t.current.get()).unwrap_or(0)
+}
+
 /// Runs `f` as rtrace's own code on this thread: driver calls and dlsym lookups it
 /// makes are neither recorded nor rerouted.
 pub fn internal<R>(f: impl FnOnce() -> R) -> R {

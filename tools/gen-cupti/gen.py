@@ -57,8 +57,16 @@ RECORDS = [
     ("CUpti_ActivityAPI", "api"),
     ("CUpti_ActivityMemory4", "memory4"),
     ("CUpti_ActivitySynchronization2", "synchronization2"),
+    ("CUpti_ActivityMemcpyPtoP4", "memcpy_ptop4"),
+    ("CUpti_ActivityContext3", "context3"),
+    ("CUpti_ActivityStream", "stream"),
+    ("CUpti_ActivityFunction", "function"),
+    ("CUpti_ActivityModule", "module"),
     # What a callback-API subscriber receives for a driver call (cupti_callbacks.h).
     ("CUpti_CallbackData", "callback_data"),
+    # ... and for a resource callback (context, stream, module), with a module's own data.
+    ("CUpti_ResourceData", "resource_data"),
+    ("CUpti_ModuleResourceData", "module_resource_data"),
 ]
 
 # Enums by typedef name: None emits every enumerator (but `*_FORCE_INT`), a list only those.
@@ -72,7 +80,12 @@ ENUMS = [
             "CUPTI_ACTIVITY_KIND_KERNEL",
             "CUPTI_ACTIVITY_KIND_DRIVER",
             "CUPTI_ACTIVITY_KIND_RUNTIME",
+            "CUPTI_ACTIVITY_KIND_CONTEXT",
             "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL",
+            "CUPTI_ACTIVITY_KIND_MEMCPY2",
+            "CUPTI_ACTIVITY_KIND_FUNCTION",
+            "CUPTI_ACTIVITY_KIND_MODULE",
+            "CUPTI_ACTIVITY_KIND_STREAM",
             "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
             "CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION",
             "CUPTI_ACTIVITY_KIND_MEMORY2",
@@ -91,8 +104,12 @@ ENUMS = [
     ("CUpti_ActivityLaunchType", None),
     ("CUpti_FuncShmemLimitConfig", None),
     ("CUptiResult", None),
+    ("CUpti_ActivityComputeApiKind", None),
+    ("CUpti_ActivityStreamFlag", None),
+    ("CUpti_ContextCigMode", None),
     ("CUpti_CallbackDomain", None),
     ("CUpti_ApiCallbackSite", None),
+    ("CUpti_CallbackIdResource", None),
 ]
 
 # Macros: (name, Rust type).

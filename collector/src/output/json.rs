@@ -1,12 +1,13 @@
-//! `--format json`: `{"processes":[...],"api":[...],"kernels":[...],
-//! "memcpy":[...],"memset":[...],"utilisation":[...],"latency":[...],
-//! "occupancy":[...]}`, then `"memory":[...],"sync":[...]` when a trace holds
-//! memory or synchronization records; written by hand (the shapes are small
-//! and fixed).
+//! `--format json`: `{"processes":[...],"api":[...],"resources":{"devices":[...],
+//! "contexts":[...],"streams":[...],"modules":[...],"functions":[...]},
+//! "kernels":[...],"memcpy":[...],"memset":[...],"utilisation":[...],
+//! "latency":[...],"occupancy":[...]}`, then `"memory":[...],"sync":[...]` when
+//! a trace holds memory or synchronization records; written by hand (the shapes
+//! are small and fixed).
 
 use crate::gpu_summary::{
-    kernel_summary, launch_latency, memcpy_summary, memory_summary, memset_summary, sync_summary,
-    utilisation, LATENCY_ROWS,
+    kernel_summary, launch_latency, memcpy_summary, memory_summary, memset_summary, resources,
+    sync_summary, utilisation, LATENCY_ROWS,
 };
 use crate::model::{Duration, Trace};
 use crate::output::iso8601_utc;
@@ -17,7 +18,13 @@ mod occupancy;
 
 /// Writes `,\n"key":[` then each of `items` on its own line, then `]`.
 fn array<T>(out: &mut String, key: &str, items: &[T], item: impl Fn(&mut String, &T)) {
-    let _ = write!(out, ",\n\"{key}\":[");
+    out.push(',');
+    list(out, key, items, item);
+}
+
+/// Writes `\n"key":[` then each of `items` on its own line, then `]`.
+fn list<T>(out: &mut String, key: &str, items: &[T], item: impl Fn(&mut String, &T)) {
+    let _ = write!(out, "\n\"{key}\":[");
     for (i, it) in items.iter().enumerate() {
         out.push_str(if i == 0 { "\n  " } else { ",\n  " });
         item(out, it);
@@ -112,6 +119,96 @@ fn gpu(out: &mut String, traces: &[Trace]) {
     memory_and_sync(out, traces);
 }
 
+/// The `resources` key, after `api`, always: `{"devices":[...],"contexts":[...],
+/// "streams":[...],"modules":[...],"functions":[...]}`.
+fn resources_key(out: &mut String, traces: &[Trace]) {
+    let r = resources(traces);
+    out.push_str(",\n\"resources\":{");
+    list(out, "devices", &r.devices, |out, d| {
+        let _ = write!(
+            out,
+            "{{\"pid\":{},\"device\":{},\"name\":{},\"compute_capability\":{},\
+             \"multiprocessors\":{},\"total_memory\":{},\"clock_khz\":{},\
+             \"memory_clock_khz\":{}}}",
+            d.pid,
+            d.ordinal,
+            string(&d.name),
+            opt(d
+                .compute_capability
+                .map(|(major, minor)| string(&format!("{major}.{minor}")))),
+            opt(d.multiprocessors),
+            d.total_memory,
+            opt(d.clock_khz),
+            opt(d.memory_clock_khz)
+        );
+    });
+    out.push(',');
+    list(out, "contexts", &r.contexts, |out, c| {
+        let _ = write!(
+            out,
+            "{{\"pid\":{},\"context\":{},\"device\":{},\"null_stream\":{},\
+             \"parent_context\":{},\"green\":{},\"multiprocessors\":{},\"streams\":{},\
+             \"modules\":{},\"functions\":{}}}",
+            c.pid,
+            c.context,
+            c.device,
+            c.null_stream,
+            c.parent_context,
+            c.is_green,
+            c.multiprocessors,
+            c.streams,
+            c.modules,
+            c.functions
+        );
+    });
+    out.push(',');
+    list(out, "streams", &r.streams, |out, s| {
+        let _ = write!(
+            out,
+            "{{\"pid\":{},\"context\":{},\"stream\":{},\"flag\":{},\"priority\":{},\
+             \"created_by\":{},\"correlation\":{}}}",
+            s.pid,
+            s.context,
+            s.stream,
+            string(s.flag.name()),
+            s.priority,
+            opt(s.created_by.as_deref().map(string)),
+            opt(s.correlation)
+        );
+    });
+    out.push(',');
+    list(out, "modules", &r.modules, |out, m| {
+        let _ = write!(
+            out,
+            "{{\"pid\":{},\"context\":{},\"module\":{},\"cubin_size\":{},\
+             \"timestamp_ns\":{},\"functions\":{},\"loaded_by\":{},\"correlation\":{}}}",
+            m.pid,
+            m.context,
+            m.module,
+            m.cubin_size,
+            m.timestamp_ns,
+            m.functions,
+            opt(m.loaded_by.as_deref().map(string)),
+            opt(m.correlation)
+        );
+    });
+    out.push(',');
+    list(out, "functions", &r.functions, |out, f| {
+        let _ = write!(
+            out,
+            "{{\"pid\":{},\"context\":{},\"module\":{},\"function\":{},\"index\":{},\
+             \"name\":{}}}",
+            f.pid,
+            f.context,
+            f.module,
+            f.function,
+            f.index,
+            string(&f.name)
+        );
+    });
+    out.push('}');
+}
+
 /// The `memory` and `sync` keys, after `occupancy`; only when some trace holds memory or
 /// synchronization records (traces without them read as before).
 fn memory_and_sync(out: &mut String, traces: &[Trace]) {
@@ -176,6 +273,7 @@ pub(super) fn render(traces: &[Trace], summary: &[FunctionSummary]) -> String {
         );
     }
     out.push_str(if summary.is_empty() { "]" } else { "\n]" });
+    resources_key(&mut out, traces);
     gpu(&mut out, traces);
     out.push_str("}\n");
     out

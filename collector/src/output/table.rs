@@ -1,10 +1,11 @@
 //! `--format table`: process sections, the API summary, then (when the traces
-//! hold GPU activity) the GPU sections, as aligned columns that fit in
-//! [`WIDTH`] columns.
+//! hold them) the resources (devices, contexts, streams, modules, functions),
+//! the GPU sections, and the memory and synchronization sections, as aligned
+//! columns that fit in [`WIDTH`] columns.
 
 use crate::gpu_summary::{
-    kernel_summary, launch_latency, memcpy_summary, memory_summary, memset_summary, sync_summary,
-    utilisation, LATENCY_ROWS,
+    kernel_summary, launch_latency, memcpy_summary, memory_summary, memset_summary, resources,
+    sync_summary, utilisation, LATENCY_ROWS,
 };
 use crate::model::{Duration, Trace};
 use crate::output::{human_bytes, human_ns, iso8601_utc, shell_join};
@@ -19,6 +20,8 @@ pub const WIDTH: usize = 120;
 const THREADS_LISTED: usize = 16;
 /// Notices listed in a process section; the rest are counted.
 const NOTICES_LISTED: usize = 20;
+/// Streams, modules and functions listed in the "Resources" section; the rest are counted.
+const RESOURCES_LISTED: usize = 20;
 
 pub(super) fn render(traces: &[Trace], summary: &[FunctionSummary]) -> String {
     let mut out = String::new();
@@ -27,6 +30,7 @@ pub(super) fn render(traces: &[Trace], summary: &[FunctionSummary]) -> String {
         out.push('\n');
     }
     api(&mut out, traces.len(), summary);
+    resources_section(&mut out, traces);
     gpu(&mut out, traces);
     memory_and_sync(&mut out, traces);
     out
@@ -89,6 +93,19 @@ fn process(out: &mut String, t: &Trace) {
                 plural(m, "memset", "memsets")
             ),
         );
+    }
+    if t.resource_records() > 0 {
+        let counts = [
+            (t.contexts.len(), "context", "contexts"),
+            (t.streams.len(), "stream", "streams"),
+            (t.modules.len(), "module", "modules"),
+            (t.gpu_functions.len(), "function", "functions"),
+        ];
+        let text: Vec<String> = counts
+            .iter()
+            .map(|&(n, one, many)| format!("{n} {}", plural(n as u64, one, many)))
+            .collect();
+        field(out, "resource records", text.join(", "));
     }
     if t.memory_and_sync_records() > 0 {
         let (a, s) = (t.memory.len() as u64, t.syncs.len() as u64);
@@ -295,8 +312,8 @@ fn gpu(out: &mut String, traces: &[Trace]) {
     occupancy::section(out, traces);
 }
 
-/// The "Memory" and "Synchronization" sections, last; nothing when no trace
-/// holds memory or synchronization records.
+/// The "Memory" and "Synchronization" sections, after the GPU sections; nothing
+/// when no trace holds memory or synchronization records.
 fn memory_and_sync(out: &mut String, traces: &[Trace]) {
     if traces.iter().all(|t| t.memory_and_sync_records() == 0) {
         return;
@@ -305,6 +322,189 @@ fn memory_and_sync(out: &mut String, traces: &[Trace]) {
     memory(out, traces);
     out.push('\n');
     syncs(out, traces);
+}
+
+/// The "Resources" section, after the API summary: devices, contexts,
+/// streams, modules and functions; nothing when no trace describes a device or
+/// holds a resource record.
+fn resources_section(out: &mut String, traces: &[Trace]) {
+    let r = resources(traces);
+    if r.is_empty() {
+        return;
+    }
+    let count = |n: usize, one, many| format!("{n} {}", plural(n as u64, one, many));
+    let _ = writeln!(
+        out,
+        "\nResources: {}, {}, {}, {}, {}",
+        count(r.devices.len(), "device", "devices"),
+        count(r.contexts.len(), "context", "contexts"),
+        count(r.streams.len(), "stream", "streams"),
+        count(r.modules.len(), "module", "modules"),
+        count(r.functions.len(), "function", "functions"),
+    );
+    let opt = |v: Option<i32>| v.map_or("?".to_string(), |v| v.to_string());
+    let mhz = |khz: Option<i32>| khz.map_or("?".to_string(), |k| format!("{} MHz", k / 1000));
+    if !r.devices.is_empty() {
+        out.push_str("Devices\n");
+        let headers = [
+            "name",
+            "process",
+            "device",
+            "compute capability",
+            "SMs",
+            "memory",
+            "clock",
+            "memory clock",
+        ];
+        let rows: Vec<Vec<String>> = r
+            .devices
+            .iter()
+            .map(|d| {
+                vec![
+                    d.name.clone(),
+                    d.pid.to_string(),
+                    d.ordinal.to_string(),
+                    d.compute_capability
+                        .map_or("?".to_string(), |(major, minor)| format!("{major}.{minor}")),
+                    opt(d.multiprocessors),
+                    human_bytes(d.total_memory),
+                    mhz(d.clock_khz),
+                    mhz(d.memory_clock_khz),
+                ]
+            })
+            .collect();
+        columns(out, &headers, &[Left, Left], &rows);
+    }
+    if !r.contexts.is_empty() {
+        out.push_str("Contexts\n");
+        let headers = [
+            "process",
+            "context",
+            "device",
+            "NULL stream",
+            "streams",
+            "modules",
+            "functions",
+            "kind",
+        ];
+        let rows: Vec<Vec<String>> = r
+            .contexts
+            .iter()
+            .map(|c| {
+                let kind = if c.is_green {
+                    format!(
+                        "green ({} SMs, from {})",
+                        c.multiprocessors, c.parent_context
+                    )
+                } else {
+                    "regular".to_string()
+                };
+                vec![
+                    c.pid.to_string(),
+                    c.context.to_string(),
+                    c.device.to_string(),
+                    c.null_stream.to_string(),
+                    c.streams.to_string(),
+                    c.modules.to_string(),
+                    c.functions.to_string(),
+                    kind,
+                ]
+            })
+            .collect();
+        let align = [Left, Right, Right, Right, Right, Right, Right, Left];
+        columns(out, &headers, &align, &rows);
+    }
+    let more = |out: &mut String, n: usize| {
+        if n > RESOURCES_LISTED {
+            let _ = writeln!(out, "  … and {} more", n - RESOURCES_LISTED);
+        }
+    };
+    if !r.streams.is_empty() {
+        out.push_str("Streams (flag: default, non-blocking, null; priority: lower is higher)\n");
+        let headers = [
+            "process",
+            "context",
+            "stream",
+            "flag",
+            "priority",
+            "created by",
+        ];
+        let rows: Vec<Vec<String>> = r
+            .streams
+            .iter()
+            .take(RESOURCES_LISTED)
+            .map(|s| {
+                vec![
+                    s.pid.to_string(),
+                    s.context.to_string(),
+                    s.stream.to_string(),
+                    s.flag.name().to_string(),
+                    s.priority.to_string(),
+                    s.created_by.clone().unwrap_or_else(|| "-".to_string()),
+                ]
+            })
+            .collect();
+        columns(
+            out,
+            &headers,
+            &[Left, Right, Right, Left, Right, Left],
+            &rows,
+        );
+        more(out, r.streams.len());
+    }
+    if !r.modules.is_empty() {
+        out.push_str("Modules\n");
+        let headers = [
+            "process",
+            "context",
+            "module",
+            "size",
+            "functions",
+            "loaded by",
+        ];
+        let rows: Vec<Vec<String>> = r
+            .modules
+            .iter()
+            .take(RESOURCES_LISTED)
+            .map(|m| {
+                vec![
+                    m.pid.to_string(),
+                    m.context.to_string(),
+                    m.module.to_string(),
+                    human_bytes(m.cubin_size),
+                    m.functions.to_string(),
+                    m.loaded_by.clone().unwrap_or_else(|| "-".to_string()),
+                ]
+            })
+            .collect();
+        columns(
+            out,
+            &headers,
+            &[Left, Right, Right, Right, Right, Left],
+            &rows,
+        );
+        more(out, r.modules.len());
+    }
+    if !r.functions.is_empty() {
+        out.push_str("Functions\n");
+        let headers = ["function", "process", "context", "module", "index"];
+        let rows: Vec<Vec<String>> = r
+            .functions
+            .iter()
+            .take(RESOURCES_LISTED)
+            .map(|f| {
+                vec![
+                    f.name.clone(),
+                    f.pid.to_string(),
+                    f.context.to_string(),
+                    f.module.to_string(),
+                    f.index.to_string(),
+                ]
+            })
+            .collect();
+        columns(out, &headers, &[Left], &rows);
+        more(out, r.functions.len());
+    }
 }
 
 fn memory(out: &mut String, traces: &[Trace]) {

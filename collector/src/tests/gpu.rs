@@ -741,3 +741,209 @@ fn section_option_is_for_csv_only() {
     );
     assert!(Cli::try_parse_from(["rtrace", "report", "--section", "gpu", "t"]).is_err());
 }
+
+impl Builder {
+    fn resource_chunk(self, kind: ChunkKind, payload: Vec<u8>) -> Self {
+        self.chunk(kind, 0, 0, &payload)
+    }
+}
+
+/// One process (pid 77) on an H200: its primary context 1 (NULL stream 7), a stream created
+/// by `cuStreamCreateWithPriority` (call 1), a module of two functions loaded by
+/// `cuModuleLoadData` (call 2), a peer copy by `cuMemcpyPeerAsync` (call 3).
+fn resource_sample() -> Builder {
+    let device = DeviceInfo {
+        ordinal: 0,
+        name: "NVIDIA H200".into(),
+        total_memory: 150_000_000_000,
+        attributes: vec![
+            (75, 9),
+            (76, 0),
+            (16, 132),
+            (13, 1_980_000),
+            (36, 3_201_000),
+        ],
+    };
+    let context = ContextRecord {
+        context: 1,
+        device: 0,
+        null_stream: 7,
+        compute_api: 1,
+        ..Default::default()
+    };
+    let streams = [
+        StreamRecord {
+            context: 1,
+            stream: 7,
+            flag: StreamFlag::Null,
+            ..Default::default()
+        },
+        StreamRecord {
+            correlation: 1,
+            source_correlation: 11,
+            context: 1,
+            stream: 13,
+            priority: -5,
+            flag: StreamFlag::NonBlocking,
+            flags: FLAG_CORRELATED as u8,
+        },
+    ];
+    let module = ModuleRecord {
+        correlation: 2,
+        timestamp_ns: 2_010,
+        cubin_size: 6_584,
+        module: 23,
+        context: 1,
+        flags: FLAG_CORRELATED as u8,
+    };
+    let function = |function, function_index, name| FunctionRecord {
+        function,
+        context: 1,
+        module: 23,
+        function_index,
+        name,
+    };
+    let peer = PeerCopyRecord {
+        copy: MemcpyRecord {
+            kind: CopyKind::PtoP,
+            src_kind: MemoryKind::Device,
+            dst_kind: MemoryKind::Device,
+            flags: FLAG_CORRELATED as u8,
+            ..copy(CopyKind::PtoP, (0, 13), (3_100, 3_600), 1 << 20, 3)
+        },
+        src_device: 0,
+        src_context: 1,
+        dst_device: 1,
+        dst_context: 2,
+    };
+    let bytes = |recs: Vec<Vec<u8>>| recs.concat();
+    Builder::new(&header(77))
+        .names(&[
+            (0, "cuStreamCreateWithPriority"),
+            (1, "cuModuleLoadData"),
+            (2, "cuMemcpyPeerAsync"),
+        ])
+        .records(
+            5,
+            0,
+            &[call(0, 1_000, 1), call(1, 2_000, 2), call(2, 3_000, 3)],
+        )
+        .kernel_names(&[(0, "_Z4stepPfi"), (1, "gemm")])
+        .chunk(ChunkKind::DeviceInfo, 0, 0, &encode_value(&device))
+        .resource_chunk(ChunkKind::Contexts, context.to_bytes().to_vec())
+        .resource_chunk(
+            ChunkKind::Streams,
+            bytes(streams.iter().map(|s| s.to_bytes().to_vec()).collect()),
+        )
+        .resource_chunk(ChunkKind::Modules, module.to_bytes().to_vec())
+        .resource_chunk(
+            ChunkKind::Functions,
+            bytes(vec![
+                function(1, 12, 0).to_bytes().to_vec(),
+                function(2, 11, 1).to_bytes().to_vec(),
+            ]),
+        )
+        .resource_chunk(ChunkKind::PeerCopies, peer.to_bytes().to_vec())
+}
+
+#[test]
+fn resources_are_loaded_and_summarised() {
+    let t = read(&resource_sample().bytes);
+    assert_eq!((t.unknown_chunks, t.bad_chunks.len()), (0, 0));
+    assert_eq!(t.resource_records(), 6);
+    // A peer copy is a copy too.
+    assert_eq!(t.peer_copies.len(), 1);
+    assert_eq!(t.memcpys, vec![t.peer_copies[0].copy]);
+    assert_eq!(
+        memcpy_summary(std::slice::from_ref(&t))[0].kind,
+        CopyKind::PtoP
+    );
+    let r = resources(std::slice::from_ref(&t));
+    assert_eq!(
+        r.contexts,
+        vec![ContextRow {
+            pid: 77,
+            context: 1,
+            device: 0,
+            null_stream: 7,
+            streams: 2,
+            modules: 1,
+            functions: 2,
+            ..Default::default()
+        }]
+    );
+    assert_eq!(r.streams[0].created_by, None);
+    assert_eq!(
+        (r.streams[1].created_by.as_deref(), r.streams[1].correlation),
+        (Some("cuStreamCreateWithPriority"), Some(1))
+    );
+    assert_eq!(r.functions[0].name, "step(float*, int)");
+
+    let json = render_report(std::slice::from_ref(&t), Format::Json);
+    let at = json.find("\"resources\"").unwrap();
+    let end = json.find("\"kernels\"").unwrap();
+    let expected = concat!(
+        "\"resources\":{\n",
+        "\"devices\":[\n",
+        "  {\"pid\":77,\"device\":0,\"name\":\"NVIDIA H200\",\"compute_capability\":\"9.0\",",
+        "\"multiprocessors\":132,\"total_memory\":150000000000,\"clock_khz\":1980000,",
+        "\"memory_clock_khz\":3201000}\n",
+        "],\n",
+        "\"contexts\":[\n",
+        "  {\"pid\":77,\"context\":1,\"device\":0,\"null_stream\":7,\"parent_context\":0,",
+        "\"green\":false,\"multiprocessors\":0,\"streams\":2,\"modules\":1,\"functions\":2}\n",
+        "],\n",
+        "\"streams\":[\n",
+        "  {\"pid\":77,\"context\":1,\"stream\":7,\"flag\":\"null\",\"priority\":0,",
+        "\"created_by\":null,\"correlation\":null},\n",
+        "  {\"pid\":77,\"context\":1,\"stream\":13,\"flag\":\"non-blocking\",\"priority\":-5,",
+        "\"created_by\":\"cuStreamCreateWithPriority\",\"correlation\":1}\n",
+        "],\n",
+        "\"modules\":[\n",
+        "  {\"pid\":77,\"context\":1,\"module\":23,\"cubin_size\":6584,\"timestamp_ns\":2010,",
+        "\"functions\":2,\"loaded_by\":\"cuModuleLoadData\",\"correlation\":2}\n",
+        "],\n",
+        "\"functions\":[\n",
+        "  {\"pid\":77,\"context\":1,\"module\":23,\"function\":1,\"index\":12,",
+        "\"name\":\"step(float*, int)\"},\n",
+        "  {\"pid\":77,\"context\":1,\"module\":23,\"function\":2,\"index\":11,\"name\":\"gemm\"}\n",
+        "]},\n",
+    );
+    assert_eq!(&json[at..end], expected);
+
+    let table = render_report(std::slice::from_ref(&t), Format::Table);
+    assert!(
+        table.contains(
+            "  GPU records        0 kernels, 1 copy, 0 memsets\n  \
+             resource records   1 context, 2 streams, 1 module, 2 functions\n"
+        ),
+        "{table}"
+    );
+    let at = table.find("Resources:").unwrap();
+    let end = table.find("GPU kernel summary").unwrap();
+    let expected = "\
+Resources: 1 device, 1 context, 2 streams, 1 module, 2 functions
+Devices
+name         process  device  compute capability  SMs    memory     clock  memory clock
+NVIDIA H200  77            0                 9.0  132  150.0 GB  1980 MHz      3201 MHz
+Contexts
+process  context  device  NULL stream  streams  modules  functions  kind
+77             1       0            7        2        1          2  regular
+Streams (flag: default, non-blocking, null; priority: lower is higher)
+process  context  stream  flag          priority  created by
+77             1       7  null                 0  -
+77             1      13  non-blocking        -5  cuStreamCreateWithPriority
+Modules
+process  context  module    size  functions  loaded by
+77             1      23  6.6 kB          2  cuModuleLoadData
+Functions
+function           process  context  module  index
+step(float*, int)       77        1      23     12
+gemm                    77        1      23     11
+
+";
+    assert_eq!(&table[at..end], expected, "\n{}", &table[at..end]);
+    // Without devices or resource records there is no such section (and JSON's is empty).
+    let plain = render_report(&[read(&gpu_sample().bytes)], Format::Table);
+    assert!(!plain.contains("Resources"), "{plain}");
+}

@@ -1,6 +1,8 @@
-//! GPU activity records: kernels, memory copies and memsets, with start and end on the
-//! trace's host clock (`CLOCK_MONOTONIC` ns); memory allocations and frees; host
-//! synchronizations. Fixed-size, little-endian, one array per chunk.
+//! GPU activity records: kernels, memory copies (peer-to-peer ones with their source and
+//! destination) and memsets, with start and end on the trace's host clock (`CLOCK_MONOTONIC`
+//! ns); memory allocations and frees; host synchronizations; and the resources the work ran
+//! in: contexts, streams, modules and functions. Fixed-size, little-endian, one array per
+//! chunk.
 
 use crate::Chunk;
 
@@ -13,6 +15,9 @@ impl Le<'_> {
     }
     fn u32(&self, at: usize) -> u32 {
         u32::from_le_bytes(self.0[at..at + 4].try_into().unwrap())
+    }
+    fn u16(&self, at: usize) -> u16 {
+        u16::from_le_bytes(self.0[at..at + 2].try_into().unwrap())
     }
     fn i32(&self, at: usize) -> i32 {
         i32::from_le_bytes(self.0[at..at + 4].try_into().unwrap())
@@ -31,6 +36,9 @@ impl LeMut<'_> {
     }
     fn u32(&mut self, at: usize, v: u32) {
         self.0[at..at + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    fn u16(&mut self, at: usize, v: u16) {
+        self.0[at..at + 2].copy_from_slice(&v.to_le_bytes());
     }
     fn i32(&mut self, at: usize, v: i32) {
         self.0[at..at + 4].copy_from_slice(&v.to_le_bytes());
@@ -289,6 +297,48 @@ impl MemcpyRecord {
             flags: r.u8(51),
             graph_id: r.u32(52),
             graph_node_id: r.u64(56),
+        }
+    }
+}
+
+/// A peer-to-peer copy (between the memory of two devices, or two contexts): a
+/// [`MemcpyRecord`] (kind [`CopyKind::PtoP`]) with where the bytes came from and went to.
+/// Its own chunk kind ([`crate::ChunkKind::PeerCopies`]), so that memcpy records keep their
+/// size.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PeerCopyRecord {
+    /// The copy; `device`, `context` and `stream` are where it ran.
+    pub copy: MemcpyRecord,
+    /// The device and context that own the memory copied from.
+    pub src_device: u32,
+    pub src_context: u32,
+    /// The device and context that own the memory copied to.
+    pub dst_device: u32,
+    pub dst_context: u32,
+}
+
+impl PeerCopyRecord {
+    pub const SIZE: usize = 80;
+
+    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
+        let mut b = [0u8; Self::SIZE];
+        b[..MemcpyRecord::SIZE].copy_from_slice(&self.copy.to_bytes());
+        let mut w = LeMut(&mut b);
+        w.u32(64, self.src_device);
+        w.u32(68, self.src_context);
+        w.u32(72, self.dst_device);
+        w.u32(76, self.dst_context);
+        b
+    }
+
+    pub fn from_bytes(b: &[u8; Self::SIZE]) -> Self {
+        let r = Le(b);
+        PeerCopyRecord {
+            copy: MemcpyRecord::from_bytes(b[..MemcpyRecord::SIZE].try_into().unwrap()),
+            src_device: r.u32(64),
+            src_context: r.u32(68),
+            dst_device: r.u32(72),
+            dst_context: r.u32(76),
         }
     }
 }
@@ -605,6 +655,229 @@ impl SyncRecord {
     }
 }
 
+/// One context (CUPTI's `CUpti_ActivityContext3`), written when it is created.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ContextRecord {
+    /// The context's id (the `context` of the other records).
+    pub context: u32,
+    /// The device it was created on (the `ordinal` of a [`crate::DeviceInfo`]).
+    pub device: u32,
+    /// The id of its NULL (legacy default) stream.
+    pub null_stream: u32,
+    /// The context it was made from (green contexts); 0 for none.
+    pub parent_context: u32,
+    /// The compute API (CUPTI's numbering): 0 unknown, 1 CUDA, 2 CUDA under MPS.
+    pub compute_api: u16,
+    /// Green contexts: the multiprocessors given to it (0 otherwise).
+    pub num_multiprocessors: u16,
+    /// CUDA-in-graphics mode (CUPTI's numbering): 0 none, 1 CIG, 2 CIG fallback.
+    pub cig_mode: u8,
+    pub is_green: bool,
+}
+
+impl ContextRecord {
+    pub const SIZE: usize = 24;
+
+    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
+        let mut b = [0u8; Self::SIZE];
+        let mut w = LeMut(&mut b);
+        w.u32(0, self.context);
+        w.u32(4, self.device);
+        w.u32(8, self.null_stream);
+        w.u32(12, self.parent_context);
+        w.u16(16, self.compute_api);
+        w.u16(18, self.num_multiprocessors);
+        w.u8(20, self.cig_mode);
+        w.u8(21, u8::from(self.is_green));
+        b
+    }
+
+    pub fn from_bytes(b: &[u8; Self::SIZE]) -> Self {
+        let r = Le(b);
+        ContextRecord {
+            context: r.u32(0),
+            device: r.u32(4),
+            null_stream: r.u32(8),
+            parent_context: r.u32(12),
+            compute_api: r.u16(16),
+            num_multiprocessors: r.u16(18),
+            cig_mode: r.u8(20),
+            is_green: r.u8(21) != 0,
+        }
+    }
+}
+
+/// How a stream was created (CUPTI's `CUpti_ActivityStreamFlag` numbering).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum StreamFlag {
+    #[default]
+    Unknown = 0,
+    /// `CU_STREAM_DEFAULT`: synchronizes with the NULL stream.
+    Default = 1,
+    /// `CU_STREAM_NON_BLOCKING`.
+    NonBlocking = 2,
+    /// A context's NULL (legacy default) stream.
+    Null = 3,
+}
+
+impl StreamFlag {
+    pub fn from_u8(v: u8) -> Self {
+        match v {
+            1 => StreamFlag::Default,
+            2 => StreamFlag::NonBlocking,
+            3 => StreamFlag::Null,
+            _ => StreamFlag::Unknown,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            StreamFlag::Unknown => "unknown",
+            StreamFlag::Default => "default",
+            StreamFlag::NonBlocking => "non-blocking",
+            StreamFlag::Null => "null",
+        }
+    }
+}
+
+/// One stream (CUPTI's `CUpti_ActivityStream`), written when it is created: those the
+/// program creates, and those the driver creates with a context (its NULL stream among them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StreamRecord {
+    /// rtrace correlation id of the API record that created it (valid with
+    /// `FLAG_CORRELATED`): `cuStreamCreate*`, or the call that created its context.
+    pub correlation: u64,
+    /// The correlation id of the GPU-activity source (CUPTI's).
+    pub source_correlation: u32,
+    pub context: u32,
+    /// The stream's id (the `stream` of the other records).
+    pub stream: u32,
+    /// Its priority, clamped to the device's range (lower is higher: -5 .. 0 on Hopper).
+    pub priority: i32,
+    pub flag: StreamFlag,
+    /// `FLAG_*` bits (low 8).
+    pub flags: u8,
+}
+
+impl StreamRecord {
+    pub const SIZE: usize = 32;
+
+    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
+        let mut b = [0u8; Self::SIZE];
+        let mut w = LeMut(&mut b);
+        w.u64(0, self.correlation);
+        w.u32(8, self.source_correlation);
+        w.u32(12, self.context);
+        w.u32(16, self.stream);
+        w.i32(20, self.priority);
+        w.u8(24, self.flag as u8);
+        w.u8(25, self.flags);
+        b
+    }
+
+    pub fn from_bytes(b: &[u8; Self::SIZE]) -> Self {
+        let r = Le(b);
+        StreamRecord {
+            correlation: r.u64(0),
+            source_correlation: r.u32(8),
+            context: r.u32(12),
+            stream: r.u32(16),
+            priority: r.i32(20),
+            flag: StreamFlag::from_u8(r.u8(24)),
+            flags: r.u8(25),
+        }
+    }
+}
+
+/// One module as it is loaded (CUPTI's module resource callback; `CUpti_ActivityModule`'s
+/// fields).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ModuleRecord {
+    /// rtrace correlation id of the API record that loaded it (valid with
+    /// `FLAG_CORRELATED`): `cuModuleLoad*`, `cuLibraryLoad*`, ...
+    pub correlation: u64,
+    /// When it was loaded (host clock), ns.
+    pub timestamp_ns: u64,
+    /// Size of its image (cubin) in bytes.
+    pub cubin_size: u64,
+    /// The module's id (the `module` of function records).
+    pub module: u32,
+    /// The context it was loaded into.
+    pub context: u32,
+    /// `FLAG_*` bits (low 8).
+    pub flags: u8,
+}
+
+impl ModuleRecord {
+    pub const SIZE: usize = 40;
+
+    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
+        let mut b = [0u8; Self::SIZE];
+        let mut w = LeMut(&mut b);
+        w.u64(0, self.correlation);
+        w.u64(8, self.timestamp_ns);
+        w.u64(16, self.cubin_size);
+        w.u32(24, self.module);
+        w.u32(28, self.context);
+        w.u8(32, self.flags);
+        b
+    }
+
+    pub fn from_bytes(b: &[u8; Self::SIZE]) -> Self {
+        let r = Le(b);
+        ModuleRecord {
+            correlation: r.u64(0),
+            timestamp_ns: r.u64(8),
+            cubin_size: r.u64(16),
+            module: r.u32(24),
+            context: r.u32(28),
+            flags: r.u8(32),
+        }
+    }
+}
+
+/// One function (kernel) of a loaded module (CUPTI's `CUpti_ActivityFunction`), written as
+/// its module loads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FunctionRecord {
+    /// The function's id (unique in the process).
+    pub function: u32,
+    pub context: u32,
+    /// The module it belongs to (a [`ModuleRecord`]'s `module`).
+    pub module: u32,
+    /// Its symbol index in the module.
+    pub function_index: u32,
+    /// Index into the trace's kernel-name table (shared with kernel records).
+    pub name: u32,
+}
+
+impl FunctionRecord {
+    pub const SIZE: usize = 24;
+
+    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
+        let mut b = [0u8; Self::SIZE];
+        let mut w = LeMut(&mut b);
+        w.u32(0, self.function);
+        w.u32(4, self.context);
+        w.u32(8, self.module);
+        w.u32(12, self.function_index);
+        w.u32(16, self.name);
+        b
+    }
+
+    pub fn from_bytes(b: &[u8; Self::SIZE]) -> Self {
+        let r = Le(b);
+        FunctionRecord {
+            function: r.u32(0),
+            context: r.u32(4),
+            module: r.u32(8),
+            function_index: r.u32(12),
+            name: r.u32(16),
+        }
+    }
+}
+
 fn records<T, const N: usize>(
     chunk: &Chunk,
     what: &str,
@@ -647,6 +920,31 @@ impl Chunk {
     /// The records of a [`crate::ChunkKind::Sync`] chunk.
     pub fn sync_records(&self) -> Result<Vec<SyncRecord>, String> {
         records::<_, { SyncRecord::SIZE }>(self, "sync", SyncRecord::from_bytes)
+    }
+
+    /// The records of a [`crate::ChunkKind::PeerCopies`] chunk.
+    pub fn peer_copy_records(&self) -> Result<Vec<PeerCopyRecord>, String> {
+        records::<_, { PeerCopyRecord::SIZE }>(self, "peer copy", PeerCopyRecord::from_bytes)
+    }
+
+    /// The records of a [`crate::ChunkKind::Contexts`] chunk.
+    pub fn context_records(&self) -> Result<Vec<ContextRecord>, String> {
+        records::<_, { ContextRecord::SIZE }>(self, "context", ContextRecord::from_bytes)
+    }
+
+    /// The records of a [`crate::ChunkKind::Streams`] chunk.
+    pub fn stream_records(&self) -> Result<Vec<StreamRecord>, String> {
+        records::<_, { StreamRecord::SIZE }>(self, "stream", StreamRecord::from_bytes)
+    }
+
+    /// The records of a [`crate::ChunkKind::Modules`] chunk.
+    pub fn module_records(&self) -> Result<Vec<ModuleRecord>, String> {
+        records::<_, { ModuleRecord::SIZE }>(self, "module", ModuleRecord::from_bytes)
+    }
+
+    /// The records of a [`crate::ChunkKind::Functions`] chunk.
+    pub fn function_records(&self) -> Result<Vec<FunctionRecord>, String> {
+        records::<_, { FunctionRecord::SIZE }>(self, "function", FunctionRecord::from_bytes)
     }
 }
 
@@ -788,5 +1086,95 @@ mod tests {
             assert_eq!(kind.to_u16(), v);
             assert_eq!(crate::ChunkKind::from_u16(v), kind);
         }
+    }
+
+    #[test]
+    fn resource_records_round_trip_at_fixed_offsets() {
+        let c = ContextRecord {
+            context: 1,
+            device: 2,
+            null_stream: 3,
+            parent_context: 4,
+            compute_api: 1,
+            num_multiprocessors: 66,
+            cig_mode: 2,
+            is_green: true,
+        };
+        let b = c.to_bytes();
+        assert_eq!(ContextRecord::from_bytes(&b), c);
+        assert_eq!(b[16..], [1, 0, 66, 0, 2, 1, 0, 0]);
+        let s = StreamRecord {
+            correlation: 7,
+            source_correlation: 8,
+            context: 1,
+            stream: 13,
+            priority: -5,
+            flag: StreamFlag::NonBlocking,
+            flags: FLAG_CORRELATED as u8,
+        };
+        let b = s.to_bytes();
+        assert_eq!(StreamRecord::from_bytes(&b), s);
+        assert_eq!(b[16..28], [13, 0, 0, 0, 0xfb, 0xff, 0xff, 0xff, 2, 2, 0, 0]);
+        let m = ModuleRecord {
+            correlation: 1,
+            timestamp_ns: 2,
+            cubin_size: 6584,
+            module: 23,
+            context: 1,
+            flags: FLAG_CORRELATED as u8,
+        };
+        let b = m.to_bytes();
+        assert_eq!(ModuleRecord::from_bytes(&b), m);
+        assert_eq!(b[24..33], [23, 0, 0, 0, 1, 0, 0, 0, 2]);
+        let f = FunctionRecord {
+            function: 1,
+            context: 2,
+            module: 23,
+            function_index: 12,
+            name: 5,
+        };
+        let b = f.to_bytes();
+        assert_eq!(FunctionRecord::from_bytes(&b), f);
+        assert_eq!(b[8..], [23, 0, 0, 0, 12, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0]);
+        for v in 0..=3 {
+            assert_eq!(StreamFlag::from_u8(v) as u8, v);
+        }
+        assert_eq!(StreamFlag::from_u8(4), StreamFlag::Unknown);
+        assert_eq!(StreamFlag::NonBlocking.name(), "non-blocking");
+        for (kind, v) in [
+            (crate::ChunkKind::Contexts, 13),
+            (crate::ChunkKind::Streams, 14),
+            (crate::ChunkKind::Modules, 15),
+            (crate::ChunkKind::Functions, 16),
+            (crate::ChunkKind::PeerCopies, 17),
+        ] {
+            assert_eq!(kind.to_u16(), v);
+            assert_eq!(crate::ChunkKind::from_u16(v), kind);
+        }
+    }
+
+    #[test]
+    fn peer_copy_record_is_a_memcpy_record_and_its_ends() {
+        let p = PeerCopyRecord {
+            copy: MemcpyRecord {
+                correlation: 1,
+                start_ns: 2,
+                end_ns: 3,
+                bytes: 4,
+                kind: CopyKind::PtoP,
+                src_kind: MemoryKind::Device,
+                dst_kind: MemoryKind::Device,
+                device: 1,
+                ..Default::default()
+            },
+            src_device: 1,
+            src_context: 2,
+            dst_device: 0,
+            dst_context: 1,
+        };
+        let b = p.to_bytes();
+        assert_eq!(PeerCopyRecord::from_bytes(&b), p);
+        assert_eq!(b[..64], p.copy.to_bytes());
+        assert_eq!(b[64..], [1, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0]);
     }
 }

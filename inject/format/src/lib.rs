@@ -117,6 +117,16 @@ pub enum ChunkKind {
     Memory,
     /// An array of [`SyncRecord`]s (host synchronizations).
     Sync,
+    /// An array of [`ContextRecord`]s.
+    Contexts,
+    /// An array of [`StreamRecord`]s.
+    Streams,
+    /// An array of [`ModuleRecord`]s.
+    Modules,
+    /// An array of [`FunctionRecord`]s (names in the kernel-name table).
+    Functions,
+    /// An array of [`PeerCopyRecord`]s (peer-to-peer copies).
+    PeerCopies,
     /// A kind this reader does not know; carried so it can be counted.
     Unknown(u16),
 }
@@ -136,6 +146,11 @@ impl ChunkKind {
             ChunkKind::DeviceInfo => 10,
             ChunkKind::Memory => 11,
             ChunkKind::Sync => 12,
+            ChunkKind::Contexts => 13,
+            ChunkKind::Streams => 14,
+            ChunkKind::Modules => 15,
+            ChunkKind::Functions => 16,
+            ChunkKind::PeerCopies => 17,
             ChunkKind::Unknown(k) => k,
         }
     }
@@ -153,6 +168,11 @@ impl ChunkKind {
             10 => ChunkKind::DeviceInfo,
             11 => ChunkKind::Memory,
             12 => ChunkKind::Sync,
+            13 => ChunkKind::Contexts,
+            14 => ChunkKind::Streams,
+            15 => ChunkKind::Modules,
+            16 => ChunkKind::Functions,
+            17 => ChunkKind::PeerCopies,
             k => ChunkKind::Unknown(k),
         }
     }

@@ -27,7 +27,12 @@ pub const CUPTI_ACTIVITY_KIND_MEMSET: u32 = 2;
 pub const CUPTI_ACTIVITY_KIND_KERNEL: u32 = 3;
 pub const CUPTI_ACTIVITY_KIND_DRIVER: u32 = 4;
 pub const CUPTI_ACTIVITY_KIND_RUNTIME: u32 = 5;
+pub const CUPTI_ACTIVITY_KIND_CONTEXT: u32 = 9;
 pub const CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: u32 = 10;
+pub const CUPTI_ACTIVITY_KIND_MEMCPY2: u32 = 22;
+pub const CUPTI_ACTIVITY_KIND_FUNCTION: u32 = 26;
+pub const CUPTI_ACTIVITY_KIND_MODULE: u32 = 27;
+pub const CUPTI_ACTIVITY_KIND_STREAM: u32 = 37;
 pub const CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: u32 = 38;
 pub const CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: u32 = 39;
 pub const CUPTI_ACTIVITY_KIND_MEMORY2: u32 = 49;
@@ -182,6 +187,23 @@ pub const CUPTI_ERROR_WSL_DEVICE_NOT_SUPPORTED: u32 = 45;
 pub const CUPTI_ERROR_INVALID_CHIP_NAME: u32 = 46;
 pub const CUPTI_ERROR_UNKNOWN: u32 = 999;
 
+// `CUpti_ActivityComputeApiKind`
+pub const CUPTI_ACTIVITY_COMPUTE_API_UNKNOWN: u32 = 0;
+pub const CUPTI_ACTIVITY_COMPUTE_API_CUDA: u32 = 1;
+pub const CUPTI_ACTIVITY_COMPUTE_API_CUDA_MPS: u32 = 2;
+
+// `CUpti_ActivityStreamFlag`
+pub const CUPTI_ACTIVITY_STREAM_CREATE_FLAG_UNKNOWN: u32 = 0;
+pub const CUPTI_ACTIVITY_STREAM_CREATE_FLAG_DEFAULT: u32 = 1;
+pub const CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NON_BLOCKING: u32 = 2;
+pub const CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NULL: u32 = 3;
+pub const CUPTI_ACTIVITY_STREAM_CREATE_MASK: u32 = 65535;
+
+// `CUpti_ContextCigMode`
+pub const CUPTI_CONTEXT_CIG_MODE_NONE: u32 = 0;
+pub const CUPTI_CONTEXT_CIG_MODE_CIG: u32 = 1;
+pub const CUPTI_CONTEXT_CIG_MODE_CIG_FALLBACK: u32 = 2;
+
 // `CUpti_CallbackDomain`
 pub const CUPTI_CB_DOMAIN_INVALID: u32 = 0;
 pub const CUPTI_CB_DOMAIN_DRIVER_API: u32 = 1;
@@ -195,6 +217,33 @@ pub const CUPTI_CB_DOMAIN_SIZE: u32 = 7;
 // `CUpti_ApiCallbackSite`
 pub const CUPTI_API_ENTER: u32 = 0;
 pub const CUPTI_API_EXIT: u32 = 1;
+
+// `CUpti_CallbackIdResource`
+pub const CUPTI_CBID_RESOURCE_INVALID: u32 = 0;
+pub const CUPTI_CBID_RESOURCE_CONTEXT_CREATED: u32 = 1;
+pub const CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING: u32 = 2;
+pub const CUPTI_CBID_RESOURCE_STREAM_CREATED: u32 = 3;
+pub const CUPTI_CBID_RESOURCE_STREAM_DESTROY_STARTING: u32 = 4;
+pub const CUPTI_CBID_RESOURCE_CU_INIT_FINISHED: u32 = 5;
+pub const CUPTI_CBID_RESOURCE_MODULE_LOADED: u32 = 6;
+pub const CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING: u32 = 7;
+pub const CUPTI_CBID_RESOURCE_MODULE_PROFILED: u32 = 8;
+pub const CUPTI_CBID_RESOURCE_GRAPH_CREATED: u32 = 9;
+pub const CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING: u32 = 10;
+pub const CUPTI_CBID_RESOURCE_GRAPH_CLONED: u32 = 11;
+pub const CUPTI_CBID_RESOURCE_GRAPHNODE_CREATE_STARTING: u32 = 12;
+pub const CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED: u32 = 13;
+pub const CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING: u32 = 14;
+pub const CUPTI_CBID_RESOURCE_GRAPHNODE_DEPENDENCY_CREATED: u32 = 15;
+pub const CUPTI_CBID_RESOURCE_GRAPHNODE_DEPENDENCY_DESTROY_STARTING: u32 = 16;
+pub const CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATE_STARTING: u32 = 17;
+pub const CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED: u32 = 18;
+pub const CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING: u32 = 19;
+pub const CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED: u32 = 20;
+pub const CUPTI_CBID_RESOURCE_STREAM_ATTRIBUTE_CHANGED: u32 = 21;
+pub const CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED: u32 = 22;
+pub const CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS: u32 = 23;
+pub const CUPTI_CBID_RESOURCE_SIZE: u32 = 24;
 
 /// Every `CUptiResult` value with its enumerator name, in the header's order.
 pub static CUPTI_RESULT_NAMES: [(u32, &str); 48] = [
@@ -1557,6 +1606,196 @@ pub mod synchronization2 {
     pub const PAD_LEN: usize = 4;
 }
 
+/// `CUpti_ActivityMemcpyPtoP4`: 96 bytes, aligned to 8.
+pub mod memcpy_ptop4 {
+    /// Size of the record in bytes.
+    pub const SIZE: usize = 96;
+    /// Alignment of the record.
+    pub const ALIGN: usize = 8;
+    /// `CUpti_ActivityKind kind`
+    pub const KIND: usize = 0;
+    pub const KIND_LEN: usize = 4;
+    /// `uint8_t copyKind`
+    pub const COPY_KIND: usize = 4;
+    pub const COPY_KIND_LEN: usize = 1;
+    /// `uint8_t srcKind`
+    pub const SRC_KIND: usize = 5;
+    pub const SRC_KIND_LEN: usize = 1;
+    /// `uint8_t dstKind`
+    pub const DST_KIND: usize = 6;
+    pub const DST_KIND_LEN: usize = 1;
+    /// `uint8_t flags`
+    pub const FLAGS: usize = 7;
+    pub const FLAGS_LEN: usize = 1;
+    /// `uint64_t bytes`
+    pub const BYTES: usize = 8;
+    pub const BYTES_LEN: usize = 8;
+    /// `uint64_t start`
+    pub const START: usize = 16;
+    pub const START_LEN: usize = 8;
+    /// `uint64_t end`
+    pub const END: usize = 24;
+    pub const END_LEN: usize = 8;
+    /// `uint32_t deviceId`
+    pub const DEVICE_ID: usize = 32;
+    pub const DEVICE_ID_LEN: usize = 4;
+    /// `uint32_t contextId`
+    pub const CONTEXT_ID: usize = 36;
+    pub const CONTEXT_ID_LEN: usize = 4;
+    /// `uint32_t streamId`
+    pub const STREAM_ID: usize = 40;
+    pub const STREAM_ID_LEN: usize = 4;
+    /// `uint32_t srcDeviceId`
+    pub const SRC_DEVICE_ID: usize = 44;
+    pub const SRC_DEVICE_ID_LEN: usize = 4;
+    /// `uint32_t srcContextId`
+    pub const SRC_CONTEXT_ID: usize = 48;
+    pub const SRC_CONTEXT_ID_LEN: usize = 4;
+    /// `uint32_t dstDeviceId`
+    pub const DST_DEVICE_ID: usize = 52;
+    pub const DST_DEVICE_ID_LEN: usize = 4;
+    /// `uint32_t dstContextId`
+    pub const DST_CONTEXT_ID: usize = 56;
+    pub const DST_CONTEXT_ID_LEN: usize = 4;
+    /// `uint32_t correlationId`
+    pub const CORRELATION_ID: usize = 60;
+    pub const CORRELATION_ID_LEN: usize = 4;
+    /// `void *reserved0`
+    pub const RESERVED0: usize = 64;
+    pub const RESERVED0_LEN: usize = 8;
+    /// `uint64_t graphNodeId`
+    pub const GRAPH_NODE_ID: usize = 72;
+    pub const GRAPH_NODE_ID_LEN: usize = 8;
+    /// `uint32_t graphId`
+    pub const GRAPH_ID: usize = 80;
+    pub const GRAPH_ID_LEN: usize = 4;
+    /// `uint32_t channelID`
+    pub const CHANNEL_ID: usize = 84;
+    pub const CHANNEL_ID_LEN: usize = 4;
+    /// `CUpti_ChannelType channelType`
+    pub const CHANNEL_TYPE: usize = 88;
+    pub const CHANNEL_TYPE_LEN: usize = 4;
+}
+
+/// `CUpti_ActivityContext3`: 32 bytes, aligned to 8.
+pub mod context3 {
+    /// Size of the record in bytes.
+    pub const SIZE: usize = 32;
+    /// Alignment of the record.
+    pub const ALIGN: usize = 8;
+    /// `CUpti_ActivityKind kind`
+    pub const KIND: usize = 0;
+    pub const KIND_LEN: usize = 4;
+    /// `uint32_t contextId`
+    pub const CONTEXT_ID: usize = 4;
+    pub const CONTEXT_ID_LEN: usize = 4;
+    /// `uint32_t deviceId`
+    pub const DEVICE_ID: usize = 8;
+    pub const DEVICE_ID_LEN: usize = 4;
+    /// `uint16_t computeApiKind`
+    pub const COMPUTE_API_KIND: usize = 12;
+    pub const COMPUTE_API_KIND_LEN: usize = 2;
+    /// `uint16_t nullStreamId`
+    pub const NULL_STREAM_ID: usize = 14;
+    pub const NULL_STREAM_ID_LEN: usize = 2;
+    /// `uint32_t parentContextId`
+    pub const PARENT_CONTEXT_ID: usize = 16;
+    pub const PARENT_CONTEXT_ID_LEN: usize = 4;
+    /// `uint8_t isGreenContext`
+    pub const IS_GREEN_CONTEXT: usize = 20;
+    pub const IS_GREEN_CONTEXT_LEN: usize = 1;
+    /// `uint8_t padding`
+    pub const PADDING: usize = 21;
+    pub const PADDING_LEN: usize = 1;
+    /// `uint16_t numMultiprocessors`
+    pub const NUM_MULTIPROCESSORS: usize = 22;
+    pub const NUM_MULTIPROCESSORS_LEN: usize = 2;
+    /// `CUpti_ContextCigMode cigMode`
+    pub const CIG_MODE: usize = 24;
+    pub const CIG_MODE_LEN: usize = 4;
+    /// `uint32_t padding2`
+    pub const PADDING2: usize = 28;
+    pub const PADDING2_LEN: usize = 4;
+}
+
+/// `CUpti_ActivityStream`: 24 bytes, aligned to 8.
+pub mod stream {
+    /// Size of the record in bytes.
+    pub const SIZE: usize = 24;
+    /// Alignment of the record.
+    pub const ALIGN: usize = 8;
+    /// `CUpti_ActivityKind kind`
+    pub const KIND: usize = 0;
+    pub const KIND_LEN: usize = 4;
+    /// `uint32_t contextId`
+    pub const CONTEXT_ID: usize = 4;
+    pub const CONTEXT_ID_LEN: usize = 4;
+    /// `uint32_t streamId`
+    pub const STREAM_ID: usize = 8;
+    pub const STREAM_ID_LEN: usize = 4;
+    /// `uint32_t priority`
+    pub const PRIORITY: usize = 12;
+    pub const PRIORITY_LEN: usize = 4;
+    /// `CUpti_ActivityStreamFlag flag`
+    pub const FLAG: usize = 16;
+    pub const FLAG_LEN: usize = 4;
+    /// `uint32_t correlationId`
+    pub const CORRELATION_ID: usize = 20;
+    pub const CORRELATION_ID_LEN: usize = 4;
+}
+
+/// `CUpti_ActivityFunction`: 32 bytes, aligned to 8.
+pub mod function {
+    /// Size of the record in bytes.
+    pub const SIZE: usize = 32;
+    /// Alignment of the record.
+    pub const ALIGN: usize = 8;
+    /// `CUpti_ActivityKind kind`
+    pub const KIND: usize = 0;
+    pub const KIND_LEN: usize = 4;
+    /// `uint32_t id`
+    pub const ID: usize = 4;
+    pub const ID_LEN: usize = 4;
+    /// `uint32_t contextId`
+    pub const CONTEXT_ID: usize = 8;
+    pub const CONTEXT_ID_LEN: usize = 4;
+    /// `uint32_t moduleId`
+    pub const MODULE_ID: usize = 12;
+    pub const MODULE_ID_LEN: usize = 4;
+    /// `uint32_t functionIndex`
+    pub const FUNCTION_INDEX: usize = 16;
+    pub const FUNCTION_INDEX_LEN: usize = 4;
+    /// `uint32_t pad`
+    pub const PAD: usize = 20;
+    pub const PAD_LEN: usize = 4;
+    /// `const char *name`
+    pub const NAME: usize = 24;
+    pub const NAME_LEN: usize = 8;
+}
+
+/// `CUpti_ActivityModule`: 24 bytes, aligned to 8.
+pub mod module {
+    /// Size of the record in bytes.
+    pub const SIZE: usize = 24;
+    /// Alignment of the record.
+    pub const ALIGN: usize = 8;
+    /// `CUpti_ActivityKind kind`
+    pub const KIND: usize = 0;
+    pub const KIND_LEN: usize = 4;
+    /// `uint32_t contextId`
+    pub const CONTEXT_ID: usize = 4;
+    pub const CONTEXT_ID_LEN: usize = 4;
+    /// `uint32_t id`
+    pub const ID: usize = 8;
+    pub const ID_LEN: usize = 4;
+    /// `uint32_t cubinSize`
+    pub const CUBIN_SIZE: usize = 12;
+    pub const CUBIN_SIZE_LEN: usize = 4;
+    /// `const void *cubin`
+    pub const CUBIN: usize = 16;
+    pub const CUBIN_LEN: usize = 8;
+}
+
 /// `CUpti_CallbackData`: 72 bytes, aligned to 8.
 pub mod callback_data {
     /// Size of the record in bytes.
@@ -1590,4 +1829,41 @@ pub mod callback_data {
     /// `uint32_t correlationId`
     pub const CORRELATION_ID: usize = 64;
     pub const CORRELATION_ID_LEN: usize = 4;
+}
+
+/// `CUpti_ResourceData`: 24 bytes, aligned to 8.
+pub mod resource_data {
+    /// Size of the record in bytes.
+    pub const SIZE: usize = 24;
+    /// Alignment of the record.
+    pub const ALIGN: usize = 8;
+    /// `CUcontext context`
+    pub const CONTEXT: usize = 0;
+    pub const CONTEXT_LEN: usize = 8;
+    /// `union { ... } resourceHandle`
+    pub const RESOURCE_HANDLE: usize = 8;
+    pub const RESOURCE_HANDLE_LEN: usize = 8;
+    /// `CUstream stream` (`resourceHandle.stream`)
+    pub const RESOURCE_HANDLE_STREAM: usize = 8;
+    pub const RESOURCE_HANDLE_STREAM_LEN: usize = 8;
+    /// `void *resourceDescriptor`
+    pub const RESOURCE_DESCRIPTOR: usize = 16;
+    pub const RESOURCE_DESCRIPTOR_LEN: usize = 8;
+}
+
+/// `CUpti_ModuleResourceData`: 24 bytes, aligned to 8.
+pub mod module_resource_data {
+    /// Size of the record in bytes.
+    pub const SIZE: usize = 24;
+    /// Alignment of the record.
+    pub const ALIGN: usize = 8;
+    /// `uint32_t moduleId`
+    pub const MODULE_ID: usize = 0;
+    pub const MODULE_ID_LEN: usize = 4;
+    /// `size_t cubinSize`
+    pub const CUBIN_SIZE: usize = 8;
+    pub const CUBIN_SIZE_LEN: usize = 8;
+    /// `const char *pCubin`
+    pub const P_CUBIN: usize = 16;
+    pub const P_CUBIN_LEN: usize = 8;
 }

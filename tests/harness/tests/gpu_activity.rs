@@ -1,10 +1,11 @@
 //! GPU activity (`RTRACE_GPU_ACTIVITY=1`) on the simulated driver and the simulated CUPTI
 //! (tests/simcupti): exact kernel, copy and memset records, each linked to its launch call;
-//! exact allocation, free and synchronization records, each linked to its API call.
+//! exact allocation, free and synchronization records, each linked to its API call; exact
+//! context, stream, module and function records, linked to each other and to their calls.
 
 use rtrace_format::{
-    CopyKind, DeviceInfo, MemoryKind, MemoryOperation, MemoryPoolType, SyncKind, FLAG_CORRELATED,
-    ID_NONE,
+    ContextRecord, CopyKind, DeviceInfo, FunctionRecord, MemoryKind, MemoryOperation,
+    MemoryPoolType, StreamFlag, StreamRecord, SyncKind, FLAG_CORRELATED, ID_NONE,
 };
 use rtrace_tests::*;
 
@@ -22,8 +23,9 @@ fn kernels_copies_and_memsets_are_recorded_and_linked() {
     assert_eq!(
         messages,
         vec![
-            "GPU activity on: kernels, memory copies and memsets through CUPTI",
-            "GPU records carry rtrace correlation ids (CUPTI callbacks on 117 driver functions)",
+            "GPU activity on: kernels, memory copies, peer copies, memsets, contexts, streams, \
+             functions and modules through CUPTI",
+            "GPU records carry rtrace correlation ids (CUPTI callbacks on 127 driver functions)",
         ]
     );
     // Allocations and synchronizations only when asked for (RTRACE_GPU_ACTIVITY=all or a list).
@@ -262,6 +264,169 @@ fn allocations_frees_and_synchronizations_are_recorded_and_linked() {
          event synchronize,1,8000,8000,8000\n\
          context synchronize,1,0,0,0\n"
     );
+}
+
+/// `direct` loads one module of four kernels (tests/programs/common.h) into the primary
+/// context and creates one stream: exactly one context, its NULL stream and the created one,
+/// one module and its four functions (CUPTI writes every function of a module as it loads,
+/// not at `cuModuleGetFunction`), all linked to each other, to the kernels, and to the calls
+/// that made them.
+#[test]
+fn contexts_streams_modules_and_functions_are_recorded_and_linked() {
+    let r = run(Spec::traced("direct").env(ON));
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    let t = r.trace();
+    check_invariants(&t);
+    let api: std::collections::HashMap<u64, &str> = records(&t)
+        .into_iter()
+        .map(|(_, a)| (a.correlation, t.functions[&a.function].as_str()))
+        .collect();
+    let (vecadd, fill) = (t.kernels[0], t.kernels[1]);
+    let (context, stream) = (vecadd.context, vecadd.stream);
+    assert_eq!((fill.context, fill.stream), (context, stream));
+
+    // The primary context, on device 0, with its NULL (legacy) stream; the copies on the
+    // legacy stream ran there.
+    assert_eq!(t.contexts.len(), 1, "{:?}", t.contexts);
+    let c = t.contexts[0];
+    assert_eq!(
+        c,
+        ContextRecord {
+            context,
+            device: 0,
+            null_stream: c.null_stream,
+            compute_api: 1,
+            ..Default::default()
+        }
+    );
+    assert!(t.devices.contains_key(&c.device));
+    assert_eq!(t.memcpys[0].stream, c.null_stream);
+
+    // The NULL stream, made with the context by cuDevicePrimaryCtxRetain, then the stream
+    // cuStreamCreate made, where the kernels ran.
+    let streams: Vec<_> = t
+        .streams
+        .iter()
+        .map(|s| {
+            assert_eq!(s.flags as u32 & FLAG_CORRELATED, FLAG_CORRELATED, "{s:?}");
+            assert_ne!(s.source_correlation, 0);
+            (api[&s.correlation], *s)
+        })
+        .collect();
+    let created = |stream, flag, s: &StreamRecord| StreamRecord {
+        context,
+        stream,
+        priority: 0,
+        flag,
+        ..*s
+    };
+    assert_eq!(
+        streams,
+        vec![
+            (
+                "cuDevicePrimaryCtxRetain",
+                created(c.null_stream, StreamFlag::Null, &t.streams[0])
+            ),
+            (
+                "cuStreamCreate",
+                created(stream, StreamFlag::Default, &t.streams[1])
+            ),
+        ]
+    );
+
+    // The module, loaded by cuModuleLoadData: the image is 95 bytes of text.
+    assert_eq!(t.modules.len(), 1, "{:?}", t.modules);
+    let m = t.modules[0];
+    assert_eq!((m.context, m.cubin_size), (context, 95));
+    assert_eq!(m.flags as u32 & FLAG_CORRELATED, FLAG_CORRELATED);
+    assert_eq!(api[&m.correlation], "cuModuleLoadData");
+    let load = records(&t)
+        .into_iter()
+        .find(|(_, a)| a.correlation == m.correlation)
+        .unwrap()
+        .1;
+    assert!(load.start_ns <= m.timestamp_ns && m.timestamp_ns <= load.end_ns);
+
+    // Its four kernels, in image order, with the names the kernel records use.
+    let functions: Vec<_> = t
+        .gpu_functions
+        .iter()
+        .map(|f| (t.kernel_name(f.name).into_owned(), *f))
+        .collect();
+    let function = |id, index, name: &str| {
+        (
+            name.to_string(),
+            FunctionRecord {
+                function: id,
+                context,
+                module: m.module,
+                function_index: index,
+                name: functions[index as usize].1.name,
+            },
+        )
+    };
+    assert_eq!(
+        functions,
+        vec![
+            function(1, 0, "vecadd_f32"),
+            function(2, 1, "fill_u32"),
+            function(3, 2, "add_u32"),
+            function(4, 3, "empty"),
+        ]
+    );
+    assert_eq!(functions[0].1.name, vecadd.name);
+    assert_eq!(functions[1].1.name, fill.name);
+    assert!(t.peer_copies.is_empty());
+
+    // Only when asked for: `kernel,memcpy,memset` has none of them.
+    let r = run(Spec::traced("direct").env(&[("RTRACE_GPU_ACTIVITY", "kernel,memcpy,memset")]));
+    let t = r.trace();
+    assert_eq!(t.kernels.len(), 2);
+    assert_eq!(t.resource_records(), 0);
+    assert_eq!(
+        t.notices[0].message,
+        "GPU activity on: kernels, memory copies, peer copies and memsets through CUPTI"
+    );
+}
+
+/// `threads`: four threads each create a non-blocking stream in the primary context; each
+/// stream record is linked to its own thread's cuStreamCreate, and names the stream its
+/// thread's memset and copy ran on.
+#[test]
+fn streams_created_on_many_threads_are_linked_to_their_calls() {
+    let r = run(Spec::traced("threads").args(&["4", "10"]).env(ON));
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    let t = r.trace();
+    check_invariants(&t);
+    let calls: std::collections::HashMap<u64, (u64, &str)> = records(&t)
+        .into_iter()
+        .map(|(tid, a)| (a.correlation, (tid, t.functions[&a.function].as_str())))
+        .collect();
+    assert_eq!(t.contexts.len(), 1);
+    let created: Vec<&StreamRecord> = t
+        .streams
+        .iter()
+        .filter(|s| s.flag == StreamFlag::NonBlocking)
+        .collect();
+    assert_eq!(created.len(), 4, "{:?}", t.streams);
+    assert_eq!(t.streams.len(), 5);
+    let mut threads = Vec::new();
+    for s in created {
+        assert_eq!((s.context, s.priority), (t.contexts[0].context, 0));
+        let (tid, function) = calls[&s.correlation];
+        assert_eq!(function, "cuStreamCreate");
+        // The memset this thread issued ran on this stream.
+        let memset = t
+            .memsets
+            .iter()
+            .find(|m| calls[&m.correlation].0 == tid)
+            .unwrap();
+        assert_eq!(memset.stream, s.stream);
+        threads.push(tid);
+    }
+    threads.sort_unstable();
+    threads.dedup();
+    assert_eq!(threads.len(), 4);
 }
 
 #[test]

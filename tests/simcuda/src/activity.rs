@@ -30,6 +30,9 @@ struct Pending {
     op: Option<SimOp>,
     /// Owns the kernel name `op.name` points to.
     name: Option<CString>,
+    /// Own what a module op's `functions` points to.
+    functions: Vec<SimFunction>,
+    function_names: Vec<CString>,
 }
 
 thread_local! {
@@ -82,6 +85,8 @@ pub fn begin<'a>(name: impl FnOnce() -> &'a CStr) -> bool {
         clock: None,
         op: None,
         name: None,
+        functions: Vec::new(),
+        function_names: Vec::new(),
     };
     PENDING
         .try_with(|p| *p.borrow_mut() = Some(pending))
@@ -155,6 +160,76 @@ pub fn report_sync(sync_type: u32, place: (u32, u32, u32), event_id: u32, wait: 
     set_op(op, None);
 }
 
+/// Reports a context created by the call in progress: `(device, context id)` and its legacy
+/// stream's id.
+pub fn report_context(place: (u32, u32), legacy_stream: u32) {
+    if !wants_op() {
+        return;
+    }
+    let mut op = SimOp::zeroed(SIMOP_CONTEXT);
+    (op.device, op.context_id) = place;
+    op.stream_id = legacy_stream;
+    op.event_id = SIM_ID_NONE;
+    op.context = context_handle(place.1);
+    set_op(op, None);
+}
+
+/// Reports a stream created by the call in progress: `(device, context id, stream id)`, its
+/// `CUstream` flags and its (clamped) priority.
+pub fn report_stream(place: (u32, u32, u32), flags: u32, priority: i32) {
+    if !wants_op() {
+        return;
+    }
+    let mut op = SimOp::zeroed(SIMOP_STREAM);
+    (op.device, op.context_id, op.stream_id) = place;
+    op.event_id = SIM_ID_NONE;
+    op.context = context_handle(place.1);
+    op.stream_flags = flags;
+    op.priority = priority;
+    set_op(op, None);
+}
+
+/// Reports a module loaded by the call in progress: `(device, context id)`, its id, its image
+/// (pointer and length) and its functions `(object id, name)` in image order.
+pub fn report_module(
+    place: (u32, u32),
+    module_id: u32,
+    image: (*const c_void, u64),
+    functions: Vec<(u32, CString)>,
+) {
+    if !wants_op() {
+        return;
+    }
+    let mut op = SimOp::zeroed(SIMOP_MODULE);
+    (op.device, op.context_id) = place;
+    op.stream_id = SIM_ID_NONE;
+    op.event_id = SIM_ID_NONE;
+    op.context = context_handle(place.1);
+    op.module_id = module_id;
+    (op.image, op.image_size) = image;
+    let _ = PENDING.try_with(|p| {
+        if let Some(p) = p.borrow_mut().as_mut() {
+            let (ids, names): (Vec<u32>, Vec<CString>) = functions.into_iter().unzip();
+            p.functions = ids
+                .iter()
+                .zip(&names)
+                .enumerate()
+                .map(|(i, (&id, name))| SimFunction {
+                    id,
+                    index: i as u32,
+                    name: name.as_ptr(),
+                })
+                .collect();
+            p.function_names = names;
+            op.functions = p.functions.as_ptr();
+            op.function_count = p.functions.len() as u32;
+            op.name = std::ptr::null();
+            p.op = Some(op);
+            p.name = None;
+        }
+    });
+}
+
 /// At the end of a call that `begin` said to report: tells the subscriber.
 pub fn end(name: &CStr, result: u32) {
     let Some(pending) = PENDING.try_with(|p| p.borrow_mut().take()).ok().flatten() else {
@@ -205,6 +280,30 @@ pub unsafe extern "C" fn simcuda_activity_subscribe(
 #[no_mangle]
 pub extern "C" fn simcuda_host_now() -> u64 {
     HOST_NOW.load(Ordering::Acquire)
+}
+
+/// `cuptiGetContextId`: the id of `ctx` (simcuda's object id, as in its handle), as a CUPTI
+/// result code: `CUPTI_ERROR_INVALID_PARAMETER` for a NULL `id`, `CUPTI_ERROR_INVALID_CONTEXT`
+/// for a NULL, unknown or destroyed context.
+///
+/// # Safety
+/// `id` must be NULL or valid for a write of a `u32`.
+#[no_mangle]
+pub unsafe extern "C" fn simcuda_context_id(ctx: *mut c_void, id: *mut u32) -> u32 {
+    const CUPTI_SUCCESS: u32 = 0;
+    const CUPTI_ERROR_INVALID_PARAMETER: u32 = 1;
+    const CUPTI_ERROR_INVALID_CONTEXT: u32 = 3;
+    if id.is_null() {
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    }
+    match entry::with_state(|st, _| st.context_of(ctx as usize)) {
+        Ok(v) => {
+            // SAFETY: checked non-NULL; the caller's contract.
+            unsafe { id.write_unaligned(v as u32) };
+            CUPTI_SUCCESS
+        }
+        Err(_) => CUPTI_ERROR_INVALID_CONTEXT,
+    }
 }
 
 /// `cuptiGetStreamIdEx`: the id of `stream` (see README.md, "Activity reporting"), as a CUPTI

@@ -18,16 +18,21 @@
 //! simcuda's lock: at its start (`SIMCALL_ENTER`), where it returns the correlation id it gives
 //! the call (0: none), and at its end (`SIMCALL_EXIT`, return value ignored), with that id, the
 //! result, and what the call did that CUPTI reports (`SimOp`: the GPU operation it queued, the
-//! memory it allocated or freed, or the host synchronization it made). The pointers in a
-//! `SimCall` are valid only
-//! during the callback. See tests/simcuda/README.md ("Activity reporting").
+//! memory it allocated or freed, the host synchronization it made, or the context, stream or
+//! module it created or loaded). The pointers in a `SimCall` are valid only during the
+//! callback. See tests/simcuda/README.md ("Activity reporting").
+//!
+//! ```c
+//! // cuptiGetContextId's answer: a CUPTI result code, and the context's id in *id.
+//! uint32_t simcuda_context_id(CUcontext ctx, uint32_t *id);
+//! ```
 
 #![allow(dead_code)]
 
 use std::os::raw::{c_char, c_void};
 
 /// Bumped whenever `SimCall` or `SimOp` change.
-pub const SIMCUDA_ACTIVITY_VERSION: u32 = 2;
+pub const SIMCUDA_ACTIVITY_VERSION: u32 = 3;
 
 /// `SimCall::site`: the call is starting.
 pub const SIMCALL_ENTER: u32 = 0;
@@ -47,13 +52,33 @@ pub const SIMOP_FREE: u32 = 5;
 /// `SimOp::kind`: a host synchronization (`cuCtxSynchronize*`, `cuStreamSynchronize*`,
 /// `cuEventSynchronize`, `cuStreamWaitEvent*`) or a stream or event query.
 pub const SIMOP_SYNC: u32 = 6;
+/// `SimOp::kind`: a context created (`cuCtxCreate*`, the first `cuDevicePrimaryCtxRetain`),
+/// with its legacy stream.
+pub const SIMOP_CONTEXT: u32 = 7;
+/// `SimOp::kind`: a stream created (`cuStreamCreate`, `cuStreamCreateWithPriority`).
+pub const SIMOP_STREAM: u32 = 8;
+/// `SimOp::kind`: a module loaded (`cuModuleLoadData`), with its functions.
+pub const SIMOP_MODULE: u32 = 9;
 
 /// `SimOp::stream_id` / `SimOp::event_id` when there is none (CUPTI's
 /// `CUPTI_SYNCHRONIZATION_INVALID_VALUE`, `CUPTI_INVALID_STREAM_ID`).
 pub const SIM_ID_NONE: u32 = u32::MAX;
 
+/// One function of a loaded module (`SimOp::functions`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SimFunction {
+    /// simcuda's object id of the function (as in its `CUfunction` handle).
+    pub id: u32,
+    /// Its place in the module image, from 0.
+    pub index: u32,
+    /// Its name, NUL-terminated.
+    pub name: *const c_char,
+}
+
 /// What one driver call did that CUPTI reports: a GPU operation it queued (kernel, copy,
-/// memset), an allocation or release, or a host synchronization.
+/// memset), an allocation or release, a host synchronization, or a context, stream or module
+/// it created or loaded.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct SimOp {
@@ -104,6 +129,22 @@ pub struct SimOp {
     /// Event synchronizations and `cuStreamWaitEvent`: the event's id (simcuda's object id);
     /// else `SIM_ID_NONE`.
     pub event_id: u32,
+    /// Contexts, streams and modules: the context's handle (`context_id`'s).
+    pub context: *mut c_void,
+    /// Streams: the `CUstream` flags it was created with (0 or `CU_STREAM_NON_BLOCKING`).
+    pub stream_flags: u32,
+    /// Streams: its priority, clamped to the device's range.
+    pub priority: i32,
+    /// Modules: simcuda's object id of the module.
+    pub module_id: u32,
+    /// Modules: how many functions `functions` points to.
+    pub function_count: u32,
+    /// Modules: the image given to `cuModuleLoadData` and its length (the bytes before its
+    /// NUL).
+    pub image: *const c_void,
+    pub image_size: u64,
+    /// Modules: its functions, in image order.
+    pub functions: *const SimFunction,
 }
 
 /// One driver call, at its start or its end.
@@ -159,6 +200,14 @@ impl SimOp {
             address: 0,
             sync_type: 0,
             event_id: 0,
+            context: std::ptr::null_mut(),
+            stream_flags: 0,
+            priority: 0,
+            module_id: 0,
+            function_count: 0,
+            image: std::ptr::null(),
+            image_size: 0,
+            functions: std::ptr::null(),
         }
     }
 }

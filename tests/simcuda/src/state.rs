@@ -225,6 +225,7 @@ impl State {
                 retired_end: 0,
             },
         );
+        crate::activity::report_context((device as u32, id as u32), legacy as u32);
         Ok(id)
     }
 
@@ -728,6 +729,15 @@ impl State {
             );
         }
         Ok(id)
+    }
+
+    /// The functions of module `id`, `(object id, name)` in image order.
+    pub fn module_functions(&self, id: Id) -> Vec<(Id, CString)> {
+        self.functions
+            .iter()
+            .filter(|(_, f)| f.module == id)
+            .map(|(&fid, f)| (fid, f.name.clone()))
+            .collect()
     }
 
     pub fn unload_module(&mut self, h: usize) -> Result<(), CUresult> {

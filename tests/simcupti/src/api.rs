@@ -252,6 +252,21 @@ pub unsafe extern "C" fn cuptiGetStreamIdEx(
     })
 }
 
+/// The id simcuda gave the context (`INVALID_CONTEXT` for a NULL, unknown or destroyed one).
+#[no_mangle]
+pub unsafe extern "C" fn cuptiGetContextId(context: *mut c_void, contextId: *mut u32) -> u32 {
+    call(|| {
+        if contextId.is_null() {
+            return CUPTI_ERROR_INVALID_PARAMETER;
+        }
+        match state::sim() {
+            // SAFETY: checked non-NULL; simcuda writes the id.
+            Some(sim) => unsafe { sim.context_id(context, contextId) },
+            None => CUPTI_ERROR_NOT_INITIALIZED,
+        }
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn cuptiFinalize() -> u32 {
     call(|| {
@@ -267,12 +282,17 @@ pub unsafe extern "C" fn cuptiGetLastError() -> u32 {
     CUPTI_SUCCESS
 }
 
-// ---- the callback API (driver domain)
+// ---- the callback API (driver and resource domains)
 
 /// Driver callback ids CUPTI accepts: 0 (`CUPTI_DRIVER_TRACE_CBID_INVALID`, named `INVALID`)
 /// up to `CUPTI_DRIVER_TRACE_CBID_SIZE` (excluded).
 fn cbid_ok(cbid: u32) -> bool {
     cbid < CBID_SIZE
+}
+
+/// Resource callback ids accepted: 0 up to `CUPTI_CBID_RESOURCE_SIZE` (excluded).
+fn resource_cbid_ok(cbid: u32) -> bool {
+    cbid < CUPTI_CBID_RESOURCE_SIZE
 }
 
 fn subscribe(
@@ -297,6 +317,7 @@ fn subscribe(
             callback,
             userdata: userdata as usize,
             driver: vec![false; CBID_SIZE as usize],
+            resource: vec![false; CUPTI_CBID_RESOURCE_SIZE as usize],
         });
         // SAFETY: checked non-NULL.
         unsafe { subscriber.write_unaligned(subscriber_handle()) };
@@ -348,8 +369,9 @@ pub unsafe extern "C" fn cuptiUnsubscribe(subscriber: *mut c_void) -> u32 {
     })
 }
 
-/// Only the driver API domain has callbacks here; enabling another valid domain's callbacks
-/// succeeds and does nothing.
+/// Only the driver API and resource domains have callbacks here (of the resource domain, only
+/// `MODULE_LOADED` is ever called); enabling another valid domain's callbacks succeeds and does
+/// nothing.
 #[no_mangle]
 pub unsafe extern "C" fn cuptiEnableCallback(
     enable: u32,
@@ -363,7 +385,11 @@ pub unsafe extern "C" fn cuptiEnableCallback(
                 s.driver[cbid as usize] = enable != 0;
                 CUPTI_SUCCESS
             }
-            CUPTI_CB_DOMAIN_DRIVER_API => CUPTI_ERROR_INVALID_PARAMETER,
+            CUPTI_CB_DOMAIN_RESOURCE if resource_cbid_ok(cbid) => {
+                s.resource[cbid as usize] = enable != 0;
+                CUPTI_SUCCESS
+            }
+            CUPTI_CB_DOMAIN_DRIVER_API | CUPTI_CB_DOMAIN_RESOURCE => CUPTI_ERROR_INVALID_PARAMETER,
             d if d > CUPTI_CB_DOMAIN_INVALID && d < CUPTI_CB_DOMAIN_SIZE => CUPTI_SUCCESS,
             _ => CUPTI_ERROR_INVALID_PARAMETER,
         })
@@ -384,6 +410,10 @@ pub unsafe extern "C" fn cuptiEnableDomain(
                 }
                 CUPTI_SUCCESS
             }
+            CUPTI_CB_DOMAIN_RESOURCE => {
+                s.resource.fill(enable != 0);
+                CUPTI_SUCCESS
+            }
             d if d > CUPTI_CB_DOMAIN_INVALID && d < CUPTI_CB_DOMAIN_SIZE => CUPTI_SUCCESS,
             _ => CUPTI_ERROR_INVALID_PARAMETER,
         })
@@ -393,7 +423,11 @@ pub unsafe extern "C" fn cuptiEnableDomain(
 #[no_mangle]
 pub unsafe extern "C" fn cuptiEnableAllDomains(enable: u32, subscriber: *mut c_void) -> u32 {
     // SAFETY: forwards its own arguments.
-    unsafe { cuptiEnableDomain(enable, subscriber, CUPTI_CB_DOMAIN_DRIVER_API) }
+    match unsafe { cuptiEnableDomain(enable, subscriber, CUPTI_CB_DOMAIN_DRIVER_API) } {
+        // SAFETY: as above.
+        CUPTI_SUCCESS => unsafe { cuptiEnableDomain(enable, subscriber, CUPTI_CB_DOMAIN_RESOURCE) },
+        e => e,
+    }
 }
 
 #[no_mangle]
@@ -410,6 +444,7 @@ pub unsafe extern "C" fn cuptiGetCallbackState(
         with_subscriber(subscriber, |s| {
             let on = match domain {
                 CUPTI_CB_DOMAIN_DRIVER_API if cbid_ok(cbid) => s.driver[cbid as usize],
+                CUPTI_CB_DOMAIN_RESOURCE if resource_cbid_ok(cbid) => s.resource[cbid as usize],
                 d if d > CUPTI_CB_DOMAIN_INVALID && d < CUPTI_CB_DOMAIN_SIZE => false,
                 _ => return CUPTI_ERROR_INVALID_PARAMETER,
             };

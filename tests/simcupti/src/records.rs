@@ -3,7 +3,8 @@
 
 use crate::layout::{self, *};
 use crate::sim::{
-    SimOp, SIMOP_ALLOC, SIMOP_FREE, SIMOP_KERNEL, SIMOP_MEMCPY, SIMOP_MEMSET, SIMOP_SYNC,
+    SimOp, SIMOP_ALLOC, SIMOP_CONTEXT, SIMOP_FREE, SIMOP_KERNEL, SIMOP_MEMCPY, SIMOP_MEMSET,
+    SIMOP_MODULE, SIMOP_SYNC,
 };
 
 /// Writes `value`'s low `len` bytes, little-endian, at `at` (`len` is the field's width).
@@ -336,6 +337,59 @@ pub fn driver_api(
     rec.to_vec()
 }
 
+/// A context record (`CUpti_ActivityContext3`) for a context created (`SIMOP_CONTEXT`): its id,
+/// device, compute API `CUDA` and its legacy stream as the NULL stream (a 16-bit field).
+pub fn context(op: &SimOp) -> Vec<u8> {
+    debug_assert_eq!(op.kind, SIMOP_CONTEXT);
+    let mut rec = [0u8; context3::SIZE];
+    let r = &mut rec[..];
+    set!(r, context3, KIND / KIND_LEN, CUPTI_ACTIVITY_KIND_CONTEXT);
+    set!(r, context3, CONTEXT_ID / CONTEXT_ID_LEN, op.context_id);
+    set!(r, context3, DEVICE_ID / DEVICE_ID_LEN, op.device);
+    set!(
+        r,
+        context3,
+        COMPUTE_API_KIND / COMPUTE_API_KIND_LEN,
+        CUPTI_ACTIVITY_COMPUTE_API_CUDA
+    );
+    set!(
+        r,
+        context3,
+        NULL_STREAM_ID / NULL_STREAM_ID_LEN,
+        op.stream_id & 0xffff
+    );
+    rec.to_vec()
+}
+
+/// A stream record (`CUpti_ActivityStream`): `flag` a `CUPTI_ACTIVITY_STREAM_CREATE_FLAG_*`,
+/// `priority` as the 32-bit field holds it (-5 is 0xfffffffb).
+pub fn stream(context_id: u32, stream_id: u32, priority: i32, flag: u32, corr: u32) -> Vec<u8> {
+    let mut rec = [0u8; layout::stream::SIZE];
+    let r = &mut rec[..];
+    set!(r, stream, KIND / KIND_LEN, CUPTI_ACTIVITY_KIND_STREAM);
+    set!(r, stream, CONTEXT_ID / CONTEXT_ID_LEN, context_id);
+    set!(r, stream, STREAM_ID / STREAM_ID_LEN, stream_id);
+    set!(r, stream, PRIORITY / PRIORITY_LEN, priority as u32);
+    set!(r, stream, FLAG / FLAG_LEN, flag);
+    set!(r, stream, CORRELATION_ID / CORRELATION_ID_LEN, corr);
+    rec.to_vec()
+}
+
+/// A function record (`CUpti_ActivityFunction`) of a module loaded (`SIMOP_MODULE`): `id`
+/// simcupti's, `index` the function's place in the image, `name` the interned name.
+pub fn function(id: u32, op: &SimOp, index: u32, name: *const std::os::raw::c_char) -> Vec<u8> {
+    debug_assert_eq!(op.kind, SIMOP_MODULE);
+    let mut rec = [0u8; layout::function::SIZE];
+    let r = &mut rec[..];
+    set!(r, function, KIND / KIND_LEN, CUPTI_ACTIVITY_KIND_FUNCTION);
+    set!(r, function, ID / ID_LEN, id);
+    set!(r, function, CONTEXT_ID / CONTEXT_ID_LEN, op.context_id);
+    set!(r, function, MODULE_ID / MODULE_ID_LEN, op.module_id);
+    set!(r, function, FUNCTION_INDEX / FUNCTION_INDEX_LEN, index);
+    set!(r, function, NAME / NAME_LEN, name as usize);
+    rec.to_vec()
+}
+
 /// The size of a record of activity kind `kind`, for the kinds simcupti writes (`None`: a kind
 /// it does not know).
 pub fn size_of_kind(kind: u32) -> Option<usize> {
@@ -347,6 +401,10 @@ pub fn size_of_kind(kind: u32) -> Option<usize> {
         CUPTI_ACTIVITY_KIND_DRIVER | CUPTI_ACTIVITY_KIND_RUNTIME => api::SIZE,
         CUPTI_ACTIVITY_KIND_MEMORY2 => memory4::SIZE,
         CUPTI_ACTIVITY_KIND_SYNCHRONIZATION => synchronization2::SIZE,
+        CUPTI_ACTIVITY_KIND_CONTEXT => context3::SIZE,
+        CUPTI_ACTIVITY_KIND_STREAM => layout::stream::SIZE,
+        CUPTI_ACTIVITY_KIND_FUNCTION => layout::function::SIZE,
+        CUPTI_ACTIVITY_KIND_MEMCPY2 => memcpy_ptop4::SIZE,
         _ => return None,
     })
 }

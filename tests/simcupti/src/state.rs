@@ -33,6 +33,7 @@ pub struct Sim {
     subscribe: unsafe extern "C" fn(u32, Option<SimCallback>) -> c_int,
     host_now: unsafe extern "C" fn() -> u64,
     stream_id: unsafe extern "C" fn(*mut c_void, *mut c_void, u8, *mut u32) -> u32,
+    context_id: unsafe extern "C" fn(*mut c_void, *mut u32) -> u32,
 }
 
 /// simcuda, found in the process's `libcuda.so.1` (loaded if it is not yet).
@@ -54,20 +55,23 @@ pub fn sim() -> Option<&'static Sim> {
             let p = unsafe { libc::dlsym(h, s.as_ptr()) };
             (!p.is_null()).then_some(p)
         };
-        let (a, b, c) = (
+        let (a, b, c, d) = (
             sym(c"simcuda_activity_subscribe")?,
             sym(c"simcuda_host_now")?,
             sym(c"simcuda_stream_id")?,
+            sym(c"simcuda_context_id")?,
         );
         type Subscribe = unsafe extern "C" fn(u32, Option<SimCallback>) -> c_int;
         type HostNow = unsafe extern "C" fn() -> u64;
         type StreamId = unsafe extern "C" fn(*mut c_void, *mut c_void, u8, *mut u32) -> u32;
+        type ContextId = unsafe extern "C" fn(*mut c_void, *mut u32) -> u32;
         // SAFETY: simcuda's exports, with the signatures of activity_abi.rs.
         unsafe {
             Some(Sim {
                 subscribe: std::mem::transmute::<*mut c_void, Subscribe>(a),
                 host_now: std::mem::transmute::<*mut c_void, HostNow>(b),
                 stream_id: std::mem::transmute::<*mut c_void, StreamId>(c),
+                context_id: std::mem::transmute::<*mut c_void, ContextId>(d),
             })
         }
     })
@@ -92,6 +96,13 @@ impl Sim {
         // SAFETY: the caller's contract.
         unsafe { (self.stream_id)(ctx, stream, pt, id) }
     }
+
+    /// # Safety
+    /// As `cuptiGetContextId`: `id` valid for a write.
+    pub unsafe fn context_id(&self, ctx: *mut c_void, id: *mut u32) -> u32 {
+        // SAFETY: the caller's contract.
+        unsafe { (self.context_id)(ctx, id) }
+    }
 }
 
 /// The one callback-API subscriber (CUPTI 13.0 allows one).
@@ -100,6 +111,8 @@ pub struct Subscriber {
     pub userdata: usize,
     /// Enabled driver callback ids.
     pub driver: Vec<bool>,
+    /// Enabled resource callback ids (`CUpti_CallbackIdResource`).
+    pub resource: Vec<bool>,
 }
 
 pub struct State {
@@ -120,6 +133,8 @@ pub struct State {
     pub subscriber: Option<Subscriber>,
     /// Interned kernel names (leaked: records point to them for the life of the process).
     names: BTreeMap<Vec<u8>, usize>,
+    /// The id of the next function record, from 1.
+    next_function_id: u32,
 }
 
 static STATE: Locked<State> = Locked::new(State {
@@ -135,6 +150,7 @@ static STATE: Locked<State> = Locked::new(State {
     next_correlation: 1,
     subscriber: None,
     names: BTreeMap::new(),
+    next_function_id: 1,
 });
 
 /// `CUpti_ExternalCorrelationKind` values are below this.
@@ -150,6 +166,9 @@ thread_local! {
     /// The external correlation id stacks, by `CUpti_ExternalCorrelationKind`.
     static EXTERNAL: RefCell<[Vec<u64>; EXTERNAL_KINDS]> =
         const { RefCell::new([const { Vec::new() }; EXTERNAL_KINDS]) };
+    /// The last correlation id given to a call on this thread (0: none yet): what a stream
+    /// record made by a call without an id of its own carries.
+    static LAST_CORRELATION: Cell<u32> = const { Cell::new(0) };
     /// `correlationData` of the calls in progress on this thread (innermost last); boxed so
     /// that the address a callback got stays put while nested calls push more.
     #[allow(clippy::vec_box)]
@@ -252,6 +271,10 @@ impl State {
     pub fn enable(&mut self, kind: u32) -> u32 {
         if kind == CUPTI_ACTIVITY_KIND_INVALID || kind >= CUPTI_ACTIVITY_KIND_COUNT {
             return CUPTI_ERROR_NOT_COMPATIBLE;
+        }
+        // CUPTI 13.0 refuses it: module records are not made by the activity API.
+        if kind == CUPTI_ACTIVITY_KIND_MODULE {
+            return CUPTI_ERROR_INVALID_KIND;
         }
         let other = match kind {
             CUPTI_ACTIVITY_KIND_KERNEL => Some(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
@@ -466,6 +489,10 @@ impl State {
                     let rec = records::synchronization(op, t, corr, call.result);
                     Some((CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, rec))
                 }
+                SIMOP_CONTEXT | SIMOP_STREAM | SIMOP_MODULE => {
+                    self.record_resources(op, corr);
+                    None
+                }
                 _ => None,
             };
             match rec {
@@ -490,6 +517,109 @@ impl State {
             }
         }
     }
+}
+
+impl State {
+    /// The records of a context or stream created, or a module loaded (see README.md,
+    /// "Records"): complete when written.
+    fn record_resources(&mut self, op: &SimOp, corr: u32) {
+        // A call without an id of its own: CUPTI writes the thread's last one.
+        let stream_corr = if corr != 0 {
+            corr
+        } else {
+            LAST_CORRELATION.try_with(Cell::get).unwrap_or(0)
+        };
+        match op.kind {
+            SIMOP_CONTEXT => {
+                if self.on(CUPTI_ACTIVITY_KIND_STREAM) {
+                    let null = CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NULL;
+                    let (ctx, id) = (op.context_id, op.stream_id);
+                    let rec = records::stream(ctx, id, 0, null, stream_corr);
+                    self.write(&rec, None);
+                }
+                if self.on(CUPTI_ACTIVITY_KIND_CONTEXT) {
+                    self.write(&records::context(op), None);
+                }
+            }
+            SIMOP_STREAM if self.on(CUPTI_ACTIVITY_KIND_STREAM) => {
+                let flag = if op.stream_flags & 1 != 0 {
+                    CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NON_BLOCKING
+                } else {
+                    CUPTI_ACTIVITY_STREAM_CREATE_FLAG_DEFAULT
+                };
+                let (ctx, id) = (op.context_id, op.stream_id);
+                let rec = records::stream(ctx, id, op.priority, flag, stream_corr);
+                self.write(&rec, None);
+            }
+            SIMOP_MODULE if self.on(CUPTI_ACTIVITY_KIND_FUNCTION) && !op.functions.is_null() => {
+                // SAFETY: simcuda's array of `function_count` functions, valid during the call.
+                let functions =
+                    unsafe { std::slice::from_raw_parts(op.functions, op.function_count as usize) };
+                for f in functions {
+                    // SAFETY: a function's name is NUL-terminated.
+                    let name = self.intern(unsafe { CStr::from_ptr(f.name) }.to_bytes());
+                    let id = self.next_function_id;
+                    self.next_function_id = id.wrapping_add(1).max(1);
+                    let rec = records::function(id, op, f.index, name);
+                    self.write(&rec, None);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The subscriber's callback for a resource callback id, if it is enabled.
+fn resource_callback(st: &State, cbid: u32) -> Option<(CallbackFn, usize)> {
+    let s = st.subscriber.as_ref()?;
+    (s.resource.get(cbid as usize) == Some(&true)).then_some((s.callback, s.userdata))
+}
+
+/// `CUpti_ResourceData` (and a module's `CUpti_ModuleResourceData`), laid out with the
+/// generated offsets.
+#[repr(C, align(8))]
+struct ResourceData([u8; resource_data::SIZE]);
+#[repr(C, align(8))]
+struct ModuleResourceData([u8; module_resource_data::SIZE]);
+
+/// Calls the subscriber's callback for a module loaded (`CUPTI_CBID_RESOURCE_MODULE_LOADED`).
+fn module_loaded(cb: (CallbackFn, usize), op: &SimOp) {
+    use crate::layout::{module_resource_data as m, resource_data as r};
+    let put = |b: &mut [u8], at: usize, len: usize, v: u64| {
+        b[at..at + len].copy_from_slice(&v.to_le_bytes()[..len]);
+    };
+    let mut module = ModuleResourceData([0; m::SIZE]);
+    put(
+        &mut module.0,
+        m::MODULE_ID,
+        m::MODULE_ID_LEN,
+        u64::from(op.module_id),
+    );
+    put(
+        &mut module.0,
+        m::CUBIN_SIZE,
+        m::CUBIN_SIZE_LEN,
+        op.image_size,
+    );
+    put(&mut module.0, m::P_CUBIN, m::P_CUBIN_LEN, op.image as u64);
+    let mut data = ResourceData([0; r::SIZE]);
+    put(&mut data.0, r::CONTEXT, r::CONTEXT_LEN, op.context as u64);
+    let descriptor = module.0.as_ptr() as u64;
+    put(
+        &mut data.0,
+        r::RESOURCE_DESCRIPTOR,
+        r::RESOURCE_DESCRIPTOR_LEN,
+        descriptor,
+    );
+    // SAFETY: the subscriber's callback with CUPTI's arguments; `data` and `module` outlive it.
+    in_client(|| unsafe {
+        (cb.0)(
+            cb.1 as *mut c_void,
+            CUPTI_CB_DOMAIN_RESOURCE,
+            CUPTI_CBID_RESOURCE_MODULE_LOADED,
+            data.0.as_ptr().cast(),
+        )
+    });
 }
 
 /// Hands the ready buffers to the delivery thread (called with the state locked, so buffers
@@ -590,6 +720,7 @@ unsafe extern "C" fn on_sim_call(call: *const SimCall) -> u32 {
                 let corr = if gets_id {
                     let c = st.next_correlation;
                     st.next_correlation = c.wrapping_add(1).max(1);
+                    let _ = LAST_CORRELATION.try_with(|l| l.set(c));
                     c
                 } else {
                     0
@@ -617,17 +748,27 @@ unsafe extern "C" fn on_sim_call(call: *const SimCall) -> u32 {
                 .try_with(|s| s.borrow_mut().pop())
                 .ok()
                 .flatten();
-            // The records first (CUPTI writes a GPU record during the call), then the callback.
-            let cb = with(|st| {
+            // The records first (CUPTI writes a GPU record during the call), then a module's
+            // resource callback, then the driver callback.
+            // SAFETY: simcuda's op is valid during the callback.
+            let op = unsafe { call.op.as_ref() };
+            let (cb, loaded) = with(|st| {
                 st.record_call(call, name);
                 deliver(st, false, false);
-                match (&st.subscriber, cbid) {
+                let loaded = op
+                    .filter(|op| op.kind == SIMOP_MODULE)
+                    .and_then(|_| resource_callback(st, CUPTI_CBID_RESOURCE_MODULE_LOADED));
+                let cb = match (&st.subscriber, cbid) {
                     (Some(s), Some(c)) if s.driver.get(c as usize) == Some(&true) => {
                         Some((s.callback, s.userdata))
                     }
                     _ => None,
-                }
+                };
+                (cb, loaded)
             });
+            if let (Some(loaded), Some(op)) = (loaded, op) {
+                module_loaded(loaded, op);
+            }
             if let (Some(cb), Some(cbid)) = (cb, cbid) {
                 let p = slot
                     .as_mut()

@@ -1,5 +1,6 @@
 //! What a subscriber hears: every call at entry and exit, with the GPU operation it queued, the
-//! memory it allocated or freed, or the synchronization it made.
+//! memory it allocated or freed, the synchronization it made, or the context, stream or module
+//! it created or loaded.
 //! The collector keeps only this thread's calls (other tests may run meanwhile).
 
 use std::cell::RefCell;
@@ -24,6 +25,8 @@ struct Seen {
     start: u64,
     end: u64,
     op: Option<(SimOp, String)>,
+    /// A module's functions: `(id, index, name)`, read during the callback.
+    functions: Vec<(u32, u32, String)>,
 }
 
 thread_local! {
@@ -47,6 +50,19 @@ unsafe extern "C" fn collect(call: *const SimCall) -> u32 {
         };
         (*op, name)
     });
+    // SAFETY: as above: a module op's array of `function_count` functions.
+    let functions = unsafe { c.op.as_ref() }
+        .filter(|op| op.kind == SIMOP_MODULE)
+        .map(|op| {
+            (0..op.function_count as usize)
+                .map(|i| {
+                    // SAFETY: as above.
+                    let f = unsafe { *op.functions.add(i) };
+                    (f.id, f.index, text(f.name))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     SEEN.with(|s| {
         s.borrow_mut().push(Seen {
             site: c.site,
@@ -57,6 +73,7 @@ unsafe extern "C" fn collect(call: *const SimCall) -> u32 {
             start: c.start_ns,
             end: c.end_ns,
             op,
+            functions,
         })
     });
     NEXT.with(|n| {
@@ -90,6 +107,7 @@ fn subscriber_hears_every_call_and_its_operation() {
         (std::ptr::null_mut(), 0u64, std::ptr::null_mut::<c_void>());
     let mut current = std::ptr::null_mut();
     let (mut slow, mut event) = (std::ptr::null_mut(), std::ptr::null_mut());
+    let (mut ctx2, mut stream2) = (std::ptr::null_mut(), std::ptr::null_mut());
     // SAFETY: the driver API with valid out-pointers.
     unsafe {
         assert_eq!(cuInit(0), 0);
@@ -136,6 +154,9 @@ fn subscriber_hears_every_call_and_its_operation() {
         assert_eq!(cuEventQuery(event), 0);
         assert_eq!(cuCtxSynchronize(), 0);
         assert_eq!(cuMemFree_v2(dptr), 0);
+        assert_eq!(cuCtxCreate_v2(&mut ctx2, 0, dev), 0);
+        assert_eq!(cuStreamCreateWithPriority(&mut stream2, 0, -7), 0);
+        assert_eq!(cuCtxDestroy_v2(ctx2), 0);
         assert_eq!(
             simcuda_activity_subscribe(SIMCUDA_ACTIVITY_VERSION, None),
             0
@@ -144,7 +165,7 @@ fn subscriber_hears_every_call_and_its_operation() {
     }
     let seen = SEEN.with(|s| s.take());
     // Two callbacks per call, entry then exit, with the id returned at entry.
-    assert_eq!(seen.len(), 2 * 25);
+    assert_eq!(seen.len(), 2 * 28);
     for pair in seen.chunks(2) {
         let (enter, exit) = (&pair[0], &pair[1]);
         assert_eq!(
@@ -345,6 +366,86 @@ fn subscriber_hears_every_call_and_its_operation() {
         ]
     );
     assert_eq!(exits[19].end, slow_op.end_ns);
+
+    // The module and its functions (in image order), the created streams and context.
+    let (module_op, _) = exits[4].op.clone().unwrap();
+    assert_eq!(exits[4].name, "cuModuleLoadData");
+    assert_eq!(
+        (module_op.kind, module_op.device, module_op.context_id),
+        (SIMOP_MODULE, 0, ctx_id)
+    );
+    assert_eq!(module_op.context, ctx);
+    let module_id = decode(Kind::Module, module as usize).unwrap() as u32;
+    assert_eq!(module_op.module_id, module_id);
+    assert_eq!(
+        (module_op.image, module_op.image_size),
+        (
+            image.as_ptr().cast::<c_void>(),
+            image.to_bytes().len() as u64
+        )
+    );
+    let func_id = decode(Kind::Function, func as usize).unwrap() as u32;
+    let slow_id = decode(Kind::Function, slow as usize).unwrap() as u32;
+    assert_eq!(
+        exits[4].functions,
+        [
+            (func_id, 0, "k".to_string()),
+            (slow_id, 1, "slow".to_string())
+        ]
+    );
+    let (stream_op, _) = exits[6].op.clone().unwrap();
+    assert_eq!(
+        (stream_op.kind, stream_op.context_id, stream_op.stream_id),
+        (SIMOP_STREAM, ctx_id, stream_id)
+    );
+    assert_eq!((stream_op.stream_flags, stream_op.priority), (1, 0));
+    let (context_op, _) = exits[25].op.clone().unwrap();
+    assert_eq!(exits[25].name, "cuCtxCreate_v2");
+    let ctx2_id = decode(Kind::Context, ctx2 as usize).unwrap() as u32;
+    assert_eq!(
+        (context_op.kind, context_op.device, context_op.context_id),
+        (SIMOP_CONTEXT, 0, ctx2_id)
+    );
+    assert_eq!(
+        (context_op.stream_id, context_op.context),
+        (ctx2_id + 1, ctx2)
+    );
+    let (priority_op, _) = exits[26].op.clone().unwrap();
+    assert_eq!(
+        (
+            priority_op.kind,
+            priority_op.context_id,
+            priority_op.stream_id
+        ),
+        (
+            SIMOP_STREAM,
+            ctx2_id,
+            decode(Kind::Stream, stream2 as usize).unwrap() as u32
+        )
+    );
+    // Priorities are clamped to [-5, 0].
+    assert_eq!((priority_op.stream_flags, priority_op.priority), (0, -5));
+    assert!(exits[27].op.is_none());
+
+    // cuptiGetContextId's answers: a destroyed context is no more.
+    let mut id = 0u32;
+    // SAFETY: valid out-pointers.
+    unsafe {
+        assert_eq!(simcuda_context_id(ctx, &mut id), 0);
+        assert_eq!(id, ctx_id);
+        assert_eq!(
+            simcuda_context_id(ctx2, &mut id),
+            CUPTI_ERROR_INVALID_CONTEXT
+        );
+        assert_eq!(
+            simcuda_context_id(std::ptr::null_mut(), &mut id),
+            CUPTI_ERROR_INVALID_CONTEXT
+        );
+        assert_eq!(
+            simcuda_context_id(ctx, std::ptr::null_mut()),
+            CUPTI_ERROR_INVALID_PARAMETER
+        );
+    }
 
     // cuptiGetStreamIdEx's answers.
     let mut id = 0u32;

@@ -207,6 +207,16 @@ api! {
             let text = unsafe { image_text(image) }.ok_or(CUDA_ERROR_INVALID_IMAGE)?;
             let kernels = module::parse(&text).ok_or(CUDA_ERROR_INVALID_IMAGE)?;
             let id = st.load_module(ctx, kernels)?;
+            if activity::wants_op() {
+                let device = st.context_device(ctx)? as u32;
+                let functions = st
+                    .module_functions(id)
+                    .into_iter()
+                    .map(|(fid, name)| (fid as u32, name))
+                    .collect();
+                let image = (image, text.len() as u64);
+                activity::report_module((device, ctx as u32), id as u32, image, functions);
+            }
             // SAFETY: checked non-NULL.
             unsafe { put(module, ptr(handle(Kind::Module, id))) };
             Ok(())

@@ -23,8 +23,9 @@ fn create(phStream: *mut CUstream, flags: c_uint, priority: c_int) -> Result<(),
         need(phStream)?;
         let ctx = st.current(caller)?;
         // Out-of-range priorities are clamped, as the real driver does.
-        let _priority = priority.clamp(GREATEST_PRIORITY, LEAST_PRIORITY);
+        let priority = priority.clamp(GREATEST_PRIORITY, LEAST_PRIORITY);
         let id = st.create_stream(ctx, flags)?;
+        activity::report_stream(st.stream_place(id), flags, priority);
         // SAFETY: checked non-NULL.
         unsafe { put(phStream, ptr(handle(Kind::Stream, id))) };
         Ok(())

@@ -331,3 +331,60 @@ fn sizes_by_kind_and_clearing_times() {
         assert_eq!(*b, if in_times { 0 } else { *a }, "byte {i}");
     }
 }
+
+#[test]
+fn context_stream_and_function_records() {
+    // As CUPTI 13.0 wrote them on an H200 (driver 580.159.04) for a primary context (id 1,
+    // NULL stream 7), a stream created with CU_STREAM_NON_BLOCKING and priority -5 by the call
+    // of correlation id 8, and a module's function (docs/gpu-activity-design.md).
+    let mut op = SimOp::zeroed(crate::sim::SIMOP_CONTEXT);
+    op.context_id = 1;
+    op.stream_id = 7;
+    let rec = context(&op);
+    assert_eq!(
+        rec,
+        [
+            0x09, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            0, 0, 0, 0
+        ]
+    );
+    let rec = stream(1, 14, -5, CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NON_BLOCKING, 8);
+    assert_eq!(
+        rec,
+        [
+            0x25, 0, 0, 0, 1, 0, 0, 0, 0x0e, 0, 0, 0, 0xfb, 0xff, 0xff, 0xff, 2, 0, 0, 0, 8, 0, 0,
+            0
+        ]
+    );
+    let mut op = SimOp::zeroed(crate::sim::SIMOP_MODULE);
+    op.context_id = 1;
+    op.module_id = 23;
+    let name = 0x7f00_1234_5678_usize as *const std::os::raw::c_char;
+    let rec = function(1, &op, 12, name);
+    let want = expected(
+        layout::function::SIZE,
+        &[
+            (layout::function::KIND, 4, 26),
+            (layout::function::ID, 4, 1),
+            (layout::function::CONTEXT_ID, 4, 1),
+            (layout::function::MODULE_ID, 4, 23),
+            (layout::function::FUNCTION_INDEX, 4, 12),
+            (layout::function::NAME, 8, name as u64),
+        ],
+    );
+    assert_eq!(rec, want);
+    assert_eq!(
+        rec[..24],
+        [0x1a, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0x17, 0, 0, 0, 0x0c, 0, 0, 0, 0, 0, 0, 0]
+    );
+    assert_eq!(size_of_kind(CUPTI_ACTIVITY_KIND_CONTEXT), Some(32));
+    assert_eq!(size_of_kind(CUPTI_ACTIVITY_KIND_STREAM), Some(24));
+    assert_eq!(size_of_kind(CUPTI_ACTIVITY_KIND_FUNCTION), Some(32));
+    assert_eq!(size_of_kind(CUPTI_ACTIVITY_KIND_MEMCPY2), Some(96));
+    assert_eq!(size_of_kind(CUPTI_ACTIVITY_KIND_MODULE), None);
+    // CUPTI 13.0 refuses to enable module records.
+    assert_eq!(
+        crate::state::with(|st| st.enable(CUPTI_ACTIVITY_KIND_MODULE)),
+        CUPTI_ERROR_INVALID_KIND
+    );
+}

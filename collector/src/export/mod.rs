@@ -1,0 +1,384 @@
+//! `rtrace export`: traces as timelines for a trace viewer, in Perfetto's
+//! protobuf format ([`PerfettoWriter`], for ui.perfetto.dev) or Chrome's
+//! JSON trace event format ([`ChromeWriter`]).
+//!
+//! Both show the same things (docs/export.md): per traced process its
+//! threads, each with a slice per API call; per GPU device a track per
+//! stream with the kernels, copies and memsets that ran there; a flow from
+//! each call to the GPU work it launched; and memory in use per device from
+//! the allocation and free records. The writers stream: each trace is
+//! written as it is given, and the output buffered a megabyte at a time.
+//!
+//! ```no_run
+//! use rtrace_collector::export::{export_traces, ExportFormat};
+//! let trace = rtrace_collector::load_trace("rtrace-1234.bin".as_ref()).unwrap();
+//! let file = std::fs::File::create("rtrace-1234.perfetto-trace").unwrap();
+//! let (_, stats) = export_traces(&[trace], ExportFormat::Perfetto, file).unwrap();
+//! eprintln!("{} slices, {} flows", stats.slices, stats.flows);
+//! ```
+
+mod chrome;
+mod layout;
+mod perfetto;
+mod proto;
+#[cfg(test)]
+mod tests;
+
+pub use chrome::{ChromeWriter, SYNTHETIC_TID_BASE};
+pub use layout::{binary_bytes, MAX_LANES};
+pub use perfetto::PerfettoWriter;
+
+use crate::model::{io_message, load_trace, LoadError, Trace};
+use rtrace_format::TraceReader;
+use std::collections::HashSet;
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+/// Output format of `rtrace export`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// Perfetto's protobuf trace format, for ui.perfetto.dev (any size).
+    Perfetto,
+    /// Chrome's JSON trace event format, for chrome://tracing and other
+    /// viewers (which fail on files past about 256 MB).
+    Chrome,
+}
+
+/// Chrome JSON output larger than this draws a warning: Chrome's trace
+/// viewer fails on files around this size.
+pub const CHROME_SIZE_WARNING: u64 = 256 << 20;
+
+/// What an export wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Bytes of output.
+    pub bytes: u64,
+    /// Traces (processes) written.
+    pub traces: u64,
+    /// Slices: API calls, kernels, copies, memsets.
+    pub slices: u64,
+    /// Flows from API calls to GPU work.
+    pub flows: u64,
+    /// Counter values (memory in use).
+    pub counter_values: u64,
+    /// Slices whose end was clipped because too many overlapped on one track
+    /// (more than [`MAX_LANES`]).
+    pub clipped: u64,
+    /// Perfetto: packets written.
+    pub packets: u64,
+    /// Perfetto: track descriptors; Chrome: synthetic threads (GPU streams
+    /// and extra lanes).
+    pub tracks: u64,
+    /// Chrome: events written.
+    pub events: u64,
+}
+
+/// A writer of either format.
+pub enum Writer<W: Write> {
+    Perfetto(PerfettoWriter<W>),
+    Chrome(ChromeWriter<W>),
+}
+
+impl<W: Write> Writer<W> {
+    pub fn new(format: ExportFormat, out: W) -> Self {
+        match format {
+            ExportFormat::Perfetto => Writer::Perfetto(PerfettoWriter::new(out)),
+            ExportFormat::Chrome => Writer::Chrome(ChromeWriter::new(out)),
+        }
+    }
+
+    /// Writes one trace (one process).
+    pub fn write_trace(&mut self, trace: &Trace) -> io::Result<()> {
+        match self {
+            Writer::Perfetto(w) => w.write_trace(trace),
+            Writer::Chrome(w) => w.write_trace(trace),
+        }
+    }
+
+    /// Ends the output; returns the writer given to [`Writer::new`] and what was written.
+    pub fn finish(self) -> io::Result<(W, Stats)> {
+        match self {
+            Writer::Perfetto(w) => w.finish(),
+            Writer::Chrome(w) => w.finish(),
+        }
+    }
+}
+
+/// Exports `traces` to `out` in `format`.
+pub fn export_traces<W: Write>(
+    traces: &[Trace],
+    format: ExportFormat,
+    out: W,
+) -> io::Result<(W, Stats)> {
+    let mut w = Writer::new(format, out);
+    for t in traces {
+        w.write_trace(t)?;
+    }
+    w.finish()
+}
+
+/// The trace files named by the command line.
+#[derive(Debug, Default)]
+pub struct Inputs {
+    /// In input order (a directory's traces sorted by name), each once.
+    pub files: Vec<PathBuf>,
+    /// Files in directories skipped as not traces, one line each (`PATH: why; skipped`).
+    pub skipped: Vec<String>,
+}
+
+/// The trace files among `paths`, as `rtrace report` takes them: a file is
+/// one trace; a directory stands for every `*.bin` trace directly in it, in
+/// name order, skipping files there that are not rtrace traces; a file named
+/// twice is taken once. Each file's header is read to check that it is a
+/// trace, so that an export fails before it writes anything.
+pub fn expand_inputs(paths: &[PathBuf]) -> Result<Inputs, LoadError> {
+    let mut inputs = Inputs::default();
+    let mut seen = HashSet::new();
+    for path in paths {
+        let meta = std::fs::metadata(path).map_err(|error| LoadError::Io {
+            path: path.clone(),
+            error,
+        })?;
+        if !meta.is_dir() {
+            if seen.insert(identity(path)) {
+                probe(path)?;
+                inputs.files.push(path.clone());
+            }
+            continue;
+        }
+        let mut found = false;
+        for file in bin_files(path)? {
+            if !seen.insert(identity(&file)) {
+                found = true;
+                continue;
+            }
+            match probe(&file) {
+                Ok(()) => {
+                    found = true;
+                    inputs.files.push(file);
+                }
+                Err(e) if e.is_not_a_trace() => inputs.skipped.push(format!("{e}; skipped")),
+                Err(e) => return Err(e),
+            }
+        }
+        if !found {
+            return Err(LoadError::NoTraces { path: path.clone() });
+        }
+    }
+    Ok(inputs)
+}
+
+/// Checks that `path` is a readable trace: a regular, non-empty file with a
+/// valid header.
+fn probe(path: &Path) -> Result<(), LoadError> {
+    let io_err = |error| LoadError::Io {
+        path: path.to_path_buf(),
+        error,
+    };
+    let file = File::open(path).map_err(io_err)?;
+    let meta = file.metadata().map_err(io_err)?;
+    if meta.is_dir() {
+        return Err(io_err(io::Error::from_raw_os_error(libc::EISDIR)));
+    }
+    if meta.len() == 0 {
+        return Err(LoadError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    TraceReader::new(BufReader::new(file)).map_err(|error| LoadError::Header {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    Ok(())
+}
+
+/// The `*.bin` regular files directly in `dir`, sorted.
+fn bin_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
+    let io_err = |error| LoadError::Io {
+        path: dir.to_path_buf(),
+        error,
+    };
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io_err)? {
+        let path = entry.map_err(io_err)?.path();
+        let is_bin = path.extension().is_some_and(|e| e == "bin");
+        if is_bin && std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// A key that is the same for two spellings of one file.
+fn identity(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Why an export failed.
+#[derive(Debug)]
+pub enum ExportError {
+    /// A trace could not be read.
+    Load(LoadError),
+    /// The output could not be written (`path` `None`: standard output).
+    Write {
+        path: Option<PathBuf>,
+        error: io::Error,
+    },
+}
+
+impl ExportError {
+    /// `rtrace export`'s exit status for this error: 2 for an input that is
+    /// not a trace, 1 for a failed write.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            ExportError::Load(_) => 2,
+            ExportError::Write { .. } => 1,
+        }
+    }
+
+    /// True when the output was a pipe that its reader closed.
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, ExportError::Write { error, .. } if error.kind() == io::ErrorKind::BrokenPipe)
+    }
+}
+
+impl fmt::Display for ExportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExportError::Load(e) => write!(f, "{e}"),
+            ExportError::Write { path, error } => match path {
+                Some(p) => write!(f, "writing {}: {}", p.display(), io_message(error)),
+                None => write!(f, "writing the export: {}", io_message(error)),
+            },
+        }
+    }
+}
+
+impl std::error::Error for ExportError {}
+
+/// What [`export_files`] did.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub stats: Stats,
+    /// Warnings about the inputs (damaged files, lost records) and the
+    /// output (a Chrome trace too large for Chrome), one line each, without
+    /// the `warning: ` prefix.
+    pub warnings: Vec<String>,
+}
+
+/// Exports `files`, reading one at a time (only one trace is in memory at
+/// once), to `output` (standard output when `None`). A file is written
+/// under a temporary name in its directory, renamed when complete, and
+/// removed on failure.
+pub fn export_files(
+    files: &[PathBuf],
+    format: ExportFormat,
+    output: Option<&Path>,
+) -> Result<Outcome, ExportError> {
+    match output {
+        None => {
+            let stdout = io::stdout().lock();
+            let mut outcome = write_all(files, format, stdout, None)?;
+            size_warning(format, None, &mut outcome);
+            Ok(outcome)
+        }
+        Some(path) => {
+            let tmp = temp_path(path);
+            let werr = |error| ExportError::Write {
+                path: Some(path.to_path_buf()),
+                error,
+            };
+            let file = File::create(&tmp).map_err(werr)?;
+            let result = write_all(files, format, file, Some(path)).and_then(|outcome| {
+                std::fs::rename(&tmp, path).map_err(werr)?;
+                Ok(outcome)
+            });
+            match result {
+                Ok(mut outcome) => {
+                    size_warning(format, Some(path), &mut outcome);
+                    Ok(outcome)
+                }
+                Err(e) => {
+                    let _ = std::fs::remove_file(&tmp);
+                    Err(e)
+                }
+            }
+        }
+    }
+}
+
+fn write_all<W: Write>(
+    files: &[PathBuf],
+    format: ExportFormat,
+    out: W,
+    path: Option<&Path>,
+) -> Result<Outcome, ExportError> {
+    let werr = |error| ExportError::Write {
+        path: path.map(Path::to_path_buf),
+        error,
+    };
+    let mut outcome = Outcome::default();
+    let mut w = Writer::new(format, out);
+    for file in files {
+        let trace = load_trace(file).map_err(ExportError::Load)?;
+        w.write_trace(&trace).map_err(werr)?;
+        outcome.warnings.extend(trace_warnings(&trace));
+    }
+    let (mut out, stats) = w.finish().map_err(werr)?;
+    out.flush().map_err(werr)?;
+    outcome.stats = stats;
+    if stats.clipped > 0 {
+        outcome.warnings.push(format!(
+            "{} slices overlapped more than {MAX_LANES} others on their track; \
+             their ends were clipped",
+            stats.clipped
+        ));
+    }
+    Ok(outcome)
+}
+
+fn size_warning(format: ExportFormat, path: Option<&Path>, outcome: &mut Outcome) {
+    if format == ExportFormat::Chrome && outcome.stats.bytes > CHROME_SIZE_WARNING {
+        let what = match path {
+            Some(p) => p.display().to_string(),
+            None => "the output".to_string(),
+        };
+        outcome.warnings.push(format!(
+            "{what} is {}: Chrome's trace viewer fails around 256 MB; use --format perfetto",
+            crate::output::human_bytes(outcome.stats.bytes)
+        ));
+    }
+}
+
+/// `DIR/.NAME.rtrace-PID.tmp` for the output `DIR/NAME`.
+fn temp_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "export".into());
+    path.with_file_name(format!(".{name}.rtrace-{}.tmp", std::process::id()))
+}
+
+/// The warnings `rtrace report` gives about a trace: damage, skipped chunks,
+/// lost records (without the `warning: ` prefix).
+pub fn trace_warnings(t: &Trace) -> Vec<String> {
+    let mut out = Vec::new();
+    let path = t.path.display();
+    if let Some(damage) = &t.damage {
+        out.push(format!("{path}: {damage}"));
+    }
+    for bad in &t.bad_chunks {
+        out.push(format!("{path}: skipped the {bad}"));
+    }
+    if t.dropped > 0 {
+        out.push(format!(
+            "{path}: {} API records were lost (a thread's buffer was full); \
+             try a larger --buffer-records",
+            t.dropped
+        ));
+    }
+    out
+}

@@ -1,0 +1,146 @@
+//! A minimal protobuf encoder: varints, fixed 64-bit values and
+//! length-delimited fields (strings, bytes, nested messages), written into
+//! one growing buffer.
+//!
+//! Nested messages are written in place: [`Proto::begin`] reserves one byte
+//! for the length and [`Proto::end`] fills it in, moving the message right
+//! in the rare case its length needs more than one byte.
+
+/// Wire types.
+const VARINT: u32 = 0;
+const FIXED64: u32 = 1;
+const LEN: u32 = 2;
+
+/// A protobuf encoding under construction.
+#[derive(Debug, Default)]
+pub struct Proto {
+    pub buf: Vec<u8>,
+}
+
+/// Where an unfinished nested message starts: see [`Proto::begin`].
+#[must_use = "a nested message must be closed with Proto::end"]
+#[derive(Debug)]
+pub struct Open(usize);
+
+/// Appends `v` as a base-128 varint.
+pub fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        buf.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+
+/// The number of bytes of `v` as a varint.
+pub fn varint_len(v: u64) -> usize {
+    // 1 byte per 7 significant bits, at least 1.
+    let bits = 64 - (v | 1).leading_zeros() as usize;
+    bits.div_ceil(7)
+}
+
+impl Proto {
+    fn tag(&mut self, field: u32, wire: u32) {
+        put_varint(&mut self.buf, u64::from(field << 3 | wire));
+    }
+
+    /// A varint field: uint32/64, int32/64 (negative values take 10 bytes),
+    /// bool, enum.
+    pub fn varint(&mut self, field: u32, v: u64) {
+        self.tag(field, VARINT);
+        put_varint(&mut self.buf, v);
+    }
+
+    /// An int64 (or int32) field.
+    pub fn int64(&mut self, field: u32, v: i64) {
+        self.varint(field, v as u64);
+    }
+
+    /// A fixed64 field.
+    pub fn fixed64(&mut self, field: u32, v: u64) {
+        self.tag(field, FIXED64);
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+
+    /// A string (or bytes) field.
+    pub fn string(&mut self, field: u32, s: &str) {
+        self.bytes(field, s.as_bytes());
+    }
+
+    /// A bytes field.
+    pub fn bytes(&mut self, field: u32, b: &[u8]) {
+        self.tag(field, LEN);
+        put_varint(&mut self.buf, b.len() as u64);
+        self.buf.extend_from_slice(b);
+    }
+
+    /// Starts a nested message in `field`; close it with [`Proto::end`].
+    pub fn begin(&mut self, field: u32) -> Open {
+        self.tag(field, LEN);
+        self.buf.push(0);
+        Open(self.buf.len())
+    }
+
+    /// Closes the nested message `open`, writing its length.
+    pub fn end(&mut self, open: Open) {
+        let start = open.0;
+        let len = self.buf.len() - start;
+        let n = varint_len(len as u64);
+        if n > 1 {
+            // Make room for the longer length: move the body right.
+            let extra = n - 1;
+            self.buf.resize(self.buf.len() + extra, 0);
+            self.buf.copy_within(start..start + len, start + extra);
+        }
+        let mut head = Vec::with_capacity(n);
+        put_varint(&mut head, len as u64);
+        self.buf[start - 1..start - 1 + n].copy_from_slice(&head);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_and_lengths() {
+        for (v, bytes) in [
+            (0u64, vec![0u8]),
+            (1, vec![1]),
+            (127, vec![0x7f]),
+            (128, vec![0x80, 0x01]),
+            (300, vec![0xac, 0x02]),
+            (
+                u64::MAX,
+                vec![0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01],
+            ),
+        ] {
+            let mut b = Vec::new();
+            put_varint(&mut b, v);
+            assert_eq!(b, bytes, "{v}");
+            assert_eq!(varint_len(v), bytes.len(), "{v}");
+        }
+    }
+
+    #[test]
+    fn nested_messages_of_any_length() {
+        for len in [0usize, 1, 127, 128, 200, 16_383, 16_384, 70_000] {
+            let mut p = Proto::default();
+            p.varint(1, 150);
+            let open = p.begin(2);
+            p.bytes(3, &vec![7u8; len]);
+            p.end(open);
+            p.fixed64(4, 5);
+            // Expected: built from the parts.
+            let mut inner = Vec::new();
+            inner.push(3 << 3 | 2);
+            put_varint(&mut inner, len as u64);
+            inner.extend(std::iter::repeat_n(7u8, len));
+            let mut want = vec![0x08, 0x96, 0x01, 0x12];
+            put_varint(&mut want, inner.len() as u64);
+            want.extend_from_slice(&inner);
+            want.push(4 << 3 | 1);
+            want.extend_from_slice(&5u64.to_le_bytes());
+            assert_eq!(p.buf, want, "{len}");
+        }
+    }
+}
