@@ -355,6 +355,8 @@ fn enable() {
     if kinds.is_empty() {
         return notice("GPU activity off: CUPTI enabled none of the kinds asked for".into());
     }
+    // SAFETY: getpid has no preconditions.
+    ENABLED_BY.store(unsafe { libc::getpid() } as u32, Ordering::Release);
     STATE.store(ON, Ordering::Release);
     if let Ok(mut d) = DEVICES.lock() {
         *d = crate::devices::device_infos();
@@ -607,9 +609,18 @@ impl Links {
     }
 }
 
+/// The process that enabled CUPTI: a forked child inherits rtrace's memory (and its `atexit`
+/// handler) but not CUPTI's threads, and must never touch the parent's collection.
+static ENABLED_BY: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+fn in_enabling_process() -> bool {
+    // SAFETY: getpid has no preconditions.
+    ENABLED_BY.load(Ordering::Acquire) == unsafe { libc::getpid() } as u32
+}
+
 /// Asks CUPTI to hand over its buffers (`force`: also records still being written).
 pub fn flush(force: bool) {
-    if STATE.load(Ordering::Acquire) != ON {
+    if STATE.load(Ordering::Acquire) != ON || !in_enabling_process() {
         return;
     }
     if let Some(api) = API.get() {
@@ -621,6 +632,9 @@ pub fn flush(force: bool) {
 }
 
 extern "C" fn at_exit() {
+    if !in_enabling_process() {
+        return;
+    }
     let _ = std::panic::catch_unwind(|| {
         flush(true);
         if let Some(p) = lifecycle::current_process() {
@@ -637,6 +651,10 @@ extern "C" fn at_exit() {
 /// Converts the queued CUPTI buffers into GPU chunks in `sink`, and writes pending notices.
 /// Consumer only.
 pub fn drain_into(sink: &mut Sink) {
+    // A forked child's copies of the parent's queued buffers and notices are not its own.
+    if ENABLED_BY.load(Ordering::Acquire) != 0 && !in_enabling_process() {
+        return;
+    }
     if let Ok(mut n) = NOTICES.lock() {
         for msg in n.drain(..) {
             sink.notice(&msg);

@@ -461,3 +461,32 @@ fn missing_cupti_is_said_and_api_tracing_goes_on() {
         vec!["GPU activity off: no CUPTI library found (tried /nonexistent/libcupti.so.13)"]
     );
 }
+
+#[test]
+fn a_forked_child_never_writes_the_parents_gpu_records() {
+    let r = run(Spec::traced("fork").env(ON));
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    let traces = r.traces();
+    assert_eq!(traces.len(), 2);
+    let parent = traces
+        .iter()
+        .find(|t| t.header.forked_from.is_none())
+        .unwrap();
+    let child = traces
+        .iter()
+        .find(|t| t.header.forked_from.is_some())
+        .unwrap();
+    // GPU activity belongs to the process that enabled CUPTI: the child has no CUPTI of its own
+    // (it inherits none of CUPTI's threads) and writes none of the parent's records or notices.
+    assert!(parent
+        .notices
+        .iter()
+        .any(|n| n.message.starts_with("GPU activity on")));
+    assert!(child.notices.is_empty(), "{:?}", child.notices);
+    assert!(child.kernels.is_empty() && child.memcpys.is_empty() && child.memsets.is_empty());
+    let ids: std::collections::HashSet<u64> =
+        records(parent).iter().map(|(_, a)| a.correlation).collect();
+    for k in &parent.kernels {
+        assert!(ids.contains(&k.correlation));
+    }
+}
