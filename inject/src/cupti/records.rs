@@ -1,0 +1,422 @@
+//! CUPTI activity records → rtrace records: the kernel-name table, the links from CUPTI's
+//! correlation ids to rtrace's, and one conversion per record kind.
+
+use super::*;
+
+/// CUPTI correlation id → rtrace correlation id, for the most recent links.
+#[derive(Default)]
+pub struct Links {
+    map: HashMap<u32, u64>,
+    order: std::collections::VecDeque<u32>,
+}
+
+impl Links {
+    /// Links kept; older ones are forgotten (their GPU work is long done).
+    const CAPACITY: usize = 1 << 20;
+
+    pub fn insert(&mut self, source: u32, correlation: u64) {
+        if self.map.insert(source, correlation).is_none() {
+            self.order.push_back(source);
+            if self.order.len() > Self::CAPACITY {
+                if let Some(old) = self.order.pop_front() {
+                    self.map.remove(&old);
+                }
+            }
+        }
+    }
+
+    fn get(&self, source: u32) -> Option<u64> {
+        self.map.get(&source).copied()
+    }
+}
+
+pub(super) fn rd<const N: usize>(rec: &[u8], at: usize) -> [u8; N] {
+    rec[at..at + N].try_into().unwrap()
+}
+pub(super) fn u32_at(rec: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(rd(rec, at))
+}
+pub(super) fn i32_at(rec: &[u8], at: usize) -> i32 {
+    i32::from_le_bytes(rd(rec, at))
+}
+pub(super) fn u64_at(rec: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(rd(rec, at))
+}
+
+/// GPU records being collected for the next chunks, and the kernel-name table.
+#[derive(Default)]
+pub struct GpuBatch {
+    pub(super) kernels: Vec<u8>,
+    pub(super) memcpys: Vec<u8>,
+    pub(super) memsets: Vec<u8>,
+    pub(super) memory: Vec<u8>,
+    pub(super) syncs: Vec<u8>,
+    pub(super) peer_copies: Vec<u8>,
+    pub(super) contexts: Vec<u8>,
+    pub(super) streams: Vec<u8>,
+    pub(super) modules: Vec<u8>,
+    pub(super) functions: Vec<u8>,
+    pub(super) new_names: Vec<(u32, String)>,
+    pub(super) names: HashMap<String, u32>,
+}
+
+impl GpuBatch {
+    fn name_id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.names.get(name) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.insert(name.to_string(), id);
+        self.new_names.push((id, name.to_string()));
+        id
+    }
+
+    /// Appends the collected records as chunks to `sink`.
+    pub fn emit(sink: &mut Sink) {
+        let mut b = std::mem::take(&mut sink.gpu_batch);
+        if !b.new_names.is_empty() {
+            let payload = rtrace_format::encode_function_names(
+                b.new_names.iter().map(|(id, n)| (*id, n.as_str())),
+            );
+            sink.chunk(ChunkKind::KernelNames, 0, 0, 0, &payload);
+            b.new_names.clear();
+        }
+        for (kind, data) in [
+            (ChunkKind::Kernels, &mut b.kernels),
+            (ChunkKind::Memcpys, &mut b.memcpys),
+            (ChunkKind::Memsets, &mut b.memsets),
+            (ChunkKind::Memory, &mut b.memory),
+            (ChunkKind::Sync, &mut b.syncs),
+            (ChunkKind::PeerCopies, &mut b.peer_copies),
+            (ChunkKind::Contexts, &mut b.contexts),
+            (ChunkKind::Streams, &mut b.streams),
+            (ChunkKind::Modules, &mut b.modules),
+            (ChunkKind::Functions, &mut b.functions),
+        ] {
+            if !data.is_empty() {
+                sink.chunk(kind, 0, 0, 0, data);
+                data.clear();
+            }
+        }
+        sink.gpu_batch = b;
+    }
+}
+
+/// Walks one CUPTI buffer and appends its records to `sink`'s GPU batch.
+pub(super) fn convert(api: &Api, buf: &mut Buffer, valid: usize, sink: &mut Sink) {
+    let base = buf.as_mut_ptr() as *mut u8;
+    let mut rec: *mut u8 = std::ptr::null_mut();
+    loop {
+        // SAFETY: `base..base+valid` is the buffer CUPTI filled; `rec` is CUPTI's cursor.
+        if unsafe { (api.next_record)(base, valid, &mut rec) } != 0 || rec.is_null() {
+            break;
+        }
+        let offset = rec as usize - base as usize;
+        // SAFETY: the record lies inside the valid part of the buffer.
+        let bytes = unsafe { std::slice::from_raw_parts(rec, valid - offset) };
+        let kind = u32_at(bytes, 0) as i32;
+        let batch = &mut sink.gpu_batch;
+        let links = &sink.links;
+        if kind == layout::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL as i32
+            || kind == layout::CUPTI_ACTIVITY_KIND_KERNEL as i32
+        {
+            if bytes.len() < layout::kernel10::SIZE {
+                continue;
+            }
+            kernel(bytes, batch, links);
+        } else if kind == layout::CUPTI_ACTIVITY_KIND_MEMCPY as i32 {
+            if bytes.len() < layout::memcpy6::SIZE {
+                continue;
+            }
+            memcpy(bytes, batch, links);
+        } else if kind == layout::CUPTI_ACTIVITY_KIND_MEMSET as i32 {
+            if bytes.len() < layout::memset4::SIZE {
+                continue;
+            }
+            memset(bytes, batch, links);
+        } else if kind == layout::CUPTI_ACTIVITY_KIND_MEMORY2 as i32 {
+            if bytes.len() < layout::memory4::SIZE {
+                continue;
+            }
+            memory(bytes, batch, links);
+        } else if kind == layout::CUPTI_ACTIVITY_KIND_SYNCHRONIZATION as i32 {
+            if bytes.len() < layout::synchronization2::SIZE {
+                continue;
+            }
+            sync(bytes, batch, links);
+        } else if kind == layout::CUPTI_ACTIVITY_KIND_MEMCPY2 as i32 {
+            if bytes.len() < layout::memcpy_ptop4::SIZE {
+                continue;
+            }
+            peer_copy(bytes, batch, links);
+        } else if kind == layout::CUPTI_ACTIVITY_KIND_CONTEXT as i32 {
+            if bytes.len() < layout::context3::SIZE {
+                continue;
+            }
+            context(bytes, batch);
+        } else if kind == layout::CUPTI_ACTIVITY_KIND_STREAM as i32 {
+            if bytes.len() < layout::stream::SIZE {
+                continue;
+            }
+            stream(bytes, batch, links);
+        } else if kind == layout::CUPTI_ACTIVITY_KIND_FUNCTION as i32 {
+            if bytes.len() < layout::function::SIZE {
+                continue;
+            }
+            function(bytes, batch);
+        }
+    }
+}
+
+pub(super) fn graph_flags(graph_id: u32) -> u32 {
+    if graph_id != 0 {
+        FLAG_IN_GRAPH
+    } else {
+        0
+    }
+}
+
+/// rtrace's correlation id for CUPTI's `source`, and the flags that say whether there was one.
+pub(super) fn correlate(links: &Links, source: u32, flags: u32) -> (u64, u32) {
+    match links.get(source) {
+        Some(c) => (c, flags | FLAG_CORRELATED),
+        None => (0, flags),
+    }
+}
+
+pub(super) fn kernel(r: &[u8], batch: &mut GpuBatch, links: &Links) {
+    use layout::kernel10 as k;
+    let name_ptr = u64_at(r, k::NAME) as *const c_char;
+    let name = if name_ptr.is_null() {
+        String::from("<unknown>")
+    } else {
+        // SAFETY: CUPTI's NUL-terminated kernel name, valid while the record is.
+        unsafe { CStr::from_ptr(name_ptr) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let graph_id = u32_at(r, k::GRAPH_ID);
+    let (correlation, flags) =
+        correlate(links, u32_at(r, k::CORRELATION_ID), graph_flags(graph_id));
+    let rec = KernelRecord {
+        correlation,
+        start_ns: u64_at(r, k::START),
+        end_ns: u64_at(r, k::END),
+        graph_node_id: u64_at(r, k::GRAPH_NODE_ID),
+        source_correlation: u32_at(r, k::CORRELATION_ID),
+        name: batch.name_id(&name),
+        device: u32_at(r, k::DEVICE_ID),
+        context: u32_at(r, k::CONTEXT_ID),
+        stream: u32_at(r, k::STREAM_ID),
+        graph_id,
+        grid: [
+            i32_at(r, k::GRID_X),
+            i32_at(r, k::GRID_Y),
+            i32_at(r, k::GRID_Z),
+        ],
+        block: [
+            i32_at(r, k::BLOCK_X),
+            i32_at(r, k::BLOCK_Y),
+            i32_at(r, k::BLOCK_Z),
+        ],
+        cluster: [
+            u32_at(r, k::CLUSTER_X),
+            u32_at(r, k::CLUSTER_Y),
+            u32_at(r, k::CLUSTER_Z),
+        ],
+        dynamic_shared_memory: u32_at(r, k::DYNAMIC_SHARED_MEMORY),
+        static_shared_memory: u32_at(r, k::STATIC_SHARED_MEMORY),
+        registers_per_thread: u32::from(u16::from_le_bytes(rd(r, k::REGISTERS_PER_THREAD))),
+        local_memory_per_thread: u32_at(r, k::LOCAL_MEMORY_PER_THREAD),
+        flags,
+    };
+    batch.kernels.extend_from_slice(&rec.to_bytes());
+}
+
+pub(super) fn memcpy(r: &[u8], batch: &mut GpuBatch, links: &Links) {
+    use layout::memcpy6 as m;
+    let graph_id = u32_at(r, m::GRAPH_ID);
+    let (correlation, flags) =
+        correlate(links, u32_at(r, m::CORRELATION_ID), graph_flags(graph_id));
+    let rec = MemcpyRecord {
+        correlation,
+        start_ns: u64_at(r, m::START),
+        end_ns: u64_at(r, m::END),
+        bytes: u64_at(r, m::BYTES),
+        source_correlation: u32_at(r, m::CORRELATION_ID),
+        device: u32_at(r, m::DEVICE_ID),
+        context: u32_at(r, m::CONTEXT_ID),
+        stream: u32_at(r, m::STREAM_ID),
+        // rtrace's copy and memory kinds use CUPTI's numbering.
+        kind: CopyKind::from_u8(r[m::COPY_KIND]),
+        src_kind: MemoryKind::from_u8(r[m::SRC_KIND]),
+        dst_kind: MemoryKind::from_u8(r[m::DST_KIND]),
+        flags: flags as u8,
+        graph_id,
+        graph_node_id: u64_at(r, m::GRAPH_NODE_ID),
+    };
+    batch.memcpys.extend_from_slice(&rec.to_bytes());
+}
+
+pub(super) fn memset(r: &[u8], batch: &mut GpuBatch, links: &Links) {
+    use layout::memset4 as m;
+    let graph_id = u32_at(r, m::GRAPH_ID);
+    let (correlation, _) = correlate(links, u32_at(r, m::CORRELATION_ID), 0);
+    let rec = MemsetRecord {
+        correlation,
+        start_ns: u64_at(r, m::START),
+        end_ns: u64_at(r, m::END),
+        bytes: u64_at(r, m::BYTES),
+        source_correlation: u32_at(r, m::CORRELATION_ID),
+        device: u32_at(r, m::DEVICE_ID),
+        context: u32_at(r, m::CONTEXT_ID),
+        stream: u32_at(r, m::STREAM_ID),
+        value: u32_at(r, m::VALUE),
+        graph_id,
+        graph_node_id: u64_at(r, m::GRAPH_NODE_ID),
+    };
+    batch.memsets.extend_from_slice(&rec.to_bytes());
+}
+
+pub(super) fn memory(r: &[u8], batch: &mut GpuBatch, links: &Links) {
+    use layout::memory4 as m;
+    let (correlation, flags) = correlate(links, u32_at(r, m::CORRELATION_ID), 0);
+    let operation = match u32_at(r, m::MEMORY_OPERATION_TYPE) {
+        layout::CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION => MemoryOperation::Alloc,
+        layout::CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE => MemoryOperation::Free,
+        _ => MemoryOperation::Unknown,
+    };
+    let pool_type = match u32_at(r, m::MEMORY_POOL_CONFIG_MEMORY_POOL_TYPE) {
+        layout::CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL => MemoryPoolType::Local,
+        layout::CUPTI_ACTIVITY_MEMORY_POOL_TYPE_IMPORTED => MemoryPoolType::Imported,
+        _ => MemoryPoolType::None,
+    };
+    let kind = u32_at(r, m::MEMORY_KIND);
+    let rec = MemoryRecord {
+        correlation,
+        timestamp_ns: u64_at(r, m::TIMESTAMP),
+        address: u64_at(r, m::ADDRESS),
+        bytes: u64_at(r, m::BYTES),
+        pc: u64_at(r, m::PC),
+        pool_address: u64_at(r, m::MEMORY_POOL_CONFIG_ADDRESS),
+        pool_size: u64_at(r, m::MEMORY_POOL_CONFIG_POOL_SIZE),
+        pool_utilized: u64_at(r, m::MEMORY_POOL_CONFIG_UTILIZED_SIZE),
+        pool_release_threshold: u64_at(r, m::MEMORY_POOL_CONFIG_RELEASE_THRESHOLD),
+        source_correlation: u32_at(r, m::CORRELATION_ID),
+        device: u32_at(r, m::DEVICE_ID),
+        context: u32_at(r, m::CONTEXT_ID),
+        stream: u32_at(r, m::STREAM_ID),
+        operation,
+        // rtrace's memory kinds use CUPTI's numbering.
+        kind: MemoryKind::from_u8(u8::try_from(kind).unwrap_or(0)),
+        pool_type,
+        flags: flags as u8,
+        is_async: u32_at(r, m::IS_ASYNC) != 0,
+    };
+    batch.memory.extend_from_slice(&rec.to_bytes());
+}
+
+pub(super) fn sync(r: &[u8], batch: &mut GpuBatch, links: &Links) {
+    use layout::synchronization2 as s;
+    let (correlation, flags) = correlate(links, u32_at(r, s::CORRELATION_ID), 0);
+    let kind = u32_at(r, s::TYPE);
+    let rec = SyncRecord {
+        correlation,
+        start_ns: u64_at(r, s::START),
+        end_ns: u64_at(r, s::END),
+        source_correlation: u32_at(r, s::CORRELATION_ID),
+        context: u32_at(r, s::CONTEXT_ID),
+        stream: u32_at(r, s::STREAM_ID),
+        event: u32_at(r, s::CUDA_EVENT_ID),
+        result: u32_at(r, s::RETURN_VALUE),
+        // rtrace's sync kinds use CUPTI's numbering.
+        kind: SyncKind::from_u8(u8::try_from(kind).unwrap_or(0)),
+        flags: flags as u8,
+    };
+    batch.syncs.extend_from_slice(&rec.to_bytes());
+}
+
+pub(super) fn peer_copy(r: &[u8], batch: &mut GpuBatch, links: &Links) {
+    use layout::memcpy_ptop4 as m;
+    let graph_id = u32_at(r, m::GRAPH_ID);
+    let (correlation, flags) =
+        correlate(links, u32_at(r, m::CORRELATION_ID), graph_flags(graph_id));
+    let rec = PeerCopyRecord {
+        copy: MemcpyRecord {
+            correlation,
+            start_ns: u64_at(r, m::START),
+            end_ns: u64_at(r, m::END),
+            bytes: u64_at(r, m::BYTES),
+            source_correlation: u32_at(r, m::CORRELATION_ID),
+            device: u32_at(r, m::DEVICE_ID),
+            context: u32_at(r, m::CONTEXT_ID),
+            stream: u32_at(r, m::STREAM_ID),
+            // CUPTI writes PTOP (10); rtrace's copy and memory kinds use its numbering.
+            kind: CopyKind::from_u8(r[m::COPY_KIND]),
+            src_kind: MemoryKind::from_u8(r[m::SRC_KIND]),
+            dst_kind: MemoryKind::from_u8(r[m::DST_KIND]),
+            flags: flags as u8,
+            graph_id,
+            graph_node_id: u64_at(r, m::GRAPH_NODE_ID),
+        },
+        src_device: u32_at(r, m::SRC_DEVICE_ID),
+        src_context: u32_at(r, m::SRC_CONTEXT_ID),
+        dst_device: u32_at(r, m::DST_DEVICE_ID),
+        dst_context: u32_at(r, m::DST_CONTEXT_ID),
+    };
+    batch.peer_copies.extend_from_slice(&rec.to_bytes());
+}
+
+pub(super) fn context(r: &[u8], batch: &mut GpuBatch) {
+    use layout::context3 as c;
+    let rec = ContextRecord {
+        context: u32_at(r, c::CONTEXT_ID),
+        device: u32_at(r, c::DEVICE_ID),
+        null_stream: u32::from(u16::from_le_bytes(rd(r, c::NULL_STREAM_ID))),
+        parent_context: u32_at(r, c::PARENT_CONTEXT_ID),
+        compute_api: u16::from_le_bytes(rd(r, c::COMPUTE_API_KIND)),
+        num_multiprocessors: u16::from_le_bytes(rd(r, c::NUM_MULTIPROCESSORS)),
+        cig_mode: u8::try_from(u32_at(r, c::CIG_MODE)).unwrap_or(u8::MAX),
+        is_green: r[c::IS_GREEN_CONTEXT] != 0,
+    };
+    batch.contexts.extend_from_slice(&rec.to_bytes());
+}
+
+pub(super) fn stream(r: &[u8], batch: &mut GpuBatch, links: &Links) {
+    use layout::stream as s;
+    let (correlation, flags) = correlate(links, u32_at(r, s::CORRELATION_ID), 0);
+    // The flag field is CUpti_ActivityStreamFlag, under CUPTI_ACTIVITY_STREAM_CREATE_MASK.
+    let flag = u32_at(r, s::FLAG) & layout::CUPTI_ACTIVITY_STREAM_CREATE_MASK;
+    let rec = StreamRecord {
+        correlation,
+        source_correlation: u32_at(r, s::CORRELATION_ID),
+        context: u32_at(r, s::CONTEXT_ID),
+        stream: u32_at(r, s::STREAM_ID),
+        priority: i32_at(r, s::PRIORITY),
+        // rtrace's stream flags use CUPTI's numbering.
+        flag: StreamFlag::from_u8(u8::try_from(flag).unwrap_or(0)),
+        flags: flags as u8,
+    };
+    batch.streams.extend_from_slice(&rec.to_bytes());
+}
+
+pub(super) fn function(r: &[u8], batch: &mut GpuBatch) {
+    use layout::function as f;
+    let name_ptr = u64_at(r, f::NAME) as *const c_char;
+    let name = if name_ptr.is_null() {
+        String::from("<unknown>")
+    } else {
+        // SAFETY: CUPTI's NUL-terminated function name, valid while the record is.
+        unsafe { CStr::from_ptr(name_ptr) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let rec = FunctionRecord {
+        function: u32_at(r, f::ID),
+        context: u32_at(r, f::CONTEXT_ID),
+        module: u32_at(r, f::MODULE_ID),
+        function_index: u32_at(r, f::FUNCTION_INDEX),
+        name: batch.name_id(&name),
+    };
+    batch.functions.extend_from_slice(&rec.to_bytes());
+}
