@@ -1,0 +1,164 @@
+//! Memory in use per memory kind, and host waits per kind of synchronization.
+
+use super::*;
+
+/// Allocations and frees of one kind of memory, merged over every trace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemorySummary {
+    /// The memory kind (`device`, `pinned`, `managed`, ...; [`MemoryKind::name`]).
+    pub kind: MemoryKind,
+    /// Allocation records.
+    pub allocations: u64,
+    /// Free records (those of allocations made before tracing began included).
+    pub frees: u64,
+    /// Bytes of all the allocations (saturates at `u64::MAX`).
+    pub bytes_allocated: u64,
+    /// The most bytes in use at once (see [`memory_summary`]).
+    pub peak_bytes: u64,
+    /// The largest single allocation, bytes.
+    pub largest_bytes: u64,
+    /// Bytes still in use after the last record: allocated and never freed.
+    pub live_bytes: u64,
+}
+
+/// One row per memory kind over all `traces`, sorted by bytes allocated
+/// (descending), ties by kind name.
+///
+/// Bytes in use follow the records in time order (`timestamp_ns`; records of
+/// equal time in trace, then file order), all traces together on their shared
+/// host clock: an allocation adds its bytes under its address, a free of an
+/// address in use takes away what that allocation added (a free of an unknown
+/// address, allocated before tracing began, changes nothing), and an
+/// allocation at an address still in use replaces it (its free was lost).
+/// `peak_bytes` is the largest total reached.
+pub fn memory_summary(traces: &[Trace]) -> Vec<MemorySummary> {
+    #[derive(Default)]
+    struct Acc {
+        row: MemorySummary,
+        bytes: u128,
+        in_use: u128,
+        peak: u128,
+        /// (trace index, address) → bytes.
+        live: HashMap<(usize, u64), u64>,
+    }
+    let mut events: Vec<(u64, usize, usize)> = Vec::new();
+    for (ti, trace) in traces.iter().enumerate() {
+        events.extend(
+            trace
+                .memory
+                .iter()
+                .enumerate()
+                .map(|(i, m)| (m.timestamp_ns, ti, i)),
+        );
+    }
+    events.sort_unstable();
+    let mut by_kind: HashMap<MemoryKind, Acc> = HashMap::new();
+    for (_, ti, i) in events {
+        let m = &traces[ti].memory[i];
+        let acc = by_kind.entry(m.kind).or_default();
+        match m.operation {
+            MemoryOperation::Alloc => {
+                acc.row.allocations += 1;
+                acc.bytes += u128::from(m.bytes);
+                acc.row.largest_bytes = acc.row.largest_bytes.max(m.bytes);
+                if let Some(old) = acc.live.insert((ti, m.address), m.bytes) {
+                    acc.in_use -= u128::from(old);
+                }
+                acc.in_use += u128::from(m.bytes);
+                acc.peak = acc.peak.max(acc.in_use);
+            }
+            MemoryOperation::Free => {
+                acc.row.frees += 1;
+                if let Some(old) = acc.live.remove(&(ti, m.address)) {
+                    acc.in_use -= u128::from(old);
+                }
+            }
+            MemoryOperation::Unknown => {}
+        }
+    }
+    let mut rows: Vec<MemorySummary> = by_kind
+        .into_iter()
+        .filter(|(_, acc)| acc.row.allocations + acc.row.frees > 0)
+        .map(|(kind, acc)| MemorySummary {
+            kind,
+            bytes_allocated: saturate(acc.bytes),
+            peak_bytes: saturate(acc.peak),
+            live_bytes: saturate(acc.in_use),
+            ..acc.row
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.bytes_allocated
+            .cmp(&a.bytes_allocated)
+            .then_with(|| a.kind.name().cmp(b.kind.name()))
+    });
+    rows
+}
+
+/// Host waits of one kind of synchronization, merged over every trace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SyncSummary {
+    /// `event synchronize`, `stream wait event`, `stream synchronize`,
+    /// `context synchronize` ([`SyncKind::name`]), or `stream query` /
+    /// `event query` for records linked to a `cuStreamQuery*` / `cuEventQuery`
+    /// call (CUPTI reports queries as synchronizations), or `unknown`.
+    pub kind: &'static str,
+    /// Number of records.
+    pub count: u64,
+    /// Sum of the host waits (`end_ns - start_ns`), ns (saturates at `u64::MAX`).
+    pub total_wait_ns: u64,
+    /// `total_wait_ns / count`, rounded down.
+    pub mean_wait_ns: u64,
+    pub max_wait_ns: u64,
+}
+
+/// The kind of synchronization a record stands for: its [`SyncKind`], or a
+/// query when it is linked to a query call (`function` of its API record).
+fn sync_kind(kind: SyncKind, function: Option<&str>) -> &'static str {
+    match (kind, function) {
+        (SyncKind::StreamSynchronize, Some(f)) if f.starts_with("cuStreamQuery") => "stream query",
+        (SyncKind::EventSynchronize, Some(f)) if f.starts_with("cuEventQuery") => "event query",
+        (kind, _) => kind.name(),
+    }
+}
+
+/// One row per kind of synchronization over all `traces`, sorted by total
+/// wait (descending), ties by kind name.
+pub fn sync_summary(traces: &[Trace]) -> Vec<SyncSummary> {
+    let mut by_kind: HashMap<&'static str, Vec<u64>> = HashMap::new();
+    for trace in traces {
+        let functions: HashMap<u64, u32> = trace
+            .threads
+            .values()
+            .flat_map(|t| &t.records)
+            .map(|r| (r.correlation, r.function))
+            .collect();
+        for s in &trace.syncs {
+            let function = (u32::from(s.flags) & FLAG_CORRELATED != 0)
+                .then(|| functions.get(&s.correlation))
+                .flatten()
+                .and_then(|f| trace.functions.get(f));
+            let kind = sync_kind(s.kind, function.map(String::as_str));
+            by_kind.entry(kind).or_default().push(s.wait_ns());
+        }
+    }
+    let mut rows: Vec<SyncSummary> = by_kind
+        .into_iter()
+        .map(|(kind, mut waits)| {
+            let s = Stats::of(&mut waits);
+            SyncSummary {
+                kind,
+                count: s.count,
+                total_wait_ns: s.total_ns(),
+                mean_wait_ns: s.mean,
+                max_wait_ns: s.max,
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.total_wait_ns
+            .cmp(&a.total_wait_ns)
+            .then_with(|| a.kind.cmp(b.kind))
+    });
+    rows
+}

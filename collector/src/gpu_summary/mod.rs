@@ -1,0 +1,401 @@
+//! Statistics over the GPU activity records (kernels, memory copies, memsets)
+//! of one or more traces: per-kernel and per-copy-kind summaries, memsets,
+//! per-device and per-stream utilisation, and launch-to-start latency; and over
+//! the memory (allocation and free) and synchronization records: memory in use
+//! per memory kind, and host waits per kind of synchronization; and the
+//! resources of the traced processes ([`resources`]): devices, contexts,
+//! streams, modules and functions.
+//!
+//! A record's duration is `end_ns - start_ns` (0 if the end is before the
+//! start). Means, medians and standard deviations are in integer ns, rounded
+//! down; the median of an even count is the lower middle value.
+
+use crate::model::Trace;
+use rtrace_format::{
+    attr, CopyKind, MemoryKind, MemoryOperation, StreamFlag, SyncKind, FLAG_CORRELATED,
+};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+/// A non-negative number with two decimals, held exactly as hundredths:
+/// `Hundredths(7550)` is 75.50 and displays as `75.50`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Hundredths(pub u64);
+
+impl Hundredths {
+    /// `num / den`, in hundredths, rounded half up (`den` must not be 0).
+    fn ratio(num: u128, den: u128) -> Hundredths {
+        let h = (num.saturating_mul(100).saturating_add(den / 2)) / den;
+        Hundredths(u64::try_from(h).unwrap_or(u64::MAX))
+    }
+
+    /// `part / whole` as a percentage; 0.00 when `whole` is 0.
+    fn percent(part: u128, whole: u128) -> Hundredths {
+        if whole == 0 {
+            Hundredths(0)
+        } else {
+            Hundredths::ratio(part.saturating_mul(100), whole)
+        }
+    }
+}
+
+impl fmt::Display for Hundredths {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{:02}", self.0 / 100, self.0 % 100)
+    }
+}
+
+/// Count, total, mean, median, min, max and population standard deviation of
+/// a set of durations (ns).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Stats {
+    count: u64,
+    /// The exact sum (the summaries saturate it at `u64::MAX`).
+    total: u128,
+    mean: u64,
+    median: u64,
+    min: u64,
+    max: u64,
+    stddev: u64,
+}
+
+impl Stats {
+    /// Statistics of `d` (sorted in place); all zero when it is empty.
+    fn of(d: &mut [u64]) -> Stats {
+        if d.is_empty() {
+            return Stats::default();
+        }
+        d.sort_unstable();
+        let n = d.len() as u128;
+        let total: u128 = d.iter().map(|&x| u128::from(x)).sum();
+        Stats {
+            count: d.len() as u64,
+            total,
+            mean: (total / n) as u64,
+            median: d[(d.len() - 1) / 2],
+            min: d[0],
+            max: d[d.len() - 1],
+            stddev: stddev(d, total),
+        }
+    }
+
+    fn total_ns(&self) -> u64 {
+        saturate(self.total)
+    }
+}
+
+fn saturate(v: u128) -> u64 {
+    u64::try_from(v).unwrap_or(u64::MAX)
+}
+
+/// Population standard deviation of `d` (whose sum is `total`), rounded down.
+///
+/// Exact: variance = (n·Σx² − (Σx)²) / n², and ⌊√⌊v⌋⌋ = ⌊√v⌋. Falls back to
+/// floating point only if Σx² does not fit in 128 bits.
+fn stddev(d: &[u64], total: u128) -> u64 {
+    let n = d.len() as u128;
+    let squares = d.iter().try_fold(0u128, |acc, &x| {
+        u128::from(x)
+            .checked_mul(u128::from(x))
+            .and_then(|sq| acc.checked_add(sq))
+    });
+    let exact = squares.and_then(|sq| {
+        let num = sq.checked_mul(n)?.checked_sub(total.checked_mul(total)?)?;
+        Some(num / n.checked_mul(n)?)
+    });
+    match exact {
+        Some(variance) => saturate(variance.isqrt()),
+        None => {
+            let mean = total as f64 / n as f64;
+            let var = d
+                .iter()
+                .map(|&x| (x as f64 - mean) * (x as f64 - mean))
+                .sum::<f64>()
+                / n as f64;
+            var.sqrt() as u64
+        }
+    }
+}
+
+fn duration(start_ns: u64, end_ns: u64) -> u64 {
+    end_ns.saturating_sub(start_ns)
+}
+
+mod memory;
+mod resources;
+mod timeline;
+mod work;
+
+pub use memory::*;
+pub use resources::*;
+pub use timeline::*;
+pub use work::*;
+
+/// Traces for the tests of the summaries and their rendering.
+#[cfg(test)]
+pub(crate) mod samples {
+    use crate::model::Trace;
+    use rtrace_format::{MemoryKind, MemoryOperation, MemoryRecord, SyncKind, SyncRecord, ID_NONE};
+
+    /// One process: device allocations A (4096 B at 1000 ns), B (1 MiB at 2000), a pinned P
+    /// (8192 at 2500), free A (3000), device C (4096 at 3500), free B (4000), free P (4500):
+    /// C is never freed. Synchronizations: stream 1000-6000 and 7000-7100, context
+    /// 8000-10000, event 11000-11500.
+    pub fn memory_and_sync() -> Trace {
+        use MemoryKind::{Device, Pinned};
+        use MemoryOperation::{Alloc, Free};
+        let mem = |operation, kind, timestamp_ns, address, bytes| MemoryRecord {
+            timestamp_ns,
+            address,
+            bytes,
+            operation,
+            kind,
+            stream: ID_NONE,
+            ..Default::default()
+        };
+        let sync = |kind, start_ns, end_ns| SyncRecord {
+            start_ns,
+            end_ns,
+            kind,
+            stream: ID_NONE,
+            event: ID_NONE,
+            ..Default::default()
+        };
+        Trace {
+            memory: vec![
+                mem(Alloc, Device, 1_000, 0xA000, 4_096),
+                mem(Alloc, Device, 2_000, 0xB000, 1 << 20),
+                mem(Alloc, Pinned, 2_500, 0xF000, 8_192),
+                mem(Free, Device, 3_000, 0xA000, 4_096),
+                mem(Alloc, Device, 3_500, 0xC000, 4_096),
+                mem(Free, Device, 4_000, 0xB000, 1 << 20),
+                mem(Free, Pinned, 4_500, 0xF000, 8_192),
+            ],
+            syncs: vec![
+                sync(SyncKind::StreamSynchronize, 1_000, 6_000),
+                sync(SyncKind::StreamSynchronize, 7_000, 7_100),
+                sync(SyncKind::ContextSynchronize, 8_000, 10_000),
+                sync(SyncKind::EventSynchronize, 11_000, 11_500),
+            ],
+            ..Default::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::timeline::union;
+    use super::*;
+    use rtrace_format::MemoryRecord;
+
+    #[test]
+    fn hundredths_round_half_up() {
+        assert_eq!(Hundredths::ratio(1, 3).to_string(), "0.33");
+        assert_eq!(Hundredths::ratio(2, 3).to_string(), "0.67");
+        assert_eq!(Hundredths::ratio(1, 200).to_string(), "0.01");
+        assert_eq!(Hundredths::ratio(1, 201).to_string(), "0.00");
+        assert_eq!(Hundredths::percent(3, 4).to_string(), "75.00");
+        assert_eq!(Hundredths::percent(5, 0).to_string(), "0.00");
+        assert_eq!(Hundredths(123_456).to_string(), "1234.56");
+        assert_eq!(Hundredths(5).to_string(), "0.05");
+    }
+
+    #[test]
+    fn stats_are_exact() {
+        let s = Stats::of(&mut [40, 10, 30, 20]);
+        assert_eq!(
+            s,
+            Stats {
+                count: 4,
+                total: 100,
+                mean: 25,
+                median: 20,
+                min: 10,
+                max: 40,
+                // variance 125 → 11.18
+                stddev: 11,
+            }
+        );
+        assert_eq!(Stats::of(&mut [2, 4, 4, 4, 5, 5, 7, 9]).stddev, 2);
+        assert_eq!(Stats::of(&mut [7]).stddev, 0);
+        assert_eq!(Stats::of(&mut []), Stats::default());
+        // Σx² overflows 128 bits: the floating-point fallback.
+        let big = u64::MAX;
+        let s = Stats::of(&mut [big, big, big, 0]);
+        assert_eq!(s.total_ns(), u64::MAX);
+        assert_eq!(s.stddev, (big as f64 * 3f64.sqrt() / 4.0) as u64);
+    }
+
+    #[test]
+    fn union_merges_overlaps_and_touching() {
+        assert_eq!(union(&mut []), (0, 0));
+        assert_eq!(union(&mut [(10, 20)]), (10, 0));
+        // 10-20 and 15-30 overlap, 30-35 touches, 40-50 after a gap, 42-45 inside.
+        assert_eq!(
+            union(&mut [(40, 50), (15, 30), (10, 20), (30, 35), (42, 45)]),
+            (25 + 10, 1)
+        );
+        assert_eq!(union(&mut [(0, 1), (2, 3), (4, 5)]), (3, 2));
+        assert_eq!(union(&mut [(5, 5), (5, 5)]), (0, 0));
+    }
+
+    fn mem(
+        op: MemoryOperation,
+        kind: MemoryKind,
+        at: u64,
+        address: u64,
+        bytes: u64,
+    ) -> MemoryRecord {
+        MemoryRecord {
+            timestamp_ns: at,
+            address,
+            bytes,
+            operation: op,
+            kind,
+            stream: rtrace_format::ID_NONE,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn memory_peak_follows_allocations_and_frees_by_address() {
+        use MemoryKind::{Device, Managed, Pinned};
+        use MemoryOperation::{Alloc, Free};
+        // Device, in time order (file order differs): +100 @A, +50 @B, free A (-100),
+        // +300 @C (peak 350), free B, free @X (allocated before tracing: no change),
+        // +20 @A again; left in use: C and A = 320.
+        let first = Trace {
+            memory: vec![
+                mem(Alloc, Device, 10, 0xA, 100),
+                mem(Alloc, Device, 20, 0xB, 50),
+                mem(Alloc, Device, 40, 0xC, 300),
+                mem(Free, Device, 30, 0xA, 100),
+                mem(Free, Device, 50, 0xB, 50),
+                mem(Free, Device, 55, 0xF00, 999),
+                mem(Alloc, Device, 60, 0xA, 20),
+                mem(Alloc, Pinned, 15, 0xA, 4096),
+                mem(Free, Pinned, 16, 0xA, 4096),
+                mem(MemoryOperation::Unknown, Pinned, 17, 0xA, 7),
+            ],
+            ..Default::default()
+        };
+        // A second process on the same clock: device +200 @A at 35 (its own A), while the
+        // first holds B (50) and C is not yet allocated: 250; at 40 the first's C makes 550.
+        // Then an allocation at an address still in use replaces it (its free was lost).
+        let second = Trace {
+            memory: vec![
+                mem(Alloc, Device, 35, 0xA, 200),
+                mem(Alloc, Managed, 1, 0x10, 64),
+                mem(Alloc, Managed, 2, 0x10, 32),
+            ],
+            ..Default::default()
+        };
+        let rows = memory_summary(&[first.clone(), second]);
+        let row = |kind, allocations, frees, bytes, peak, largest, live| MemorySummary {
+            kind,
+            allocations,
+            frees,
+            bytes_allocated: bytes,
+            peak_bytes: peak,
+            largest_bytes: largest,
+            live_bytes: live,
+        };
+        assert_eq!(
+            rows,
+            vec![
+                row(Pinned, 1, 1, 4096, 4096, 4096, 0),
+                row(Device, 5, 3, 670, 550, 300, 520),
+                row(Managed, 2, 0, 96, 64, 64, 32),
+            ]
+        );
+        // The first process alone.
+        assert_eq!(
+            memory_summary(&[first])[1],
+            row(Device, 4, 3, 470, 350, 300, 320)
+        );
+        assert!(memory_summary(&[]).is_empty());
+    }
+
+    #[test]
+    fn sync_waits_by_kind_and_queries_by_their_call() {
+        use rtrace_format::{ApiRecord, SyncRecord};
+        let sync = |kind, start, end, correlation: u64| SyncRecord {
+            correlation,
+            start_ns: start,
+            end_ns: end,
+            kind,
+            flags: if correlation != 0 {
+                FLAG_CORRELATED as u8
+            } else {
+                0
+            },
+            ..Default::default()
+        };
+        let mut t = Trace {
+            syncs: vec![
+                sync(SyncKind::StreamSynchronize, 100, 1_100, 1),
+                sync(SyncKind::StreamSynchronize, 2_000, 2_500, 2),
+                sync(SyncKind::StreamSynchronize, 3_000, 3_000, 0),
+                sync(SyncKind::StreamSynchronize, 4_000, 4_010, 3),
+                sync(SyncKind::EventSynchronize, 5_000, 9_000, 4),
+                sync(SyncKind::EventSynchronize, 9_000, 9_001, 5),
+                sync(SyncKind::ContextSynchronize, 10_000, 10_300, 6),
+                sync(SyncKind::StreamWaitEvent, 11_000, 11_000, 7),
+                // An end before the start counts as no wait.
+                sync(SyncKind::ContextSynchronize, 12_000, 11_000, 0),
+            ],
+            ..Default::default()
+        };
+        t.functions = [
+            (0, "cuStreamSynchronize"),
+            (1, "cuStreamQuery"),
+            (2, "cuEventSynchronize"),
+            (3, "cuEventQuery"),
+            (4, "cuCtxSynchronize"),
+            (5, "cuStreamWaitEvent"),
+        ]
+        .into_iter()
+        .map(|(id, n)| (id, n.to_string()))
+        .collect();
+        let api = |function, correlation| ApiRecord {
+            function,
+            correlation,
+            ..Default::default()
+        };
+        t.threads.insert(
+            1,
+            crate::model::ThreadTrace {
+                tid: 1,
+                records: vec![
+                    api(0, 1),
+                    api(0, 2),
+                    api(1, 3),
+                    api(2, 4),
+                    api(3, 5),
+                    api(4, 6),
+                    api(5, 7),
+                ],
+                ..Default::default()
+            },
+        );
+        let row = |kind, count, total, mean, max| SyncSummary {
+            kind,
+            count,
+            total_wait_ns: total,
+            mean_wait_ns: mean,
+            max_wait_ns: max,
+        };
+        assert_eq!(
+            sync_summary(std::slice::from_ref(&t)),
+            vec![
+                row("event synchronize", 1, 4_000, 4_000, 4_000),
+                row("stream synchronize", 3, 1_500, 500, 1_000),
+                row("context synchronize", 2, 300, 150, 300),
+                row("stream query", 1, 10, 10, 10),
+                row("event query", 1, 1, 1, 1),
+                row("stream wait event", 1, 0, 0, 0),
+            ]
+        );
+        assert!(sync_summary(&[]).is_empty());
+    }
+}

@@ -1,0 +1,252 @@
+//! Time on the GPU: per-device and per-stream utilisation, and launch-to-start latency.
+
+use super::*;
+
+/// How busy one device, or one stream of it, was in one traced process.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Utilisation {
+    /// The traced process (from its trace's header).
+    pub pid: u32,
+    /// The device id of the records.
+    pub device: u32,
+    /// The stream id; `None` for the row of the whole device (all its streams).
+    pub stream: Option<u32>,
+    /// GPU records (kernels, copies, memsets) on the device or stream.
+    pub records: u64,
+    /// The earliest start of those records, ns.
+    pub start_ns: u64,
+    /// The latest end of those records, ns.
+    pub end_ns: u64,
+    /// `end_ns - start_ns`.
+    pub span_ns: u64,
+    /// Length of the union of the records' intervals, ns: time when at least
+    /// one of them ran.
+    pub busy_ns: u64,
+    /// `busy_ns / span_ns`, %, rounded half up (0.00 for an empty span).
+    pub busy_percent: Hundredths,
+    /// Idle gaps: stretches inside the span when none of the records ran.
+    pub gaps: u64,
+    /// Total length of the gaps: `span_ns - busy_ns`.
+    pub idle_ns: u64,
+}
+
+/// The union of `intervals` (sorted in place): (busy ns, number of gaps
+/// between the merged intervals). Touching intervals merge (no gap).
+pub(super) fn union(intervals: &mut [(u64, u64)]) -> (u64, u64) {
+    intervals.sort_unstable();
+    let mut busy = 0u64;
+    let mut gaps = 0u64;
+    let mut current: Option<(u64, u64)> = None;
+    for &(start, end) in intervals.iter() {
+        current = match current {
+            Some((s, e)) if start <= e => Some((s, e.max(end))),
+            Some((s, e)) => {
+                busy = busy.saturating_add(e - s);
+                gaps += 1;
+                Some((start, end))
+            }
+            None => Some((start, end)),
+        };
+    }
+    if let Some((s, e)) = current {
+        busy = busy.saturating_add(e - s);
+    }
+    (busy, gaps)
+}
+
+fn utilisation_row(
+    pid: u32,
+    device: u32,
+    stream: Option<u32>,
+    iv: &mut [(u64, u64)],
+) -> Utilisation {
+    let start_ns = iv.iter().map(|i| i.0).min().unwrap_or(0);
+    let end_ns = iv.iter().map(|i| i.1).max().unwrap_or(0);
+    let span_ns = end_ns - start_ns;
+    let (busy_ns, gaps) = union(iv);
+    Utilisation {
+        pid,
+        device,
+        stream,
+        records: iv.len() as u64,
+        start_ns,
+        end_ns,
+        span_ns,
+        busy_ns,
+        busy_percent: Hundredths::percent(u128::from(busy_ns), u128::from(span_ns)),
+        gaps,
+        idle_ns: span_ns - busy_ns,
+    }
+}
+
+/// Per traced process (in `traces` order), for each device (ascending): a row
+/// for the device (`stream: None`), then one for each of its streams
+/// (ascending). Processes are not merged: device and stream ids are each
+/// process's own.
+pub fn utilisation(traces: &[Trace]) -> Vec<Utilisation> {
+    let mut rows = Vec::new();
+    for trace in traces {
+        // device → stream → intervals; an end before its start counts as the start.
+        let mut by_device: BTreeMap<u32, BTreeMap<u32, Vec<(u64, u64)>>> = BTreeMap::new();
+        let mut add = |device: u32, stream: u32, start: u64, end: u64| {
+            by_device
+                .entry(device)
+                .or_default()
+                .entry(stream)
+                .or_default()
+                .push((start, end.max(start)));
+        };
+        for k in &trace.kernels {
+            add(k.device, k.stream, k.start_ns, k.end_ns);
+        }
+        for m in &trace.memcpys {
+            add(m.device, m.stream, m.start_ns, m.end_ns);
+        }
+        for s in &trace.memsets {
+            add(s.device, s.stream, s.start_ns, s.end_ns);
+        }
+        let pid = trace.header.pid;
+        for (device, streams) in by_device {
+            let mut all: Vec<(u64, u64)> = streams.values().flatten().copied().collect();
+            rows.push(utilisation_row(pid, device, None, &mut all));
+            for (stream, mut iv) in streams {
+                rows.push(utilisation_row(pid, device, Some(stream), &mut iv));
+            }
+        }
+    }
+    rows
+}
+
+/// What kind of GPU work a record is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Activity {
+    #[default]
+    Kernel,
+    Memcpy,
+    Memset,
+}
+
+impl Activity {
+    /// `kernel`, `memcpy` or `memset`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Activity::Kernel => "kernel",
+            Activity::Memcpy => "memcpy",
+            Activity::Memset => "memset",
+        }
+    }
+}
+
+/// The time from an API call's start to the start of the GPU work it caused.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LaunchLatency {
+    /// The traced process.
+    pub pid: u32,
+    pub activity: Activity,
+    /// The kernel's demangled name; `memcpy KIND` (e.g. `memcpy HtoD`) for a
+    /// copy; `memset` for a memset.
+    pub name: String,
+    /// The API function of the call (`function#ID` without a name).
+    pub function: String,
+    /// The correlation id linking the two.
+    pub correlation: u64,
+    /// When the API call was entered (host clock), ns.
+    pub api_start_ns: u64,
+    /// When the GPU work started (host clock), ns.
+    pub gpu_start_ns: u64,
+    /// `gpu_start_ns - api_start_ns`; negative if the clocks disagree.
+    pub latency_ns: i64,
+}
+
+/// The launch-to-start latencies of `traces`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Latencies {
+    /// GPU records matched with an API record.
+    pub correlated: u64,
+    /// The largest latencies, largest first (ties in trace and file order:
+    /// kernels, then copies, then memsets).
+    pub slowest: Vec<LaunchLatency>,
+}
+
+/// How many of the largest latencies the report lists.
+pub const LATENCY_ROWS: usize = 10;
+
+/// The `limit` largest launch-to-start latencies over all `traces`.
+///
+/// A kernel or copy is matched when it has [`FLAG_CORRELATED`] and its
+/// `correlation` is that of an API record of the same trace. Memset records
+/// carry no flags, so a memset is matched by a non-zero `correlation`.
+pub fn launch_latency(traces: &[Trace], limit: usize) -> Latencies {
+    // (latency, trace index, activity, record index, api record)
+    let mut found: Vec<(i64, usize, Activity, usize, rtrace_format::ApiRecord)> = Vec::new();
+    for (ti, trace) in traces.iter().enumerate() {
+        let api: HashMap<u64, &rtrace_format::ApiRecord> = trace
+            .threads
+            .values()
+            .flat_map(|t| &t.records)
+            .map(|r| (r.correlation, r))
+            .collect();
+        let mut check = |activity, index, correlated: bool, correlation: u64, start: u64| {
+            if !correlated {
+                return;
+            }
+            if let Some(&r) = api.get(&correlation) {
+                let latency = i128::from(start) - i128::from(r.start_ns);
+                let latency = latency.clamp(i64::MIN.into(), i64::MAX.into()) as i64;
+                found.push((latency, ti, activity, index, *r));
+            }
+        };
+        for (i, k) in trace.kernels.iter().enumerate() {
+            let flagged = k.flags & FLAG_CORRELATED != 0;
+            check(Activity::Kernel, i, flagged, k.correlation, k.start_ns);
+        }
+        for (i, m) in trace.memcpys.iter().enumerate() {
+            let flagged = u32::from(m.flags) & FLAG_CORRELATED != 0;
+            check(Activity::Memcpy, i, flagged, m.correlation, m.start_ns);
+        }
+        for (i, s) in trace.memsets.iter().enumerate() {
+            check(
+                Activity::Memset,
+                i,
+                s.correlation != 0,
+                s.correlation,
+                s.start_ns,
+            );
+        }
+    }
+    let correlated = found.len() as u64;
+    // Stable: equal latencies stay in trace and file order.
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
+    found.truncate(limit);
+    let slowest = found
+        .into_iter()
+        .map(|(latency_ns, ti, activity, i, api)| {
+            let trace = &traces[ti];
+            let (name, gpu_start_ns) = match activity {
+                Activity::Kernel => {
+                    let k = &trace.kernels[i];
+                    (trace.kernel_display_name(k.name), k.start_ns)
+                }
+                Activity::Memcpy => {
+                    let m = &trace.memcpys[i];
+                    (format!("memcpy {}", m.kind.name()), m.start_ns)
+                }
+                Activity::Memset => ("memset".to_string(), trace.memsets[i].start_ns),
+            };
+            LaunchLatency {
+                pid: trace.header.pid,
+                activity,
+                name,
+                function: trace.function_name(api.function).into_owned(),
+                correlation: api.correlation,
+                api_start_ns: api.start_ns,
+                gpu_start_ns,
+                latency_ns,
+            }
+        })
+        .collect();
+    Latencies {
+        correlated,
+        slowest,
+    }
+}
