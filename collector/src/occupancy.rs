@@ -80,7 +80,9 @@ impl KernelLaunch {
 }
 
 fn product(d: [i32; 3]) -> u64 {
-    d.iter().map(|&x| u64::try_from(x).unwrap_or(0)).product()
+    d.iter()
+        .map(|&x| u64::try_from(x).unwrap_or(0))
+        .fold(1, u64::saturating_mul)
 }
 
 /// The shared memory / L1 split an SM is assumed to run the kernel with.
@@ -311,12 +313,13 @@ fn unlimited(limit: i64) -> Option<u32> {
     (limit < NO_LIMIT).then_some(limit as u32)
 }
 
+/// `x / y` rounded up, for `x` >= 0 and `y` > 0 (without overflowing near `i64::MAX`).
 fn div_ceil(x: i64, y: i64) -> i64 {
-    (x + y - 1) / y
+    x / y + i64::from(x % y != 0)
 }
 
 fn round_up(x: i64, y: i64) -> i64 {
-    y * div_ceil(x, y)
+    y.saturating_mul(div_ceil(x, y))
 }
 
 /// The device properties the calculation uses (`cudaOccDeviceProp`).
@@ -401,6 +404,11 @@ impl DeviceProps {
             return Err(OccupancyError::InvalidInput(format!(
                 "the device's {name} is not positive"
             )));
+        }
+        if props.max_threads_per_sm < props.warp_size {
+            return Err(OccupancyError::InvalidInput(
+                "the device's MAX_THREADS_PER_MULTIPROCESSOR is smaller than its WARP_SIZE".into(),
+            ));
         }
         Ok(props)
     }
@@ -542,11 +550,14 @@ fn preferred_shared_memory(p: &DeviceProps, carveout: Carveout) -> Result<u64, O
 /// Blocks per SM the registers allow, and the registers a block is allocated.
 fn registers_limit(p: &DeviceProps, a: &Arch, f: &Function, block: i64) -> (i64, u64) {
     let warps = div_ceil(block, p.warp_size);
-    let per_warp = round_up(f.registers * p.warp_size, a.register_granularity);
-    let per_block = per_warp * warps;
+    let per_warp = round_up(
+        f.registers.saturating_mul(p.warp_size),
+        a.register_granularity,
+    );
+    let per_block = per_warp.saturating_mul(warps);
     // The hardware checks the per-block limit as if the block's warps were spread
     // over every sub-partition at once.
-    let checked = per_warp * round_up(warps, a.sub_partitions);
+    let checked = per_warp.saturating_mul(round_up(warps, a.sub_partitions));
     let limit = if p.registers_per_block < checked
         || p.registers_per_block < per_block
         || f.registers > a.max_registers_per_thread

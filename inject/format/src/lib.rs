@@ -371,10 +371,24 @@ pub fn encode_value<T: Serialize>(v: &T) -> Vec<u8> {
 }
 
 /// Decodes a serde value written by [`encode_value`].
+///
+/// bincode allocates the length a string claims before reading it, so the
+/// decoder gets a byte limit of at least 16 times `b.len()` (64 KiB, 1, 16 or
+/// 256 MiB): a corrupt length fails to decode instead of asking for up to
+/// 2^64 bytes (which aborts the process).
 pub fn decode_value<T: for<'de> Deserialize<'de>>(b: &[u8]) -> Result<T, String> {
-    bincode::serde::decode_from_slice(b, bincode_config())
-        .map(|(v, _)| v)
-        .map_err(|e| e.to_string())
+    fn decode<T: for<'de> Deserialize<'de>, const LIMIT: usize>(b: &[u8]) -> Result<T, String> {
+        let config = bincode::config::standard().with_limit::<LIMIT>();
+        bincode::serde::decode_from_slice(b, config)
+            .map(|(v, _)| v)
+            .map_err(|e| e.to_string())
+    }
+    match b.len() {
+        0..=4096 => decode::<T, { 64 << 10 }>(b),
+        4097..=65536 => decode::<T, { 1 << 20 }>(b),
+        65537..=1048576 => decode::<T, { 16 << 20 }>(b),
+        _ => decode::<T, { 256 << 20 }>(b),
+    }
 }
 
 /// The encoded file header for `h`.
@@ -490,6 +504,23 @@ pub struct TraceReader<R: Read> {
     done: bool,
 }
 
+/// Reads `len` bytes, or fewer where the input ends, into a vector that
+/// grows as they arrive (64 KiB, then doubling, never past `len`): a corrupt
+/// length field makes the reader allocate about what the input holds, not
+/// what the field claims.
+fn read_bounded<R: Read>(r: &mut R, len: usize) -> io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    while buf.len() < len {
+        let capacity = (buf.capacity() * 2).max(64 << 10).min(len);
+        buf.reserve_exact(capacity - buf.len());
+        let want = capacity - buf.len();
+        if r.by_ref().take(want as u64).read_to_end(&mut buf)? < want {
+            break;
+        }
+    }
+    Ok(buf)
+}
+
 /// Reads until `buf` is full or the input ends; returns the bytes read.
 fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
     let mut n = 0;
@@ -537,9 +568,8 @@ impl<R: Read> TraceReader<R> {
                 why: format!("file header claims {len} bytes"),
             });
         }
-        let mut body = vec![0u8; len as usize + 4];
-        let n = read_full(&mut inner, &mut body).map_err(io_err)?;
-        if n < body.len() {
+        let mut body = read_bounded(&mut inner, len as usize + 4).map_err(io_err)?;
+        if body.len() < len as usize + 4 {
             return Err(ReadError::Truncated {
                 offset: 0,
                 what: "file header",
@@ -619,12 +649,14 @@ impl<R: Read> TraceReader<R> {
                 why: format!("chunk claims {} bytes", header.payload_len),
             });
         }
-        let mut payload = vec![0u8; header.payload_len as usize];
-        let n = read_full(&mut self.inner, &mut payload).map_err(|error| ReadError::Io {
-            offset: start,
-            error,
-        })?;
-        if n < payload.len() {
+        let payload =
+            read_bounded(&mut self.inner, header.payload_len as usize).map_err(|error| {
+                ReadError::Io {
+                    offset: start,
+                    error,
+                }
+            })?;
+        if payload.len() < header.payload_len as usize {
             return Err(ReadError::Truncated {
                 offset: start,
                 what: "chunk",

@@ -1,0 +1,126 @@
+//! AFL++ target: bytes → `Trace::read` → every report format and section →
+//! both exports. A panic, an abort or an allocation over [`LIMIT`] is a
+//! finding.
+//!
+//! The first input byte chooses a mode: with bit 0 set, the rest has its
+//! file-header and chunk checksums recomputed before it is read, so that
+//! mutations get past the CRCs into the payload decoders, the summaries and
+//! the exports; otherwise the rest is read as it is (the reader's own
+//! framing, length and checksum checks).
+
+use rtrace_collector::export::{export_traces, ExportFormat};
+use rtrace_collector::{render_report, render_report_section, Format, Section, Trace};
+use rtrace_format::{crc32, ChunkHeader, CHUNK_HEADER_LEN, MAGIC};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::Path;
+
+/// The largest single allocation allowed: reading, reporting or exporting
+/// a fuzz input (at most a few hundred KiB) never needs more.
+const LIMIT: usize = 64 << 20;
+
+struct Guarded;
+
+// SAFETY: forwards to the system allocator; aborts (does not unwind) on an
+// absurd request.
+unsafe impl GlobalAlloc for Guarded {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        check(layout.size());
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        check(layout.size());
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        check(new_size);
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+fn check(size: usize) {
+    if size > LIMIT {
+        std::process::abort();
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Guarded = Guarded;
+
+/// `bytes` with the file header's and every whole chunk's checksum made right.
+fn fix_checksums(bytes: &[u8]) -> Vec<u8> {
+    let mut b = bytes.to_vec();
+    if b.len() < 16 || b[..8] != MAGIC {
+        return b;
+    }
+    let len = u32::from_le_bytes(b[12..16].try_into().unwrap()) as usize;
+    let Some(crc_at) = 16usize.checked_add(len).filter(|&e| e + 4 <= b.len()) else {
+        return b;
+    };
+    let crc = crc32(&b[16..crc_at]);
+    b[crc_at..crc_at + 4].copy_from_slice(&crc.to_le_bytes());
+    let mut at = crc_at + 4;
+    while at + CHUNK_HEADER_LEN <= b.len() {
+        let raw: &[u8; CHUNK_HEADER_LEN] = b[at..at + CHUNK_HEADER_LEN].try_into().unwrap();
+        let Some(mut h) = ChunkHeader::decode(raw) else {
+            break;
+        };
+        let start = at + CHUNK_HEADER_LEN;
+        let end = start + h.payload_len as usize;
+        if end > b.len() {
+            break;
+        }
+        h.crc = h.checksum(&b[start..end]);
+        b[at..start].copy_from_slice(&h.encode());
+        at = end;
+    }
+    b
+}
+
+fn run(data: &[u8]) {
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    let bytes = if mode & 1 == 1 {
+        fix_checksums(rest)
+    } else {
+        rest.to_vec()
+    };
+    let Ok(trace) = Trace::read(Path::new("fuzz.bin"), &bytes[..]) else {
+        return;
+    };
+    let traces = [trace];
+    let mut n = 0;
+    for format in [Format::Table, Format::Json] {
+        n += render_report(&traces, format).len();
+    }
+    for section in [
+        Section::Api,
+        Section::Kernels,
+        Section::Memcpy,
+        Section::Memset,
+        Section::Utilisation,
+        Section::Latency,
+        Section::Memory,
+        Section::Sync,
+    ] {
+        n += render_report_section(&traces, Format::Csv, section).len();
+    }
+    for format in [ExportFormat::Perfetto, ExportFormat::Chrome] {
+        let (_, stats) = export_traces(&traces, format, std::io::sink()).unwrap();
+        n += stats.bytes as usize;
+    }
+    std::hint::black_box(n);
+}
+
+fn main() {
+    afl::fuzz!(|data: &[u8]| {
+        run(data);
+    });
+}
