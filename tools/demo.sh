@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The main job on a bundled sample: builds rtrace, compiles samples/driver_api.c, runs it under
-# `rtrace record` and prints `rtrace report`. On a machine with an NVIDIA driver it runs on the
-# real GPU; elsewhere on the simulated driver (tests/simcuda), with the same commands.
+# `rtrace record --gpu-activity` and prints `rtrace report` (API calls, then the GPU kernels,
+# copies and resources). On a machine with an NVIDIA driver it runs on the real GPU (and its
+# CUPTI); elsewhere on the simulated driver and CUPTI (tests/simcuda, tests/simcupti).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 inc="$(tools/setup-cuda.sh)"
-cargo build --release -q -p rtrace-inject -p rtrace-collector -p simcuda
+cargo build --release -q -p rtrace-inject -p rtrace-collector -p simcuda -p simcupti
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 if nvidia-smi -L >/dev/null 2>&1; then
@@ -16,8 +17,9 @@ else
     mkdir -p "$work/lib"
     cp target/release/libcuda.so "$work/lib/libcuda.so.1"
     ln -s libcuda.so.1 "$work/lib/libcuda.so"
+    cp target/release/libcupti.so "$work/lib/libcupti.so.13"
     gcc -O2 -I"$inc" samples/driver_api.c -o "$work/driver_api" -L"$work/lib" -lcuda
     export LD_LIBRARY_PATH="$work/lib" RTRACE_SIMULATED=1
 fi
-target/release/rtrace record --output "$work/trace-%p.bin" -- "$work/driver_api"
+target/release/rtrace record --gpu-activity --output "$work/trace-%p.bin" -- "$work/driver_api"
 target/release/rtrace report "$work"/trace-*.bin
