@@ -11,7 +11,12 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 if nvidia-smi -L >/dev/null 2>&1; then
     echo "demo: NVIDIA GPU found: tracing on the real driver" >&2
-    gcc -O2 -I"$inc" samples/driver_api.c -o "$work/driver_api" -lcuda
+    # Link against the toolkit's stub when the driver ships no unversioned libcuda.so.
+    stubs=()
+    for d in /usr/local/cuda/lib64/stubs /usr/local/cuda/targets/x86_64-linux/lib/stubs; do
+        [ -e "$d/libcuda.so" ] && stubs=(-L"$d") && break
+    done
+    gcc -O2 -I"$inc" samples/driver_api.c -o "$work/driver_api" "${stubs[@]}" -lcuda
 else
     echo "demo: no GPU: tracing on the simulated driver (tests/simcuda)" >&2
     mkdir -p "$work/lib"
