@@ -5,8 +5,19 @@
 # CUPTI); elsewhere on the simulated driver and CUPTI (tests/simcuda, tests/simcupti).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-inc="$(tools/setup-cuda.sh)"
-cargo build --release -q -p rtrace-inject -p rtrace-collector -p simcuda -p simcupti
+# CUDA headers: the toolkit's where there is one, else the PyPI wheels (tools/setup-cuda.sh).
+if [ -f /usr/local/cuda/include/cuda.h ]; then
+    inc=/usr/local/cuda/include
+else
+    inc="$(tools/setup-cuda.sh)"
+fi
+# A machine without Rust (a GPU machine) uses the release build carried to it.
+if command -v cargo >/dev/null; then
+    cargo build --release -q -p rtrace-inject -p rtrace-collector -p simcuda -p simcupti
+elif [ ! -x target/release/rtrace ] || [ ! -f target/release/librtrace.so ]; then
+    echo "demo: no cargo, and no target/release/rtrace and librtrace.so to use" >&2
+    exit 1
+fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 if nvidia-smi -L >/dev/null 2>&1; then
