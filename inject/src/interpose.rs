@@ -296,12 +296,17 @@ pub unsafe extern "C" fn sigaction(
     sigaction_impl(sig, act, old)
 }
 
+/// `signal` with glibc's (BSD) semantics — the handler restarts interrupted calls and runs
+/// with its own signal blocked — routed through [`sigaction_impl`], so SIGINT and SIGTERM get
+/// the same treatment whichever way the program sets them.
 fn signal_impl(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
     // SAFETY: zeroed sigactions are valid; fields set below.
     let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
     let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
     act.sa_sigaction = handler;
     act.sa_flags = libc::SA_RESTART;
+    // SAFETY: valid sigset pointer; an invalid `sig` makes sigaction fail with EINVAL below.
+    unsafe { libc::sigaddset(&mut act.sa_mask, sig) };
     if sigaction_impl(sig, &act, &mut old) != 0 {
         return libc::SIG_ERR;
     }

@@ -6,6 +6,8 @@
  *   _exit           _exit(4): no atexit handlers, no stdio flush
  *   sigterm         raise(SIGTERM) with the default disposition: killed by signal 15
  *   sigint          raise(SIGINT) with the default disposition: killed by signal 2
+ *   signal-flags    installs handlers with signal() and prints what sigaction reports of them
+ *                   (no driver call)
  *   sigint-handler  checks that SIGINT's disposition is SIG_DFL, installs its own handler with
  *                   sigaction, raises SIGINT (the handler writes "handled\n" to stdout with
  *                   write(2)), makes more calls, then prints its line and returns 0
@@ -48,10 +50,24 @@ static void *exit_helper(void *arg) {
 
 int main(int argc, char **argv) {
     if (argc != 2) {
-        fprintf(stderr, "usage: exits return|exit|_exit|sigterm|sigint|sigint-handler\n");
+        fprintf(stderr, "usage: exits return|exit|_exit|sigterm|sigint|sigint-handler|signal-flags\n");
         return 2;
     }
     const char *mode = argv[1];
+    if (strcmp(mode, "signal-flags") == 0) {
+        /* What signal() installed, as sigaction reports it (glibc: SA_RESTART, the signal
+         * itself blocked while its handler runs), for SIGUSR1 and SIGTERM. */
+        int sigs[] = {SIGUSR1, SIGTERM};
+        for (int i = 0; i < 2; i++) {
+            struct sigaction got;
+            REQUIRE(signal(sigs[i], on_sigint) != SIG_ERR, "signal");
+            REQUIRE(sigaction(sigs[i], NULL, &got) == 0, "sigaction");
+            printf("signal %d: restart=%d self-blocked=%d handler=%d\n", sigs[i],
+                   !!(got.sa_flags & SA_RESTART), sigismember(&got.sa_mask, sigs[i]),
+                   got.sa_handler == on_sigint);
+        }
+        return 0;
+    }
     CUdevice dev;
     CUcontext ctx;
     CUdeviceptr buf;

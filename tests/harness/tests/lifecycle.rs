@@ -87,6 +87,15 @@ fn sigint_with_default_disposition() {
 }
 
 #[test]
+fn signal_installs_what_glibc_would() {
+    let plain = run(Spec::untraced("exits").args(&["signal-flags"]));
+    let r = run(Spec::traced("exits").args(&["signal-flags"]));
+    let want = "signal 10: restart=1 self-blocked=1 handler=1\nsignal 15: restart=1 self-blocked=1 handler=1\n";
+    assert_eq!(plain.stdout(), want);
+    assert_eq!(r.stdout(), want);
+}
+
+#[test]
 fn program_sigint_handler_sees_sig_dfl_and_runs() {
     let r = exits("sigint-handler");
     assert_eq!(r.code(), Some(0), "{}", r.stderr());
