@@ -49,6 +49,9 @@ use std::sync::{Mutex, Once, OnceLock};
 const BUFFER_WORDS: usize = 1 << 19;
 /// Buffers kept for reuse.
 const POOL_MAX: usize = 16;
+/// Buffers allocated when GPU activity starts, so that CUPTI's requests, which come on the
+/// program's threads when a buffer fills, find one ready instead of allocating 4 MiB there.
+const POOL_START: usize = 4;
 
 type Buffer = Box<[u64]>;
 
@@ -282,6 +285,9 @@ fn enable() {
         Ok(api) => API.get_or_init(|| api),
         Err(e) => return notice(format!("GPU activity off: {e}")),
     };
+    if let Ok(mut pool) = POOL.lock() {
+        pool.extend((0..POOL_START).map(|_| vec![0u64; BUFFER_WORDS].into_boxed_slice()));
+    }
     // SAFETY: registering plain extern "C" callbacks with their documented signatures.
     let rc = unsafe { (api.register_timestamp)(timestamp) };
     if rc != 0 {
