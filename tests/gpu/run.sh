@@ -475,6 +475,54 @@ step_activity() {
     done <<<"$out"
 }
 
+# Runs tests/gpu/cupti_match.py with ARGS... and records its PASS/FAIL lines as checks.
+match_checks() {
+    local out
+    out=$(python3 tests/gpu/cupti_match.py "$@" 2>&1)
+    printf '%s\n' "$out" | sed 's/^/    /'
+    while read -r verdict name rest; do
+        rest=${rest#(}
+        rest=${rest%)}
+        case $verdict in
+        PASS) pass "$name" "$rest" ;;
+        FAIL) fail "$name" "$rest" ;;
+        esac
+    done <<<"$out"
+}
+
+# ---------------------------------------------------------------------------
+# rtrace shares CUPTI with the program's own CUPTI client (GPU activity on): an injected client
+# with its own clock (tests/gpu/cupti_dump.c) on the activity sample, and the PyTorch profiler
+# on a training step, each get their records, which match rtrace's one to one and in time.
+step_shared() {
+    section "CUPTI shared with the program's own client"
+    local c=$CUDA_HOME/targets/x86_64-linux
+    if ! bounded 60 gcc -O2 -shared -fPIC -pthread -o "$BIN/cupti_dump.so" tests/gpu/cupti_dump.c \
+        -I"$c/include" -I"$CUDA_HOME/include" -L"$c/lib" -lcupti -Wl,-rpath,"$c/lib" \
+        >"$WORK/build-dump.log" 2>&1; then
+        fail shared.build "gcc failed"
+        tail_of "$WORK/build-dump.log" 10
+        return
+    fi
+    if [ -x "$BIN/activity_sample" ]; then
+        bounded 60 env RTRACE_GPU_ACTIVITY=1 RTRACE_OUTPUT="$WORK/rtrace-shared-%p.bin" \
+            CUDA_INJECTION64_PATH="$BIN/cupti_dump.so" CUPTI_DUMP_OUTPUT="$WORK/shared-dump.txt" \
+            LD_PRELOAD="$LIBRTRACE" "$BIN/activity_sample" >"$WORK/shared-sample.out" 2>"$WORK/shared-sample.err"
+        local rc=$?
+        check shared.sample-status "activity_sample with an injected CUPTI client, under rtrace: rc=$rc" test $rc -eq 0
+        match_checks sample dump "$WORK/shared-dump.txt" "$WORK"/rtrace-shared-*.bin
+    else
+        fail shared.sample "activity_sample not built"
+    fi
+    local want got
+    want=$(bounded 120 python3 tests/gpu/kineto_step.py "$WORK/kineto-untraced.json" 2>"$WORK/kineto-untraced.err" | tail -n 1)
+    got=$(bounded 120 env RTRACE_GPU_ACTIVITY=1 RTRACE_OUTPUT="$WORK/rtrace-kineto-%p.bin" RTRACE_DEBUG=1 \
+        LD_PRELOAD="$LIBRTRACE" python3 tests/gpu/kineto_step.py "$WORK/kineto.json" 2>"$WORK/kineto.err" | tail -n 1)
+    check shared.pytorch-output "traced: '$got', untraced: '$want'" test -n "$want" -a "$got" = "$want"
+    grep -h "gpu activity" "$WORK/kineto.err" | sed 's/^/    /' | head -n 6
+    match_checks pytorch kineto "$WORK/kineto.json" "$WORK"/rtrace-kineto-*.bin
+}
+
 # ---------------------------------------------------------------------------
 main() {
     log "rtrace GPU proof: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
@@ -492,6 +540,7 @@ main() {
     one_program pytorch 150 python3 tests/gpu/pytorch_step.py
     step_profiler
     step_activity
+    step_shared
     if [ -x "$BIN/vector_add" ]; then
         step_record vector_add_shared 60 "$BIN/vector_add"
     else

@@ -1,10 +1,62 @@
 //! The CUPTI entry points rtrace interposes, so that a program that is a CUPTI client itself
-//! gets CUPTI whole (CUPTI 13.0 serves one client).
+//! (the PyTorch profiler, say) shares CUPTI with rtrace (see `share.rs`): while rtrace's GPU
+//! activity is on, these serve the program as CUPTI's second client; otherwise they are
+//! CUPTI's own functions.
 
 use super::*;
 
-/// `cuptiActivityRegisterCallbacks` as the program sees it: rtrace steps aside, then CUPTI's
-/// own function runs with the program's callbacks.
+#[cfg_attr(test, allow(dead_code))]
+type SubscribeV2Fn =
+    unsafe extern "C" fn(*mut *mut c_void, CallbackFn, *mut c_void, *mut c_void) -> i32;
+#[cfg_attr(test, allow(dead_code))]
+type GetStateFn = unsafe extern "C" fn(*mut u32, *mut c_void, u32, u32) -> i32;
+#[cfg_attr(test, allow(dead_code))]
+type FinalizeFn = unsafe extern "C" fn() -> i32;
+#[cfg_attr(test, allow(dead_code))]
+type EnableAllFn = unsafe extern "C" fn(u32, *mut c_void) -> i32;
+
+/// `CUPTI_ERROR_NOT_INITIALIZED`, as a missing CUPTI would give.
+#[cfg_attr(test, allow(dead_code))]
+const NOT_INITIALIZED: i32 = layout::CUPTI_ERROR_NOT_INITIALIZED as i32;
+
+/// Runs `shared` when rtrace serves the program's CUPTI calls (taking CUPTI first if rtrace's
+/// GPU activity is asked for and `take` says this call may start it), else `real`, CUPTI's
+/// own function `name` (resolved once into `slot`). errno is kept; a panic is CUPTI_ERROR_UNKNOWN.
+#[cfg_attr(test, allow(dead_code))]
+fn serve(
+    slot: &std::sync::atomic::AtomicUsize,
+    name: &CStr,
+    take: bool,
+    shared: impl FnOnce(&Api) -> i32,
+    real: impl FnOnce(usize) -> i32,
+) -> i32 {
+    // rtrace's own CUPTI calls never come here (they use CUPTI's functions directly), so every
+    // caller is the program's code, also inside a driver call (a CUDA_INJECTION64_PATH client
+    // starts inside cuInit) or a callback rtrace forwards.
+    let served = crate::hook::with_errno_saved(|| {
+        internal(|| {
+            if take {
+                share::take_early();
+            }
+            match (share::sharing(), API.get()) {
+                (true, Some(api)) => Some(shared(api)),
+                _ => None,
+            }
+        })
+    });
+    match served {
+        Some(Some(rc)) => return rc,
+        Some(None) => {}
+        None => return layout::CUPTI_ERROR_UNKNOWN as i32,
+    }
+    let f = next_cupti(slot, name);
+    if f == 0 {
+        return NOT_INITIALIZED;
+    }
+    real(f)
+}
+
+/// The program registers its activity buffer callbacks.
 ///
 /// # Safety
 /// CUPTI's contract for `cuptiActivityRegisterCallbacks`.
@@ -15,21 +67,310 @@ pub unsafe extern "C" fn cuptiActivityRegisterCallbacks(
     complete: CompleteFn,
 ) -> i32 {
     static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let real = next_cupti(&REAL, c"cuptiActivityRegisterCallbacks");
-    if real == 0 {
-        // No CUPTI behind us: CUPTI_ERROR_NOT_INITIALIZED, as a missing library would give.
-        return 15;
-    }
-    if !crate::hook::in_rtrace() {
-        let _ = crate::hook::with_errno_saved(|| internal(step_aside));
-    }
-    // SAFETY: `real` is CUPTI's own cuptiActivityRegisterCallbacks.
-    unsafe { std::mem::transmute::<usize, RegisterFn>(real)(request, complete) }
+    serve(
+        &REAL,
+        c"cuptiActivityRegisterCallbacks",
+        true,
+        |_| share::register_callbacks(request as usize, complete as usize),
+        |f| {
+            PROGRAM_USES_CUPTI.store(true, Ordering::Release);
+            // SAFETY: `f` is CUPTI's own cuptiActivityRegisterCallbacks.
+            unsafe { std::mem::transmute::<usize, RegisterFn>(f)(request, complete) }
+        },
+    )
 }
 
+/// The program gives CUPTI its clock.
+///
+/// # Safety
+/// CUPTI's contract for `cuptiActivityRegisterTimestampCallback`.
+#[cfg(not(test))]
+#[no_mangle]
+pub unsafe extern "C" fn cuptiActivityRegisterTimestampCallback(f: TimestampFn) -> i32 {
+    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    serve(
+        &REAL,
+        c"cuptiActivityRegisterTimestampCallback",
+        false,
+        |api| share::register_timestamp(api, f),
+        |real| {
+            // rtrace, if it takes CUPTI later, keeps this clock and maps its times.
+            share::PROGRAM_CLOCK.store(f as usize, Ordering::Release);
+            // SAFETY: `real` is CUPTI's own function.
+            unsafe { std::mem::transmute::<usize, RegisterTimestampFn>(real)(f) }
+        },
+    )
+}
+
+/// # Safety
+/// CUPTI's contract for `cuptiActivityEnable`.
+#[cfg(not(test))]
+#[no_mangle]
+pub unsafe extern "C" fn cuptiActivityEnable(kind: i32) -> i32 {
+    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    serve(
+        &REAL,
+        c"cuptiActivityEnable",
+        false,
+        |api| share::enable_kind(api, kind),
+        // SAFETY: CUPTI's own function.
+        |f| unsafe { std::mem::transmute::<usize, EnableFn>(f)(kind) },
+    )
+}
+
+/// # Safety
+/// CUPTI's contract for `cuptiActivityDisable`.
+#[cfg(not(test))]
+#[no_mangle]
+pub unsafe extern "C" fn cuptiActivityDisable(kind: i32) -> i32 {
+    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    serve(
+        &REAL,
+        c"cuptiActivityDisable",
+        false,
+        |api| share::disable_kind(api, kind),
+        // SAFETY: CUPTI's own function.
+        |f| unsafe { std::mem::transmute::<usize, EnableFn>(f)(kind) },
+    )
+}
+
+/// # Safety
+/// CUPTI's contract for `cuptiActivityFlushAll`.
+#[cfg(not(test))]
+#[no_mangle]
+pub unsafe extern "C" fn cuptiActivityFlushAll(flag: u32) -> i32 {
+    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    serve(
+        &REAL,
+        c"cuptiActivityFlushAll",
+        false,
+        |api| share::flush_all(api, flag),
+        // SAFETY: CUPTI's own function.
+        |f| unsafe { std::mem::transmute::<usize, FlushFn>(f)(flag) },
+    )
+}
+
+/// # Safety
+/// CUPTI's contract for `cuptiActivityGetNumDroppedRecords`.
+#[cfg(not(test))]
+#[no_mangle]
+pub unsafe extern "C" fn cuptiActivityGetNumDroppedRecords(
+    ctx: *mut c_void,
+    stream: u32,
+    dropped: *mut usize,
+) -> i32 {
+    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    serve(
+        &REAL,
+        c"cuptiActivityGetNumDroppedRecords",
+        false,
+        |_| share::dropped(dropped),
+        // SAFETY: CUPTI's own function.
+        |f| unsafe { std::mem::transmute::<usize, DroppedFn>(f)(ctx, stream, dropped) },
+    )
+}
+
+/// The program subscribes: it gets a handle of rtrace's while rtrace holds CUPTI.
+///
+/// # Safety
+/// CUPTI's contract for `cuptiSubscribe`.
+#[cfg(not(test))]
+#[no_mangle]
+pub unsafe extern "C" fn cuptiSubscribe(
+    subscriber: *mut *mut c_void,
+    callback: CallbackFn,
+    userdata: *mut c_void,
+) -> i32 {
+    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    serve(
+        &REAL,
+        c"cuptiSubscribe",
+        true,
+        |_| share::subscribe(subscriber, callback as usize, userdata as usize),
+        |f| {
+            PROGRAM_USES_CUPTI.store(true, Ordering::Release);
+            // SAFETY: CUPTI's own function.
+            unsafe { std::mem::transmute::<usize, SubscribeFn>(f)(subscriber, callback, userdata) }
+        },
+    )
+}
+
+/// `cuptiSubscribe_v2`: as [`cuptiSubscribe`] (its parameters name the subscriber).
+///
+/// # Safety
+/// CUPTI's contract for `cuptiSubscribe_v2`.
+#[cfg(not(test))]
+#[no_mangle]
+pub unsafe extern "C" fn cuptiSubscribe_v2(
+    subscriber: *mut *mut c_void,
+    callback: CallbackFn,
+    userdata: *mut c_void,
+    params: *mut c_void,
+) -> i32 {
+    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    serve(
+        &REAL,
+        c"cuptiSubscribe_v2",
+        true,
+        |_| share::subscribe(subscriber, callback as usize, userdata as usize),
+        |f| {
+            PROGRAM_USES_CUPTI.store(true, Ordering::Release);
+            // SAFETY: CUPTI's own function.
+            unsafe {
+                std::mem::transmute::<usize, SubscribeV2Fn>(f)(
+                    subscriber, callback, userdata, params,
+                )
+            }
+        },
+    )
+}
+
+/// Whether `sub` is the handle rtrace gave the program (and rtrace still serves it).
 #[cfg_attr(test, allow(dead_code))]
-type SubscribeV2Fn =
-    unsafe extern "C" fn(*mut *mut c_void, CallbackFn, *mut c_void, *mut c_void) -> i32;
+fn programs(sub: *mut c_void) -> bool {
+    sub == share::handle() && share::sharing()
+}
+
+/// # Safety
+/// CUPTI's contract for `cuptiUnsubscribe`.
+#[cfg(not(test))]
+#[no_mangle]
+pub unsafe extern "C" fn cuptiUnsubscribe(sub: *mut c_void) -> i32 {
+    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    if programs(sub) {
+        return serve(&REAL, c"cuptiUnsubscribe", false, share::unsubscribe, |_| 0);
+    }
+    let f = next_cupti(&REAL, c"cuptiUnsubscribe");
+    if f == 0 {
+        return NOT_INITIALIZED;
+    }
+    // SAFETY: CUPTI's own function.
+    unsafe { std::mem::transmute::<usize, UnsubscribeFn>(f)(sub) }
+}
+
+/// # Safety
+/// CUPTI's contract for `cuptiEnableCallback`.
+#[cfg(not(test))]
+#[no_mangle]
+pub unsafe extern "C" fn cuptiEnableCallback(
+    on: u32,
+    sub: *mut c_void,
+    domain: u32,
+    cbid: u32,
+) -> i32 {
+    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    if programs(sub) {
+        return serve(
+            &REAL,
+            c"cuptiEnableCallback",
+            false,
+            |api| share::enable_callback(api, on, domain, cbid),
+            |_| layout::CUPTI_ERROR_INVALID_PARAMETER as i32,
+        );
+    }
+    let f = next_cupti(&REAL, c"cuptiEnableCallback");
+    if f == 0 {
+        return NOT_INITIALIZED;
+    }
+    // SAFETY: CUPTI's own function.
+    unsafe { std::mem::transmute::<usize, EnableCallbackFn>(f)(on, sub, domain, cbid) }
+}
+
+/// # Safety
+/// CUPTI's contract for `cuptiEnableDomain`.
+#[cfg(not(test))]
+#[no_mangle]
+pub unsafe extern "C" fn cuptiEnableDomain(on: u32, sub: *mut c_void, domain: u32) -> i32 {
+    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    if programs(sub) {
+        return serve(
+            &REAL,
+            c"cuptiEnableDomain",
+            false,
+            |api| share::enable_domain(api, on, domain),
+            |_| layout::CUPTI_ERROR_INVALID_PARAMETER as i32,
+        );
+    }
+    let f = next_cupti(&REAL, c"cuptiEnableDomain");
+    if f == 0 {
+        return NOT_INITIALIZED;
+    }
+    // SAFETY: CUPTI's own function.
+    unsafe { std::mem::transmute::<usize, EnableDomainFn>(f)(on, sub, domain) }
+}
+
+/// # Safety
+/// CUPTI's contract for `cuptiEnableAllDomains`.
+#[cfg(not(test))]
+#[no_mangle]
+pub unsafe extern "C" fn cuptiEnableAllDomains(on: u32, sub: *mut c_void) -> i32 {
+    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    if programs(sub) {
+        return serve(
+            &REAL,
+            c"cuptiEnableAllDomains",
+            false,
+            |api| {
+                // Every domain CUPTI has (CUPTI_CB_DOMAIN_SIZE is 7).
+                for domain in 1..layout::CUPTI_CB_DOMAIN_SIZE {
+                    let rc = share::enable_domain(api, on, domain);
+                    if rc != 0 {
+                        return rc;
+                    }
+                }
+                0
+            },
+            |_| layout::CUPTI_ERROR_INVALID_PARAMETER as i32,
+        );
+    }
+    let f = next_cupti(&REAL, c"cuptiEnableAllDomains");
+    if f == 0 {
+        return NOT_INITIALIZED;
+    }
+    // SAFETY: CUPTI's own function.
+    unsafe { std::mem::transmute::<usize, EnableAllFn>(f)(on, sub) }
+}
+
+/// # Safety
+/// CUPTI's contract for `cuptiGetCallbackState`.
+#[cfg(not(test))]
+#[no_mangle]
+pub unsafe extern "C" fn cuptiGetCallbackState(
+    enabled: *mut u32,
+    sub: *mut c_void,
+    domain: u32,
+    cbid: u32,
+) -> i32 {
+    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    if programs(sub) {
+        return share::callback_state(enabled, domain, cbid);
+    }
+    let f = next_cupti(&REAL, c"cuptiGetCallbackState");
+    if f == 0 {
+        return NOT_INITIALIZED;
+    }
+    // SAFETY: CUPTI's own function.
+    unsafe { std::mem::transmute::<usize, GetStateFn>(f)(enabled, sub, domain, cbid) }
+}
+
+/// The program ends its CUPTI collection: while rtrace shares CUPTI, only the program's part
+/// ends.
+///
+/// # Safety
+/// CUPTI's contract for `cuptiFinalize`.
+#[cfg(not(test))]
+#[no_mangle]
+pub unsafe extern "C" fn cuptiFinalize() -> i32 {
+    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    serve(
+        &REAL,
+        c"cuptiFinalize",
+        false,
+        share::finalize,
+        // SAFETY: CUPTI's own function.
+        |f| unsafe { std::mem::transmute::<usize, FinalizeFn>(f)() },
+    )
+}
 
 /// Resolves CUPTI's own `name`, cached in `slot`: from the loaded libcupti.so.13 (a program
 /// usually loads it as a dependency of its own, outside the global scope, so `RTLD_NEXT`
@@ -60,54 +401,4 @@ fn next_cupti(slot: &std::sync::atomic::AtomicUsize, name: &CStr) -> usize {
     });
     slot.store(found, Ordering::Release);
     found
-}
-
-/// `cuptiSubscribe` as the program sees it: rtrace gives up its subscriber and its activity
-/// buffers first (CUPTI 13.0 allows one subscriber), then CUPTI's own function runs.
-///
-/// # Safety
-/// CUPTI's contract for `cuptiSubscribe`.
-#[cfg(not(test))]
-#[no_mangle]
-pub unsafe extern "C" fn cuptiSubscribe(
-    subscriber: *mut *mut c_void,
-    callback: CallbackFn,
-    userdata: *mut c_void,
-) -> i32 {
-    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let real = next_cupti(&REAL, c"cuptiSubscribe");
-    if real == 0 {
-        return 15;
-    }
-    if !crate::hook::in_rtrace() {
-        let _ = crate::hook::with_errno_saved(|| internal(step_aside));
-    }
-    // SAFETY: `real` is CUPTI's own cuptiSubscribe.
-    unsafe { std::mem::transmute::<usize, SubscribeFn>(real)(subscriber, callback, userdata) }
-}
-
-/// `cuptiSubscribe_v2`: as [`cuptiSubscribe`].
-///
-/// # Safety
-/// CUPTI's contract for `cuptiSubscribe_v2`.
-#[cfg(not(test))]
-#[no_mangle]
-pub unsafe extern "C" fn cuptiSubscribe_v2(
-    subscriber: *mut *mut c_void,
-    callback: CallbackFn,
-    userdata: *mut c_void,
-    params: *mut c_void,
-) -> i32 {
-    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let real = next_cupti(&REAL, c"cuptiSubscribe_v2");
-    if real == 0 {
-        return 15;
-    }
-    if !crate::hook::in_rtrace() {
-        let _ = crate::hook::with_errno_saved(|| internal(step_aside));
-    }
-    // SAFETY: `real` is CUPTI's own cuptiSubscribe_v2.
-    unsafe {
-        std::mem::transmute::<usize, SubscribeV2Fn>(real)(subscriber, callback, userdata, params)
-    }
 }

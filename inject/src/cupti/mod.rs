@@ -23,8 +23,10 @@
 #[allow(dead_code, clippy::all)]
 mod layout;
 
+mod clockmap;
 mod exports;
 mod records;
+mod share;
 #[cfg(test)]
 mod tests;
 
@@ -62,29 +64,33 @@ type TimestampFn = extern "C" fn() -> u64;
 type RegisterFn = unsafe extern "C" fn(RequestFn, CompleteFn) -> i32;
 type RegisterTimestampFn = unsafe extern "C" fn(TimestampFn) -> i32;
 type EnableFn = unsafe extern "C" fn(i32) -> i32;
+type EnableDomainFn = unsafe extern "C" fn(u32, *mut c_void, u32) -> i32;
 type FlushFn = unsafe extern "C" fn(u32) -> i32;
 type NextRecordFn = unsafe extern "C" fn(*mut u8, usize, *mut *mut u8) -> i32;
 type DroppedFn = unsafe extern "C" fn(*mut c_void, u32, *mut usize) -> i32;
 type ResultStringFn = unsafe extern "C" fn(i32, *mut *const c_char) -> i32;
 type CallbackFn = extern "C" fn(*mut c_void, u32, u32, *const u8);
 type SubscribeFn = unsafe extern "C" fn(*mut *mut c_void, CallbackFn, *mut c_void) -> i32;
+#[cfg_attr(test, allow(dead_code))]
 type UnsubscribeFn = unsafe extern "C" fn(*mut c_void) -> i32;
 type EnableCallbackFn = unsafe extern "C" fn(u32, *mut c_void, u32, u32) -> i32;
 type CallbackNameFn = unsafe extern "C" fn(u32, u32, *mut *const c_char) -> i32;
 type ContextIdFn = unsafe extern "C" fn(*mut c_void, *mut u32) -> i32;
 
 /// The CUPTI entry points rtrace uses.
+#[cfg_attr(test, allow(dead_code))]
 struct Api {
     register_callbacks: RegisterFn,
     register_timestamp: RegisterTimestampFn,
     enable: EnableFn,
+    disable: EnableFn,
     flush_all: FlushFn,
     next_record: NextRecordFn,
     dropped: DroppedFn,
     result_string: ResultStringFn,
     subscribe: SubscribeFn,
-    unsubscribe: UnsubscribeFn,
     enable_callback: EnableCallbackFn,
+    enable_domain: EnableDomainFn,
     callback_name: CallbackNameFn,
     /// `cuptiGetContextId`, for the context of a loaded module.
     context_id: ContextIdFn,
@@ -97,8 +103,8 @@ unsafe impl Sync for Api {}
 
 static API: OnceLock<Api> = OnceLock::new();
 
-/// The program itself is a CUPTI client (it registered activity callbacks or subscribed):
-/// rtrace then never takes CUPTI.
+/// The program became a CUPTI client of its own before rtrace could take CUPTI (rtrace's GPU
+/// activity was not on yet, or failed): rtrace then never takes CUPTI.
 static PROGRAM_USES_CUPTI: std::sync::atomic::AtomicBool =
     std::sync::atomic::AtomicBool::new(false);
 
@@ -108,8 +114,9 @@ const DONE: u8 = 2;
 static STATE: AtomicU8 = AtomicU8::new(OFF);
 static ENABLE: Once = Once::new();
 
-/// Full buffers (and their valid byte counts) waiting for the worker.
-static FULL: Mutex<Vec<(Buffer, usize)>> = Mutex::new(Vec::new());
+/// Full buffers, their valid byte counts, and whether CUPTI timed them on the program's clock,
+/// waiting for the worker.
+static FULL: Mutex<Vec<(Buffer, usize, bool)>> = Mutex::new(Vec::new());
 /// Empty buffers for CUPTI to fill.
 static POOL: Mutex<Vec<Buffer>> = Mutex::new(Vec::new());
 /// Records CUPTI reported as dropped.
@@ -190,6 +197,7 @@ fn load() -> Result<Api, String> {
                 c"cuptiActivityRegisterTimestampCallback",
             )?),
             enable: std::mem::transmute::<*mut c_void, EnableFn>(sym(c"cuptiActivityEnable")?),
+            disable: std::mem::transmute::<*mut c_void, EnableFn>(sym(c"cuptiActivityDisable")?),
             flush_all: std::mem::transmute::<*mut c_void, FlushFn>(sym(c"cuptiActivityFlushAll")?),
             next_record: std::mem::transmute::<*mut c_void, NextRecordFn>(sym(
                 c"cuptiActivityGetNextRecord",
@@ -201,11 +209,11 @@ fn load() -> Result<Api, String> {
                 c"cuptiGetResultString",
             )?),
             subscribe: std::mem::transmute::<*mut c_void, SubscribeFn>(sym(c"cuptiSubscribe")?),
-            unsubscribe: std::mem::transmute::<*mut c_void, UnsubscribeFn>(sym(
-                c"cuptiUnsubscribe",
-            )?),
             enable_callback: std::mem::transmute::<*mut c_void, EnableCallbackFn>(sym(
                 c"cuptiEnableCallback",
+            )?),
+            enable_domain: std::mem::transmute::<*mut c_void, EnableDomainFn>(sym(
+                c"cuptiEnableDomain",
             )?),
             callback_name: std::mem::transmute::<*mut c_void, CallbackNameFn>(sym(
                 c"cuptiGetCallbackName",
@@ -255,15 +263,19 @@ extern "C" fn complete(ctx: *mut c_void, stream: u32, buf: *mut u8, _size: usize
             BUFFER_WORDS,
         ))
     };
+    let program_clock = share::ON_PROGRAM_CLOCK.load(Ordering::Acquire);
     if let Some(api) = API.get() {
         let mut n = 0usize;
         // SAFETY: plain CUPTI query with a valid out-pointer.
         if unsafe { (api.dropped)(ctx, stream, &mut n) } == 0 {
             DROPPED.fetch_add(n as u64, Ordering::Relaxed);
         }
+        let _ = std::panic::catch_unwind(|| {
+            share::copy_to_program(api, ctx, stream, buf, valid.min(BUFFER_WORDS * 8))
+        });
     }
     if let Ok(mut f) = FULL.lock() {
-        f.push((b, valid));
+        f.push((b, valid, program_clock));
     }
 }
 
@@ -272,10 +284,25 @@ pub fn after_cuinit() {
     if !lifecycle::config().gpu_activity.any() {
         return;
     }
-    ENABLE.call_once(|| internal(enable));
+    ENABLE.call_once(enable);
+    // The devices, once the driver is up (GPU activity may have started before, when the
+    // program called CUPTI first).
+    if STATE.load(Ordering::Acquire) == ON {
+        DEVICES_READ.call_once(|| {
+            if let Ok(mut d) = DEVICES.lock() {
+                *d = internal(crate::devices::device_infos);
+            }
+        });
+    }
 }
 
+static DEVICES_READ: Once = Once::new();
+
 fn enable() {
+    internal(enable_now);
+}
+
+fn enable_now() {
     if PROGRAM_USES_CUPTI.load(Ordering::Acquire) {
         return notice(
             "GPU activity off: the program uses CUPTI itself (CUPTI 13.0 serves one client)".into(),
@@ -288,8 +315,15 @@ fn enable() {
     if let Ok(mut pool) = POOL.lock() {
         pool.extend((0..POOL_START).map(|_| vec![0u64; BUFFER_WORDS].into_boxed_slice()));
     }
-    // SAFETY: registering plain extern "C" callbacks with their documented signatures.
-    let rc = unsafe { (api.register_timestamp)(timestamp) };
+    // A clock the program gave CUPTI stays (its records must be on it); rtrace maps its times.
+    let rc = if share::PROGRAM_CLOCK.load(Ordering::Acquire) != 0 {
+        share::ON_PROGRAM_CLOCK.store(true, Ordering::Release);
+        share::read_clocks();
+        0
+    } else {
+        // SAFETY: registering a plain extern "C" callback with its documented signature.
+        unsafe { (api.register_timestamp)(timestamp) }
+    };
     if rc != 0 {
         return notice(format!(
             "GPU activity off: cuptiActivityRegisterTimestampCallback: {}",
@@ -358,6 +392,7 @@ fn enable() {
         // SAFETY: plain CUPTI call.
         let rc = unsafe { (api.enable)(kind as i32) };
         if rc == 0 {
+            share::OUR_KINDS.fetch_or(1 << kind, Ordering::AcqRel);
             kinds.push(name);
         } else {
             notice(format!(
@@ -372,9 +407,6 @@ fn enable() {
     // SAFETY: getpid has no preconditions.
     ENABLED_BY.store(unsafe { libc::getpid() } as u32, Ordering::Release);
     STATE.store(ON, Ordering::Release);
-    if let Ok(mut d) = DEVICES.lock() {
-        *d = crate::devices::device_infos();
-    }
     // SAFETY: registers a plain extern "C" function.
     unsafe { libc::atexit(at_exit) };
     // Modules come through the subscriber's resource callback.
@@ -500,6 +532,7 @@ fn subscribe(api: &Api, kinds: crate::config::GpuKinds) -> Result<Subscribed, St
         if makes_gpu_work(unsafe { CStr::from_ptr(name) }.to_bytes(), kinds) {
             // SAFETY: plain CUPTI call on our subscriber.
             if unsafe { (api.enable_callback)(1, sub, CB_DOMAIN_DRIVER_API, cbid) } == 0 {
+                share::mark_ours(CB_DOMAIN_DRIVER_API, cbid);
                 enabled += 1;
             }
         }
@@ -508,7 +541,10 @@ fn subscribe(api: &Api, kinds: crate::config::GpuKinds) -> Result<Subscribed, St
         let cbid = layout::CUPTI_CBID_RESOURCE_MODULE_LOADED;
         // SAFETY: plain CUPTI call on our subscriber.
         match unsafe { (api.enable_callback)(1, sub, CB_DOMAIN_RESOURCE, cbid) } {
-            0 => Ok(()),
+            0 => {
+                share::mark_ours(CB_DOMAIN_RESOURCE, cbid);
+                Ok(())
+            }
             rc => Err(format!(
                 "cuptiEnableCallback(MODULE_LOADED): {}",
                 describe(api, rc)
@@ -523,8 +559,15 @@ fn subscribe(api: &Api, kinds: crate::config::GpuKinds) -> Result<Subscribed, St
 
 /// CUPTI's callback: at the entry of a GPU-work call, link CUPTI's correlation id to
 /// rtrace's for the call in progress (no allocation, no lock); a module loaded goes to
-/// [`on_module`].
-extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u32, data: *const u8) {
+/// [`on_module`]; then the program's own callback, if it enabled this one.
+extern "C" fn on_api(user: *mut c_void, domain: u32, cbid: u32, data: *const u8) {
+    if share::ours(domain, cbid) {
+        our_callback(user, domain, cbid, data);
+    }
+    share::forward(domain, cbid, data);
+}
+
+fn our_callback(_user: *mut c_void, domain: u32, cbid: u32, data: *const u8) {
     if data.is_null() {
         return;
     }
@@ -663,7 +706,7 @@ pub fn drain_into(sink: &mut Sink) {
             sink.gpu_batch.modules.extend_from_slice(&rec.to_bytes());
         }
     }
-    let full: Vec<(Buffer, usize)> = match FULL.lock() {
+    let full: Vec<(Buffer, usize, bool)> = match FULL.lock() {
         Ok(mut f) => std::mem::take(&mut *f),
         Err(_) => return,
     };
@@ -671,8 +714,15 @@ pub fn drain_into(sink: &mut Sink) {
         GpuBatch::emit(sink);
         return;
     };
-    for (mut buf, valid) in full {
-        convert(api, &mut buf, valid, sink);
+    if full.iter().any(|&(_, _, program_clock)| program_clock) {
+        share::read_clocks();
+    }
+    for (mut buf, valid, program_clock) in full {
+        if program_clock {
+            share::with_map(|map| convert(api, &mut buf, valid, sink, Some(map)));
+        } else {
+            convert(api, &mut buf, valid, sink, None);
+        }
         if let Ok(mut pool) = POOL.lock() {
             if pool.len() < POOL_MAX {
                 pool.push(buf);
@@ -690,26 +740,3 @@ pub fn drain_into(sink: &mut Sink) {
 
 /// The dropped count last written as a notice.
 static REPORTED_DROPPED: AtomicU64 = AtomicU64::new(0);
-
-/// Another CUPTI client in the process is taking the activity buffers (CUPTI 13.0 serves one):
-/// hand it CUPTI after collecting what is ours, and say so in the trace.
-#[cfg_attr(test, allow(dead_code))]
-fn step_aside() {
-    PROGRAM_USES_CUPTI.store(true, Ordering::Release);
-    if STATE.load(Ordering::Acquire) != ON {
-        return;
-    }
-    flush(true);
-    STATE.store(DONE, Ordering::Release);
-    let sub = SUBSCRIBER.swap(std::ptr::null_mut(), Ordering::AcqRel);
-    if let (false, Some(api)) = (sub.is_null(), API.get()) {
-        // SAFETY: our own subscriber handle, given up once.
-        unsafe { (api.unsubscribe)(sub) };
-    }
-    notice(
-        "GPU activity stopped: the program started its own CUPTI activity collection \
-         (for example the PyTorch profiler), and CUPTI 13.0 serves one client; GPU records \
-         after this point are the program's"
-            .into(),
-    );
-}

@@ -102,10 +102,45 @@ impl GpuBatch {
     }
 }
 
-/// Walks one CUPTI buffer and appends its records to `sink`'s GPU batch.
-pub(super) fn convert(api: &Api, buf: &mut Buffer, valid: usize, sink: &mut Sink) {
+/// The timestamp fields of a record of `kind`.
+pub(super) fn time_fields(kind: i32) -> &'static [usize] {
+    use layout::*;
+    match kind as u32 {
+        CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL | CUPTI_ACTIVITY_KIND_KERNEL => {
+            &[kernel10::START, kernel10::END, kernel10::COMPLETED]
+        }
+        CUPTI_ACTIVITY_KIND_MEMCPY => &[memcpy6::START, memcpy6::END],
+        CUPTI_ACTIVITY_KIND_MEMSET => &[memset4::START, memset4::END],
+        CUPTI_ACTIVITY_KIND_MEMORY2 => &[memory4::TIMESTAMP],
+        CUPTI_ACTIVITY_KIND_SYNCHRONIZATION => &[synchronization2::START, synchronization2::END],
+        CUPTI_ACTIVITY_KIND_MEMCPY2 => &[memcpy_ptop4::START, memcpy_ptop4::END],
+        _ => &[],
+    }
+}
+
+/// Puts the times of a record CUPTI timed on the program's clock on rtrace's.
+pub(super) fn retime(kind: i32, rec: &mut [u8], map: &super::clockmap::ClockMap) {
+    for &at in time_fields(kind) {
+        if at + 8 <= rec.len() {
+            let t = map.map(u64_at(rec, at));
+            rec[at..at + 8].copy_from_slice(&t.to_le_bytes());
+        }
+    }
+}
+
+/// Walks one CUPTI buffer and appends the records of rtrace's kinds to `sink`'s GPU batch;
+/// `map` puts times of the program's clock on rtrace's.
+pub(super) fn convert(
+    api: &Api,
+    buf: &mut Buffer,
+    valid: usize,
+    sink: &mut Sink,
+    map: Option<&super::clockmap::ClockMap>,
+) {
     let base = buf.as_mut_ptr() as *mut u8;
+    let ours = super::share::OUR_KINDS.load(Ordering::Acquire);
     let mut rec: *mut u8 = std::ptr::null_mut();
+    let mut copy = [0u8; 256];
     loop {
         // SAFETY: `base..base+valid` is the buffer CUPTI filled; `rec` is CUPTI's cursor.
         if unsafe { (api.next_record)(base, valid, &mut rec) } != 0 || rec.is_null() {
@@ -113,8 +148,17 @@ pub(super) fn convert(api: &Api, buf: &mut Buffer, valid: usize, sink: &mut Sink
         }
         let offset = rec as usize - base as usize;
         // SAFETY: the record lies inside the valid part of the buffer.
-        let bytes = unsafe { std::slice::from_raw_parts(rec, valid - offset) };
+        let mut bytes: &[u8] = unsafe { std::slice::from_raw_parts(rec, valid - offset) };
         let kind = u32_at(bytes, 0) as i32;
+        if !(0..64).contains(&kind) || ours & (1u64 << kind) == 0 {
+            continue;
+        }
+        if let Some(map) = map {
+            let n = bytes.len().min(copy.len());
+            copy[..n].copy_from_slice(&bytes[..n]);
+            retime(kind, &mut copy[..n], map);
+            bytes = &copy[..n];
+        }
         let batch = &mut sink.gpu_batch;
         let links = &sink.links;
         if kind == layout::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL as i32

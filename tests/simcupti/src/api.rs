@@ -72,6 +72,14 @@ pub unsafe extern "C" fn cuptiActivityRegisterTimestampCallback(
     call(|| match funcTimestamp {
         Some(f) => state::with(|st| {
             st.timestamp = Some(f);
+            // Registered after T0 was read: later records are on the new clock, continuing
+            // from the host's virtual time now (as CUPTI 13.0 put records made after a late
+            // registration on the new clock).
+            if let (Some(_), Some(sim)) = (st.t0, state::sim()) {
+                // SAFETY: the client's timestamp callback.
+                let now = state::in_client(|| unsafe { f() });
+                st.t0 = Some(now.wrapping_sub(sim.host_now()));
+            }
             CUPTI_SUCCESS
         }),
         None => CUPTI_ERROR_INVALID_PARAMETER,

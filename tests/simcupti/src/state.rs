@@ -122,7 +122,7 @@ pub struct State {
     /// Enabled activity kinds (bit `kind`).
     enabled: u64,
     /// Virtual time 0 on the CUPTI clock, read at the first enable.
-    t0: Option<u64>,
+    pub t0: Option<u64>,
     /// DRIVER records were enabled at some point: every call gets a correlation id.
     driver_ever: bool,
     /// Subscribed to simcuda.
