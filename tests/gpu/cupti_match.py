@@ -57,7 +57,8 @@ def read_kineto(path):
 
 
 def demangle(names):
-    tool = shutil.which("cu++filt") or shutil.which("c++filt")
+    # c++filt writes names as libstdc++'s demangler does, which is what Kineto uses.
+    tool = shutil.which("c++filt") or shutil.which("cu++filt")
     if not tool:
         return {n: n for n in names}
     out = subprocess.run([tool], input="\n".join(names), capture_output=True, text=True).stdout.split("\n")
@@ -102,7 +103,8 @@ def main():
         missing = [k for k in b if k not in a]
         # The injected client collects for the whole run: then the two must be one to one.
         whole = fmt == "dump"
-        check(f"{what}-present", not missing and len(b) > 0 and (not whole or len(a) == len(b)),
+        some = len(b) > 0 or what != "kernels"
+        check(f"{what}-present", not missing and some and (not whole or len(a) == len(b)),
               f"client {len(b)}, rtrace {len(a)} ({len(a) - len(b)} outside the client's window), "
               f"{len(missing)} of the client's missing in rtrace")
         bad = []

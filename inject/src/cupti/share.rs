@@ -211,6 +211,7 @@ pub(super) fn enable_kind(api: &Api, kind: i32) -> i32 {
     ENABLED_AT[k].store(cupti_now(), Ordering::Release);
     PROGRAM_EVER.fetch_or(b, Ordering::AcqRel);
     PROGRAM_KINDS.fetch_or(b, Ordering::AcqRel);
+    keep_open();
     0
 }
 
@@ -259,7 +260,10 @@ pub(super) fn register_timestamp(api: &Api, f: TimestampFn) -> i32 {
     let on = PROGRAM_KINDS.load(Ordering::Acquire);
     let now = cupti_now();
     for (k, at) in ENABLED_AT.iter().enumerate() {
-        at.store(if on & (1 << k) != 0 { now } else { u64::MAX }, Ordering::Release);
+        at.store(
+            if on & (1 << k) != 0 { now } else { u64::MAX },
+            Ordering::Release,
+        );
     }
     if rc == 0 {
         notice(
@@ -554,7 +558,7 @@ impl Drop for Delivering {
     }
 }
 
-/// Hands the program's open buffer back, if it holds a record.
+/// Hands the program's open buffer back, if it holds a record, and asks for the next.
 fn hand_back(ctx: *mut c_void, stream: u32) {
     let Some(_inside) = Delivering::enter() else {
         return;
@@ -562,6 +566,25 @@ fn hand_back(ctx: *mut c_void, stream: u32) {
     if let Ok(mut open) = OPEN.lock() {
         if open.as_ref().is_some_and(|o| o.records > 0) {
             give_back(open.take(), ctx, stream);
+        }
+    }
+    drop(_inside);
+    keep_open();
+}
+
+/// While the program collects, it always holds a buffer of CUPTI's, as with CUPTI, which asks
+/// for one as soon as it makes a record: the PyTorch profiler flushes at its end only if CUPTI
+/// holds one of its buffers.
+fn keep_open() {
+    if PROGRAM_KINDS.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    let Some(_inside) = Delivering::enter() else {
+        return;
+    };
+    if let Ok(mut open) = OPEN.lock() {
+        if open.is_none() {
+            *open = request_buffer();
         }
     }
 }
