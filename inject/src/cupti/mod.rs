@@ -1,12 +1,14 @@
 //! GPU activity (kernels, memory copies, memsets, allocations and frees, host synchronizations,
 //! and the contexts, streams, modules and functions they use) through CUPTI's Activity API,
-//! loaded at run time. Opt-in (`RTRACE_GPU_ACTIVITY=1`): on CUDA
-//! 13.0 CUPTI serves one activity client per process, so rtrace must not take it from a program
-//! that profiles itself (see docs/gpu-activity-design.md). Allocation and synchronization
-//! records are optional: if CUPTI refuses them, the rest stays on and a notice says so.
+//! loaded at run time. Opt-in (`RTRACE_GPU_ACTIVITY=1`): it adds about 1 µs per launch (see
+//! docs/benchmarks.md). CUPTI 13.0 serves one activity client per process: a program that is a
+//! CUPTI client itself (the PyTorch profiler) is served as a second one by rtrace (`share.rs`).
+//! Allocation and synchronization records are optional: if CUPTI refuses them, the rest stays
+//! on and a notice says so.
 //!
 //! - Enabled right after the program's first successful `cuInit`, on that thread, as rtrace's
-//!   own code (CUPTI's driver calls are neither recorded nor rerouted). CUPTI timestamps are put
+//!   own code (CUPTI's driver calls are neither recorded nor rerouted), or earlier, when the
+//!   program itself calls CUPTI first. CUPTI timestamps are put
 //!   on rtrace's clock (`cuptiActivityRegisterTimestampCallback` → `CLOCK_MONOTONIC`).
 //! - CUPTI fills buffers from a small recycled pool and hands full ones back through
 //!   [`complete`], which only queues them. The worker flushes CUPTI every drain period and turns
