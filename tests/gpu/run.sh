@@ -464,21 +464,17 @@ step_activity() {
     log "sample: $line"
     local out
     out=$(python3 tests/gpu/activity_check.py "$line" "$WORK"/rtrace-activity-*.bin 2>&1)
-    printf '%s\n' "$out" | sed 's/^/    /'
-    while read -r verdict name rest; do
-        rest=${rest#(}
-        rest=${rest%)}
-        case $verdict in
-        PASS) pass "$name" "$rest" ;;
-        FAIL) fail "$name" "$rest" ;;
-        esac
-    done <<<"$out"
+    checks_from "$out"
 }
 
 # Runs tests/gpu/cupti_match.py with ARGS... and records its PASS/FAIL lines as checks.
 match_checks() {
-    local out
-    out=$(python3 tests/gpu/cupti_match.py "$@" 2>&1)
+    checks_from "$(python3 tests/gpu/cupti_match.py "$@" 2>&1)"
+}
+
+# Prints a checker's output TEXT indented and records its "PASS|FAIL name (detail)" lines.
+checks_from() {
+    local out=$1 verdict name rest
     printf '%s\n' "$out" | sed 's/^/    /'
     while read -r verdict name rest; do
         rest=${rest#(}

@@ -20,7 +20,8 @@ type EnableAllFn = unsafe extern "C" fn(u32, *mut c_void) -> i32;
 const NOT_INITIALIZED: i32 = layout::CUPTI_ERROR_NOT_INITIALIZED as i32;
 
 /// Runs `shared` when rtrace serves the program's CUPTI calls (taking CUPTI first if rtrace's
-/// GPU activity is asked for and `take` says this call may start it), else `real`, CUPTI's
+/// GPU activity is asked for and `take` says this call starts a collection: the program's
+/// first CUPTI call may come before its first `cuInit`), else `real`, CUPTI's
 /// own function `name` (resolved once into `slot`). errno is kept; a panic is CUPTI_ERROR_UNKNOWN.
 #[cfg_attr(test, allow(dead_code))]
 fn serve(
@@ -73,7 +74,6 @@ pub unsafe extern "C" fn cuptiActivityRegisterCallbacks(
         true,
         |_| share::register_callbacks(request as usize, complete as usize),
         |f| {
-            PROGRAM_USES_CUPTI.store(true, Ordering::Release);
             // SAFETY: `f` is CUPTI's own cuptiActivityRegisterCallbacks.
             unsafe { std::mem::transmute::<usize, RegisterFn>(f)(request, complete) }
         },
@@ -91,11 +91,9 @@ pub unsafe extern "C" fn cuptiActivityRegisterTimestampCallback(f: TimestampFn) 
     serve(
         &REAL,
         c"cuptiActivityRegisterTimestampCallback",
-        false,
+        true,
         |api| share::register_timestamp(api, f),
         |real| {
-            // rtrace, if it takes CUPTI later, keeps this clock and maps its times.
-            share::PROGRAM_CLOCK.store(f as usize, Ordering::Release);
             // SAFETY: `real` is CUPTI's own function.
             unsafe { std::mem::transmute::<usize, RegisterTimestampFn>(real)(f) }
         },
@@ -111,7 +109,7 @@ pub unsafe extern "C" fn cuptiActivityEnable(kind: i32) -> i32 {
     serve(
         &REAL,
         c"cuptiActivityEnable",
-        false,
+        true,
         |api| share::enable_kind(api, kind),
         // SAFETY: CUPTI's own function.
         |f| unsafe { std::mem::transmute::<usize, EnableFn>(f)(kind) },
@@ -188,7 +186,6 @@ pub unsafe extern "C" fn cuptiSubscribe(
         true,
         |_| share::subscribe(subscriber, callback as usize, userdata as usize),
         |f| {
-            PROGRAM_USES_CUPTI.store(true, Ordering::Release);
             // SAFETY: CUPTI's own function.
             unsafe { std::mem::transmute::<usize, SubscribeFn>(f)(subscriber, callback, userdata) }
         },
@@ -214,7 +211,6 @@ pub unsafe extern "C" fn cuptiSubscribe_v2(
         true,
         |_| share::subscribe(subscriber, callback as usize, userdata as usize),
         |f| {
-            PROGRAM_USES_CUPTI.store(true, Ordering::Release);
             // SAFETY: CUPTI's own function.
             unsafe {
                 std::mem::transmute::<usize, SubscribeV2Fn>(f)(

@@ -105,11 +105,6 @@ unsafe impl Sync for Api {}
 
 static API: OnceLock<Api> = OnceLock::new();
 
-/// The program became a CUPTI client of its own before rtrace could take CUPTI (rtrace's GPU
-/// activity was not on yet, or failed): rtrace then never takes CUPTI.
-static PROGRAM_USES_CUPTI: std::sync::atomic::AtomicBool =
-    std::sync::atomic::AtomicBool::new(false);
-
 const OFF: u8 = 0;
 const ON: u8 = 1;
 const DONE: u8 = 2;
@@ -305,11 +300,6 @@ fn enable() {
 }
 
 fn enable_now() {
-    if PROGRAM_USES_CUPTI.load(Ordering::Acquire) {
-        return notice(
-            "GPU activity off: the program uses CUPTI itself (CUPTI 13.0 serves one client)".into(),
-        );
-    }
     let api = match load() {
         Ok(api) => API.get_or_init(|| api),
         Err(e) => return notice(format!("GPU activity off: {e}")),
@@ -317,15 +307,8 @@ fn enable_now() {
     if let Ok(mut pool) = POOL.lock() {
         pool.extend((0..POOL_START).map(|_| vec![0u64; BUFFER_WORDS].into_boxed_slice()));
     }
-    // A clock the program gave CUPTI stays (its records must be on it); rtrace maps its times.
-    let rc = if share::PROGRAM_CLOCK.load(Ordering::Acquire) != 0 {
-        share::ON_PROGRAM_CLOCK.store(true, Ordering::Release);
-        share::read_clocks();
-        0
-    } else {
-        // SAFETY: registering a plain extern "C" callback with its documented signature.
-        unsafe { (api.register_timestamp)(timestamp) }
-    };
+    // SAFETY: registering a plain extern "C" callback with its documented signature.
+    let rc = unsafe { (api.register_timestamp)(timestamp) };
     if rc != 0 {
         return notice(format!(
             "GPU activity off: cuptiActivityRegisterTimestampCallback: {}",
