@@ -54,6 +54,8 @@ pub struct Trace {
     pub streams: Vec<StreamRecord>,
     /// Modules as they were loaded, in file order.
     pub modules: Vec<ModuleRecord>,
+    /// Modules as they were unloaded (records with `FLAG_UNLOADED`), in file order.
+    pub module_unloads: Vec<ModuleRecord>,
     /// The GPU functions (kernels) of loaded modules, in file order (names in
     /// `kernel_names`).
     pub gpu_functions: Vec<FunctionRecord>,
@@ -198,7 +200,15 @@ impl Trace {
                             Err(why) => trace.bad_chunks.push(bad(why)),
                         },
                         ChunkKind::Modules => match chunk.module_records() {
-                            Ok(records) => trace.modules.extend(records),
+                            Ok(records) => {
+                                for m in records {
+                                    if u32::from(m.flags) & rtrace_format::FLAG_UNLOADED != 0 {
+                                        trace.module_unloads.push(m);
+                                    } else {
+                                        trace.modules.push(m);
+                                    }
+                                }
+                            }
                             Err(why) => trace.bad_chunks.push(bad(why)),
                         },
                         ChunkKind::Functions => match chunk.function_records() {
@@ -255,10 +265,14 @@ impl Trace {
         (self.kernels.len() + self.memcpys.len() + self.memsets.len()) as u64
     }
 
-    /// Number of resource records read: contexts, streams, modules and functions.
+    /// Number of resource records read: contexts, streams, module loads and unloads, and
+    /// functions.
     pub fn resource_records(&self) -> u64 {
-        (self.contexts.len() + self.streams.len() + self.modules.len() + self.gpu_functions.len())
-            as u64
+        (self.contexts.len()
+            + self.streams.len()
+            + self.modules.len()
+            + self.module_unloads.len()
+            + self.gpu_functions.len()) as u64
     }
 
     /// Number of memory (allocation and free) and synchronization records read.

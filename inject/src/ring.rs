@@ -1,13 +1,27 @@
 //! A single-producer single-consumer ring of API records: one per traced thread.
 //!
-//! The owning thread pushes with two atomic loads and one store; when the ring
+//! The owning thread pushes with one atomic load and one store (it re-reads the
+//! consumer's `tail` only when its own copy says the ring is full); when the ring
 //! is full it counts the loss and returns (it never blocks). The consumer (the
 //! worker, or the thread doing the final flush under the consumer lock) copies
-//! records out and advances `tail`.
+//! records out and advances `tail`. The producer's and the consumer's positions
+//! live on cache lines of their own, so a drain does not slow the next pushes.
 
 use rtrace_format::ApiRecord;
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// A value alone on its cache line(s) (128 bytes: adjacent-line prefetch pairs lines).
+#[repr(align(128))]
+struct Line<T>(T);
+
+/// The producer's side: only the owning thread touches it.
+struct Producer {
+    /// Next slot the producer writes (only the producer stores it).
+    head: AtomicU64,
+    /// The consumer's `tail` as the producer last read it (a lower bound of it).
+    tail_seen: Cell<u64>,
+}
 
 /// `ApiRecord::function` of a link record: `correlation` is rtrace's id of the call in
 /// progress and `result` the GPU-activity source's (CUPTI's) id for it. Links travel in the
@@ -15,10 +29,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 pub const LINK: u32 = u32::MAX;
 
 pub struct Ring {
-    /// Next slot the producer writes (only the producer stores it).
-    head: AtomicU64,
+    producer: Line<Producer>,
     /// Next slot the consumer reads (only the consumer stores it).
-    tail: AtomicU64,
+    tail: Line<AtomicU64>,
     /// Records lost since the consumer last took the count.
     dropped: AtomicU64,
     /// Set when the owning thread has exited: drain, then free.
@@ -39,7 +52,7 @@ pub struct Ring {
 // them with a release store of `head`, and read only by the single consumer
 // after an acquire load of `head`; a slot is not rewritten until the consumer
 // has released it by a release store of `tail`, which the producer reads with
-// acquire ordering.
+// acquire ordering. `tail_seen` is touched by the producer alone.
 unsafe impl Sync for Ring {}
 // SAFETY: see `Sync`; the ring owns its slots.
 unsafe impl Send for Ring {}
@@ -52,8 +65,11 @@ impl Ring {
             .map(|_| UnsafeCell::new(ApiRecord::default()))
             .collect();
         Ring {
-            head: AtomicU64::new(0),
-            tail: AtomicU64::new(0),
+            producer: Line(Producer {
+                head: AtomicU64::new(0),
+                tail_seen: Cell::new(0),
+            }),
+            tail: Line(AtomicU64::new(0)),
             dropped: AtomicU64::new(0),
             closed: AtomicBool::new(false),
             tid,
@@ -73,24 +89,28 @@ impl Ring {
     /// Producer only.
     #[inline(always)]
     pub fn push(&self, rec: ApiRecord) -> bool {
-        let h = self.head.load(Ordering::Relaxed);
-        let t = self.tail.load(Ordering::Acquire);
-        if h.wrapping_sub(t) > self.mask {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-            return false;
+        let p = &self.producer.0;
+        let h = p.head.load(Ordering::Relaxed);
+        if h.wrapping_sub(p.tail_seen.get()) > self.mask {
+            let t = self.tail.0.load(Ordering::Acquire);
+            p.tail_seen.set(t);
+            if h.wrapping_sub(t) > self.mask {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                return false;
+            }
         }
         let slot = &self.slots[(h & self.mask) as usize];
         // SAFETY: slot `h` is not visible to the consumer until `head` passes it,
         // and the consumer has released it (tail > h - capacity).
         unsafe { *slot.get() = rec };
-        self.head.store(h.wrapping_add(1), Ordering::Release);
+        p.head.store(h.wrapping_add(1), Ordering::Release);
         true
     }
 
     /// Records waiting to be drained.
     pub fn len(&self) -> usize {
-        let h = self.head.load(Ordering::Acquire);
-        h.wrapping_sub(self.tail.load(Ordering::Relaxed)) as usize
+        let h = self.producer.0.head.load(Ordering::Acquire);
+        h.wrapping_sub(self.tail.0.load(Ordering::Relaxed)) as usize
     }
 
     pub fn is_empty(&self) -> bool {
@@ -106,8 +126,8 @@ impl Ring {
         to_ns: impl Fn(u64) -> u64,
         mut on_link: impl FnMut(&ApiRecord),
     ) -> usize {
-        let h = self.head.load(Ordering::Acquire);
-        let t = self.tail.load(Ordering::Relaxed);
+        let h = self.producer.0.head.load(Ordering::Acquire);
+        let t = self.tail.0.load(Ordering::Relaxed);
         let n = h.wrapping_sub(t);
         let mut written = 0;
         for i in 0..n {
@@ -123,7 +143,7 @@ impl Ring {
             out.extend_from_slice(&rec.to_bytes());
             written += 1;
         }
-        self.tail.store(h, Ordering::Release);
+        self.tail.0.store(h, Ordering::Release);
         written
     }
 

@@ -8,9 +8,12 @@
 #           round (us/op), launch-bound
 #   matmul  tools/bench/overhead_torch.py matmul: MATMULS bf16 N x N matmuls per round
 #           (ms/matmul), GPU-bound
-# Modes: untraced; rtrace-api (LD_PRELOAD=librtrace.so); rtrace-gpu (+ RTRACE_GPU_ACTIVITY=1);
-# and for add and matmul, profiler (torch.profiler.profile(activities=[CUDA]) around the timed
-# rounds, its start and stop outside them). Every process runs one workload in one mode; the
+# Modes: untraced; rtrace-api (LD_PRELOAD=librtrace.so); rtrace-gpu (+ RTRACE_GPU_ACTIVITY=1,
+# or rtrace-gpu:KINDS for RTRACE_GPU_ACTIVITY=KINDS); for add and matmul, profiler
+# (torch.profiler.profile(activities=[CUDA]) around the timed rounds, its start and stop outside
+# them) and cupti:OPTIONS (CUPTI alone, no rtrace: tools/bench/cupti_alone.c with OPTIONS;
+# `cupti:ts,cb,res` asks CUPTI for what rtrace-gpu asks it for). Every process runs one workload
+# in one mode; the
 # modes alternate (PROCS rounds of all workloads x modes, the mode order rotating each time),
 # and each mode's median is over all its timed rounds. The traces are read back with
 # `rtrace report --format json` (API records, dropped) and a chunk reader (kernel records).
@@ -18,7 +21,9 @@
 # Run on the GPU machine from a copy of the repository carrying target/release/librtrace.so
 # and target/release/rtrace:
 #     bash tools/bench/gpu_overhead.sh [PROCS=5] [ROUNDS=5]
-# Environment: LAUNCHES (20000), OPS (20000), MATMULS (50), MATMUL_N (8192); BUDGET_S (400:
+# Environment: WORKLOADS ("empty add matmul"); MODES_EMPTY ("untraced rtrace-api rtrace-gpu"),
+# MODES_ADD and MODES_MATMUL ("untraced rtrace-api rtrace-gpu profiler cupti:ts,cb,res");
+# LAUNCHES (20000), OPS (20000), MATMULS (50), MATMUL_N (8192); BUDGET_S (400:
 # no process starts after that many seconds, so the whole run stays under 8 minutes);
 # CUDA_HOME (/usr/local/cuda-13.0); NVCC_ARCH (sm_90); BENCH_BUFFER_RECORDS (sets
 # RTRACE_BUFFER_RECORDS in traced runs; default: rtrace's own default); OUT: a copy of the
@@ -74,13 +79,32 @@ if ! timeout 120 "$NVCC" -O2 -arch="$NVCC_ARCH" -cudart shared -Xlinker -rpath="
     EMPTY=
 fi
 
-WORKLOADS=(empty add matmul)
+read -r -a WORKLOADS <<<"${WORKLOADS:-empty add matmul}"
+TORCH_MODES="untraced rtrace-api rtrace-gpu profiler cupti:ts,cb,res"
+mkdir -p "$WORK/modes"
+for w in "${WORKLOADS[@]}"; do
+    case $w in
+    empty) ms=${MODES_EMPTY:-untraced rtrace-api rtrace-gpu} ;;
+    add) ms=${MODES_ADD:-$TORCH_MODES} ;;
+    matmul) ms=${MODES_MATMUL:-$TORCH_MODES} ;;
+    *) log "unknown workload $w"; exit 2 ;;
+    esac
+    printf '%s\n' $ms >"$WORK/modes/$w"
+done
 modes_of() { # workload -> its modes, rotated by $2
-    local -a ms=(untraced rtrace-api rtrace-gpu)
-    [ "$1" != empty ] && ms+=(profiler)
+    local -a ms
+    mapfile -t ms <"$WORK/modes/$1"
     local k=$(($2 % ${#ms[@]}))
     echo "${ms[@]:k}" "${ms[@]:0:k}"
 }
+
+# CUPTI alone (cupti:* modes).
+CUPTI_ALONE=$WORK/cupti_alone.so
+if ! timeout 60 gcc -O2 -shared -fPIC -I"$CUDA_HOME/include" -o "$CUPTI_ALONE" tools/bench/cupti_alone.c -ldl \
+    >"$WORK/gcc.log" 2>&1; then
+    log "gcc failed (cupti modes will fail):"
+    tail -n 5 "$WORK/gcc.log" | tee -a "$LOG"
+fi
 
 SKIPPED=0
 FAILED=0
@@ -99,12 +123,20 @@ run_one() {
     esac
     case $m in
     untraced) ;;
-    rtrace-api | rtrace-gpu)
+    rtrace-api | rtrace-gpu | rtrace-gpu:*)
         env_=(LD_PRELOAD="$LIB" RTRACE_OUTPUT="$WORK/traces/$key.$i.%p.bin")
-        [ "$m" = rtrace-gpu ] && env_+=(RTRACE_GPU_ACTIVITY=1)
+        case $m in
+        rtrace-gpu) env_+=(RTRACE_GPU_ACTIVITY=1) ;;
+        rtrace-gpu:*) env_+=(RTRACE_GPU_ACTIVITY="${m#rtrace-gpu:}") ;;
+        esac
         [ -n "${BENCH_BUFFER_RECORDS:-}" ] && env_+=(RTRACE_BUFFER_RECORDS="$BENCH_BUFFER_RECORDS")
         ;;
-    profiler) cmd[3]=profiler ;;
+    profiler | cupti*)
+        [ "$w" = empty ] && { echo "fail mode" >>"$WORK/procs/$key"; FAILED=$((FAILED + 1)); return; }
+        cmd[3]=$m
+        env_=(CUPTI_ALONE_LIB="$CUPTI_ALONE")
+        ;;
+    *) echo "fail mode" >>"$WORK/procs/$key"; FAILED=$((FAILED + 1)); return ;;
     esac
     local left=$((BUDGET + 60 - SECONDS))
     [ "$left" -lt "$limit" ] && limit=$left
@@ -115,7 +147,7 @@ run_one() {
     rc=$?
     awk '$1 == "round" {print $2}' "$out.stdout" >>"$WORK/rounds/$key"
     awk '$1 == "ops" {print $2}' "$out.stdout" >>"$WORK/ops/$key"
-    awk '$1 == "profiler_kernels" {print $2}' "$out.stdout" >>"$WORK/prof/$key"
+    awk '$1 == "profiler_kernels" || $1 == "cupti_kernels" {print $2}' "$out.stdout" >>"$WORK/prof/$key"
     local med
     med=$(awk '$1 == "round" {print $2}' "$out.stdout" | sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "-"}')
     if [ "$rc" = 0 ]; then

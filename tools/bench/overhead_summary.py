@@ -6,7 +6,9 @@ WORK holds, per workload W and mode M (written by gpu_overhead.sh):
     rounds/W.M      one timed round's value per line (all processes of the mode)
     ops/W.M         operations issued, one line per process that finished
     procs/W.M       "ok" or "fail ..." per process started
-    prof/W.M        the profiler's kernel event count, one line per process (profiler mode)
+    prof/W.M        the profiler's kernel event count, one line per process (profiler mode), or
+                    the kernel records CUPTI alone delivered, warm-up included (cupti modes)
+    modes/W         the workload's modes, one per line
     traces/W.M.*.bin  rtrace traces (rtrace modes)
 API records and dropped records come from `RTRACE report --format json` over a mode's traces;
 kernel records are counted here, from the trace files' kernel chunks (kind 6, 112-byte records).
@@ -20,7 +22,6 @@ import sys
 
 MAGIC = b"RTRACE\0\x1a"
 CHUNK = 0x4B4E4843  # "CHNK"
-MODES = ["untraced", "rtrace-api", "rtrace-gpu", "profiler"]
 
 
 def lines(path):
@@ -110,17 +111,20 @@ def main():
     procs, rounds, launches, ops, matmuls, n = (int(a) for a in sys.argv[3:9])
     workloads = [
         ("empty", f"(a) empty kernels, CUDA runtime API, non-blocking stream: {launches} launches per round",
-         "us/launch", 3, MODES[:3]),
-        ("add", f"(b) PyTorch x.add_(1) on a 1-element CUDA tensor: {ops} ops per round", "us/op", 3, MODES),
-        ("matmul", f"(c) PyTorch bf16 matmul {n}x{n}: {matmuls} per round", "ms/matmul", 4, MODES),
+         "us/launch", 3),
+        ("add", f"(b) PyTorch x.add_(1) on a 1-element CUDA tensor: {ops} ops per round", "us/op", 3),
+        ("matmul", f"(c) PyTorch bf16 matmul {n}x{n}: {matmuls} per round", "ms/matmul", 4),
     ]
     print(f"GPU overhead benchmark: per mode up to {procs} processes x {rounds} timed rounds (after 1 warm-up "
           "round), modes alternating; median over all timed rounds of a mode")
     ratio_line = None
-    for w, title, unit, dg, modes in workloads:
+    for w, title, unit, dg in workloads:
+        modes = lines(os.path.join(work, "modes", w))
+        if not modes:
+            continue
         print()
         print(title)
-        hdr = (f"{'mode':<11} {'procs':>7} {'rounds':>6} {unit + ' med':>13} {'p25..p75':>17} {'added':>9} "
+        hdr = (f"{'mode':<18} {'procs':>7} {'rounds':>6} {unit + ' med':>13} {'p25..p75':>17} {'added':>9} "
                f"{'added%':>7} {'API recs':>10} {'kernels':>9} {'dropped':>8} {'ops issued':>10}")
         print(hdr)
         base = None
@@ -156,17 +160,21 @@ def main():
                                      f"the chunk reader {tc['kernels']}")
                     if tc["report_error"]:
                         notes.append(f"  {m}: {tc['report_error']} (counts from the chunk reader)")
-                    if m == "rtrace-gpu":
+                    if m.startswith("rtrace-gpu"):
                         notes.append(f"  {m}: {tc['files']} trace files; also {tc['copies']} memcpy and "
                                      f"{tc['sets']} memset records")
                     for msg, cnt in tc["notices"][:3]:
                         notes.append(f"  {m} notice (x{cnt}): {msg[:200]}")
-            elif m == "profiler":
+            elif m == "profiler" or m.startswith("cupti"):
                 pk = lines(os.path.join(work, "prof", key))
                 if pk:
-                    kern = str(sum(int(v) for v in pk if v.isdigit())) + "*"
-                    notes.append("  * profiler: kernel events the profiler itself reported (timed rounds only)")
-            print(f"{m:<11} {f'{ok}/{len(st)}':>7} {len(vals):>6} {fmt(med, dg):>13} {spread:>17} "
+                    mark = "*" if m == "profiler" else "**"
+                    kern = str(sum(int(v) for v in pk if v.isdigit())) + mark
+                    notes.append(f"  {mark} {m}: kernel events the profiler itself reported (timed rounds only)"
+                                 if m == "profiler" else
+                                 f"  {mark} {m}: CUPTI alone, no rtrace: kernel records it delivered (warm-up "
+                                 "included)")
+            print(f"{m:<18} {f'{ok}/{len(st)}':>7} {len(vals):>6} {fmt(med, dg):>13} {spread:>17} "
                   f"{('-' if m == 'untraced' else fmt(add, dg)):>9} "
                   f"{('-' if m == 'untraced' else fmt(pct, 1)):>7} {api:>10} {kern:>9} {drop:>8} {issued:>10}")
         for line in notes:
@@ -183,6 +191,9 @@ def main():
                 ratio_line = (f"(b) rtrace-gpu added / profiler added = {a:.3f} / {p:.3f} = {r:.2f} "
                               f"(goal <= 0.5: {'met' if r <= 0.5 else 'NOT met'})")
             print(ratio_line)
+            c = added.get("cupti:ts,cb,res")
+            if a is not None and c is not None:
+                print(f"(b) rtrace-gpu added beyond CUPTI alone (cupti:ts,cb,res) = {a:.3f} - {c:.3f} = {a - c:.3f} us/op")
     if ratio_line:
         print()
         print("goal " + ratio_line)

@@ -1,7 +1,9 @@
 """Workloads (b) and (c) of tools/bench/gpu_overhead.sh, one process per run.
 
-    python3 tools/bench/overhead_torch.py add    plain|profiler [OPS=20000] [ROUNDS=5]
-    python3 tools/bench/overhead_torch.py matmul plain|profiler [OPS=50] [ROUNDS=5] [N=8192]
+    python3 tools/bench/overhead_torch.py add    MODE [OPS=20000] [ROUNDS=5]
+    python3 tools/bench/overhead_torch.py matmul MODE [OPS=50] [ROUNDS=5] [N=8192]
+MODE: plain, profiler, or cupti[:OPTIONS] (CUPTI alone: tools/bench/cupti_alone.c, built as
+$CUPTI_ALONE_LIB, started with OPTIONS before the warm-up round).
 
 add:    x.add_(1) on a 1-element CUDA tensor (launch-bound), OPS per round, us per op.
 matmul: torch.mm of two N x N bf16 matrices into a preallocated output (GPU-bound), OPS per
@@ -9,12 +11,16 @@ matmul: torch.mm of two N x N bf16 matrices into a preallocated output (GPU-boun
 One warm-up round, then ROUNDS timed rounds; each round starts and ends with
 torch.cuda.synchronize(), and its time includes the final one. `profiler` runs the timed rounds
 inside torch.profiler.profile(activities=[ProfilerActivity.CUDA]); the profiler's start and stop
-are outside every round. Prints, for gpu_overhead.sh:
+are outside every round. `cupti` starts its CUPTI collection after the first CUDA call and
+flushes it after the last round. Prints, for gpu_overhead.sh:
     round <value>            one line per timed round
     ops <n>                  operations issued in all, warm-up included
     profiler_kernels <n>     (profiler mode) GPU kernel events the profiler reported
     profiler_stop_s <s>      (profiler mode) time the profiler took to stop and parse its records
+    cupti_kernels <n>        (cupti mode) kernel records CUPTI delivered, warm-up included
 """
+import ctypes
+import os
 import sys
 import time
 
@@ -23,9 +29,11 @@ from torch.profiler import ProfilerActivity, profile
 
 
 def main():
-    if len(sys.argv) < 3 or sys.argv[1] not in ("add", "matmul") or sys.argv[2] not in ("plain", "profiler"):
+    if len(sys.argv) < 3 or sys.argv[1] not in ("add", "matmul") or \
+            sys.argv[2].split(":")[0] not in ("plain", "profiler", "cupti"):
         sys.exit(__doc__)
     work, mode = sys.argv[1], sys.argv[2]
+    cupti = None
     ops = int(sys.argv[3]) if len(sys.argv) > 3 else (20000 if work == "add" else 50)
     rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 5
     n = int(sys.argv[5]) if len(sys.argv) > 5 else 8192
@@ -54,6 +62,14 @@ def main():
         torch.cuda.synchronize()
         return (time.perf_counter() - t0) / ops * scale
 
+    if mode.startswith("cupti"):
+        cupti = ctypes.CDLL(os.environ["CUPTI_ALONE_LIB"])
+        cupti.cupti_alone_stop.restype = ctypes.c_long
+        options = mode.split(":", 1)[1] if ":" in mode else ""
+        rc = cupti.cupti_alone_start(options.encode())
+        if rc != 0:
+            sys.exit(f"cupti_alone_start({options!r}) failed: {rc}")
+        mode = "plain"
     one_round()  # warm-up
     times = []
     if mode == "plain":
@@ -70,6 +86,8 @@ def main():
     for t in times:
         print(f"round {t:.4f}")
     print(f"ops {ops * (rounds + 1)}")
+    if cupti is not None:
+        print(f"cupti_kernels {cupti.cupti_alone_stop()}")
     if mode == "profiler":
         try:
             kernels = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)

@@ -73,6 +73,13 @@ pub struct ModuleRow {
     pub loaded_by: Option<String>,
     /// That call's correlation id.
     pub correlation: Option<u64>,
+    /// When its unload started (host clock), ns; `None` if the trace saw no unload.
+    pub unloaded_ns: Option<u64>,
+    /// The API function of the call that unloaded it (`cuModuleUnload`, `cuLibraryUnload`,
+    /// a context destroyed), when linked to one of the trace.
+    pub unloaded_by: Option<String>,
+    /// That call's correlation id.
+    pub unload_correlation: Option<u64>,
 }
 
 /// A function (kernel) of a loaded module.
@@ -179,6 +186,9 @@ pub fn resources(traces: &[Trace]) -> Resources {
         }
         for m in &t.modules {
             let (loaded_by, correlation) = call(m.flags, m.correlation);
+            let unload = t.module_unloads.iter().find(|u| u.module == m.module);
+            let (unloaded_by, unload_correlation) =
+                unload.map_or((None, None), |u| call(u.flags, u.correlation));
             let functions = t.gpu_functions.iter().filter(|f| f.module == m.module);
             r.modules.push(ModuleRow {
                 pid,
@@ -189,6 +199,9 @@ pub fn resources(traces: &[Trace]) -> Resources {
                 functions: functions.count() as u64,
                 loaded_by,
                 correlation,
+                unloaded_ns: unload.map(|u| u.timestamp_ns),
+                unloaded_by,
+                unload_correlation,
             });
         }
         let mut names: HashMap<u32, String> = HashMap::new();

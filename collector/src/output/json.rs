@@ -181,7 +181,8 @@ fn resources_key(out: &mut String, traces: &[Trace]) {
         let _ = write!(
             out,
             "{{\"pid\":{},\"context\":{},\"module\":{},\"cubin_size\":{},\
-             \"timestamp_ns\":{},\"functions\":{},\"loaded_by\":{},\"correlation\":{}}}",
+             \"timestamp_ns\":{},\"functions\":{},\"loaded_by\":{},\"correlation\":{},\
+             \"unloaded_ns\":{},\"unloaded_by\":{},\"unload_correlation\":{}}}",
             m.pid,
             m.context,
             m.module,
@@ -189,7 +190,10 @@ fn resources_key(out: &mut String, traces: &[Trace]) {
             m.timestamp_ns,
             m.functions,
             opt(m.loaded_by.as_deref().map(string)),
-            opt(m.correlation)
+            opt(m.correlation),
+            opt(m.unloaded_ns),
+            opt(m.unloaded_by.as_deref().map(string)),
+            opt(m.unload_correlation)
         );
     });
     out.push(',');

@@ -99,10 +99,12 @@ fn process(out: &mut String, t: &Trace) {
             (t.contexts.len(), "context", "contexts"),
             (t.streams.len(), "stream", "streams"),
             (t.modules.len(), "module", "modules"),
+            (t.module_unloads.len(), "module unload", "module unloads"),
             (t.gpu_functions.len(), "function", "functions"),
         ];
         let text: Vec<String> = counts
             .iter()
+            .filter(|&&(n, one, _)| n > 0 || one != "module unload")
             .map(|&(n, one, many)| format!("{n} {}", plural(n as u64, one, many)))
             .collect();
         field(out, "resource records", text.join(", "));
@@ -461,6 +463,7 @@ fn resources_section(out: &mut String, traces: &[Trace]) {
             "size",
             "functions",
             "loaded by",
+            "unloaded by",
         ];
         let rows: Vec<Vec<String>> = r
             .modules
@@ -474,13 +477,18 @@ fn resources_section(out: &mut String, traces: &[Trace]) {
                     human_bytes(m.cubin_size),
                     m.functions.to_string(),
                     m.loaded_by.clone().unwrap_or_else(|| "-".to_string()),
+                    match (&m.unloaded_by, m.unloaded_ns) {
+                        (Some(f), _) => f.clone(),
+                        (None, Some(_)) => "(unloaded)".to_string(),
+                        (None, None) => "-".to_string(),
+                    },
                 ]
             })
             .collect();
         columns(
             out,
             &headers,
-            &[Left, Right, Right, Right, Right, Left],
+            &[Left, Right, Right, Right, Right, Left, Left],
             &rows,
         );
         more(out, r.modules.len());

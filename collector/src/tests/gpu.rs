@@ -796,6 +796,12 @@ fn resource_sample() -> Builder {
         context: 1,
         flags: FLAG_CORRELATED as u8,
     };
+    let unload = ModuleRecord {
+        correlation: 4,
+        timestamp_ns: 4_010,
+        flags: (FLAG_CORRELATED | FLAG_UNLOADED) as u8,
+        ..module
+    };
     let function = |function, function_index, name| FunctionRecord {
         function,
         context: 1,
@@ -822,11 +828,17 @@ fn resource_sample() -> Builder {
             (0, "cuStreamCreateWithPriority"),
             (1, "cuModuleLoadData"),
             (2, "cuMemcpyPeerAsync"),
+            (3, "cuModuleUnload"),
         ])
         .records(
             5,
             0,
-            &[call(0, 1_000, 1), call(1, 2_000, 2), call(2, 3_000, 3)],
+            &[
+                call(0, 1_000, 1),
+                call(1, 2_000, 2),
+                call(2, 3_000, 3),
+                call(3, 4_000, 4),
+            ],
         )
         .kernel_names(&[(0, "_Z4stepPfi"), (1, "gemm")])
         .chunk(ChunkKind::DeviceInfo, 0, 0, &encode_value(&device))
@@ -835,7 +847,10 @@ fn resource_sample() -> Builder {
             ChunkKind::Streams,
             bytes(streams.iter().map(|s| s.to_bytes().to_vec()).collect()),
         )
-        .resource_chunk(ChunkKind::Modules, module.to_bytes().to_vec())
+        .resource_chunk(
+            ChunkKind::Modules,
+            [module.to_bytes(), unload.to_bytes()].concat(),
+        )
         .resource_chunk(
             ChunkKind::Functions,
             bytes(vec![
@@ -850,7 +865,9 @@ fn resource_sample() -> Builder {
 fn resources_are_loaded_and_summarised() {
     let t = read(&resource_sample().bytes);
     assert_eq!((t.unknown_chunks, t.bad_chunks.len()), (0, 0));
-    assert_eq!(t.resource_records(), 6);
+    assert_eq!(t.resource_records(), 7);
+    assert_eq!(t.modules.len(), 1);
+    assert_eq!(t.module_unloads.len(), 1);
     // A peer copy is a copy too.
     assert_eq!(t.peer_copies.len(), 1);
     assert_eq!(t.memcpys, vec![t.peer_copies[0].copy]);
@@ -901,7 +918,8 @@ fn resources_are_loaded_and_summarised() {
         "],\n",
         "\"modules\":[\n",
         "  {\"pid\":77,\"context\":1,\"module\":23,\"cubin_size\":6584,\"timestamp_ns\":2010,",
-        "\"functions\":2,\"loaded_by\":\"cuModuleLoadData\",\"correlation\":2}\n",
+        "\"functions\":2,\"loaded_by\":\"cuModuleLoadData\",\"correlation\":2,",
+        "\"unloaded_ns\":4010,\"unloaded_by\":\"cuModuleUnload\",\"unload_correlation\":4}\n",
         "],\n",
         "\"functions\":[\n",
         "  {\"pid\":77,\"context\":1,\"module\":23,\"function\":1,\"index\":12,",
@@ -915,7 +933,7 @@ fn resources_are_loaded_and_summarised() {
     assert!(
         table.contains(
             "  GPU records        0 kernels, 1 copy, 0 memsets\n  \
-             resource records   1 context, 2 streams, 1 module, 2 functions\n"
+             resource records   1 context, 2 streams, 1 module, 1 module unload, 2 functions\n"
         ),
         "{table}"
     );
@@ -934,8 +952,8 @@ process  context  stream  flag          priority  created by
 77             1       7  null                 0  -
 77             1      13  non-blocking        -5  cuStreamCreateWithPriority
 Modules
-process  context  module    size  functions  loaded by
-77             1      23  6.6 kB          2  cuModuleLoadData
+process  context  module    size  functions  loaded by         unloaded by
+77             1      23  6.6 kB          2  cuModuleLoadData  cuModuleUnload
 Functions
 function           process  context  module  index
 step(float*, int)       77        1      23     12

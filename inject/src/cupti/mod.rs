@@ -41,12 +41,12 @@ use crate::{clock, diag, interpose, lifecycle};
 use rtrace_format::{
     ChunkKind, ContextRecord, CopyKind, FunctionRecord, KernelRecord, MemcpyRecord, MemoryKind,
     MemoryOperation, MemoryPoolType, MemoryRecord, MemsetRecord, ModuleRecord, PeerCopyRecord,
-    StreamFlag, StreamRecord, SyncKind, SyncRecord, FLAG_CORRELATED, FLAG_IN_GRAPH,
+    StreamFlag, StreamRecord, SyncKind, SyncRecord, FLAG_CORRELATED, FLAG_IN_GRAPH, FLAG_UNLOADED,
 };
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::os::unix::ffi::OsStrExt;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Mutex, Once, OnceLock};
 
 /// Size of one CUPTI buffer, in 8-byte words (4 MiB).
@@ -78,6 +78,11 @@ type UnsubscribeFn = unsafe extern "C" fn(*mut c_void) -> i32;
 type EnableCallbackFn = unsafe extern "C" fn(u32, *mut c_void, u32, u32) -> i32;
 type CallbackNameFn = unsafe extern "C" fn(u32, u32, *mut *const c_char) -> i32;
 type ContextIdFn = unsafe extern "C" fn(*mut c_void, *mut u32) -> i32;
+type SetAttributeFn = unsafe extern "C" fn(u32, *mut usize, *mut c_void) -> i32;
+
+/// `CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER` (cupti_activity.h, a `uint8_t`): the client
+/// hands CUPTI zeroed buffers, so CUPTI does not zero each new one on the program's thread.
+const ATTR_ZEROED_OUT_ACTIVITY_BUFFER: u32 = 5;
 
 /// The CUPTI entry points rtrace uses.
 #[cfg_attr(test, allow(dead_code))]
@@ -96,6 +101,8 @@ struct Api {
     callback_name: CallbackNameFn,
     /// `cuptiGetContextId`, for the context of a loaded module.
     context_id: ContextIdFn,
+    /// `cuptiActivitySetAttribute`, if this CUPTI has it.
+    set_attribute: Option<SetAttributeFn>,
 }
 
 // SAFETY: plain function pointers into libcupti, callable from any thread.
@@ -116,6 +123,9 @@ static ENABLE: Once = Once::new();
 static FULL: Mutex<Vec<(Buffer, usize, bool)>> = Mutex::new(Vec::new());
 /// Empty buffers for CUPTI to fill.
 static POOL: Mutex<Vec<Buffer>> = Mutex::new(Vec::new());
+/// Buffers handed to CUPTI are zeroed by rtrace (new ones are; the worker zeroes used ones
+/// before they go back to the pool), and CUPTI was told so.
+static ZEROED: AtomicBool = AtomicBool::new(false);
 /// Records CUPTI reported as dropped.
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// Status lines for the trace (GPU activity on, or why it is off), taken by the worker.
@@ -216,6 +226,9 @@ fn load() -> Result<Api, String> {
                 c"cuptiGetCallbackName",
             )?),
             context_id: std::mem::transmute::<*mut c_void, ContextIdFn>(sym(c"cuptiGetContextId")?),
+            set_attribute: sym(c"cuptiActivitySetAttribute")
+                .ok()
+                .map(|p| std::mem::transmute::<*mut c_void, SetAttributeFn>(p)),
         })
     }
 }
@@ -314,6 +327,20 @@ fn enable_now() {
             "GPU activity off: cuptiActivityRegisterTimestampCallback: {}",
             describe(api, rc)
         ));
+    }
+    // Every buffer rtrace hands CUPTI is zero already: CUPTI need not zero 4 MiB on the
+    // program's thread each time it takes one. Without it, CUPTI zeroes them itself.
+    if let Some(set) = api.set_attribute {
+        let (mut size, mut on) = (1usize, 1u8);
+        // SAFETY: a uint8_t attribute, with its size.
+        let rc = unsafe {
+            set(
+                ATTR_ZEROED_OUT_ACTIVITY_BUFFER,
+                &mut size,
+                &mut on as *mut u8 as *mut c_void,
+            )
+        };
+        ZEROED.store(rc == 0, Ordering::Release);
     }
     // SAFETY: as above.
     let rc = unsafe { (api.register_callbacks)(request, complete) };
@@ -523,18 +550,25 @@ fn subscribe(api: &Api, kinds: crate::config::GpuKinds) -> Result<Subscribed, St
         }
     }
     let modules = kinds.resources.then(|| {
-        let cbid = layout::CUPTI_CBID_RESOURCE_MODULE_LOADED;
-        // SAFETY: plain CUPTI call on our subscriber.
-        match unsafe { (api.enable_callback)(1, sub, CB_DOMAIN_RESOURCE, cbid) } {
-            0 => {
-                share::mark_ours(CB_DOMAIN_RESOURCE, cbid);
-                Ok(())
+        for (cbid, name) in [
+            (layout::CUPTI_CBID_RESOURCE_MODULE_LOADED, "MODULE_LOADED"),
+            (
+                layout::CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING,
+                "MODULE_UNLOAD_STARTING",
+            ),
+        ] {
+            // SAFETY: plain CUPTI call on our subscriber.
+            match unsafe { (api.enable_callback)(1, sub, CB_DOMAIN_RESOURCE, cbid) } {
+                0 => share::mark_ours(CB_DOMAIN_RESOURCE, cbid),
+                rc => {
+                    return Err(format!(
+                        "cuptiEnableCallback({name}): {}",
+                        describe(api, rc)
+                    ))
+                }
             }
-            rc => Err(format!(
-                "cuptiEnableCallback(MODULE_LOADED): {}",
-                describe(api, rc)
-            )),
         }
+        Ok(())
     });
     Ok(Subscribed {
         functions: enabled,
@@ -543,8 +577,8 @@ fn subscribe(api: &Api, kinds: crate::config::GpuKinds) -> Result<Subscribed, St
 }
 
 /// CUPTI's callback: at the entry of a GPU-work call, link CUPTI's correlation id to
-/// rtrace's for the call in progress (no allocation, no lock); a module loaded goes to
-/// [`on_module`]; then the program's own callback, if it enabled this one.
+/// rtrace's for the call in progress (no allocation, no lock); a module loaded or about to be
+/// unloaded goes to [`on_module`]; then the program's own callback, if it enabled this one.
 extern "C" fn on_api(user: *mut c_void, domain: u32, cbid: u32, data: *const u8) {
     if share::ours(domain, cbid) {
         our_callback(user, domain, cbid, data);
@@ -557,9 +591,12 @@ fn our_callback(_user: *mut c_void, domain: u32, cbid: u32, data: *const u8) {
         return;
     }
     if domain == CB_DOMAIN_RESOURCE {
-        if cbid == layout::CUPTI_CBID_RESOURCE_MODULE_LOADED {
-            let _ = std::panic::catch_unwind(|| on_module(data));
-        }
+        let unloading = match cbid {
+            layout::CUPTI_CBID_RESOURCE_MODULE_LOADED => false,
+            layout::CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING => true,
+            _ => return,
+        };
+        let _ = std::panic::catch_unwind(|| on_module(data, unloading));
         return;
     }
     if domain != CB_DOMAIN_DRIVER_API {
@@ -577,9 +614,10 @@ fn our_callback(_user: *mut c_void, domain: u32, cbid: u32, data: *const u8) {
     }
 }
 
-/// A module loaded (inside the loading call, on its thread): kept for the worker, with the
-/// call's correlation id. Rare, so it may lock and allocate.
-fn on_module(data: *const u8) {
+/// A module loaded, or about to be unloaded (inside the loading or unloading call, on its
+/// thread): kept for the worker, with the call's correlation id. Rare, so it may lock and
+/// allocate.
+fn on_module(data: *const u8, unloading: bool) {
     use layout::{module_resource_data as m, resource_data as r};
     // SAFETY: `data` is CUPTI's CUpti_ResourceData for a module-loaded callback; its
     // descriptor, if not NULL, is a CUpti_ModuleResourceData.
@@ -607,17 +645,17 @@ fn on_module(data: *const u8) {
         }
     }
     let correlation = crate::hook::current_correlation();
+    let mut flags = if correlation != 0 { FLAG_CORRELATED } else { 0 };
+    if unloading {
+        flags |= FLAG_UNLOADED;
+    }
     let rec = ModuleRecord {
         correlation,
         timestamp_ns: clock::now_ns(),
         cubin_size,
         module,
         context: context_id,
-        flags: if correlation != 0 {
-            FLAG_CORRELATED as u8
-        } else {
-            0
-        },
+        flags: flags as u8,
     };
     if let Ok(mut m) = MODULES.lock() {
         m.push(rec);
@@ -707,6 +745,10 @@ pub fn drain_into(sink: &mut Sink) {
             share::with_map(|map| convert(api, &mut buf, valid, sink, Some(map)));
         } else {
             convert(api, &mut buf, valid, sink, None);
+        }
+        // Zeroed before the lock: `request`, on the program's threads, takes it.
+        if ZEROED.load(Ordering::Acquire) {
+            buf.fill(0);
         }
         if let Ok(mut pool) = POOL.lock() {
             if pool.len() < POOL_MAX {

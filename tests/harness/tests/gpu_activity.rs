@@ -5,7 +5,8 @@
 
 use rtrace_format::{
     ContextRecord, CopyKind, DeviceInfo, FunctionRecord, MemoryKind, MemoryOperation,
-    MemoryPoolType, StreamFlag, StreamRecord, SyncKind, FLAG_CORRELATED, ID_NONE,
+    MemoryPoolType, ModuleRecord, StreamFlag, StreamRecord, SyncKind, FLAG_CORRELATED,
+    FLAG_UNLOADED, ID_NONE,
 };
 use rtrace_tests::*;
 
@@ -346,6 +347,29 @@ fn contexts_streams_modules_and_functions_are_recorded_and_linked() {
         .unwrap()
         .1;
     assert!(load.start_ns <= m.timestamp_ns && m.timestamp_ns <= load.end_ns);
+
+    // Its unload, by cuModuleUnload at the end of the program, inside that call.
+    assert_eq!(t.module_unloads.len(), 1, "{:?}", t.module_unloads);
+    let u = t.module_unloads[0];
+    assert_eq!(
+        u,
+        ModuleRecord {
+            correlation: u.correlation,
+            timestamp_ns: u.timestamp_ns,
+            // The simulated CUPTI passes no image with an unload.
+            cubin_size: 0,
+            module: m.module,
+            context,
+            flags: (FLAG_CORRELATED | FLAG_UNLOADED) as u8,
+        }
+    );
+    assert_eq!(api[&u.correlation], "cuModuleUnload");
+    let unload = records(&t)
+        .into_iter()
+        .find(|(_, a)| a.correlation == u.correlation)
+        .unwrap()
+        .1;
+    assert!(unload.start_ns <= u.timestamp_ns && u.timestamp_ns <= unload.end_ns);
 
     // Its four kernels, in image order, with the names the kernel records use.
     let functions: Vec<_> = t

@@ -230,6 +230,20 @@ pub fn report_module(
     });
 }
 
+/// Reports a module about to be unloaded from the context at `place` (device, context id).
+pub fn report_module_unload(place: (u32, u32), module_id: u32) {
+    if !wants_op() {
+        return;
+    }
+    let mut op = SimOp::zeroed(SIMOP_MODULE_UNLOAD);
+    (op.device, op.context_id) = place;
+    op.stream_id = SIM_ID_NONE;
+    op.event_id = SIM_ID_NONE;
+    op.context = context_handle(place.1);
+    op.module_id = module_id;
+    set_op(op, None);
+}
+
 /// At the end of a call that `begin` said to report: tells the subscriber.
 pub fn end(name: &CStr, result: u32) {
     let Some(pending) = PENDING.try_with(|p| p.borrow_mut().take()).ok().flatten() else {

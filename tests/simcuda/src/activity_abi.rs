@@ -59,6 +59,8 @@ pub const SIMOP_CONTEXT: u32 = 7;
 pub const SIMOP_STREAM: u32 = 8;
 /// `SimOp::kind`: a module loaded (`cuModuleLoadData`), with its functions.
 pub const SIMOP_MODULE: u32 = 9;
+/// `SimOp::kind`: a module about to be unloaded (`cuModuleUnload`): `module_id`, `context`.
+pub const SIMOP_MODULE_UNLOAD: u32 = 10;
 
 /// `SimOp::stream_id` / `SimOp::event_id` when there is none (CUPTI's
 /// `CUPTI_SYNCHRONIZATION_INVALID_VALUE`, `CUPTI_INVALID_STREAM_ID`).

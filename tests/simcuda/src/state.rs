@@ -740,11 +740,12 @@ impl State {
             .collect()
     }
 
-    pub fn unload_module(&mut self, h: usize) -> Result<(), CUresult> {
+    /// Unloads the module with handle `h`; returns the context it was loaded into.
+    pub fn unload_module(&mut self, h: usize) -> Result<Id, CUresult> {
         let id = decode(Kind::Module, h).ok_or(CUDA_ERROR_INVALID_HANDLE)?;
-        self.modules.remove(&id).ok_or(CUDA_ERROR_INVALID_HANDLE)?;
+        let module = self.modules.remove(&id).ok_or(CUDA_ERROR_INVALID_HANDLE)?;
         self.functions.retain(|_, f| f.module != id);
-        Ok(())
+        Ok(module.ctx)
     }
 
     pub fn get_function(&self, module: usize, name: &[u8]) -> Result<Id, CUresult> {

@@ -160,6 +160,47 @@ pub unsafe extern "C" fn cuptiActivityGetNumDroppedRecords(
     })
 }
 
+/// `CUpti_ActivityAttribute` values whose value is a `size_t`, and those whose value is a
+/// `uint8_t` (cupti_activity.h, CUPTI 13.0); 3, 4 and 7 are "not supported starting with CUDA
+/// 12.3".
+const SIZE_T_ATTRIBUTES: [u32; 5] = [0, 1, 2, 6, 10];
+const U8_ATTRIBUTES: [u32; 3] = [5, 8, 9];
+/// `CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER`.
+const ZEROED_OUT_ACTIVITY_BUFFER: u32 = 5;
+
+#[no_mangle]
+pub unsafe extern "C" fn cuptiActivitySetAttribute(
+    attribute: u32,
+    valueSize: *mut usize,
+    value: *mut c_void,
+) -> u32 {
+    call(|| {
+        if valueSize.is_null() || value.is_null() {
+            return CUPTI_ERROR_INVALID_PARAMETER;
+        }
+        // SAFETY: checked non-NULL.
+        let size = unsafe { valueSize.read_unaligned() };
+        let want = if SIZE_T_ATTRIBUTES.contains(&attribute) {
+            std::mem::size_of::<usize>()
+        } else if U8_ATTRIBUTES.contains(&attribute) {
+            1
+        } else if [3, 4, 7].contains(&attribute) {
+            return CUPTI_ERROR_NOT_SUPPORTED;
+        } else {
+            return CUPTI_ERROR_INVALID_PARAMETER;
+        };
+        if size != want {
+            return CUPTI_ERROR_PARAMETER_SIZE_NOT_SUFFICIENT;
+        }
+        if attribute == ZEROED_OUT_ACTIVITY_BUFFER {
+            // SAFETY: a uint8_t, checked non-NULL.
+            let on = unsafe { (value as *const u8).read() } != 0;
+            state::CLIENT_ZEROES.store(on, Ordering::Relaxed);
+        }
+        CUPTI_SUCCESS
+    })
+}
+
 fn external_kind_ok(kind: u32) -> bool {
     kind > CUPTI_EXTERNAL_CORRELATION_KIND_INVALID && kind < CUPTI_EXTERNAL_CORRELATION_KIND_SIZE
 }
@@ -378,7 +419,7 @@ pub unsafe extern "C" fn cuptiUnsubscribe(subscriber: *mut c_void) -> u32 {
 }
 
 /// Only the driver API and resource domains have callbacks here (of the resource domain, only
-/// `MODULE_LOADED` is ever called); enabling another valid domain's callbacks succeeds and does
+/// `MODULE_LOADED` and `MODULE_UNLOAD_STARTING` are ever called); enabling another valid domain's callbacks succeeds and does
 /// nothing.
 #[no_mangle]
 pub unsafe extern "C" fn cuptiEnableCallback(

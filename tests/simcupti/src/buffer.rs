@@ -46,13 +46,16 @@ pub struct Buffer {
 unsafe impl Send for Buffer {}
 
 impl Buffer {
-    /// Takes over the client's buffer: zeroes it, as CUPTI does.
+    /// Takes over the client's buffer: zeroes it, as CUPTI does unless the client said it hands
+    /// over zeroed buffers (`CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER`).
     ///
     /// # Safety
     /// `ptr` must be valid for writes of `size` bytes until the buffer is completed.
-    pub unsafe fn new(ptr: *mut u8, size: usize, max_records: usize) -> Buffer {
-        // SAFETY: the caller's contract.
-        unsafe { std::ptr::write_bytes(ptr, 0, size) };
+    pub unsafe fn new(ptr: *mut u8, size: usize, max_records: usize, zero: bool) -> Buffer {
+        if zero {
+            // SAFETY: the caller's contract.
+            unsafe { std::ptr::write_bytes(ptr, 0, size) };
+        }
         Buffer {
             ptr,
             size,
@@ -251,7 +254,7 @@ mod tests {
     fn buffer_fills_and_respects_max_records() {
         let mut mem = vec![0u64; 64]; // 512 bytes, aligned
                                       // SAFETY: `mem` outlives the buffer.
-        let mut buf = unsafe { Buffer::new(mem.as_mut_ptr().cast(), 512, 0) };
+        let mut buf = unsafe { Buffer::new(mem.as_mut_ptr().cast(), 512, 0, true) };
         let k = record(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, kernel10::SIZE);
         assert!(buf.fits(k.len()));
         buf.append(&k, Some((CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 100)));
@@ -263,7 +266,7 @@ mod tests {
         assert!(buf.complete(300));
         let mut mem2 = vec![0u64; 64];
         // SAFETY: as above.
-        let mut small = unsafe { Buffer::new(mem2.as_mut_ptr().cast(), 512, 1) };
+        let mut small = unsafe { Buffer::new(mem2.as_mut_ptr().cast(), 512, 1, true) };
         small.append(&record(CUPTI_ACTIVITY_KIND_DRIVER, api::SIZE), None);
         assert!(small.at_max());
         assert!(!small.fits(api::SIZE));

@@ -137,6 +137,9 @@ pub struct State {
     next_function_id: u32,
 }
 
+/// The client hands over zeroed buffers (`CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER`).
+pub static CLIENT_ZEROES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 static STATE: Locked<State> = Locked::new(State {
     request: None,
     complete: None,
@@ -364,8 +367,9 @@ impl State {
         if ptr.is_null() || size == 0 {
             return false;
         }
+        let zero = !CLIENT_ZEROES.load(std::sync::atomic::Ordering::Relaxed);
         // SAFETY: the client handed over `size` bytes at `ptr` until we complete the buffer.
-        self.current = Some(unsafe { Buffer::new(ptr, size, max) });
+        self.current = Some(unsafe { Buffer::new(ptr, size, max, zero) });
         true
     }
 
@@ -582,8 +586,10 @@ struct ResourceData([u8; resource_data::SIZE]);
 #[repr(C, align(8))]
 struct ModuleResourceData([u8; module_resource_data::SIZE]);
 
-/// Calls the subscriber's callback for a module loaded (`CUPTI_CBID_RESOURCE_MODULE_LOADED`).
-fn module_loaded(cb: (CallbackFn, usize), op: &SimOp) {
+/// Calls the subscriber's callback for a module loaded (`CUPTI_CBID_RESOURCE_MODULE_LOADED`) or
+/// about to be unloaded (`CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING`, `cbid`): the module's id,
+/// and, for a load, its image.
+fn module_callback(cb: (CallbackFn, usize), cbid: u32, op: &SimOp) {
     use crate::layout::{module_resource_data as m, resource_data as r};
     let put = |b: &mut [u8], at: usize, len: usize, v: u64| {
         b[at..at + len].copy_from_slice(&v.to_le_bytes()[..len]);
@@ -601,7 +607,9 @@ fn module_loaded(cb: (CallbackFn, usize), op: &SimOp) {
         m::CUBIN_SIZE_LEN,
         op.image_size,
     );
-    put(&mut module.0, m::P_CUBIN, m::P_CUBIN_LEN, op.image as u64);
+    if op.kind == SIMOP_MODULE {
+        put(&mut module.0, m::P_CUBIN, m::P_CUBIN_LEN, op.image as u64);
+    }
     let mut data = ResourceData([0; r::SIZE]);
     put(&mut data.0, r::CONTEXT, r::CONTEXT_LEN, op.context as u64);
     let descriptor = module.0.as_ptr() as u64;
@@ -616,7 +624,7 @@ fn module_loaded(cb: (CallbackFn, usize), op: &SimOp) {
         (cb.0)(
             cb.1 as *mut c_void,
             CUPTI_CB_DOMAIN_RESOURCE,
-            CUPTI_CBID_RESOURCE_MODULE_LOADED,
+            cbid,
             data.0.as_ptr().cast(),
         )
     });
@@ -749,15 +757,20 @@ unsafe extern "C" fn on_sim_call(call: *const SimCall) -> u32 {
                 .ok()
                 .flatten();
             // The records first (CUPTI writes a GPU record during the call), then a module's
-            // resource callback, then the driver callback.
+            // resource callback (loaded, or unload starting), then the driver callback.
             // SAFETY: simcuda's op is valid during the callback.
             let op = unsafe { call.op.as_ref() };
             let (cb, loaded) = with(|st| {
                 st.record_call(call, name);
                 deliver(st, false, false);
-                let loaded = op
-                    .filter(|op| op.kind == SIMOP_MODULE)
-                    .and_then(|_| resource_callback(st, CUPTI_CBID_RESOURCE_MODULE_LOADED));
+                let loaded = op.and_then(|op| {
+                    let cbid = match op.kind {
+                        SIMOP_MODULE => CUPTI_CBID_RESOURCE_MODULE_LOADED,
+                        SIMOP_MODULE_UNLOAD => CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING,
+                        _ => return None,
+                    };
+                    resource_callback(st, cbid).map(|cb| (cb, cbid))
+                });
                 let cb = match (&st.subscriber, cbid) {
                     (Some(s), Some(c)) if s.driver.get(c as usize) == Some(&true) => {
                         Some((s.callback, s.userdata))
@@ -766,8 +779,8 @@ unsafe extern "C" fn on_sim_call(call: *const SimCall) -> u32 {
                 };
                 (cb, loaded)
             });
-            if let (Some(loaded), Some(op)) = (loaded, op) {
-                module_loaded(loaded, op);
+            if let (Some((cb, cbid)), Some(op)) = (loaded, op) {
+                module_callback(cb, cbid, op);
             }
             if let (Some(cb), Some(cbid)) = (cb, cbid) {
                 let p = slot

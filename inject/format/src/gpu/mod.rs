@@ -52,6 +52,9 @@ impl LeMut<'_> {
 pub const FLAG_IN_GRAPH: u32 = 1;
 /// Record flag: `correlation` links the record to an API record of the trace.
 pub const FLAG_CORRELATED: u32 = 2;
+/// Module record flag: the record is the module's unload (its `timestamp_ns` is when the
+/// unload started; `correlation` names the unloading call), not its load.
+pub const FLAG_UNLOADED: u32 = 4;
 
 mod memory;
 mod resources;

@@ -137,14 +137,14 @@ impl StreamRecord {
     }
 }
 
-/// One module as it is loaded (CUPTI's module resource callback; `CUpti_ActivityModule`'s
-/// fields).
+/// One module as it is loaded, or, with `FLAG_UNLOADED`, as it is unloaded (CUPTI's module
+/// resource callbacks; `CUpti_ActivityModule`'s fields).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ModuleRecord {
     /// rtrace correlation id of the API record that loaded it (valid with
-    /// `FLAG_CORRELATED`): `cuModuleLoad*`, `cuLibraryLoad*`, ...
+    /// `FLAG_CORRELATED`): `cuModuleLoad*`, `cuLibraryLoad*`, ...; or that unloaded it.
     pub correlation: u64,
-    /// When it was loaded (host clock), ns.
+    /// When it was loaded, or its unload started (host clock), ns.
     pub timestamp_ns: u64,
     /// Size of its image (cubin) in bytes.
     pub cubin_size: u64,

@@ -9,7 +9,7 @@ use crate::config;
 use crate::entry::locked;
 use crate::errors::*;
 use crate::module::{self, Builtin};
-use crate::state::{handle, Kind, State};
+use crate::state::{decode, handle, Kind, State};
 use crate::types::*;
 
 /// `CU_FUNC_ATTRIBUTE_MAX` of CUDA 13.0.
@@ -226,7 +226,13 @@ api! {
     fn cuModuleUnload(hmod: CUmodule) {
         locked(|st, _| {
             st.require_init()?;
-            st.unload_module(h(hmod))
+            let id = decode(Kind::Module, h(hmod)).unwrap_or(0);
+            let ctx = st.unload_module(h(hmod))?;
+            if activity::wants_op() {
+                let device = st.context_device(ctx)? as u32;
+                activity::report_module_unload((device, ctx as u32), id as u32);
+            }
+            Ok(())
         })
     }
 

@@ -1,0 +1,147 @@
+/* CUPTI alone, as a reference for tools/bench/gpu_overhead.sh: the activity collection rtrace
+ * asks CUPTI for, made by a minimal client with no API records, so that the benchmark shows
+ * how much of rtrace's cost is CUPTI's own.
+ *
+ *   gcc -O2 -shared -fPIC -I$CUDA_HOME/include -o cupti_alone.so tools/bench/cupti_alone.c -ldl
+ *
+ * int cupti_alone_start(const char *options): options, comma-separated:
+ *   (none)  kernels (CONCURRENT_KERNEL), copies (MEMCPY) and memsets (MEMSET)
+ *   ts      a timestamp callback on CLOCK_MONOTONIC, as rtrace registers
+ *   cb      a subscriber with an API-enter callback on the driver functions rtrace links
+ *           (names starting cuLaunch (not cuLaunchHostFunc), cuMemcpy, cuMemset,
+ *           cuGraphLaunch, and the stream and context creators), reading the correlation id
+ *   res     also MEMCPY2 (peer copies), CONTEXT, STREAM and FUNCTION records and the
+ *           module-loaded resource callback (with cb)
+ * Returns 0, or the first failing CUPTI result (a message goes to stderr).
+ * long cupti_alone_stop(void): flushes CUPTI and returns the kernel records received.
+ * CUPTI is the process's own libcupti.so.13 if loaded (PyTorch loads it), else
+ * $CUPTI_ALONE_LIBRARY, else libcupti.so.13 from the library path. */
+#define _GNU_SOURCE
+#include <cupti.h>
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void *lib;
+static atomic_long kernels;
+static atomic_ulong last_correlation;
+
+static void *sym(const char *name) {
+    void *p = dlsym(lib, name);
+    if (!p) fprintf(stderr, "cupti_alone: CUPTI lacks %s\n", name);
+    return p;
+}
+
+#define CALL(ret, name, args, ...)                                                              \
+    do {                                                                                        \
+        CUptiResult(*f_) args = (CUptiResult(*) args)sym(#name);                                \
+        if (!f_) return -1;                                                                     \
+        CUptiResult r_ = f_(__VA_ARGS__);                                                       \
+        if (r_ != CUPTI_SUCCESS) {                                                              \
+            fprintf(stderr, "cupti_alone: %s -> %d\n", #name, (int)r_);                         \
+            if (ret) return (int)r_;                                                            \
+        }                                                                                       \
+    } while (0)
+
+static void CUPTIAPI request(uint8_t **buf, size_t *size, size_t *max) {
+    *size = 4 << 20;
+    *buf = aligned_alloc(8, *size);
+    *max = 0;
+}
+
+static void CUPTIAPI complete(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid) {
+    (void)ctx, (void)stream, (void)size;
+    CUptiResult (*next)(uint8_t *, size_t, CUpti_Activity **) =
+        (CUptiResult(*)(uint8_t *, size_t, CUpti_Activity **))dlsym(lib, "cuptiActivityGetNextRecord");
+    CUpti_Activity *rec = NULL;
+    while (next && next(buf, valid, &rec) == CUPTI_SUCCESS)
+        if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) atomic_fetch_add(&kernels, 1);
+    free(buf);
+}
+
+static uint64_t CUPTIAPI now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void CUPTIAPI on_api(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data) {
+    (void)user, (void)cbid;
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+        const CUpti_CallbackData *d = data;
+        if (d->callbackSite == CUPTI_API_ENTER) atomic_store_explicit(&last_correlation, d->correlationId, memory_order_relaxed);
+    }
+}
+
+static int starts(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
+
+static int linked(const char *name) {
+    if (starts(name, "cuLaunchHostFunc")) return 0;
+    return starts(name, "cuLaunch") || starts(name, "cuMemcpy") || starts(name, "cuMemset") ||
+           starts(name, "cuGraphLaunch") || starts(name, "cuStreamCreate") || starts(name, "cuCtxCreate") ||
+           starts(name, "cuDevicePrimaryCtxRetain") || starts(name, "cuGreenCtxCreate") ||
+           starts(name, "cuGreenCtxStreamCreate");
+}
+
+static int has(const char *options, const char *word) {
+    size_t n = strlen(word);
+    for (const char *p = options; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, word, n) == 0) return 1;
+        p = e ? e + 1 : NULL;
+    }
+    return 0;
+}
+
+int cupti_alone_start(const char *options) {
+    lib = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+    if (!lib && getenv("CUPTI_ALONE_LIBRARY")) lib = dlopen(getenv("CUPTI_ALONE_LIBRARY"), RTLD_NOW);
+    if (!lib) lib = dlopen("libcupti.so.13", RTLD_NOW);
+    if (!lib) {
+        fprintf(stderr, "cupti_alone: no libcupti.so.13: %s\n", dlerror());
+        return -1;
+    }
+    int res = has(options, "res");
+    if (has(options, "ts")) CALL(1, cuptiActivityRegisterTimestampCallback, (CUpti_TimestampCallbackFunc), now_ns);
+    CALL(1, cuptiActivityRegisterCallbacks, (CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc),
+         request, complete);
+    CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                  CUPTI_ACTIVITY_KIND_MEMSET,          CUPTI_ACTIVITY_KIND_MEMCPY2,
+                                  CUPTI_ACTIVITY_KIND_CONTEXT,         CUPTI_ACTIVITY_KIND_STREAM,
+                                  CUPTI_ACTIVITY_KIND_FUNCTION};
+    for (int i = 0; i < (res ? 7 : 3); i++) CALL(1, cuptiActivityEnable, (CUpti_ActivityKind), kinds[i]);
+    if (has(options, "cb")) {
+        CUpti_SubscriberHandle sub;
+        CALL(1, cuptiSubscribe, (CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *), &sub,
+             (CUpti_CallbackFunc)on_api, NULL);
+        CUptiResult (*name_of)(CUpti_CallbackDomain, CUpti_CallbackId, const char **) =
+            (CUptiResult(*)(CUpti_CallbackDomain, CUpti_CallbackId, const char **))sym("cuptiGetCallbackName");
+        if (!name_of) return -1;
+        int n = 0;
+        for (CUpti_CallbackId id = 1; id < 4096; id++) {
+            const char *name = NULL;
+            if (name_of(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) != CUPTI_SUCCESS || !name || !linked(name)) continue;
+            CALL(0, cuptiEnableCallback, (uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId),
+                 1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
+            n++;
+        }
+        if (res)
+            CALL(1, cuptiEnableCallback, (uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId), 1,
+                 sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED);
+        fprintf(stderr, "cupti_alone: callbacks on %d driver functions\n", n);
+    }
+    return 0;
+}
+
+long cupti_alone_stop(void) {
+    if (lib) {
+        CUptiResult (*flush)(uint32_t) = (CUptiResult(*)(uint32_t))sym("cuptiActivityFlushAll");
+        if (flush) flush(1);
+    }
+    return atomic_load(&kernels);
+}
