@@ -1,9 +1,10 @@
 /* cupti_dump: a CUPTI activity client loaded by the driver (CUDA_INJECTION64_PATH), as a
  * profiler of the program's own would be. It gives CUPTI its own clock (the TSC, as the PyTorch
- * profiler does), records kernel, memcpy and memset records, and at exit writes one line per
- * record to $CUPTI_DUMP_OUTPUT:
+ * profiler does), records kernel, memcpy, peer-to-peer memcpy and memset records, and at exit
+ * writes one line per record to $CUPTI_DUMP_OUTPUT:
  *   K <corr> <start> <end> <gx> <gy> <gz> <bx> <by> <bz> <graph> <name>
  *   C <corr> <start> <end> <bytes> <copyKind>
+ *   P <corr> <start> <end> <bytes> <copyKind> <srcDevice> <dstDevice>
  *   S <corr> <start> <end> <bytes>
  * (times in TSC ticks). Under rtrace it is the program's CUPTI client that rtrace shares CUPTI
  * with; tests/gpu/cupti_match.py compares its records with rtrace's. */
@@ -39,6 +40,11 @@ static void CUPTIAPI completed(CUcontext ctx, uint32_t stream, uint8_t *buf, siz
             CUpti_ActivityMemcpy6 *m = (CUpti_ActivityMemcpy6 *)r;
             fprintf(out, "C %u %llu %llu %llu %u\n", m->correlationId, (unsigned long long)m->start,
                     (unsigned long long)m->end, (unsigned long long)m->bytes, m->copyKind);
+        } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY2) {
+            CUpti_ActivityMemcpyPtoP4 *m = (CUpti_ActivityMemcpyPtoP4 *)r;
+            fprintf(out, "P %u %llu %llu %llu %u %u %u\n", m->correlationId, (unsigned long long)m->start,
+                    (unsigned long long)m->end, (unsigned long long)m->bytes, m->copyKind, m->srcDeviceId,
+                    m->dstDeviceId);
         } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
             CUpti_ActivityMemset4 *m = (CUpti_ActivityMemset4 *)r;
             fprintf(out, "S %u %llu %llu %llu\n", m->correlationId, (unsigned long long)m->start,
@@ -65,6 +71,7 @@ int InitializeInjection(void) {
         cuptiActivityRegisterCallbacks(requested, completed) != CUPTI_SUCCESS ||
         cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS ||
         cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY) != CUPTI_SUCCESS ||
+        cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY2) != CUPTI_SUCCESS ||
         cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET) != CUPTI_SUCCESS) {
         fprintf(stderr, "cupti_dump: CUPTI refused\n");
         return 0;

@@ -31,6 +31,9 @@ def read_dump(path):
                                     graph=int(p[10]), name=" ".join(p[11:])))
             elif p[0] == "C":
                 copies.append(dict(corr=int(p[1]), start=int(p[2]), end=int(p[3]), bytes=int(p[4])))
+            elif p[0] == "P":
+                copies.append(dict(corr=int(p[1]), start=int(p[2]), end=int(p[3]), bytes=int(p[4]),
+                                   src_device=int(p[6]), dst_device=int(p[7])))
             elif p[0] == "S":
                 sets.append(dict(corr=int(p[1]), start=int(p[2]), end=int(p[3]), bytes=int(p[4])))
     return kernels, copies, sets
@@ -117,6 +120,10 @@ def main():
                         and tuple(m["block"]) == r["block"])
             else:
                 same = r["bytes"] in (-1, m["bytes"])
+                # A peer copy: the same devices on both sides.
+                if "src_device" in r:
+                    same = same and (m.get("src_device"), m.get("dst_device")) == (r["src_device"],
+                                                                                   r["dst_device"])
             if not same:
                 bad.append((k, m.get("name", m.get("bytes")), r.get("name", r.get("bytes"))))
             if m["start"] and r["start"] and m["end"] > m["start"]:

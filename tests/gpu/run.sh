@@ -520,6 +520,39 @@ step_shared() {
 }
 
 # ---------------------------------------------------------------------------
+# Peer-to-peer copies between two GPUs (tests/gpu/peer_sample.cu): rtrace's peer copy records
+# against what the sample issued, and against an injected CUPTI client's from the same run.
+# Skipped (and said) on a machine with one GPU.
+step_peer() {
+    section "peer-to-peer copies between two GPUs"
+    local gpus
+    gpus=$(bounded 30 nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    if [ "${gpus:-0}" -lt 2 ]; then
+        log "SKIPPED: ${gpus:-0} GPU(s) here; peer copies need 2"
+        return
+    fi
+    if ! bounded 120 "$CUDA_HOME/bin/nvcc" -O2 -o "$BIN/peer_sample" tests/gpu/peer_sample.cu -lcuda \
+        >"$WORK/build-peer.log" 2>&1; then
+        fail peer.build "nvcc failed"
+        tail_of "$WORK/build-peer.log" 10
+        return
+    fi
+    local -a inject=()
+    [ -e "$BIN/cupti_dump.so" ] && inject=(CUDA_INJECTION64_PATH="$BIN/cupti_dump.so" CUPTI_DUMP_OUTPUT="$WORK/peer-dump.txt")
+    local line
+    line=$(bounded 60 env RTRACE_GPU_ACTIVITY=1 RTRACE_OUTPUT="$WORK/rtrace-peer-%p.bin" "${inject[@]}" \
+        LD_PRELOAD="$LIBRTRACE" "$BIN/peer_sample" 2>"$WORK/peer.err" | tail -n 1)
+    log "sample: $line"
+    tail_of "$WORK/peer.err" 5
+    checks_from "$(python3 tests/gpu/peer_check.py "$line" "$WORK"/rtrace-peer-*.bin 2>&1)"
+    if [ -s "$WORK/peer-dump.txt" ]; then
+        match_checks peer dump "$WORK/peer-dump.txt" "$WORK"/rtrace-peer-*.bin
+    else
+        fail peer.cupti "no CUPTI client dump to compare with"
+    fi
+}
+
+# ---------------------------------------------------------------------------
 main() {
     log "rtrace GPU proof: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
     step_environment
@@ -537,6 +570,7 @@ main() {
     step_profiler
     step_activity
     step_shared
+    step_peer
     if [ -x "$BIN/vector_add" ]; then
         step_record vector_add_shared 60 "$BIN/vector_add"
     else

@@ -11,7 +11,8 @@ MAGIC = b"RTRACE\0\x1a"
 
 
 def read_gpu(path):
-    """Kernel, memcpy and memset records: dicts with the fields of docs/format.md."""
+    """Kernel, memcpy and memset records: dicts with the fields of docs/format.md. Peer copies
+    (chunk kind 17) are copies too, with src_device, src_context, dst_device, dst_context."""
     with open(path, "rb") as f:
         data = f.read()
     if data[:8] != MAGIC:
@@ -41,12 +42,16 @@ def read_gpu(path):
                                     block=f[13:16], cluster=f[16:19], dyn_smem=f[19],
                                     static_smem=f[20], registers=f[21], local_mem=f[22],
                                     flags=f[23]))
-        elif kind in (7, 8):
-            for at in range(0, len(payload), 64):
+        elif kind in (7, 8, 17):
+            size = 80 if kind == 17 else 64
+            for at in range(0, len(payload), size):
                 f = struct.unpack_from("<QQQQIIII", payload, at)
                 rec = dict(correlation=f[0], start=f[1], end=f[2], bytes=f[3],
                            source_correlation=f[4], device=f[5], context=f[6], stream=f[7])
-                if kind == 7:
+                if kind == 17:
+                    (rec["src_device"], rec["src_context"], rec["dst_device"],
+                     rec["dst_context"]) = struct.unpack_from("<IIII", payload, at + 64)
+                if kind in (7, 17):
                     rec["kind"] = payload[at + 48]
                     rec["flags"] = payload[at + 51]
                     copies.append(rec)
