@@ -64,7 +64,7 @@ fn run(process: &'static Process) {
             Drain::Busy
         };
         if mode == Drain::Periodic {
-            crate::cupti::flush(false);
+            crate::cupti::flush_if_idle();
         }
         let ok = process.with_consumer(Duration::from_millis(50), |sink| {
             let drained = drain(process, sink, mode);

@@ -191,6 +191,9 @@ def main():
                 ratio_line = (f"(b) rtrace-gpu added / profiler added = {a:.3f} / {p:.3f} = {r:.2f} "
                               f"(goal <= 0.5: {'met' if r <= 0.5 else 'NOT met'})")
             print(ratio_line)
+            b = added.get("rtrace-gpu-b")
+            if b is not None and p:
+                print(f"(b) rtrace-gpu-b (LIB_B) added / profiler added = {b:.3f} / {p:.3f} = {b / p:.2f}")
             c = added.get("cupti:ts,cb,res")
             if a is not None and c is not None:
                 print(f"(b) rtrace-gpu added beyond CUPTI alone (cupti:ts,cb,res) = {a:.3f} - {c:.3f} = {a - c:.3f} us/op")

@@ -126,6 +126,9 @@ static POOL: Mutex<Vec<Buffer>> = Mutex::new(Vec::new());
 /// Buffers handed to CUPTI are zeroed by rtrace (new ones are; the worker zeroes used ones
 /// before they go back to the pool), and CUPTI was told so.
 static ZEROED: AtomicBool = AtomicBool::new(false);
+/// Buffers CUPTI has handed back so far, and their count at the last [`flush_if_idle`].
+static COMPLETED: AtomicU64 = AtomicU64::new(0);
+static COMPLETED_AT_LAST_LOOK: AtomicU64 = AtomicU64::new(0);
 /// Records CUPTI reported as dropped.
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// Status lines for the trace (GPU activity on, or why it is off), taken by the worker.
@@ -287,6 +290,7 @@ extern "C" fn complete(ctx: *mut c_void, stream: u32, buf: *mut u8, _size: usize
     if let Ok(mut f) = FULL.lock() {
         f.push((b, valid, program_clock));
     }
+    COMPLETED.fetch_add(1, Ordering::Release);
 }
 
 /// Enables GPU activity once, after the program's first successful `cuInit`.
@@ -669,6 +673,19 @@ static ENABLED_BY: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::
 fn in_enabling_process() -> bool {
     // SAFETY: getpid has no preconditions.
     ENABLED_BY.load(Ordering::Acquire) == unsafe { libc::getpid() } as u32
+}
+
+/// The worker's periodic flush: asks CUPTI for its buffers only when it handed back none since
+/// the last look. A program making GPU work fast fills buffers, which CUPTI hands back by
+/// itself, and is spared the flush, which takes CUPTI's locks while the program launches
+/// (docs/benchmarks.md); a slower one gets its records within a flush period.
+pub fn flush_if_idle() {
+    let completed = COMPLETED.load(Ordering::Acquire);
+    if COMPLETED_AT_LAST_LOOK.swap(completed, Ordering::AcqRel) == completed {
+        flush(false);
+        // Buffers this flush handed back are not the program filling them.
+        COMPLETED_AT_LAST_LOOK.store(COMPLETED.load(Ordering::Acquire), Ordering::Release);
+    }
 }
 
 /// Asks CUPTI to hand over its buffers (`force`: also records still being written).
