@@ -1,8 +1,9 @@
 //! GPU activity (kernels, memory copies, memsets, allocations and frees, host synchronizations,
 //! and the contexts, streams, modules and functions they use) through CUPTI's Activity API,
-//! loaded at run time. Opt-in (`RTRACE_GPU_ACTIVITY=1`): it adds about 1 µs per launch (see
-//! docs/benchmarks.md). CUPTI 13.0 serves one activity client per process: a program that is a
-//! CUPTI client itself (the PyTorch profiler) is served as a second one by rtrace (`share.rs`).
+//! loaded at run time. Opt-in (`RTRACE_GPU_ACTIVITY=1`): it adds 0.75–0.84 µs per launch on an
+//! H200, most of it CUPTI's own (see docs/benchmarks.md). CUPTI 13.0 serves one activity
+//! client per process: a program that is a CUPTI client itself (the PyTorch profiler) is
+//! served as a second one by rtrace (`share.rs`).
 //! Allocation and synchronization records are optional: if CUPTI refuses them, the rest stays
 //! on and a notice says so.
 //!
@@ -11,9 +12,11 @@
 //!   program itself calls CUPTI first. CUPTI timestamps are put
 //!   on rtrace's clock (`cuptiActivityRegisterTimestampCallback` → `CLOCK_MONOTONIC`).
 //! - CUPTI fills buffers from a small recycled pool and hands full ones back through
-//!   [`complete`], which only queues them. The worker flushes CUPTI every drain period and turns
-//!   queued buffers into kernel/memcpy/memset/memory/sync/resource chunks ([`drain_into`]).
-//! - Modules come from CUPTI's resource callback (`CUPTI_CBID_RESOURCE_MODULE_LOADED`) on
+//!   [`complete`], which only queues them. Every flush period the worker turns queued buffers
+//!   into kernel/memcpy/memset/memory/sync/resource chunks ([`drain_into`]), and flushes CUPTI
+//!   only if it handed back no buffer since the last period ([`flush_if_idle`]).
+//! - Modules come from CUPTI's resource callbacks (`CUPTI_CBID_RESOURCE_MODULE_LOADED`,
+//!   `..._MODULE_UNLOAD_STARTING`) on
 //!   rtrace's subscriber, inside the loading call: CUPTI 13.0 refuses the MODULE activity kind
 //!   (`CUPTI_ERROR_INVALID_KIND`); functions and contexts come as activity records.
 //! - At exit, an `atexit` handler registered when CUPTI was enabled flushes CUPTI and converts
