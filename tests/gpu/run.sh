@@ -465,6 +465,18 @@ step_activity() {
     local out
     out=$(python3 tests/gpu/activity_check.py "$line" "$WORK"/rtrace-activity-*.bin 2>&1)
     checks_from "$out"
+    # Modules: the driver-API sample loads one (cuModuleLoadData) and unloads it.
+    if [ -x "$BIN/driver_api" ]; then
+        bounded 60 env RTRACE_GPU_ACTIVITY=1 RTRACE_OUTPUT="$WORK/rtrace-modules-%p.bin" \
+            LD_PRELOAD="$LIBRTRACE" "$BIN/driver_api" >/dev/null 2>"$WORK/modules.err"
+        local modules
+        modules=$(bounded 60 "$RTRACE" report --format json "$WORK"/rtrace-modules-*.bin 2>"$WORK/modules-report.err" |
+            python3 -c 'import json, sys
+m = json.load(sys.stdin)["resources"]["modules"]
+print(" ".join("%s->%s:%s" % (x["loaded_by"], x["unloaded_by"], x["functions"]) for x in m))' 2>&1)
+        check activity.module-unload "modules (loaded by -> unloaded by: functions): $modules" \
+            test "$modules" = "cuModuleLoadData->cuModuleUnload:2"
+    fi
 }
 
 # Runs tests/gpu/cupti_match.py with ARGS... and records its PASS/FAIL lines as checks.
