@@ -78,6 +78,45 @@ pub struct RecordArgs {
     pub command: Vec<OsString>,
 }
 
+/// What `rtrace report` and `rtrace export` keep of the traces (docs/cli.md, "Filters").
+#[derive(Debug, Default, Args)]
+pub struct FilterArgs {
+    /// Keep records that start at or after TIME, counted from the earliest process start
+    /// among the inputs (2, 1.5s, 250ms, 30us, 1500ns; a bare number is seconds).
+    #[arg(long, value_name = "TIME", value_parser = crate::filter::parse_time)]
+    pub from: Option<u64>,
+    /// Keep records that start before TIME (as --from).
+    #[arg(long, value_name = "TIME", value_parser = crate::filter::parse_time)]
+    pub to: Option<u64>,
+    /// Keep only the traces of process PID (repeat or list: --pid 1,2).
+    #[arg(long, value_name = "PID", value_delimiter = ',')]
+    pub pid: Vec<u32>,
+    /// Keep only GPU records on device N (repeat or list); API records stay.
+    #[arg(long, value_name = "N", value_delimiter = ',')]
+    pub device: Vec<u32>,
+    /// Keep only GPU records on stream ID (CUPTI's stream id, as the report shows it; repeat
+    /// or list); API records stay.
+    #[arg(long, value_name = "ID", value_delimiter = ',')]
+    pub stream: Vec<u32>,
+    /// Keep only kernels whose demangled or mangled name matches REGEX (unanchored; e.g.
+    /// 'gemm|conv', '^void at::native'); copies and memsets stay.
+    #[arg(long, value_name = "REGEX", value_parser = crate::filter::parse_regex)]
+    pub kernel: Option<regex::Regex>,
+}
+
+impl FilterArgs {
+    pub fn filter(&self) -> crate::filter::Filter {
+        crate::filter::Filter {
+            from_ns: self.from,
+            to_ns: self.to,
+            pids: self.pid.clone(),
+            devices: self.device.clone(),
+            streams: self.stream.clone(),
+            kernel: self.kernel.clone(),
+        }
+    }
+}
+
 /// Options of `rtrace report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -88,6 +127,8 @@ pub struct ReportArgs {
     /// The table `--format csv` prints [default: api]; only with `--format csv`.
     #[arg(long, value_enum, value_name = "SECTION")]
     pub section: Option<Section>,
+    #[command(flatten)]
+    pub filter: FilterArgs,
     /// Trace files, or directories: every *.bin trace directly in one is read,
     /// in name order.
     #[arg(value_name = "FILE", required = true)]
@@ -105,6 +146,8 @@ pub struct ExportArgs {
     /// standard output; `-` is standard output.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub filter: FilterArgs,
     /// Trace files, or directories: every *.bin trace directly in one is read,
     /// in name order. One process each in the output.
     #[arg(value_name = "TRACE", required = true)]
@@ -143,13 +186,21 @@ fn run_report(args: &ReportArgs) -> u8 {
         );
         return 2;
     }
-    let loaded = match load_inputs(&args.files) {
+    let mut loaded = match load_inputs(&args.files) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("rtrace: {e}");
             return 2;
         }
     };
+    let filter = args.filter.filter();
+    if !filter.is_empty() {
+        if let Err(e) = crate::filter::apply_all(&filter, &mut loaded.traces) {
+            eprintln!("rtrace: {e}");
+            return 2;
+        }
+        eprintln!("rtrace: filter: {filter}");
+    }
     let report = render_report_section(
         &loaded.traces,
         args.format,
@@ -193,7 +244,7 @@ fn run_report(args: &ReportArgs) -> u8 {
 }
 
 fn run_export(args: &ExportArgs) -> u8 {
-    use crate::export::{expand_inputs, export_files, ExportFormat};
+    use crate::export::{expand_inputs, export_filtered, ExportFormat};
     use std::io::IsTerminal;
     let output = args
         .output
@@ -216,7 +267,30 @@ fn run_export(args: &ExportArgs) -> u8 {
     for line in &inputs.skipped {
         eprintln!("warning: {line}");
     }
-    match export_files(&inputs.files, args.format, output) {
+    let filter = args.filter.filter();
+    if !filter.is_empty() {
+        if !filter.pids.is_empty() {
+            match crate::filter::process_starts(&inputs.files) {
+                Ok(starts) if !starts.iter().any(|&(pid, _)| filter.keeps_process(pid)) => {
+                    let all: Vec<String> = starts.iter().map(|(p, _)| p.to_string()).collect();
+                    let asked: Vec<String> = filter.pids.iter().map(u32::to_string).collect();
+                    eprintln!(
+                        "rtrace: no trace of process {} among the inputs (their processes: {})",
+                        asked.join(", "),
+                        all.join(", ")
+                    );
+                    return 2;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    eprintln!("rtrace: {e}");
+                    return 2;
+                }
+            }
+        }
+        eprintln!("rtrace: filter: {filter}");
+    }
+    match export_filtered(&inputs.files, args.format, output, &filter) {
         Ok(outcome) => {
             for line in &outcome.warnings {
                 eprintln!("warning: {line}");

@@ -8,6 +8,8 @@
 //!   launch-to-start latency ([`kernel_summary`], [`memcpy_summary`],
 //!   [`memset_summary`], [`utilisation`], [`launch_latency`]);
 //! - [`demangle`]: kernel names for display;
+//! - [`filter`]: what a report or export keeps (time window, processes, devices, streams,
+//!   kernel names);
 //! - [`output`]: the report as a table, CSV or JSON ([`render_report`]);
 //! - [`export`]: traces as timelines for Perfetto or Chrome's trace viewer;
 //! - [`record`]: running a program with librtrace.so preloaded;
@@ -27,6 +29,7 @@
 pub mod cli;
 pub mod demangle;
 pub mod export;
+pub mod filter;
 pub mod gpu_summary;
 pub mod model;
 pub mod occupancy;

@@ -175,6 +175,46 @@ const RUNS: &[Run] = &[
     ),
     // The directory: every fixture, in name order, API statistics merged.
     run(&["report", "--format", "csv", "."], "all.csv"),
+    // Filters: a kernel-name regex on one device, a time window, processes.
+    run(
+        &[
+            "report",
+            "--format",
+            "csv",
+            "--section",
+            "kernels",
+            "--kernel",
+            "vecadd",
+            "--device",
+            "0",
+            "gpu.bin",
+        ],
+        "gpu.filtered-kernels.csv",
+    ),
+    run(
+        &[
+            "report", "--format", "json", "--from", "1ms", "--to", "2.5ms", "gpu.bin",
+        ],
+        "gpu.window.json",
+    ),
+    run(
+        &[
+            "export", "--format", "chrome", "--stream", "13", "--pid", "4200", "gpu.bin",
+        ],
+        "gpu.stream.chrome.json",
+    ),
+    Run {
+        args: &["report", "--pid", "1", "gpu.bin"],
+        stdout: None,
+    },
+    Run {
+        args: &["export", "--format", "chrome", "--pid", "1", "gpu.bin"],
+        stdout: None,
+    },
+    Run {
+        args: &["report", "--kernel", "(", "gpu.bin"],
+        stdout: None,
+    },
     Run {
         args: &["report", "missing.bin"],
         stdout: None,

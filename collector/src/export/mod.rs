@@ -278,10 +278,21 @@ pub fn export_files(
     format: ExportFormat,
     output: Option<&Path>,
 ) -> Result<Outcome, ExportError> {
+    export_filtered(files, format, output, &crate::filter::Filter::default())
+}
+
+/// [`export_files`], keeping what `filter` keeps (its window relative to the earliest
+/// process start among `files`, read from their headers first).
+pub fn export_filtered(
+    files: &[PathBuf],
+    format: ExportFormat,
+    output: Option<&Path>,
+    filter: &crate::filter::Filter,
+) -> Result<Outcome, ExportError> {
     match output {
         None => {
             let stdout = io::stdout().lock();
-            let mut outcome = write_all(files, format, stdout, None)?;
+            let mut outcome = write_all(files, format, stdout, None, filter)?;
             size_warning(format, None, &mut outcome);
             Ok(outcome)
         }
@@ -292,7 +303,7 @@ pub fn export_files(
                 error,
             };
             let file = File::create(&tmp).map_err(werr)?;
-            let result = write_all(files, format, file, Some(path)).and_then(|outcome| {
+            let result = write_all(files, format, file, Some(path), filter).and_then(|outcome| {
                 std::fs::rename(&tmp, path).map_err(werr)?;
                 Ok(outcome)
             });
@@ -315,6 +326,7 @@ fn write_all<W: Write>(
     format: ExportFormat,
     out: W,
     path: Option<&Path>,
+    filter: &crate::filter::Filter,
 ) -> Result<Outcome, ExportError> {
     let werr = |error| ExportError::Write {
         path: path.map(Path::to_path_buf),
@@ -322,8 +334,18 @@ fn write_all<W: Write>(
     };
     let mut outcome = Outcome::default();
     let mut w = Writer::new(format, out);
+    let base = if filter.is_empty() {
+        0
+    } else {
+        let starts = crate::filter::process_starts(files).map_err(ExportError::Load)?;
+        crate::filter::earliest_start(starts.iter().map(|&(_, s)| s))
+    };
     for file in files {
-        let trace = load_trace(file).map_err(ExportError::Load)?;
+        let mut trace = load_trace(file).map_err(ExportError::Load)?;
+        if !filter.keeps_process(trace.header.pid) {
+            continue;
+        }
+        filter.apply(&mut trace, base);
         w.write_trace(&trace).map_err(werr)?;
         outcome.warnings.extend(trace_warnings(&trace));
     }

@@ -965,3 +965,84 @@ gemm                    77        1      23     11
     let plain = render_report(&[read(&gpu_sample().bytes)], Format::Table);
     assert!(!plain.contains("Resources"), "{plain}");
 }
+
+/// Filters keep exactly the records asked for: the window is relative to the process start
+/// (1_000 ns here); devices, streams and kernel names apply to GPU records only.
+#[test]
+fn filters_keep_the_window_devices_streams_and_kernels_asked_for() {
+    use crate::filter::{apply_all, parse_regex, Filter};
+    let starts = |t: &crate::model::Trace| -> (Vec<u64>, Vec<u64>, Vec<u64>, Vec<u64>) {
+        let mut api: Vec<u64> = t
+            .threads
+            .values()
+            .flat_map(|th| th.records.iter().map(|r| r.start_ns))
+            .collect();
+        api.sort_unstable();
+        (
+            api,
+            t.kernels.iter().map(|k| k.start_ns).collect(),
+            t.memcpys.iter().map(|c| c.start_ns).collect(),
+            t.memsets.iter().map(|m| m.start_ns).collect(),
+        )
+    };
+    let filtered = |f: Filter| {
+        let mut traces = vec![read(&gpu_sample().bytes)];
+        apply_all(&f, &mut traces).unwrap();
+        starts(&traces[0])
+    };
+    // [1_200, 2_100) after the start: records starting at 2_200 ..= 3_099.
+    assert_eq!(
+        filtered(Filter {
+            from_ns: Some(1_200),
+            to_ns: Some(2_100),
+            ..Default::default()
+        }),
+        (
+            vec![2_200, 2_300, 2_400, 2_500],
+            vec![3_000, 3_000],
+            vec![],
+            vec![]
+        )
+    );
+    // Device 1: its kernels and copy; API records all stay.
+    let (api, kernels, copies, sets) = filtered(Filter {
+        devices: vec![1],
+        ..Default::default()
+    });
+    assert_eq!(api.len(), 7);
+    assert_eq!(
+        (kernels, copies, sets),
+        (vec![3_000, 3_200], vec![3_300], vec![])
+    );
+    // Stream 7 (device 0).
+    let (_, kernels, copies, sets) = filtered(Filter {
+        streams: vec![7],
+        ..Default::default()
+    });
+    assert_eq!(
+        (kernels, copies, sets),
+        (vec![3_000, 3_800], vec![1_500, 6_100], vec![6_000])
+    );
+    // Kernels by demangled name (fill(float*, int)) or mangled name; copies stay.
+    for re in ["^fill\\(", "_Z4fill"] {
+        let (_, kernels, copies, _) = filtered(Filter {
+            kernel: Some(parse_regex(re).unwrap()),
+            ..Default::default()
+        });
+        assert_eq!((kernels, copies.len()), (vec![4_500], 3), "{re}");
+    }
+    // Processes: another pid is an error naming the inputs' processes.
+    let mut traces = vec![read(&gpu_sample().bytes)];
+    let err = apply_all(
+        &Filter {
+            pids: vec![99],
+            ..Default::default()
+        },
+        &mut traces,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        "no trace of process 99 among the inputs (their processes: 1234)"
+    );
+}

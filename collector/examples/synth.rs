@@ -1,0 +1,228 @@
+//! Writes a synthetic rtrace trace of a given size, shaped like a launch-bound program's:
+//! several threads, each making launch iterations of three driver calls (`cuCtxGetDevice_v2`,
+//! `cuLaunchKernel`, and every fourth iteration `cuMemcpyHtoDAsync_v2`), each launch giving a
+//! kernel record and each copy a memcpy record on the thread's stream, linked by correlation
+//! id. Chunks are sized as librtrace.so writes them (64K API records, 16K GPU records).
+//! Used by tools/bench/collector_scale.sh.
+//!
+//!     cargo run --release -p rtrace-collector --example synth -- OUT RECORDS [THREADS] [PID]
+//!
+//! RECORDS counts API and GPU records together (the file has at least that many).
+use rtrace_format::*;
+use std::io::{BufWriter, Write};
+
+const API_CHUNK: usize = 65_536;
+const GPU_CHUNK: usize = 16_384;
+
+struct Thread {
+    tid: u64,
+    now: u64,
+    gpu_free: u64,
+    iteration: u64,
+    api: Vec<u8>,
+    api_count: usize,
+    seq: u64,
+}
+
+fn chunk(out: &mut impl Write, kind: ChunkKind, thread: u64, seq: u64, payload: &[u8]) {
+    let h = ChunkHeader::new(kind, thread, seq, 0, payload);
+    out.write_all(&h.encode()).expect("write");
+    out.write_all(payload).expect("write");
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.len() < 2 {
+        eprintln!("usage: synth OUT RECORDS [THREADS=8] [PID=4242]");
+        std::process::exit(2);
+    }
+    let records: u64 = args[1].parse().expect("RECORDS: a number");
+    let threads: u64 = args
+        .get(2)
+        .map_or(8, |s| s.parse().expect("THREADS: a number"));
+    let pid: u32 = args
+        .get(3)
+        .map_or(4242, |s| s.parse().expect("PID: a number"));
+    let file = std::fs::File::create(&args[0]).expect("create OUT");
+    let mut out = BufWriter::with_capacity(1 << 20, file);
+    let t0 = 1_000_000_000_000u64;
+    let header = ProcessHeader {
+        pid,
+        ppid: 1,
+        command_line: vec!["synth".into(), records.to_string()],
+        executable: "/usr/bin/synth".into(),
+        hostname: "synth-host".into(),
+        boot_id: "00000000-0000-0000-0000-000000000000".into(),
+        writer_version: "synth".into(),
+        start: ClockAnchor {
+            monotonic_ns: t0,
+            realtime_ns: 1_700_000_000_000_000_000,
+        },
+        clock: "CLOCK_MONOTONIC".into(),
+        ..Default::default()
+    };
+    out.write_all(&encode_file_header(&header)).expect("write");
+    let names = [
+        (0u32, "cuCtxGetDevice_v2"),
+        (1, "cuLaunchKernel"),
+        (2, "cuMemcpyHtoDAsync_v2"),
+    ];
+    chunk(
+        &mut out,
+        ChunkKind::FunctionNames,
+        0,
+        0,
+        &encode_function_names(names),
+    );
+    let kernels = [
+        (0u32, "_Z9vectorAddPKfS0_Pfi"),
+        (1, "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_"),
+        (2, "gemm_bf16_128x128"),
+    ];
+    chunk(
+        &mut out,
+        ChunkKind::KernelNames,
+        0,
+        0,
+        &encode_function_names(kernels),
+    );
+    let mut ts: Vec<Thread> = (0..threads)
+        .map(|i| Thread {
+            tid: u64::from(pid) * 100 + i,
+            now: t0 + i * 137,
+            gpu_free: t0,
+            iteration: 0,
+            api: Vec::with_capacity(API_CHUNK * ApiRecord::SIZE),
+            api_count: 0,
+            seq: 0,
+        })
+        .collect();
+    for t in &ts {
+        let info = ThreadInfo {
+            tid: t.tid,
+            name: format!("worker-{}", t.tid % 100),
+        };
+        chunk(
+            &mut out,
+            ChunkKind::ThreadInfo,
+            t.tid,
+            0,
+            &encode_value(&info),
+        );
+    }
+    let (mut kbuf, mut mbuf) = (Vec::new(), Vec::new());
+    let (mut kn, mut mn) = (0usize, 0usize);
+    let mut written = 0u64;
+    let mut correlation = 1u64;
+    let mut total_api = 0u64;
+    let mut i = 0usize;
+    while written < records {
+        let t = &mut ts[i % threads as usize];
+        i += 1;
+        let stream = 13 + (t.tid % 100) as u32;
+        let mut api =
+            |t: &mut Thread, function: u32, dur: u64, out: &mut BufWriter<std::fs::File>| {
+                let rec = ApiRecord {
+                    function,
+                    result: 0,
+                    start_ns: t.now,
+                    end_ns: t.now + dur,
+                    correlation,
+                };
+                correlation += 1;
+                t.now += dur + 40;
+                rec.write_to(&mut t.api);
+                t.api_count += 1;
+                if t.api_count == API_CHUNK {
+                    chunk(out, ChunkKind::ApiRecords, t.tid, t.seq, &t.api);
+                    t.seq += 1;
+                    t.api.clear();
+                    t.api_count = 0;
+                }
+                rec
+            };
+        api(t, 0, 25, &mut out);
+        let launch = api(t, 1, 2_500 + (t.iteration % 7) * 100, &mut out);
+        let start = (launch.start_ns + 6_000).max(t.gpu_free);
+        let kernel = (t.iteration % 3) as u32;
+        let k = KernelRecord {
+            correlation: launch.correlation,
+            start_ns: start,
+            end_ns: start + 1_500 + u64::from(kernel) * 20_000,
+            source_correlation: launch.correlation as u32,
+            name: kernel,
+            device: (t.tid % 2) as u32,
+            context: 1,
+            stream,
+            grid: [128, 1, 1],
+            block: [256, 1, 1],
+            registers_per_thread: 32,
+            flags: FLAG_CORRELATED,
+            ..Default::default()
+        };
+        t.gpu_free = k.end_ns;
+        kbuf.extend_from_slice(&k.to_bytes());
+        kn += 1;
+        written += 3;
+        if t.iteration % 4 == 0 {
+            let copy = api(t, 2, 3_000, &mut out);
+            let start = (copy.start_ns + 2_000).max(t.gpu_free);
+            let m = MemcpyRecord {
+                correlation: copy.correlation,
+                start_ns: start,
+                end_ns: start + 4_000,
+                bytes: 1 << 20,
+                source_correlation: copy.correlation as u32,
+                device: k.device,
+                context: 1,
+                stream,
+                kind: CopyKind::HtoD,
+                src_kind: MemoryKind::Pinned,
+                dst_kind: MemoryKind::Device,
+                flags: FLAG_CORRELATED as u8,
+                ..Default::default()
+            };
+            t.gpu_free = m.end_ns;
+            mbuf.extend_from_slice(&m.to_bytes());
+            mn += 1;
+            written += 2;
+        }
+        t.iteration += 1;
+        t.now += 200;
+        if kn == GPU_CHUNK {
+            chunk(&mut out, ChunkKind::Kernels, 0, 0, &kbuf);
+            kbuf.clear();
+            kn = 0;
+        }
+        if mn == GPU_CHUNK {
+            chunk(&mut out, ChunkKind::Memcpys, 0, 0, &mbuf);
+            mbuf.clear();
+            mn = 0;
+        }
+    }
+    for t in &mut ts {
+        total_api += t.seq * API_CHUNK as u64 + t.api_count as u64;
+        if t.api_count > 0 {
+            chunk(&mut out, ChunkKind::ApiRecords, t.tid, t.seq, &t.api);
+        }
+    }
+    if kn > 0 {
+        chunk(&mut out, ChunkKind::Kernels, 0, 0, &kbuf);
+    }
+    if mn > 0 {
+        chunk(&mut out, ChunkKind::Memcpys, 0, 0, &mbuf);
+    }
+    let end = ProcessEnd {
+        end: ClockAnchor {
+            monotonic_ns: ts.iter().map(|t| t.now).max().unwrap_or(t0),
+            realtime_ns: 1_700_000_001_000_000_000,
+        },
+        reason: "exit".into(),
+        records: total_api,
+        threads,
+        ..Default::default()
+    };
+    chunk(&mut out, ChunkKind::ProcessEnd, 0, 0, &encode_value(&end));
+    out.flush().expect("write");
+    println!("{written} records ({total_api} API) in {}", args[0]);
+}

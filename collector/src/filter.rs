@@ -1,0 +1,281 @@
+//! What `rtrace report` and `rtrace export` keep of the traces they read: a time window,
+//! processes, devices, streams and a kernel-name regular expression.
+//!
+//! - The window is relative to the earliest process start among the inputs (their start
+//!   anchors): a record is kept when it starts at or after `from` and before `to`. API records,
+//!   kernels, copies, memsets, allocations and frees, and synchronizations are windowed;
+//!   resources (contexts, streams, modules, functions) and devices are kept.
+//! - Processes: only the traces of these process ids.
+//! - Devices and streams: GPU records (kernels, copies, memsets; allocations and frees by
+//!   device; synchronizations by stream) on those; API records stay, as they have neither.
+//! - Kernels: only kernels whose demangled or mangled name matches; copies and memsets stay.
+
+use crate::model::{LoadError, Trace};
+use regex::Regex;
+use std::fmt;
+
+/// A filter; the default keeps everything.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    /// Start of the window, ns after the earliest process start.
+    pub from_ns: Option<u64>,
+    /// End of the window (exclusive), ns after the earliest process start.
+    pub to_ns: Option<u64>,
+    pub pids: Vec<u32>,
+    pub devices: Vec<u32>,
+    pub streams: Vec<u32>,
+    pub kernel: Option<Regex>,
+}
+
+impl Filter {
+    /// Whether it keeps everything.
+    pub fn is_empty(&self) -> bool {
+        self.from_ns.is_none()
+            && self.to_ns.is_none()
+            && self.pids.is_empty()
+            && self.devices.is_empty()
+            && self.streams.is_empty()
+            && self.kernel.is_none()
+    }
+
+    /// Whether the trace of process `pid` is kept.
+    pub fn keeps_process(&self, pid: u32) -> bool {
+        self.pids.is_empty() || self.pids.contains(&pid)
+    }
+
+    /// Removes from `t` what the filter does not keep; `base_ns` is the earliest process start
+    /// (`CLOCK_MONOTONIC`) among the inputs, which the window is relative to.
+    pub fn apply(&self, t: &mut Trace, base_ns: u64) {
+        let from = self.from_ns.map_or(0, |f| base_ns.saturating_add(f));
+        let to = self.to_ns.map_or(u64::MAX, |v| base_ns.saturating_add(v));
+        let in_window = |start: u64| start >= from && start < to;
+        let device = |d: u32| self.devices.is_empty() || self.devices.contains(&d);
+        let stream = |s: u32| self.streams.is_empty() || self.streams.contains(&s);
+        for th in t.threads.values_mut() {
+            th.records.retain(|r| in_window(r.start_ns));
+        }
+        let names = self.kernel.as_ref().map(|re| {
+            let mut keep = std::collections::HashMap::new();
+            for k in &t.kernels {
+                keep.entry(k.name).or_insert_with(|| {
+                    re.is_match(&t.kernel_display_name(k.name))
+                        || re.is_match(&t.kernel_name(k.name))
+                });
+            }
+            keep
+        });
+        t.kernels.retain(|k| {
+            in_window(k.start_ns)
+                && device(k.device)
+                && stream(k.stream)
+                && names.as_ref().is_none_or(|n| n.get(&k.name) == Some(&true))
+        });
+        t.memcpys
+            .retain(|c| in_window(c.start_ns) && device(c.device) && stream(c.stream));
+        t.peer_copies.retain(|p| {
+            in_window(p.copy.start_ns) && device(p.copy.device) && stream(p.copy.stream)
+        });
+        t.memsets
+            .retain(|m| in_window(m.start_ns) && device(m.device) && stream(m.stream));
+        t.memory
+            .retain(|m| in_window(m.timestamp_ns) && device(m.device));
+        t.syncs
+            .retain(|s| in_window(s.start_ns) && (self.streams.is_empty() || stream(s.stream)));
+    }
+}
+
+/// Applies `filter` to `traces`: drops the traces of other processes, then windows and
+/// filters the rest, relative to the earliest process start among all of them. Fails when no
+/// trace is of a process asked for.
+pub fn apply_all(filter: &Filter, traces: &mut Vec<Trace>) -> Result<(), String> {
+    let base = earliest_start(traces.iter().map(|t| t.header.start.monotonic_ns));
+    if !filter.pids.is_empty() {
+        let all: Vec<String> = traces.iter().map(|t| t.header.pid.to_string()).collect();
+        traces.retain(|t| filter.keeps_process(t.header.pid));
+        if traces.is_empty() {
+            return Err(format!(
+                "no trace of process {} among the inputs (their processes: {})",
+                filter
+                    .pids
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                all.join(", ")
+            ));
+        }
+    }
+    for t in traces.iter_mut() {
+        filter.apply(t, base);
+    }
+    Ok(())
+}
+
+/// The process id and start (`CLOCK_MONOTONIC`, ns) of each trace file, from its header alone.
+pub fn process_starts(files: &[std::path::PathBuf]) -> Result<Vec<(u32, u64)>, LoadError> {
+    let mut out = Vec::with_capacity(files.len());
+    for path in files {
+        let file = std::fs::File::open(path).map_err(|error| LoadError::Io {
+            path: path.clone(),
+            error,
+        })?;
+        let reader =
+            rtrace_format::TraceReader::new(std::io::BufReader::new(file)).map_err(|error| {
+                LoadError::Header {
+                    path: path.clone(),
+                    error,
+                }
+            })?;
+        let h = reader.header();
+        out.push((h.pid, h.start.monotonic_ns));
+    }
+    Ok(out)
+}
+
+/// The earliest of process start times (`CLOCK_MONOTONIC`, ns); 0 without any. A start of 0
+/// (unknown) is passed over.
+pub fn earliest_start(starts: impl IntoIterator<Item = u64>) -> u64 {
+    starts.into_iter().filter(|&s| s != 0).min().unwrap_or(0)
+}
+
+/// The filter in words, for the report's header: `from 1 s to 2.5 s, processes 4242, ...`.
+impl fmt::Display for Filter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        let secs = |ns: u64| format_seconds(ns);
+        match (self.from_ns, self.to_ns) {
+            (Some(a), Some(b)) => parts.push(format!("from {} to {}", secs(a), secs(b))),
+            (Some(a), None) => parts.push(format!("from {}", secs(a))),
+            (None, Some(b)) => parts.push(format!("to {}", secs(b))),
+            (None, None) => {}
+        }
+        let list = |what: &str, v: &[u32]| {
+            let ids: Vec<String> = v.iter().map(u32::to_string).collect();
+            format!("{what} {}", ids.join(", "))
+        };
+        if !self.pids.is_empty() {
+            parts.push(list("processes", &self.pids));
+        }
+        if !self.devices.is_empty() {
+            parts.push(list("devices", &self.devices));
+        }
+        if !self.streams.is_empty() {
+            parts.push(list("streams", &self.streams));
+        }
+        if let Some(re) = &self.kernel {
+            parts.push(format!("kernels matching /{}/", re.as_str()));
+        }
+        if parts.is_empty() {
+            return f.write_str("none");
+        }
+        f.write_str(&parts.join(", "))
+    }
+}
+
+/// `ns` as seconds, as short as exact to the nanosecond: `1 s`, `2.5 s`, `0.000001 s`.
+pub fn format_seconds(ns: u64) -> String {
+    let (s, frac) = (ns / 1_000_000_000, ns % 1_000_000_000);
+    if frac == 0 {
+        return format!("{s} s");
+    }
+    let f = format!("{frac:09}");
+    format!("{s}.{} s", f.trim_end_matches('0'))
+}
+
+/// Parses a time offset: a number with an optional unit (`s`, `ms`, `us`, `ns`; none means
+/// seconds), e.g. `2`, `1.5s`, `250ms`, `30us`, `1500ns`.
+pub fn parse_time(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, scale) = [
+        ("ns", 1u64),
+        ("us", 1_000),
+        ("µs", 1_000),
+        ("ms", 1_000_000),
+        ("s", 1_000_000_000),
+    ]
+    .iter()
+    .find_map(|&(unit, scale)| t.strip_suffix(unit).map(|n| (n.trim(), scale)))
+    .unwrap_or((t, 1_000_000_000));
+    let bad = || format!("'{s}' is not a time (e.g. 2, 1.5s, 250ms, 30us, 1500ns)");
+    if num.is_empty() || num.starts_with(['-', '+']) {
+        return Err(bad());
+    }
+    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    if !int.chars().all(|c| c.is_ascii_digit()) || !frac.chars().all(|c| c.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let int: u128 = if int.is_empty() {
+        0
+    } else {
+        int.parse().map_err(|_| bad())?
+    };
+    // Digits below a nanosecond are cut off.
+    let digits = scale.to_string().len() - 1;
+    let frac_ns: u128 = if frac.is_empty() {
+        0
+    } else {
+        let kept = &frac[..frac.len().min(digits)];
+        let pad = digits - kept.len();
+        if kept.is_empty() {
+            0
+        } else {
+            kept.parse::<u128>().map_err(|_| bad())? * 10u128.pow(pad as u32)
+        }
+    };
+    let ns = int * u128::from(scale) + frac_ns;
+    u64::try_from(ns).map_err(|_| format!("'{s}' is too large"))
+}
+
+/// Parses a kernel-name regular expression.
+pub fn parse_regex(s: &str) -> Result<Regex, String> {
+    Regex::new(s).map_err(|e| format!("not a regular expression: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_parse_exactly() {
+        assert_eq!(parse_time("2"), Ok(2_000_000_000));
+        assert_eq!(parse_time("1.5s"), Ok(1_500_000_000));
+        assert_eq!(parse_time("250ms"), Ok(250_000_000));
+        assert_eq!(parse_time("0.25 ms"), Ok(250_000));
+        assert_eq!(parse_time("30us"), Ok(30_000));
+        assert_eq!(parse_time("30µs"), Ok(30_000));
+        assert_eq!(parse_time("1500ns"), Ok(1_500));
+        assert_eq!(parse_time(".5"), Ok(500_000_000));
+        assert_eq!(parse_time("1.0000000019"), Ok(1_000_000_001));
+        assert!(parse_time("-1").is_err());
+        assert!(parse_time("1.5x").is_err());
+        assert!(parse_time("").is_err());
+        assert!(parse_time("s").is_err());
+        assert!(parse_time("99999999999999999999").is_err());
+    }
+
+    #[test]
+    fn seconds_are_written_exactly() {
+        assert_eq!(format_seconds(2_000_000_000), "2 s");
+        assert_eq!(format_seconds(1_500_000_000), "1.5 s");
+        assert_eq!(format_seconds(1_000), "0.000001 s");
+    }
+
+    #[test]
+    fn the_filter_says_what_it_keeps() {
+        let f = Filter {
+            from_ns: Some(1_000_000_000),
+            to_ns: Some(2_500_000_000),
+            pids: vec![42, 43],
+            devices: vec![1],
+            streams: vec![13],
+            kernel: Some(parse_regex("gemm|conv").unwrap()),
+        };
+        assert_eq!(
+            f.to_string(),
+            "from 1 s to 2.5 s, processes 42, 43, devices 1, streams 13, kernels matching /gemm|conv/"
+        );
+        assert_eq!(Filter::default().to_string(), "none");
+        assert!(Filter::default().is_empty());
+        assert!(parse_regex("(").is_err());
+    }
+}
