@@ -164,7 +164,7 @@ fn main() {
         kbuf.extend_from_slice(&k.to_bytes());
         kn += 1;
         written += 3;
-        if t.iteration % 4 == 0 {
+        if t.iteration.is_multiple_of(4) {
             let copy = api(t, 2, 3_000, &mut out);
             let start = (copy.start_ns + 2_000).max(t.gpu_free);
             let m = MemcpyRecord {
