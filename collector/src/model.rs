@@ -105,7 +105,79 @@ pub enum Duration {
     Unknown,
 }
 
+/// A hasher for the ids traces key records by (correlation ids, which are mostly sequential):
+/// one multiplication, where SipHash would spend most of a report's time hashing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0 ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// A map keyed by an id (correlation id), hashed with [`IdHasher`].
+pub type IdMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<IdHasher>>;
+
+/// API records looked up by correlation id ([`Trace::api_records_for`]): their function and
+/// start, 16 bytes each.
+#[derive(Debug, Default)]
+pub struct ApiLookup(IdMap<ApiCall>);
+
+/// What [`ApiLookup`] keeps of an API record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ApiCall {
+    pub start_ns: u64,
+    /// The function id; `u32::MAX` while no record was found.
+    pub function: u32,
+}
+
+impl ApiLookup {
+    /// The API call with correlation id `correlation`, if it was asked for and found.
+    pub fn get(&self, correlation: u64) -> Option<ApiCall> {
+        self.0
+            .get(&correlation)
+            .copied()
+            .filter(|c| c.function != u32::MAX)
+    }
+}
+
 impl Trace {
+    /// The API records whose correlation ids are among `wanted`, by correlation id (of a
+    /// repeated id, the last in thread and file order). Only those are held, not every API
+    /// record of the trace.
+    pub fn api_records_for(&self, wanted: impl IntoIterator<Item = u64>) -> ApiLookup {
+        let none = ApiCall {
+            start_ns: 0,
+            function: u32::MAX,
+        };
+        let wanted = wanted.into_iter();
+        let mut map: IdMap<ApiCall> = IdMap::default();
+        map.reserve(wanted.size_hint().0);
+        for c in wanted {
+            map.insert(c, none);
+        }
+        if !map.is_empty() {
+            for r in self.threads.values().flat_map(|t| &t.records) {
+                if let Some(slot) = map.get_mut(&r.correlation) {
+                    *slot = ApiCall {
+                        start_ns: r.start_ns,
+                        function: r.function,
+                    };
+                }
+            }
+        }
+        ApiLookup(map)
+    }
+
     /// Reads a trace from `input`; `path` names it in messages.
     ///
     /// Fails only when the file header cannot be read; later damage is

@@ -273,7 +273,7 @@ fn memory_counters(trace: &Trace) -> BTreeMap<u32, Vec<Counter>> {
 /// flow per record.
 #[derive(Debug, Default)]
 pub struct Links {
-    by_correlation: HashMap<u64, Link>,
+    by_correlation: crate::model::IdMap<Link>,
     /// Flows made.
     pub flows: u64,
 }
@@ -321,8 +321,8 @@ impl Links {
     /// past them. Ids are given in thread and record order, so the same
     /// trace always gets the same ids.
     pub fn new(trace: &Trace, next_flow: &mut u64) -> Self {
-        let mut by_correlation: HashMap<u64, Link> = HashMap::new();
-        let count = |c: Option<u64>, map: &mut HashMap<u64, Link>| {
+        let mut by_correlation: crate::model::IdMap<Link> = Default::default();
+        let count = |c: Option<u64>, map: &mut crate::model::IdMap<Link>| {
             if let Some(c) = c {
                 map.entry(c).or_default().count += 1;
             }

@@ -127,17 +127,19 @@ fn sync_kind(kind: SyncKind, function: Option<&str>) -> &'static str {
 pub fn sync_summary(traces: &[Trace]) -> Vec<SyncSummary> {
     let mut by_kind: HashMap<&'static str, Vec<u64>> = HashMap::new();
     for trace in traces {
-        let functions: HashMap<u64, u32> = trace
-            .threads
-            .values()
-            .flat_map(|t| &t.records)
-            .map(|r| (r.correlation, r.function))
-            .collect();
+        let linked = |flags: u8| u32::from(flags) & FLAG_CORRELATED != 0;
+        let api = trace.api_records_for(
+            trace
+                .syncs
+                .iter()
+                .filter(|s| linked(s.flags))
+                .map(|s| s.correlation),
+        );
         for s in &trace.syncs {
-            let function = (u32::from(s.flags) & FLAG_CORRELATED != 0)
-                .then(|| functions.get(&s.correlation))
+            let function = linked(s.flags)
+                .then(|| api.get(s.correlation))
                 .flatten()
-                .and_then(|f| trace.functions.get(f));
+                .and_then(|a| trace.functions.get(&a.function));
             let kind = sync_kind(s.kind, function.map(String::as_str));
             by_kind.entry(kind).or_default().push(s.wait_ns());
         }

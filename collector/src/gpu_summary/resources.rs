@@ -124,19 +124,30 @@ pub fn resources(traces: &[Trace]) -> Resources {
     let mut r = Resources::default();
     for t in traces {
         let pid = t.header.pid;
-        let api: HashMap<u64, u32> = t
-            .threads
-            .values()
-            .flat_map(|th| &th.records)
-            .map(|a| (a.correlation, a.function))
-            .collect();
+        let linked = |flags: u8| u32::from(flags) & FLAG_CORRELATED != 0;
+        let api = t.api_records_for(
+            t.streams
+                .iter()
+                .filter(|s| linked(s.flags))
+                .map(|s| s.correlation)
+                .chain(
+                    t.modules
+                        .iter()
+                        .chain(&t.module_unloads)
+                        .filter(|m| linked(m.flags))
+                        .map(|m| m.correlation),
+                ),
+        );
         // The API function of a linked record, and its correlation id.
         let call = |flags: u8, correlation: u64| -> (Option<String>, Option<u64>) {
-            if u32::from(flags) & FLAG_CORRELATED == 0 {
+            if !linked(flags) {
                 return (None, None);
             }
-            match api.get(&correlation) {
-                Some(&f) => (Some(t.function_name(f).into_owned()), Some(correlation)),
+            match api.get(correlation) {
+                Some(a) => (
+                    Some(t.function_name(a.function).into_owned()),
+                    Some(correlation),
+                ),
                 None => (None, None),
             }
         };

@@ -177,23 +177,59 @@ pub const LATENCY_ROWS: usize = 10;
 /// `correlation` is that of an API record of the same trace. Memset records
 /// carry no flags, so a memset is matched by a non-zero `correlation`.
 pub fn launch_latency(traces: &[Trace], limit: usize) -> Latencies {
-    // (latency, trace index, activity, record index, api record)
-    let mut found: Vec<(i64, usize, Activity, usize, rtrace_format::ApiRecord)> = Vec::new();
+    // The `limit` largest, as ((latency, Reverse(order)), trace index, activity, record index,
+    // api record) in a min-heap: the first to go is the smallest latency, and of equal ones the
+    // latest found, so that equal latencies stay in trace and file order.
+    type Key = (i64, std::cmp::Reverse<u64>);
+    type Found = (Key, usize, Activity, usize, (u64, crate::model::ApiCall));
+    // The heap holds (key, slot in `slots`); a slot is reused by the entry that replaces it.
+    let mut kept: std::collections::BinaryHeap<std::cmp::Reverse<(Key, usize)>> =
+        std::collections::BinaryHeap::with_capacity(limit + 1);
+    let mut slots: Vec<Found> = Vec::with_capacity(limit);
+    let mut correlated = 0u64;
+    let mut order = 0u64;
     for (ti, trace) in traces.iter().enumerate() {
-        let api: HashMap<u64, &rtrace_format::ApiRecord> = trace
-            .threads
-            .values()
-            .flat_map(|t| &t.records)
-            .map(|r| (r.correlation, r))
-            .collect();
-        let mut check = |activity, index, correlated: bool, correlation: u64, start: u64| {
-            if !correlated {
+        let kernels = trace
+            .kernels
+            .iter()
+            .filter(|k| k.flags & FLAG_CORRELATED != 0)
+            .map(|k| k.correlation);
+        let copies = trace
+            .memcpys
+            .iter()
+            .filter(|m| u32::from(m.flags) & FLAG_CORRELATED != 0)
+            .map(|m| m.correlation);
+        let sets = trace
+            .memsets
+            .iter()
+            .filter(|s| s.correlation != 0)
+            .map(|s| s.correlation);
+        let api = trace.api_records_for(kernels.chain(copies).chain(sets));
+        let mut check = |activity, index, correlated_flag: bool, correlation: u64, start: u64| {
+            if !correlated_flag {
                 return;
             }
-            if let Some(&r) = api.get(&correlation) {
+            if let Some(r) = api.get(correlation) {
                 let latency = i128::from(start) - i128::from(r.start_ns);
                 let latency = latency.clamp(i64::MIN.into(), i64::MAX.into()) as i64;
-                found.push((latency, ti, activity, index, *r));
+                correlated += 1;
+                order += 1;
+                let f = (
+                    (latency, std::cmp::Reverse(order)),
+                    ti,
+                    activity,
+                    index,
+                    (correlation, r),
+                );
+                if slots.len() < limit {
+                    kept.push(std::cmp::Reverse((f.0, slots.len())));
+                    slots.push(f);
+                } else if kept.peek().is_some_and(|m| f.0 > (m.0).0) {
+                    if let Some(std::cmp::Reverse((_, slot))) = kept.pop() {
+                        kept.push(std::cmp::Reverse((f.0, slot)));
+                        slots[slot] = f;
+                    }
+                }
             }
         };
         for (i, k) in trace.kernels.iter().enumerate() {
@@ -214,10 +250,13 @@ pub fn launch_latency(traces: &[Trace], limit: usize) -> Latencies {
             );
         }
     }
-    let correlated = found.len() as u64;
-    // Stable: equal latencies stay in trace and file order.
-    found.sort_by_key(|f| std::cmp::Reverse(f.0));
-    found.truncate(limit);
+    // Largest first; equal latencies in trace and file order.
+    drop(kept);
+    let mut found = slots;
+    found.sort_by(|a, b| b.0.cmp(&a.0));
+    let found = found
+        .into_iter()
+        .map(|((latency, _), ti, activity, i, api)| (latency, ti, activity, i, api));
     let slowest = found
         .into_iter()
         .map(|(latency_ns, ti, activity, i, api)| {
@@ -237,9 +276,9 @@ pub fn launch_latency(traces: &[Trace], limit: usize) -> Latencies {
                 pid: trace.header.pid,
                 activity,
                 name,
-                function: trace.function_name(api.function).into_owned(),
-                correlation: api.correlation,
-                api_start_ns: api.start_ns,
+                function: trace.function_name(api.1.function).into_owned(),
+                correlation: api.0,
+                api_start_ns: api.1.start_ns,
                 gpu_start_ns,
                 latency_ns,
             }

@@ -1046,3 +1046,33 @@ fn filters_keep_the_window_devices_streams_and_kernels_asked_for() {
         "no trace of process 99 among the inputs (their processes: 1234)"
     );
 }
+
+/// The slowest launches are the largest latencies; of equal ones, the first in file order,
+/// however many there are.
+#[test]
+fn launch_latency_keeps_the_first_of_equal_latencies() {
+    let calls: Vec<ApiRecord> = (1..=15).map(|c| call(0, c * 1_000, c)).collect();
+    // Latency 500 for all but the 12th (700).
+    let kernels: Vec<KernelRecord> = (1..=15u64)
+        .map(|c| {
+            let lat = if c == 12 { 700 } else { 500 };
+            kernel(0, (0, 7), (c * 1_000 + lat, c * 1_000 + lat + 10), c, 1, 1)
+        })
+        .collect();
+    let t = read(
+        &Builder::new(&header(5))
+            .names(&[(0, "cuLaunchKernel")])
+            .kernel_names(&[(0, "k")])
+            .records(1, 0, &calls)
+            .kernels(&kernels)
+            .bytes,
+    );
+    let l = launch_latency(std::slice::from_ref(&t), 4);
+    assert_eq!(l.correlated, 15);
+    let got: Vec<(u64, i64)> = l
+        .slowest
+        .iter()
+        .map(|r| (r.correlation, r.latency_ns))
+        .collect();
+    assert_eq!(got, vec![(12, 700), (1, 500), (2, 500), (3, 500)]);
+}
