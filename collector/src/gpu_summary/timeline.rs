@@ -253,7 +253,7 @@ pub fn launch_latency(traces: &[Trace], limit: usize) -> Latencies {
     // Largest first; equal latencies in trace and file order.
     drop(kept);
     let mut found = slots;
-    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
     let found = found
         .into_iter()
         .map(|((latency, _), ti, activity, i, api)| (latency, ti, activity, i, api));
