@@ -224,6 +224,13 @@ fn run_report(args: &ReportArgs) -> u8 {
         eprintln!("warning: {line}");
     }
     for t in &loaded.traces {
+        if let Some(shift) = &t.clock_shift {
+            eprintln!(
+                "rtrace: {}: {}",
+                t.path.display(),
+                crate::clocks::describe(shift)
+            );
+        }
         if let Some(damage) = &t.damage {
             eprintln!("warning: {}: {damage}", t.path.display());
         }
@@ -292,6 +299,9 @@ fn run_export(args: &ExportArgs) -> u8 {
     }
     match export_filtered(&inputs.files, args.format, output, &filter) {
         Ok(outcome) => {
+            for line in &outcome.clock_notes {
+                eprintln!("rtrace: {line}");
+            }
             for line in &outcome.warnings {
                 eprintln!("warning: {line}");
             }

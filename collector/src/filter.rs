@@ -113,6 +113,16 @@ pub fn apply_all(filter: &Filter, traces: &mut Vec<Trace>) -> Result<(), String>
 
 /// The process id and start (`CLOCK_MONOTONIC`, ns) of each trace file, from its header alone.
 pub fn process_starts(files: &[std::path::PathBuf]) -> Result<Vec<(u32, u64)>, LoadError> {
+    Ok(read_headers(files)?
+        .iter()
+        .map(|h| (h.pid, h.start.monotonic_ns))
+        .collect())
+}
+
+/// The header of each trace file, read alone.
+pub fn read_headers(
+    files: &[std::path::PathBuf],
+) -> Result<Vec<rtrace_format::ProcessHeader>, LoadError> {
     let mut out = Vec::with_capacity(files.len());
     for path in files {
         let file = std::fs::File::open(path).map_err(|error| LoadError::Io {
@@ -126,8 +136,7 @@ pub fn process_starts(files: &[std::path::PathBuf]) -> Result<Vec<(u32, u64)>, L
                     error,
                 }
             })?;
-        let h = reader.header();
-        out.push((h.pid, h.start.monotonic_ns));
+        out.push(reader.header().clone());
     }
     Ok(out)
 }

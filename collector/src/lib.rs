@@ -7,6 +7,7 @@
 //! - [`gpu_summary`]: GPU kernels, copies, memsets, utilisation and
 //!   launch-to-start latency ([`kernel_summary`], [`memcpy_summary`],
 //!   [`memset_summary`], [`utilisation`], [`launch_latency`]);
+//! - [`clocks`]: traces from several hosts put on one clock;
 //! - [`demangle`]: kernel names for display;
 //! - [`filter`]: what a report or export keeps (time window, processes, devices, streams,
 //!   kernel names);
@@ -27,6 +28,7 @@
 #![deny(unsafe_code)]
 
 pub mod cli;
+pub mod clocks;
 pub mod demangle;
 pub mod export;
 pub mod filter;

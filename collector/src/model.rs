@@ -78,6 +78,9 @@ pub struct Trace {
     /// e.g. `truncated: the file ends inside the chunk at byte 120; reported
     /// the 2 chunks (3 records) before it`. `None` for an undamaged file.
     pub damage: Option<String>,
+    /// How this trace's times were put on another host's clock ([`crate::clocks::align`]);
+    /// `None` when they are its own host's.
+    pub clock_shift: Option<crate::clocks::Shift>,
 }
 
 /// One thread's part of a trace.
@@ -151,6 +154,52 @@ impl ApiLookup {
 }
 
 impl Trace {
+    /// Adds `delta` ns to every timestamp of the trace: its anchors, API records, GPU records,
+    /// allocations, synchronizations, modules and notices (an unknown time, 0, stays 0).
+    pub fn shift_times(&mut self, delta: i64) {
+        use crate::clocks::shifted;
+        let s = |t: &mut u64| *t = shifted(*t, delta);
+        s(&mut self.header.start.monotonic_ns);
+        if let Some(end) = &mut self.end {
+            s(&mut end.end.monotonic_ns);
+        }
+        for th in self.threads.values_mut() {
+            for r in &mut th.records {
+                s(&mut r.start_ns);
+                s(&mut r.end_ns);
+            }
+        }
+        for k in &mut self.kernels {
+            s(&mut k.start_ns);
+            s(&mut k.end_ns);
+        }
+        for c in &mut self.memcpys {
+            s(&mut c.start_ns);
+            s(&mut c.end_ns);
+        }
+        for p in &mut self.peer_copies {
+            s(&mut p.copy.start_ns);
+            s(&mut p.copy.end_ns);
+        }
+        for m in &mut self.memsets {
+            s(&mut m.start_ns);
+            s(&mut m.end_ns);
+        }
+        for m in &mut self.memory {
+            s(&mut m.timestamp_ns);
+        }
+        for y in &mut self.syncs {
+            s(&mut y.start_ns);
+            s(&mut y.end_ns);
+        }
+        for m in self.modules.iter_mut().chain(&mut self.module_unloads) {
+            s(&mut m.timestamp_ns);
+        }
+        for n in &mut self.notices {
+            s(&mut n.time_ns);
+        }
+    }
+
     /// The API records whose correlation ids are among `wanted`, by correlation id (of a
     /// repeated id, the last in thread and file order). Only those are held, not every API
     /// record of the trace.
@@ -532,6 +581,8 @@ pub fn load_inputs(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
             return Err(LoadError::NoTraces { path: path.clone() });
         }
     }
+    // Traces from several hosts: on the clock of the first-started process's host.
+    crate::clocks::align(&mut loaded.traces);
     Ok(loaded)
 }
 

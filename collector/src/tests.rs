@@ -220,7 +220,7 @@ fn json_is_exact() {
         "\"forked_from\":null,\"command_line\":[\"./app\",\"--size\",\"2 MB\"],",
         "\"executable\":\"/opt/app\",\"hostname\":\"gpu1\",\"boot_id\":\"b00t\",",
         "\"writer_version\":\"0.1.0\",\"start\":{\"monotonic_ns\":1000,",
-        "\"realtime_ns\":1714566896789000000},\"clock\":\"CLOCK_MONOTONIC\",",
+        "\"realtime_ns\":1714566896789000000},\"clock\":\"CLOCK_MONOTONIC\",\"clock_shift_ns\":0,",
         "\"start_time\":\"2024-05-01T12:34:56.789Z\",\"duration_ns\":2500000,",
         "\"duration_complete\":true,\"end_reason\":\"exit\",\"threads\":2,",
         "\"api_records\":8,\"kernel_records\":0,\"memcpy_records\":0,\"memset_records\":0,",
@@ -473,5 +473,58 @@ fn directories_give_their_traces_in_name_order() {
             empty.display()
         )
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Traces from two hosts: the second host's times are put on the first-started process's
+/// clock by the two boots' realtime anchors, and the report says so.
+#[test]
+fn traces_from_two_hosts_share_one_clock() {
+    let dir = temp_dir("hosts");
+    // Host gpu1: monotonic 1_000 at realtime R. Host gpu2 (another boot) starts 2 µs of
+    // realtime later, at its monotonic 50_000.
+    let r = header(1).start.realtime_ns;
+    let other = ProcessHeader {
+        hostname: "gpu2".into(),
+        boot_id: "other".into(),
+        start: ClockAnchor {
+            monotonic_ns: 50_000,
+            realtime_ns: r + 2_000,
+        },
+        ..header(2)
+    };
+    std::fs::write(
+        dir.join("a.bin"),
+        Builder::new(&header(1))
+            .names(&[(0, "cuInit")])
+            .records(1, 0, &[rec(0, 0, 1_500, 100)])
+            .bytes,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("b.bin"),
+        Builder::new(&other)
+            .names(&[(0, "cuInit")])
+            .records(2, 0, &[rec(0, 0, 50_500, 100)])
+            .bytes,
+    )
+    .unwrap();
+    let loaded = load_inputs(std::slice::from_ref(&dir)).unwrap();
+    let (a, b) = (&loaded.traces[0], &loaded.traces[1]);
+    assert_eq!(a.clock_shift, None);
+    // gpu2's monotonic t is gpu1's t - 47_000 (50_000 there is 3_000 here).
+    assert_eq!(b.clock_shift.as_ref().map(|s| s.ns), Some(-47_000));
+    assert_eq!(b.header.start.monotonic_ns, 3_000);
+    assert_eq!(b.threads[&2].records[0].start_ns, 3_500);
+    assert_eq!(a.threads[&1].records[0].start_ns, 1_500);
+    let table = render_report(&loaded.traces, Format::Table);
+    assert!(
+        table.contains(
+            "  clock              shifted -0.000047000 s onto the clock of host gpu1 (boot id \
+             b00t), from the hosts' realtime clocks\n"
+        ),
+        "{table}"
+    );
+    assert!(render_report(&loaded.traces, Format::Json).contains("\"clock_shift_ns\":-47000,"));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -267,6 +267,8 @@ pub struct Outcome {
     /// output (a Chrome trace too large for Chrome), one line each, without
     /// the `warning: ` prefix.
     pub warnings: Vec<String>,
+    /// How traces from other hosts were put on one clock, one line each (`FILE: shifted ...`).
+    pub clock_notes: Vec<String>,
 }
 
 /// Exports `files`, reading one at a time (only one trace is in memory at
@@ -334,16 +336,32 @@ fn write_all<W: Write>(
     };
     let mut outcome = Outcome::default();
     let mut w = Writer::new(format, out);
-    let base = if filter.is_empty() {
-        0
+    // Traces from several hosts go on one clock (crate::clocks), decided from the headers
+    // first, as only one trace is in memory at a time.
+    let (shifts, base) = if files.len() > 1 || !filter.is_empty() {
+        let headers = crate::filter::read_headers(files).map_err(ExportError::Load)?;
+        let refs: Vec<&rtrace_format::ProcessHeader> = headers.iter().collect();
+        let shifts = crate::clocks::shifts(&refs);
+        let base = crate::filter::earliest_start(headers.iter().zip(&shifts).map(|(h, s)| {
+            crate::clocks::shifted(h.start.monotonic_ns, s.as_ref().map_or(0, |s| s.ns))
+        }));
+        (shifts, base)
     } else {
-        let starts = crate::filter::process_starts(files).map_err(ExportError::Load)?;
-        crate::filter::earliest_start(starts.iter().map(|&(_, s)| s))
+        (vec![None], 0)
     };
-    for file in files {
+    for (file, shift) in files.iter().zip(shifts) {
         let mut trace = load_trace(file).map_err(ExportError::Load)?;
         if !filter.keeps_process(trace.header.pid) {
             continue;
+        }
+        if let Some(s) = shift {
+            trace.shift_times(s.ns);
+            outcome.clock_notes.push(format!(
+                "{}: {}",
+                file.display(),
+                crate::clocks::describe(&s)
+            ));
+            trace.clock_shift = Some(s);
         }
         filter.apply(&mut trace, base);
         w.write_trace(&trace).map_err(werr)?;

@@ -1103,3 +1103,50 @@ fn export_speed() {
         }
     }
 }
+
+/// Traces of two hosts are exported on one clock: the second host's calls are shifted by the
+/// difference of the boots' realtime anchors, and the export says so.
+#[test]
+fn traces_from_two_hosts_are_exported_on_one_clock() {
+    let dir = temp_dir("hosts");
+    let a = header(1, &["a"]);
+    // Another boot whose monotonic 90_000 is a's 1_000 + 5_000 of realtime later.
+    let b = rtrace_format::ProcessHeader {
+        hostname: "gpu2".into(),
+        boot_id: "other".into(),
+        start: rtrace_format::ClockAnchor {
+            monotonic_ns: 90_000,
+            realtime_ns: a.start.realtime_ns + 5_000,
+        },
+        ..header(2, &["b"])
+    };
+    for (name, h, tid, start) in [("a.bin", &a, 1, 2_000), ("b.bin", &b, 2, 91_000)] {
+        let bytes = Builder::new(h)
+            .names(&[(0, "cuInit")])
+            .records(tid, &[call(0, 0, (start, start + 100), 1)])
+            .bytes;
+        std::fs::write(dir.join(name), bytes).unwrap();
+    }
+    let out = dir.join("out.json");
+    let files = [dir.join("a.bin"), dir.join("b.bin")];
+    let outcome = export_files(&files, ExportFormat::Chrome, Some(&out)).unwrap();
+    assert_eq!(
+        outcome.clock_notes,
+        vec![format!(
+            "{}: shifted -0.000084000 s onto the clock of host gpu1 (boot id b00t), from the \
+             hosts' realtime clocks",
+            files[1].display()
+        )]
+    );
+    let json = std::fs::read_to_string(&out).unwrap();
+    // b's call at its monotonic 91_000 is a's 7_000: 7.000 us, as a's own call is 2.000 us.
+    assert!(
+        json.contains("\"name\":\"cuInit\",\"pid\":1,\"tid\":1,\"ts\":2.000,"),
+        "{json}"
+    );
+    assert!(
+        json.contains("\"name\":\"cuInit\",\"pid\":2,\"tid\":2,\"ts\":7.000,"),
+        "{json}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

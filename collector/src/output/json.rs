@@ -300,7 +300,8 @@ fn process(out: &mut String, t: &Trace) {
         "{{\"file\":{},\"format_version\":\"{}.{}\",\"pid\":{},\"ppid\":{},\"forked_from\":{},\
          \"command_line\":[{}],\"executable\":{},\"hostname\":{},\"boot_id\":{},\
          \"writer_version\":{},\"start\":{{\"monotonic_ns\":{},\"realtime_ns\":{}}},\
-         \"clock\":{},\"start_time\":{},\"duration_ns\":{},\"duration_complete\":{},\
+         \"clock\":{},\"clock_shift_ns\":{},\"start_time\":{},\"duration_ns\":{},\
+         \"duration_complete\":{},\
          \"end_reason\":{},\"threads\":{},\"api_records\":{},\"kernel_records\":{},\
          \"memcpy_records\":{},\"memset_records\":{},\"dropped\":{},\
          \"unwrapped_lookups\":{},\"unknown_chunks\":{},\"notices\":[",
@@ -318,6 +319,7 @@ fn process(out: &mut String, t: &Trace) {
         h.start.monotonic_ns,
         h.start.realtime_ns,
         string(&h.clock),
+        t.clock_shift.as_ref().map_or(0, |s| s.ns),
         string(&iso8601_utc(h.start.realtime_ns)),
         opt(duration),
         duration_complete,

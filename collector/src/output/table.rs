@@ -52,6 +52,9 @@ fn process(out: &mut String, t: &Trace) {
     field(out, "command line", shell_join(&h.command_line));
     field(out, "executable", &h.executable);
     field(out, "host", &h.hostname);
+    if let Some(shift) = &t.clock_shift {
+        field(out, "clock", crate::clocks::describe(shift));
+    }
     field(
         out,
         "writer version",
