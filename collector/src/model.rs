@@ -130,12 +130,33 @@ impl std::hash::Hasher for IdHasher {
 /// A map keyed by an id (correlation id), hashed with [`IdHasher`].
 pub type IdMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<IdHasher>>;
 
-/// API records looked up by correlation id ([`Trace::api_records_for`]): their function and
-/// start, 16 bytes each.
-#[derive(Debug, Default)]
-pub struct ApiLookup(IdMap<ApiCall>);
+/// API records looked up by correlation id ([`Trace::api_records_for`]).
+///
+/// librtrace.so hands each thread correlation ids in blocks, so a thread's records mostly
+/// carry consecutive ids: the lookup is a sorted list of such runs (a few thousand for
+/// millions of records), searched by bisection. A trace whose runs overlap (an id given to two
+/// records) is looked up through a map of the ids asked for instead, the last of a repeated
+/// id in thread and file order winning.
+#[derive(Debug)]
+pub enum ApiLookup<'a> {
+    Runs {
+        /// Sorted by `first`; disjoint.
+        runs: Vec<Run>,
+        threads: Vec<&'a [ApiRecord]>,
+    },
+    Map(IdMap<ApiCall>),
+}
 
-/// What [`ApiLookup`] keeps of an API record.
+/// Records `index..index + len` of thread `thread` carry ids `first..first + len`.
+#[derive(Clone, Copy, Debug)]
+pub struct Run {
+    first: u64,
+    len: u64,
+    thread: u32,
+    index: u32,
+}
+
+/// What [`ApiLookup`] gives of an API record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ApiCall {
     pub start_ns: u64,
@@ -143,13 +164,29 @@ pub struct ApiCall {
     pub function: u32,
 }
 
-impl ApiLookup {
-    /// The API call with correlation id `correlation`, if it was asked for and found.
+impl ApiLookup<'_> {
+    /// The API call with correlation id `correlation`, if there is one (for a map, if it was
+    /// also asked for).
     pub fn get(&self, correlation: u64) -> Option<ApiCall> {
-        self.0
-            .get(&correlation)
-            .copied()
-            .filter(|c| c.function != u32::MAX)
+        match self {
+            ApiLookup::Runs { runs, threads } => {
+                let after = runs.partition_point(|r| r.first <= correlation);
+                let run = runs.get(after.checked_sub(1)?)?;
+                let offset = correlation - run.first;
+                if offset >= run.len {
+                    return None;
+                }
+                let r = threads[run.thread as usize].get(run.index as usize + offset as usize)?;
+                Some(ApiCall {
+                    start_ns: r.start_ns,
+                    function: r.function,
+                })
+            }
+            ApiLookup::Map(map) => map
+                .get(&correlation)
+                .copied()
+                .filter(|c| c.function != u32::MAX),
+        }
     }
 }
 
@@ -200,22 +237,53 @@ impl Trace {
         }
     }
 
-    /// The API records whose correlation ids are among `wanted`, by correlation id (of a
-    /// repeated id, the last in thread and file order). Only those are held, not every API
-    /// record of the trace.
-    pub fn api_records_for(&self, wanted: impl IntoIterator<Item = u64>) -> ApiLookup {
+    /// The API records of the trace by correlation id, for looking up those among `wanted`
+    /// ([`ApiLookup`]).
+    pub fn api_records_for(&self, wanted: impl IntoIterator<Item = u64>) -> ApiLookup<'_> {
+        let threads: Vec<&[ApiRecord]> = self.threads.values().map(|t| &t.records[..]).collect();
+        let mut runs: Vec<Run> = Vec::new();
+        for (ti, recs) in threads.iter().enumerate() {
+            let mut i = 0;
+            while i < recs.len() {
+                let first = recs[i].correlation;
+                let mut len = 1u64;
+                while i + (len as usize) < recs.len()
+                    && recs[i + len as usize].correlation == first.wrapping_add(len)
+                    && len < u64::from(u32::MAX)
+                {
+                    len += 1;
+                }
+                runs.push(Run {
+                    first,
+                    len,
+                    thread: ti as u32,
+                    index: i as u32,
+                });
+                i += len as usize;
+            }
+        }
+        runs.sort_by_key(|r| r.first);
+        let disjoint = runs.windows(2).all(|w| {
+            w[0].first
+                .checked_add(w[0].len)
+                .is_some_and(|end| end <= w[1].first)
+        });
+        let fits = threads.len() <= u32::MAX as usize
+            && threads.iter().all(|t| t.len() <= u32::MAX as usize);
+        if disjoint && fits {
+            return ApiLookup::Runs { runs, threads };
+        }
+        drop(runs);
         let none = ApiCall {
             start_ns: 0,
             function: u32::MAX,
         };
-        let wanted = wanted.into_iter();
         let mut map: IdMap<ApiCall> = IdMap::default();
-        map.reserve(wanted.size_hint().0);
         for c in wanted {
             map.insert(c, none);
         }
         if !map.is_empty() {
-            for r in self.threads.values().flat_map(|t| &t.records) {
+            for r in threads.iter().flat_map(|t| t.iter()) {
                 if let Some(slot) = map.get_mut(&r.correlation) {
                     *slot = ApiCall {
                         start_ns: r.start_ns,
@@ -224,7 +292,7 @@ impl Trace {
                 }
             }
         }
-        ApiLookup(map)
+        ApiLookup::Map(map)
     }
 
     /// Reads a trace from `input`; `path` names it in messages.

@@ -528,3 +528,62 @@ fn traces_from_two_hosts_share_one_clock() {
     assert!(render_report(&loaded.traces, Format::Json).contains("\"clock_shift_ns\":-47000,"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// API records are looked up by correlation id through runs of consecutive ids, or, when an id
+/// is repeated, through a map of the ids asked for (the last in thread and file order wins).
+#[test]
+fn api_records_are_found_by_correlation_id() {
+    let r = |function, start_ns, correlation| ApiRecord {
+        function,
+        result: 0,
+        start_ns,
+        end_ns: start_ns + 1,
+        correlation,
+    };
+    // Thread 1: ids 10, 11, 12, 20; thread 2: ids 13, 14.
+    let t = read(
+        &Builder::new(&header(1))
+            .records(
+                1,
+                0,
+                &[r(0, 100, 10), r(1, 110, 11), r(2, 120, 12), r(3, 130, 20)],
+            )
+            .records(2, 0, &[r(4, 140, 13), r(5, 150, 14)])
+            .bytes,
+    );
+    let api = t.api_records_for([]);
+    assert!(matches!(api, crate::model::ApiLookup::Runs { .. }));
+    let got: Vec<Option<(u64, u32)>> = [9, 10, 12, 13, 14, 15, 19, 20, 21]
+        .iter()
+        .map(|&c| api.get(c).map(|a| (a.start_ns, a.function)))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            None,
+            Some((100, 0)),
+            Some((120, 2)),
+            Some((140, 4)),
+            Some((150, 5)),
+            None,
+            None,
+            Some((130, 3)),
+            None
+        ]
+    );
+    // Id 11 twice: a map of the ids asked for; the later record (thread 2) wins.
+    let t = read(
+        &Builder::new(&header(1))
+            .records(1, 0, &[r(0, 100, 10), r(1, 110, 11)])
+            .records(2, 0, &[r(4, 140, 11)])
+            .bytes,
+    );
+    let api = t.api_records_for([11, 12]);
+    assert!(matches!(api, crate::model::ApiLookup::Map(_)));
+    assert_eq!(
+        api.get(11).map(|a| (a.start_ns, a.function)),
+        Some((140, 4))
+    );
+    assert_eq!(api.get(10), None);
+    assert_eq!(api.get(12), None);
+}
