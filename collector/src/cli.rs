@@ -178,6 +178,19 @@ pub fn run(cli: Cli) -> u8 {
     }
 }
 
+/// Starts the progress line for reading `inputs` (files, or directories of them).
+fn start_progress(inputs: &[PathBuf]) {
+    if let Ok(found) = crate::export::expand_inputs(inputs) {
+        let total = found
+            .files
+            .iter()
+            .filter_map(|f| std::fs::metadata(f).ok())
+            .map(|m| m.len())
+            .sum();
+        crate::progress::start(total);
+    }
+}
+
 fn run_report(args: &ReportArgs) -> u8 {
     if args.section.is_some() && args.format != Format::Csv {
         eprintln!(
@@ -186,7 +199,10 @@ fn run_report(args: &ReportArgs) -> u8 {
         );
         return 2;
     }
-    let mut loaded = match load_inputs(&args.files) {
+    start_progress(&args.files);
+    let loaded = load_inputs(&args.files);
+    crate::progress::finish();
+    let mut loaded = match loaded {
         Ok(l) => l,
         Err(e) => {
             eprintln!("rtrace: {e}");
@@ -297,7 +313,10 @@ fn run_export(args: &ExportArgs) -> u8 {
         }
         eprintln!("rtrace: filter: {filter}");
     }
-    match export_filtered(&inputs.files, args.format, output, &filter) {
+    start_progress(&inputs.files);
+    let exported = export_filtered(&inputs.files, args.format, output, &filter);
+    crate::progress::finish();
+    match exported {
         Ok(outcome) => {
             for line in &outcome.clock_notes {
                 eprintln!("rtrace: {line}");

@@ -36,6 +36,7 @@ pub mod gpu_summary;
 pub mod model;
 pub mod occupancy;
 pub mod output;
+pub mod progress;
 pub mod record;
 pub mod summary;
 

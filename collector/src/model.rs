@@ -598,7 +598,10 @@ pub fn load_trace(path: &Path) -> Result<Trace, LoadError> {
             path: path.to_path_buf(),
         });
     }
-    Trace::read(path, BufReader::with_capacity(1 << 16, file))
+    Trace::read(
+        path,
+        crate::progress::Counting(BufReader::with_capacity(1 << 16, file)),
+    )
 }
 
 /// Traces loaded from the command line's inputs, with the warnings met on the way.
