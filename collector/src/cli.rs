@@ -127,6 +127,10 @@ pub struct ReportArgs {
     /// The table `--format csv` prints [default: api]; only with `--format csv`.
     #[arg(long, value_enum, value_name = "SECTION")]
     pub section: Option<Section>,
+    /// Lay tables out for lines of at most N characters (names in the first column are cut
+    /// to fit) [default: the terminal's width when standard output is one, else 120].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(40..))]
+    pub width: Option<u16>,
     #[command(flatten)]
     pub filter: FilterArgs,
     /// Trace files, or directories: every *.bin trace directly in one is read,
@@ -178,6 +182,24 @@ pub fn run(cli: Cli) -> u8 {
     }
 }
 
+/// The width of the terminal standard output is, if it is one (at least 40).
+#[allow(unsafe_code)]
+fn terminal_width() -> Option<usize> {
+    use std::io::IsTerminal;
+    if !io::stdout().is_terminal() {
+        return None;
+    }
+    let mut size = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ fills a winsize through a valid pointer; the descriptor is stdout's.
+    let rc = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) };
+    (rc == 0 && size.ws_col > 0).then(|| usize::from(size.ws_col).max(40))
+}
+
 /// Starts the progress line for reading `inputs` (files, or directories of them).
 fn start_progress(inputs: &[PathBuf]) {
     if let Ok(found) = crate::export::expand_inputs(inputs) {
@@ -217,6 +239,12 @@ fn run_report(args: &ReportArgs) -> u8 {
         }
         eprintln!("rtrace: filter: {filter}");
     }
+    crate::output::set_table_width(
+        args.width
+            .map(usize::from)
+            .or_else(terminal_width)
+            .unwrap_or(crate::output::TABLE_WIDTH),
+    );
     let report = render_report_section(
         &loaded.traces,
         args.format,

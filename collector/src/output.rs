@@ -48,6 +48,8 @@ pub enum Section {
 
 /// The whole report over `traces` in `format`, ending with a newline; CSV
 /// gives the API summary.
+pub use table::{set_width as set_table_width, WIDTH as TABLE_WIDTH};
+
 pub fn render_report(traces: &[Trace], format: Format) -> String {
     render_report_section(traces, format, Section::Api)
 }

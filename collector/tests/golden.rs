@@ -203,6 +203,15 @@ const RUNS: &[Run] = &[
         ],
         "gpu.stream.chrome.json",
     ),
+    // A narrower table: names cut to fit 80 columns.
+    run(
+        &["report", "--format", "table", "--width", "80", "gpu.bin"],
+        "gpu.narrow.table.txt",
+    ),
+    Run {
+        args: &["report", "--width", "20", "gpu.bin"],
+        stdout: None,
+    },
     Run {
         args: &["report", "--pid", "1", "gpu.bin"],
         stdout: None,

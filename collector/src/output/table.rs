@@ -1,7 +1,7 @@
 //! `--format table`: process sections, the API summary, then (when the traces
 //! hold them) the resources (devices, contexts, streams, modules, functions),
 //! the GPU sections, and the memory and synchronization sections, as aligned
-//! columns that fit in [`WIDTH`] columns.
+//! columns that fit in [`WIDTH`] columns, or the width [`set_width`] gave (the terminal's).
 
 use crate::gpu_summary::{
     kernel_summary, launch_latency, memcpy_summary, memory_summary, memset_summary, resources,
@@ -14,8 +14,22 @@ use std::fmt::Write;
 
 mod occupancy;
 
-/// The widest line the API summary table is laid out for.
+/// The first column is never cut narrower than this (lines may then be wider than the width).
+const MIN_FIRST_COLUMN: usize = 24;
+/// The widest line tables are laid out for, unless [`set_width`] says otherwise.
 pub const WIDTH: usize = 120;
+
+static TABLE_WIDTH: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(WIDTH);
+
+/// Lays tables out for lines of at most `width` characters (the first column of a table is
+/// cut to fit; the others never are).
+pub fn set_width(width: usize) {
+    TABLE_WIDTH.store(width, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn width() -> usize {
+    TABLE_WIDTH.load(std::sync::atomic::Ordering::Relaxed)
+}
 /// Threads listed by name in a process section; the rest are counted.
 const THREADS_LISTED: usize = 16;
 /// Notices listed in a process section; the rest are counted.
@@ -252,7 +266,8 @@ enum Align {
 use Align::{Left, Right};
 
 /// `rows` under `headers`, two spaces between columns. The first column is
-/// cut (ending in `…`) where the line would be wider than [`WIDTH`]. Columns
+/// cut (ending in `…`) where the line would be wider than the table width, but not
+/// below [`MIN_FIRST_COLUMN`] characters. Columns
 /// are aligned as `align` says, those past its end to the right; trailing
 /// spaces are dropped.
 fn columns(out: &mut String, headers: &[&str], align: &[Align], rows: &[Vec<String>]) {
@@ -263,9 +278,11 @@ fn columns(out: &mut String, headers: &[&str], align: &[Align], rows: &[Vec<Stri
         }
     }
     let rest: usize = widths[1..].iter().map(|w| w + 2).sum();
-    widths[0] = widths[0]
-        .min(WIDTH.saturating_sub(rest))
+    // Cut to fit, but never below a width that still tells names apart.
+    let floor = widths[0]
+        .min(MIN_FIRST_COLUMN)
         .max(headers[0].chars().count());
+    widths[0] = widths[0].min(width().saturating_sub(rest)).max(floor);
     let line = |out: &mut String, cells: &mut dyn Iterator<Item = &str>| {
         let mut text = String::new();
         for (i, (cell, w)) in cells.zip(&widths).enumerate() {
