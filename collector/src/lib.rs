@@ -9,6 +9,7 @@
 //!   [`memset_summary`], [`utilisation`], [`launch_latency`]);
 //! - [`clocks`]: traces from several hosts put on one clock;
 //! - [`demangle`]: kernel names for display;
+//! - [`nvtx`]: NVTX ranges rebuilt from a trace's NVTX events, and their statistics;
 //! - [`filter`]: what a report or export keeps (time window, processes, devices, streams,
 //!   kernel names);
 //! - [`output`]: the report as a table, CSV or JSON ([`render_report`]);
@@ -34,6 +35,7 @@ pub mod export;
 pub mod filter;
 pub mod gpu_summary;
 pub mod model;
+pub mod nvtx;
 pub mod occupancy;
 pub mod output;
 pub mod progress;

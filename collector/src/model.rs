@@ -59,6 +59,8 @@ pub struct Trace {
     /// The GPU functions (kernels) of loaded modules, in file order (names in
     /// `kernel_names`).
     pub gpu_functions: Vec<FunctionRecord>,
+    /// NVTX string id → text, from the NvtxStrings chunks.
+    pub nvtx_strings: HashMap<u32, String>,
     /// API records lost because a buffer was full: the sum of every chunk
     /// header's `dropped` count.
     pub dropped: u64,
@@ -92,6 +94,8 @@ pub struct ThreadTrace {
     pub name: Option<String>,
     /// The thread's API records, in file order.
     pub records: Vec<ApiRecord>,
+    /// The thread's NVTX events, in file order.
+    pub nvtx: Vec<rtrace_format::NvtxEvent>,
     /// Records this thread lost (sum of its chunks' `dropped`).
     pub dropped: u64,
 }
@@ -234,6 +238,11 @@ impl Trace {
         }
         for n in &mut self.notices {
             s(&mut n.time_ns);
+        }
+        for th in self.threads.values_mut() {
+            for e in &mut th.nvtx {
+                s(&mut e.time_ns);
+            }
         }
     }
 
@@ -398,6 +407,16 @@ impl Trace {
                                     }
                                 }
                             }
+                            Err(why) => trace.bad_chunks.push(bad(why)),
+                        },
+                        ChunkKind::NvtxStrings => match chunk.function_names() {
+                            Ok(names) => trace
+                                .nvtx_strings
+                                .extend(names.into_iter().map(|n| (n.id, n.name))),
+                            Err(why) => trace.bad_chunks.push(bad(why)),
+                        },
+                        ChunkKind::NvtxEvents => match chunk.nvtx_events() {
+                            Ok(events) => trace.thread_mut(thread).nvtx.extend(events),
                             Err(why) => trace.bad_chunks.push(bad(why)),
                         },
                         ChunkKind::Functions => match chunk.function_records() {

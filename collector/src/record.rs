@@ -192,6 +192,11 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
             preload_value(&lib, std::env::var_os("LD_PRELOAD")),
         )
         .env("RTRACE_OUTPUT", pattern.as_os_string());
+    // NVTX in the program loads the library this names (librtrace.so itself), unless the
+    // caller points it at another tool.
+    if std::env::var_os("NVTX_INJECTION64_PATH").is_none() {
+        cmd.env("NVTX_INJECTION64_PATH", &lib);
+    }
     if let Some(n) = opts.buffer_records {
         cmd.env("RTRACE_BUFFER_RECORDS", n.to_string());
     }

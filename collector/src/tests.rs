@@ -243,7 +243,8 @@ fn json_is_exact() {
         "\"memset\":[],\n",
         "\"utilisation\":[],\n",
         "\"latency\":[],\n",
-        "\"occupancy\":[]}\n"
+        "\"occupancy\":[],\n",
+        "\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0}}\n"
     );
     assert_eq!(render_report(&[t], Format::Json), expected);
 }
@@ -260,7 +261,7 @@ fn empty_json_and_csv() {
         json.ends_with(
             "\"api\":[],\n\"resources\":{\n\"devices\":[],\n\"contexts\":[],\n\"streams\":[],\n\
              \"modules\":[],\n\"functions\":[]},\n\"kernels\":[],\n\"memcpy\":[],\n\"memset\":[],\n\
-             \"utilisation\":[],\n\"latency\":[],\n\"occupancy\":[]}\n"
+             \"utilisation\":[],\n\"latency\":[],\n\"occupancy\":[],\n\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0}}\n"
         ),
         "{json}"
     );

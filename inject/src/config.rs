@@ -25,6 +25,8 @@ pub struct Config {
     pub gpu_activity: GpuKinds,
     /// The CUPTI library to load when the process has not loaded one.
     pub cupti_library: Option<OsString>,
+    /// Receive NVTX calls (`RTRACE_NVTX`, on unless `0`).
+    pub nvtx: bool,
 }
 
 /// The kinds of GPU activity to record.
@@ -122,6 +124,7 @@ impl Config {
                 .map(|v| GpuKinds::parse(&v.to_string_lossy()))
                 .unwrap_or_default(),
             cupti_library: get("RTRACE_CUPTI_LIBRARY").filter(|v| !v.is_empty()),
+            nvtx: get("RTRACE_NVTX").is_none_or(|v| v != "0"),
         }
     }
 }

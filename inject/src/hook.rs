@@ -221,6 +221,47 @@ pub fn link_current(source: u32) {
     });
 }
 
+/// Pushes `rec` (an NVTX event, [`crate::ring::NVTX`]), and `attributes` after it if any,
+/// into the calling thread's ring, giving the thread one first if it has none; `rec.start_ns`
+/// is stamped with the tick counter now. Nothing when tracing is off or this is rtrace's
+/// worker. No allocation or lock after the thread's first record.
+pub fn push_event(mut rec: ApiRecord, attributes: Option<ApiRecord>) {
+    if lifecycle::state() != State::Running {
+        if lifecycle::state() != State::Uninit {
+            return;
+        }
+        lifecycle::init();
+        if lifecycle::state() != State::Running {
+            return;
+        }
+    }
+    let _ = TLS.try_with(|t| {
+        if t.excluded.get() {
+            return;
+        }
+        if t.ring.get().is_null() || t.generation.get() != lifecycle::generation() {
+            let was = t.busy.replace(true);
+            let ok = with_errno_saved(|| register_thread(t)).unwrap_or(false);
+            t.busy.set(was);
+            if !ok {
+                return;
+            }
+        }
+        let ring = t.ring.get();
+        if ring.is_null() {
+            return;
+        }
+        rec.start_ns = clock::ticks();
+        // SAFETY: a non-null ring pointer stays valid until this thread's ExitGuard closes it.
+        let ring = unsafe { &*ring };
+        if ring.push(rec) {
+            if let Some(a) = attributes {
+                ring.push(a);
+            }
+        }
+    });
+}
+
 /// The correlation id of the recorded call in progress on this thread (0: none), for
 /// records made inside it (CUPTI's resource callbacks). No allocation, no lock.
 pub fn current_correlation() -> u64 {

@@ -26,6 +26,7 @@ mod generic;
 mod hook;
 mod interpose;
 mod lifecycle;
+mod nvtx;
 mod output;
 mod procaddr;
 mod ring;

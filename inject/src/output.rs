@@ -121,6 +121,8 @@ pub struct Sink {
     pub gpu_batch: crate::cupti::GpuBatch,
     /// CUPTI correlation id → rtrace correlation id, from link records.
     pub links: crate::cupti::Links,
+    /// Scratch space for one thread's NVTX events.
+    pub nvtx: Vec<u8>,
     pub records: u64,
     pub dropped: u64,
     pub threads: u64,
@@ -180,6 +182,7 @@ impl Sink {
             calibration: crate::clock::Calibration::new(),
             gpu_batch: Default::default(),
             links: Default::default(),
+            nvtx: Vec::new(),
             records: 0,
             dropped: 0,
             threads: 0,

@@ -28,6 +28,19 @@ struct Producer {
 /// thread's ring and never reach the file as API records.
 pub const LINK: u32 = u32::MAX;
 
+/// `ApiRecord::function` of an NVTX event is `NVTX | kind` (`rtrace_format::NvtxKind`, below
+/// 0x100), or [`NVTX_ATTRIBUTES`] for the colour and payload of the event just before:
+/// `result` the message's string id (the colour), `start_ns` the time in ticks (the
+/// payload), `end_ns` the value (payload type << 8 | colour type), `correlation` domain << 32
+/// | category. NVTX events travel in the thread's ring and reach the file as NvtxEvents chunks.
+pub const NVTX: u32 = 0xFFFF_FE00;
+pub const NVTX_ATTRIBUTES: u32 = NVTX | 0xFF;
+
+/// Whether `function` tags an NVTX event or its attributes.
+pub fn is_nvtx(function: u32) -> bool {
+    function & 0xFFFF_FF00 == NVTX
+}
+
 pub struct Ring {
     producer: Line<Producer>,
     /// Next slot the consumer reads (only the consumer stores it).
@@ -120,11 +133,24 @@ impl Ring {
     /// Appends every waiting API record, encoded, to `out` and frees their slots; returns
     /// how many it appended. Timestamps go through `to_ns` (raw ticks → ns). Link records
     /// ([`LINK`]) are handed to `on_link` instead. Consumer only.
+    #[cfg(test)]
     pub fn drain_into(
         &self,
         out: &mut Vec<u8>,
         to_ns: impl Fn(u64) -> u64,
+        on_link: impl FnMut(&ApiRecord),
+    ) -> usize {
+        self.drain_all(out, to_ns, on_link, |_| {})
+    }
+
+    /// [`Ring::drain_into`], handing NVTX events ([`NVTX`]) to `on_nvtx`, in order, with raw
+    /// timestamps.
+    pub fn drain_all(
+        &self,
+        out: &mut Vec<u8>,
+        to_ns: impl Fn(u64) -> u64,
         mut on_link: impl FnMut(&ApiRecord),
+        mut on_nvtx: impl FnMut(&ApiRecord),
     ) -> usize {
         let h = self.producer.0.head.load(Ordering::Acquire);
         let t = self.tail.0.load(Ordering::Relaxed);
@@ -136,6 +162,10 @@ impl Ring {
             let mut rec = unsafe { *slot.get() };
             if rec.function == LINK {
                 on_link(&rec);
+                continue;
+            }
+            if is_nvtx(rec.function) {
+                on_nvtx(&rec);
                 continue;
             }
             rec.start_ns = to_ns(rec.start_ns);

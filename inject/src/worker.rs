@@ -86,6 +86,38 @@ fn run(process: &'static Process) {
     }
 }
 
+/// Appends ring record `e` (an NVTX event, or the attributes of the one before it) to `out`
+/// as [`rtrace_format::NvtxEvent`]s.
+fn nvtx_event(out: &mut Vec<u8>, e: &rtrace_format::ApiRecord, to_ns: impl Fn(u64) -> u64) {
+    use rtrace_format::{NvtxEvent, NvtxKind};
+    const SIZE: usize = NvtxEvent::SIZE;
+    if e.function == crate::ring::NVTX_ATTRIBUTES {
+        let Some(at) = out.len().checked_sub(SIZE) else {
+            return;
+        };
+        let Ok(bytes) = <&[u8; SIZE]>::try_from(&out[at..]) else {
+            return;
+        };
+        let mut last = NvtxEvent::from_bytes(bytes);
+        last.color = e.result;
+        last.payload = e.start_ns;
+        last.payload_type = (e.end_ns >> 8) as u8;
+        last.color_type = e.end_ns as u8;
+        out[at..].copy_from_slice(&last.to_bytes());
+        return;
+    }
+    let ev = NvtxEvent {
+        kind: NvtxKind::from_u16((e.function & 0xFF) as u16),
+        message: e.result,
+        time_ns: to_ns(e.start_ns),
+        value: e.end_ns,
+        domain: (e.correlation >> 32) as u32,
+        category: e.correlation as u32,
+        ..Default::default()
+    };
+    out.extend_from_slice(&ev.to_bytes());
+}
+
 /// How long the worker sleeps after a pass that found a ring a quarter full.
 const BUSY_POLL: Duration = Duration::from_micros(500);
 
@@ -100,6 +132,13 @@ pub fn drain(process: &Process, sink: &mut Sink, mode: Drain) -> Drained {
     let mut busy_rings = 0;
     let mut rings = std::mem::take(&mut sink.scratch);
     sink.calibration.sample();
+    // NVTX texts before the events that name them.
+    let strings = crate::nvtx::take_new_strings();
+    if !strings.is_empty() {
+        let payload =
+            rtrace_format::encode_function_names(strings.iter().map(|(id, s)| (*id, &**s)));
+        sink.chunk(ChunkKind::NvtxStrings, 0, 0, 0, &payload);
+    }
     if !process.snapshot_rings(&mut rings, mode != Drain::Final) {
         diag::log(&["could not list the buffers: another thread holds the list"]);
     }
@@ -118,14 +157,22 @@ pub fn drain(process: &Process, sink: &mut Sink, mode: Drain) -> Drained {
             continue;
         }
         sink.payload.clear();
+        sink.nvtx.clear();
         let calibration = &sink.calibration;
         let links = &mut sink.links;
-        let n = ring.drain_into(
+        let nvtx = &mut sink.nvtx;
+        let n = ring.drain_all(
             &mut sink.payload,
             |t| calibration.to_ns(t),
             |l| links.insert(l.result, l.correlation),
+            |e| nvtx_event(nvtx, e, |t| calibration.to_ns(t)),
         );
         let dropped = ring.take_dropped();
+        if !sink.nvtx.is_empty() {
+            let payload = std::mem::take(&mut sink.nvtx);
+            sink.chunk(ChunkKind::NvtxEvents, ring.tid, 0, 0, &payload);
+            sink.nvtx = payload;
+        }
         if n == 0 && dropped == 0 {
             continue;
         }

@@ -279,8 +279,33 @@ pub(super) fn render(traces: &[Trace], summary: &[FunctionSummary]) -> String {
     out.push_str(if summary.is_empty() { "]" } else { "\n]" });
     resources_key(&mut out, traces);
     gpu(&mut out, traces);
+    nvtx_key(&mut out, traces);
     out.push_str("}\n");
     out
+}
+
+/// `,\n"nvtx":{"ranges":[...],"open":N,"marks":N}`: one object per range name and domain.
+fn nvtx_key(out: &mut String, traces: &[Trace]) {
+    let (rows, open, marks) = crate::nvtx::nvtx_summary(traces);
+    out.push_str(",\n\"nvtx\":{\"ranges\":[");
+    for (i, r) in rows.iter().enumerate() {
+        out.push_str(if i == 0 { "\n  " } else { ",\n  " });
+        let _ = write!(
+            out,
+            "{{\"domain\":{},\"name\":{},\"count\":{},\"total_ns\":{},\"mean_ns\":{},\
+             \"median_ns\":{},\"min_ns\":{},\"max_ns\":{}}}",
+            string(&r.domain),
+            string(&r.name),
+            r.count,
+            r.total_ns,
+            r.mean_ns,
+            r.median_ns,
+            r.min_ns,
+            r.max_ns
+        );
+    }
+    out.push_str(if rows.is_empty() { "]" } else { "\n]" });
+    let _ = write!(out, ",\"open\":{open},\"marks\":{marks}}}");
 }
 
 /// One process object. Its keys: the file header's fields under their own
@@ -401,10 +426,15 @@ mod tests {
             "\"mean_wait_ns\":2000,\"max_wait_ns\":2000},\n",
             "  {\"type\":\"event synchronize\",\"count\":1,\"total_wait_ns\":500,",
             "\"mean_wait_ns\":500,\"max_wait_ns\":500}\n",
-            "]}\n"
+            "],\n",
+            "\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0}}\n"
         );
         assert_eq!(tail, expected);
         let plain = render(&[Trace::default()], &[]);
-        assert!(plain.ends_with("\"occupancy\":[]}\n"), "{plain}");
+        assert!(
+            plain
+                .ends_with("\"occupancy\":[],\n\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0}}\n"),
+            "{plain}"
+        );
     }
 }

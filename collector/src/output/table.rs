@@ -44,10 +44,49 @@ pub(super) fn render(traces: &[Trace], summary: &[FunctionSummary]) -> String {
         out.push('\n');
     }
     api(&mut out, traces.len(), summary);
+    nvtx_section(&mut out, traces);
     resources_section(&mut out, traces);
     gpu(&mut out, traces);
     memory_and_sync(&mut out, traces);
     out
+}
+
+/// "NVTX ranges": one row per range name and domain; nothing when the traces hold no NVTX
+/// events.
+fn nvtx_section(out: &mut String, traces: &[Trace]) {
+    let (rows, open, marks) = crate::nvtx::nvtx_summary(traces);
+    if rows.is_empty() && open == 0 && marks == 0 {
+        return;
+    }
+    let ranges: u64 = rows.iter().map(|r| r.count).sum();
+    let _ = writeln!(
+        out,
+        "NVTX ranges: {ranges} {}, {} {}, {open} open, {marks} {}",
+        if ranges == 1 { "range" } else { "ranges" },
+        rows.len(),
+        if rows.len() == 1 { "name" } else { "names" },
+        if marks == 1 { "mark" } else { "marks" },
+    );
+    let headers = [
+        "range", "domain", "count", "total", "mean", "median", "min", "max",
+    ];
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.name.clone(),
+                r.domain.clone(),
+                r.count.to_string(),
+                human_ns(r.total_ns),
+                human_ns(r.mean_ns),
+                human_ns(r.median_ns),
+                human_ns(r.min_ns),
+                human_ns(r.max_ns),
+            ]
+        })
+        .collect();
+    columns(out, &headers, &[Left, Left], &body);
+    out.push('\n');
 }
 
 fn field(out: &mut String, name: &str, value: impl std::fmt::Display) {

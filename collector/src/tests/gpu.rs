@@ -589,7 +589,8 @@ fn json_gpu_keys_are_exact() {
         "\"function\":\"cuMemcpyHtoD_v2\",\"correlation\":1,\"api_start_ns\":1000,",
         "\"gpu_start_ns\":1500,\"latency_ns\":500}\n",
         "],\n",
-        "\"occupancy\":[]}\n"
+        "\"occupancy\":[],\n",
+        "\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0}}\n"
     );
     assert_eq!(gpu, expected);
 }

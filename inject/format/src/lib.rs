@@ -127,6 +127,11 @@ pub enum ChunkKind {
     Functions,
     /// An array of [`PeerCopyRecord`]s (peer-to-peer copies).
     PeerCopies,
+    /// NVTX string id → text (messages, names, registered strings), same layout as
+    /// [`ChunkKind::FunctionNames`].
+    NvtxStrings,
+    /// An array of [`NvtxEvent`]s made by one thread (the chunk's `thread`).
+    NvtxEvents,
     /// A kind this reader does not know; carried so it can be counted.
     Unknown(u16),
 }
@@ -151,6 +156,8 @@ impl ChunkKind {
             ChunkKind::Modules => 15,
             ChunkKind::Functions => 16,
             ChunkKind::PeerCopies => 17,
+            ChunkKind::NvtxStrings => 18,
+            ChunkKind::NvtxEvents => 19,
             ChunkKind::Unknown(k) => k,
         }
     }
@@ -173,6 +180,8 @@ impl ChunkKind {
             15 => ChunkKind::Modules,
             16 => ChunkKind::Functions,
             17 => ChunkKind::PeerCopies,
+            18 => ChunkKind::NvtxStrings,
+            19 => ChunkKind::NvtxEvents,
             k => ChunkKind::Unknown(k),
         }
     }

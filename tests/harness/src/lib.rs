@@ -114,6 +114,23 @@ pub fn build() -> &'static Build {
                 libs,
             );
         }
+        // NVTX from two images: a shared library of its own, and the program.
+        compile(
+            &programs.join("nvtx_lib.c"),
+            &bin.join("libnvtx_lib.so"),
+            &inc,
+            &lib,
+            &["-shared", "-fPIC", "-ldl"],
+        );
+        let rpath = format!("-Wl,-rpath,{}", bin.display());
+        let libdir = format!("-L{}", bin.display());
+        compile(
+            &programs.join("nvtx.c"),
+            &bin.join("nvtx"),
+            &inc,
+            &lib,
+            &[&libdir, "-lnvtx_lib", &rpath, "-ldl", "-pthread"],
+        );
         compile(
             &root().join("samples/driver_api.c"),
             &bin.join("driver_api"),

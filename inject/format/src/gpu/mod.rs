@@ -57,12 +57,14 @@ pub const FLAG_CORRELATED: u32 = 2;
 pub const FLAG_UNLOADED: u32 = 4;
 
 mod memory;
+mod nvtx;
 mod resources;
 #[cfg(test)]
 mod tests;
 mod work;
 
 pub use memory::*;
+pub use nvtx::*;
 pub use resources::*;
 pub use work::*;
 
@@ -133,5 +135,10 @@ impl Chunk {
     /// The records of a [`crate::ChunkKind::Functions`] chunk.
     pub fn function_records(&self) -> Result<Vec<FunctionRecord>, String> {
         records::<_, { FunctionRecord::SIZE }>(self, "function", FunctionRecord::from_bytes)
+    }
+
+    /// The events of a [`crate::ChunkKind::NvtxEvents`] chunk.
+    pub fn nvtx_events(&self) -> Result<Vec<NvtxEvent>, String> {
+        records::<_, { NvtxEvent::SIZE }>(self, "NVTX event", NvtxEvent::from_bytes)
     }
 }

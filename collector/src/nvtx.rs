@@ -1,0 +1,176 @@
+//! NVTX ranges: the program's push/pop and start/end ranges rebuilt from its NVTX events, and
+//! their statistics per domain and name.
+//!
+//! - Push/pop ranges nest per thread and domain: a pop ends the innermost range of its domain
+//!   on its thread.
+//! - Start/end ranges are matched by range id, on any thread.
+//! - A range still open when the trace ends is counted as open, not summarised.
+//! - Names: the event's message (a registered string included); a range without one is
+//!   `(unnamed)`. Domains: the name `nvtxDomainCreate` gave, `(default)` for the default one.
+
+use crate::model::Trace;
+use rtrace_format::{NvtxEvent, NvtxKind};
+use std::collections::HashMap;
+
+/// One NVTX range that began and ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NvtxRange {
+    pub pid: u32,
+    /// The thread it began on, and the one it ended on (differ only for start/end ranges).
+    pub tid: u64,
+    pub end_tid: u64,
+    pub domain: String,
+    pub name: String,
+    pub category: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Push/pop ranges: nesting level on its thread and domain, from 0; start/end: `None`.
+    pub level: Option<u64>,
+}
+
+/// The ranges of a trace, in order of their start, and how many began but never ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ranges {
+    pub ranges: Vec<NvtxRange>,
+    pub open: u64,
+    pub marks: u64,
+}
+
+/// The display name of a string id of `t` (0: none).
+fn text(t: &Trace, id: u32, none: &str) -> String {
+    if id == 0 {
+        return none.to_string();
+    }
+    t.nvtx_strings
+        .get(&id)
+        .cloned()
+        .unwrap_or_else(|| format!("string#{id}"))
+}
+
+/// Rebuilds the ranges of `t`.
+pub fn ranges(t: &Trace) -> Ranges {
+    let mut domains: HashMap<u32, String> = HashMap::new();
+    for th in t.threads.values() {
+        for e in &th.nvtx {
+            if e.kind == NvtxKind::DomainCreate {
+                domains.insert(e.domain, text(t, e.message, "(unnamed domain)"));
+            }
+        }
+    }
+    let domain = |id: u32| -> String {
+        if id == 0 {
+            "(default)".to_string()
+        } else {
+            domains
+                .get(&id)
+                .cloned()
+                .unwrap_or_else(|| format!("domain#{id}"))
+        }
+    };
+    let mut out = Ranges::default();
+    let mut started: HashMap<u64, (u64, NvtxEvent)> = HashMap::new();
+    let mut ended: Vec<(u64, NvtxEvent)> = Vec::new();
+    for (&tid, th) in &t.threads {
+        let mut stacks: HashMap<u32, Vec<NvtxEvent>> = HashMap::new();
+        for e in &th.nvtx {
+            match e.kind {
+                NvtxKind::Push => stacks.entry(e.domain).or_default().push(*e),
+                NvtxKind::Pop => {
+                    if let Some(p) = stacks.get_mut(&e.domain).and_then(Vec::pop) {
+                        out.ranges.push(NvtxRange {
+                            pid: t.header.pid,
+                            tid,
+                            end_tid: tid,
+                            domain: domain(p.domain),
+                            name: text(t, p.message, "(unnamed)"),
+                            category: p.category,
+                            start_ns: p.time_ns,
+                            end_ns: e.time_ns,
+                            level: Some(p.value),
+                        });
+                    }
+                }
+                NvtxKind::Start => {
+                    started.insert(e.value, (tid, *e));
+                }
+                NvtxKind::End => ended.push((tid, *e)),
+                NvtxKind::Mark => out.marks += 1,
+                _ => {}
+            }
+        }
+        out.open += stacks.values().map(|s| s.len() as u64).sum::<u64>();
+    }
+    for (end_tid, e) in ended {
+        if let Some((tid, s)) = started.remove(&e.value) {
+            out.ranges.push(NvtxRange {
+                pid: t.header.pid,
+                tid,
+                end_tid,
+                domain: domain(s.domain),
+                name: text(t, s.message, "(unnamed)"),
+                category: s.category,
+                start_ns: s.time_ns,
+                end_ns: e.time_ns,
+                level: None,
+            });
+        }
+    }
+    out.open += started.len() as u64;
+    out.ranges
+        .sort_by(|a, b| (a.start_ns, a.tid, &a.name).cmp(&(b.start_ns, b.tid, &b.name)));
+    out
+}
+
+/// Statistics of the ranges of one name in one domain, over every trace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NvtxSummary {
+    pub domain: String,
+    pub name: String,
+    pub count: u64,
+    pub total_ns: u64,
+    pub mean_ns: u64,
+    /// The middle duration (the lower of the two middle ones for an even count).
+    pub median_ns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+}
+
+/// Summaries of all `traces`' ranges, and the open ranges and marks counted: rows sorted by
+/// total time (descending), then domain and name.
+pub fn nvtx_summary(traces: &[Trace]) -> (Vec<NvtxSummary>, u64, u64) {
+    let mut by: HashMap<(String, String), Vec<u64>> = HashMap::new();
+    let (mut open, mut marks) = (0, 0);
+    for t in traces {
+        let r = ranges(t);
+        open += r.open;
+        marks += r.marks;
+        for x in r.ranges {
+            by.entry((x.domain, x.name))
+                .or_default()
+                .push(x.end_ns.saturating_sub(x.start_ns));
+        }
+    }
+    let mut rows: Vec<NvtxSummary> = by
+        .into_iter()
+        .map(|((domain, name), mut d)| {
+            d.sort_unstable();
+            let total: u128 = d.iter().map(|&x| u128::from(x)).sum();
+            NvtxSummary {
+                domain,
+                name,
+                count: d.len() as u64,
+                total_ns: u64::try_from(total).unwrap_or(u64::MAX),
+                mean_ns: (total / d.len() as u128) as u64,
+                median_ns: d[(d.len() - 1) / 2],
+                min_ns: d[0],
+                max_ns: d[d.len() - 1],
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.total_ns
+            .cmp(&a.total_ns)
+            .then_with(|| (&a.domain, &a.name).cmp(&(&b.domain, &b.name)))
+    });
+    (rows, open, marks)
+}

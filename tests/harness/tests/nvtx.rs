@@ -1,0 +1,148 @@
+//! NVTX v3 from real programs built against the nvtx3 headers: librtrace.so points
+//! `NVTX_INJECTION64_PATH` at itself, each image that embeds NVTX attaches, and the trace holds
+//! every range, mark and name with its thread and times.
+
+use rtrace_collector::nvtx::{nvtx_summary, ranges, NvtxRange};
+use rtrace_format::{NvtxEvent, NvtxKind};
+use rtrace_tests::*;
+
+#[test]
+fn ranges_marks_and_names_from_two_images_are_recorded() {
+    let plain = run(Spec::untraced("nvtx"));
+    assert_eq!(plain.code(), Some(0), "{}", plain.stderr());
+    // Without a tool NVTX tracks nothing.
+    assert_eq!(
+        plain.stdout(),
+        "levels -2 -2 -2 -2 domain -2 -2 extra pop -2\n"
+    );
+
+    let r = run(Spec::traced("nvtx"));
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    // Levels from 0, per thread and domain; popping an empty stack is an error.
+    assert_eq!(r.stdout(), "levels 0 1 1 0 domain 0 0 extra pop -1\n");
+    let t = r.trace();
+    check_invariants(&t);
+    let main = t.header.pid as u64;
+    let worker = *t
+        .threads
+        .keys()
+        .find(|&&tid| tid != main)
+        .expect("the worker thread's events");
+    assert_eq!(t.threads.len(), 2, "{:?}", t.threads.keys());
+
+    // Every event of the main thread, in order, with its texts.
+    let text = |id: u32| t.nvtx_strings.get(&id).cloned().unwrap_or_default();
+    let events: Vec<(NvtxKind, String, u32, u32, u64)> = t.threads[&main]
+        .nvtx
+        .iter()
+        .map(|e| (e.kind, text(e.message), e.domain, e.category, e.value))
+        .collect();
+    let s = |x: &str| x.to_string();
+    assert_eq!(
+        events,
+        vec![
+            (NvtxKind::NameCategory, s("io"), 0, 3, 0),
+            (NvtxKind::DomainCreate, s("app"), 1, 0, 0),
+            (NvtxKind::RegisterString, s("registered step"), 1, 0, 0),
+            (NvtxKind::Push, s("outer"), 0, 0, 0),
+            (NvtxKind::Push, s("inner"), 0, 3, 1),
+            (NvtxKind::Mark, s("here"), 0, 0, 0),
+            (NvtxKind::Pop, s(""), 0, 0, 1),
+            (NvtxKind::Pop, s(""), 0, 0, 0),
+            (NvtxKind::Push, s("registered step"), 1, 0, 0),
+            (NvtxKind::Pop, s(""), 1, 0, 0),
+            (NvtxKind::Start, s("async"), 0, 0, 1),
+            (NvtxKind::Push, s("lib range"), 0, 0, 0),
+            (NvtxKind::Pop, s(""), 0, 0, 0),
+        ]
+    );
+    // The inner range's colour and payload (an int64 of -5).
+    let inner: &NvtxEvent = &t.threads[&main].nvtx[4];
+    assert_eq!(
+        (
+            inner.color_type,
+            inner.color,
+            inner.payload_type,
+            inner.payload as i64
+        ),
+        (1, 0xFF00_FF00, 2, -5)
+    );
+    let events: Vec<(NvtxKind, String, u64)> = t.threads[&worker]
+        .nvtx
+        .iter()
+        .map(|e| (e.kind, text(e.message), e.value))
+        .collect();
+    assert_eq!(
+        events,
+        vec![
+            (NvtxKind::NameThread, s("nvtx worker"), worker),
+            (NvtxKind::End, s(""), 1),
+            (NvtxKind::Push, s("worker range"), 0),
+            (NvtxKind::Pop, s(""), 0),
+        ]
+    );
+    for th in t.threads.values() {
+        assert!(th.nvtx.windows(2).all(|w| w[0].time_ns <= w[1].time_ns));
+        assert!(th
+            .nvtx
+            .iter()
+            .all(|e| e.time_ns >= t.header.start.monotonic_ns));
+    }
+
+    // The ranges rebuilt: the async one started on main and ended on the worker.
+    let rs = ranges(&t);
+    assert_eq!((rs.open, rs.marks), (0, 1));
+    let got: Vec<(String, String, u64, u64, Option<u64>, u32)> = rs
+        .ranges
+        .iter()
+        .map(|x: &NvtxRange| {
+            assert!(x.start_ns <= x.end_ns);
+            (
+                x.domain.clone(),
+                x.name.clone(),
+                x.tid,
+                x.end_tid,
+                x.level,
+                x.category,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (s("(default)"), s("outer"), main, main, Some(0), 0),
+            (s("(default)"), s("inner"), main, main, Some(1), 3),
+            (s("app"), s("registered step"), main, main, Some(0), 0),
+            (s("(default)"), s("async"), main, worker, None, 0),
+            (
+                s("(default)"),
+                s("worker range"),
+                worker,
+                worker,
+                Some(0),
+                0
+            ),
+            (s("(default)"), s("lib range"), main, main, Some(0), 0),
+        ]
+    );
+    let (rows, open, marks) = nvtx_summary(std::slice::from_ref(&t));
+    assert_eq!((rows.len(), open, marks), (6, 0, 1));
+    assert!(rows.iter().all(|r| r.count == 1));
+
+    // The report's section.
+    let table =
+        rtrace_collector::render_report(std::slice::from_ref(&t), rtrace_collector::Format::Table);
+    assert!(
+        table.contains("NVTX ranges: 6 ranges, 6 names, 0 open, 1 mark\n"),
+        "{table}"
+    );
+}
+
+#[test]
+fn rtrace_nvtx_0_leaves_nvtx_alone() {
+    let r = run(Spec::traced("nvtx").env(&[("RTRACE_NVTX", "0")]));
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    assert_eq!(r.stdout(), "levels -2 -2 -2 -2 domain -2 -2 extra pop -2\n");
+    // No NVTX events, so no trace at all (the program makes no driver calls).
+    assert!(r.trace_files().is_empty(), "{:?}", r.trace_files());
+}
