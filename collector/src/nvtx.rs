@@ -7,6 +7,9 @@
 //! - A range still open when the trace ends is counted as open, not summarised.
 //! - Names: the event's message (a registered string included); a range without one is
 //!   `(unnamed)`. Domains: the name `nvtxDomainCreate` gave, `(default)` for the default one.
+//! - GPU work of a range ("projected" onto the GPU): the kernels, copies and memsets linked to
+//!   the API calls its thread (the one it began on) made between its start and end, nested
+//!   ranges included; their GPU time is the sum of their durations.
 
 use crate::model::Trace;
 use rtrace_format::{NvtxEvent, NvtxKind};
@@ -26,6 +29,9 @@ pub struct NvtxRange {
     pub end_ns: u64,
     /// Push/pop ranges: nesting level on its thread and domain, from 0; start/end: `None`.
     pub level: Option<u64>,
+    /// GPU records launched by the calls of `tid` inside the range, and their total duration.
+    pub gpu_records: u64,
+    pub gpu_ns: u64,
 }
 
 /// The ranges of a trace, in order of their start, and how many began but never ended.
@@ -87,6 +93,8 @@ pub fn ranges(t: &Trace) -> Ranges {
                             start_ns: p.time_ns,
                             end_ns: e.time_ns,
                             level: Some(p.value),
+                            gpu_records: 0,
+                            gpu_ns: 0,
                         });
                     }
                 }
@@ -112,13 +120,79 @@ pub fn ranges(t: &Trace) -> Ranges {
                 start_ns: s.time_ns,
                 end_ns: e.time_ns,
                 level: None,
+                gpu_records: 0,
+                gpu_ns: 0,
             });
         }
     }
     out.open += started.len() as u64;
+    project(t, &mut out.ranges);
     out.ranges
         .sort_by(|a, b| (a.start_ns, a.tid, &a.name).cmp(&(b.start_ns, b.tid, &b.name)));
     out
+}
+
+/// Sets each range's GPU work: the GPU records linked to its thread's API calls that started
+/// inside it.
+fn project(t: &Trace, ranges: &mut [NvtxRange]) {
+    if ranges.is_empty() {
+        return;
+    }
+    use rtrace_format::FLAG_CORRELATED;
+    // GPU records and time per launching call.
+    let mut work: crate::model::IdMap<(u64, u64)> = Default::default();
+    let mut add = |correlation: u64, start: u64, end: u64| {
+        let w = work.entry(correlation).or_default();
+        w.0 += 1;
+        w.1 = w.1.saturating_add(end.saturating_sub(start));
+    };
+    for k in t.kernels.iter().filter(|k| k.flags & FLAG_CORRELATED != 0) {
+        add(k.correlation, k.start_ns, k.end_ns);
+    }
+    for c in t
+        .memcpys
+        .iter()
+        .filter(|c| u32::from(c.flags) & FLAG_CORRELATED != 0)
+    {
+        add(c.correlation, c.start_ns, c.end_ns);
+    }
+    for s in t.memsets.iter().filter(|s| s.correlation != 0) {
+        add(s.correlation, s.start_ns, s.end_ns);
+    }
+    if work.is_empty() {
+        return;
+    }
+    // Per thread: call starts in order, and running sums of their GPU work.
+    let mut per_thread: HashMap<u64, (Vec<u64>, Vec<(u64, u64)>)> = HashMap::new();
+    for (&tid, th) in &t.threads {
+        let mut calls: Vec<(u64, (u64, u64))> = th
+            .records
+            .iter()
+            .map(|r| {
+                (
+                    r.start_ns,
+                    work.get(&r.correlation).copied().unwrap_or_default(),
+                )
+            })
+            .collect();
+        calls.sort_by_key(|c| c.0);
+        let mut sums = Vec::with_capacity(calls.len() + 1);
+        let mut acc = (0u64, 0u64);
+        sums.push(acc);
+        for &(_, (n, ns)) in &calls {
+            acc = (acc.0 + n, acc.1.saturating_add(ns));
+            sums.push(acc);
+        }
+        per_thread.insert(tid, (calls.iter().map(|c| c.0).collect(), sums));
+    }
+    for r in ranges {
+        if let Some((starts, sums)) = per_thread.get(&r.tid) {
+            let a = starts.partition_point(|&s| s < r.start_ns);
+            let b = starts.partition_point(|&s| s <= r.end_ns);
+            r.gpu_records = sums[b].0 - sums[a].0;
+            r.gpu_ns = sums[b].1.saturating_sub(sums[a].1);
+        }
+    }
 }
 
 /// Statistics of the ranges of one name in one domain, over every trace.
@@ -133,26 +207,30 @@ pub struct NvtxSummary {
     pub median_ns: u64,
     pub min_ns: u64,
     pub max_ns: u64,
+    /// GPU records launched inside these ranges, and their total GPU time (ns).
+    pub gpu_records: u64,
+    pub gpu_ns: u64,
 }
 
 /// Summaries of all `traces`' ranges, and the open ranges and marks counted: rows sorted by
 /// total time (descending), then domain and name.
 pub fn nvtx_summary(traces: &[Trace]) -> (Vec<NvtxSummary>, u64, u64) {
-    let mut by: HashMap<(String, String), Vec<u64>> = HashMap::new();
+    let mut by: HashMap<(String, String), (Vec<u64>, u64, u64)> = HashMap::new();
     let (mut open, mut marks) = (0, 0);
     for t in traces {
         let r = ranges(t);
         open += r.open;
         marks += r.marks;
         for x in r.ranges {
-            by.entry((x.domain, x.name))
-                .or_default()
-                .push(x.end_ns.saturating_sub(x.start_ns));
+            let e = by.entry((x.domain, x.name)).or_default();
+            e.0.push(x.end_ns.saturating_sub(x.start_ns));
+            e.1 += x.gpu_records;
+            e.2 = e.2.saturating_add(x.gpu_ns);
         }
     }
     let mut rows: Vec<NvtxSummary> = by
         .into_iter()
-        .map(|((domain, name), mut d)| {
+        .map(|((domain, name), (mut d, gpu_records, gpu_ns))| {
             d.sort_unstable();
             let total: u128 = d.iter().map(|&x| u128::from(x)).sum();
             NvtxSummary {
@@ -164,6 +242,8 @@ pub fn nvtx_summary(traces: &[Trace]) -> (Vec<NvtxSummary>, u64, u64) {
                 median_ns: d[(d.len() - 1) / 2],
                 min_ns: d[0],
                 max_ns: d[d.len() - 1],
+                gpu_records,
+                gpu_ns,
             }
         })
         .collect();

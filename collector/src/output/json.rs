@@ -293,7 +293,7 @@ fn nvtx_key(out: &mut String, traces: &[Trace]) {
         let _ = write!(
             out,
             "{{\"domain\":{},\"name\":{},\"count\":{},\"total_ns\":{},\"mean_ns\":{},\
-             \"median_ns\":{},\"min_ns\":{},\"max_ns\":{}}}",
+             \"median_ns\":{},\"min_ns\":{},\"max_ns\":{},\"gpu_records\":{},\"gpu_ns\":{}}}",
             string(&r.domain),
             string(&r.name),
             r.count,
@@ -301,7 +301,9 @@ fn nvtx_key(out: &mut String, traces: &[Trace]) {
             r.mean_ns,
             r.median_ns,
             r.min_ns,
-            r.max_ns
+            r.max_ns,
+            r.gpu_records,
+            r.gpu_ns
         );
     }
     out.push_str(if rows.is_empty() { "]" } else { "\n]" });

@@ -61,14 +61,14 @@ fn nvtx_section(out: &mut String, traces: &[Trace]) {
     let ranges: u64 = rows.iter().map(|r| r.count).sum();
     let _ = writeln!(
         out,
-        "NVTX ranges: {ranges} {}, {} {}, {open} open, {marks} {}",
+        "\nNVTX ranges: {ranges} {}, {} {}, {open} open, {marks} {}",
         if ranges == 1 { "range" } else { "ranges" },
         rows.len(),
         if rows.len() == 1 { "name" } else { "names" },
         if marks == 1 { "mark" } else { "marks" },
     );
     let headers = [
-        "range", "domain", "count", "total", "mean", "median", "min", "max",
+        "range", "domain", "count", "total", "mean", "median", "min", "max", "GPU work", "GPU time",
     ];
     let body: Vec<Vec<String>> = rows
         .iter()
@@ -82,11 +82,12 @@ fn nvtx_section(out: &mut String, traces: &[Trace]) {
                 human_ns(r.median_ns),
                 human_ns(r.min_ns),
                 human_ns(r.max_ns),
+                r.gpu_records.to_string(),
+                human_ns(r.gpu_ns),
             ]
         })
         .collect();
     columns(out, &headers, &[Left, Left], &body);
-    out.push('\n');
 }
 
 fn field(out: &mut String, name: &str, value: impl std::fmt::Display) {

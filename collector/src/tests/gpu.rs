@@ -1077,3 +1077,80 @@ fn launch_latency_keeps_the_first_of_equal_latencies() {
         .collect();
     assert_eq!(got, vec![(12, 700), (1, 500), (2, 500), (3, 500)]);
 }
+
+/// NVTX ranges get the GPU work launched by their thread's calls inside them (nested ranges
+/// included), in the summary and the report.
+#[test]
+fn nvtx_ranges_are_projected_onto_the_gpu_work_they_launched() {
+    let ev = |kind, message, time_ns, value| {
+        NvtxEvent {
+            kind,
+            message,
+            time_ns,
+            value,
+            ..Default::default()
+        }
+        .to_bytes()
+    };
+    let events = [
+        ev(NvtxKind::Push, 1, 1_900, 0), // "step": calls 2..4
+        ev(NvtxKind::Push, 2, 2_050, 1), // "fwd": calls 3, 4
+        ev(NvtxKind::Pop, 0, 2_250, 1),
+        ev(NvtxKind::Pop, 0, 2_450, 0),
+        ev(NvtxKind::Push, 2, 2_450, 0), // "fwd" again: no call
+        ev(NvtxKind::Pop, 0, 2_460, 0),
+    ]
+    .concat();
+    let t = read(
+        &gpu_sample()
+            .chunk(
+                ChunkKind::NvtxStrings,
+                0,
+                0,
+                &encode_function_names([(1, "step"), (2, "fwd")]),
+            )
+            .chunk(ChunkKind::NvtxEvents, 11, 0, &events)
+            .bytes,
+    );
+    let r = crate::nvtx::ranges(&t);
+    let got: Vec<(&str, u64, u64)> = r
+        .ranges
+        .iter()
+        .map(|x| (x.name.as_str(), x.gpu_records, x.gpu_ns))
+        .collect();
+    // Calls 2 (kernel 1000), 3 (kernel 1200), 4 (kernel 1000 and a 1000-byte copy of 200):
+    // all in "step"; 3 and 4 in "fwd"; nothing in the second "fwd". Call 5 (a memset) at
+    // 2_300 is in "step" too.
+    assert_eq!(
+        got,
+        vec![
+            ("step", 5, 1_000 + 1_200 + 1_000 + 200 + 100),
+            ("fwd", 2, 1_200 + 1_000),
+            ("fwd", 0, 0),
+        ]
+    );
+    let (rows, open, marks) = crate::nvtx::nvtx_summary(std::slice::from_ref(&t));
+    assert_eq!((open, marks), (0, 0));
+    assert_eq!(
+        rows.iter()
+            .map(|r| (
+                r.name.as_str(),
+                r.count,
+                r.total_ns,
+                r.gpu_records,
+                r.gpu_ns
+            ))
+            .collect::<Vec<_>>(),
+        vec![("step", 1, 550, 5, 3_500), ("fwd", 2, 210, 2, 2_200)]
+    );
+    let table = render_report(std::slice::from_ref(&t), Format::Table);
+    assert!(
+        table.contains(
+            "\nNVTX ranges: 3 ranges, 2 names, 0 open, 0 marks\n\
+             range  domain     count   total    mean  median     min     max  GPU work  GPU time\n\
+             step   (default)      1  550 ns  550 ns  550 ns  550 ns  550 ns         5    3.5 µs\n\
+             fwd    (default)      2  210 ns  105 ns   10 ns   10 ns  200 ns         2    2.2 µs\n"
+        ),
+        "{table}"
+    );
+}
