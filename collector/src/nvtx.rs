@@ -163,7 +163,9 @@ fn project(t: &Trace, ranges: &mut [NvtxRange]) {
         return;
     }
     // Per thread: call starts in order, and running sums of their GPU work.
-    let mut per_thread: HashMap<u64, (Vec<u64>, Vec<(u64, u64)>)> = HashMap::new();
+    /// A thread's call starts in order, and running sums of (GPU records, GPU ns) before each.
+    type Calls = (Vec<u64>, Vec<(u64, u64)>);
+    let mut per_thread: HashMap<u64, Calls> = HashMap::new();
     for (&tid, th) in &t.threads {
         let mut calls: Vec<(u64, (u64, u64))> = th
             .records
