@@ -132,14 +132,9 @@ pub fn ranges(t: &Trace) -> Ranges {
     out
 }
 
-/// Sets each range's GPU work: the GPU records linked to its thread's API calls that started
-/// inside it.
-fn project(t: &Trace, ranges: &mut [NvtxRange]) {
-    if ranges.is_empty() {
-        return;
-    }
+/// GPU records and their summed GPU time (ns) per launching call's correlation id.
+fn gpu_work(t: &Trace) -> crate::model::IdMap<(u64, u64)> {
     use rtrace_format::FLAG_CORRELATED;
-    // GPU records and time per launching call.
     let mut work: crate::model::IdMap<(u64, u64)> = Default::default();
     let mut add = |correlation: u64, start: u64, end: u64| {
         let w = work.entry(correlation).or_default();
@@ -159,6 +154,16 @@ fn project(t: &Trace, ranges: &mut [NvtxRange]) {
     for s in t.memsets.iter().filter(|s| s.correlation != 0) {
         add(s.correlation, s.start_ns, s.end_ns);
     }
+    work
+}
+
+/// Sets each range's GPU work: the GPU records linked to its thread's API calls that started
+/// inside it.
+fn project(t: &Trace, ranges: &mut [NvtxRange]) {
+    if ranges.is_empty() {
+        return;
+    }
+    let work = gpu_work(t);
     if work.is_empty() {
         return;
     }
@@ -255,4 +260,95 @@ pub fn nvtx_summary(traces: &[Trace]) -> (Vec<NvtxSummary>, u64, u64) {
             .then_with(|| (&a.domain, &a.name).cmp(&(&b.domain, &b.name)))
     });
     (rows, open, marks)
+}
+
+/// The calls and GPU work linked to one external correlation id.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExternalSummary {
+    pub pid: u32,
+    /// The id's kind, as the program pushed it.
+    pub kind: u32,
+    pub id: u64,
+    /// API calls made while the id was the innermost of its kind on their thread.
+    pub calls: u64,
+    /// GPU records those calls launched, and their total GPU time (ns).
+    pub gpu_records: u64,
+    pub gpu_ns: u64,
+}
+
+/// One row per (process, kind, id) pushed with `rtrace_push_external_correlation`, sorted by
+/// GPU time (descending), then process, kind and id.
+pub fn external_summary(traces: &[Trace]) -> Vec<ExternalSummary> {
+    let mut rows = Vec::new();
+    for t in traces {
+        let pushed = t
+            .threads
+            .values()
+            .any(|th| th.nvtx.iter().any(|e| e.kind == NvtxKind::ExternalPush));
+        if !pushed {
+            continue;
+        }
+        let work = gpu_work(t);
+        let mut by: std::collections::BTreeMap<(u32, u64), (u64, u64, u64)> = Default::default();
+        for th in t.threads.values() {
+            let mut events: Vec<&NvtxEvent> = th
+                .nvtx
+                .iter()
+                .filter(|e| matches!(e.kind, NvtxKind::ExternalPush | NvtxKind::ExternalPop))
+                .collect();
+            if events.is_empty() {
+                continue;
+            }
+            events.sort_by_key(|e| e.time_ns);
+            let mut calls: Vec<&rtrace_format::ApiRecord> = th.records.iter().collect();
+            calls.sort_by_key(|r| r.start_ns);
+            let mut stacks: std::collections::BTreeMap<u32, Vec<u64>> = Default::default();
+            let mut next = 0;
+            for r in calls {
+                while next < events.len() && events[next].time_ns <= r.start_ns {
+                    let e = events[next];
+                    let stack = stacks.entry(e.category).or_default();
+                    if e.kind == NvtxKind::ExternalPush {
+                        stack.push(e.value);
+                    } else if let Some(at) = stack.iter().rposition(|&v| v == e.value) {
+                        stack.remove(at);
+                    }
+                    next += 1;
+                }
+                let (n, ns) = work.get(&r.correlation).copied().unwrap_or_default();
+                for (&kind, stack) in &stacks {
+                    if let Some(&id) = stack.last() {
+                        let acc = by.entry((kind, id)).or_default();
+                        acc.0 += 1;
+                        acc.1 += n;
+                        acc.2 = acc.2.saturating_add(ns);
+                    }
+                }
+            }
+            // Ids pushed with no call inside still get a row.
+            for e in &events[..] {
+                if e.kind == NvtxKind::ExternalPush {
+                    by.entry((e.category, e.value)).or_default();
+                }
+            }
+        }
+        rows.extend(
+            by.into_iter().map(
+                |((kind, id), (calls, gpu_records, gpu_ns))| ExternalSummary {
+                    pid: t.header.pid,
+                    kind,
+                    id,
+                    calls,
+                    gpu_records,
+                    gpu_ns,
+                },
+            ),
+        );
+    }
+    rows.sort_by(|a, b| {
+        b.gpu_ns
+            .cmp(&a.gpu_ns)
+            .then_with(|| (a.pid, a.kind, a.id).cmp(&(b.pid, b.kind, b.id)))
+    });
+    rows
 }

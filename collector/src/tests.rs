@@ -244,7 +244,7 @@ fn json_is_exact() {
         "\"utilisation\":[],\n",
         "\"latency\":[],\n",
         "\"occupancy\":[],\n",
-        "\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0}}\n"
+        "\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0},\n\"external\":[]}\n"
     );
     assert_eq!(render_report(&[t], Format::Json), expected);
 }
@@ -261,7 +261,7 @@ fn empty_json_and_csv() {
         json.ends_with(
             "\"api\":[],\n\"resources\":{\n\"devices\":[],\n\"contexts\":[],\n\"streams\":[],\n\
              \"modules\":[],\n\"functions\":[]},\n\"kernels\":[],\n\"memcpy\":[],\n\"memset\":[],\n\
-             \"utilisation\":[],\n\"latency\":[],\n\"occupancy\":[],\n\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0}}\n"
+             \"utilisation\":[],\n\"latency\":[],\n\"occupancy\":[],\n\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0},\n\"external\":[]}\n"
         ),
         "{json}"
     );

@@ -1,8 +1,11 @@
 /* NVTX v3 from two images (this program and libnvtx_lib.so): nested push/pop ranges with
  * attributes (category, colour, payload), a mark, a domain with a registered string, a
  * start/end range ended on another thread, a named category and a named OS thread. Prints
- * the nesting levels NVTX returned ("-2" everywhere without a tool). */
+ * the nesting levels NVTX returned ("-2" everywhere without a tool). Then external correlation
+ * ids through librtrace.so's C ABI (inject/rtrace.h), looked up with dlsym so that the program
+ * runs without rtrace too ("external none"). */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -54,5 +57,19 @@ int main(void) {
     lib_work();
     int extra = nvtxRangePop();
     printf("levels %d %d %d %d domain %d %d extra pop %d\n", l0, l1, p1, p0, d0, dp, extra);
+
+    int (*push)(uint32_t, uint64_t) =
+        (int (*)(uint32_t, uint64_t))dlsym(RTLD_DEFAULT, "rtrace_push_external_correlation");
+    int (*pop)(uint32_t, uint64_t *) =
+        (int (*)(uint32_t, uint64_t *))dlsym(RTLD_DEFAULT, "rtrace_pop_external_correlation");
+    if (!push || !pop) {
+        printf("external none\n");
+        return 0;
+    }
+    uint64_t x = 0, y = 0, z = 99;
+    int r1 = push(2, 42), r2 = push(2, 43), r3 = push(7, 5);
+    int r4 = pop(2, &x), r5 = pop(2, &y), r6 = pop(2, &z), r7 = pop(7, NULL);
+    printf("external %d %d %d pop %d %llu %d %llu %d %llu %d\n", r1, r2, r3, r4,
+           (unsigned long long)x, r5, (unsigned long long)y, r6, (unsigned long long)z, r7);
     return 0;
 }

@@ -446,10 +446,11 @@ fn json_key() {
     let out = crate::render_report(&[sample_trace()], crate::Format::Json);
     let at = out.find("\"occupancy\"").unwrap_or_else(|| panic!("{out}"));
     let lines: Vec<&str> = out[at..].lines().collect();
-    assert_eq!(lines.len(), 7, "{out}");
+    assert_eq!(lines.len(), 8, "{out}");
     assert_eq!(lines[0], "\"occupancy\":[");
     assert_eq!(lines[5], "],");
-    assert_eq!(lines[6], "\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0}}");
+    assert_eq!(lines[6], "\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0},");
+    assert_eq!(lines[7], "\"external\":[]}");
     assert_eq!(
         lines[2],
         concat!(

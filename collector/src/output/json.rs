@@ -280,8 +280,24 @@ pub(super) fn render(traces: &[Trace], summary: &[FunctionSummary]) -> String {
     resources_key(&mut out, traces);
     gpu(&mut out, traces);
     nvtx_key(&mut out, traces);
+    external_key(&mut out, traces);
     out.push_str("}\n");
     out
+}
+
+/// `,\n"external":[...]`: one object per pushed external correlation id.
+fn external_key(out: &mut String, traces: &[Trace]) {
+    let rows = crate::nvtx::external_summary(traces);
+    out.push_str(",\n\"external\":[");
+    for (i, r) in rows.iter().enumerate() {
+        out.push_str(if i == 0 { "\n  " } else { ",\n  " });
+        let _ = write!(
+            out,
+            "{{\"pid\":{},\"kind\":{},\"id\":{},\"calls\":{},\"gpu_records\":{},\"gpu_ns\":{}}}",
+            r.pid, r.kind, r.id, r.calls, r.gpu_records, r.gpu_ns
+        );
+    }
+    out.push_str(if rows.is_empty() { "]" } else { "\n]" });
 }
 
 /// `,\n"nvtx":{"ranges":[...],"open":N,"marks":N}`: one object per range name and domain.
@@ -429,13 +445,13 @@ mod tests {
             "  {\"type\":\"event synchronize\",\"count\":1,\"total_wait_ns\":500,",
             "\"mean_wait_ns\":500,\"max_wait_ns\":500}\n",
             "],\n",
-            "\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0}}\n"
+            "\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0},\n\"external\":[]}\n"
         );
         assert_eq!(tail, expected);
         let plain = render(&[Trace::default()], &[]);
         assert!(
             plain
-                .ends_with("\"occupancy\":[],\n\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0}}\n"),
+                .ends_with("\"occupancy\":[],\n\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0},\n\"external\":[]}\n"),
             "{plain}"
         );
     }

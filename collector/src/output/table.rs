@@ -45,6 +45,7 @@ pub(super) fn render(traces: &[Trace], summary: &[FunctionSummary]) -> String {
     }
     api(&mut out, traces.len(), summary);
     nvtx_section(&mut out, traces);
+    external_section(&mut out, traces);
     resources_section(&mut out, traces);
     gpu(&mut out, traces);
     memory_and_sync(&mut out, traces);
@@ -88,6 +89,46 @@ fn nvtx_section(out: &mut String, traces: &[Trace]) {
         })
         .collect();
     columns(out, &headers, &[Left, Left], &body);
+}
+
+/// External correlation ids listed; the rest are counted.
+const EXTERNAL_LISTED: usize = 20;
+
+/// "External correlation": the ids with the most GPU time; nothing without pushed ids.
+fn external_section(out: &mut String, traces: &[Trace]) {
+    let rows = crate::nvtx::external_summary(traces);
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nExternal correlation: {} {} (rtrace_push_external_correlation), by GPU time",
+        rows.len(),
+        if rows.len() == 1 { "id" } else { "ids" }
+    );
+    let headers = ["id", "kind", "process", "calls", "GPU work", "GPU time"];
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .take(EXTERNAL_LISTED)
+        .map(|r| {
+            vec![
+                r.id.to_string(),
+                r.kind.to_string(),
+                r.pid.to_string(),
+                r.calls.to_string(),
+                r.gpu_records.to_string(),
+                human_ns(r.gpu_ns),
+            ]
+        })
+        .collect();
+    columns(out, &headers, &[Left], &body);
+    if rows.len() > EXTERNAL_LISTED {
+        let _ = writeln!(
+            out,
+            "  … and {} more (--format json lists them)",
+            rows.len() - EXTERNAL_LISTED
+        );
+    }
 }
 
 fn field(out: &mut String, name: &str, value: impl std::fmt::Display) {

@@ -590,7 +590,7 @@ fn json_gpu_keys_are_exact() {
         "\"gpu_start_ns\":1500,\"latency_ns\":500}\n",
         "],\n",
         "\"occupancy\":[],\n",
-        "\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0}}\n"
+        "\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0},\n\"external\":[]}\n"
     );
     assert_eq!(gpu, expected);
 }
@@ -1153,4 +1153,67 @@ fn nvtx_ranges_are_projected_onto_the_gpu_work_they_launched() {
         ),
         "{table}"
     );
+}
+
+/// External correlation ids: every call made while an id is the innermost of its kind on its
+/// thread is linked to it, and through the call its GPU work.
+#[test]
+fn external_ids_get_the_calls_and_gpu_work_made_under_them() {
+    let ev = |kind, category, time_ns, value| {
+        NvtxEvent {
+            kind,
+            category,
+            time_ns,
+            value,
+            ..Default::default()
+        }
+        .to_bytes()
+    };
+    let events = [
+        ev(NvtxKind::ExternalPush, 2, 1_950, 42),
+        ev(NvtxKind::ExternalPush, 2, 2_150, 43),
+        ev(NvtxKind::ExternalPop, 2, 2_250, 43),
+        ev(NvtxKind::ExternalPush, 9, 2_350, 7),
+        ev(NvtxKind::ExternalPop, 2, 2_450, 42),
+        ev(NvtxKind::ExternalPop, 9, 2_460, 7),
+    ]
+    .concat();
+    let t = read(
+        &gpu_sample()
+            .chunk(ChunkKind::NvtxEvents, 11, 0, &events)
+            .bytes,
+    );
+    let rows = crate::nvtx::external_summary(std::slice::from_ref(&t));
+    let got: Vec<(u32, u64, u64, u64, u64)> = rows
+        .iter()
+        .map(|r| (r.kind, r.id, r.calls, r.gpu_records, r.gpu_ns))
+        .collect();
+    // 42: calls 2 (kernel 1000), 3 (kernel 1200), 5 (memset 100), 6 (copy 200); 43: call 4
+    // (kernel 1000); 7 (another kind): call 6.
+    assert_eq!(
+        got,
+        vec![
+            (2, 42, 4, 4, 2_500),
+            (2, 43, 1, 1, 1_000),
+            (9, 7, 1, 1, 200)
+        ]
+    );
+    let table = render_report(std::slice::from_ref(&t), Format::Table);
+    assert!(
+        table.contains(
+            "\nExternal correlation: 3 ids (rtrace_push_external_correlation), by GPU time\n\
+             id  kind  process  calls  GPU work  GPU time\n\
+             42     2     1234      4         4    2.5 µs\n\
+             43     2     1234      1         1    1.0 µs\n\
+             7      9     1234      1         1    200 ns\n"
+        ),
+        "{table}"
+    );
+    let json = render_report(std::slice::from_ref(&t), Format::Json);
+    assert!(json.ends_with(
+        "\"external\":[\n  {\"pid\":1234,\"kind\":2,\"id\":42,\"calls\":4,\"gpu_records\":4,\
+         \"gpu_ns\":2500},\n  {\"pid\":1234,\"kind\":2,\"id\":43,\"calls\":1,\"gpu_records\":1,\
+         \"gpu_ns\":1000},\n  {\"pid\":1234,\"kind\":9,\"id\":7,\"calls\":1,\"gpu_records\":1,\
+         \"gpu_ns\":200}\n]}\n"
+    ));
 }

@@ -295,6 +295,8 @@ pub fn command(spec: &Spec, dir: &Path) -> Command {
         .env_remove("RTRACE_OUTPUT")
         .env_remove("RTRACE_DISABLE")
         .env_remove("RTRACE_DEBUG")
+        .env_remove("RTRACE_NVTX")
+        .env_remove("NVTX_INJECTION64_PATH")
         .stdin(Stdio::null());
     if spec.traced {
         cmd.env("LD_PRELOAD", librtrace())

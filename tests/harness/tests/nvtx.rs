@@ -13,13 +13,18 @@ fn ranges_marks_and_names_from_two_images_are_recorded() {
     // Without a tool NVTX tracks nothing.
     assert_eq!(
         plain.stdout(),
-        "levels -2 -2 -2 -2 domain -2 -2 extra pop -2\n"
+        "levels -2 -2 -2 -2 domain -2 -2 extra pop -2\nexternal none\n"
     );
 
     let r = run(Spec::traced("nvtx"));
     assert_eq!(r.code(), Some(0), "{}", r.stderr());
     // Levels from 0, per thread and domain; popping an empty stack is an error.
-    assert_eq!(r.stdout(), "levels 0 1 1 0 domain 0 0 extra pop -1\n");
+    // External ids pop innermost first per kind; popping an empty kind fails (-1) and leaves
+    // the output alone.
+    assert_eq!(
+        r.stdout(),
+        "levels 0 1 1 0 domain 0 0 extra pop -1\nexternal 0 0 0 pop 0 43 0 42 -1 99 0\n"
+    );
     let t = r.trace();
     check_invariants(&t);
     let main = t.header.pid as u64;
@@ -54,6 +59,12 @@ fn ranges_marks_and_names_from_two_images_are_recorded() {
             (NvtxKind::Start, s("async"), 0, 0, 1),
             (NvtxKind::Push, s("lib range"), 0, 0, 0),
             (NvtxKind::Pop, s(""), 0, 0, 0),
+            (NvtxKind::ExternalPush, s(""), 0, 2, 42),
+            (NvtxKind::ExternalPush, s(""), 0, 2, 43),
+            (NvtxKind::ExternalPush, s(""), 0, 7, 5),
+            (NvtxKind::ExternalPop, s(""), 0, 2, 43),
+            (NvtxKind::ExternalPop, s(""), 0, 2, 42),
+            (NvtxKind::ExternalPop, s(""), 0, 7, 5),
         ]
     );
     // The inner range's colour and payload (an int64 of -5).
@@ -142,7 +153,48 @@ fn ranges_marks_and_names_from_two_images_are_recorded() {
 fn rtrace_nvtx_0_leaves_nvtx_alone() {
     let r = run(Spec::traced("nvtx").env(&[("RTRACE_NVTX", "0")]));
     assert_eq!(r.code(), Some(0), "{}", r.stderr());
-    assert_eq!(r.stdout(), "levels -2 -2 -2 -2 domain -2 -2 extra pop -2\n");
-    // No NVTX events, so no trace at all (the program makes no driver calls).
-    assert!(r.trace_files().is_empty(), "{:?}", r.trace_files());
+    assert_eq!(
+        r.stdout(),
+        "levels -2 -2 -2 -2 domain -2 -2 extra pop -2\nexternal 0 0 0 pop 0 43 0 42 -1 99 0\n"
+    );
+    // Only the external ids, pushed through rtrace's own functions, are recorded.
+    let t = r.trace();
+    let kinds: Vec<NvtxKind> = t
+        .threads
+        .values()
+        .flat_map(|th| th.nvtx.iter().map(|e| e.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            NvtxKind::ExternalPush,
+            NvtxKind::ExternalPush,
+            NvtxKind::ExternalPush,
+            NvtxKind::ExternalPop,
+            NvtxKind::ExternalPop,
+            NvtxKind::ExternalPop,
+        ]
+    );
+}
+
+/// docs/examples/external_correlation.py, run under rtrace, pushes and pops its ids through
+/// librtrace.so's C ABI; the report lists them.
+#[test]
+fn the_python_example_records_its_external_ids() {
+    let dir = fresh_dir("python-external");
+    let output = std::process::Command::new("python3")
+        .arg(root().join("docs/examples/external_correlation.py"))
+        .env("LD_PRELOAD", librtrace())
+        .env("RTRACE_OUTPUT", dir.join("trace-%p.bin"))
+        .env_remove("RTRACE_DISABLE")
+        .env_remove("RTRACE_NVTX")
+        .output()
+        .expect("python3");
+    let r = Run { output, dir };
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    assert_eq!(r.stdout(), "under rtrace\n");
+    let t = r.trace();
+    let rows = rtrace_collector::nvtx::external_summary(std::slice::from_ref(&t));
+    let got: Vec<(u32, u64, u64)> = rows.iter().map(|x| (x.kind, x.id, x.calls)).collect();
+    assert_eq!(got, vec![(2, 100, 0), (2, 101, 0), (2, 102, 0)]);
 }

@@ -31,6 +31,11 @@ pub enum NvtxKind {
     NameCategory,
     /// `nvtxNameOsThread*`: OS thread `value` is named `message`.
     NameThread,
+    /// `rtrace_push_external_correlation`: external id `value` of kind `category` is pushed
+    /// on this thread.
+    ExternalPush,
+    /// `rtrace_pop_external_correlation`: external id `value` of kind `category` is popped.
+    ExternalPop,
     Unknown(u16),
 }
 
@@ -47,6 +52,8 @@ impl NvtxKind {
             NvtxKind::RegisterString => 8,
             NvtxKind::NameCategory => 9,
             NvtxKind::NameThread => 10,
+            NvtxKind::ExternalPush => 11,
+            NvtxKind::ExternalPop => 12,
             NvtxKind::Unknown(k) => k,
         }
     }
@@ -62,6 +69,8 @@ impl NvtxKind {
             8 => NvtxKind::RegisterString,
             9 => NvtxKind::NameCategory,
             10 => NvtxKind::NameThread,
+            11 => NvtxKind::ExternalPush,
+            12 => NvtxKind::ExternalPop,
             k => NvtxKind::Unknown(k),
         }
     }
@@ -149,9 +158,9 @@ mod tests {
         let b = e.to_bytes();
         assert_eq!(b[0..2], [1, 0]);
         assert_eq!(NvtxEvent::from_bytes(&b), e);
-        for k in 1..=11 {
+        for k in 1..=13 {
             assert_eq!(NvtxKind::from_u16(k).to_u16(), k);
         }
-        assert_eq!(NvtxKind::from_u16(11), NvtxKind::Unknown(11));
+        assert_eq!(NvtxKind::from_u16(13), NvtxKind::Unknown(13));
     }
 }
