@@ -32,6 +32,8 @@ pub struct NvtxRange {
     /// GPU records launched by the calls of `tid` inside the range, and their total duration.
     pub gpu_records: u64,
     pub gpu_ns: u64,
+    /// Where that work ran: (device of the first record, first start, last end).
+    pub gpu_span: Option<(u32, u64, u64)>,
 }
 
 /// The ranges of a trace, in order of their start, and how many began but never ended.
@@ -95,6 +97,7 @@ pub fn ranges(t: &Trace) -> Ranges {
                             level: Some(p.value),
                             gpu_records: 0,
                             gpu_ns: 0,
+                            gpu_span: None,
                         });
                     }
                 }
@@ -122,6 +125,7 @@ pub fn ranges(t: &Trace) -> Ranges {
                 level: None,
                 gpu_records: 0,
                 gpu_ns: 0,
+                gpu_span: None,
             });
         }
     }
@@ -132,33 +136,50 @@ pub fn ranges(t: &Trace) -> Ranges {
     out
 }
 
-/// GPU records and their summed GPU time (ns) per launching call's correlation id.
-fn gpu_work(t: &Trace) -> crate::model::IdMap<(u64, u64)> {
+/// The GPU work of one call: records, summed GPU time (ns), and the span from the first start
+/// to the last end, on the device of its first record.
+#[derive(Clone, Copy, Debug, Default)]
+struct Work {
+    records: u64,
+    ns: u64,
+    device: u32,
+    start: u64,
+    end: u64,
+}
+
+/// The GPU work of each launching call, by its correlation id.
+fn gpu_work(t: &Trace) -> crate::model::IdMap<Work> {
     use rtrace_format::FLAG_CORRELATED;
-    let mut work: crate::model::IdMap<(u64, u64)> = Default::default();
-    let mut add = |correlation: u64, start: u64, end: u64| {
+    let mut work: crate::model::IdMap<Work> = Default::default();
+    let mut add = |correlation: u64, device: u32, start: u64, end: u64| {
         let w = work.entry(correlation).or_default();
-        w.0 += 1;
-        w.1 = w.1.saturating_add(end.saturating_sub(start));
+        if w.records == 0 {
+            (w.device, w.start, w.end) = (device, start, end.max(start));
+        } else {
+            w.start = w.start.min(start);
+            w.end = w.end.max(end);
+        }
+        w.records += 1;
+        w.ns = w.ns.saturating_add(end.saturating_sub(start));
     };
     for k in t.kernels.iter().filter(|k| k.flags & FLAG_CORRELATED != 0) {
-        add(k.correlation, k.start_ns, k.end_ns);
+        add(k.correlation, k.device, k.start_ns, k.end_ns);
     }
     for c in t
         .memcpys
         .iter()
         .filter(|c| u32::from(c.flags) & FLAG_CORRELATED != 0)
     {
-        add(c.correlation, c.start_ns, c.end_ns);
+        add(c.correlation, c.device, c.start_ns, c.end_ns);
     }
     for s in t.memsets.iter().filter(|s| s.correlation != 0) {
-        add(s.correlation, s.start_ns, s.end_ns);
+        add(s.correlation, s.device, s.start_ns, s.end_ns);
     }
     work
 }
 
 /// Sets each range's GPU work: the GPU records linked to its thread's API calls that started
-/// inside it.
+/// inside it, their GPU time, and the span they cover.
 fn project(t: &Trace, ranges: &mut [NvtxRange]) {
     if ranges.is_empty() {
         return;
@@ -167,12 +188,16 @@ fn project(t: &Trace, ranges: &mut [NvtxRange]) {
     if work.is_empty() {
         return;
     }
-    // Per thread: call starts in order, and running sums of their GPU work.
-    /// A thread's call starts in order, and running sums of (GPU records, GPU ns) before each.
-    type Calls = (Vec<u64>, Vec<(u64, u64)>);
+    // Per thread: its calls' starts in order, their work, and running sums of (GPU records,
+    // GPU ns) before each.
+    struct Calls {
+        starts: Vec<u64>,
+        work: Vec<Work>,
+        sums: Vec<(u64, u64)>,
+    }
     let mut per_thread: HashMap<u64, Calls> = HashMap::new();
     for (&tid, th) in &t.threads {
-        let mut calls: Vec<(u64, (u64, u64))> = th
+        let mut calls: Vec<(u64, Work)> = th
             .records
             .iter()
             .map(|r| {
@@ -186,18 +211,35 @@ fn project(t: &Trace, ranges: &mut [NvtxRange]) {
         let mut sums = Vec::with_capacity(calls.len() + 1);
         let mut acc = (0u64, 0u64);
         sums.push(acc);
-        for &(_, (n, ns)) in &calls {
-            acc = (acc.0 + n, acc.1.saturating_add(ns));
+        for (_, w) in &calls {
+            acc = (acc.0 + w.records, acc.1.saturating_add(w.ns));
             sums.push(acc);
         }
-        per_thread.insert(tid, (calls.iter().map(|c| c.0).collect(), sums));
+        per_thread.insert(
+            tid,
+            Calls {
+                starts: calls.iter().map(|c| c.0).collect(),
+                work: calls.iter().map(|c| c.1).collect(),
+                sums,
+            },
+        );
     }
     for r in ranges {
-        if let Some((starts, sums)) = per_thread.get(&r.tid) {
-            let a = starts.partition_point(|&s| s < r.start_ns);
-            let b = starts.partition_point(|&s| s <= r.end_ns);
-            r.gpu_records = sums[b].0 - sums[a].0;
-            r.gpu_ns = sums[b].1.saturating_sub(sums[a].1);
+        if let Some(c) = per_thread.get(&r.tid) {
+            let a = c.starts.partition_point(|&s| s < r.start_ns);
+            let b = c.starts.partition_point(|&s| s <= r.end_ns);
+            r.gpu_records = c.sums[b].0 - c.sums[a].0;
+            r.gpu_ns = c.sums[b].1.saturating_sub(c.sums[a].1);
+            if r.gpu_records > 0 {
+                let mut span: Option<(u32, u64, u64)> = None;
+                for w in c.work[a..b].iter().filter(|w| w.records > 0) {
+                    span = Some(match span {
+                        None => (w.device, w.start, w.end),
+                        Some((d, s, e)) => (d, s.min(w.start), e.max(w.end)),
+                    });
+                }
+                r.gpu_span = span;
+            }
         }
     }
 }
@@ -315,7 +357,8 @@ pub fn external_summary(traces: &[Trace]) -> Vec<ExternalSummary> {
                     }
                     next += 1;
                 }
-                let (n, ns) = work.get(&r.correlation).copied().unwrap_or_default();
+                let w = work.get(&r.correlation).copied().unwrap_or_default();
+                let (n, ns) = (w.records, w.ns);
                 for (&kind, stack) in &stacks {
                     if let Some(&id) = stack.last() {
                         let acc = by.entry((kind, id)).or_default();

@@ -13,7 +13,7 @@ use super::layout::{self, Gpu, KernelNames, Links, Nest, Step, Value, ARG_NAMES}
 use super::proto::Proto;
 use super::Stats;
 use crate::model::Trace;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 
 /// Field numbers of the messages written (from Perfetto's .proto files).
@@ -244,6 +244,61 @@ impl<W: Write> PerfettoWriter<W> {
                         layout::api_args(r, &mut args);
                         let flows = links.api_flows(t.tid, index as usize, r);
                         self.begin(seq, track, r.start_ns, name, &args, flows, None)?;
+                    }
+                    Step::End { lane, end, .. } => {
+                        let track = lanes[lane as usize];
+                        self.end(seq, track, end)?;
+                    }
+                }
+            }
+            self.stats.clipped += nest.clipped;
+        }
+
+        // NVTX ranges: a track per thread that began any (under the process), and per device
+        // the ranges' projections: each range's span over the GPU work it launched.
+        let nvtx = crate::nvtx::ranges(trace);
+        let mut by_thread: BTreeMap<u64, Vec<&crate::nvtx::NvtxRange>> = BTreeMap::new();
+        let mut by_device: BTreeMap<u32, Vec<(&crate::nvtx::NvtxRange, u64, u64)>> =
+            BTreeMap::new();
+        for r in &nvtx.ranges {
+            by_thread.entry(r.tid).or_default().push(r);
+            if let Some((device, start, end)) = r.gpu_span {
+                by_device.entry(device).or_default().push((r, start, end));
+            }
+        }
+        let thread_tracks = by_thread.into_iter().map(|(tid, ranges)| {
+            let name = match trace.threads.get(&tid).and_then(|t| t.name.clone()) {
+                Some(n) => format!("NVTX: {n} ({tid})"),
+                None => format!("NVTX: thread {tid}"),
+            };
+            let spans: Vec<(u64, u64)> = ranges.iter().map(|r| (r.start_ns, r.end_ns)).collect();
+            (name, ranges, spans)
+        });
+        let device_tracks = by_device.into_iter().map(|(device, ranges)| {
+            let name = format!("NVTX projected: {}", layout::device_name(trace, device));
+            let spans: Vec<(u64, u64)> = ranges.iter().map(|&(_, s, e)| (s, e)).collect();
+            (name, ranges.into_iter().map(|(r, _, _)| r).collect(), spans)
+        });
+        let tracks: Vec<(String, Vec<&crate::nvtx::NvtxRange>, Vec<(u64, u64)>)> =
+            thread_tracks.chain(device_tracks).collect();
+        for (name, ranges, spans) in tracks {
+            let uuid = self.uuid();
+            self.descriptor(seq, |p| {
+                p.varint(field::UUID, uuid);
+                p.varint(field::PARENT_UUID, process);
+                p.string(field::TRACK_NAME, &name);
+            });
+            let mut lanes = vec![uuid];
+            let mut nest = Nest::new(&spans);
+            for step in nest.by_ref() {
+                match step {
+                    Step::Begin { index, lane, .. } => {
+                        let track = self.lane(seq, &mut lanes, lane, |p| {
+                            p.string(field::TRACK_NAME, &name);
+                        });
+                        let r = ranges[index as usize];
+                        let iid = intern_name(&mut names.iids, r.name.clone());
+                        self.begin(seq, track, spans[index as usize].0, iid, &[], 0..0, None)?;
                     }
                     Step::End { lane, end, .. } => {
                         let track = lanes[lane as usize];

@@ -1150,3 +1150,70 @@ fn traces_from_two_hosts_are_exported_on_one_clock() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// NVTX ranges appear on a track of their thread, and projected onto the GPU work they
+/// launched on a track of that device.
+#[test]
+fn perfetto_shows_nvtx_ranges_and_their_gpu_projection() {
+    use rtrace_format::{encode_function_names, ChunkKind, NvtxEvent, NvtxKind};
+    let ev = |kind, message, time_ns, value| {
+        NvtxEvent {
+            kind,
+            message,
+            time_ns,
+            value,
+            ..Default::default()
+        }
+        .to_bytes()
+    };
+    let events = [
+        ev(NvtxKind::Push, 1, 2_350, 0),
+        ev(NvtxKind::Push, 2, 2_550, 1),
+        ev(NvtxKind::Pop, 0, 2_760, 1),
+        ev(NvtxKind::Pop, 0, 2_860, 0),
+    ]
+    .concat();
+    let bytes = sample()
+        .chunk(
+            ChunkKind::NvtxStrings,
+            0,
+            &encode_function_names([(1, "step"), (2, "fwd")]),
+        )
+        .chunk(ChunkKind::NvtxEvents, 11, &events)
+        .bytes;
+    let trace = Trace::read(Path::new("t.bin"), &bytes[..]).unwrap();
+    let (out, _) = export_traces(
+        std::slice::from_ref(&trace),
+        ExportFormat::Perfetto,
+        Vec::new(),
+    )
+    .unwrap();
+    let d = decode(&out);
+    let on = |prefix: &str| -> Vec<(String, u64, u64)> {
+        let tracks: Vec<u64> = d
+            .tracks
+            .iter()
+            .filter(|t| t.name.as_deref().is_some_and(|n| n.starts_with(prefix)))
+            .map(|t| t.uuid)
+            .collect();
+        assert_eq!(tracks.len(), 1, "{prefix}");
+        let mut s: Vec<(String, u64, u64)> = d
+            .slices
+            .iter()
+            .filter(|s| s.track == tracks[0])
+            .map(|s| (s.name.clone(), s.ts, s.dur))
+            .collect();
+        s.sort();
+        s
+    };
+    assert_eq!(
+        on("NVTX: app (11)"),
+        vec![("fwd".into(), 2_550, 210), ("step".into(), 2_350, 510)]
+    );
+    // step: calls at 2400 (copy 2450-2900), 2600 and 2700 (kernels to 5000), 2800 (memset to
+    // 5100); fwd: the two kernels (3000-5000).
+    assert_eq!(
+        on("NVTX projected: "),
+        vec![("fwd".into(), 3_000, 2_000), ("step".into(), 2_450, 2_650)]
+    );
+}
