@@ -279,8 +279,9 @@ impl<W: Write> PerfettoWriter<W> {
             let spans: Vec<(u64, u64)> = ranges.iter().map(|&(_, s, e)| (s, e)).collect();
             (name, ranges.into_iter().map(|(r, _, _)| r).collect(), spans)
         });
-        let tracks: Vec<(String, Vec<&crate::nvtx::NvtxRange>, Vec<(u64, u64)>)> =
-            thread_tracks.chain(device_tracks).collect();
+        /// A track's name, its ranges, and their spans on it.
+        type NvtxTrack<'r> = (String, Vec<&'r crate::nvtx::NvtxRange>, Vec<(u64, u64)>);
+        let tracks: Vec<NvtxTrack> = thread_tracks.chain(device_tracks).collect();
         for (name, ranges, spans) in tracks {
             let uuid = self.uuid();
             self.descriptor(seq, |p| {
