@@ -4,7 +4,8 @@
 # Runs tools/bench/hotpath.c (a loop of cuDriverGetVersion, which the simulated
 # driver answers without locking) untraced, traced (time-stamp counter, the
 # default where the kernel's clocksource is tsc), traced with
-# RTRACE_CLOCK=monotonic (clock_gettime on every call), and with RTRACE_DISABLE=1,
+# RTRACE_CLOCK=monotonic (clock_gettime on every call), with RTRACE_DISABLE=1, and paused
+# (RTRACE_CAPTURE_RANGE=cudaProfilerApi, never started: outside a capture range),
 # alternating, PAIRS times each; every process times ROUNDS rounds of CALLS calls.
 # Prints the median ns per call of each mode and the median added by tracing.
 #
@@ -46,16 +47,19 @@ run() { # mode -> ns-per-call lines
     traced) RTRACE_BUFFER_RECORDS=$buffer RTRACE_OUTPUT="$work/t-%p.bin" LD_PRELOAD=$lib "$work/hotpath" "$CALLS" "$ROUNDS" ;;
     traced-monotonic) RTRACE_CLOCK=monotonic RTRACE_BUFFER_RECORDS=$buffer RTRACE_OUTPUT="$work/m-%p.bin" LD_PRELOAD=$lib "$work/hotpath" "$CALLS" "$ROUNDS" ;;
     disabled) RTRACE_DISABLE=1 LD_PRELOAD=$lib "$work/hotpath" "$CALLS" "$ROUNDS" ;;
+    # Outside a capture range: a cudaProfilerApi range that the program never starts.
+    paused) RTRACE_CAPTURE_RANGE=cudaProfilerApi RTRACE_OUTPUT="$work/p-%p.bin" LD_PRELOAD=$lib "$work/hotpath" "$CALLS" "$ROUNDS" ;;
     esac | awk '{print $4}'
 }
 for ((i = 0; i < PAIRS; i++)); do
-    for m in untraced traced traced-monotonic disabled; do run $m >>"$work/$m.txt"; done
+    for m in untraced traced traced-monotonic disabled paused; do run $m >>"$work/$m.txt"; done
 done
 median() { sort -g "$1" | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 u=$(median "$work/untraced.txt")
 t=$(median "$work/traced.txt")
 d=$(median "$work/disabled.txt")
 m=$(median "$work/traced-monotonic.txt")
+p=$(median "$work/paused.txt")
 n=$(wc -l <"$work/untraced.txt")
 src=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)
 echo "hot-path benchmark ($DRIVER driver): $PAIRS processes x $ROUNDS rounds x $CALLS calls of cuDriverGetVersion per mode"
@@ -66,6 +70,7 @@ row untraced "$u" "-"
 row traced "$t" "$(awk -v a="$t" -v b="$u" 'BEGIN{printf "%.2f", a-b}')"
 row traced-monotonic "$m" "$(awk -v a="$m" -v b="$u" 'BEGIN{printf "%.2f", a-b}')"
 row disabled "$d" "$(awk -v a="$d" -v b="$u" 'BEGIN{printf "%.2f", a-b}')"
+row paused "$p" "$(awk -v a="$p" -v b="$u" 'BEGIN{printf "%.2f", a-b}')"
 target/release/rtrace report --format json "$work"/t-*.bin "$work"/m-*.bin | python3 -c '
 import json, sys
 d = json.load(sys.stdin)

@@ -67,6 +67,32 @@ pub struct RecordArgs {
     /// kernel,memcpy,memset,memory,sync.
     #[arg(long, value_name = "KINDS", num_args = 0..=1, require_equals = true, default_missing_value = "1")]
     pub gpu_activity: Option<String>,
+    /// Record only between the program's cuProfilerStart and cuProfilerStop
+    /// (`cudaProfilerApi`; sets RTRACE_CAPTURE_RANGE).
+    #[arg(long, value_name = "RANGE", value_parser = ["cudaProfilerApi", "none"])]
+    pub capture_range: Option<String>,
+    /// Record only inside NVTX ranges NAME[@DOMAIN][,...] (sets RTRACE_NVTX_CAPTURE).
+    #[arg(long, value_name = "RANGES")]
+    pub nvtx_capture: Option<String>,
+    /// Record nothing inside NVTX ranges NAME[@DOMAIN][,...] (sets RTRACE_NVTX_EXCLUDE).
+    #[arg(long, value_name = "RANGES")]
+    pub nvtx_exclude: Option<String>,
+    /// Record nothing until TIME after the program starts (sets RTRACE_DELAY).
+    #[arg(long, value_name = "TIME", value_parser = check_time)]
+    pub delay: Option<String>,
+    /// Stop recording TIME after it began (sets RTRACE_DURATION).
+    #[arg(long, value_name = "TIME", value_parser = check_time)]
+    pub duration: Option<String>,
+    /// Keep only kernels whose demangled or mangled name matches REGEX (sets
+    /// RTRACE_KERNEL_REGEX).
+    #[arg(long, value_name = "REGEX", value_parser = check_regex)]
+    pub kernel_regex: Option<String>,
+    /// Of the kernels kept, leave out the first N (sets RTRACE_KERNEL_SKIP).
+    #[arg(long, value_name = "N")]
+    pub kernel_skip: Option<u64>,
+    /// Of the kernels kept, after the skipped ones, keep N (sets RTRACE_KERNEL_COUNT).
+    #[arg(long, value_name = "N")]
+    pub kernel_count: Option<u64>,
     /// The program to run, and its arguments (put them after `--`).
     #[arg(
         value_name = "PROGRAM",
@@ -156,6 +182,14 @@ pub struct ExportArgs {
     /// in name order. One process each in the output.
     #[arg(value_name = "TRACE", required = true)]
     pub files: Vec<PathBuf>,
+}
+
+fn check_time(s: &str) -> Result<String, String> {
+    rtrace_format::parse_time(s).map(|_| s.to_string())
+}
+
+fn check_regex(s: &str) -> Result<String, String> {
+    crate::filter::parse_regex(s).map(|_| s.to_string())
 }
 
 fn parse_power_of_two(s: &str) -> Result<u64, String> {
@@ -380,12 +414,33 @@ fn run_export(args: &ExportArgs) -> u8 {
 }
 
 fn run_record(args: RecordArgs) -> u8 {
+    let mut env: Vec<(String, String)> = Vec::new();
+    let mut set = |k: &str, v: Option<String>| {
+        if let Some(v) = v {
+            env.push((k.to_string(), v));
+        }
+    };
+    set("RTRACE_CAPTURE_RANGE", args.capture_range);
+    set("RTRACE_NVTX_CAPTURE", args.nvtx_capture);
+    set("RTRACE_NVTX_EXCLUDE", args.nvtx_exclude);
+    set("RTRACE_DELAY", args.delay);
+    set("RTRACE_DURATION", args.duration);
+    set("RTRACE_KERNEL_REGEX", args.kernel_regex);
+    set(
+        "RTRACE_KERNEL_SKIP",
+        args.kernel_skip.map(|n| n.to_string()),
+    );
+    set(
+        "RTRACE_KERNEL_COUNT",
+        args.kernel_count.map(|n| n.to_string()),
+    );
     let opts = RecordOptions {
         output: Some(args.output),
         lib: args.lib,
         buffer_records: args.buffer_records,
         flush_ms: args.flush_ms,
         gpu_activity: args.gpu_activity,
+        env,
         command: args.command,
     };
     let rec = match record::record(&opts) {

@@ -35,6 +35,8 @@ pub struct RecordOptions {
     pub flush_ms: Option<u64>,
     /// `RTRACE_GPU_ACTIVITY` for the child, if given.
     pub gpu_activity: Option<String>,
+    /// More `RTRACE_*` settings for the child (capture control), as (variable, value).
+    pub env: Vec<(String, String)>,
     /// The program and its arguments.
     pub command: Vec<OsString>,
 }
@@ -206,6 +208,9 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
     if let Some(kinds) = &opts.gpu_activity {
         cmd.env("RTRACE_GPU_ACTIVITY", kinds);
     }
+    for (k, v) in &opts.env {
+        cmd.env(k, v);
+    }
 
     let sigs = signals::Signals::block()
         .map_err(|e| RecordError::Setup(format!("blocking signals: {}", io_message(&e))))?;
@@ -335,6 +340,7 @@ mod tests {
             buffer_records: Some(1024),
             flush_ms: Some(5),
             gpu_activity: None,
+            env: vec![("RTRACE_DELAY".into(), "0".into())],
             command: vec!["sh".into(), "-c".into(), script.into()],
         };
         let rec = record(&opts).unwrap();

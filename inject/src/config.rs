@@ -27,6 +27,105 @@ pub struct Config {
     pub cupti_library: Option<OsString>,
     /// Receive NVTX calls (`RTRACE_NVTX`, on unless `0`).
     pub nvtx: bool,
+    /// What gates recording (`RTRACE_CAPTURE_RANGE`, `RTRACE_NVTX_CAPTURE`,
+    /// `RTRACE_NVTX_EXCLUDE`, `RTRACE_DELAY`, `RTRACE_DURATION`), and which kernels are kept
+    /// (`RTRACE_KERNEL_REGEX`, `RTRACE_KERNEL_SKIP`, `RTRACE_KERNEL_COUNT`).
+    pub capture: Capture,
+}
+
+/// Capture control; the default records everything.
+#[derive(Clone, Debug, Default)]
+pub struct Capture {
+    /// Record only between `cuProfilerStart` and `cuProfilerStop`.
+    pub profiler_api: bool,
+    /// Record only inside NVTX ranges of these `(name, domain)` (domain `None`: the default).
+    pub nvtx_include: Vec<(String, Option<String>)>,
+    /// Do not record inside NVTX ranges of these.
+    pub nvtx_exclude: Vec<(String, Option<String>)>,
+    /// Record nothing until this long after the library loaded.
+    pub delay_ns: u64,
+    /// Then record for this long at most.
+    pub duration_ns: Option<u64>,
+    /// Keep only kernels whose demangled name matches.
+    pub kernel_regex: Option<String>,
+    /// Of those, leave out the first N ...
+    pub kernel_skip: u64,
+    /// ... and keep the next N (all when `None`).
+    pub kernel_count: Option<u64>,
+    /// Settings that could not be read, one line each (said in the trace).
+    pub errors: Vec<String>,
+}
+
+impl Capture {
+    /// Whether anything gates recording (so GPU records must be linked to a recorded call to
+    /// be kept).
+    pub fn gates(&self) -> bool {
+        self.profiler_api
+            || !self.nvtx_include.is_empty()
+            || !self.nvtx_exclude.is_empty()
+            || self.delay_ns > 0
+            || self.duration_ns.is_some()
+    }
+
+    fn from_lookup(get: &impl Fn(&str) -> Option<OsString>) -> Capture {
+        let mut c = Capture::default();
+        let text = |k: &str| {
+            get(k)
+                .map(|v| v.to_string_lossy().trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        if let Some(mode) = text("RTRACE_CAPTURE_RANGE") {
+            match mode.as_str() {
+                "cudaProfilerApi" | "cuProfilerApi" | "profiler" => c.profiler_api = true,
+                "none" => {}
+                other => c.errors.push(format!(
+                    "RTRACE_CAPTURE_RANGE={other} is not cudaProfilerApi or none: ignored"
+                )),
+            }
+        }
+        let ranges = |v: String| -> Vec<(String, Option<String>)> {
+            v.split(',')
+                .map(str::trim)
+                .filter(|r| !r.is_empty())
+                .map(|r| match r.rsplit_once('@') {
+                    Some((name, domain)) => (name.to_string(), Some(domain.to_string())),
+                    None => (r.to_string(), None),
+                })
+                .collect()
+        };
+        c.nvtx_include = text("RTRACE_NVTX_CAPTURE").map(ranges).unwrap_or_default();
+        c.nvtx_exclude = text("RTRACE_NVTX_EXCLUDE").map(ranges).unwrap_or_default();
+        let mut time = |k: &str| -> Option<u64> {
+            let v = text(k)?;
+            match rtrace_format::parse_time(&v) {
+                Ok(ns) => Some(ns),
+                Err(e) => {
+                    c.errors.push(format!("{k}: {e}: ignored"));
+                    None
+                }
+            }
+        };
+        let delay = time("RTRACE_DELAY");
+        let duration = time("RTRACE_DURATION");
+        c.delay_ns = delay.unwrap_or(0);
+        c.duration_ns = duration;
+        c.kernel_regex = text("RTRACE_KERNEL_REGEX");
+        let mut count = |k: &str| -> Option<u64> {
+            let v = text(k)?;
+            match v.parse() {
+                Ok(n) => Some(n),
+                Err(_) => {
+                    c.errors.push(format!("{k}={v} is not a count: ignored"));
+                    None
+                }
+            }
+        };
+        let skip = count("RTRACE_KERNEL_SKIP");
+        let kept = count("RTRACE_KERNEL_COUNT");
+        c.kernel_skip = skip.unwrap_or(0);
+        c.kernel_count = kept;
+        c
+    }
 }
 
 /// The kinds of GPU activity to record.
@@ -125,6 +224,7 @@ impl Config {
                 .unwrap_or_default(),
             cupti_library: get("RTRACE_CUPTI_LIBRARY").filter(|v| !v.is_empty()),
             nvtx: get("RTRACE_NVTX").is_none_or(|v| v != "0"),
+            capture: Capture::from_lookup(&get),
         }
     }
 }

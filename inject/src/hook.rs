@@ -119,7 +119,19 @@ pub fn begin(function: u32) -> Option<CallToken> {
     if lifecycle::state() != State::Running {
         return begin_not_running(function);
     }
+    if !crate::capture::recording() {
+        return begin_paused(function);
+    }
     begin_running(function)
+}
+
+/// A call while capture control keeps recording off: most pass through unrecorded.
+#[cold]
+fn begin_paused(function: u32) -> Option<CallToken> {
+    if crate::capture::paused_call(function) {
+        return begin_running(function);
+    }
+    None
 }
 
 #[cold]
@@ -194,6 +206,9 @@ pub fn end(token: Option<CallToken>, result: u32) {
     if tok.function == generated::id::cuInit && result == 0 {
         after_cuinit();
     }
+    if tok.function == generated::id::cuProfilerStop {
+        crate::capture::after_stop();
+    }
 }
 
 #[cold]
@@ -223,9 +238,13 @@ pub fn link_current(source: u32) {
 
 /// Pushes `rec` (an NVTX event, [`crate::ring::NVTX`]), and `attributes` after it if any,
 /// into the calling thread's ring, giving the thread one first if it has none; `rec.start_ns`
-/// is stamped with the tick counter now. Nothing when tracing is off or this is rtrace's
-/// worker. No allocation or lock after the thread's first record.
-pub fn push_event(mut rec: ApiRecord, attributes: Option<ApiRecord>) {
+/// is stamped with the tick counter now. Nothing when tracing is off, this is rtrace's
+/// worker, or capture control keeps recording off (unless `always`: names and domains, which
+/// later events need). No allocation or lock after the thread's first record.
+pub fn push_event(mut rec: ApiRecord, attributes: Option<ApiRecord>, always: bool) {
+    if !always && !crate::capture::recording() {
+        return;
+    }
     if lifecycle::state() != State::Running {
         if lifecycle::state() != State::Uninit {
             return;

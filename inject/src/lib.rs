@@ -14,6 +14,7 @@
 //! - [`lifecycle`]: one atomic state, start-up, and the bounded final flush.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod capture;
 mod clock;
 mod config;
 mod cupti;

@@ -78,6 +78,7 @@ pub fn init() {
             Ordering::Acquire,
         );
         diag::log(&["tracing armed"]);
+        crate::capture::configure();
         crate::nvtx::announce();
     });
 }

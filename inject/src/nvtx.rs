@@ -304,6 +304,7 @@ fn intern_slow(text: &str) -> u32 {
     }
     let id = NEXT_STRING.fetch_add(1, Ordering::Relaxed);
     table.insert(text.into(), id);
+    crate::capture::text_interned(id, text);
     if let Ok(mut new) = NEW_STRINGS.lock() {
         new.push((id, text.into()));
     }
@@ -443,7 +444,16 @@ fn record(kind: NvtxKind, domain: u32, a: &Attributes, value: u64) {
         end_ns: (u64::from(a.payload_type) << 8) | u64::from(a.color_type),
         correlation: 0,
     });
-    hook::push_event(rec, extra);
+    // Names and domains are kept even outside a capture range: later events use them.
+    let always = matches!(
+        kind,
+        NvtxKind::DomainCreate
+            | NvtxKind::DomainDestroy
+            | NvtxKind::RegisterString
+            | NvtxKind::NameCategory
+            | NvtxKind::NameThread
+    );
+    hook::push_event(rec, extra, always);
 }
 
 fn message(id: u32) -> Attributes {
@@ -477,6 +487,7 @@ fn push(domain: u32, a: Attributes) -> i32 {
             }
         })
         .unwrap_or(0);
+    crate::capture::nvtx_begin(domain, a.message, Some(level as u64), 0);
     record(NvtxKind::Push, domain, &a, level as u64);
     level
 }
@@ -496,18 +507,21 @@ fn pop(domain: u32) -> i32 {
         .unwrap_or(-1);
     if level >= 0 {
         record(NvtxKind::Pop, domain, &Attributes::default(), level as u64);
+        crate::capture::nvtx_end(domain, Some(level as u64), 0);
     }
     level
 }
 
 fn start(domain: u32, a: Attributes) -> u64 {
     let id = NEXT_RANGE.fetch_add(1, Ordering::Relaxed);
+    crate::capture::nvtx_begin(domain, a.message, None, id);
     record(NvtxKind::Start, domain, &a, id);
     id
 }
 
 fn end(domain: u32, id: u64) {
     record(NvtxKind::End, domain, &Attributes::default(), id);
+    crate::capture::nvtx_end(domain, None, id);
 }
 
 unsafe extern "C" fn mark_ex(a: Attr) {
@@ -646,6 +660,7 @@ unsafe extern "C" fn domain_register_string_w(d: Domain, s: *const WChar) -> *co
 }
 fn create_domain(name: u32) -> *const c_void {
     let id = NEXT_DOMAIN.fetch_add(1, Ordering::Relaxed);
+    crate::capture::domain_created(id, name);
     record(NvtxKind::DomainCreate, id, &message(name), 0);
     id as usize as *const c_void
 }

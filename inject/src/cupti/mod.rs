@@ -141,7 +141,7 @@ static DEVICES: Mutex<Vec<rtrace_format::DeviceInfo>> = Mutex::new(Vec::new());
 /// Modules loaded (from CUPTI's resource callback), for the worker to write.
 static MODULES: Mutex<Vec<ModuleRecord>> = Mutex::new(Vec::new());
 
-fn notice(msg: String) {
+pub(crate) fn notice(msg: String) {
     diag::log(&["gpu activity: ", &msg]);
     if let Ok(mut n) = NOTICES.lock() {
         n.push(msg);
@@ -715,6 +715,9 @@ extern "C" fn at_exit() {
                 // The rings first: their links name the GPU records.
                 let _ = crate::worker::drain(p, sink, crate::worker::Drain::Periodic);
                 drain_into(sink);
+                for msg in crate::capture::final_notices() {
+                    sink.notice(&msg);
+                }
             });
         }
         STATE.store(DONE, Ordering::Release);

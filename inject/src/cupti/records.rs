@@ -242,6 +242,9 @@ pub(super) fn kernel(r: &[u8], batch: &mut GpuBatch, links: &Links) {
     let graph_id = u32_at(r, k::GRAPH_ID);
     let (correlation, flags) =
         correlate(links, u32_at(r, k::CORRELATION_ID), graph_flags(graph_id));
+    if !crate::capture::keep_work(flags) || !crate::capture::keep_kernel(name_ptr as usize, &name) {
+        return;
+    }
     let rec = KernelRecord {
         correlation,
         start_ns: u64_at(r, k::START),
@@ -282,6 +285,9 @@ pub(super) fn memcpy(r: &[u8], batch: &mut GpuBatch, links: &Links) {
     let graph_id = u32_at(r, m::GRAPH_ID);
     let (correlation, flags) =
         correlate(links, u32_at(r, m::CORRELATION_ID), graph_flags(graph_id));
+    if !crate::capture::keep_work(flags) {
+        return;
+    }
     let rec = MemcpyRecord {
         correlation,
         start_ns: u64_at(r, m::START),
@@ -305,7 +311,10 @@ pub(super) fn memcpy(r: &[u8], batch: &mut GpuBatch, links: &Links) {
 pub(super) fn memset(r: &[u8], batch: &mut GpuBatch, links: &Links) {
     use layout::memset4 as m;
     let graph_id = u32_at(r, m::GRAPH_ID);
-    let (correlation, _) = correlate(links, u32_at(r, m::CORRELATION_ID), 0);
+    let (correlation, flags) = correlate(links, u32_at(r, m::CORRELATION_ID), 0);
+    if !crate::capture::keep_work(flags) {
+        return;
+    }
     let rec = MemsetRecord {
         correlation,
         start_ns: u64_at(r, m::START),
@@ -325,6 +334,9 @@ pub(super) fn memset(r: &[u8], batch: &mut GpuBatch, links: &Links) {
 pub(super) fn memory(r: &[u8], batch: &mut GpuBatch, links: &Links) {
     use layout::memory4 as m;
     let (correlation, flags) = correlate(links, u32_at(r, m::CORRELATION_ID), 0);
+    if !crate::capture::keep_work(flags) {
+        return;
+    }
     let operation = match u32_at(r, m::MEMORY_OPERATION_TYPE) {
         layout::CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION => MemoryOperation::Alloc,
         layout::CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE => MemoryOperation::Free,
@@ -363,6 +375,9 @@ pub(super) fn memory(r: &[u8], batch: &mut GpuBatch, links: &Links) {
 pub(super) fn sync(r: &[u8], batch: &mut GpuBatch, links: &Links) {
     use layout::synchronization2 as s;
     let (correlation, flags) = correlate(links, u32_at(r, s::CORRELATION_ID), 0);
+    if !crate::capture::keep_work(flags) {
+        return;
+    }
     let kind = u32_at(r, s::TYPE);
     let rec = SyncRecord {
         correlation,
@@ -385,6 +400,9 @@ pub(super) fn peer_copy(r: &[u8], batch: &mut GpuBatch, links: &Links) {
     let graph_id = u32_at(r, m::GRAPH_ID);
     let (correlation, flags) =
         correlate(links, u32_at(r, m::CORRELATION_ID), graph_flags(graph_id));
+    if !crate::capture::keep_work(flags) {
+        return;
+    }
     let rec = PeerCopyRecord {
         copy: MemcpyRecord {
             correlation,

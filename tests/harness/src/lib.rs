@@ -104,6 +104,7 @@ pub fn build() -> &'static Build {
             ("procaddr", &["-ldl"]),
             ("dlsym", &["-ldl"]),
             ("cupti_client", &["-lcupti", "-lcuda", "-pthread"]),
+            ("capture", &["-lcuda", "-ldl"]),
         ];
         for (name, libs) in sources {
             compile(

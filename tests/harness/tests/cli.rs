@@ -66,3 +66,73 @@ fn report_of_a_truncated_trace_keeps_what_was_read() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not an rtrace trace"));
 }
+
+/// `rtrace record`'s capture options reach the program's librtrace.so, and it records NVTX
+/// (NVTX_INJECTION64_PATH points at librtrace.so).
+#[test]
+fn record_passes_capture_control_and_nvtx_on() {
+    let b = build();
+    let dir = fresh_dir("record-capture");
+    let out = Command::new(rtrace_bin())
+        .arg("record")
+        .arg("--output")
+        .arg(dir.join("rec-%p.bin"))
+        .args([
+            "--capture-range",
+            "cudaProfilerApi",
+            "--gpu-activity=kernel",
+        ])
+        .args(["--kernel-regex", "fill", "--kernel-count", "5"])
+        .arg("--")
+        .arg(b.bin.join("capture"))
+        .env("LD_LIBRARY_PATH", &b.lib)
+        .env_remove("LD_PRELOAD")
+        .env_remove("NVTX_INJECTION64_PATH")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let loaded = rtrace_collector::load_inputs(std::slice::from_ref(&dir)).unwrap();
+    let t = &loaded.traces[0];
+    let calls: Vec<&str> = records(t)
+        .iter()
+        .map(|(_, a)| t.functions[&a.function].as_str())
+        .collect();
+    assert_eq!(
+        calls,
+        vec![
+            "cuInit",
+            "cuProfilerStart",
+            "cuMemsetD32_v2",
+            "cuLaunchKernel",
+            "cuCtxSynchronize",
+            "cuProfilerStop"
+        ]
+    );
+    assert_eq!(t.kernels.len(), 1);
+    let pushes = t
+        .threads
+        .values()
+        .flat_map(|th| &th.nvtx)
+        .filter(|e| e.kind == rtrace_format::NvtxKind::Push)
+        .count();
+    assert_eq!(pushes, 1);
+    let notices: Vec<&str> = t.notices.iter().map(|n| n.message.as_str()).collect();
+    assert!(
+        notices.contains(
+            &"capture: recording only between cuProfilerStart and cuProfilerStop; kernels \
+              matching /fill/, 5 of them"
+        ),
+        "{notices:?}"
+    );
+    // A bad option value is a usage error.
+    let out = Command::new(rtrace_bin())
+        .args(["record", "--delay", "soon", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -105,6 +105,8 @@ fn table() -> &'static [Entry] {
             cuEventSynchronize: 2000 => cuEventSynchronize;
             cuEventElapsedTime: 2000 => cuEventElapsedTime, 12080 => cuEventElapsedTime_v2;
             cuEventDestroy: 2000 => cuEventDestroy, 4000 => cuEventDestroy_v2;
+            cuProfilerStart: 4000 => cuProfilerStart;
+            cuProfilerStop: 4000 => cuProfilerStop;
             cuModuleLoadData: 2000 => cuModuleLoadData;
             cuModuleUnload: 2000 => cuModuleUnload;
             cuModuleGetFunction: 2000 => cuModuleGetFunction;

@@ -214,4 +214,13 @@ api! {
     fn cuEventDestroy(hEvent: CUevent) {
         destroy_event(hEvent)
     }
+
+    /// Profiling is a tool's business: both succeed once the driver is initialised.
+    fn cuProfilerStart() {
+        locked(|st, _| st.require_init())
+    }
+
+    fn cuProfilerStop() {
+        locked(|st, _| st.require_init())
+    }
 }

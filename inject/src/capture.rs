@@ -1,0 +1,457 @@
+//! Capture control: record only part of the run (docs/configuration.md, "Capture").
+//!
+//! Recording is on while no gate is closed. Gates: the time window (`RTRACE_DELAY`,
+//! `RTRACE_DURATION`), the capture range (`cuProfilerStart`..`cuProfilerStop`, or an NVTX range
+//! of `RTRACE_NVTX_CAPTURE`) and NVTX exclude ranges (`RTRACE_NVTX_EXCLUDE`). While one is
+//! closed the hot path does one more relaxed load and passes the call through unrecorded.
+//! GPU records are kept only when linked to a recorded call ([`drop_unlinked`]); kernels can
+//! further be chosen by name, skip and count ([`KernelFilter`], in the worker).
+
+use crate::lifecycle;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+
+/// Closed gates (bits); 0: recording.
+static GATE: AtomicU8 = AtomicU8::new(0);
+/// Before `RTRACE_DELAY` or after `RTRACE_DURATION`.
+const WINDOW: u8 = 1;
+/// Outside the capture range.
+const RANGE: u8 = 2;
+/// Inside an NVTX exclude range.
+const EXCLUDED: u8 = 4;
+
+/// Whether calls are recorded now.
+#[inline(always)]
+pub fn recording() -> bool {
+    GATE.load(Ordering::Relaxed) == 0
+}
+
+fn close(bit: u8) {
+    GATE.fetch_or(bit, Ordering::AcqRel);
+}
+
+fn open(bit: u8) {
+    GATE.fetch_and(!bit, Ordering::AcqRel);
+}
+
+/// Sets the gates from the configuration and starts the window's timer. Once, at start-up.
+pub fn configure() {
+    let c = &lifecycle::config().capture;
+    let mut gate = 0;
+    if c.delay_ns > 0 {
+        gate |= WINDOW;
+    }
+    if c.profiler_api || !c.nvtx_include.is_empty() {
+        gate |= RANGE;
+    }
+    GATE.store(gate, Ordering::Release);
+    for (i, (name, domain)) in c.nvtx_include.iter().chain(&c.nvtx_exclude).enumerate() {
+        if i < RULES {
+            RULE_TEXT[i].set(name, domain.as_deref());
+            if domain.is_none() {
+                RULE[i].domain_name.store(u32::MAX, Ordering::Release);
+                RULE[i].domain.store(0, Ordering::Release);
+            }
+        }
+    }
+    if c.delay_ns > 0 || c.duration_ns.is_some() {
+        spawn_timer(c.delay_ns, c.duration_ns);
+    }
+    for e in &c.errors {
+        crate::cupti::notice(format!("capture: {e}"));
+    }
+    if let Some(what) = describe(c) {
+        crate::cupti::notice(format!("capture: {what}"));
+    }
+}
+
+/// What the configuration gates and filters, in words; `None` for everything recorded.
+fn describe(c: &crate::config::Capture) -> Option<String> {
+    let secs = |ns: u64| format!("{}.{:09} s", ns / 1_000_000_000, ns % 1_000_000_000);
+    let names = |v: &[(String, Option<String>)]| -> String {
+        v.iter()
+            .map(|(n, d)| match d {
+                Some(d) => format!("{n}@{d}"),
+                None => n.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut parts = Vec::new();
+    if c.profiler_api {
+        parts.push("recording only between cuProfilerStart and cuProfilerStop".to_string());
+    }
+    if !c.nvtx_include.is_empty() {
+        parts.push(format!(
+            "recording only inside NVTX ranges {}",
+            names(&c.nvtx_include)
+        ));
+    }
+    if !c.nvtx_exclude.is_empty() {
+        parts.push(format!("not inside NVTX ranges {}", names(&c.nvtx_exclude)));
+    }
+    if c.delay_ns > 0 {
+        parts.push(format!("from {} after start", secs(c.delay_ns)));
+    }
+    if let Some(d) = c.duration_ns {
+        parts.push(format!("for {}", secs(d)));
+    }
+    if c.kernel_regex.is_some() || c.kernel_skip > 0 || c.kernel_count.is_some() {
+        let mut k = String::from("kernels");
+        if let Some(r) = &c.kernel_regex {
+            k.push_str(&format!(" matching /{r}/"));
+        }
+        if c.kernel_skip > 0 {
+            k.push_str(&format!(", after the first {}", c.kernel_skip));
+        }
+        if let Some(n) = c.kernel_count {
+            k.push_str(&format!(", {n} of them"));
+        }
+        parts.push(k);
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// Notices of what capture control left out, once GPU activity is converted at exit.
+pub fn final_notices() -> Vec<String> {
+    let mut out = Vec::new();
+    let outside = OUTSIDE.load(Ordering::Relaxed);
+    if outside > 0 {
+        out.push(format!(
+            "capture: {outside} GPU records left out (not launched by a recorded call)"
+        ));
+    }
+    let filtered = FILTERED.load(Ordering::Relaxed);
+    if filtered > 0 {
+        out.push(format!(
+            "capture: {filtered} kernel records left out by the kernel filter"
+        ));
+    }
+    if let Some(e) = FILTER_ERROR.lock().ok().and_then(|mut e| e.take()) {
+        out.push(format!("capture: {e}; every kernel kept"));
+    }
+    out
+}
+
+/// Opens the window after `delay`, closes it for good `duration` later.
+fn spawn_timer(delay: u64, duration: Option<u64>) {
+    // SAFETY: plain signal-mask manipulation on the calling thread, restored below: the timer
+    // thread must never take the program's signals.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+    }
+    let spawned = std::thread::Builder::new()
+        .name("rtrace-capture".into())
+        .stack_size(64 << 10)
+        .spawn(move || {
+            crate::hook::exclude_this_thread();
+            std::thread::sleep(std::time::Duration::from_nanos(delay));
+            open(WINDOW);
+            if let Some(d) = duration {
+                std::thread::sleep(std::time::Duration::from_nanos(d));
+                close(WINDOW);
+            }
+        });
+    // SAFETY: restores the mask saved above.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+    }
+    if spawned.is_err() {
+        // No timer: record from now on rather than never.
+        open(WINDOW);
+    }
+}
+
+/// A call made while not recording: `cuProfilerStart` opens a `cudaProfilerApi` range (and is
+/// recorded); `cuInit` is always recorded (GPU activity starts after it). Returns whether to
+/// record this call.
+#[cold]
+pub fn paused_call(function: u32) -> bool {
+    use crate::generated::id;
+    if function == id::cuProfilerStart && lifecycle::config().capture.profiler_api {
+        open(RANGE);
+        return recording();
+    }
+    function == id::cuInit
+}
+
+/// After a recorded call: `cuProfilerStop` closes a `cudaProfilerApi` range.
+#[cold]
+pub fn after_stop() {
+    if lifecycle::config().capture.profiler_api {
+        close(RANGE);
+    }
+}
+
+/// Whether a GPU record with these flags is left out: something gates recording and the
+/// record is not linked to a recorded call.
+pub fn drop_unlinked(flags: u32) -> bool {
+    flags & rtrace_format::FLAG_CORRELATED == 0 && lifecycle::config().capture.gates()
+}
+
+// ---- NVTX capture and exclude ranges -----------------------------------------------------
+
+/// Rules are the include ranges, then the exclude ones, at most this many in all.
+const RULES: usize = 16;
+
+/// One `name@domain` rule, resolved as texts get ids and domains are created.
+struct Rule {
+    /// The range name's NVTX string id (0: not seen yet).
+    name: AtomicU32,
+    /// The domain name's string id (0: not seen yet; `u32::MAX`: the default domain).
+    domain_name: AtomicU32,
+    /// The domain's id (`u32::MAX`: not created yet; 0: the default domain).
+    domain: AtomicU32,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const UNRESOLVED: Rule = Rule {
+    name: AtomicU32::new(0),
+    domain_name: AtomicU32::new(0),
+    domain: AtomicU32::new(u32::MAX),
+};
+static RULE: [Rule; RULES] = [UNRESOLVED; RULES];
+
+/// The texts of the rules (set once at start-up).
+struct RuleText {
+    name: std::sync::OnceLock<(String, Option<String>)>,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const NO_TEXT: RuleText = RuleText {
+    name: std::sync::OnceLock::new(),
+};
+static RULE_TEXT: [RuleText; RULES] = [NO_TEXT; RULES];
+
+impl RuleText {
+    fn set(&self, name: &str, domain: Option<&str>) {
+        let _ = self
+            .name
+            .set((name.to_string(), domain.map(str::to_string)));
+    }
+}
+
+fn rules() -> (usize, usize) {
+    let c = &lifecycle::config().capture;
+    let include = c.nvtx_include.len().min(RULES);
+    (include, (include + c.nvtx_exclude.len()).min(RULES))
+}
+
+/// A text got NVTX string id `id`: resolves the rules that name it.
+pub fn text_interned(id: u32, text: &str) {
+    let (_, n) = rules();
+    for i in 0..n {
+        let Some((name, domain)) = RULE_TEXT[i].name.get() else {
+            continue;
+        };
+        if name == text {
+            RULE[i].name.store(id, Ordering::Release);
+        }
+        if domain.as_deref() == Some(text) {
+            RULE[i].domain_name.store(id, Ordering::Release);
+        }
+    }
+}
+
+/// Domain `domain` was created with the name of string id `name`.
+pub fn domain_created(domain: u32, name: u32) {
+    let (_, n) = rules();
+    for rule in &RULE[..n] {
+        if rule.domain_name.load(Ordering::Acquire) == name {
+            rule.domain.store(domain, Ordering::Release);
+        }
+    }
+}
+
+/// The rule (index) a range of `message` in `domain` matches, among `range`.
+fn matching(range: std::ops::Range<usize>, domain: u32, message: u32) -> bool {
+    message != 0
+        && RULE[range].iter().any(|r| {
+            r.name.load(Ordering::Acquire) == message && r.domain.load(Ordering::Acquire) == domain
+        })
+}
+
+thread_local! {
+    /// The push range on this thread that opened the capture range, or an exclude range:
+    /// (domain, level).
+    static PUSHED_INCLUDE: Cell<Option<(u32, u64)>> = const { Cell::new(None) };
+    static PUSHED_EXCLUDE: Cell<Option<(u32, u64)>> = const { Cell::new(None) };
+}
+/// The start/end range that opened the capture range, or an exclude range (0: none).
+static STARTED_INCLUDE: AtomicU64 = AtomicU64::new(0);
+static STARTED_EXCLUDE: AtomicU64 = AtomicU64::new(0);
+
+/// An NVTX range begins: a push at `level` (`Some`) or a start with id `id`. Call before the
+/// event is recorded (so an opening range's own event is).
+pub fn nvtx_begin(domain: u32, message: u32, level: Option<u64>, id: u64) {
+    let (include, all) = rules();
+    if all == 0 {
+        return;
+    }
+    if include > 0
+        && GATE.load(Ordering::Relaxed) & RANGE != 0
+        && matching(0..include, domain, message)
+    {
+        match level {
+            Some(l) => {
+                let _ = PUSHED_INCLUDE.try_with(|p| p.set(Some((domain, l))));
+            }
+            None => STARTED_INCLUDE.store(id, Ordering::Release),
+        }
+        open(RANGE);
+    }
+    if all > include
+        && GATE.load(Ordering::Relaxed) & EXCLUDED == 0
+        && matching(include..all, domain, message)
+    {
+        match level {
+            Some(l) => {
+                let _ = PUSHED_EXCLUDE.try_with(|p| p.set(Some((domain, l))));
+            }
+            None => STARTED_EXCLUDE.store(id, Ordering::Release),
+        }
+        close(EXCLUDED);
+    }
+}
+
+/// An NVTX range ends: a pop back to `level` (`Some`) or the end of start/end range `id`.
+/// Call after the event is recorded (so a closing range's own event is).
+pub fn nvtx_end(domain: u32, level: Option<u64>, id: u64) {
+    let (include, all) = rules();
+    if all == 0 {
+        return;
+    }
+    let ends = |pushed: &'static std::thread::LocalKey<Cell<Option<(u32, u64)>>>,
+                started: &AtomicU64| match level {
+        Some(l) => pushed
+            .try_with(|p| {
+                let hit = p.get() == Some((domain, l));
+                if hit {
+                    p.set(None);
+                }
+                hit
+            })
+            .unwrap_or(false),
+        None => {
+            id != 0
+                && started
+                    .compare_exchange(id, 0, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+        }
+    };
+    if include > 0 && ends(&PUSHED_INCLUDE, &STARTED_INCLUDE) {
+        close(RANGE);
+    }
+    if all > include && ends(&PUSHED_EXCLUDE, &STARTED_EXCLUDE) {
+        open(EXCLUDED);
+    }
+}
+
+// ---- kernel filter ------------------------------------------------------------------------
+
+/// Which kernel records the worker keeps: names matching `RTRACE_KERNEL_REGEX` (demangled, or
+/// as they are), then after skipping `RTRACE_KERNEL_SKIP` of them, `RTRACE_KERNEL_COUNT`.
+pub struct KernelFilter {
+    regex: Option<regex::Regex>,
+    skip: u64,
+    count: Option<u64>,
+    /// Kernels that matched so far.
+    seen: u64,
+    /// Name pointer → whether it matches (CUPTI's names live as long as the process).
+    verdicts: std::collections::HashMap<usize, bool>,
+}
+
+impl KernelFilter {
+    /// The filter the configuration asks for; `None` keeps every kernel. An invalid regular
+    /// expression is said in `error` and keeps every kernel.
+    pub fn from_config(error: &mut Option<String>) -> Option<KernelFilter> {
+        let c = &lifecycle::config().capture;
+        if c.kernel_regex.is_none() && c.kernel_skip == 0 && c.kernel_count.is_none() {
+            return None;
+        }
+        let regex = match &c.kernel_regex {
+            Some(r) => match regex::Regex::new(r) {
+                Ok(re) => Some(re),
+                Err(e) => {
+                    *error = Some(format!(
+                        "RTRACE_KERNEL_REGEX: not a regular expression: {e}"
+                    ));
+                    return None;
+                }
+            },
+            None => None,
+        };
+        Some(KernelFilter {
+            regex,
+            skip: c.kernel_skip,
+            count: c.kernel_count,
+            seen: 0,
+            verdicts: Default::default(),
+        })
+    }
+
+    /// Whether to keep a kernel named `name` (CUPTI's string, `key` its address).
+    pub fn keep(&mut self, key: usize, name: &str) -> bool {
+        let matches = match &self.regex {
+            None => true,
+            Some(re) => *self.verdicts.entry(key).or_insert_with(|| {
+                let demangled = cpp_demangle::Symbol::new(name)
+                    .ok()
+                    .and_then(|s| s.demangle().ok());
+                re.is_match(demangled.as_deref().unwrap_or(name)) || re.is_match(name)
+            }),
+        };
+        matches && {
+            let n = self.seen;
+            self.seen += 1;
+            n >= self.skip && self.count.is_none_or(|c| n - self.skip < c)
+        }
+    }
+}
+
+/// GPU records left out because they were not linked to a recorded call, and kernel records
+/// the kernel filter left out.
+pub static OUTSIDE: AtomicU64 = AtomicU64::new(0);
+pub static FILTERED: AtomicU64 = AtomicU64::new(0);
+
+/// The worker's kernel filter (built on first use; the worker alone takes the lock).
+static FILTER: std::sync::Mutex<Option<Option<KernelFilter>>> = std::sync::Mutex::new(None);
+/// Why the kernel filter is off, once (for a notice).
+pub static FILTER_ERROR: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// A GPU work record with `flags`: false (and counted) when it is to be left out.
+pub fn keep_work(flags: u32) -> bool {
+    if drop_unlinked(flags) {
+        OUTSIDE.fetch_add(1, Ordering::Relaxed);
+        return false;
+    }
+    true
+}
+
+/// A kernel record named `name` (CUPTI's string at `key`): whether the kernel filter keeps it.
+pub fn keep_kernel(key: usize, name: &str) -> bool {
+    let Ok(mut f) = FILTER.lock() else {
+        return true;
+    };
+    let filter = f.get_or_insert_with(|| {
+        let mut error = None;
+        let built = KernelFilter::from_config(&mut error);
+        if let (Some(e), Ok(mut slot)) = (error, FILTER_ERROR.lock()) {
+            *slot = Some(e);
+        }
+        built
+    });
+    match filter {
+        None => true,
+        Some(filter) => {
+            let keep = filter.keep(key, name);
+            if !keep {
+                FILTERED.fetch_add(1, Ordering::Relaxed);
+            }
+            keep
+        }
+    }
+}
