@@ -565,6 +565,33 @@ step_peer() {
 }
 
 # ---------------------------------------------------------------------------
+# NVTX (tests/gpu/nvtx_step.py, GPU activity on): a PyTorch loop with torch.cuda.nvtx ranges,
+# the same under emit_nvtx, and a capture range of one iteration; tests/gpu/nvtx_check.py
+# rebuilds the ranges from the trace and attributes every kernel to its range.
+step_nvtx() {
+    section "NVTX: PyTorch ranges, emit_nvtx, an NVTX capture range"
+    local want line out kpi
+    want=$(bounded 150 python3 tests/gpu/nvtx_step.py ranges 5 2>"$WORK/nvtx-untraced.err" | tail -n 1)
+    line=$(bounded 150 env RTRACE_GPU_ACTIVITY=1 RTRACE_OUTPUT="$WORK/rtrace-nvtx-%p.bin" \
+        LD_PRELOAD="$LIBRTRACE" python3 tests/gpu/nvtx_step.py ranges 5 2>"$WORK/nvtx.err" | tail -n 1)
+    check nvtx.same-output "traced: '$line', untraced: '$want'" test -n "$want" -a "$line" = "$want"
+    out=$(python3 tests/gpu/nvtx_check.py ranges "$RTRACE" "$WORK"/rtrace-nvtx-*.bin --iters 5 2>&1)
+    checks_from "$out"
+    kpi=$(printf '%s\n' "$out" | awk '$1 == "kernels-per-iter" {print $2}')
+    line=$(bounded 150 env RTRACE_GPU_ACTIVITY=1 RTRACE_OUTPUT="$WORK/rtrace-emit-%p.bin" \
+        LD_PRELOAD="$LIBRTRACE" python3 tests/gpu/nvtx_step.py emit 3 2>"$WORK/emit.err" | tail -n 1)
+    log "emit_nvtx: $line"
+    checks_from "$(python3 tests/gpu/nvtx_check.py emit "$RTRACE" "$WORK"/rtrace-emit-*.bin 2>&1)"
+    line=$(bounded 150 env RTRACE_GPU_ACTIVITY=1 RTRACE_OUTPUT="$WORK/rtrace-capture-%p.bin" \
+        RTRACE_NVTX_CAPTURE="iter 3" LD_PRELOAD="$LIBRTRACE" python3 tests/gpu/nvtx_step.py ranges 5 \
+        2>"$WORK/capture.err" | tail -n 1)
+    log "capture: $line"
+    checks_from "$(python3 tests/gpu/nvtx_check.py capture "$RTRACE" "$WORK"/rtrace-capture-*.bin \
+        --kernels-per-iter "${kpi:-0}" 2>&1)"
+    "$RTRACE" report "$WORK"/rtrace-nvtx-*.bin 2>/dev/null | sed -n '/^NVTX ranges/,/^$/p' | head -n 12
+}
+
+# ---------------------------------------------------------------------------
 main() {
     log "rtrace GPU proof: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
     step_environment
@@ -583,6 +610,7 @@ main() {
     step_activity
     step_shared
     step_peer
+    step_nvtx
     if [ -x "$BIN/vector_add" ]; then
         step_record vector_add_shared 60 "$BIN/vector_add"
     else

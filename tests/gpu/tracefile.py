@@ -90,3 +90,49 @@ def read(path):
                 fid, result, start, end, corr = struct.unpack_from("<IIQQQ", payload, at)
                 records.append((names.get(fid, f"function#{fid}"), result, start, end, tid, corr))
     return records
+
+
+def read_nvtx_ranges(path):
+    """The push/pop and start/end ranges of a trace's NVTX events (chunks 18 and 19): dicts
+    with kind ("push"/"start"), name, domain, tid, start, end, level (push only)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != MAGIC:
+        raise ValueError(f"{path}: not an rtrace trace")
+    (body_len,) = struct.unpack_from("<I", data, 12)
+    off = 16 + body_len + 4
+    strings, events = {}, []
+    while off + 40 <= len(data):
+        magic, kind, _flags, plen, _crc, tid, _seq, _dropped = struct.unpack_from("<IHHIIQQQ", data, off)
+        payload = data[off + 40: off + 40 + plen]
+        if magic != 0x4B4E4843 or len(payload) < plen:
+            break
+        off += 40 + plen
+        if kind == 18:
+            (count,) = struct.unpack_from("<I", payload, 0)
+            at = 4
+            for _ in range(count):
+                sid, n = struct.unpack_from("<IH", payload, at)
+                strings[sid] = payload[at + 6: at + 6 + n].decode("utf-8", "replace")
+                at += 6 + n
+        elif kind == 19:
+            for at in range(0, len(payload), 48):
+                k, _pt, _ct, msg, time_ns, value, domain, category = struct.unpack_from("<HBBIQQII", payload, at)
+                events.append(dict(kind=k, message=msg, time=time_ns, value=value, domain=domain, tid=tid))
+    ranges, stacks, started = [], {}, {}
+    for e in events:
+        if e["kind"] == 1:
+            stacks.setdefault((e["tid"], e["domain"]), []).append(e)
+        elif e["kind"] == 2:
+            st = stacks.get((e["tid"], e["domain"]))
+            if st:
+                p = st.pop()
+                ranges.append(dict(kind="push", name=strings.get(p["message"], ""), domain=p["domain"],
+                                   tid=p["tid"], start=p["time"], end=e["time"], level=p["value"]))
+        elif e["kind"] == 3:
+            started[e["value"]] = e
+        elif e["kind"] == 4 and e["value"] in started:
+            s = started.pop(e["value"])
+            ranges.append(dict(kind="start", name=strings.get(s["message"], ""), domain=s["domain"],
+                               tid=s["tid"], start=s["time"], end=e["time"], level=None))
+    return ranges

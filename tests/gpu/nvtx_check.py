@@ -1,0 +1,122 @@
+"""Checks a trace of tests/gpu/nvtx_step.py (GPU activity on) against rtrace's NVTX ranges.
+
+    python3 tests/gpu/nvtx_check.py ranges|emit|capture RTRACE TRACE... [--iters N] [--kernels-per-iter K]
+
+Rebuilds the NVTX ranges from the trace's events (tracefile.py, independently of the
+collector), attributes each kernel to the innermost range open on the thread of the call that
+launched it, and checks:
+  ranges:  every iteration has its three sub-ranges; every kernel launched by the main thread
+           while an "iter" range was open lies in exactly one of forward/backward/optimizer;
+           rtrace report's per-name GPU records equal this attribution (inclusive of nesting);
+           all iterations launched the same number of kernels (printed as kernels-per-iter).
+  emit:    ranges are aten:: operators; every kernel launched inside an iteration's operators
+           lies in an aten:: range of its own thread.
+  capture: (RTRACE_NVTX_CAPTURE="iter 3") only iteration 3's range and kernels are recorded:
+           the kernel count equals --kernels-per-iter.
+Prints PASS/FAIL lines.
+"""
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tracefile  # noqa: E402
+
+
+def main():
+    mode, rtrace = sys.argv[1], sys.argv[2]
+    args = sys.argv[3:]
+    opts = {}
+    while len(args) >= 2 and args[-2].startswith("--"):
+        opts[args[-2][2:]] = int(args[-1])
+        args = args[:-2]
+    traces = args
+    failed = 0
+
+    def check(name, ok, detail):
+        nonlocal failed
+        failed += not ok
+        print(f"{'PASS' if ok else 'FAIL'} nvtx.{mode}.{name}  ({detail})")
+
+    kernels, api, ranges = [], {}, []
+    for t in traces:
+        k, _, _ = tracefile.read_gpu(t)
+        kernels += k
+        for (fn, _res, start, end, tid, corr) in tracefile.read(t):
+            api[corr] = (fn, start, end, tid)
+        ranges += tracefile.read_nvtx_ranges(t)
+    pushes = [r for r in ranges if r["kind"] == "push"]
+    # The innermost push range of the launching thread around each kernel's launch call.
+    by_tid = {}
+    for r in pushes:
+        by_tid.setdefault(r["tid"], []).append(r)
+
+    def innermost(tid, t):
+        best = None
+        for r in by_tid.get(tid, []):
+            if r["start"] <= t <= r["end"] and (best is None or r["level"] > best["level"]):
+                best = r
+        return best
+
+    def enclosing(tid, t, name_pred):
+        return [r for r in by_tid.get(tid, []) if r["start"] <= t <= r["end"] and name_pred(r["name"])]
+
+    attributed = []
+    for k in kernels:
+        call = api.get(k["correlation"])
+        if call is None:
+            attributed.append((k, None, None))
+            continue
+        attributed.append((k, call, innermost(call[3], call[1])))
+    names = sorted({r["name"] for r in pushes})
+    if mode == "ranges":
+        iters = [r for r in pushes if r["name"].startswith("iter ")]
+        check("iterations", len(iters) == opts.get("iters", 5), f"{len(iters)} iter ranges; names {names[:8]}")
+        per_iter = []
+        misplaced = 0
+        for it in sorted(iters, key=lambda r: r["start"]):
+            inside = [(k, c, r) for (k, c, r) in attributed if c and c[3] == it["tid"] and it["start"] <= c[1] <= it["end"]]
+            per_iter.append(len(inside))
+            misplaced += sum(1 for (_, _, r) in inside if r is None or r["name"] not in ("forward", "backward", "optimizer"))
+        check("kernels-attributed", misplaced == 0 and sum(per_iter) > 0,
+              f"{sum(per_iter)} kernels launched by the main thread inside iterations, {misplaced} not inside "
+              f"forward/backward/optimizer; per iteration {per_iter}")
+        check("iterations-alike", len(set(per_iter)) == 1, f"kernels per iteration {per_iter}")
+        print(f"kernels-per-iter {per_iter[-1] if per_iter else 0}")
+        # rtrace's own attribution (report JSON), inclusive of nested ranges.
+        rep = json.loads(subprocess.run([rtrace, "report", "--format", "json", *traces], capture_output=True,
+                                        text=True, check=True).stdout)
+        ours = {(r["name"]): r["gpu_records"] for r in rep["nvtx"]["ranges"]}
+        mine = {}
+        for r in pushes:
+            n = sum(1 for (k, c, _) in attributed if c and c[3] == r["tid"] and r["start"] <= c[1] <= r["end"])
+            mine[r["name"]] = mine.get(r["name"], 0) + n
+        diff = {n: (ours.get(n), mine.get(n)) for n in set(ours) | set(mine) if ours.get(n) != mine.get(n)}
+        check("report-projection", not diff and ours.get("forward", 0) > 0,
+              f"rtrace report GPU records per range equal the checker's for {len(ours)} names"
+              + (f"; differences {list(diff.items())[:4]}" if diff else
+                 f"; forward {ours.get('forward')}, backward {ours.get('backward')}, optimizer {ours.get('optimizer')}"))
+    elif mode == "emit":
+        aten = [r for r in pushes if "aten::" in r["name"]]
+        check("operator-ranges", len(aten) > 0, f"{len(aten)} operator ranges, e.g. {sorted({r['name'] for r in aten})[:3]}")
+        inside = [(k, c, r) for (k, c, r) in attributed if c and r is not None]
+        bad = [r["name"] for (_, _, r) in inside if "aten::" not in r["name"]]
+        check("kernels-attributed", len(inside) > 0 and not bad,
+              f"{len(inside)} of {len(kernels)} kernels launched inside a range, all in an operator's range"
+              + (f"; others {bad[:3]}" if bad else ""))
+        threads = len({c[3] for (_, c, r) in inside})
+        print(f"    kernels attributed on {threads} thread(s)")
+    else:
+        iters = sorted({r["name"] for r in pushes if r["name"].startswith("iter ")})
+        want = opts.get("kernels-per-iter", -1)
+        check("only-iteration-3", iters == ["iter 3"], f"iteration ranges recorded {iters}")
+        check("kernels", len(kernels) == want,
+              f"{len(kernels)} kernel records, {want} launched per iteration")
+        unlinked = sum(1 for (k, c, _) in attributed if c is None)
+        check("linked", unlinked == 0, f"{unlinked} kernel records not linked to a recorded call")
+    return failed
+
+
+if __name__ == "__main__":
+    sys.exit(1 if main() else 0)
