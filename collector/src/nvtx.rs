@@ -34,6 +34,10 @@ pub struct NvtxRange {
     pub gpu_ns: u64,
     /// Where that work ran: (device of the first record, first start, last end).
     pub gpu_span: Option<(u32, u64, u64)>,
+    /// Of that work, what calls made while this was the innermost range on the thread launched
+    /// (NVTX ranges as external correlation: each call is linked to its innermost range).
+    pub own_gpu_records: u64,
+    pub own_gpu_ns: u64,
 }
 
 /// The ranges of a trace, in order of their start, and how many began but never ended.
@@ -98,6 +102,8 @@ pub fn ranges(t: &Trace) -> Ranges {
                             gpu_records: 0,
                             gpu_ns: 0,
                             gpu_span: None,
+                            own_gpu_records: 0,
+                            own_gpu_ns: 0,
                         });
                     }
                 }
@@ -126,6 +132,8 @@ pub fn ranges(t: &Trace) -> Ranges {
                 gpu_records: 0,
                 gpu_ns: 0,
                 gpu_span: None,
+                own_gpu_records: 0,
+                own_gpu_ns: 0,
             });
         }
     }
@@ -224,7 +232,7 @@ fn project(t: &Trace, ranges: &mut [NvtxRange]) {
             },
         );
     }
-    for r in ranges {
+    for r in ranges.iter_mut() {
         if let Some(c) = per_thread.get(&r.tid) {
             let a = c.starts.partition_point(|&s| s < r.start_ns);
             let b = c.starts.partition_point(|&s| s <= r.end_ns);
@@ -239,6 +247,39 @@ fn project(t: &Trace, ranges: &mut [NvtxRange]) {
                     });
                 }
                 r.gpu_span = span;
+            }
+        }
+    }
+    // Each call's work also goes to its innermost range: the latest-starting range of its
+    // thread that holds it.
+    let mut by_thread: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (i, r) in ranges.iter().enumerate() {
+        by_thread.entry(r.tid).or_default().push(i);
+    }
+    for (tid, mut idx) in by_thread {
+        let Some(c) = per_thread.get(&tid) else {
+            continue;
+        };
+        idx.sort_by_key(|&i| (ranges[i].start_ns, std::cmp::Reverse(ranges[i].end_ns)));
+        let mut open: Vec<usize> = Vec::new();
+        let mut next = 0;
+        for (k, &t) in c.starts.iter().enumerate() {
+            let w = c.work[k];
+            if w.records == 0 {
+                continue;
+            }
+            while next < idx.len() && ranges[idx[next]].start_ns <= t {
+                open.push(idx[next]);
+                next += 1;
+            }
+            open.retain(|&i| ranges[i].end_ns >= t);
+            if let Some(&i) = open
+                .iter()
+                .filter(|&&i| ranges[i].start_ns <= t)
+                .max_by_key(|&&i| (ranges[i].start_ns, std::cmp::Reverse(ranges[i].end_ns)))
+            {
+                ranges[i].own_gpu_records += w.records;
+                ranges[i].own_gpu_ns = ranges[i].own_gpu_ns.saturating_add(w.ns);
             }
         }
     }
@@ -259,12 +300,15 @@ pub struct NvtxSummary {
     /// GPU records launched inside these ranges, and their total GPU time (ns).
     pub gpu_records: u64,
     pub gpu_ns: u64,
+    /// Of those, launched while these were the innermost range.
+    pub own_gpu_records: u64,
+    pub own_gpu_ns: u64,
 }
 
 /// Summaries of all `traces`' ranges, and the open ranges and marks counted: rows sorted by
 /// total time (descending), then domain and name.
 pub fn nvtx_summary(traces: &[Trace]) -> (Vec<NvtxSummary>, u64, u64) {
-    let mut by: HashMap<(String, String), (Vec<u64>, u64, u64)> = HashMap::new();
+    let mut by: HashMap<(String, String), (Vec<u64>, [u64; 4])> = HashMap::new();
     let (mut open, mut marks) = (0, 0);
     for t in traces {
         let r = ranges(t);
@@ -273,28 +317,34 @@ pub fn nvtx_summary(traces: &[Trace]) -> (Vec<NvtxSummary>, u64, u64) {
         for x in r.ranges {
             let e = by.entry((x.domain, x.name)).or_default();
             e.0.push(x.end_ns.saturating_sub(x.start_ns));
-            e.1 += x.gpu_records;
-            e.2 = e.2.saturating_add(x.gpu_ns);
+            e.1[0] += x.gpu_records;
+            e.1[1] = e.1[1].saturating_add(x.gpu_ns);
+            e.1[2] += x.own_gpu_records;
+            e.1[3] = e.1[3].saturating_add(x.own_gpu_ns);
         }
     }
     let mut rows: Vec<NvtxSummary> = by
         .into_iter()
-        .map(|((domain, name), (mut d, gpu_records, gpu_ns))| {
-            d.sort_unstable();
-            let total: u128 = d.iter().map(|&x| u128::from(x)).sum();
-            NvtxSummary {
-                domain,
-                name,
-                count: d.len() as u64,
-                total_ns: u64::try_from(total).unwrap_or(u64::MAX),
-                mean_ns: (total / d.len() as u128) as u64,
-                median_ns: d[(d.len() - 1) / 2],
-                min_ns: d[0],
-                max_ns: d[d.len() - 1],
-                gpu_records,
-                gpu_ns,
-            }
-        })
+        .map(
+            |((domain, name), (mut d, [gpu_records, gpu_ns, own_gpu_records, own_gpu_ns]))| {
+                d.sort_unstable();
+                let total: u128 = d.iter().map(|&x| u128::from(x)).sum();
+                NvtxSummary {
+                    domain,
+                    name,
+                    count: d.len() as u64,
+                    total_ns: u64::try_from(total).unwrap_or(u64::MAX),
+                    mean_ns: (total / d.len() as u128) as u64,
+                    median_ns: d[(d.len() - 1) / 2],
+                    min_ns: d[0],
+                    max_ns: d[d.len() - 1],
+                    gpu_records,
+                    gpu_ns,
+                    own_gpu_records,
+                    own_gpu_ns,
+                }
+            },
+        )
         .collect();
     rows.sort_by(|a, b| {
         b.total_ns

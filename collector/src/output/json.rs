@@ -309,7 +309,8 @@ fn nvtx_key(out: &mut String, traces: &[Trace]) {
         let _ = write!(
             out,
             "{{\"domain\":{},\"name\":{},\"count\":{},\"total_ns\":{},\"mean_ns\":{},\
-             \"median_ns\":{},\"min_ns\":{},\"max_ns\":{},\"gpu_records\":{},\"gpu_ns\":{}}}",
+             \"median_ns\":{},\"min_ns\":{},\"max_ns\":{},\"gpu_records\":{},\"gpu_ns\":{},\
+             \"own_gpu_records\":{},\"own_gpu_ns\":{}}}",
             string(&r.domain),
             string(&r.name),
             r.count,
@@ -319,7 +320,9 @@ fn nvtx_key(out: &mut String, traces: &[Trace]) {
             r.min_ns,
             r.max_ns,
             r.gpu_records,
-            r.gpu_ns
+            r.gpu_ns,
+            r.own_gpu_records,
+            r.own_gpu_ns
         );
     }
     out.push_str(if rows.is_empty() { "]" } else { "\n]" });

@@ -69,7 +69,8 @@ fn nvtx_section(out: &mut String, traces: &[Trace]) {
         if marks == 1 { "mark" } else { "marks" },
     );
     let headers = [
-        "range", "domain", "count", "total", "mean", "median", "min", "max", "GPU work", "GPU time",
+        "range", "domain", "count", "total", "mean", "median", "min", "max", "GPU work",
+        "GPU time", "own time",
     ];
     let body: Vec<Vec<String>> = rows
         .iter()
@@ -85,6 +86,7 @@ fn nvtx_section(out: &mut String, traces: &[Trace]) {
                 human_ns(r.max_ns),
                 r.gpu_records.to_string(),
                 human_ns(r.gpu_ns),
+                human_ns(r.own_gpu_ns),
             ]
         })
         .collect();

@@ -1113,10 +1113,18 @@ fn nvtx_ranges_are_projected_onto_the_gpu_work_they_launched() {
             .bytes,
     );
     let r = crate::nvtx::ranges(&t);
-    let got: Vec<(&str, u64, u64)> = r
+    let got: Vec<(&str, u64, u64, u64, u64)> = r
         .ranges
         .iter()
-        .map(|x| (x.name.as_str(), x.gpu_records, x.gpu_ns))
+        .map(|x| {
+            (
+                x.name.as_str(),
+                x.gpu_records,
+                x.gpu_ns,
+                x.own_gpu_records,
+                x.own_gpu_ns,
+            )
+        })
         .collect();
     // Calls 2 (kernel 1000), 3 (kernel 1200), 4 (kernel 1000 and a 1000-byte copy of 200):
     // all in "step"; 3 and 4 in "fwd"; nothing in the second "fwd". Call 5 (a memset) at
@@ -1124,9 +1132,16 @@ fn nvtx_ranges_are_projected_onto_the_gpu_work_they_launched() {
     assert_eq!(
         got,
         vec![
-            ("step", 5, 1_000 + 1_200 + 1_000 + 200 + 100),
-            ("fwd", 2, 1_200 + 1_000),
-            ("fwd", 0, 0),
+            // Its own: calls 2 and 5, outside "fwd".
+            (
+                "step",
+                5,
+                1_000 + 1_200 + 1_000 + 200 + 100,
+                3,
+                1_000 + 200 + 100
+            ),
+            ("fwd", 2, 1_200 + 1_000, 2, 1_200 + 1_000),
+            ("fwd", 0, 0, 0, 0),
         ]
     );
     let (rows, open, marks) = crate::nvtx::nvtx_summary(std::slice::from_ref(&t));
@@ -1147,9 +1162,9 @@ fn nvtx_ranges_are_projected_onto_the_gpu_work_they_launched() {
     assert!(
         table.contains(
             "\nNVTX ranges: 3 ranges, 2 names, 0 open, 0 marks\n\
-             range  domain     count   total    mean  median     min     max  GPU work  GPU time\n\
-             step   (default)      1  550 ns  550 ns  550 ns  550 ns  550 ns         5    3.5 µs\n\
-             fwd    (default)      2  210 ns  105 ns   10 ns   10 ns  200 ns         2    2.2 µs\n"
+             range  domain     count   total    mean  median     min     max  GPU work  GPU time  own time\n\
+             step   (default)      1  550 ns  550 ns  550 ns  550 ns  550 ns         5    3.5 µs    1.3 µs\n\
+             fwd    (default)      2  210 ns  105 ns   10 ns   10 ns  200 ns         2    2.2 µs    2.2 µs\n"
         ),
         "{table}"
     );
