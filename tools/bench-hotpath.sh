@@ -32,10 +32,10 @@ if [ "$DRIVER" = sim ]; then
     mkdir -p "$work/lib"
     cp target/release/libcuda.so "$work/lib/libcuda.so.1"
     ln -s libcuda.so.1 "$work/lib/libcuda.so"
-    gcc -O2 -I"$inc" tools/bench/hotpath.c -L"$work/lib" -lcuda -o "$work/hotpath"
+    gcc -O2 -I"$inc" tools/bench/hotpath.c -L"$work/lib" -lcuda -ldl -o "$work/hotpath"
     export LD_LIBRARY_PATH="$work/lib"
 else
-    gcc -O2 -I"$inc" tools/bench/hotpath.c -o "$work/hotpath" -L"${CUDA_STUBS:-/usr/local/cuda/lib64/stubs}" -lcuda
+    gcc -O2 -I"$inc" tools/bench/hotpath.c -o "$work/hotpath" -L"${CUDA_STUBS:-/usr/local/cuda/lib64/stubs}" -lcuda -ldl
 fi
 lib=$PWD/target/release/librtrace.so
 # Large enough that the benchmark loses nothing: it measures recording, not dropping.
@@ -49,10 +49,13 @@ run() { # mode -> ns-per-call lines
     disabled) RTRACE_DISABLE=1 LD_PRELOAD=$lib "$work/hotpath" "$CALLS" "$ROUNDS" ;;
     # Outside a capture range: a cudaProfilerApi range that the program never starts.
     paused) RTRACE_CAPTURE_RANGE=cudaProfilerApi RTRACE_OUTPUT="$work/p-%p.bin" LD_PRELOAD=$lib "$work/hotpath" "$CALLS" "$ROUNDS" ;;
+    # NVTX push/pop pairs: without a tool (NVTX's no-op), and recorded by rtrace.
+    nvtx-untraced) "$work/hotpath" "$CALLS" "$ROUNDS" nvtx ;;
+    nvtx-traced) RTRACE_BUFFER_RECORDS=$buffer RTRACE_OUTPUT="$work/n-%p.bin" LD_PRELOAD=$lib "$work/hotpath" "$CALLS" "$ROUNDS" nvtx ;;
     esac | awk '{print $4}'
 }
 for ((i = 0; i < PAIRS; i++)); do
-    for m in untraced traced traced-monotonic disabled paused; do run $m >>"$work/$m.txt"; done
+    for m in untraced traced traced-monotonic disabled paused nvtx-untraced nvtx-traced; do run $m >>"$work/$m.txt"; done
 done
 median() { sort -g "$1" | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 u=$(median "$work/untraced.txt")
@@ -71,6 +74,11 @@ row traced "$t" "$(awk -v a="$t" -v b="$u" 'BEGIN{printf "%.2f", a-b}')"
 row traced-monotonic "$m" "$(awk -v a="$m" -v b="$u" 'BEGIN{printf "%.2f", a-b}')"
 row disabled "$d" "$(awk -v a="$d" -v b="$u" 'BEGIN{printf "%.2f", a-b}')"
 row paused "$p" "$(awk -v a="$p" -v b="$u" 'BEGIN{printf "%.2f", a-b}')"
+nu=$(median "$work/nvtx-untraced.txt")
+nt=$(median "$work/nvtx-traced.txt")
+printf '%-17s %22s %18s\n' "NVTX push+pop" "ns/pair (median of $n)" "added vs no tool"
+row nvtx-untraced "$nu" "-"
+row nvtx-traced "$nt" "$(awk -v a="$nt" -v b="$nu" 'BEGIN{printf "%.2f", a-b}')"
 target/release/rtrace report --format json "$work"/t-*.bin "$work"/m-*.bin | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
