@@ -61,6 +61,10 @@ pub struct Trace {
     pub gpu_functions: Vec<FunctionRecord>,
     /// NVTX string id → text, from the NvtxStrings chunks.
     pub nvtx_strings: HashMap<u32, String>,
+    /// Loaded modules' images as recorded (the bytes moved to `images`), in file order.
+    pub module_images: Vec<rtrace_format::ModuleImage>,
+    /// Image content hash → the image, stored once per content.
+    pub images: HashMap<u64, Vec<u8>>,
     /// API records lost because a buffer was full: the sum of every chunk
     /// header's `dropped` count.
     pub dropped: u64,
@@ -415,6 +419,17 @@ impl Trace {
                                 .extend(names.into_iter().map(|n| (n.id, n.name))),
                             Err(why) => trace.bad_chunks.push(bad(why)),
                         },
+                        ChunkKind::ModuleImage => {
+                            match rtrace_format::ModuleImage::decode(&chunk.payload) {
+                                Ok(mut image) => {
+                                    if let Some(bytes) = image.bytes.take() {
+                                        trace.images.insert(image.hash, bytes);
+                                    }
+                                    trace.module_images.push(image);
+                                }
+                                Err(why) => trace.bad_chunks.push(bad(why)),
+                            }
+                        }
                         ChunkKind::NvtxEvents => match chunk.nvtx_events() {
                             Ok(events) => trace.thread_mut(thread).nvtx.extend(events),
                             Err(why) => trace.bad_chunks.push(bad(why)),

@@ -694,7 +694,7 @@ fn chunk_structure_mutations() {
                     &mut stats,
                 );
             }
-            for kind in [0u16, 20, 40, 0x7fff, 0xffff] {
+            for kind in [0u16, 200, 40, 0x7fff, 0xffff] {
                 let mut chunks = base.chunks.clone();
                 chunks[k].header.kind = ChunkKind::from_u16(kind);
                 chunks[k].fix();

@@ -27,6 +27,8 @@ pub struct Config {
     pub cupti_library: Option<OsString>,
     /// Receive NVTX calls (`RTRACE_NVTX`, on unless `0`).
     pub nvtx: bool,
+    /// Store loaded modules' code images in the trace (`RTRACE_MODULE_IMAGES`, on unless `0`).
+    pub module_images: bool,
     /// What gates recording (`RTRACE_CAPTURE_RANGE`, `RTRACE_NVTX_CAPTURE`,
     /// `RTRACE_NVTX_EXCLUDE`, `RTRACE_DELAY`, `RTRACE_DURATION`), and which kernels are kept
     /// (`RTRACE_KERNEL_REGEX`, `RTRACE_KERNEL_SKIP`, `RTRACE_KERNEL_COUNT`).
@@ -224,6 +226,7 @@ impl Config {
                 .unwrap_or_default(),
             cupti_library: get("RTRACE_CUPTI_LIBRARY").filter(|v| !v.is_empty()),
             nvtx: get("RTRACE_NVTX").is_none_or(|v| v != "0"),
+            module_images: get("RTRACE_MODULE_IMAGES").is_none_or(|v| v != "0"),
             capture: Capture::from_lookup(&get),
         }
     }

@@ -476,6 +476,13 @@ m = json.load(sys.stdin)["resources"]["modules"]
 print(" ".join("%s->%s:%s" % (x["loaded_by"], x["unloaded_by"], x["functions"]) for x in m))' 2>&1)
         check activity.module-unload "modules (loaded by -> unloaded by: functions): $modules" \
             test "$modules" = "cuModuleLoadData->cuModuleUnload:2"
+        local images
+        images=$(python3 -c 'import sys; sys.path.insert(0, "tests/gpu"); import tracefile
+imgs = [i for f in sys.argv[1:] for i in tracefile.read_module_images(f)]
+print(" ".join("size=%d crc=%x elf=%s" % (i["size"], i["crc"], i["bytes"] is not None and i["bytes"][:4] == b"\x7fELF" and len(i["bytes"]) == i["size"]) for i in imgs))' \
+            "$WORK"/rtrace-modules-*.bin 2>&1)
+        check activity.module-image "images: $images" \
+            sh -c 'case "$1" in "size="*" crc="*" elf=True") ! echo "$1" | grep -q "crc=0 ";; *) false;; esac' _ "$images"
     fi
 }
 

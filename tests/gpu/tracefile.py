@@ -136,3 +136,24 @@ def read_nvtx_ranges(path):
             ranges.append(dict(kind="start", name=strings.get(s["message"], ""), domain=s["domain"],
                                tid=s["tid"], start=s["time"], end=e["time"], level=None))
     return ranges
+
+
+def read_module_images(path):
+    """The module images of a trace (chunk 20): dicts with module, context, hash, crc, size and
+    bytes (None where an earlier chunk holds the same content)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (body_len,) = struct.unpack_from("<I", data, 12)
+    off = 16 + body_len + 4
+    out = []
+    while off + 40 <= len(data):
+        magic, kind, _flags, plen, _crc, _tid, _seq, _dropped = struct.unpack_from("<IHHIIQQQ", data, off)
+        payload = data[off + 40: off + 40 + plen]
+        if magic != 0x4B4E4843 or len(payload) < plen:
+            break
+        off += 40 + plen
+        if kind == 20:
+            module, context, h, crc, size, stored = struct.unpack_from("<IIQQQI", payload, 0)
+            out.append(dict(module=module, context=context, hash=h, crc=crc, size=size,
+                            bytes=payload[40:] if stored & 1 else None))
+    return out

@@ -80,6 +80,9 @@ pub struct ModuleRow {
     pub unloaded_by: Option<String>,
     /// That call's correlation id.
     pub unload_correlation: Option<u64>,
+    /// Its image: content hash, `cuptiGetCubinCrc` (0: unknown), and whether the trace holds
+    /// the bytes; `None` when the trace has no image of it.
+    pub image: Option<(u64, u64, bool)>,
 }
 
 /// A function (kernel) of a loaded module.
@@ -213,6 +216,11 @@ pub fn resources(traces: &[Trace]) -> Resources {
                 unloaded_ns: unload.map(|u| u.timestamp_ns),
                 unloaded_by,
                 unload_correlation,
+                image: t
+                    .module_images
+                    .iter()
+                    .find(|i| i.module == m.module)
+                    .map(|i| (i.hash, i.crc, t.images.contains_key(&i.hash))),
             });
         }
         let mut names: HashMap<u32, String> = HashMap::new();

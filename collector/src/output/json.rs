@@ -182,7 +182,8 @@ fn resources_key(out: &mut String, traces: &[Trace]) {
             out,
             "{{\"pid\":{},\"context\":{},\"module\":{},\"cubin_size\":{},\
              \"timestamp_ns\":{},\"functions\":{},\"loaded_by\":{},\"correlation\":{},\
-             \"unloaded_ns\":{},\"unloaded_by\":{},\"unload_correlation\":{}}}",
+             \"unloaded_ns\":{},\"unloaded_by\":{},\"unload_correlation\":{},\
+             \"image_hash\":{},\"cubin_crc\":{},\"image_stored\":{}}}",
             m.pid,
             m.context,
             m.module,
@@ -193,7 +194,10 @@ fn resources_key(out: &mut String, traces: &[Trace]) {
             opt(m.correlation),
             opt(m.unloaded_ns),
             opt(m.unloaded_by.as_deref().map(string)),
-            opt(m.unload_correlation)
+            opt(m.unload_correlation),
+            opt(m.image.map(|(h, _, _)| string(&format!("{h:016x}")))),
+            opt(m.image.map(|(_, c, _)| c)),
+            m.image.is_some_and(|(_, _, s)| s)
         );
     });
     out.push(',');

@@ -209,6 +209,24 @@ fn process(out: &mut String, t: &Trace) {
             .collect();
         field(out, "resource records", text.join(", "));
     }
+    if !t.module_images.is_empty() {
+        let stored: u64 = t.images.values().map(|b| b.len() as u64).sum();
+        field(
+            out,
+            "module images",
+            format!(
+                "{} distinct for {} {}, {} stored",
+                t.images.len(),
+                t.module_images.len(),
+                if t.module_images.len() == 1 {
+                    "module"
+                } else {
+                    "modules"
+                },
+                human_bytes(stored)
+            ),
+        );
+    }
     if t.memory_and_sync_records() > 0 {
         let (a, s) = (t.memory.len() as u64, t.syncs.len() as u64);
         field(

@@ -860,6 +860,20 @@ fn resource_sample() -> Builder {
             ]),
         )
         .resource_chunk(ChunkKind::PeerCopies, peer.to_bytes().to_vec())
+        .chunk(
+            ChunkKind::ModuleImage,
+            0,
+            0,
+            &ModuleImage {
+                module: 23,
+                context: 1,
+                hash: image_hash(b"cubin"),
+                crc: 7,
+                size: 5,
+                bytes: Some(b"cubin".to_vec()),
+            }
+            .encode(),
+        )
 }
 
 #[test]
@@ -867,6 +881,8 @@ fn resources_are_loaded_and_summarised() {
     let t = read(&resource_sample().bytes);
     assert_eq!((t.unknown_chunks, t.bad_chunks.len()), (0, 0));
     assert_eq!(t.resource_records(), 7);
+    assert_eq!(t.module_images.len(), 1);
+    assert_eq!(t.images[&image_hash(b"cubin")], b"cubin".to_vec());
     assert_eq!(t.modules.len(), 1);
     assert_eq!(t.module_unloads.len(), 1);
     // A peer copy is a copy too.
@@ -920,7 +936,8 @@ fn resources_are_loaded_and_summarised() {
         "\"modules\":[\n",
         "  {\"pid\":77,\"context\":1,\"module\":23,\"cubin_size\":6584,\"timestamp_ns\":2010,",
         "\"functions\":2,\"loaded_by\":\"cuModuleLoadData\",\"correlation\":2,",
-        "\"unloaded_ns\":4010,\"unloaded_by\":\"cuModuleUnload\",\"unload_correlation\":4}\n",
+        "\"unloaded_ns\":4010,\"unloaded_by\":\"cuModuleUnload\",\"unload_correlation\":4,",
+        "\"image_hash\":\"af19191281455da0\",\"cubin_crc\":7,\"image_stored\":true}\n",
         "],\n",
         "\"functions\":[\n",
         "  {\"pid\":77,\"context\":1,\"module\":23,\"function\":1,\"index\":12,",

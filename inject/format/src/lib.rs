@@ -132,6 +132,9 @@ pub enum ChunkKind {
     NvtxStrings,
     /// An array of [`NvtxEvent`]s made by one thread (the chunk's `thread`).
     NvtxEvents,
+    /// One loaded module's code image ([`ModuleImage`]): its content hash, CUPTI's CRC, and
+    /// the image itself the first time that content is seen.
+    ModuleImage,
     /// A kind this reader does not know; carried so it can be counted.
     Unknown(u16),
 }
@@ -158,6 +161,7 @@ impl ChunkKind {
             ChunkKind::PeerCopies => 17,
             ChunkKind::NvtxStrings => 18,
             ChunkKind::NvtxEvents => 19,
+            ChunkKind::ModuleImage => 20,
             ChunkKind::Unknown(k) => k,
         }
     }
@@ -182,6 +186,7 @@ impl ChunkKind {
             17 => ChunkKind::PeerCopies,
             18 => ChunkKind::NvtxStrings,
             19 => ChunkKind::NvtxEvents,
+            20 => ChunkKind::ModuleImage,
             k => ChunkKind::Unknown(k),
         }
     }

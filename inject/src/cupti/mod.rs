@@ -82,6 +82,16 @@ type EnableCallbackFn = unsafe extern "C" fn(u32, *mut c_void, u32, u32) -> i32;
 type CallbackNameFn = unsafe extern "C" fn(u32, u32, *mut *const c_char) -> i32;
 type ContextIdFn = unsafe extern "C" fn(*mut c_void, *mut u32) -> i32;
 type SetAttributeFn = unsafe extern "C" fn(u32, *mut usize, *mut c_void) -> i32;
+type GetCubinCrcFn = unsafe extern "C" fn(*mut CubinCrcParams) -> i32;
+
+/// `CUpti_GetCubinCrcParams` (cupti_pcsampling.h).
+#[repr(C)]
+struct CubinCrcParams {
+    size: usize,
+    cubin_size: usize,
+    cubin: *const c_void,
+    cubin_crc: u64,
+}
 
 /// `CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER` (cupti_activity.h, a `uint8_t`): the client
 /// hands CUPTI zeroed buffers, so CUPTI does not zero each new one on the program's thread.
@@ -106,6 +116,8 @@ struct Api {
     context_id: ContextIdFn,
     /// `cuptiActivitySetAttribute`, if this CUPTI has it.
     set_attribute: Option<SetAttributeFn>,
+    /// `cuptiGetCubinCrc`, if this CUPTI has it.
+    cubin_crc: Option<GetCubinCrcFn>,
 }
 
 // SAFETY: plain function pointers into libcupti, callable from any thread.
@@ -140,6 +152,9 @@ static NOTICES: Mutex<Vec<String>> = Mutex::new(Vec::new());
 static DEVICES: Mutex<Vec<rtrace_format::DeviceInfo>> = Mutex::new(Vec::new());
 /// Modules loaded (from CUPTI's resource callback), for the worker to write.
 static MODULES: Mutex<Vec<ModuleRecord>> = Mutex::new(Vec::new());
+/// Their code images, for the worker to write; the hashes of those stored so far.
+static IMAGES: Mutex<Vec<rtrace_format::ModuleImage>> = Mutex::new(Vec::new());
+static IMAGE_HASHES: Mutex<Vec<u64>> = Mutex::new(Vec::new());
 
 pub(crate) fn notice(msg: String) {
     diag::log(&["gpu activity: ", &msg]);
@@ -235,6 +250,9 @@ fn load() -> Result<Api, String> {
             set_attribute: sym(c"cuptiActivitySetAttribute")
                 .ok()
                 .map(|p| std::mem::transmute::<*mut c_void, SetAttributeFn>(p)),
+            cubin_crc: sym(c"cuptiGetCubinCrc")
+                .ok()
+                .map(|p| std::mem::transmute::<*mut c_void, GetCubinCrcFn>(p)),
         })
     }
 }
@@ -638,10 +656,11 @@ fn on_module(data: *const u8, unloading: bool) {
         return;
     }
     // SAFETY: as above.
-    let (module, cubin_size) = unsafe {
+    let (module, cubin_size, cubin) = unsafe {
         (
             (descriptor.add(m::MODULE_ID) as *const u32).read_unaligned(),
             (descriptor.add(m::CUBIN_SIZE) as *const u64).read_unaligned(),
+            (descriptor.add(m::P_CUBIN) as *const *const u8).read_unaligned(),
         )
     };
     let mut context_id = 0u32;
@@ -666,6 +685,49 @@ fn on_module(data: *const u8, unloading: bool) {
     };
     if let Ok(mut m) = MODULES.lock() {
         m.push(rec);
+    }
+    if !unloading && lifecycle::config().module_images && !cubin.is_null() && cubin_size > 0 {
+        // SAFETY: CUPTI's image of the module, `cubin_size` bytes, valid during the callback.
+        let bytes = unsafe { std::slice::from_raw_parts(cubin, cubin_size as usize) };
+        keep_image(module, context_id, bytes);
+    }
+}
+
+/// Queues a module's image for the worker: its hash and CUPTI's CRC always, the bytes the first
+/// time this content is seen. Inside the loading call (a module load: it may lock and copy).
+fn keep_image(module: u32, context: u32, bytes: &[u8]) {
+    let hash = rtrace_format::image_hash(bytes);
+    let new = IMAGE_HASHES.lock().is_ok_and(|mut seen| {
+        if seen.contains(&hash) {
+            false
+        } else {
+            seen.push(hash);
+            true
+        }
+    });
+    let mut crc = 0;
+    if let Some(get) = API.get().and_then(|a| a.cubin_crc) {
+        let mut p = CubinCrcParams {
+            size: std::mem::size_of::<CubinCrcParams>(),
+            cubin_size: bytes.len(),
+            cubin: bytes.as_ptr() as *const c_void,
+            cubin_crc: 0,
+        };
+        // SAFETY: CUPTI reads the image and writes the CRC into `p`.
+        if internal(|| unsafe { get(&mut p) }) == 0 {
+            crc = p.cubin_crc;
+        }
+    }
+    let image = rtrace_format::ModuleImage {
+        module,
+        context,
+        hash,
+        crc,
+        size: bytes.len() as u64,
+        bytes: new.then(|| bytes.to_vec()),
+    };
+    if let Ok(mut q) = IMAGES.lock() {
+        q.push(image);
     }
 }
 
@@ -751,6 +813,13 @@ pub fn drain_into(sink: &mut Sink) {
         for rec in m.drain(..) {
             sink.gpu_batch.modules.extend_from_slice(&rec.to_bytes());
         }
+    }
+    let images = IMAGES
+        .lock()
+        .map(|mut q| std::mem::take(&mut *q))
+        .unwrap_or_default();
+    for image in images {
+        sink.chunk(ChunkKind::ModuleImage, 0, 0, 0, &image.encode());
     }
     let full: Vec<(Buffer, usize, bool)> = match FULL.lock() {
         Ok(mut f) => std::mem::take(&mut *f),

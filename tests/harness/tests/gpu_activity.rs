@@ -348,6 +348,26 @@ fn contexts_streams_modules_and_functions_are_recorded_and_linked() {
         .1;
     assert!(load.start_ns <= m.timestamp_ns && m.timestamp_ns <= load.end_ns);
 
+    // Its image, stored once, with its hash and the (simulated) CUPTI CRC.
+    assert_eq!(t.module_images.len(), 1, "{:?}", t.module_images);
+    let img = &t.module_images[0];
+    let bytes = &t.images[&img.hash];
+    assert_eq!((img.module, img.context, img.size), (m.module, context, 95));
+    assert_eq!(bytes.len(), 95);
+    assert!(bytes.starts_with(b"simcuda-module"), "{bytes:?}");
+    assert_eq!(img.hash, rtrace_format::image_hash(bytes));
+    let ieee = |data: &[u8]| {
+        let mut crc = !0u32;
+        for &b in data {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = (crc >> 1) ^ (0xEDB8_8320 & (crc & 1).wrapping_neg());
+            }
+        }
+        u64::from(!crc)
+    };
+    assert_eq!(img.crc, ieee(bytes));
+
     // Its unload, by cuModuleUnload at the end of the program, inside that call.
     assert_eq!(t.module_unloads.len(), 1, "{:?}", t.module_unloads);
     let u = t.module_unloads[0];
@@ -401,6 +421,13 @@ fn contexts_streams_modules_and_functions_are_recorded_and_linked() {
     assert_eq!(functions[0].1.name, vecadd.name);
     assert_eq!(functions[1].1.name, fill.name);
     assert!(t.peer_copies.is_empty());
+
+    // RTRACE_MODULE_IMAGES=0 keeps the modules, not their images.
+    let r =
+        run(Spec::traced("direct")
+            .env(&[("RTRACE_GPU_ACTIVITY", "1"), ("RTRACE_MODULE_IMAGES", "0")]));
+    let t = r.trace();
+    assert_eq!((t.modules.len(), t.module_images.len()), (1, 0));
 
     // Only when asked for: `kernel,memcpy,memset` has none of them.
     let r = run(Spec::traced("direct").env(&[("RTRACE_GPU_ACTIVITY", "kernel,memcpy,memset")]));

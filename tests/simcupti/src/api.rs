@@ -201,6 +201,36 @@ pub unsafe extern "C" fn cuptiActivitySetAttribute(
     })
 }
 
+/// `cuptiGetCubinCrc`: the CRC-32 (IEEE) of the image, as the simulated CUPTI's key.
+#[no_mangle]
+pub unsafe extern "C" fn cuptiGetCubinCrc(params: *mut c_void) -> u32 {
+    call(|| {
+        if params.is_null() {
+            return CUPTI_ERROR_INVALID_PARAMETER;
+        }
+        // SAFETY: a CUpti_GetCubinCrcParams: size, cubinSize, cubin, cubinCrc (8 bytes each).
+        let (size, len, cubin) = unsafe {
+            let p = params as *const usize;
+            (p.read(), p.add(1).read(), p.add(2).read() as *const u8)
+        };
+        if size < 32 || len == 0 || cubin.is_null() {
+            return CUPTI_ERROR_INVALID_PARAMETER;
+        }
+        // SAFETY: the caller's image of `len` bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(cubin, len) };
+        let mut crc = !0u32;
+        for &b in bytes {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = (crc >> 1) ^ (0xEDB8_8320 & (crc & 1).wrapping_neg());
+            }
+        }
+        // SAFETY: as above; cubinCrc is the fourth field.
+        unsafe { (params as *mut u64).add(3).write(u64::from(!crc)) };
+        CUPTI_SUCCESS
+    })
+}
+
 fn external_kind_ok(kind: u32) -> bool {
     kind > CUPTI_EXTERNAL_CORRELATION_KIND_INVALID && kind < CUPTI_EXTERNAL_CORRELATION_KIND_SIZE
 }

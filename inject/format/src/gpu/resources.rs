@@ -224,3 +224,119 @@ impl FunctionRecord {
         }
     }
 }
+
+/// A loaded module's code image (its cubin, as CUPTI's module-loaded callback gives it).
+/// Images are stored once per trace: `bytes` holds the image only the first time its content
+/// (`hash`) is seen; later modules of the same content name it by `hash`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ModuleImage {
+    /// The module (a [`ModuleRecord`]'s `module`).
+    pub module: u32,
+    pub context: u32,
+    /// [`image_hash`] of the content.
+    pub hash: u64,
+    /// `cuptiGetCubinCrc` of the content, the key CUPTI's PC sampling records use (0:
+    /// unknown).
+    pub crc: u64,
+    /// Size of the image, bytes.
+    pub size: u64,
+    /// The image, when this chunk stores it.
+    pub bytes: Option<Vec<u8>>,
+}
+
+impl ModuleImage {
+    /// Bytes before the image in a chunk.
+    pub const HEADER: usize = 40;
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = vec![0u8; Self::HEADER];
+        let mut w = LeMut(&mut b);
+        w.u32(0, self.module);
+        w.u32(4, self.context);
+        w.u64(8, self.hash);
+        w.u64(16, self.crc);
+        w.u64(24, self.size);
+        w.u32(32, u32::from(self.bytes.is_some()));
+        if let Some(bytes) = &self.bytes {
+            b.extend_from_slice(bytes);
+        }
+        b
+    }
+
+    pub fn decode(p: &[u8]) -> Result<Self, String> {
+        let head: &[u8; Self::HEADER] = p
+            .get(..Self::HEADER)
+            .and_then(|h| h.try_into().ok())
+            .ok_or_else(|| format!("module image chunk of {} bytes is too short", p.len()))?;
+        let r = Le(head);
+        let size = r.u64(24);
+        let stored = r.u32(32) & 1 != 0;
+        let rest = &p[Self::HEADER..];
+        let bytes = if stored {
+            if rest.len() as u64 != size {
+                return Err(format!(
+                    "module image of {size} bytes holds {} bytes",
+                    rest.len()
+                ));
+            }
+            Some(rest.to_vec())
+        } else {
+            None
+        };
+        Ok(ModuleImage {
+            module: r.u32(0),
+            context: r.u32(4),
+            hash: r.u64(8),
+            crc: r.u64(16),
+            size,
+            bytes,
+        })
+    }
+}
+
+/// The content hash of a module image: 64 bits, 8 bytes a multiply (not cryptographic; it
+/// tells images apart within a trace).
+pub fn image_hash(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut h = bytes.len() as u64 ^ 0x5bd1_e995;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let v = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
+        h = (h.rotate_left(23) ^ v).wrapping_mul(K);
+    }
+    let mut tail = [0u8; 8];
+    let rest = chunks.remainder();
+    tail[..rest.len()].copy_from_slice(rest);
+    h = (h.rotate_left(23) ^ u64::from_le_bytes(tail)).wrapping_mul(K);
+    h ^ (h >> 29)
+}
+
+#[cfg(test)]
+mod image_tests {
+    use super::*;
+
+    #[test]
+    fn images_round_trip_and_reject_bad_sizes() {
+        let img = ModuleImage {
+            module: 3,
+            context: 1,
+            hash: image_hash(b"\x7fELF cubin"),
+            crc: 0xdead_beef,
+            size: 10,
+            bytes: Some(b"\x7fELF cubin".to_vec()),
+        };
+        assert_eq!(img.size as usize, img.bytes.as_ref().unwrap().len());
+        let b = img.encode();
+        assert_eq!(b.len(), ModuleImage::HEADER + 10);
+        assert_eq!(ModuleImage::decode(&b), Ok(img.clone()));
+        let named = ModuleImage {
+            bytes: None,
+            ..img.clone()
+        };
+        assert_eq!(ModuleImage::decode(&named.encode()), Ok(named));
+        assert!(ModuleImage::decode(&b[..b.len() - 1]).is_err());
+        assert!(ModuleImage::decode(&b[..10]).is_err());
+        assert_ne!(image_hash(b"a"), image_hash(b"b"));
+        assert_ne!(image_hash(b""), image_hash(b"\0"));
+    }
+}
