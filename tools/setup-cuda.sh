@@ -2,7 +2,9 @@
 # Installs the CUDA headers, the CUPTI headers (and crt/, which they include) as PyPI wheels
 # pinned to the GPU machine's toolkit, libclang, and Perfetto's trace schema (the `perfetto`
 # package's perfetto_trace_pb2, which collector/tests/export.rs decodes `rtrace export` output
-# with), into <repo>/.venv, then prints the CUDA include directory on stdout:
+# with), and nvdisasm (13.2.51, the oldest wheel; collector/tests/sass.rs runs it from the
+# `bin/` beside the include directory), into <repo>/.venv, then prints the CUDA include
+# directory on stdout:
 #
 #     export CUDA_INCLUDE="$(tools/setup-cuda.sh)"
 #
@@ -11,7 +13,7 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$repo/.venv"
-packages=(nvidia-cuda-runtime==13.0.88 nvidia-nvtx==13.0.85 nvidia-cuda-cupti==13.0.85 nvidia-cuda-crt==13.0.88 libclang==18.1.1 perfetto==0.59.1 protobuf==7.36.2)
+packages=(nvidia-cuda-runtime==13.0.88 nvidia-nvtx==13.0.85 nvidia-cuda-cupti==13.0.85 nvidia-cuda-crt==13.0.88 nvidia-cuda-nvdisasm==13.2.51 libclang==18.1.1 perfetto==0.59.1 protobuf==7.36.2)
 
 if [[ ! -x "$venv/bin/python3" ]]; then
     echo "setup-cuda.sh: creating $venv" >&2

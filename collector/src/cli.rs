@@ -41,6 +41,31 @@ pub enum Command {
     /// an input cannot be read as a trace, 1 when the output cannot be written.
     #[command(override_usage = "rtrace export --format <FORMAT> [--output <FILE>] <TRACE>...")]
     Export(ExportArgs),
+    /// Print the SASS of the kernels in the traces' stored module images (cubins), each
+    /// instruction under its source line (code built with -lineinfo) and that line's text when
+    /// the source file is found. Needs nvdisasm.
+    ///
+    /// Exits 0, 2 when an input cannot be read, holds no module image, or nvdisasm is missing
+    /// or fails.
+    Sass(SassArgs),
+}
+
+/// Options of `rtrace sass`.
+#[derive(Debug, Args)]
+pub struct SassArgs {
+    /// Only kernels whose demangled or mangled name matches REGEX.
+    #[arg(long, value_name = "REGEX", value_parser = crate::filter::parse_regex)]
+    pub kernel: Option<regex::Regex>,
+    /// The nvdisasm to run [default: nvdisasm on PATH].
+    #[arg(long, value_name = "PATH")]
+    pub nvdisasm: Option<PathBuf>,
+    /// Where to look for a source file that is not at the path its line info names (by its
+    /// file name).
+    #[arg(long, value_name = "DIR")]
+    pub source_dir: Option<PathBuf>,
+    /// Trace files, or directories of them.
+    #[arg(value_name = "TRACE", required = true)]
+    pub files: Vec<PathBuf>,
 }
 
 /// Options of `rtrace record`.
@@ -213,6 +238,49 @@ pub fn run(cli: Cli) -> u8 {
         Command::Record(args) => run_record(args),
         Command::Report(args) => run_report(&args),
         Command::Export(args) => run_export(&args),
+        Command::Sass(args) => run_sass(&args),
+    }
+}
+
+fn run_sass(args: &SassArgs) -> u8 {
+    let nvdisasm = match crate::sass::find_nvdisasm(args.nvdisasm.as_deref()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("rtrace: {e}");
+            return 2;
+        }
+    };
+    let loaded = match load_inputs(&args.files) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("rtrace: {e}");
+            return 2;
+        }
+    };
+    let mut sources = crate::sass::Sources::new(args.source_dir.clone());
+    match crate::sass::render(
+        &loaded.traces,
+        &nvdisasm,
+        args.kernel.as_ref(),
+        &mut sources,
+    ) {
+        Ok(text) => {
+            let mut stdout = io::stdout().lock();
+            match stdout
+                .write_all(text.as_bytes())
+                .and_then(|_| stdout.flush())
+            {
+                Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+                    eprintln!("rtrace: writing the listing: {e}");
+                    1
+                }
+                _ => 0,
+            }
+        }
+        Err(e) => {
+            eprintln!("rtrace: {e}");
+            2
+        }
     }
 }
 

@@ -15,6 +15,7 @@
 //! - [`output`]: the report as a table, CSV or JSON ([`render_report`]);
 //! - [`export`]: traces as timelines for Perfetto or Chrome's trace viewer;
 //! - [`record`]: running a program with librtrace.so preloaded;
+//! - [`sass`]: the SASS of the kernels in stored module images, with source lines;
 //! - [`cli`]: the `rtrace` command line on top of them.
 //!
 //! ```no_run
@@ -40,6 +41,7 @@ pub mod occupancy;
 pub mod output;
 pub mod progress;
 pub mod record;
+pub mod sass;
 pub mod summary;
 
 pub use gpu_summary::{

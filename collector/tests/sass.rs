@@ -1,0 +1,121 @@
+//! `rtrace sass` on a trace holding two real cubins (collector/tests/cubin/, built with
+//! `nvcc -lineinfo` for sm_80 and sm_90): the listing of one kernel, instructions under their
+//! source lines with the lines' text, compared with collector/tests/cubin/saxpy.sass.txt
+//! (rewrite it with RTRACE_BLESS=1). nvdisasm: $NVDISASM, else the one beside $CUDA_INCLUDE
+//! (tools/setup-cuda.sh installs the nvidia-cuda-nvdisasm wheel), else nvdisasm on PATH.
+
+#[path = "common/export_fixture.rs"]
+mod fixture;
+
+use fixture::*;
+use rtrace_format::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn nvdisasm() -> PathBuf {
+    if let Some(p) = std::env::var_os("NVDISASM") {
+        return PathBuf::from(p);
+    }
+    if let Some(inc) = std::env::var_os("CUDA_INCLUDE") {
+        let p = Path::new(&inc).join("../bin/nvdisasm");
+        if p.is_file() {
+            return p;
+        }
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../.venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvdisasm");
+    if venv.is_file() {
+        return venv;
+    }
+    PathBuf::from("nvdisasm")
+}
+
+fn cubin_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cubin")
+}
+
+fn trace_with_images(dir: &Path) -> PathBuf {
+    let mut b = Builder::new(&header(77, &["./app"]));
+    for (module, arch) in [(1u32, "sm_80"), (2, "sm_90")] {
+        let bytes = std::fs::read(cubin_dir().join(format!("sass_kernels.{arch}.cubin"))).unwrap();
+        let image = ModuleImage {
+            module,
+            context: 1,
+            hash: image_hash(&bytes),
+            crc: 0,
+            size: bytes.len() as u64,
+            bytes: Some(bytes),
+        };
+        b = b.chunk(ChunkKind::ModuleImage, 0, &image.encode());
+    }
+    let path = dir.join("images.bin");
+    std::fs::write(&path, b.bytes).unwrap();
+    path
+}
+
+#[test]
+fn sass_lists_a_kernel_under_its_source_lines() {
+    let dir = std::env::temp_dir().join(format!("rtrace-sass-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = trace_with_images(&dir);
+    let out = Command::new(env!("CARGO_BIN_EXE_rtrace"))
+        .arg("sass")
+        .args(["--kernel", "^saxpy"])
+        .arg("--nvdisasm")
+        .arg(nvdisasm())
+        .arg("--source-dir")
+        .arg(cubin_dir())
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    // Both architectures' saxpy, each under its own image.
+    assert_eq!(
+        text.matches("saxpy(float, float const*, float*, int)  [")
+            .count(),
+        2,
+        "{text}"
+    );
+    assert!(
+        text.contains("  sass_kernels.cu:7      if (i < n) y[i] = a * x[i] + y[i];\n"),
+        "{text}"
+    );
+    let expected = cubin_dir().join("saxpy.sass.txt");
+    if std::env::var_os("RTRACE_BLESS").is_some() {
+        std::fs::write(&expected, &text).unwrap();
+    }
+    assert_eq!(text, std::fs::read_to_string(&expected).unwrap());
+
+    // Errors: no image, no nvdisasm.
+    let empty = dir.join("empty.bin");
+    std::fs::write(&empty, Builder::new(&header(78, &["./x"])).bytes).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rtrace"))
+        .args(["sass", "--nvdisasm"])
+        .arg(nvdisasm())
+        .arg(&empty)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "rtrace: no module images in the traces (record with GPU activity; \
+         RTRACE_MODULE_IMAGES=0 leaves them out)\n"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_rtrace"))
+        .args(["sass", "--nvdisasm", "/nonexistent/nvdisasm"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "rtrace: --nvdisasm /nonexistent/nvdisasm: no such file\n"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
