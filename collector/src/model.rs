@@ -250,6 +250,25 @@ impl Trace {
         }
     }
 
+    /// Names threads from the program's `nvtxNameOsThread` events (a thread named by its
+    /// ThreadInfo keeps that name).
+    fn name_threads_from_nvtx(&mut self) {
+        let named: Vec<(u64, String)> = self
+            .threads
+            .values()
+            .flat_map(|th| th.nvtx.iter())
+            .filter(|e| e.kind == rtrace_format::NvtxKind::NameThread)
+            .filter_map(|e| Some((e.value, self.nvtx_strings.get(&e.message)?.clone())))
+            .collect();
+        for (tid, name) in named {
+            if let Some(th) = self.threads.get_mut(&tid) {
+                if th.name.is_none() {
+                    th.name = Some(name);
+                }
+            }
+        }
+    }
+
     /// The API records of the trace by correlation id, for looking up those among `wanted`
     /// ([`ApiLookup`]).
     pub fn api_records_for(&self, wanted: impl IntoIterator<Item = u64>) -> ApiLookup<'_> {
@@ -460,6 +479,7 @@ impl Trace {
                 }
             }
         }
+        trace.name_threads_from_nvtx();
         Ok(trace)
     }
 

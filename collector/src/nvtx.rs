@@ -235,7 +235,8 @@ fn project(t: &Trace, ranges: &mut [NvtxRange]) {
     for r in ranges.iter_mut() {
         if let Some(c) = per_thread.get(&r.tid) {
             let a = c.starts.partition_point(|&s| s < r.start_ns);
-            let b = c.starts.partition_point(|&s| s <= r.end_ns);
+            // A range that ends before it starts (damaged times) holds nothing.
+            let b = c.starts.partition_point(|&s| s <= r.end_ns).max(a);
             r.gpu_records = c.sums[b].0 - c.sums[a].0;
             r.gpu_ns = c.sums[b].1.saturating_sub(c.sums[a].1);
             if r.gpu_records > 0 {

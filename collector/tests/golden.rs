@@ -175,6 +175,12 @@ const RUNS: &[Run] = &[
     ),
     // The directory: every fixture, in name order, API statistics merged.
     run(&["report", "--format", "csv", "."], "all.csv"),
+    // NVTX ranges, external ids and a module image.
+    run(
+        &["report", "--format", "table", "nvtx.bin"],
+        "nvtx.table.txt",
+    ),
+    run(&["report", "--format", "json", "nvtx.bin"], "nvtx.json"),
     // Filters: a kernel-name regex on one device, a time window, processes.
     run(
         &[

@@ -798,6 +798,130 @@ pub fn forked_child() -> Vec<u8> {
         .bytes
 }
 
+/// pid 4500: NVTX ranges on two threads (nested push/pop ranges, a domain with a registered
+/// string, a start/end range ended on the other thread, a mark, a named thread) around launches
+/// whose kernels it holds, an external correlation id, and a module with its image.
+pub fn nvtx() -> Vec<u8> {
+    let ev = |kind, message, at: u64, value, domain| {
+        NvtxEvent {
+            kind,
+            message,
+            time_ns: T0 + at,
+            value,
+            domain,
+            ..Default::default()
+        }
+        .to_bytes()
+    };
+    let ext = |kind, at: u64, id| {
+        NvtxEvent {
+            kind,
+            time_ns: T0 + at,
+            value: id,
+            category: 2,
+            ..Default::default()
+        }
+        .to_bytes()
+    };
+    let main = [
+        ev(NvtxKind::DomainCreate, 5, 10_000, 0, 1),
+        ev(NvtxKind::RegisterString, 6, 10_100, 0, 1),
+        ev(NvtxKind::Push, 1, 1_000_000, 0, 0), // "train"
+        ext(NvtxKind::ExternalPush, 1_050_000, 7),
+        ev(NvtxKind::Push, 2, 1_100_000, 1, 0), // "step": the two launches
+        ev(NvtxKind::Mark, 3, 1_150_000, 0, 0),
+        ev(NvtxKind::Pop, 0, 1_400_000, 1, 0),
+        ext(NvtxKind::ExternalPop, 1_450_000, 7),
+        ev(NvtxKind::Push, 6, 1_500_000, 0, 1), // "registered step" in "app": the copy
+        ev(NvtxKind::Pop, 0, 1_700_000, 0, 1),
+        ev(NvtxKind::Start, 4, 1_800_000, 1, 0), // "async", ended on 4501
+        ev(NvtxKind::Pop, 0, 2_000_000, 0, 0),
+    ]
+    .concat();
+    let worker = [
+        ev(NvtxKind::NameThread, 7, 1_810_000, 4501, 0),
+        ev(NvtxKind::End, 0, 2_500_000, 1, 0),
+    ]
+    .concat();
+    let image = ModuleImage {
+        module: 1,
+        context: 1,
+        hash: image_hash(b"\x7fELF fixture image"),
+        crc: 0x1234_5678,
+        size: 18,
+        bytes: Some(b"\x7fELF fixture image".to_vec()),
+    };
+    Builder::new(&header(4500, 1, &["python3", "train.py"], 0))
+        .names(FUNCTIONS)
+        .chunk(
+            ChunkKind::NvtxStrings,
+            0,
+            0,
+            &encode_function_names([
+                (1, "train"),
+                (2, "step"),
+                (3, "checkpoint"),
+                (4, "async"),
+                (5, "app"),
+                (6, "registered step"),
+                (7, "loader"),
+            ]),
+        )
+        .kernel_names(&[(0, "_Z4stepPfi")])
+        .thread(4500, "python3")
+        .records(
+            4500,
+            0,
+            &[
+                call(0, 0, (10_000, 900_000), 1),
+                call(7, 0, (1_200_000, 1_210_000), 2),
+                call(7, 0, (1_300_000, 1_310_000), 3),
+                call(6, 0, (1_600_000, 1_650_000), 4),
+            ],
+        )
+        .chunk(ChunkKind::NvtxEvents, 4500, 0, &main)
+        .chunk(ChunkKind::NvtxEvents, 4501, 0, &worker)
+        .kernels(&[
+            kernel(
+                0,
+                13,
+                (1_220_000, 1_240_000),
+                2,
+                [64, 1, 1],
+                [256, 1, 1],
+                32,
+            ),
+            kernel(
+                0,
+                13,
+                (1_320_000, 1_350_000),
+                3,
+                [64, 1, 1],
+                [256, 1, 1],
+                32,
+            ),
+        ])
+        .memcpys(&[copy(
+            CopyKind::HtoD,
+            (0, 13),
+            (1_660_000, 1_700_000),
+            1 << 20,
+            4,
+            (MemoryKind::Pinned, MemoryKind::Device),
+        )])
+        .modules(&[ModuleRecord {
+            correlation: 1,
+            timestamp_ns: T0 + 500_000,
+            cubin_size: 18,
+            module: 1,
+            context: 1,
+            flags: FLAG_CORRELATED as u8,
+        }])
+        .chunk(ChunkKind::ModuleImage, 0, 0, &image.encode())
+        .end(&end(3_000_000, "exit", 4, 0, 1))
+        .bytes
+}
+
 /// Every fixture: file name and bytes.
 pub fn all() -> Vec<(&'static str, Vec<u8>)> {
     vec![
@@ -806,5 +930,6 @@ pub fn all() -> Vec<(&'static str, Vec<u8>)> {
         ("truncated.bin", truncated()),
         ("corrupt.bin", corrupt()),
         ("forked_child.bin", forked_child()),
+        ("nvtx.bin", nvtx()),
     ]
 }
