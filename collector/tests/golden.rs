@@ -181,6 +181,10 @@ const RUNS: &[Run] = &[
         "nvtx.table.txt",
     ),
     run(&["report", "--format", "json", "nvtx.bin"], "nvtx.json"),
+    run(
+        &["export", "--format", "chrome", "nvtx.bin"],
+        "nvtx.chrome.json",
+    ),
     // Filters: a kernel-name regex on one device, a time window, processes.
     run(
         &[

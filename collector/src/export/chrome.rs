@@ -182,6 +182,26 @@ impl<W: Write> ChromeWriter<W> {
             self.stats.clipped += nest.clipped;
         }
 
+        // NVTX ranges on their threads, and projected onto the GPU work they launched.
+        for track in layout::nvtx_tracks(trace) {
+            let spans: Vec<(u64, u64)> = track.slices.iter().map(|s| (s.1, s.2)).collect();
+            let mut tids = Vec::new();
+            let mut nest = Nest::new(&spans);
+            for step in nest.by_ref() {
+                let Step::Begin { index, lane, end } = step else {
+                    continue;
+                };
+                let tid = self.lane_tid(&mut tids, lane, &mut next_tid, pid, || track.name.clone());
+                let slice = &track.slices[index as usize];
+                let mut name = String::new();
+                string(&mut name, &slice.0);
+                self.complete("nvtx", &name, pid, tid, slice.1, end, &[]);
+                self.stats.slices += 1;
+                self.flush_if_full()?;
+            }
+            self.stats.clipped += nest.clipped;
+        }
+
         let mut kernels = KernelNames::default();
         let mut kernel_json: HashMap<u32, String> = HashMap::new();
         for device in layout::devices(trace) {

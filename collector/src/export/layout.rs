@@ -577,3 +577,42 @@ pub fn counter_name(ordinal: u32, host: bool) -> String {
 pub fn api_spans(records: &[ApiRecord]) -> Vec<(u64, u64)> {
     records.iter().map(|r| (r.start_ns, r.end_ns)).collect()
 }
+
+/// An NVTX track of the timeline: its name and its slices (range name, start, end).
+pub struct NvtxTrack {
+    pub name: String,
+    pub slices: Vec<(String, u64, u64)>,
+}
+
+/// The NVTX tracks of `trace`: one per thread that began ranges (`NVTX: NAME (TID)`), holding
+/// them, then one per device that ran work launched inside ranges (`NVTX projected: GPU ...`),
+/// holding each range's span over that work.
+pub fn nvtx_tracks(trace: &Trace) -> Vec<NvtxTrack> {
+    let ranges = crate::nvtx::ranges(trace).ranges;
+    let mut by_thread: BTreeMap<u64, Vec<(String, u64, u64)>> = BTreeMap::new();
+    let mut by_device: BTreeMap<u32, Vec<(String, u64, u64)>> = BTreeMap::new();
+    for r in ranges {
+        if let Some((device, start, end)) = r.gpu_span {
+            by_device
+                .entry(device)
+                .or_default()
+                .push((r.name.clone(), start, end));
+        }
+        by_thread
+            .entry(r.tid)
+            .or_default()
+            .push((r.name, r.start_ns, r.end_ns));
+    }
+    let threads = by_thread.into_iter().map(|(tid, slices)| NvtxTrack {
+        name: match trace.threads.get(&tid).and_then(|t| t.name.clone()) {
+            Some(n) => format!("NVTX: {n} ({tid})"),
+            None => format!("NVTX: thread {tid}"),
+        },
+        slices,
+    });
+    let devices = by_device.into_iter().map(|(device, slices)| NvtxTrack {
+        name: format!("NVTX projected: {}", device_name(trace, device)),
+        slices,
+    });
+    threads.chain(devices).collect()
+}

@@ -13,7 +13,7 @@ use super::layout::{self, Gpu, KernelNames, Links, Nest, Step, Value, ARG_NAMES}
 use super::proto::Proto;
 use super::Stats;
 use crate::model::Trace;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::io::{self, Write};
 
 /// Field numbers of the messages written (from Perfetto's .proto files).
@@ -256,54 +256,30 @@ impl<W: Write> PerfettoWriter<W> {
 
         // NVTX ranges: a track per thread that began any (under the process), and per device
         // the ranges' projections: each range's span over the GPU work it launched.
-        let nvtx = crate::nvtx::ranges(trace);
-        let mut by_thread: BTreeMap<u64, Vec<&crate::nvtx::NvtxRange>> = BTreeMap::new();
-        let mut by_device: BTreeMap<u32, Vec<(&crate::nvtx::NvtxRange, u64, u64)>> =
-            BTreeMap::new();
-        for r in &nvtx.ranges {
-            by_thread.entry(r.tid).or_default().push(r);
-            if let Some((device, start, end)) = r.gpu_span {
-                by_device.entry(device).or_default().push((r, start, end));
-            }
-        }
-        let thread_tracks = by_thread.into_iter().map(|(tid, ranges)| {
-            let name = match trace.threads.get(&tid).and_then(|t| t.name.clone()) {
-                Some(n) => format!("NVTX: {n} ({tid})"),
-                None => format!("NVTX: thread {tid}"),
-            };
-            let spans: Vec<(u64, u64)> = ranges.iter().map(|r| (r.start_ns, r.end_ns)).collect();
-            (name, ranges, spans)
-        });
-        let device_tracks = by_device.into_iter().map(|(device, ranges)| {
-            let name = format!("NVTX projected: {}", layout::device_name(trace, device));
-            let spans: Vec<(u64, u64)> = ranges.iter().map(|&(_, s, e)| (s, e)).collect();
-            (name, ranges.into_iter().map(|(r, _, _)| r).collect(), spans)
-        });
-        /// A track's name, its ranges, and their spans on it.
-        type NvtxTrack<'r> = (String, Vec<&'r crate::nvtx::NvtxRange>, Vec<(u64, u64)>);
-        let tracks: Vec<NvtxTrack> = thread_tracks.chain(device_tracks).collect();
-        for (name, ranges, spans) in tracks {
+        for track in layout::nvtx_tracks(trace) {
             let uuid = self.uuid();
+            let name = track.name;
             self.descriptor(seq, |p| {
                 p.varint(field::UUID, uuid);
                 p.varint(field::PARENT_UUID, process);
                 p.string(field::TRACK_NAME, &name);
             });
+            let spans: Vec<(u64, u64)> = track.slices.iter().map(|s| (s.1, s.2)).collect();
             let mut lanes = vec![uuid];
             let mut nest = Nest::new(&spans);
             for step in nest.by_ref() {
                 match step {
                     Step::Begin { index, lane, .. } => {
-                        let track = self.lane(seq, &mut lanes, lane, |p| {
+                        let track_uuid = self.lane(seq, &mut lanes, lane, |p| {
                             p.string(field::TRACK_NAME, &name);
                         });
-                        let r = ranges[index as usize];
-                        let iid = intern_name(&mut names.iids, r.name.clone());
-                        self.begin(seq, track, spans[index as usize].0, iid, &[], 0..0, None)?;
+                        let slice = &track.slices[index as usize];
+                        let iid = intern_name(&mut names.iids, slice.0.clone());
+                        self.begin(seq, track_uuid, slice.1, iid, &[], 0..0, None)?;
                     }
                     Step::End { lane, end, .. } => {
-                        let track = lanes[lane as usize];
-                        self.end(seq, track, end)?;
+                        let track_uuid = lanes[lane as usize];
+                        self.end(seq, track_uuid, end)?;
                     }
                 }
             }
