@@ -135,30 +135,14 @@ pub fn final_notices() -> Vec<String> {
 
 /// Opens the window after `delay`, closes it for good `duration` later.
 fn spawn_timer(delay: u64, duration: Option<u64>) {
-    // SAFETY: plain signal-mask manipulation on the calling thread, restored below: the timer
-    // thread must never take the program's signals.
-    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
-    unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-    }
-    let spawned = std::thread::Builder::new()
-        .name("rtrace-capture".into())
-        .stack_size(64 << 10)
-        .spawn(move || {
-            crate::hook::exclude_this_thread();
-            std::thread::sleep(std::time::Duration::from_nanos(delay));
-            open(WINDOW);
-            if let Some(d) = duration {
-                std::thread::sleep(std::time::Duration::from_nanos(d));
-                close(WINDOW);
-            }
-        });
-    // SAFETY: restores the mask saved above.
-    unsafe {
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-    }
+    let spawned = crate::worker::spawn_quiet("rtrace-capture", 64 << 10, move || {
+        std::thread::sleep(std::time::Duration::from_nanos(delay));
+        open(WINDOW);
+        if let Some(d) = duration {
+            std::thread::sleep(std::time::Duration::from_nanos(d));
+            close(WINDOW);
+        }
+    });
     if spawned.is_err() {
         // No timer: record from now on rather than never.
         open(WINDOW);

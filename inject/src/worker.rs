@@ -21,6 +21,20 @@ pub enum Drain {
 
 /// Starts the worker for `process` with all signals blocked.
 pub fn spawn(process: &'static Process) -> std::io::Result<std::thread::Thread> {
+    spawn_quiet("rtrace-worker", 256 << 10, move || {
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(process))).is_err() {
+            lifecycle::disable("internal error (panic) in the worker");
+        }
+    })
+}
+
+/// Starts a thread of rtrace's own: every signal blocked (it never takes the program's), never
+/// traced.
+pub fn spawn_quiet(
+    name: &str,
+    stack: usize,
+    f: impl FnOnce() + Send + 'static,
+) -> std::io::Result<std::thread::Thread> {
     // SAFETY: plain signal-mask manipulation on the calling thread, restored below.
     let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
     unsafe {
@@ -29,13 +43,11 @@ pub fn spawn(process: &'static Process) -> std::io::Result<std::thread::Thread> 
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
     }
     let r = std::thread::Builder::new()
-        .name("rtrace-worker".into())
-        .stack_size(256 << 10)
+        .name(name.into())
+        .stack_size(stack)
         .spawn(move || {
             hook::exclude_this_thread();
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(process))).is_err() {
-                lifecycle::disable("internal error (panic) in the worker");
-            }
+            f();
         });
     // SAFETY: restores the mask saved above.
     unsafe {

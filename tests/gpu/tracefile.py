@@ -92,22 +92,28 @@ def read(path):
     return records
 
 
-def read_nvtx_ranges(path):
-    """The push/pop and start/end ranges of a trace's NVTX events (chunks 18 and 19): dicts
-    with kind ("push"/"start"), name, domain, tid, start, end, level (push only)."""
+def chunks(path):
+    """(kind, thread, payload) of each whole chunk of a trace file, in order."""
     with open(path, "rb") as f:
         data = f.read()
     if data[:8] != MAGIC:
         raise ValueError(f"{path}: not an rtrace trace")
     (body_len,) = struct.unpack_from("<I", data, 12)
     off = 16 + body_len + 4
-    strings, events = {}, []
     while off + 40 <= len(data):
         magic, kind, _flags, plen, _crc, tid, _seq, _dropped = struct.unpack_from("<IHHIIQQQ", data, off)
         payload = data[off + 40: off + 40 + plen]
         if magic != 0x4B4E4843 or len(payload) < plen:
-            break
+            return
         off += 40 + plen
+        yield kind, tid, payload
+
+
+def read_nvtx_ranges(path):
+    """The push/pop and start/end ranges of a trace's NVTX events (chunks 18 and 19): dicts
+    with kind ("push"/"start"), name, domain, tid, start, end, level (push only)."""
+    strings, events = {}, []
+    for kind, tid, payload in chunks(path):
         if kind == 18:
             (count,) = struct.unpack_from("<I", payload, 0)
             at = 4
@@ -141,17 +147,8 @@ def read_nvtx_ranges(path):
 def read_module_images(path):
     """The module images of a trace (chunk 20): dicts with module, context, hash, crc, size and
     bytes (None where an earlier chunk holds the same content)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    (body_len,) = struct.unpack_from("<I", data, 12)
-    off = 16 + body_len + 4
     out = []
-    while off + 40 <= len(data):
-        magic, kind, _flags, plen, _crc, _tid, _seq, _dropped = struct.unpack_from("<IHHIIQQQ", data, off)
-        payload = data[off + 40: off + 40 + plen]
-        if magic != 0x4B4E4843 or len(payload) < plen:
-            break
-        off += 40 + plen
+    for kind, _tid, payload in chunks(path):
         if kind == 20:
             module, context, h, crc, size, stored = struct.unpack_from("<IIQQQI", payload, 0)
             out.append(dict(module=module, context=context, hash=h, crc=crc, size=size,
