@@ -31,6 +31,7 @@
 
 pub mod cli;
 pub mod clocks;
+pub mod cubin;
 pub mod demangle;
 pub mod export;
 pub mod filter;

@@ -20,6 +20,8 @@ pub struct Listing {
     pub target: String,
     /// The image's content hash.
     pub image: u64,
+    /// Where the function's code is in the image, and its size (from the symbol table).
+    pub extent: Option<(u64, u64)>,
     /// Instructions: (offset, text, source location `(file, line)` if known).
     pub instructions: Vec<Instruction>,
 }
@@ -69,7 +71,16 @@ pub fn disassemble(nvdisasm: &Path, cubin: &[u8], image: u64) -> Result<Vec<List
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
-    Ok(parse(&String::from_utf8_lossy(&out.stdout), image))
+    let mut listings = parse(&String::from_utf8_lossy(&out.stdout), image);
+    if let Ok(functions) = crate::cubin::functions(cubin) {
+        for l in &mut listings {
+            l.extent = functions
+                .iter()
+                .find(|f| f.name == l.name)
+                .map(|f| (f.offset, f.size));
+        }
+    }
+    Ok(listings)
 }
 
 /// Parses `nvdisasm -g -c` output.
@@ -88,6 +99,7 @@ pub fn parse(text: &str, image: u64) -> Vec<Listing> {
                 name,
                 target: target.clone(),
                 image,
+                extent: None,
                 instructions: Vec::new(),
             });
             line = None;
@@ -177,9 +189,13 @@ pub fn render(
                 if kernel.is_some_and(|re| !re.is_match(&k.demangled) && !re.is_match(&k.name)) {
                     continue;
                 }
+                let extent = k
+                    .extent
+                    .map(|(o, s)| format!(", at {o:#x}, {s} bytes"))
+                    .unwrap_or_default();
                 let _ = writeln!(
                     out,
-                    "{}  [{}, image {:016x}, {} instructions]",
+                    "{}  [{}, image {:016x}{extent}, {} instructions]",
                     k.demangled,
                     k.target,
                     k.image,
@@ -241,6 +257,7 @@ mod tests {
                 demangled: "step(float*, int)".into(),
                 target: "sm_90".into(),
                 image: 5,
+                extent: None,
                 instructions: vec![
                     (
                         0,

@@ -47,6 +47,13 @@ fn trace_with_images(dir: &Path) -> PathBuf {
             bytes: Some(bytes),
         };
         b = b.chunk(ChunkKind::ModuleImage, 0, &image.encode());
+        let module = ModuleRecord {
+            module,
+            context: 1,
+            cubin_size: image.size,
+            ..Default::default()
+        };
+        b = b.chunk(ChunkKind::Modules, 0, &module.to_bytes());
     }
     let path = dir.join("images.bin");
     std::fs::write(&path, b.bytes).unwrap();
@@ -91,6 +98,21 @@ fn sass_lists_a_kernel_under_its_source_lines() {
         std::fs::write(&expected, &text).unwrap();
     }
     assert_eq!(text, std::fs::read_to_string(&expected).unwrap());
+
+    // The report lists each image's functions, from its symbol table.
+    let out = Command::new(env!("CARGO_BIN_EXE_rtrace"))
+        .args(["report", "--format", "json"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let json = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        json.contains(
+            "\"image_functions\":[{\"name\":\"_Z7stridedPfPKfii\",\"offset\":4864,\"size\":896},\
+             {\"name\":\"_Z5saxpyfPKfPfi\",\"offset\":5760,\"size\":512}]"
+        ),
+        "{json}"
+    );
 
     // Errors: no image, no nvdisasm.
     let empty = dir.join("empty.bin");

@@ -83,6 +83,9 @@ pub struct ModuleRow {
     /// Its image: content hash, `cuptiGetCubinCrc` (0: unknown), and whether the trace holds
     /// the bytes; `None` when the trace has no image of it.
     pub image: Option<(u64, u64, bool)>,
+    /// The functions of its stored image (a cubin), with their code's offset and size in it;
+    /// empty without a stored image or for an image that is not a cubin.
+    pub image_functions: Vec<crate::cubin::CubinFunction>,
 }
 
 /// A function (kernel) of a loaded module.
@@ -201,6 +204,7 @@ pub fn resources(traces: &[Trace]) -> Resources {
         for m in &t.modules {
             let (loaded_by, correlation) = call(m.flags, m.correlation);
             let unload = t.module_unloads.iter().find(|u| u.module == m.module);
+            let image = t.module_images.iter().find(|i| i.module == m.module);
             let (unloaded_by, unload_correlation) =
                 unload.map_or((None, None), |u| call(u.flags, u.correlation));
             let functions = t.gpu_functions.iter().filter(|f| f.module == m.module);
@@ -216,11 +220,11 @@ pub fn resources(traces: &[Trace]) -> Resources {
                 unloaded_ns: unload.map(|u| u.timestamp_ns),
                 unloaded_by,
                 unload_correlation,
-                image: t
-                    .module_images
-                    .iter()
-                    .find(|i| i.module == m.module)
-                    .map(|i| (i.hash, i.crc, t.images.contains_key(&i.hash))),
+                image: image.map(|i| (i.hash, i.crc, t.images.contains_key(&i.hash))),
+                image_functions: image
+                    .and_then(|i| t.images.get(&i.hash))
+                    .and_then(|bytes| crate::cubin::functions(bytes).ok())
+                    .unwrap_or_default(),
             });
         }
         let mut names: HashMap<u32, String> = HashMap::new();

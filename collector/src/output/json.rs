@@ -183,7 +183,7 @@ fn resources_key(out: &mut String, traces: &[Trace]) {
             "{{\"pid\":{},\"context\":{},\"module\":{},\"cubin_size\":{},\
              \"timestamp_ns\":{},\"functions\":{},\"loaded_by\":{},\"correlation\":{},\
              \"unloaded_ns\":{},\"unloaded_by\":{},\"unload_correlation\":{},\
-             \"image_hash\":{},\"cubin_crc\":{},\"image_stored\":{}}}",
+             \"image_hash\":{},\"cubin_crc\":{},\"image_stored\":{},\"image_functions\":[{}]}}",
             m.pid,
             m.context,
             m.module,
@@ -197,7 +197,17 @@ fn resources_key(out: &mut String, traces: &[Trace]) {
             opt(m.unload_correlation),
             opt(m.image.map(|(h, _, _)| string(&format!("{h:016x}")))),
             opt(m.image.map(|(_, c, _)| c)),
-            m.image.is_some_and(|(_, _, s)| s)
+            m.image.is_some_and(|(_, _, s)| s),
+            m.image_functions
+                .iter()
+                .map(|f| format!(
+                    "{{\"name\":{},\"offset\":{},\"size\":{}}}",
+                    string(&f.name),
+                    f.offset,
+                    f.size
+                ))
+                .collect::<Vec<_>>()
+                .join(",")
         );
     });
     out.push(',');
