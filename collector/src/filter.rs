@@ -3,8 +3,9 @@
 //!
 //! - The window is relative to the earliest process start among the inputs (their start
 //!   anchors): a record is kept when it starts at or after `from` and before `to`. API records,
-//!   kernels, copies, memsets, allocations and frees, and synchronizations are windowed;
-//!   resources (contexts, streams, modules, functions) and devices are kept.
+//!   kernels, copies, memsets, allocations and frees, synchronizations, and NVTX ranges (whole,
+//!   by their start), marks and external ids are windowed; resources (contexts, streams,
+//!   modules, functions), devices and NVTX names are kept.
 //! - Processes: only the traces of these process ids.
 //! - Devices and streams: GPU records (kernels, copies, memsets; allocations and frees by
 //!   device; synchronizations by stream) on those; API records stay, as they have neither.
@@ -54,6 +55,9 @@ impl Filter {
         for th in t.threads.values_mut() {
             th.records.retain(|r| in_window(r.start_ns));
         }
+        if self.from_ns.is_some() || self.to_ns.is_some() {
+            window_nvtx(t, &in_window);
+        }
         let names = self.kernel.as_ref().map(|re| {
             let mut keep = std::collections::HashMap::new();
             for k in &t.kernels {
@@ -81,6 +85,49 @@ impl Filter {
             .retain(|m| in_window(m.timestamp_ns) && device(m.device));
         t.syncs
             .retain(|s| in_window(s.start_ns) && (self.streams.is_empty() || stream(s.stream)));
+    }
+}
+
+/// Keeps the NVTX ranges that begin in the window, whole (a kept push keeps its pop, a kept
+/// start its end, wherever they fall), the marks in it, and every name and domain.
+fn window_nvtx(t: &mut Trace, in_window: &impl Fn(u64) -> bool) {
+    use rtrace_format::NvtxKind;
+    use std::collections::{HashMap, HashSet};
+    // Start/end ranges kept, by id: decided by their start, on any thread.
+    let started: HashSet<u64> = t
+        .threads
+        .values()
+        .flat_map(|th| th.nvtx.iter())
+        .filter(|e| e.kind == NvtxKind::Start && in_window(e.time_ns))
+        .map(|e| e.value)
+        .collect();
+    for th in t.threads.values_mut() {
+        // Push/pop by domain, external ids by kind: a pop keeps what its push kept.
+        let mut stacks: HashMap<(bool, u32), Vec<bool>> = HashMap::new();
+        th.nvtx.retain(|e| match e.kind {
+            NvtxKind::Push | NvtxKind::ExternalPush => {
+                let keep = in_window(e.time_ns);
+                let key = (e.kind == NvtxKind::Push, stack_key(e));
+                stacks.entry(key).or_default().push(keep);
+                keep
+            }
+            NvtxKind::Pop | NvtxKind::ExternalPop => stacks
+                .get_mut(&(e.kind == NvtxKind::Pop, stack_key(e)))
+                .and_then(Vec::pop)
+                .unwrap_or(false),
+            NvtxKind::Start | NvtxKind::End => started.contains(&e.value),
+            NvtxKind::Mark => in_window(e.time_ns),
+            _ => true,
+        });
+    }
+}
+
+/// What a push and its pop share: the domain of an NVTX range, the kind of an external id.
+fn stack_key(e: &rtrace_format::NvtxEvent) -> u32 {
+    use rtrace_format::NvtxKind;
+    match e.kind {
+        NvtxKind::ExternalPush | NvtxKind::ExternalPop => e.category,
+        _ => e.domain,
     }
 }
 

@@ -185,6 +185,13 @@ const RUNS: &[Run] = &[
         &["export", "--format", "chrome", "nvtx.bin"],
         "nvtx.chrome.json",
     ),
+    // A window keeps the NVTX ranges that begin in it, whole.
+    run(
+        &[
+            "report", "--format", "table", "--from", "1.05ms", "--to", "1.6ms", "nvtx.bin",
+        ],
+        "nvtx.window.table.txt",
+    ),
     // Filters: a kernel-name regex on one device, a time window, processes.
     run(
         &[

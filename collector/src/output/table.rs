@@ -327,9 +327,11 @@ fn api(out: &mut String, processes: usize, summary: &[FunctionSummary]) {
     let calls: u64 = summary.iter().map(|s| s.calls).sum();
     let _ = writeln!(
         out,
-        "API summary: {} functions, {} calls, {} {}",
+        "API summary: {} {}, {} {}, {} {}",
         summary.len(),
+        plural(summary.len() as u64, "function", "functions"),
         calls,
+        plural(calls, "call", "calls"),
         processes,
         if processes == 1 {
             "process"
