@@ -45,13 +45,17 @@ pub fn configure() {
         gate |= RANGE;
     }
     GATE.store(gate, Ordering::Release);
-    for (i, (name, domain)) in c.nvtx_include.iter().chain(&c.nvtx_exclude).enumerate() {
-        if i < RULES {
-            RULE_TEXT[i].set(name, domain.as_deref());
-            if domain.is_none() {
-                RULE[i].domain_name.store(u32::MAX, Ordering::Release);
-                RULE[i].domain.store(0, Ordering::Release);
-            }
+    // A rule without a domain is of the default domain (id 0) from the start.
+    for (i, (_, domain)) in c
+        .nvtx_include
+        .iter()
+        .chain(&c.nvtx_exclude)
+        .take(RULES)
+        .enumerate()
+    {
+        if domain.is_none() {
+            RULE[i].domain_name.store(u32::MAX, Ordering::Release);
+            RULE[i].domain.store(0, Ordering::Release);
         }
     }
     if c.delay_ns > 0 || c.duration_ns.is_some() {
@@ -199,25 +203,6 @@ const UNRESOLVED: Rule = Rule {
 };
 static RULE: [Rule; RULES] = [UNRESOLVED; RULES];
 
-/// The texts of the rules (set once at start-up).
-struct RuleText {
-    name: std::sync::OnceLock<(String, Option<String>)>,
-}
-
-#[allow(clippy::declare_interior_mutable_const)]
-const NO_TEXT: RuleText = RuleText {
-    name: std::sync::OnceLock::new(),
-};
-static RULE_TEXT: [RuleText; RULES] = [NO_TEXT; RULES];
-
-impl RuleText {
-    fn set(&self, name: &str, domain: Option<&str>) {
-        let _ = self
-            .name
-            .set((name.to_string(), domain.map(str::to_string)));
-    }
-}
-
 fn rules() -> (usize, usize) {
     let c = &lifecycle::config().capture;
     let include = c.nvtx_include.len().min(RULES);
@@ -226,11 +211,15 @@ fn rules() -> (usize, usize) {
 
 /// A text got NVTX string id `id`: resolves the rules that name it.
 pub fn text_interned(id: u32, text: &str) {
-    let (_, n) = rules();
-    for i in 0..n {
-        let Some((name, domain)) = RULE_TEXT[i].name.get() else {
-            continue;
-        };
+    let c = &lifecycle::config().capture;
+    // The rules' texts are the configuration's, in RULE's order.
+    for (i, (name, domain)) in c
+        .nvtx_include
+        .iter()
+        .chain(&c.nvtx_exclude)
+        .take(RULES)
+        .enumerate()
+    {
         if name == text {
             RULE[i].name.store(id, Ordering::Release);
         }

@@ -267,35 +267,9 @@ static STRINGS: Mutex<Option<HashMap<Box<str>, u32>>> = Mutex::new(None);
 static NEW_STRINGS: Mutex<Vec<(u32, Box<str>)>> = Mutex::new(Vec::new());
 static NEXT_STRING: AtomicU32 = AtomicU32::new(1);
 
-/// A hasher for texts of the per-thread table: 8 bytes a multiply at a time (SipHash would
-/// take most of an event's cost on short names).
-#[derive(Default, Clone, Copy)]
-struct TextHasher(u64);
-
-impl std::hash::Hasher for TextHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let v = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
-            self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(K);
-        }
-        let mut tail = [0u8; 8];
-        let rest = chunks.remainder();
-        tail[..rest.len()].copy_from_slice(rest);
-        self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(tail) ^ (rest.len() as u64) << 56)
-            .wrapping_mul(K);
-    }
-}
-
-type TextMap = HashMap<Box<str>, u32, std::hash::BuildHasherDefault<TextHasher>>;
-
 thread_local! {
     /// The ids this thread has used.
-    static SEEN: RefCell<TextMap> = RefCell::new(TextMap::default());
+    static SEEN: RefCell<HashMap<Box<str>, u32>> = RefCell::new(HashMap::new());
     /// Push nesting per domain on this thread.
     static DEPTH: RefCell<Vec<(u32, i32)>> = const { RefCell::new(Vec::new()) };
 }
