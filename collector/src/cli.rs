@@ -118,6 +118,16 @@ pub struct RecordArgs {
     /// Of the kernels kept, after the skipped ones, keep N (sets RTRACE_KERNEL_COUNT).
     #[arg(long, value_name = "N")]
     pub kernel_count: Option<u64>,
+    /// Sample the PCs of running kernels with their warps' stall reasons, through CUPTI's PC
+    /// Sampling API (sets RTRACE_PC_SAMPLING): one sample every 2^PERIOD cycles per SM
+    /// (5..31; without a value, CUPTI's default). Turns on module records and images.
+    #[arg(long, value_name = "PERIOD", num_args = 0..=1, require_equals = true, default_missing_value = "1", value_parser = check_period)]
+    pub pc_sampling: Option<String>,
+    /// Stall reasons to sample, comma-separated (`long_scoreboard,mio_throttle`; CUPTI's
+    /// names without `smsp__pcsamp_warps_issue_stalled_`); all by default (sets
+    /// RTRACE_PC_SAMPLING_STALLS).
+    #[arg(long, value_name = "REASONS", requires = "pc_sampling")]
+    pub pc_stalls: Option<String>,
     /// The program to run, and its arguments (put them after `--`).
     #[arg(
         value_name = "PROGRAM",
@@ -182,6 +192,10 @@ pub struct ReportArgs {
     /// to fit) [default: the terminal's width when standard output is one, else 120].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(40..))]
     pub width: Option<u16>,
+    /// The nvdisasm that names PC samples' instructions and source lines [default: nvdisasm
+    /// on PATH; without one, the PC sampling section gives offsets only and says why].
+    #[arg(long, value_name = "PATH")]
+    pub nvdisasm: Option<PathBuf>,
     #[command(flatten)]
     pub filter: FilterArgs,
     /// Trace files, or directories: every *.bin trace directly in one is read,
@@ -347,6 +361,7 @@ fn run_report(args: &ReportArgs) -> u8 {
             .or_else(terminal_width)
             .unwrap_or(crate::output::TABLE_WIDTH),
     );
+    crate::pcsamp::set_nvdisasm(args.nvdisasm.clone());
     let report = render_report_section(
         &loaded.traces,
         args.format,
@@ -481,6 +496,16 @@ fn run_export(args: &ExportArgs) -> u8 {
     }
 }
 
+/// `--pc-sampling`'s value: `1` (CUPTI's period) or a period 5..=31.
+fn check_period(v: &str) -> Result<String, String> {
+    match v.parse::<u32>() {
+        Ok(1) | Ok(5..=31) => Ok(v.to_string()),
+        _ => Err(format!(
+            "'{v}' is not a sampling period: give N in 5..31 (one sample every 2^N cycles)"
+        )),
+    }
+}
+
 fn run_record(args: RecordArgs) -> u8 {
     let mut env: Vec<(String, String)> = Vec::new();
     let mut set = |k: &str, v: Option<String>| {
@@ -502,6 +527,8 @@ fn run_record(args: RecordArgs) -> u8 {
         "RTRACE_KERNEL_COUNT",
         args.kernel_count.map(|n| n.to_string()),
     );
+    set("RTRACE_PC_SAMPLING", args.pc_sampling);
+    set("RTRACE_PC_SAMPLING_STALLS", args.pc_stalls);
     let opts = RecordOptions {
         output: Some(args.output),
         lib: args.lib,

@@ -40,6 +40,7 @@ pub mod model;
 pub mod nvtx;
 pub mod occupancy;
 pub mod output;
+pub mod pcsamp;
 pub mod progress;
 pub mod record;
 pub mod sass;

@@ -65,6 +65,10 @@ pub struct Trace {
     pub module_images: Vec<rtrace_format::ModuleImage>,
     /// Image content hash → the image, stored once per content.
     pub images: HashMap<u64, Vec<u8>>,
+    /// PC sampling as set up on each sampled context, in file order.
+    pub pc_configs: Vec<rtrace_format::PcSamplingConfig>,
+    /// PC samples as read, in file order.
+    pub pc_batches: Vec<rtrace_format::PcSampleBatch>,
     /// API records lost because a buffer was full: the sum of every chunk
     /// header's `dropped` count.
     pub dropped: u64,
@@ -462,6 +466,16 @@ impl Trace {
                                 trace.devices.insert(device.ordinal, device);
                             }
                             Err(why) => trace.bad_chunks.push(bad(format!("device info: {why}"))),
+                        },
+                        ChunkKind::PcSamplingConfig => match chunk.value() {
+                            Ok(config) => trace.pc_configs.push(config),
+                            Err(why) => trace
+                                .bad_chunks
+                                .push(bad(format!("PC sampling set-up: {why}"))),
+                        },
+                        ChunkKind::PcSamples => match chunk.value() {
+                            Ok(batch) => trace.pc_batches.push(batch),
+                            Err(why) => trace.bad_chunks.push(bad(format!("PC samples: {why}"))),
                         },
                         ChunkKind::Unknown(_) => trace.unknown_chunks += 1,
                     }

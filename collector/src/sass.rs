@@ -164,6 +164,9 @@ impl Sources {
     }
 }
 
+/// A kernel's sampled instructions by offset.
+type SampledPcs<'a> = HashMap<u64, &'a crate::pcsamp::PcRow>;
+
 /// The listings of the kernels of `traces` whose demangled or mangled name matches `kernel`
 /// (all without), one per distinct image and kernel, as text.
 pub fn render(
@@ -176,6 +179,16 @@ pub fn render(
     let mut out = String::new();
     let mut seen = std::collections::HashSet::new();
     let mut images = 0;
+    // PC samples, when the traces have them: (image, kernel) → offset → samples and reasons.
+    let profile = crate::pcsamp::profile(traces);
+    let sampled: HashMap<(u64, &str), (u64, SampledPcs)> = profile
+        .kernels
+        .iter()
+        .filter_map(|k| {
+            let rows = k.pcs.iter().map(|r| (r.offset, r)).collect();
+            Some(((k.image?, k.name.as_str()), (k.samples, rows)))
+        })
+        .collect();
     for t in traces {
         for img in &t.module_images {
             let Some(bytes) = t.images.get(&img.hash) else {
@@ -193,13 +206,19 @@ pub fn render(
                     .extent
                     .map(|(o, s)| format!(", at {o:#x}, {s} bytes"))
                     .unwrap_or_default();
+                let samples = sampled.get(&(k.image, k.name.as_str()));
                 let _ = writeln!(
                     out,
-                    "{}  [{}, image {:016x}{extent}, {} instructions]",
+                    "{}  [{}, image {:016x}{extent}, {} instructions{}]",
                     k.demangled,
                     k.target,
                     k.image,
-                    k.instructions.len()
+                    k.instructions.len(),
+                    samples
+                        .map(|(n, _)| format!(
+                            ", {n} PC samples: samples, share of the kernel's, instruction, stall reasons"
+                        ))
+                        .unwrap_or_default()
                 );
                 let mut last: Option<(String, u32)> = None;
                 for (offset, code, at) in &k.instructions {
@@ -220,7 +239,29 @@ pub fn render(
                         }
                         last = at.clone();
                     }
-                    let _ = writeln!(out, "    /*{offset:04x}*/  {code}");
+                    match samples {
+                        None => {
+                            let _ = writeln!(out, "    /*{offset:04x}*/  {code}");
+                        }
+                        Some((total, rows)) => match rows.get(offset) {
+                            Some(r) => {
+                                let _ = writeln!(
+                                    out,
+                                    "    /*{offset:04x}*/  {:>9} {:>6}  {code}  <- {}",
+                                    r.samples,
+                                    crate::pcsamp::share(r.samples, *total),
+                                    crate::pcsamp::top_stalls(&r.stalls, r.samples, 3)
+                                );
+                            }
+                            None => {
+                                let _ = writeln!(
+                                    out,
+                                    "    /*{offset:04x}*/  {:>9} {:>6}  {code}",
+                                    "", ""
+                                );
+                            }
+                        },
+                    }
                 }
                 out.push('\n');
             }

@@ -141,3 +141,108 @@ fn sass_lists_a_kernel_under_its_source_lines() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn rtrace(args: &[&std::ffi::OsStr]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_rtrace"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `expected` in collector/tests/fixtures, rewritten under RTRACE_BLESS.
+fn golden(name: &str, text: &str) {
+    let expected = fixtures().join(name);
+    if std::env::var_os("RTRACE_BLESS").is_some() {
+        std::fs::write(&expected, text).unwrap();
+    }
+    assert_eq!(text, std::fs::read_to_string(&expected).unwrap(), "{name}");
+}
+
+/// PC samples recorded on an H200 (tests/gpu/pcsamp_check.sh: `rtrace record --pc-sampling --
+/// ./kernels all 1`, tests/gpu/pcsamp_kernels.cu built with -lineinfo for sm_90): the report's
+/// PC sampling section (hottest instructions and lines, stall reasons) and the annotated SASS,
+/// against pcsamp.table.txt, pcsamp.json and pcsamp.sass.txt.
+#[test]
+fn pc_samples_map_to_instructions_and_lines() {
+    let trace = fixtures().join("pcsamp.bin");
+    let n = nvdisasm();
+    let table = rtrace(&[
+        "report".as_ref(),
+        "--width".as_ref(),
+        "120".as_ref(),
+        "--nvdisasm".as_ref(),
+        n.as_os_str(),
+        trace.as_os_str(),
+    ]);
+    let section = &table[table.find("\nPC sampling:").unwrap()..];
+    assert!(
+        section.starts_with(
+            "\nPC sampling: 2776442 samples in 3 kernels (1 context sampled every 2^11 cycles; \
+             CUPTI counted 2776442 samples, 0 dropped, 0 in kernels without PCs)\n"
+        ),
+        "{section}"
+    );
+    // The bank-conflict kernel: stalled on the shared-memory pipe; its hottest instruction is
+    // the add that waits for a conflicting load, all on line 43.
+    assert!(section.contains(
+        "  bank_conflicts(float*, int): 2640080 samples (95.1% of all): Stall MIO Throttle 53.9%, \
+         Stall Short Scoreboard 44.2%, Stall Wait 0.7%, Selected 0.6%\n"
+    ));
+    assert!(section.contains(
+        "FADD R9, R9, R4     0x03c0   797463  30.2%  pcsamp_kernels.cu:43  Stall Short Scoreboard 99.9%, Selected 0.1%\n"
+    ), "{section}");
+    assert!(section.contains(
+        "pcsamp_kernels.cu:43  2623755  99.4%  Stall MIO Throttle 54.2%, Stall Short Scoreboard 44.5%, Selected 0.4%\n"
+    ), "{section}");
+    golden("pcsamp.table.txt", section);
+    let json = rtrace(&[
+        "report".as_ref(),
+        "--format".as_ref(),
+        "json".as_ref(),
+        "--nvdisasm".as_ref(),
+        n.as_os_str(),
+        trace.as_os_str(),
+    ]);
+    let pc = &json[json.find("\"pc_sampling\":").unwrap()..];
+    golden("pcsamp.json", pc);
+    let sass = rtrace(&[
+        "sass".as_ref(),
+        "--kernel".as_ref(),
+        "strided".as_ref(),
+        "--nvdisasm".as_ref(),
+        n.as_os_str(),
+        trace.as_os_str(),
+    ]);
+    assert!(
+        sass.contains(
+            "    /*02b0*/      39527  46.1%  FADD R0, R11, R0  <- Stall Long Scoreboard 100.0%"
+        ),
+        "{sass}"
+    );
+    golden("pcsamp.sass.txt", &sass);
+    // Without nvdisasm: offsets only, and why.
+    let bare = rtrace(&[
+        "report".as_ref(),
+        "--nvdisasm".as_ref(),
+        "/nonexistent/nvdisasm".as_ref(),
+        trace.as_os_str(),
+    ]);
+    assert!(bare.contains(
+        "  instructions and source lines not shown: --nvdisasm /nonexistent/nvdisasm: no such file\n"
+    ));
+    assert!(
+        bare.contains("?            0x03c0   797463  30.2%          Stall Short Scoreboard 99.9%"),
+        "{bare}"
+    );
+}

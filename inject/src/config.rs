@@ -33,6 +33,59 @@ pub struct Config {
     /// `RTRACE_NVTX_EXCLUDE`, `RTRACE_DELAY`, `RTRACE_DURATION`), and which kernels are kept
     /// (`RTRACE_KERNEL_REGEX`, `RTRACE_KERNEL_SKIP`, `RTRACE_KERNEL_COUNT`).
     pub capture: Capture,
+    /// PC sampling (`RTRACE_PC_SAMPLING`, `RTRACE_PC_SAMPLING_STALLS`).
+    pub pc_sampling: PcSampling,
+}
+
+/// PC sampling settings; off by default.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PcSampling {
+    pub on: bool,
+    /// One sample every 2^N cycles (5..=31); `None`: CUPTI's default.
+    pub period_log2: Option<u32>,
+    /// Stall reasons to collect, by short name (`long_scoreboard`); empty: all.
+    pub stalls: Vec<String>,
+    /// A setting that could not be read (said in the trace; sampling stays off).
+    pub error: Option<String>,
+}
+
+impl PcSampling {
+    /// `RTRACE_PC_SAMPLING`: empty or `0` (`off`, `no`, `false`) → off; `1` (`on`, `yes`,
+    /// `true`) → on at CUPTI's default period; a number 5..=31 → on, one sample every 2^N
+    /// cycles. `RTRACE_PC_SAMPLING_STALLS`: comma-separated stall reasons (CUPTI's names
+    /// without `smsp__pcsamp_warps_issue_stalled_`), all when unset.
+    pub fn parse(value: Option<&str>, stalls: Option<&str>) -> PcSampling {
+        let stalls: Vec<String> = stalls
+            .unwrap_or("")
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect();
+        let v = value.unwrap_or("").trim();
+        match v {
+            "" | "0" | "off" | "no" | "false" => PcSampling::default(),
+            "1" | "on" | "yes" | "true" => PcSampling {
+                on: true,
+                stalls,
+                ..Default::default()
+            },
+            _ => match v.parse::<u32>() {
+                Ok(n) if (5..=31).contains(&n) => PcSampling {
+                    on: true,
+                    period_log2: Some(n),
+                    stalls,
+                    error: None,
+                },
+                _ => PcSampling {
+                    error: Some(format!(
+                        "RTRACE_PC_SAMPLING={v}: expected 0, 1 or a period 5..31 (2^N cycles); PC sampling off"
+                    )),
+                    ..Default::default()
+                },
+            },
+        }
+    }
 }
 
 /// Capture control; the default records everything.
@@ -208,6 +261,21 @@ impl Config {
         let flush_ms = num("RTRACE_FLUSH_MS")
             .unwrap_or(DEFAULT_FLUSH_MS)
             .clamp(1, 1000);
+        let pc_sampling = PcSampling::parse(
+            get("RTRACE_PC_SAMPLING")
+                .as_deref()
+                .and_then(|v| v.to_str()),
+            get("RTRACE_PC_SAMPLING_STALLS")
+                .as_deref()
+                .and_then(|v| v.to_str()),
+        );
+        let mut gpu_activity = get("RTRACE_GPU_ACTIVITY")
+            .map(|v| GpuKinds::parse(&v.to_string_lossy()))
+            .unwrap_or_default();
+        // Samples name their code by module: PC sampling needs the modules and their images.
+        if pc_sampling.on {
+            gpu_activity.resources = true;
+        }
         Config {
             output: get("RTRACE_OUTPUT")
                 .filter(|v| !v.is_empty())
@@ -221,13 +289,12 @@ impl Config {
                 .filter(|v| !v.is_empty())
                 .unwrap_or_else(|| "libcuda.so.1".into()),
             clock_monotonic: get("RTRACE_CLOCK").is_some_and(|v| v == "monotonic"),
-            gpu_activity: get("RTRACE_GPU_ACTIVITY")
-                .map(|v| GpuKinds::parse(&v.to_string_lossy()))
-                .unwrap_or_default(),
+            gpu_activity,
             cupti_library: get("RTRACE_CUPTI_LIBRARY").filter(|v| !v.is_empty()),
             nvtx: get("RTRACE_NVTX").is_none_or(|v| v != "0"),
             module_images: get("RTRACE_MODULE_IMAGES").is_none_or(|v| v != "0"),
             capture: Capture::from_lookup(&get),
+            pc_sampling,
         }
     }
 }
@@ -258,6 +325,40 @@ mod tests {
         assert!(!c.gpu_activity.any());
         assert_eq!(c.cupti_library, None);
         assert!(cfg(&[("RTRACE_CLOCK", "monotonic")]).clock_monotonic);
+    }
+
+    #[test]
+    fn pc_sampling() {
+        let c = cfg(&[]);
+        assert_eq!(c.pc_sampling, PcSampling::default());
+        let c = cfg(&[("RTRACE_PC_SAMPLING", "1")]);
+        assert!(c.pc_sampling.on && c.pc_sampling.period_log2.is_none());
+        // Samples need modules: resources come on, nothing else.
+        assert!(c.gpu_activity.resources && !c.gpu_activity.kernel);
+        let c = cfg(&[
+            ("RTRACE_PC_SAMPLING", "12"),
+            (
+                "RTRACE_PC_SAMPLING_STALLS",
+                "long_scoreboard, mio_throttle,",
+            ),
+        ]);
+        assert_eq!(
+            c.pc_sampling,
+            PcSampling {
+                on: true,
+                period_log2: Some(12),
+                stalls: vec!["long_scoreboard".into(), "mio_throttle".into()],
+                error: None,
+            }
+        );
+        for bad in ["4", "32", "often"] {
+            let c = cfg(&[("RTRACE_PC_SAMPLING", bad)]);
+            assert!(!c.pc_sampling.on && !c.gpu_activity.any());
+            assert_eq!(
+                c.pc_sampling.error.as_deref(),
+                Some(format!("RTRACE_PC_SAMPLING={bad}: expected 0, 1 or a period 5..31 (2^N cycles); PC sampling off").as_str())
+            );
+        }
     }
 
     #[test]

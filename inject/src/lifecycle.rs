@@ -80,6 +80,9 @@ pub fn init() {
         diag::log(&["tracing armed"]);
         crate::capture::configure();
         crate::nvtx::announce();
+        if let Some(e) = &config().pc_sampling.error {
+            crate::cupti::notice(e.clone());
+        }
     });
 }
 
@@ -298,6 +301,7 @@ pub fn finish(reason: &str) {
     }
     // CUPTI takes locks of its own: never from a signal handler.
     if !reason.starts_with("signal") {
+        crate::cupti::finish_pc_sampling();
         crate::cupti::flush(true);
     }
     crate::hook::internal(|| {

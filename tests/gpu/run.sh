@@ -598,6 +598,17 @@ step_nvtx() {
     "$RTRACE" report "$WORK"/rtrace-nvtx-*.bin 2>/dev/null | sed -n '/^NVTX ranges/,/^$/p' | head -n 12
 }
 
+# PC sampling (tests/gpu/pcsamp_check.sh): kernels with known problems sampled by rtrace and
+# by Nsight Compute, same ranking of stall reasons, same hottest instructions and lines; the
+# cost of sampling. Its own archive goes into the work directory.
+step_pcsamp() {
+    section "PC sampling: rtrace against Nsight Compute"
+    local out
+    out=$(bounded 420 env OUT="$WORK/pcsamp" bash tests/gpu/pcsamp_check.sh 2>&1)
+    printf '%s\n' "$out" | grep -v -E '^(PASS|FAIL) ' | tail -n 40
+    checks_from "$(printf '%s\n' "$out" | grep -E '^(PASS|FAIL) ')"
+}
+
 # ---------------------------------------------------------------------------
 main() {
     log "rtrace GPU proof: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
@@ -618,6 +629,7 @@ main() {
     step_shared
     step_peer
     step_nvtx
+    step_pcsamp
     if [ -x "$BIN/vector_add" ]; then
         step_record vector_add_shared 60 "$BIN/vector_add"
     else

@@ -34,6 +34,8 @@ for p in procaddr dlsym; do
 done
 gcc "${cflags[@]}" -pthread "$here/cupti_client.c" -o "$work/bin/cupti_client" -L"$work/lib" \
     -lcupti -lcuda
+gcc "${cflags[@]}" "$here/pcsampling_client.c" -o "$work/bin/pcsampling_client" -L"$work/lib" \
+    -lcupti -lcuda
 export LD_LIBRARY_PATH=$work/lib
 
 failures=0
@@ -91,6 +93,32 @@ buffer 3: 3 records, 280 bytes
 driver cbid=126 corr=12 start=28230 end=29230 result=0
 buffer 4: 1 records, 40 bytes
 cupti_client ok dropped=0 calls=36" -- "$b/cupti_client"
+expect pcsampling_client 0 "context created
+stall reasons 9: 0 14 15 20 21 28 30 36 1
+smsp__pcsamp_warps_issue_stalled_long_scoreboard
+enabled ctx#0 period=9 hw=536870912
+getdata pcs=3 remaining=1 total=268 dropped=0 non_user=0
+  pc empty+0 fn=3 corr=0 14:20 15:10 28:2 30:24
+  pc empty+32 fn=3 corr=0 14:40 15:20 28:2 30:18
+  pc empty+64 fn=3 corr=0 14:60 15:30 28:2 30:12
+getdata pcs=1 remaining=0 total=0 dropped=0 non_user=0
+  pc empty+96 fn=3 corr=0 14:80 15:40 28:2 30:6
+context created
+enabled ctx#1 period=9 hw=536870912
+context destroy starting
+destroyed pcs=2 remaining=2 total=134 dropped=0 non_user=0
+  pc empty+0 fn=3 corr=0 14:10 28:1
+  pc empty+32 fn=3 corr=0 14:20 28:1
+disabled pcs=0 remaining=0 total=0 dropped=0 non_user=0
+context destroy starting
+pcsampling_client ok contexts=2 calls=16" -- "$b/pcsampling_client"
+expect pcsampling_client-unsupported 0 "context created
+enable not supported
+context created
+enable not supported
+context destroy starting
+context destroy starting
+pcsampling_client ok contexts=2 calls=16" -- env SIMCUPTI_PC_SAMPLING=unsupported "$b/pcsampling_client"
 
 # exits exit: status 3, calls >= 1156 (another thread is still calling)
 status=0

@@ -295,8 +295,107 @@ pub(super) fn render(traces: &[Trace], summary: &[FunctionSummary]) -> String {
     gpu(&mut out, traces);
     nvtx_key(&mut out, traces);
     external_key(&mut out, traces);
+    pc_sampling_key(&mut out, traces);
     out.push_str("}\n");
     out
+}
+
+/// `[["long_scoreboard",N],...]`
+fn stalls_json(stalls: &[(String, u64)]) -> String {
+    let items: Vec<String> = stalls
+        .iter()
+        .map(|(s, n)| format!("[{},{n}]", string(s)))
+        .collect();
+    format!("[{}]", items.join(","))
+}
+
+/// `,\n"pc_sampling":{...}`: every kernel sampled with every PC and source line; only when
+/// the traces were recorded with PC sampling.
+fn pc_sampling_key(out: &mut String, traces: &[Trace]) {
+    if !crate::pcsamp::present(traces) {
+        return;
+    }
+    let p = crate::pcsamp::report_profile(traces);
+    let _ = write!(
+        out,
+        ",\n\"pc_sampling\":{{\"contexts\":{},\"periods_log2\":[{}],\"total_samples\":{},\
+         \"dropped_samples\":{},\"non_user_samples\":{},\"buffer_full_reads\":{},\"notes\":[{}],\
+         \"sass_note\":{},\"kernels\":[",
+        p.contexts,
+        p.periods
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(","),
+        p.total_samples,
+        p.dropped_samples,
+        p.non_user_samples,
+        p.buffer_full_reads,
+        p.notes
+            .iter()
+            .map(|n| string(n))
+            .collect::<Vec<_>>()
+            .join(","),
+        p.sass_note
+            .as_deref()
+            .map(string)
+            .unwrap_or_else(|| "null".to_string()),
+    );
+    for (i, k) in p.kernels.iter().enumerate() {
+        out.push_str(if i == 0 { "\n  " } else { ",\n  " });
+        let _ = write!(
+            out,
+            "{{\"name\":{},\"demangled\":{},\"cubin_crc\":{},\"image\":{},\"samples\":{},\
+             \"not_issued\":{},\"stalls\":{},\"pcs\":[",
+            string(&k.name),
+            string(&k.demangled),
+            k.crc,
+            k.image
+                .map(|h| format!("\"{h:016x}\""))
+                .unwrap_or_else(|| "null".to_string()),
+            k.samples,
+            k.not_issued,
+            stalls_json(&k.stalls)
+        );
+        for (j, r) in k.pcs.iter().enumerate() {
+            let _ = write!(
+                out,
+                "{}{{\"offset\":{},\"samples\":{},\"not_issued\":{},\"instruction\":{},\
+                 \"file\":{},\"line\":{},\"stalls\":{}}}",
+                if j == 0 { "" } else { "," },
+                r.offset,
+                r.samples,
+                r.not_issued,
+                r.instruction
+                    .as_deref()
+                    .map(string)
+                    .unwrap_or_else(|| "null".to_string()),
+                r.line
+                    .as_ref()
+                    .map(|(f, _)| string(f))
+                    .unwrap_or_else(|| "null".to_string()),
+                r.line
+                    .as_ref()
+                    .map(|(_, n)| n.to_string())
+                    .unwrap_or_else(|| "null".to_string()),
+                stalls_json(&r.stalls)
+            );
+        }
+        out.push_str("],\"lines\":[");
+        for (j, l) in k.lines.iter().enumerate() {
+            let _ = write!(
+                out,
+                "{}{{\"file\":{},\"line\":{},\"samples\":{},\"stalls\":{}}}",
+                if j == 0 { "" } else { "," },
+                string(&l.file),
+                l.line,
+                l.samples,
+                stalls_json(&l.stalls)
+            );
+        }
+        out.push_str("]}");
+    }
+    out.push_str(if p.kernels.is_empty() { "]}" } else { "\n]}" });
 }
 
 /// `,\n"external":[...]`: one object per pushed external correlation id.

@@ -135,6 +135,10 @@ pub enum ChunkKind {
     /// One loaded module's code image ([`ModuleImage`]): its content hash, CUPTI's CRC, and
     /// the image itself the first time that content is seen.
     ModuleImage,
+    /// How PC sampling was set up on one context ([`PcSamplingConfig`], bincode).
+    PcSamplingConfig,
+    /// One read of a context's PC samples ([`PcSampleBatch`], bincode).
+    PcSamples,
     /// A kind this reader does not know; carried so it can be counted.
     Unknown(u16),
 }
@@ -162,6 +166,8 @@ impl ChunkKind {
             ChunkKind::NvtxStrings => 18,
             ChunkKind::NvtxEvents => 19,
             ChunkKind::ModuleImage => 20,
+            ChunkKind::PcSamplingConfig => 21,
+            ChunkKind::PcSamples => 22,
             ChunkKind::Unknown(k) => k,
         }
     }
@@ -187,6 +193,8 @@ impl ChunkKind {
             18 => ChunkKind::NvtxStrings,
             19 => ChunkKind::NvtxEvents,
             20 => ChunkKind::ModuleImage,
+            21 => ChunkKind::PcSamplingConfig,
+            22 => ChunkKind::PcSamples,
             k => ChunkKind::Unknown(k),
         }
     }
@@ -695,6 +703,8 @@ mod device;
 pub use device::*;
 mod gpu;
 pub use gpu::*;
+mod pcsampling;
+pub use pcsampling::*;
 
 #[cfg(test)]
 mod tests;

@@ -30,6 +30,7 @@ mod layout;
 
 mod clockmap;
 mod exports;
+mod pcsampling;
 mod records;
 mod share;
 #[cfg(test)]
@@ -118,6 +119,8 @@ struct Api {
     set_attribute: Option<SetAttributeFn>,
     /// `cuptiGetCubinCrc`, if this CUPTI has it.
     cubin_crc: Option<GetCubinCrcFn>,
+    /// The PC Sampling API when PC sampling is asked for (`Err`: why it cannot be had).
+    pc_sampling: Option<Result<pcsampling::PcApi, String>>,
 }
 
 // SAFETY: plain function pointers into libcupti, callable from any thread.
@@ -253,6 +256,10 @@ fn load() -> Result<Api, String> {
             cubin_crc: sym(c"cuptiGetCubinCrc")
                 .ok()
                 .map(|p| std::mem::transmute::<*mut c_void, GetCubinCrcFn>(p)),
+            pc_sampling: lifecycle::config()
+                .pc_sampling
+                .on
+                .then(|| pcsampling::PcApi::load(sym)),
         })
     }
 }
@@ -337,10 +344,20 @@ fn enable() {
     internal(enable_now);
 }
 
+/// GPU activity could not start: says why, for PC sampling too when it was asked for.
+fn off(why: String) {
+    if lifecycle::config().pc_sampling.on {
+        notice(format!("PC sampling off: {why}"));
+    }
+    notice(format!("GPU activity off: {why}"));
+}
+
 fn enable_now() {
     let api = match load() {
         Ok(api) => API.get_or_init(|| api),
-        Err(e) => return notice(format!("GPU activity off: {e}")),
+        Err(e) => {
+            return off(e);
+        }
     };
     if let Ok(mut pool) = POOL.lock() {
         pool.extend((0..POOL_START).map(|_| vec![0u64; BUFFER_WORDS].into_boxed_slice()));
@@ -348,8 +365,8 @@ fn enable_now() {
     // SAFETY: registering a plain extern "C" callback with its documented signature.
     let rc = unsafe { (api.register_timestamp)(timestamp) };
     if rc != 0 {
-        return notice(format!(
-            "GPU activity off: cuptiActivityRegisterTimestampCallback: {}",
+        return off(format!(
+            "cuptiActivityRegisterTimestampCallback: {}",
             describe(api, rc)
         ));
     }
@@ -370,8 +387,8 @@ fn enable_now() {
     // SAFETY: as above.
     let rc = unsafe { (api.register_callbacks)(request, complete) };
     if rc != 0 {
-        return notice(format!(
-            "GPU activity off: cuptiActivityRegisterCallbacks: {} (another CUPTI client?)",
+        return off(format!(
+            "cuptiActivityRegisterCallbacks: {} (another CUPTI client?)",
             describe(api, rc)
         ));
     }
@@ -439,7 +456,7 @@ fn enable_now() {
         }
     }
     if kinds.is_empty() {
-        return notice("GPU activity off: CUPTI enabled none of the kinds asked for".into());
+        return off("CUPTI enabled none of the kinds asked for".into());
     }
     // SAFETY: getpid has no preconditions.
     ENABLED_BY.store(unsafe { libc::getpid() } as u32, Ordering::Release);
@@ -574,14 +591,32 @@ fn subscribe(api: &Api, kinds: crate::config::GpuKinds) -> Result<Subscribed, St
             }
         }
     }
+    let sampling = api.pc_sampling.as_ref().is_some_and(|r| r.is_ok());
+    let contexts: &[(u32, &str)] = if sampling {
+        &[
+            (
+                layout::CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
+                "CONTEXT_CREATED",
+            ),
+            (
+                layout::CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+                "CONTEXT_DESTROY_STARTING",
+            ),
+        ]
+    } else {
+        &[]
+    };
     let modules = kinds.resources.then(|| {
-        for (cbid, name) in [
+        for &(cbid, name) in [
             (layout::CUPTI_CBID_RESOURCE_MODULE_LOADED, "MODULE_LOADED"),
             (
                 layout::CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING,
                 "MODULE_UNLOAD_STARTING",
             ),
-        ] {
+        ]
+        .iter()
+        .chain(contexts)
+        {
             // SAFETY: plain CUPTI call on our subscriber.
             match unsafe { (api.enable_callback)(1, sub, CB_DOMAIN_RESOURCE, cbid) } {
                 0 => share::mark_ours(CB_DOMAIN_RESOURCE, cbid),
@@ -616,12 +651,7 @@ fn our_callback(_user: *mut c_void, domain: u32, cbid: u32, data: *const u8) {
         return;
     }
     if domain == CB_DOMAIN_RESOURCE {
-        let unloading = match cbid {
-            layout::CUPTI_CBID_RESOURCE_MODULE_LOADED => false,
-            layout::CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING => true,
-            _ => return,
-        };
-        let _ = std::panic::catch_unwind(|| on_module(data, unloading));
+        let _ = std::panic::catch_unwind(|| on_resource(cbid, data));
         return;
     }
     if domain != CB_DOMAIN_DRIVER_API {
@@ -636,6 +666,39 @@ fn our_callback(_user: *mut c_void, domain: u32, cbid: u32, data: *const u8) {
     };
     if site == CB_SITE_ENTER {
         crate::hook::link_current(correlation);
+    }
+}
+
+/// A resource callback: modules for GPU activity, contexts and modules for PC sampling.
+fn on_resource(cbid: u32, data: *const u8) {
+    use layout::resource_data as r;
+    // SAFETY: `data` is CUPTI's CUpti_ResourceData.
+    let context = unsafe { (data.add(r::CONTEXT) as *const *mut c_void).read_unaligned() };
+    let api = API.get();
+    match cbid {
+        layout::CUPTI_CBID_RESOURCE_MODULE_LOADED => {
+            on_module(data, false);
+            if !context.is_null() {
+                pcsampling::on_module_loaded(context);
+            }
+        }
+        layout::CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING => {
+            if let (false, Some(api)) = (context.is_null(), api) {
+                pcsampling::on_module_unloading(api, context);
+            }
+            on_module(data, true);
+        }
+        layout::CUPTI_CBID_RESOURCE_CONTEXT_CREATED => {
+            if let (false, Some(api)) = (context.is_null(), api) {
+                pcsampling::on_context_created(api, context);
+            }
+        }
+        layout::CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING => {
+            if let (false, Some(api)) = (context.is_null(), api) {
+                pcsampling::on_context_destroying(api, context);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -766,11 +829,22 @@ pub fn flush(force: bool) {
     }
 }
 
+/// Reads every sampled context one last time and disables PC sampling (exit).
+pub fn finish_pc_sampling() {
+    if STATE.load(Ordering::Acquire) != ON || !in_enabling_process() {
+        return;
+    }
+    if let Some(api) = API.get() {
+        internal(|| pcsampling::finish(api));
+    }
+}
+
 extern "C" fn at_exit() {
     if !in_enabling_process() {
         return;
     }
     let _ = std::panic::catch_unwind(|| {
+        finish_pc_sampling();
         flush(true);
         if let Some(p) = lifecycle::current_process() {
             p.with_consumer(std::time::Duration::from_secs(2), |sink| {
@@ -849,6 +923,8 @@ pub fn drain_into(sink: &mut Sink) {
         }
     }
     GpuBatch::emit(sink);
+    // After the module images, which the samples name.
+    pcsampling::drain_into(api, sink);
     let dropped = DROPPED.load(Ordering::Relaxed);
     if dropped > REPORTED_DROPPED.swap(dropped, Ordering::Relaxed) {
         sink.notice(&format!(

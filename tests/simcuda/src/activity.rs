@@ -21,6 +21,8 @@ pub static HOST_NOW: AtomicU64 = AtomicU64::new(0);
 
 /// The call in progress on this thread, while a subscriber exists.
 struct Pending {
+    /// The exported function's name (a `Site`'s, static).
+    function: &'static CStr,
     correlation_id: u32,
     context_id: u32,
     /// The host clock when the call started, read lock-free.
@@ -58,7 +60,7 @@ fn context_handle(id: u32) -> *mut c_void {
 
 /// At the start of an exported call: tells the subscriber, if there is one, and returns whether
 /// to report the call's end.
-pub fn begin<'a>(name: impl FnOnce() -> &'a CStr) -> bool {
+pub fn begin(name: impl FnOnce() -> &'static CStr) -> bool {
     let Some(cb) = callback() else {
         return false;
     };
@@ -79,6 +81,7 @@ pub fn begin<'a>(name: impl FnOnce() -> &'a CStr) -> bool {
     // SAFETY: the subscriber's callback takes a pointer to a SimCall valid during the call.
     let correlation_id = unsafe { cb(&call) };
     let pending = Pending {
+        function: name,
         correlation_id,
         context_id,
         start,
@@ -242,6 +245,44 @@ pub fn report_module_unload(place: (u32, u32), module_id: u32) {
     op.context = context_handle(place.1);
     op.module_id = module_id;
     set_op(op, None);
+}
+
+/// Tells the subscriber, during the call in progress, that it is about to destroy the context
+/// at `place` (device, context id), still alive (`SIMCALL_NOTICE`, `SIMOP_CONTEXT_DESTROY`).
+/// Must be called outside simcuda's lock.
+pub fn report_context_destroy(place: (u32, u32)) {
+    let Some(cb) = callback() else {
+        return;
+    };
+    let Some((name, correlation_id, context_id, start)) = PENDING
+        .try_with(|p| {
+            p.borrow()
+                .as_ref()
+                .map(|p| (p.function, p.correlation_id, p.context_id, p.start))
+        })
+        .ok()
+        .flatten()
+    else {
+        return;
+    };
+    let mut op = SimOp::zeroed(SIMOP_CONTEXT_DESTROY);
+    (op.device, op.context_id) = place;
+    op.stream_id = SIM_ID_NONE;
+    op.event_id = SIM_ID_NONE;
+    op.context = context_handle(place.1);
+    let call = SimCall {
+        site: SIMCALL_NOTICE,
+        correlation_id,
+        name: name.as_ptr(),
+        result: 0,
+        context_id,
+        context: context_handle(context_id),
+        start_ns: start,
+        end_ns: start,
+        op: &op,
+    };
+    // SAFETY: as in `begin`; `call` and `op` outlive the callback.
+    unsafe { cb(&call) };
 }
 
 /// At the end of a call that `begin` said to report: tells the subscriber.

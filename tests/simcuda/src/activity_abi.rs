@@ -22,6 +22,11 @@
 //! module it created or loaded). The pointers in a `SimCall` are valid only during the
 //! callback. See tests/simcuda/README.md ("Activity reporting").
 //!
+//! Between the two, a call that is about to destroy a context (`cuCtxDestroy*`, the
+//! `cuDevicePrimaryCtxRelease*` that drops the primary context's last reference) calls `cb`
+//! once more with `SIMCALL_NOTICE` and a `SIMOP_CONTEXT_DESTROY` op, while the context is still
+//! alive (outside simcuda's lock, so the subscriber may call simcuda's exports).
+//!
 //! ```c
 //! // cuptiGetContextId's answer: a CUPTI result code, and the context's id in *id.
 //! uint32_t simcuda_context_id(CUcontext ctx, uint32_t *id);
@@ -32,12 +37,15 @@
 use std::os::raw::{c_char, c_void};
 
 /// Bumped whenever `SimCall` or `SimOp` change.
-pub const SIMCUDA_ACTIVITY_VERSION: u32 = 3;
+pub const SIMCUDA_ACTIVITY_VERSION: u32 = 4;
 
 /// `SimCall::site`: the call is starting.
 pub const SIMCALL_ENTER: u32 = 0;
 /// `SimCall::site`: the call has ended.
 pub const SIMCALL_EXIT: u32 = 1;
+/// `SimCall::site`: during the call, before it does what `op` says (`SIMOP_CONTEXT_DESTROY`);
+/// `correlation_id`, `result` and `end_ns` are as at entry; the return value is ignored.
+pub const SIMCALL_NOTICE: u32 = 2;
 
 /// `SimOp::kind`: a kernel launch.
 pub const SIMOP_KERNEL: u32 = 1;
@@ -61,6 +69,9 @@ pub const SIMOP_STREAM: u32 = 8;
 pub const SIMOP_MODULE: u32 = 9;
 /// `SimOp::kind`: a module about to be unloaded (`cuModuleUnload`): `module_id`, `context`.
 pub const SIMOP_MODULE_UNLOAD: u32 = 10;
+/// `SimOp::kind`: a context about to be destroyed (`SIMCALL_NOTICE` only): `device`,
+/// `context_id`, `context`.
+pub const SIMOP_CONTEXT_DESTROY: u32 = 11;
 
 /// `SimOp::stream_id` / `SimOp::event_id` when there is none (CUPTI's
 /// `CUPTI_SYNCHRONIZATION_INVALID_VALUE`, `CUPTI_INVALID_STREAM_ID`).
@@ -153,9 +164,9 @@ pub struct SimOp {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct SimCall {
-    /// `SIMCALL_ENTER` or `SIMCALL_EXIT`.
+    /// `SIMCALL_ENTER`, `SIMCALL_NOTICE` or `SIMCALL_EXIT`.
     pub site: u32,
-    /// At exit: the id the subscriber returned at entry (0 at entry).
+    /// At exit (and at a notice): the id the subscriber returned at entry (0 at entry).
     pub correlation_id: u32,
     /// The exported function's name (NUL-terminated), e.g. `cuMemcpyHtoD_v2`.
     pub name: *const c_char,

@@ -305,6 +305,16 @@ impl State {
         Ok(ctx)
     }
 
+    /// The primary context of `device` if releasing it now would destroy it (its last
+    /// reference), with its device.
+    pub fn primary_release_destroys(&self, device: i32) -> Option<(i32, Id)> {
+        let d = self.check_device(device).ok()?;
+        let dev = &self.devices[d];
+        dev.primary
+            .filter(|_| dev.refcount == 1)
+            .map(|ctx| (device, ctx))
+    }
+
     /// Drops one reference; the last one destroys the primary context (a later retain makes a
     /// new one, with a new handle).
     pub fn primary_release(&mut self, device: i32) -> Result<(), CUresult> {

@@ -11,7 +11,7 @@ use crate::layout::*;
 use crate::state::{self, CallbackFn, CompleteFn, RequestFn, Subscriber, TimestampFn, CBID_SIZE};
 
 /// Runs an exported function's body: panics become `CUPTI_ERROR_UNKNOWN`; `errno` is kept.
-fn call(body: impl FnOnce() -> u32) -> u32 {
+pub(crate) fn call(body: impl FnOnce() -> u32) -> u32 {
     // SAFETY: __errno_location returns this thread's errno slot.
     let saved = unsafe { *libc::__errno_location() };
     let rc =
@@ -218,15 +218,9 @@ pub unsafe extern "C" fn cuptiGetCubinCrc(params: *mut c_void) -> u32 {
         }
         // SAFETY: the caller's image of `len` bytes.
         let bytes = unsafe { std::slice::from_raw_parts(cubin, len) };
-        let mut crc = !0u32;
-        for &b in bytes {
-            crc ^= u32::from(b);
-            for _ in 0..8 {
-                crc = (crc >> 1) ^ (0xEDB8_8320 & (crc & 1).wrapping_neg());
-            }
-        }
+        let crc = crate::pcsampling::crc32(bytes);
         // SAFETY: as above; cubinCrc is the fourth field.
-        unsafe { (params as *mut u64).add(3).write(u64::from(!crc)) };
+        unsafe { (params as *mut u64).add(3).write(crc) };
         CUPTI_SUCCESS
     })
 }
@@ -449,8 +443,8 @@ pub unsafe extern "C" fn cuptiUnsubscribe(subscriber: *mut c_void) -> u32 {
 }
 
 /// Only the driver API and resource domains have callbacks here (of the resource domain, only
-/// `MODULE_LOADED` and `MODULE_UNLOAD_STARTING` are ever called); enabling another valid domain's callbacks succeeds and does
-/// nothing.
+/// `CONTEXT_CREATED`, `CONTEXT_DESTROY_STARTING`, `MODULE_LOADED` and `MODULE_UNLOAD_STARTING`
+/// are ever called); enabling another valid domain's callbacks succeeds and does nothing.
 #[no_mangle]
 pub unsafe extern "C" fn cuptiEnableCallback(
     enable: u32,

@@ -9,7 +9,8 @@
 //!
 //! Layout: `api` holds the exported functions; `state` the state behind one lock and what each
 //! reported call becomes; `records` the record encoders; `buffer` the client's buffers and
-//! record iteration; `worker` the thread that hands completed buffers back.
+//! record iteration; `worker` the thread that hands completed buffers back; `pcsampling` the
+//! PC Sampling API.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -23,6 +24,7 @@ mod layout;
 #[allow(dead_code)]
 #[path = "../../simcuda/src/lock.rs"]
 mod lock;
+mod pcsampling;
 mod records;
 /// The private interface to simcuda.
 #[path = "../../simcuda/src/activity_abi.rs"]

@@ -15,6 +15,7 @@ use std::sync::{Once, OnceLock};
 use crate::buffer::Buffer;
 use crate::layout::*;
 use crate::lock::Locked;
+use crate::pcsampling::PcSampling;
 use crate::records::{self, Times};
 use crate::sim::*;
 use crate::worker;
@@ -135,6 +136,8 @@ pub struct State {
     names: BTreeMap<Vec<u8>, usize>,
     /// The id of the next function record, from 1.
     next_function_id: u32,
+    /// The PC Sampling API's state.
+    pub pcs: PcSampling,
 }
 
 /// The client hands over zeroed buffers (`CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER`).
@@ -154,6 +157,7 @@ static STATE: Locked<State> = Locked::new(State {
     subscriber: None,
     names: BTreeMap::new(),
     next_function_id: 1,
+    pcs: PcSampling::new(),
 });
 
 /// `CUpti_ExternalCorrelationKind` values are below this.
@@ -586,6 +590,25 @@ struct ResourceData([u8; resource_data::SIZE]);
 #[repr(C, align(8))]
 struct ModuleResourceData([u8; module_resource_data::SIZE]);
 
+/// Calls the subscriber's callback for a context created (`CUPTI_CBID_RESOURCE_CONTEXT_CREATED`)
+/// or about to be destroyed (`CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING`): a
+/// `CUpti_ResourceData` with the context's handle, `resourceDescriptor` NULL.
+fn context_callback(cb: (CallbackFn, usize), cbid: u32, context: *mut c_void) {
+    use crate::layout::resource_data as r;
+    let mut data = ResourceData([0; r::SIZE]);
+    data.0[r::CONTEXT..r::CONTEXT + r::CONTEXT_LEN]
+        .copy_from_slice(&(context as u64).to_le_bytes()[..r::CONTEXT_LEN]);
+    // SAFETY: the subscriber's callback with CUPTI's arguments; `data` outlives it.
+    in_client(|| unsafe {
+        (cb.0)(
+            cb.1 as *mut c_void,
+            CUPTI_CB_DOMAIN_RESOURCE,
+            cbid,
+            data.0.as_ptr().cast(),
+        )
+    });
+}
+
 /// Calls the subscriber's callback for a module loaded (`CUPTI_CBID_RESOURCE_MODULE_LOADED`) or
 /// about to be unloaded (`CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING`, `cbid`): the module's id,
 /// and, for a load, its image.
@@ -701,6 +724,19 @@ fn callback(cb: (CallbackFn, usize), cbid: u32, call: &SimCall, slot: *mut u64, 
     });
 }
 
+/// A context is about to be destroyed (simcuda's notice, during `cuCtxDestroy*` or the last
+/// `cuDevicePrimaryCtxRelease*`, the context still alive): the resource callback
+/// `CONTEXT_DESTROY_STARTING`, if enabled, then PC sampling on it is disabled (as
+/// `cuptiPCSamplingDisable`, if still enabled).
+fn context_destroying(op: &SimOp) {
+    let cb = with(|st| resource_callback(st, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING));
+    if let Some(cb) = cb {
+        context_callback(cb, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, op.context);
+    }
+    // SAFETY: a configured sampling buffer is the client's until sampling is disabled.
+    with(|st| unsafe { st.pcs.context_destroyed(op.context_id) });
+}
+
 /// simcuda's callback (`SimCallback`): every driver call, at entry and at exit.
 unsafe extern "C" fn on_sim_call(call: *const SimCall) -> u32 {
     if is_in_client() || call.is_null() {
@@ -751,6 +787,14 @@ unsafe extern "C" fn on_sim_call(call: *const SimCall) -> u32 {
                 callback(cb, cbid, &entered, slot, &0);
             }
             corr
+        } else if call.site == SIMCALL_NOTICE {
+            // SAFETY: simcuda's op is valid during the callback.
+            if let Some(op) =
+                unsafe { call.op.as_ref() }.filter(|op| op.kind == SIMOP_CONTEXT_DESTROY)
+            {
+                context_destroying(op);
+            }
+            0
         } else {
             let mut slot = CORRELATION_DATA
                 .try_with(|s| s.borrow_mut().pop())
@@ -761,10 +805,14 @@ unsafe extern "C" fn on_sim_call(call: *const SimCall) -> u32 {
             // SAFETY: simcuda's op is valid during the callback.
             let op = unsafe { call.op.as_ref() };
             let (cb, loaded) = with(|st| {
+                if let Some(op) = op {
+                    st.pcs.observe(op);
+                }
                 st.record_call(call, name);
                 deliver(st, false, false);
                 let loaded = op.and_then(|op| {
                     let cbid = match op.kind {
+                        SIMOP_CONTEXT => CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
                         SIMOP_MODULE => CUPTI_CBID_RESOURCE_MODULE_LOADED,
                         SIMOP_MODULE_UNLOAD => CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING,
                         _ => return None,
@@ -779,8 +827,12 @@ unsafe extern "C" fn on_sim_call(call: *const SimCall) -> u32 {
                 };
                 (cb, loaded)
             });
-            if let (Some((cb, cbid)), Some(op)) = (loaded, op) {
-                module_callback(cb, cbid, op);
+            match (loaded, op) {
+                (Some((cb, cbid)), Some(op)) if op.kind == SIMOP_CONTEXT => {
+                    context_callback(cb, cbid, op.context)
+                }
+                (Some((cb, cbid)), Some(op)) => module_callback(cb, cbid, op),
+                _ => {}
             }
             if let (Some(cb), Some(cbid)) = (cb, cbid) {
                 let p = slot

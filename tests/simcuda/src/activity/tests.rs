@@ -163,7 +163,23 @@ fn subscriber_hears_every_call_and_its_operation() {
         );
         assert_eq!(cuMemFreeHost(pinned), 0);
     }
-    let seen = SEEN.with(|s| s.take());
+    let (notices, seen): (Vec<Seen>, Vec<Seen>) = SEEN
+        .with(|s| s.take())
+        .into_iter()
+        .partition(|s| s.site == SIMCALL_NOTICE);
+    // One notice: cuCtxDestroy_v2 is about to destroy ctx2 (with the id its entry got).
+    let ctx2_id = decode(Kind::Context, ctx2 as usize).unwrap() as u32;
+    assert_eq!(notices.len(), 1);
+    let n = &notices[0];
+    assert_eq!(n.name, "cuCtxDestroy_v2");
+    let destroy = seen
+        .iter()
+        .find(|s| s.name == "cuCtxDestroy_v2" && s.site == SIMCALL_EXIT)
+        .unwrap();
+    assert_eq!(n.correlation_id, destroy.correlation_id);
+    let (op, _) = n.op.clone().unwrap();
+    assert_eq!((op.kind, op.context_id), (SIMOP_CONTEXT_DESTROY, ctx2_id));
+    assert_eq!(op.context, ctx2);
     // Two callbacks per call, entry then exit, with the id returned at entry.
     assert_eq!(seen.len(), 2 * 28);
     for pair in seen.chunks(2) {
@@ -401,7 +417,6 @@ fn subscriber_hears_every_call_and_its_operation() {
     assert_eq!((stream_op.stream_flags, stream_op.priority), (1, 0));
     let (context_op, _) = exits[25].op.clone().unwrap();
     assert_eq!(exits[25].name, "cuCtxCreate_v2");
-    let ctx2_id = decode(Kind::Context, ctx2 as usize).unwrap() as u32;
     assert_eq!(
         (context_op.kind, context_op.device, context_op.context_id),
         (SIMOP_CONTEXT, 0, ctx2_id)

@@ -4,6 +4,7 @@ use std::os::raw::{c_int, c_uint, c_void};
 use std::sync::atomic::Ordering;
 
 use super::{h, need, ptr, put};
+use crate::activity;
 use crate::entry::{self, locked};
 use crate::errors::*;
 use crate::state::{handle, Kind, State};
@@ -31,6 +32,19 @@ fn create(pctx: *mut CUcontext, flags: c_uint, dev: CUdevice) -> Result<(), CUre
 /// Destroys a context created with `cuCtxCreate*`; a primary context is refused with
 /// `CUDA_ERROR_INVALID_CONTEXT`. Pops it if it is the top of the caller's stack.
 fn destroy(ctx: CUcontext) -> Result<(), CUresult> {
+    if activity::wants_op() {
+        // Tell a simulated CUPTI while the context is still alive (outside the lock).
+        let doomed = entry::with_state(|st, _| {
+            let id = st
+                .context_of(h(ctx))
+                .ok()
+                .filter(|&id| !st.is_primary(id))?;
+            Some((st.context_device(id).ok()? as u32, id as u32))
+        });
+        if let Some(place) = doomed {
+            activity::report_context_destroy(place);
+        }
+    }
     let id = locked(|st, _| {
         st.require_init()?;
         let id = st.context_of(h(ctx))?;

@@ -163,16 +163,25 @@ api! {
     }
 
     fn cuDevicePrimaryCtxRelease_v2(dev: CUdevice) {
-        locked(|st, _| {
-            st.require_init()?;
-            st.primary_release(dev)
-        })
+        primary_release(dev)
     }
 
     fn cuDevicePrimaryCtxRelease(dev: CUdevice) {
-        locked(|st, _| {
-            st.require_init()?;
-            st.primary_release(dev)
-        })
+        primary_release(dev)
     }
+}
+
+/// Drops a reference to `dev`'s primary context; before the last one destroys it, tells a
+/// simulated CUPTI while it is still alive (outside the lock).
+fn primary_release(dev: CUdevice) -> Result<(), CUresult> {
+    if crate::activity::wants_op() {
+        let doomed = crate::entry::with_state(|st, _| st.primary_release_destroys(dev));
+        if let Some((device, ctx)) = doomed {
+            crate::activity::report_context_destroy((device as u32, ctx as u32));
+        }
+    }
+    locked(|st, _| {
+        st.require_init()?;
+        st.primary_release(dev)
+    })
 }
