@@ -43,6 +43,7 @@ pub mod output;
 pub mod progress;
 pub mod record;
 pub mod sass;
+pub mod stream;
 pub mod summary;
 
 pub use gpu_summary::{
