@@ -415,6 +415,15 @@ pub fn report_inputs(
     paths: &[PathBuf],
     filter: &Filter,
 ) -> Result<(Loaded, Sections), StreamError> {
+    report_inputs_with(paths, filter, ID_RANGE)
+}
+
+/// [`report_inputs`], looking correlation ids up `id_range` at a time.
+fn report_inputs_with(
+    paths: &[PathBuf],
+    filter: &Filter,
+    id_range: u64,
+) -> Result<(Loaded, Sections), StreamError> {
     let found = crate::export::expand_inputs(paths)?;
     let headers = crate::filter::read_headers(&found.files)?;
     let refs: Vec<&rtrace_format::ProcessHeader> = headers.iter().collect();
@@ -518,7 +527,14 @@ pub fn report_inputs(
                 crate::gpu_summary::launch_latency_into(&mut top, ti, t);
             }
             Some(index) => {
-                utilisation.extend(gpu_pass(&mut top, ti, t.header.pid, input, index)?);
+                utilisation.extend(gpu_pass(
+                    &mut top,
+                    ti,
+                    t.header.pid,
+                    input,
+                    index,
+                    id_range,
+                )?);
             }
         }
     }
@@ -682,6 +698,7 @@ fn gpu_pass(
     pid: u32,
     input: &Input,
     index: &[ChunkRef],
+    id_range: u64,
 ) -> Result<Vec<Utilisation>, StreamError> {
     let gpu: Vec<&ChunkRef> = index.iter().filter(|c| c.kind != Kind::Api).collect();
     if gpu.is_empty() {
@@ -703,7 +720,7 @@ fn gpu_pass(
     let mut table: Vec<Slot> = Vec::new();
     let mut lo = id_lo;
     while lo <= id_hi {
-        let hi = lo.saturating_add(ID_RANGE - 1).min(id_hi);
+        let hi = lo.saturating_add(id_range.max(1) - 1).min(id_hi);
         if !api.iter().any(|c| c.reaches(lo, hi)) {
             // Jump to the next id an API chunk holds.
             match api.iter().filter(|c| c.min_id > hi).map(|c| c.min_id).min() {
@@ -845,3 +862,6 @@ fn gpu_records(
         Records::Api(_) => {}
     }
 }
+
+#[cfg(test)]
+mod tests;
