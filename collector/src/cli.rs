@@ -2,7 +2,7 @@
 //! subcommand and turns its outcome into messages and an exit code.
 
 use crate::model::load_inputs;
-use crate::output::{render_report_section, Format, Section};
+use crate::output::{render_sections, Format, Section};
 use crate::record::{self, RecordOptions, DEFAULT_OUTPUT};
 use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
@@ -338,21 +338,18 @@ fn run_report(args: &ReportArgs) -> u8 {
         return 2;
     }
     start_progress(&args.files);
-    let loaded = load_inputs(&args.files);
+    let filter = args.filter.filter();
+    // Read as streams: memory bounded by the distinct keys, not the records (crate::stream).
+    let read = crate::stream::report_inputs(&args.files, &filter);
     crate::progress::finish();
-    let mut loaded = match loaded {
-        Ok(l) => l,
+    let (loaded, sections) = match read {
+        Ok(r) => r,
         Err(e) => {
             eprintln!("rtrace: {e}");
             return 2;
         }
     };
-    let filter = args.filter.filter();
     if !filter.is_empty() {
-        if let Err(e) = crate::filter::apply_all(&filter, &mut loaded.traces) {
-            eprintln!("rtrace: {e}");
-            return 2;
-        }
         eprintln!("rtrace: filter: {filter}");
     }
     crate::output::set_table_width(
@@ -362,8 +359,9 @@ fn run_report(args: &ReportArgs) -> u8 {
             .unwrap_or(crate::output::TABLE_WIDTH),
     );
     crate::pcsamp::set_nvdisasm(args.nvdisasm.clone());
-    let report = render_report_section(
+    let report = render_sections(
         &loaded.traces,
+        &sections,
         args.format,
         args.section.unwrap_or_default(),
     );

@@ -44,6 +44,7 @@ pub mod pcsamp;
 pub mod progress;
 pub mod record;
 pub mod sass;
+pub mod stream;
 pub mod summary;
 
 pub use gpu_summary::{

@@ -6,9 +6,9 @@
 //! kept, with the damage described in [`Trace::damage`].
 
 use rtrace_format::{
-    ApiRecord, ChunkKind, ContextRecord, DeviceInfo, FunctionRecord, KernelRecord, MemcpyRecord,
-    MemoryRecord, MemsetRecord, ModuleRecord, Notice, PeerCopyRecord, ProcessEnd, ProcessHeader,
-    ReadError, StreamRecord, SyncRecord, ThreadInfo, TraceReader,
+    ApiRecord, Chunk, ChunkKind, ContextRecord, DeviceInfo, FunctionRecord, KernelRecord,
+    MemcpyRecord, MemoryRecord, MemsetRecord, ModuleRecord, Notice, PeerCopyRecord, ProcessEnd,
+    ProcessHeader, ReadError, StreamRecord, SyncRecord, ThreadInfo, TraceReader,
 };
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -336,6 +336,18 @@ impl Trace {
     /// Fails only when the file header cannot be read; later damage is
     /// recorded in [`Trace::damage`].
     pub fn read<R: Read>(path: &Path, input: R) -> Result<Trace, LoadError> {
+        Trace::read_with(path, input, &mut Keep)
+    }
+
+    /// [`Trace::read`], handing the API, kernel, copy and memset records to `sink` instead of
+    /// keeping them ([`Keep`] keeps them): what `rtrace report` folds as it reads
+    /// ([`crate::stream`]).
+    pub fn read_with<R: Read>(
+        path: &Path,
+        input: R,
+        sink: &mut dyn RecordSink,
+    ) -> Result<Trace, LoadError> {
+        let mut api_read = 0u64;
         let mut reader = TraceReader::new(input).map_err(|error| LoadError::Header {
             path: path.to_path_buf(),
             error,
@@ -365,7 +377,10 @@ impl Trace {
                             Err(why) => trace.bad_chunks.push(bad(why)),
                         },
                         ChunkKind::ApiRecords => match chunk.api_records() {
-                            Ok(records) => trace.thread_mut(thread).records.extend(records),
+                            Ok(records) => {
+                                api_read += records.len() as u64;
+                                sink.api(trace.thread_mut(thread), &chunk, records);
+                            }
                             Err(why) => trace.bad_chunks.push(bad(why)),
                         },
                         ChunkKind::ThreadInfo => match chunk.value::<ThreadInfo>() {
@@ -390,15 +405,15 @@ impl Trace {
                             Err(why) => trace.bad_chunks.push(bad(format!("kernel names: {why}"))),
                         },
                         ChunkKind::Kernels => match chunk.kernel_records() {
-                            Ok(records) => trace.kernels.extend(records),
+                            Ok(records) => sink.kernels(&mut trace, &chunk, records),
                             Err(why) => trace.bad_chunks.push(bad(why)),
                         },
                         ChunkKind::Memcpys => match chunk.memcpy_records() {
-                            Ok(records) => trace.memcpys.extend(records),
+                            Ok(records) => sink.memcpys(&mut trace, &chunk, records),
                             Err(why) => trace.bad_chunks.push(bad(why)),
                         },
                         ChunkKind::Memsets => match chunk.memset_records() {
-                            Ok(records) => trace.memsets.extend(records),
+                            Ok(records) => sink.memsets(&mut trace, &chunk, records),
                             Err(why) => trace.bad_chunks.push(bad(why)),
                         },
                         ChunkKind::Memory => match chunk.memory_records() {
@@ -410,10 +425,7 @@ impl Trace {
                             Err(why) => trace.bad_chunks.push(bad(why)),
                         },
                         ChunkKind::PeerCopies => match chunk.peer_copy_records() {
-                            Ok(records) => {
-                                trace.memcpys.extend(records.iter().map(|p| p.copy));
-                                trace.peer_copies.extend(records);
-                            }
+                            Ok(records) => sink.peer_copies(&mut trace, &chunk, records),
                             Err(why) => trace.bad_chunks.push(bad(why)),
                         },
                         ChunkKind::Contexts => match chunk.context_records() {
@@ -482,7 +494,7 @@ impl Trace {
                 }
                 Ok(None) => break,
                 Err(error) => {
-                    let records = trace.api_records();
+                    let records = api_read;
                     trace.damage = Some(format!(
                         "{error}; reported the {} {} ({records} {}) before it",
                         trace.chunks,
@@ -578,6 +590,38 @@ impl Trace {
             Some(end) => &end.reason,
             None => "no end record: the process was killed or crashed",
         }
+    }
+}
+
+/// Where [`Trace::read_with`] hands the records it does not keep itself.
+pub trait RecordSink {
+    /// API records of thread `thread` (a chunk's worth).
+    fn api(&mut self, thread: &mut ThreadTrace, chunk: &Chunk, records: Vec<ApiRecord>);
+    fn kernels(&mut self, trace: &mut Trace, chunk: &Chunk, records: Vec<KernelRecord>);
+    fn memcpys(&mut self, trace: &mut Trace, chunk: &Chunk, records: Vec<MemcpyRecord>);
+    fn peer_copies(&mut self, trace: &mut Trace, chunk: &Chunk, records: Vec<PeerCopyRecord>);
+    fn memsets(&mut self, trace: &mut Trace, chunk: &Chunk, records: Vec<MemsetRecord>);
+}
+
+/// The [`RecordSink`] of [`Trace::read`]: every record kept in the [`Trace`].
+pub struct Keep;
+
+impl RecordSink for Keep {
+    fn api(&mut self, thread: &mut ThreadTrace, _: &Chunk, records: Vec<ApiRecord>) {
+        thread.records.extend(records);
+    }
+    fn kernels(&mut self, trace: &mut Trace, _: &Chunk, records: Vec<KernelRecord>) {
+        trace.kernels.extend(records);
+    }
+    fn memcpys(&mut self, trace: &mut Trace, _: &Chunk, records: Vec<MemcpyRecord>) {
+        trace.memcpys.extend(records);
+    }
+    fn peer_copies(&mut self, trace: &mut Trace, _: &Chunk, records: Vec<PeerCopyRecord>) {
+        trace.memcpys.extend(records.iter().map(|p| p.copy));
+        trace.peer_copies.extend(records);
+    }
+    fn memsets(&mut self, trace: &mut Trace, _: &Chunk, records: Vec<MemsetRecord>) {
+        trace.memsets.extend(records);
     }
 }
 

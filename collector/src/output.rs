@@ -7,7 +7,7 @@ mod json;
 mod table;
 
 use crate::model::Trace;
-use crate::summary::api_summary;
+use crate::stream::Sections;
 
 /// Output format of `rtrace report`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -57,10 +57,22 @@ pub fn render_report(traces: &[Trace], format: Format) -> String {
 /// Like [`render_report`], with `section` choosing the table that
 /// [`Format::Csv`] prints (the other formats always hold every section).
 pub fn render_report_section(traces: &[Trace], format: Format, section: Section) -> String {
+    render_sections(traces, &Sections::of(traces), format, section)
+}
+
+/// Like [`render_report_section`], with the sections computed from the records already
+/// (`rtrace report` streams them: [`crate::stream::report_inputs`]); `traces` give the
+/// processes, names and the records other than API and GPU ones.
+pub fn render_sections(
+    traces: &[Trace],
+    sections: &Sections,
+    format: Format,
+    section: Section,
+) -> String {
     match format {
-        Format::Table => table::render(traces, &api_summary(traces)),
-        Format::Csv => csv::render(traces, section),
-        Format::Json => json::render(traces, &api_summary(traces)),
+        Format::Table => table::render(traces, sections),
+        Format::Csv => csv::render(sections, traces, section),
+        Format::Json => json::render(traces, sections),
     }
 }
 

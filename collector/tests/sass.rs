@@ -142,8 +142,10 @@ fn sass_lists_a_kernel_under_its_source_lines() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// collector/tests/pcsamp: a trace with PC samples and the expected outputs (apart from the
+/// golden fixtures, which are read as a directory).
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pcsamp")
 }
 
 fn rtrace(args: &[&std::ffi::OsStr]) -> String {
@@ -160,7 +162,7 @@ fn rtrace(args: &[&std::ffi::OsStr]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// `expected` in collector/tests/fixtures, rewritten under RTRACE_BLESS.
+/// `expected` in collector/tests/pcsamp, rewritten under RTRACE_BLESS.
 fn golden(name: &str, text: &str) {
     let expected = fixtures().join(name);
     if std::env::var_os("RTRACE_BLESS").is_some() {

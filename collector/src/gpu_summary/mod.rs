@@ -24,13 +24,13 @@ pub struct Hundredths(pub u64);
 
 impl Hundredths {
     /// `num / den`, in hundredths, rounded half up (`den` must not be 0).
-    fn ratio(num: u128, den: u128) -> Hundredths {
+    pub(crate) fn ratio(num: u128, den: u128) -> Hundredths {
         let h = (num.saturating_mul(100).saturating_add(den / 2)) / den;
         Hundredths(u64::try_from(h).unwrap_or(u64::MAX))
     }
 
     /// `part / whole` as a percentage; 0.00 when `whole` is 0.
-    fn percent(part: u128, whole: u128) -> Hundredths {
+    pub(crate) fn percent(part: u128, whole: u128) -> Hundredths {
         if whole == 0 {
             Hundredths(0)
         } else {
@@ -48,15 +48,15 @@ impl fmt::Display for Hundredths {
 /// Count, total, mean, median, min, max and population standard deviation of
 /// a set of durations (ns).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Stats {
-    count: u64,
+pub(crate) struct Stats {
+    pub(crate) count: u64,
     /// The exact sum (the summaries saturate it at `u64::MAX`).
-    total: u128,
-    mean: u64,
-    median: u64,
-    min: u64,
-    max: u64,
-    stddev: u64,
+    pub(crate) total: u128,
+    pub(crate) mean: u64,
+    pub(crate) median: u64,
+    pub(crate) min: u64,
+    pub(crate) max: u64,
+    pub(crate) stddev: u64,
 }
 
 impl Stats {
@@ -79,12 +79,12 @@ impl Stats {
         }
     }
 
-    fn total_ns(&self) -> u64 {
+    pub(crate) fn total_ns(&self) -> u64 {
         saturate(self.total)
     }
 }
 
-fn saturate(v: u128) -> u64 {
+pub(crate) fn saturate(v: u128) -> u64 {
     u64::try_from(v).unwrap_or(u64::MAX)
 }
 

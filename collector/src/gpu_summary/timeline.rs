@@ -177,115 +177,60 @@ pub const LATENCY_ROWS: usize = 10;
 /// `correlation` is that of an API record of the same trace. Memset records
 /// carry no flags, so a memset is matched by a non-zero `correlation`.
 pub fn launch_latency(traces: &[Trace], limit: usize) -> Latencies {
-    // The `limit` largest, as ((latency, Reverse(order)), trace index, activity, record index,
-    // api record) in a min-heap: the first to go is the smallest latency, and of equal ones the
-    // latest found, so that equal latencies stay in trace and file order.
-    type Key = (i64, std::cmp::Reverse<u64>);
-    type Found = (Key, usize, Activity, usize, (u64, crate::model::ApiCall));
-    // The heap holds (key, slot in `slots`); a slot is reused by the entry that replaces it.
-    let mut kept: std::collections::BinaryHeap<std::cmp::Reverse<(Key, usize)>> =
-        std::collections::BinaryHeap::with_capacity(limit + 1);
-    let mut slots: Vec<Found> = Vec::with_capacity(limit);
-    let mut correlated = 0u64;
-    let mut order = 0u64;
+    let mut top = crate::stream::latency::Top::new(limit);
     for (ti, trace) in traces.iter().enumerate() {
-        let kernels = trace
-            .kernels
-            .iter()
-            .filter(|k| k.flags & FLAG_CORRELATED != 0)
-            .map(|k| k.correlation);
-        let copies = trace
-            .memcpys
-            .iter()
-            .filter(|m| u32::from(m.flags) & FLAG_CORRELATED != 0)
-            .map(|m| m.correlation);
-        let sets = trace
-            .memsets
-            .iter()
-            .filter(|s| s.correlation != 0)
-            .map(|s| s.correlation);
-        let api = trace.api_records_for(kernels.chain(copies).chain(sets));
-        let mut check = |activity, index, correlated_flag: bool, correlation: u64, start: u64| {
-            if !correlated_flag {
-                return;
-            }
-            if let Some(r) = api.get(correlation) {
-                let latency = i128::from(start) - i128::from(r.start_ns);
-                let latency = latency.clamp(i64::MIN.into(), i64::MAX.into()) as i64;
-                correlated += 1;
-                order += 1;
-                let f = (
-                    (latency, std::cmp::Reverse(order)),
-                    ti,
-                    activity,
-                    index,
-                    (correlation, r),
-                );
-                if slots.len() < limit {
-                    kept.push(std::cmp::Reverse((f.0, slots.len())));
-                    slots.push(f);
-                } else if kept.peek().is_some_and(|m| f.0 > (m.0).0) {
-                    if let Some(std::cmp::Reverse((_, slot))) = kept.pop() {
-                        kept.push(std::cmp::Reverse((f.0, slot)));
-                        slots[slot] = f;
-                    }
-                }
-            }
-        };
-        for (i, k) in trace.kernels.iter().enumerate() {
-            let flagged = k.flags & FLAG_CORRELATED != 0;
-            check(Activity::Kernel, i, flagged, k.correlation, k.start_ns);
-        }
-        for (i, m) in trace.memcpys.iter().enumerate() {
-            let flagged = u32::from(m.flags) & FLAG_CORRELATED != 0;
-            check(Activity::Memcpy, i, flagged, m.correlation, m.start_ns);
-        }
-        for (i, s) in trace.memsets.iter().enumerate() {
-            check(
-                Activity::Memset,
-                i,
-                s.correlation != 0,
-                s.correlation,
-                s.start_ns,
+        launch_latency_into(&mut top, ti, trace);
+    }
+    top.finish(traces)
+}
+
+/// Adds the matched GPU records of `trace` (trace `ti` of the report) to `top`.
+pub(crate) fn launch_latency_into(top: &mut crate::stream::latency::Top, ti: usize, trace: &Trace) {
+    use crate::stream::latency::Work;
+    let kernels = trace
+        .kernels
+        .iter()
+        .filter(|k| k.flags & FLAG_CORRELATED != 0)
+        .map(|k| k.correlation);
+    let copies = trace
+        .memcpys
+        .iter()
+        .filter(|m| u32::from(m.flags) & FLAG_CORRELATED != 0)
+        .map(|m| m.correlation);
+    let sets = trace
+        .memsets
+        .iter()
+        .filter(|s| s.correlation != 0)
+        .map(|s| s.correlation);
+    let api = trace.api_records_for(kernels.chain(copies).chain(sets));
+    let mut check = |work, index: usize, flagged: bool, correlation: u64, start: u64| {
+        if let Some(r) = flagged.then(|| api.get(correlation)).flatten() {
+            top.matched(
+                ti,
+                work,
+                index as u64,
+                correlation,
+                start,
+                r.start_ns,
+                r.function,
             );
         }
+    };
+    for (i, k) in trace.kernels.iter().enumerate() {
+        let flagged = k.flags & FLAG_CORRELATED != 0;
+        check(Work::Kernel(k.name), i, flagged, k.correlation, k.start_ns);
     }
-    // Largest first; equal latencies in trace and file order.
-    drop(kept);
-    let mut found = slots;
-    found.sort_by_key(|f| std::cmp::Reverse(f.0));
-    let found = found
-        .into_iter()
-        .map(|((latency, _), ti, activity, i, api)| (latency, ti, activity, i, api));
-    let slowest = found
-        .into_iter()
-        .map(|(latency_ns, ti, activity, i, api)| {
-            let trace = &traces[ti];
-            let (name, gpu_start_ns) = match activity {
-                Activity::Kernel => {
-                    let k = &trace.kernels[i];
-                    (trace.kernel_display_name(k.name), k.start_ns)
-                }
-                Activity::Memcpy => {
-                    let m = &trace.memcpys[i];
-                    (format!("memcpy {}", m.kind.name()), m.start_ns)
-                }
-                Activity::Memset => ("memset".to_string(), trace.memsets[i].start_ns),
-            };
-            LaunchLatency {
-                pid: trace.header.pid,
-                activity,
-                name,
-                function: trace.function_name(api.1.function).into_owned(),
-                correlation: api.0,
-                api_start_ns: api.1.start_ns,
-                gpu_start_ns,
-                latency_ns,
-            }
-        })
-        .collect();
-    Latencies {
-        correlated,
-        slowest,
+    for (i, m) in trace.memcpys.iter().enumerate() {
+        let flagged = u32::from(m.flags) & FLAG_CORRELATED != 0;
+        check(Work::Memcpy(m.kind), i, flagged, m.correlation, m.start_ns);
+    }
+    for (i, s) in trace.memsets.iter().enumerate() {
+        check(
+            Work::Memset,
+            i,
+            s.correlation != 0,
+            s.correlation,
+            s.start_ns,
+        );
     }
 }

@@ -2,12 +2,10 @@
 //! another; one line per row, RFC 4180 quoting.
 
 use super::Section;
-use crate::gpu_summary::{
-    kernel_summary, launch_latency, memcpy_summary, memory_summary, memset_summary, sync_summary,
-    utilisation, LATENCY_ROWS,
-};
+use crate::gpu_summary::{memory_summary, sync_summary};
 use crate::model::Trace;
-use crate::summary::{api_summary, FunctionSummary};
+use crate::stream::Sections;
+use crate::summary::FunctionSummary;
 use std::fmt::Write;
 
 /// The CSV header line of the API summary.
@@ -32,14 +30,14 @@ pub const MEMORY_HEADER: &str =
 /// The header of `--section sync`.
 pub const SYNC_HEADER: &str = "type,count,total_wait_ns,mean_wait_ns,max_wait_ns";
 
-pub(super) fn render(traces: &[Trace], section: Section) -> String {
+pub(super) fn render(s: &Sections, traces: &[Trace], section: Section) -> String {
     match section {
-        Section::Api => api(&api_summary(traces)),
-        Section::Kernels => kernels(traces),
-        Section::Memcpy => memcpy(traces),
-        Section::Memset => memset(traces),
-        Section::Utilisation => utilisation_rows(traces),
-        Section::Latency => latency(traces),
+        Section::Api => api(&s.api),
+        Section::Kernels => kernels(s),
+        Section::Memcpy => memcpy(s),
+        Section::Memset => memset(s),
+        Section::Utilisation => utilisation_rows(s),
+        Section::Latency => latency(s),
         Section::Memory => memory(traces),
         Section::Sync => sync(traces),
     }
@@ -75,9 +73,9 @@ fn sync(traces: &[Trace]) -> String {
     out
 }
 
-fn kernels(traces: &[Trace]) -> String {
+fn kernels(s: &Sections) -> String {
     let mut out = format!("{KERNELS_HEADER}\n");
-    for k in kernel_summary(traces) {
+    for k in &s.kernels {
         let _ = writeln!(
             out,
             "{},{},{},{},{},{},{},{},{},{}",
@@ -96,9 +94,9 @@ fn kernels(traces: &[Trace]) -> String {
     out
 }
 
-fn memcpy(traces: &[Trace]) -> String {
+fn memcpy(s: &Sections) -> String {
     let mut out = format!("{MEMCPY_HEADER}\n");
-    for m in memcpy_summary(traces) {
+    for m in &s.memcpy {
         let _ = writeln!(
             out,
             "{},{},{},{},{},{},{},{},{}",
@@ -116,17 +114,17 @@ fn memcpy(traces: &[Trace]) -> String {
     out
 }
 
-fn memset(traces: &[Trace]) -> String {
+fn memset(s: &Sections) -> String {
     let mut out = format!("{MEMSET_HEADER}\n");
-    if let Some(s) = memset_summary(traces) {
+    if let Some(s) = &s.memset {
         let _ = writeln!(out, "{},{},{}", s.count, s.bytes, s.total_ns);
     }
     out
 }
 
-fn utilisation_rows(traces: &[Trace]) -> String {
+fn utilisation_rows(s: &Sections) -> String {
     let mut out = format!("{UTILISATION_HEADER}\n");
-    for u in utilisation(traces) {
+    for u in &s.utilisation {
         let _ = writeln!(
             out,
             "{},{},{},{},{},{},{},{},{},{},{}",
@@ -146,9 +144,9 @@ fn utilisation_rows(traces: &[Trace]) -> String {
     out
 }
 
-fn latency(traces: &[Trace]) -> String {
+fn latency(s: &Sections) -> String {
     let mut out = format!("{LATENCY_HEADER}\n");
-    for l in launch_latency(traces, LATENCY_ROWS).slowest {
+    for l in &s.latency.slowest {
         let _ = writeln!(
             out,
             "{},{},{},{},{},{},{},{}",
@@ -209,6 +207,7 @@ mod tests {
     #[test]
     fn memory_and_sync_sections_are_exact() {
         let traces = [crate::gpu_summary::samples::memory_and_sync()];
+        let render = |traces: &[Trace], section| render(&Sections::of(traces), traces, section);
         assert_eq!(
             render(&traces, Section::Memory),
             "kind,allocations,frees,bytes_allocated,peak_bytes,largest_bytes,live_bytes\n\

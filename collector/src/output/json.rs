@@ -5,13 +5,11 @@
 //! a trace holds memory or synchronization records; written by hand (the shapes
 //! are small and fixed).
 
-use crate::gpu_summary::{
-    kernel_summary, launch_latency, memcpy_summary, memory_summary, memset_summary, resources,
-    sync_summary, utilisation, LATENCY_ROWS,
-};
+use crate::gpu_summary::{memory_summary, resources, sync_summary};
 use crate::model::{Duration, Trace};
 use crate::output::iso8601_utc;
-use crate::summary::FunctionSummary;
+use crate::stream::fold::Counts;
+use crate::stream::Sections;
 use std::fmt::Write;
 
 mod occupancy;
@@ -37,8 +35,8 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 }
 
 /// The GPU keys, after `api`.
-fn gpu(out: &mut String, traces: &[Trace]) {
-    array(out, "kernels", &kernel_summary(traces), |out, k| {
+fn gpu(out: &mut String, traces: &[Trace], s: &Sections) {
+    array(out, "kernels", &s.kernels, |out, k| {
         let _ = write!(
             out,
             "{{\"name\":{},\"count\":{},\"total_ns\":{},\"mean_ns\":{},\"median_ns\":{},\
@@ -56,7 +54,7 @@ fn gpu(out: &mut String, traces: &[Trace]) {
             string(&k.grid_block)
         );
     });
-    array(out, "memcpy", &memcpy_summary(traces), |out, m| {
+    array(out, "memcpy", &s.memcpy, |out, m| {
         let _ = write!(
             out,
             "{{\"kind\":{},\"count\":{},\"bytes\":{},\"total_ns\":{},\"mean_ns\":{},\
@@ -72,15 +70,15 @@ fn gpu(out: &mut String, traces: &[Trace]) {
             opt(m.bandwidth_gbps)
         );
     });
-    let memsets: Vec<_> = memset_summary(traces).into_iter().collect();
-    array(out, "memset", &memsets, |out, s| {
+    let memsets: Vec<_> = s.memset.iter().cloned().collect();
+    array(out, "memset", &memsets, |out, m| {
         let _ = write!(
             out,
             "{{\"count\":{},\"bytes\":{},\"total_ns\":{}}}",
-            s.count, s.bytes, s.total_ns
+            m.count, m.bytes, m.total_ns
         );
     });
-    array(out, "utilisation", &utilisation(traces), |out, u| {
+    array(out, "utilisation", &s.utilisation, |out, u| {
         let _ = write!(
             out,
             "{{\"pid\":{},\"device\":{},\"stream\":{},\"records\":{},\"start_ns\":{},\
@@ -99,7 +97,7 @@ fn gpu(out: &mut String, traces: &[Trace]) {
             u.idle_ns
         );
     });
-    let latencies = launch_latency(traces, LATENCY_ROWS);
+    let latencies = &s.latency;
     array(out, "latency", &latencies.slowest, |out, l| {
         let _ = write!(
             out,
@@ -115,7 +113,7 @@ fn gpu(out: &mut String, traces: &[Trace]) {
             l.latency_ns
         );
     });
-    occupancy::key(out, traces);
+    occupancy::key(out, s);
     memory_and_sync(out, traces);
 }
 
@@ -261,11 +259,12 @@ fn memory_and_sync(out: &mut String, traces: &[Trace]) {
     });
 }
 
-pub(super) fn render(traces: &[Trace], summary: &[FunctionSummary]) -> String {
+pub(super) fn render(traces: &[Trace], s: &Sections) -> String {
+    let summary = &s.api;
     let mut out = String::from("{\"processes\":[");
     for (i, t) in traces.iter().enumerate() {
         out.push_str(if i == 0 { "\n  " } else { ",\n  " });
-        process(&mut out, t);
+        process(&mut out, t, &s.counts[i]);
     }
     out.push_str(if traces.is_empty() { "],\n" } else { "\n],\n" });
     out.push_str("\"api\":[");
@@ -292,7 +291,7 @@ pub(super) fn render(traces: &[Trace], summary: &[FunctionSummary]) -> String {
     }
     out.push_str(if summary.is_empty() { "]" } else { "\n]" });
     resources_key(&mut out, traces);
-    gpu(&mut out, traces);
+    gpu(&mut out, traces, s);
     nvtx_key(&mut out, traces);
     external_key(&mut out, traces);
     pc_sampling_key(&mut out, traces);
@@ -446,10 +445,10 @@ fn nvtx_key(out: &mut String, traces: &[Trace]) {
 /// names (`pid`, `ppid`, `forked_from`, `command_line`, `executable`,
 /// `hostname`, `boot_id`, `writer_version`, `start`, `clock`), then what the
 /// reader found.
-fn process(out: &mut String, t: &Trace) {
+fn process(out: &mut String, t: &Trace, c: &Counts) {
     let h = &t.header;
     let command_line: Vec<String> = h.command_line.iter().map(|a| string(a)).collect();
-    let (duration, duration_complete) = match t.duration() {
+    let (duration, duration_complete) = match c.duration(t) {
         Duration::ToEnd(ns) => (Some(ns), true),
         Duration::ToLastRecord(ns) => (Some(ns), false),
         Duration::Unknown => (None, false),
@@ -486,10 +485,10 @@ fn process(out: &mut String, t: &Trace) {
             .as_ref()
             .map_or("null".to_string(), |e| string(&e.reason)),
         t.threads.len(),
-        t.api_records(),
-        t.kernels.len(),
-        t.memcpys.len(),
-        t.memsets.len(),
+        c.api,
+        c.kernels,
+        c.memcpys,
+        c.memsets,
         t.dropped,
         opt(t.end.as_ref().map(|e| e.unwrapped_lookups)),
         t.unknown_chunks,
@@ -535,6 +534,14 @@ fn string(s: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The sections of `traces`, without the API summary.
+    fn no_api(traces: &[Trace]) -> Sections {
+        Sections {
+            api: Vec::new(),
+            ..Sections::of(traces)
+        }
+    }
+
     #[test]
     fn escapes_strings() {
         assert_eq!(string("a\"b\\c\n\u{1}é"), r#""a\"b\\c\n\u0001é""#);
@@ -543,7 +550,7 @@ mod tests {
     #[test]
     fn memory_and_sync_keys_are_exact_and_only_with_such_records() {
         let t = crate::gpu_summary::samples::memory_and_sync();
-        let json = render(std::slice::from_ref(&t), &[]);
+        let json = render(std::slice::from_ref(&t), &no_api(std::slice::from_ref(&t)));
         let tail = &json[json.find("\"occupancy\"").unwrap()..];
         let expected = concat!(
             "\"occupancy\":[],\n",
@@ -564,7 +571,7 @@ mod tests {
             "\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0},\n\"external\":[]}\n"
         );
         assert_eq!(tail, expected);
-        let plain = render(&[Trace::default()], &[]);
+        let plain = render(&[Trace::default()], &no_api(&[Trace::default()]));
         assert!(
             plain
                 .ends_with("\"occupancy\":[],\n\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0},\n\"external\":[]}\n"),

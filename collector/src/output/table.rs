@@ -3,12 +3,11 @@
 //! the GPU sections, and the memory and synchronization sections, as aligned
 //! columns that fit in [`WIDTH`] columns, or the width [`set_width`] gave (the terminal's).
 
-use crate::gpu_summary::{
-    kernel_summary, launch_latency, memcpy_summary, memory_summary, memset_summary, resources,
-    sync_summary, utilisation, LATENCY_ROWS,
-};
+use crate::gpu_summary::{memory_summary, resources, sync_summary};
 use crate::model::{Duration, Trace};
 use crate::output::{human_bytes, human_ns, iso8601_utc, shell_join};
+use crate::stream::fold::Counts;
+use crate::stream::Sections;
 use crate::summary::FunctionSummary;
 use std::fmt::Write;
 
@@ -37,17 +36,17 @@ const NOTICES_LISTED: usize = 20;
 /// Streams, modules and functions listed in the "Resources" section; the rest are counted.
 const RESOURCES_LISTED: usize = 20;
 
-pub(super) fn render(traces: &[Trace], summary: &[FunctionSummary]) -> String {
+pub(super) fn render(traces: &[Trace], s: &Sections) -> String {
     let mut out = String::new();
-    for t in traces {
-        process(&mut out, t);
+    for (t, c) in traces.iter().zip(&s.counts) {
+        process(&mut out, t, c);
         out.push('\n');
     }
-    api(&mut out, traces.len(), summary);
+    api(&mut out, traces.len(), &s.api);
     nvtx_section(&mut out, traces);
     external_section(&mut out, traces);
     resources_section(&mut out, traces);
-    gpu(&mut out, traces);
+    gpu(&mut out, traces, s);
     memory_and_sync(&mut out, traces);
     pc_sampling_section(&mut out, traces);
     out
@@ -257,7 +256,7 @@ fn field(out: &mut String, name: &str, value: impl std::fmt::Display) {
     let _ = writeln!(out, "  {name:<18} {value}");
 }
 
-fn process(out: &mut String, t: &Trace) {
+fn process(out: &mut String, t: &Trace, c: &Counts) {
     let h = &t.header;
     let _ = writeln!(out, "Process {} ({})", h.pid, t.path.display());
     field(out, "pid", h.pid);
@@ -285,7 +284,7 @@ fn process(out: &mut String, t: &Trace) {
     } else {
         field(out, "start time", iso8601_utc(h.start.realtime_ns));
     }
-    match t.duration() {
+    match c.duration(t) {
         Duration::ToEnd(ns) => field(out, "duration", human_ns(ns)),
         Duration::ToLastRecord(ns) => field(
             out,
@@ -295,14 +294,10 @@ fn process(out: &mut String, t: &Trace) {
         Duration::Unknown => field(out, "duration", "unknown"),
     }
     field(out, "tracing ended", t.end_reason());
-    threads(out, t);
-    field(out, "API records", t.api_records());
-    if t.gpu_records() > 0 {
-        let (k, c, m) = (
-            t.kernels.len() as u64,
-            t.memcpys.len() as u64,
-            t.memsets.len() as u64,
-        );
+    threads(out, t, c);
+    field(out, "API records", c.api);
+    if c.gpu() > 0 {
+        let (k, c, m) = (c.kernels, c.memcpys, c.memsets);
         field(
             out,
             "GPU records",
@@ -390,17 +385,17 @@ fn process(out: &mut String, t: &Trace) {
             format_args!("{} (skipped: written by a newer rtrace)", t.unknown_chunks),
         );
     }
-    warnings(out, t);
+    warnings(out, t, c);
 }
 
-fn threads(out: &mut String, t: &Trace) {
+fn threads(out: &mut String, t: &Trace, c: &Counts) {
     field(out, "threads", t.threads.len());
     for th in t.threads.values().take(THREADS_LISTED) {
         let _ = write!(out, "    thread {}", th.tid);
         if let Some(name) = &th.name {
             let _ = write!(out, " ({name})");
         }
-        let _ = write!(out, ": {} records", th.records.len());
+        let _ = write!(out, ": {} records", c.thread(th.tid));
         if th.dropped > 0 {
             let _ = write!(out, ", {} dropped", th.dropped);
         }
@@ -411,7 +406,7 @@ fn threads(out: &mut String, t: &Trace) {
     }
 }
 
-fn warnings(out: &mut String, t: &Trace) {
+fn warnings(out: &mut String, t: &Trace, c: &Counts) {
     if t.dropped > 0 {
         let _ = writeln!(
             out,
@@ -427,7 +422,7 @@ fn warnings(out: &mut String, t: &Trace) {
         let _ = writeln!(out, "  warning: skipped the {bad}");
     }
     if let (Some(end), None) = (&t.end, &t.damage) {
-        let records = t.api_records();
+        let records = c.api;
         if end.records != records || end.dropped != t.dropped {
             let _ = writeln!(
                 out,
@@ -540,21 +535,21 @@ fn columns(out: &mut String, headers: &[&str], align: &[Align], rows: &[Vec<Stri
 
 /// The GPU sections, after the API summary; nothing when no trace holds GPU
 /// activity records.
-fn gpu(out: &mut String, traces: &[Trace]) {
-    if traces.iter().all(|t| t.gpu_records() == 0) {
+fn gpu(out: &mut String, traces: &[Trace], s: &Sections) {
+    if s.counts.iter().all(|c| c.gpu() == 0) {
         return;
     }
     out.push('\n');
-    kernels(out, traces);
+    kernels(out, s);
     out.push('\n');
-    memcpys(out, traces);
+    memcpys(out, s);
     out.push('\n');
-    memsets(out, traces);
+    memsets(out, s);
     out.push('\n');
-    utilisation_section(out, traces);
+    utilisation_section(out, s);
     out.push('\n');
-    latency(out, traces);
-    occupancy::section(out, traces);
+    latency(out, s);
+    occupancy::section(out, traces, s);
 }
 
 /// The "Memory" and "Synchronization" sections, after the GPU sections; nothing
@@ -834,8 +829,8 @@ fn syncs(out: &mut String, traces: &[Trace]) {
     columns(out, &headers, &[Left], &rows);
 }
 
-fn kernels(out: &mut String, traces: &[Trace]) {
-    let summary = kernel_summary(traces);
+fn kernels(out: &mut String, s: &Sections) {
+    let summary = &s.kernels;
     if summary.is_empty() {
         out.push_str("GPU kernel summary: no kernels were recorded\n");
         return;
@@ -885,8 +880,8 @@ fn kernels(out: &mut String, traces: &[Trace]) {
     columns(out, &headers, &[Left], &rows);
 }
 
-fn memcpys(out: &mut String, traces: &[Trace]) {
-    let summary = memcpy_summary(traces);
+fn memcpys(out: &mut String, s: &Sections) {
+    let summary = &s.memcpy;
     if summary.is_empty() {
         out.push_str("Memory copies: none were recorded\n");
         return;
@@ -936,8 +931,8 @@ fn memcpys(out: &mut String, traces: &[Trace]) {
     columns(out, &headers, &[Left], &rows);
 }
 
-fn memsets(out: &mut String, traces: &[Trace]) {
-    match memset_summary(traces) {
+fn memsets(out: &mut String, s: &Sections) {
+    match &s.memset {
         None => out.push_str("Memsets: none were recorded\n"),
         Some(s) => {
             let _ = writeln!(
@@ -952,8 +947,8 @@ fn memsets(out: &mut String, traces: &[Trace]) {
     }
 }
 
-fn utilisation_section(out: &mut String, traces: &[Trace]) {
-    let rows = utilisation(traces);
+fn utilisation_section(out: &mut String, s: &Sections) {
+    let rows = &s.utilisation;
     out.push_str(
         "GPU utilisation: busy time (kernels, copies, memsets) from the first start to the \
          last end\n",
@@ -980,8 +975,8 @@ fn utilisation_section(out: &mut String, traces: &[Trace]) {
     columns(out, &headers, &[Left], &rows);
 }
 
-fn latency(out: &mut String, traces: &[Trace]) {
-    let l = launch_latency(traces, LATENCY_ROWS);
+fn latency(out: &mut String, s: &Sections) {
+    let l = &s.latency;
     if l.slowest.is_empty() {
         out.push_str("Slowest launch-to-start: no GPU record is matched with an API call\n");
         return;
@@ -1047,7 +1042,10 @@ mod tests {
     #[test]
     fn memory_and_sync_sections_come_last() {
         let t = crate::gpu_summary::samples::memory_and_sync();
-        let out = render(std::slice::from_ref(&t), &[]);
+        let out = render(
+            std::slice::from_ref(&t),
+            &Sections::of(std::slice::from_ref(&t)),
+        );
         assert!(
             out.contains(
                 "  memory records     7 allocations and frees\n  \
@@ -1076,7 +1074,8 @@ event synchronize        1      500 ns     500 ns    500 ns
             memory: Vec::new(),
             ..t.clone()
         };
-        let out = render(&[only_syncs], &[]);
+        let one = std::slice::from_ref(&only_syncs);
+        let out = render(one, &Sections::of(one));
         assert!(
             out.contains("\nMemory: no allocations or frees were recorded\n\nSynchronization: 4")
         );
@@ -1084,11 +1083,14 @@ event synchronize        1      500 ns     500 ns    500 ns
             syncs: Vec::new(),
             ..t
         };
-        let out = render(&[only_memory], &[]);
+        let one = std::slice::from_ref(&only_memory);
+        let out = render(one, &Sections::of(one));
         assert!(
             out.ends_with("\nSynchronization: none was recorded\n"),
             "{out}"
         );
-        assert!(!render(&[Trace::default()], &[]).contains("Memory"));
+        assert!(
+            !render(&[Trace::default()], &Sections::of(&[Trace::default()])).contains("Memory")
+        );
     }
 }

@@ -2,15 +2,14 @@
 //! kernel, device and launch configuration (every one, not only the first 20).
 
 use super::{array, opt, string};
-use crate::model::Trace;
-use crate::occupancy::{occupancy_rows, OccupancyRow};
+use crate::occupancy::OccupancyRow;
+use crate::stream::Sections;
 use std::fmt::Write;
 
 /// Writes `,\n"occupancy":[...]`; an empty array when no trace has both kernel
 /// records and a DeviceInfo.
-pub(super) fn key(out: &mut String, traces: &[Trace]) {
-    let rows = occupancy_rows(traces, usize::MAX).rows;
-    array(out, "occupancy", &rows, row);
+pub(super) fn key(out: &mut String, s: &Sections) {
+    array(out, "occupancy", &s.occupancy.rows, row);
 }
 
 fn row(out: &mut String, r: &OccupancyRow) {

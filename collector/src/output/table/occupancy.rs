@@ -4,21 +4,23 @@
 
 use super::{columns, plural, Left};
 use crate::model::Trace;
-use crate::occupancy::{occupancy_rows, OccupancyRow, OCCUPANCY_ROWS};
+use crate::occupancy::{OccupancyRow, OCCUPANCY_ROWS};
+use crate::stream::Sections;
 use rtrace_format::attr;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// Writes the section, preceded by a blank line; nothing when no trace has both
 /// kernel records and a DeviceInfo.
-pub(super) fn section(out: &mut String, traces: &[Trace]) {
+pub(super) fn section(out: &mut String, traces: &[Trace], s: &Sections) {
     if !traces
         .iter()
-        .any(|t| !t.kernels.is_empty() && !t.devices.is_empty())
+        .zip(&s.counts)
+        .any(|(t, c)| c.kernels > 0 && !t.devices.is_empty())
     {
         return;
     }
-    let mut r = occupancy_rows(traces, usize::MAX);
+    let mut r = s.occupancy.clone();
     let configurations = r.rows.len();
     let kernels = {
         let mut names: Vec<&str> = r.rows.iter().map(|r| r.name.as_str()).collect();

@@ -1,0 +1,452 @@
+//! Exact statistics of a set of durations without keeping the durations: count, total, min,
+//! max, sum of squares, and the median by selection over passes.
+//!
+//! A [`Dist`] counts each distinct value while there are at most [`EXACT_VALUES`] of them
+//! (enough for the median, and the rare floating-point standard deviation, in one pass). Past
+//! that it keeps a histogram of [`LOG_BUCKETS`] buckets of logarithmic width, which tells the
+//! range holding the median; further passes over the same values ([`Dist::select`]) count
+//! them in [`SELECT_BUCKETS`] buckets over that range, narrowing it until it is one value wide.
+//! Memory per distribution: at most about 8 KiB, whatever the number of values.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A hasher for the small integer keys of the folds (ids, durations, launch configurations):
+/// a multiply per word, where SipHash took a tenth of a report's time.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Fast(u64);
+
+impl Hasher for Fast {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    #[inline]
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+    #[inline]
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    #[inline]
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+}
+
+/// A map hashed with [`Fast`].
+pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<Fast>>;
+
+/// Distinct values counted exactly before switching to the histogram.
+pub const EXACT_VALUES: usize = 256;
+/// Sub-buckets per power of two of the logarithmic histogram.
+const SUB: u32 = 16;
+/// Buckets of the logarithmic histogram: values below `SUB` one each, then `SUB` per power of
+/// two.
+pub const LOG_BUCKETS: usize = (SUB as usize) * 61;
+/// Buckets of a selection pass.
+pub const SELECT_BUCKETS: u128 = 1024;
+
+/// The logarithmic bucket of `v`: exact below `SUB`, then `SUB` buckets per power of two.
+fn log_bucket(v: u64) -> usize {
+    if v < u64::from(SUB) {
+        return v as usize;
+    }
+    let k = 63 - v.leading_zeros(); // 4..=63
+    let shift = k - SUB.trailing_zeros();
+    let sub = ((v >> shift) as u32) - SUB; // 0..SUB
+    ((k - SUB.trailing_zeros() + 1) * SUB + sub) as usize
+}
+
+/// The smallest value of log bucket `b`, and its largest.
+fn log_range(b: usize) -> (u64, u64) {
+    let b = b as u32;
+    if b < SUB {
+        return (u64::from(b), u64::from(b));
+    }
+    let shift = b / SUB - 1;
+    let sub = u64::from(b % SUB + SUB);
+    let lo = sub << shift;
+    (lo, lo + ((1u64 << shift) - 1))
+}
+
+/// Where the median is being looked for.
+#[derive(Clone, Debug)]
+struct Select {
+    /// The range holding it (inclusive), and how many values are below `lo`.
+    lo: u64,
+    hi: u64,
+    below: u64,
+    /// Counts of the current pass, over `lo..=hi` in buckets of `width`.
+    width: u128,
+    counts: Vec<u64>,
+}
+
+#[derive(Clone, Debug)]
+enum Values {
+    /// Value → how many times.
+    Exact(FastMap<u64, u64>),
+    /// Counts per [`log_bucket`].
+    Log(Box<[u64]>),
+    /// The median's range, narrowed by passes.
+    Select(Box<Select>),
+    /// The median, found.
+    Median(u64),
+}
+
+/// Count, sum, min, max, sum of squares and (exactly) the median of durations.
+#[derive(Clone, Debug)]
+pub struct Dist {
+    pub count: u64,
+    pub total: u128,
+    pub min: u64,
+    pub max: u64,
+    /// Σx², `None` once it no longer fits in 128 bits.
+    squares: Option<u128>,
+    values: Values,
+}
+
+impl Default for Dist {
+    fn default() -> Self {
+        Dist {
+            count: 0,
+            total: 0,
+            min: u64::MAX,
+            max: 0,
+            squares: Some(0),
+            values: Values::Exact(FastMap::default()),
+        }
+    }
+}
+
+impl Dist {
+    /// Adds one value (the first pass).
+    #[inline]
+    pub fn add(&mut self, v: u64) {
+        self.count += 1;
+        self.total += u128::from(v);
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+        let sq = u128::from(v) * u128::from(v);
+        self.squares = self.squares.and_then(|s| s.checked_add(sq));
+        match &mut self.values {
+            Values::Exact(map) => {
+                *map.entry(v).or_insert(0) += 1;
+                if map.len() > EXACT_VALUES {
+                    self.switch_to_log();
+                }
+            }
+            Values::Log(h) => h[log_bucket(v)] += 1,
+            Values::Select(_) | Values::Median(_) => {}
+        }
+    }
+
+    fn switch_to_log(&mut self) {
+        let mut h = vec![0u64; LOG_BUCKETS].into_boxed_slice();
+        if let Values::Exact(map) = &self.values {
+            for (&v, &n) in map {
+                h[log_bucket(v)] += n;
+            }
+        }
+        self.values = Values::Log(h);
+    }
+
+    /// Adds every value of `other` (both from first passes).
+    pub fn merge(&mut self, other: &Dist) {
+        self.count += other.count;
+        self.total += other.total;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        self.squares = match (self.squares, other.squares) {
+            (Some(a), Some(b)) => a.checked_add(b),
+            _ => None,
+        };
+        if let Values::Log(_) = other.values {
+            if let Values::Exact(_) = self.values {
+                self.switch_to_log();
+            }
+        }
+        match (&mut self.values, &other.values) {
+            (Values::Exact(a), Values::Exact(b)) => {
+                for (&v, &n) in b {
+                    *a.entry(v).or_insert(0) += n;
+                }
+                if a.len() > EXACT_VALUES {
+                    self.switch_to_log();
+                }
+            }
+            (Values::Log(a), Values::Exact(b)) => {
+                for (&v, &n) in b {
+                    a[log_bucket(v)] += n;
+                }
+            }
+            (Values::Log(a), Values::Log(b)) => {
+                for (x, y) in a.iter_mut().zip(b.iter()) {
+                    *x += y;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The rank of the median among the sorted values (the lower middle one).
+    fn rank(&self) -> u64 {
+        (self.count.max(1) - 1) / 2
+    }
+
+    /// Ends a pass. True when the median needs another pass over the same values
+    /// ([`Dist::select`] for each of them, then `end_pass` again).
+    pub fn end_pass(&mut self) -> bool {
+        let rank = self.rank();
+        let next = match &self.values {
+            Values::Exact(map) => {
+                let mut v: Vec<(u64, u64)> = map.iter().map(|(&v, &n)| (v, n)).collect();
+                v.sort_unstable();
+                let mut seen = 0;
+                let mut median = 0;
+                for (value, n) in v {
+                    seen += n;
+                    if seen > rank {
+                        median = value;
+                        break;
+                    }
+                }
+                // Kept for the standard deviation's floating-point fallback.
+                if self.squares.is_some() {
+                    Values::Median(median)
+                } else {
+                    return false;
+                }
+            }
+            Values::Log(h) => {
+                let mut below = 0;
+                let mut found = (0, 0, 0);
+                for (b, &n) in h.iter().enumerate() {
+                    if below + n > rank {
+                        let (lo, hi) = log_range(b);
+                        found = (lo.max(self.min), hi.min(self.max), below);
+                        break;
+                    }
+                    below += n;
+                }
+                Values::Select(Box::new(Select::new(found.0, found.1, found.2)))
+            }
+            Values::Select(s) => {
+                let mut below = s.below;
+                let mut next = None;
+                for (b, &n) in s.counts.iter().enumerate() {
+                    if below + n > rank {
+                        let lo = u128::from(s.lo) + b as u128 * s.width;
+                        let hi = (lo + s.width - 1).min(u128::from(s.hi));
+                        next = Some((lo as u64, hi as u64, below));
+                        break;
+                    }
+                    below += n;
+                }
+                match next {
+                    Some((lo, hi, below)) => Values::Select(Box::new(Select::new(lo, hi, below))),
+                    None => Values::Median(s.lo),
+                }
+            }
+            Values::Median(_) => return false,
+        };
+        self.values = match next {
+            Values::Select(s) if s.lo == s.hi => Values::Median(s.lo),
+            v => v,
+        };
+        matches!(self.values, Values::Select(_))
+    }
+
+    /// Counts a value again, in a selection pass.
+    #[inline]
+    pub fn select(&mut self, v: u64) {
+        if let Values::Select(s) = &mut self.values {
+            if v >= s.lo && v <= s.hi {
+                s.counts[(u128::from(v - s.lo) / s.width) as usize] += 1;
+            }
+        }
+    }
+
+    /// Whether a selection pass is under way.
+    pub fn selecting(&self) -> bool {
+        matches!(self.values, Values::Select(_))
+    }
+
+    /// The median (valid once [`Dist::end_pass`] returned false); 0 without values.
+    pub fn median(&self) -> u64 {
+        match &self.values {
+            Values::Median(m) => *m,
+            _ => 0,
+        }
+    }
+
+    /// The statistics, once the passes are over.
+    pub(crate) fn stats(&self) -> crate::gpu_summary::Stats {
+        let n = u128::from(self.count.max(1));
+        crate::gpu_summary::Stats {
+            count: self.count,
+            total: self.total,
+            mean: (self.total / n) as u64,
+            median: if self.count == 0 { 0 } else { self.median() },
+            min: if self.count == 0 { 0 } else { self.min },
+            max: self.max,
+            stddev: self.stddev(),
+        }
+    }
+
+    /// Population standard deviation, rounded down, as `gpu_summary::Stats` computes it.
+    fn stddev(&self) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
+        let n = u128::from(self.count);
+        let exact = self.squares.and_then(|sq| {
+            let num = sq
+                .checked_mul(n)?
+                .checked_sub(self.total.checked_mul(self.total)?)?;
+            Some(num / n.checked_mul(n)?)
+        });
+        match exact {
+            Some(variance) => u64::try_from(variance.isqrt()).unwrap_or(u64::MAX),
+            None => self.float_stddev(),
+        }
+    }
+
+    /// The floating-point fallback (Σx² past 128 bits), summed over the values in ascending
+    /// order as the sorted-slice computation does; exact only while the values were counted
+    /// one by one ([`EXACT_VALUES`]), else from the histogram's middles (durations of more
+    /// than 2^60 ns, damaged records, are the only way here).
+    fn float_stddev(&self) -> u64 {
+        let n = self.count as f64;
+        let mean = self.total as f64 / n;
+        let mut var = 0f64;
+        match &self.values {
+            Values::Exact(map) => {
+                let mut v: Vec<(u64, u64)> = map.iter().map(|(&v, &n)| (v, n)).collect();
+                v.sort_unstable();
+                for (x, c) in v {
+                    for _ in 0..c {
+                        var += (x as f64 - mean) * (x as f64 - mean);
+                    }
+                }
+            }
+            _ => {
+                let d = self.max as f64 - mean;
+                var = d * d * n;
+            }
+        }
+        (var / n).sqrt() as u64
+    }
+}
+
+impl Select {
+    fn new(lo: u64, hi: u64, below: u64) -> Select {
+        let span = u128::from(hi) - u128::from(lo) + 1;
+        let width = span.div_ceil(SELECT_BUCKETS).max(1);
+        let buckets = span.div_ceil(width) as usize;
+        Select {
+            lo,
+            hi,
+            below,
+            width,
+            counts: vec![0; buckets],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn median_of(values: &[u64]) -> (u64, usize) {
+        let mut d = Dist::default();
+        for &v in values {
+            d.add(v);
+        }
+        let mut passes = 1;
+        while d.end_pass() {
+            passes += 1;
+            for &v in values {
+                d.select(v);
+            }
+        }
+        (d.median(), passes)
+    }
+
+    fn sorted_median(values: &[u64]) -> u64 {
+        let mut v = values.to_vec();
+        v.sort_unstable();
+        v[(v.len() - 1) / 2]
+    }
+
+    #[test]
+    fn log_buckets_cover_every_value() {
+        for v in [
+            0u64,
+            1,
+            15,
+            16,
+            17,
+            31,
+            32,
+            1000,
+            1 << 40,
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
+            let (lo, hi) = log_range(log_bucket(v));
+            assert!(lo <= v && v <= hi, "{v}: {lo}..={hi}");
+        }
+        assert_eq!(log_bucket(u64::MAX), LOG_BUCKETS - 1);
+        for b in 1..LOG_BUCKETS {
+            assert_eq!(log_range(b).0, log_range(b - 1).1 + 1);
+        }
+    }
+
+    #[test]
+    fn medians_are_exact_in_one_pass_or_several() {
+        // Few distinct values: one pass.
+        assert_eq!(median_of(&[40, 10, 30, 20]), (20, 1));
+        assert_eq!(median_of(&[7]), (7, 1));
+        // Many: the histogram, then selection passes.
+        let mut x = 12345u64;
+        let values: Vec<u64> = (0..100_000)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                x >> 20
+            })
+            .collect();
+        let (m, passes) = median_of(&values);
+        assert_eq!(m, sorted_median(&values));
+        assert!(passes > 1);
+        let wide: Vec<u64> = (0..5_000u64).map(|i| i * 1_000_003 + (i % 7)).collect();
+        assert_eq!(median_of(&wide).0, sorted_median(&wide));
+        let extreme: Vec<u64> = (0..1_000u64).map(|i| u64::MAX - i * 3).collect();
+        assert_eq!(median_of(&extreme).0, sorted_median(&extreme));
+        let even: Vec<u64> = (0..1_000u64).collect();
+        assert_eq!(median_of(&even).0, 499);
+    }
+
+    #[test]
+    fn merged_distributions_agree_with_one() {
+        let a: Vec<u64> = (0..600u64).map(|i| i * 31 % 1000).collect();
+        let b: Vec<u64> = (0..10u64).collect();
+        let (mut da, mut db) = (Dist::default(), Dist::default());
+        a.iter().for_each(|&v| da.add(v));
+        b.iter().for_each(|&v| db.add(v));
+        db.merge(&da);
+        let all: Vec<u64> = b.iter().chain(&a).copied().collect();
+        while db.end_pass() {
+            all.iter().for_each(|&v| db.select(v));
+        }
+        assert_eq!(db.median(), sorted_median(&all));
+        assert_eq!(db.count, 610);
+    }
+}

@@ -1,0 +1,480 @@
+//! The report's per-record statistics as folds: each record is added to an accumulator of
+//! its key (function, kernel, copy kind, launch configuration) and dropped. Each trace is
+//! folded on its own ([`TraceFold`]), then merged by name into the report's rows
+//! ([`Merged`]), so memory grows with the number of distinct keys, not of records.
+
+use super::dist::{Dist, FastMap};
+use crate::gpu_summary::{grid_block, Hundredths, KernelSummary, MemcpySummary, MemsetSummary};
+use crate::model::Trace;
+use crate::occupancy::{occupancy, KernelLaunch, OccupancyRow, OccupancyRows};
+use crate::summary::FunctionSummary;
+use rtrace_format::{ApiRecord, CopyKind, KernelRecord, MemcpyRecord, MemsetRecord};
+use std::collections::{BTreeMap, HashMap};
+
+/// What a process section counts of the records a trace held (after the filter).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// API records per thread id (threads without records absent).
+    pub threads: HashMap<u64, u64>,
+    pub api: u64,
+    pub kernels: u64,
+    pub memcpys: u64,
+    pub memsets: u64,
+    /// The latest end of an API record.
+    pub last_api_end: Option<u64>,
+}
+
+impl Counts {
+    /// API records of thread `tid`.
+    pub fn thread(&self, tid: u64) -> u64 {
+        self.threads.get(&tid).copied().unwrap_or(0)
+    }
+
+    /// Kernels, copies and memsets.
+    pub fn gpu(&self) -> u64 {
+        self.kernels + self.memcpys + self.memsets
+    }
+
+    /// How long the process of `t` was traced ([`Trace::duration`], from these counts).
+    pub fn duration(&self, t: &Trace) -> crate::model::Duration {
+        use crate::model::Duration;
+        let start = t.header.start.monotonic_ns;
+        if let Some(end) = &t.end {
+            Duration::ToEnd(end.end.monotonic_ns.saturating_sub(start))
+        } else if let Some(last) = self.last_api_end {
+            Duration::ToLastRecord(last.saturating_sub(start))
+        } else {
+            Duration::Unknown
+        }
+    }
+}
+
+type Launch = ([i32; 3], [i32; 3]);
+
+/// One kernel name id's launches in one trace.
+#[derive(Clone, Debug, Default)]
+struct KernelAcc {
+    dist: Dist,
+    /// The first launch (its index among the trace's kernels, and configuration), and
+    /// whether every launch agreed with it.
+    first: Option<(u64, Launch)>,
+    uniform: bool,
+}
+
+/// The statistics of one trace's records.
+#[derive(Debug, Default)]
+pub struct TraceFold {
+    pub counts: Counts,
+    /// Function id → failed calls by code, durations.
+    api: FastMap<u32, (BTreeMap<u32, u64>, Dist)>,
+    kernels: FastMap<u32, KernelAcc>,
+    memcpy: FastMap<CopyKind, (u128, Dist)>,
+    memset: (u64, u128, u128),
+    /// (name id, device, configuration) → launches; (name id, device) → their time.
+    configs: FastMap<(u32, u32, KernelLaunch), u64>,
+    config_time: FastMap<(u32, u32), u128>,
+}
+
+fn duration(start: u64, end: u64) -> u64 {
+    end.saturating_sub(start)
+}
+
+impl TraceFold {
+    #[inline]
+    pub fn api(&mut self, tid: u64, r: &ApiRecord) {
+        *self.counts.threads.entry(tid).or_insert(0) += 1;
+        self.api_untallied(r);
+    }
+
+    /// [`TraceFold::api`] for a chunk of one thread's records (tallied once).
+    pub fn api_chunk(&mut self, tid: u64, records: impl Iterator<Item = ApiRecord>) {
+        let mut n = 0;
+        for r in records {
+            self.api_untallied(&r);
+            n += 1;
+        }
+        if n > 0 {
+            *self.counts.threads.entry(tid).or_insert(0) += n;
+        }
+    }
+
+    #[inline]
+    fn api_untallied(&mut self, r: &ApiRecord) {
+        self.counts.api += 1;
+        self.counts.last_api_end = Some(
+            self.counts
+                .last_api_end
+                .map_or(r.end_ns, |e| e.max(r.end_ns)),
+        );
+        let e = self.api.entry(r.function).or_default();
+        if r.result != 0 {
+            *e.0.entry(r.result).or_insert(0) += 1;
+        }
+        e.1.add(duration(r.start_ns, r.end_ns));
+    }
+
+    #[inline]
+    pub fn kernel(&mut self, k: &KernelRecord) {
+        let index = self.counts.kernels;
+        self.counts.kernels += 1;
+        let d = duration(k.start_ns, k.end_ns);
+        let acc = self.kernels.entry(k.name).or_insert_with(|| KernelAcc {
+            uniform: true,
+            ..Default::default()
+        });
+        acc.dist.add(d);
+        match acc.first {
+            None => acc.first = Some((index, (k.grid, k.block))),
+            Some((_, first)) => acc.uniform &= first == (k.grid, k.block),
+        }
+        *self
+            .configs
+            .entry((k.name, k.device, KernelLaunch::from(k)))
+            .or_insert(0) += 1;
+        *self.config_time.entry((k.name, k.device)).or_insert(0) += u128::from(d);
+    }
+
+    #[inline]
+    pub fn memcpy(&mut self, m: &MemcpyRecord) {
+        self.counts.memcpys += 1;
+        let e = self.memcpy.entry(m.kind).or_default();
+        e.0 += u128::from(m.bytes);
+        e.1.add(duration(m.start_ns, m.end_ns));
+    }
+
+    #[inline]
+    pub fn memset(&mut self, s: &MemsetRecord) {
+        self.counts.memsets += 1;
+        self.memset.0 += 1;
+        self.memset.1 += u128::from(s.bytes);
+        self.memset.2 += u128::from(duration(s.start_ns, s.end_ns));
+    }
+
+    /// Every record of an in-memory trace.
+    pub fn of(t: &Trace) -> TraceFold {
+        let mut f = TraceFold::default();
+        for (&tid, th) in &t.threads {
+            f.api_chunk(tid, th.records.iter().copied());
+        }
+        t.kernels.iter().for_each(|k| f.kernel(k));
+        t.memcpys.iter().for_each(|m| f.memcpy(m));
+        t.memsets.iter().for_each(|s| f.memset(s));
+        f
+    }
+}
+
+/// How a trace's keys map to the merged rows (for selection passes).
+#[derive(Debug, Default)]
+pub struct KeyMap {
+    /// Function id → index in [`Merged::api`].
+    pub api: HashMap<u32, usize>,
+    /// Kernel name id → index in [`Merged::kernels`].
+    pub kernels: HashMap<u32, usize>,
+}
+
+struct ApiRow {
+    name: String,
+    errors: BTreeMap<u32, u64>,
+    dist: Dist,
+}
+
+struct KernelRow {
+    name: String,
+    dist: Dist,
+    /// (trace index, kernel index) of the first launch, its configuration; uniform.
+    first: Option<((usize, u64), Launch)>,
+    uniform: bool,
+}
+
+/// The folds of every trace, merged by name.
+#[derive(Default)]
+pub struct Merged {
+    api: Vec<ApiRow>,
+    api_index: HashMap<String, usize>,
+    kernels: Vec<KernelRow>,
+    kernel_index: HashMap<String, usize>,
+    memcpy: HashMap<CopyKind, (u128, Dist)>,
+    memset: (u64, u128, u128),
+    /// (name, device, device name, configuration) → launches, and time per name, of kernels
+    /// on described devices; launches on others.
+    configs: HashMap<(String, u32, String, KernelLaunch), (u64, crate::occupancy::Occupancy)>,
+    config_time: HashMap<String, u128>,
+    undescribed: u64,
+}
+
+impl Merged {
+    /// Merges the fold of trace `ti` (`t`: its names, devices); returns how its keys map to
+    /// the merged rows.
+    pub fn add(&mut self, ti: usize, t: &Trace, f: TraceFold) -> KeyMap {
+        let mut keys = KeyMap::default();
+        for (id, (errors, dist)) in f.api {
+            let name = t.function_name(id).into_owned();
+            let i = *self.api_index.entry(name.clone()).or_insert_with(|| {
+                self.api.push(ApiRow {
+                    name,
+                    errors: BTreeMap::new(),
+                    dist: Dist::default(),
+                });
+                self.api.len() - 1
+            });
+            let row = &mut self.api[i];
+            for (code, n) in errors {
+                *row.errors.entry(code).or_insert(0) += n;
+            }
+            row.dist.merge(&dist);
+            keys.api.insert(id, i);
+        }
+        let mut names: HashMap<u32, String> = HashMap::new();
+        for (id, acc) in f.kernels {
+            let name = names
+                .entry(id)
+                .or_insert_with(|| t.kernel_display_name(id))
+                .clone();
+            let i = *self.kernel_index.entry(name.clone()).or_insert_with(|| {
+                self.kernels.push(KernelRow {
+                    name,
+                    dist: Dist::default(),
+                    first: None,
+                    uniform: true,
+                });
+                self.kernels.len() - 1
+            });
+            let row = &mut self.kernels[i];
+            row.dist.merge(&acc.dist);
+            if let Some((index, launch)) = acc.first {
+                let at = (ti, index);
+                row.first = match row.first {
+                    None => Some((at, launch)),
+                    Some((a, l)) => {
+                        row.uniform &= l == launch;
+                        Some(if at < a { (at, launch) } else { (a, l) })
+                    }
+                };
+            }
+            row.uniform &= acc.uniform;
+            keys.kernels.insert(id, i);
+        }
+        for (kind, (bytes, dist)) in f.memcpy {
+            let e = self.memcpy.entry(kind).or_default();
+            e.0 += bytes;
+            e.1.merge(&dist);
+        }
+        self.memset.0 += f.memset.0;
+        self.memset.1 += f.memset.1;
+        self.memset.2 += f.memset.2;
+        if t.devices.is_empty() {
+            self.undescribed += f.configs.values().sum::<u64>();
+        } else {
+            for ((id, device, launch), n) in f.configs {
+                let Some(info) = t.devices.get(&device) else {
+                    self.undescribed += n;
+                    continue;
+                };
+                let name = names
+                    .entry(id)
+                    .or_insert_with(|| t.kernel_display_name(id))
+                    .clone();
+                self.configs
+                    .entry((name, device, info.name.clone(), launch))
+                    .or_insert_with(|| (0, occupancy(&launch, info)))
+                    .0 += n;
+            }
+            for ((id, device), time) in f.config_time {
+                if t.devices.contains_key(&device) {
+                    let name = names
+                        .entry(id)
+                        .or_insert_with(|| t.kernel_display_name(id))
+                        .clone();
+                    *self.config_time.entry(name).or_insert(0) += time;
+                }
+            }
+        }
+        keys
+    }
+
+    /// Ends a pass over the values; true when some median needs another
+    /// ([`Merged::api_select`], [`Merged::kernel_select`], [`Merged::memcpy_select`]).
+    pub fn end_pass(&mut self) -> Pending {
+        let mut p = Pending::default();
+        for r in &mut self.api {
+            p.api |= r.dist.end_pass();
+        }
+        for r in &mut self.kernels {
+            p.kernels |= r.dist.end_pass();
+        }
+        for (_, d) in self.memcpy.values_mut() {
+            p.memcpys |= d.end_pass();
+        }
+        p
+    }
+
+    #[inline]
+    pub fn api_select(&mut self, row: usize, r: &ApiRecord) {
+        if let Some(row) = self.api.get_mut(row) {
+            row.dist.select(duration(r.start_ns, r.end_ns));
+        }
+    }
+
+    #[inline]
+    pub fn kernel_select(&mut self, row: usize, k: &KernelRecord) {
+        if let Some(row) = self.kernels.get_mut(row) {
+            row.dist.select(duration(k.start_ns, k.end_ns));
+        }
+    }
+
+    #[inline]
+    pub fn memcpy_select(&mut self, m: &MemcpyRecord) {
+        if let Some((_, d)) = self.memcpy.get_mut(&m.kind) {
+            if d.selecting() {
+                d.select(duration(m.start_ns, m.end_ns));
+            }
+        }
+    }
+
+    /// The rows of the API summary ([`crate::summary::api_summary`]).
+    pub fn api_rows(&self) -> Vec<FunctionSummary> {
+        let mut rows: Vec<FunctionSummary> = self
+            .api
+            .iter()
+            .map(|r| {
+                let s = r.dist.stats();
+                FunctionSummary {
+                    function: r.name.clone(),
+                    calls: s.count,
+                    errors: r.errors.values().sum(),
+                    total_ns: s.total_ns(),
+                    mean_ns: s.mean,
+                    median_ns: s.median,
+                    min_ns: s.min,
+                    max_ns: s.max,
+                    error_codes: r.errors.iter().map(|(&c, &n)| (c, n)).collect(),
+                }
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            b.total_ns
+                .cmp(&a.total_ns)
+                .then_with(|| a.function.cmp(&b.function))
+        });
+        rows
+    }
+
+    /// The rows of the kernel summary ([`crate::gpu_summary::kernel_summary`]).
+    pub fn kernel_rows(&self) -> Vec<KernelSummary> {
+        let all: u128 = self.kernels.iter().map(|r| r.dist.total).sum();
+        let mut rows: Vec<KernelSummary> = self
+            .kernels
+            .iter()
+            .map(|r| {
+                let s = r.dist.stats();
+                KernelSummary {
+                    name: r.name.clone(),
+                    count: s.count,
+                    total_ns: s.total_ns(),
+                    mean_ns: s.mean,
+                    median_ns: s.median,
+                    min_ns: s.min,
+                    max_ns: s.max,
+                    stddev_ns: s.stddev,
+                    share_percent: Hundredths::percent(s.total, all),
+                    grid_block: match r.first {
+                        Some((_, (grid, block))) if r.uniform => grid_block(grid, block),
+                        _ => "various".to_string(),
+                    },
+                }
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            b.total_ns
+                .cmp(&a.total_ns)
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        rows
+    }
+
+    /// The rows of the copy summary ([`crate::gpu_summary::memcpy_summary`]).
+    pub fn memcpy_rows(&self) -> Vec<MemcpySummary> {
+        let mut rows: Vec<MemcpySummary> = self
+            .memcpy
+            .iter()
+            .map(|(kind, (bytes, d))| {
+                let s = d.stats();
+                MemcpySummary {
+                    kind: *kind,
+                    count: s.count,
+                    bytes: crate::gpu_summary::saturate(*bytes),
+                    total_ns: s.total_ns(),
+                    mean_ns: s.mean,
+                    median_ns: s.median,
+                    min_ns: s.min,
+                    max_ns: s.max,
+                    bandwidth_gbps: (s.total > 0).then(|| Hundredths::ratio(*bytes, s.total)),
+                }
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            b.total_ns
+                .cmp(&a.total_ns)
+                .then_with(|| a.kind.name().cmp(b.kind.name()))
+        });
+        rows
+    }
+
+    /// The memsets ([`crate::gpu_summary::memset_summary`]).
+    pub fn memset(&self) -> Option<MemsetSummary> {
+        let (count, bytes, total) = self.memset;
+        (count > 0).then(|| MemsetSummary {
+            count,
+            bytes: crate::gpu_summary::saturate(bytes),
+            total_ns: crate::gpu_summary::saturate(total),
+        })
+    }
+
+    /// The occupancy rows ([`crate::occupancy::occupancy_rows`]).
+    pub fn occupancy(&self, limit: usize) -> OccupancyRows {
+        let mut rows: Vec<OccupancyRow> = self
+            .configs
+            .iter()
+            .map(
+                |((name, device, device_name, launch), (launches, occ))| OccupancyRow {
+                    name: name.clone(),
+                    device: *device,
+                    device_name: device_name.clone(),
+                    launches: *launches,
+                    launch: *launch,
+                    occupancy: occ.clone(),
+                },
+            )
+            .collect();
+        let time = |r: &OccupancyRow| self.config_time.get(&r.name).copied().unwrap_or(0);
+        rows.sort_by(|a, b| {
+            time(b)
+                .cmp(&time(a))
+                .then_with(|| a.name.cmp(&b.name))
+                .then_with(|| b.launches.cmp(&a.launches))
+                .then_with(|| a.device.cmp(&b.device))
+                .then_with(|| a.launch.cmp(&b.launch))
+        });
+        let more = rows.len().saturating_sub(limit);
+        rows.truncate(limit);
+        OccupancyRows {
+            rows,
+            more,
+            undescribed_launches: self.undescribed,
+        }
+    }
+}
+
+/// Which records a selection pass must see again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pending {
+    pub api: bool,
+    pub kernels: bool,
+    pub memcpys: bool,
+}
+
+impl Pending {
+    pub fn any(&self) -> bool {
+        self.api || self.kernels || self.memcpys
+    }
+}

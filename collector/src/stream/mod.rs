@@ -1,0 +1,867 @@
+//! `rtrace report` in bounded memory: the trace files are read as streams of chunks, and
+//! every API, kernel, copy and memset record is folded into per-key accumulators
+//! ([`fold`]) as it is read, then dropped. What the report needs beyond folds comes from
+//! reading chunks again, found through an index of them kept on the first pass (a few words
+//! per chunk):
+//!
+//! - exact medians: a duration distribution with many distinct values narrows the range
+//!   holding its median pass by pass ([`dist`]);
+//! - utilisation: each device's and stream's records are merged into the union of their
+//!   intervals in any order; an interval is settled once no chunk still to read starts
+//!   before its end ([`union`]);
+//! - launch latency: API records are looked up by correlation id in a table of a fixed range
+//!   of ids at a time (`ID_RANGE`), filled from the API chunks whose ids reach into it, while
+//!   the GPU chunks whose ids do are matched against it ([`latency`]);
+//! - the calls that created streams, loaded modules and waited in synchronizations: only the
+//!   API records with those correlation ids are kept.
+//!
+//! Every section but the memory one is per process or a sum over processes, so files are
+//! read one after the other; no merge by time across files is needed. The other records
+//! (NVTX events, allocations, synchronizations, resources, module images, notices) are kept
+//! as [`Trace::read`] keeps them: they are few next to API and GPU records. A trace holding
+//! NVTX events is read whole, as before (its ranges are projected onto its API calls).
+//! Memory grows with the number of distinct functions, kernels, launch configurations,
+//! devices and streams, and of the chunks, not with the number of records.
+
+pub mod dist;
+pub mod fold;
+pub mod latency;
+pub mod union;
+
+use crate::filter::Filter;
+use crate::gpu_summary::{Latencies, Utilisation, LATENCY_ROWS};
+use crate::model::{load_trace, LoadError, Loaded, RecordSink, ThreadTrace, Trace};
+use crate::occupancy::OccupancyRows;
+use crate::summary::FunctionSummary;
+use fold::{Counts, KeyMap, Merged, TraceFold};
+use rtrace_format::{
+    ApiRecord, Chunk, ChunkHeader, KernelRecord, MemcpyRecord, MemsetRecord, PeerCopyRecord,
+    CHUNK_HEADER_LEN, FLAG_CORRELATED,
+};
+use std::collections::HashMap;
+use std::fmt;
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+/// Correlation ids looked up at once by the latency join: a table of 16 bytes per id (64 MiB).
+const ID_RANGE: u64 = 1 << 22;
+
+/// Everything the report prints that is computed from the API and GPU records.
+#[derive(Clone, Debug, Default)]
+pub struct Sections {
+    /// Per trace (in order): what it held.
+    pub counts: Vec<Counts>,
+    pub api: Vec<FunctionSummary>,
+    pub kernels: Vec<crate::gpu_summary::KernelSummary>,
+    pub memcpy: Vec<crate::gpu_summary::MemcpySummary>,
+    pub memset: Option<crate::gpu_summary::MemsetSummary>,
+    pub utilisation: Vec<Utilisation>,
+    pub latency: Latencies,
+    /// Every configuration (no row limit).
+    pub occupancy: OccupancyRows,
+}
+
+impl Sections {
+    /// The sections of traces held in memory.
+    pub fn of(traces: &[Trace]) -> Sections {
+        let mut merged = Merged::default();
+        let mut counts = Vec::new();
+        let mut keys = Vec::new();
+        for (ti, t) in traces.iter().enumerate() {
+            let f = TraceFold::of(t);
+            counts.push(f.counts.clone());
+            keys.push(merged.add(ti, t, f));
+        }
+        loop {
+            let p = merged.end_pass();
+            if !p.any() {
+                break;
+            }
+            for (t, k) in traces.iter().zip(&keys) {
+                select_in_memory(&mut merged, p, t, k);
+            }
+        }
+        Sections {
+            counts,
+            api: merged.api_rows(),
+            kernels: merged.kernel_rows(),
+            memcpy: merged.memcpy_rows(),
+            memset: merged.memset(),
+            utilisation: crate::gpu_summary::utilisation(traces),
+            latency: crate::gpu_summary::launch_latency(traces, LATENCY_ROWS),
+            occupancy: merged.occupancy(usize::MAX),
+        }
+    }
+}
+
+fn select_in_memory(merged: &mut Merged, p: fold::Pending, t: &Trace, k: &KeyMap) {
+    if p.api {
+        for r in t.threads.values().flat_map(|th| &th.records) {
+            if let Some(&row) = k.api.get(&r.function) {
+                merged.api_select(row, r);
+            }
+        }
+    }
+    if p.kernels {
+        for r in &t.kernels {
+            if let Some(&row) = k.kernels.get(&r.name) {
+                merged.kernel_select(row, r);
+            }
+        }
+    }
+    if p.memcpys {
+        t.memcpys.iter().for_each(|m| merged.memcpy_select(m));
+    }
+}
+
+/// Why a streamed report could not be made.
+#[derive(Debug)]
+pub enum StreamError {
+    Load(LoadError),
+    /// The filter keeps nothing (no trace of the processes asked for).
+    Filter(String),
+    /// A file read a second time no longer holds what the first read found.
+    Changed {
+        path: PathBuf,
+        why: String,
+    },
+}
+
+impl fmt::Display for StreamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StreamError::Load(e) => write!(f, "{e}"),
+            StreamError::Filter(e) => f.write_str(e),
+            StreamError::Changed { path, why } => {
+                write!(f, "{}: changed while it was read: {why}", path.display())
+            }
+        }
+    }
+}
+
+impl From<LoadError> for StreamError {
+    fn from(e: LoadError) -> Self {
+        StreamError::Load(e)
+    }
+}
+
+/// The kind of record a chunk of the index holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Api,
+    Kernels,
+    Memcpys,
+    PeerCopies,
+    Memsets,
+}
+
+/// A chunk of API or GPU records, as found on the first pass (its kept records only).
+#[derive(Clone, Copy, Debug)]
+struct ChunkRef {
+    offset: u64,
+    kind: Kind,
+    thread: u64,
+    /// Index of its first kept record among the trace's kept records of its activity.
+    first: u64,
+    /// Least and greatest correlation id of its (correlated) records; min > max for none.
+    min_id: u64,
+    max_id: u64,
+    /// Earliest start of its records.
+    min_start: u64,
+}
+
+impl ChunkRef {
+    fn new(chunk: &Chunk, kind: Kind, first: u64) -> ChunkRef {
+        ChunkRef {
+            offset: chunk.offset,
+            kind,
+            thread: chunk.header.thread,
+            first,
+            min_id: u64::MAX,
+            max_id: 0,
+            min_start: u64::MAX,
+        }
+    }
+
+    #[inline]
+    fn id(&mut self, id: u64) {
+        self.min_id = self.min_id.min(id);
+        self.max_id = self.max_id.max(id);
+    }
+
+    fn reaches(&self, lo: u64, hi: u64) -> bool {
+        self.min_id <= hi && self.max_id >= lo && self.min_id <= self.max_id
+    }
+}
+
+/// The filter as it applies to single records ([`Filter::apply`]), and the trace's clock
+/// shift, applied first.
+struct Keep<'a> {
+    shift: i64,
+    from: u64,
+    to: u64,
+    filter: &'a Filter,
+    /// Kernel name id → kept, when the filter has a kernel regex.
+    names: Option<HashMap<u32, bool>>,
+}
+
+impl Keep<'_> {
+    #[inline]
+    fn time(&self, t: u64) -> u64 {
+        if self.shift == 0 {
+            t
+        } else {
+            crate::clocks::shifted(t, self.shift)
+        }
+    }
+    #[inline]
+    fn window(&self, start: u64) -> bool {
+        start >= self.from && start < self.to
+    }
+    #[inline]
+    fn place(&self, device: u32, stream: u32) -> bool {
+        (self.filter.devices.is_empty() || self.filter.devices.contains(&device))
+            && (self.filter.streams.is_empty() || self.filter.streams.contains(&stream))
+    }
+    #[inline]
+    fn api(&self, mut r: ApiRecord) -> Option<ApiRecord> {
+        r.start_ns = self.time(r.start_ns);
+        r.end_ns = self.time(r.end_ns);
+        self.window(r.start_ns).then_some(r)
+    }
+    #[inline]
+    fn kernel(&self, mut k: KernelRecord) -> Option<KernelRecord> {
+        k.start_ns = self.time(k.start_ns);
+        k.end_ns = self.time(k.end_ns);
+        let named = self
+            .names
+            .as_ref()
+            .is_none_or(|n| n.get(&k.name) == Some(&true));
+        (self.window(k.start_ns) && self.place(k.device, k.stream) && named).then_some(k)
+    }
+    #[inline]
+    fn memcpy(&self, mut m: MemcpyRecord) -> Option<MemcpyRecord> {
+        m.start_ns = self.time(m.start_ns);
+        m.end_ns = self.time(m.end_ns);
+        (self.window(m.start_ns) && self.place(m.device, m.stream)).then_some(m)
+    }
+    #[inline]
+    fn memset(&self, mut s: MemsetRecord) -> Option<MemsetRecord> {
+        s.start_ns = self.time(s.start_ns);
+        s.end_ns = self.time(s.end_ns);
+        (self.window(s.start_ns) && self.place(s.device, s.stream)).then_some(s)
+    }
+}
+
+/// The first pass's sink: folds the kept records, indexes their chunks.
+struct FirstPass<'a> {
+    keep: &'a Keep<'a>,
+    fold: TraceFold,
+    index: Vec<ChunkRef>,
+}
+
+impl RecordSink for FirstPass<'_> {
+    fn api(&mut self, thread: &mut ThreadTrace, chunk: &Chunk, records: Vec<ApiRecord>) {
+        let mut c = ChunkRef::new(chunk, Kind::Api, 0);
+        let keep = self.keep;
+        let kept = records
+            .into_iter()
+            .filter_map(|r| keep.api(r))
+            .inspect(|r| {
+                c.id(r.correlation);
+                c.min_start = c.min_start.min(r.start_ns);
+            });
+        self.fold.api_chunk(thread.tid, kept);
+        if c.min_start != u64::MAX {
+            self.index.push(c);
+        }
+    }
+    fn kernels(&mut self, _: &mut Trace, chunk: &Chunk, records: Vec<KernelRecord>) {
+        let mut c = ChunkRef::new(chunk, Kind::Kernels, self.fold.counts.kernels);
+        for k in records.into_iter().filter_map(|k| self.keep.kernel(k)) {
+            if k.flags & FLAG_CORRELATED != 0 {
+                c.id(k.correlation);
+            }
+            c.min_start = c.min_start.min(k.start_ns);
+            self.fold.kernel(&k);
+        }
+        if c.min_start != u64::MAX {
+            self.index.push(c);
+        }
+    }
+    fn memcpys(&mut self, _: &mut Trace, chunk: &Chunk, records: Vec<MemcpyRecord>) {
+        self.copies(chunk, Kind::Memcpys, records.into_iter());
+    }
+    fn peer_copies(&mut self, _: &mut Trace, chunk: &Chunk, records: Vec<PeerCopyRecord>) {
+        self.copies(chunk, Kind::PeerCopies, records.into_iter().map(|p| p.copy));
+    }
+    fn memsets(&mut self, _: &mut Trace, chunk: &Chunk, records: Vec<MemsetRecord>) {
+        let mut c = ChunkRef::new(chunk, Kind::Memsets, self.fold.counts.memsets);
+        for s in records.into_iter().filter_map(|s| self.keep.memset(s)) {
+            if s.correlation != 0 {
+                c.id(s.correlation);
+            }
+            c.min_start = c.min_start.min(s.start_ns);
+            self.fold.memset(&s);
+        }
+        if c.min_start != u64::MAX {
+            self.index.push(c);
+        }
+    }
+}
+
+impl FirstPass<'_> {
+    fn copies(&mut self, chunk: &Chunk, kind: Kind, records: impl Iterator<Item = MemcpyRecord>) {
+        let mut c = ChunkRef::new(chunk, kind, self.fold.counts.memcpys);
+        for m in records.filter_map(|m| self.keep.memcpy(m)) {
+            if u32::from(m.flags) & FLAG_CORRELATED != 0 {
+                c.id(m.correlation);
+            }
+            c.min_start = c.min_start.min(m.start_ns);
+            self.fold.memcpy(&m);
+        }
+        if c.min_start != u64::MAX {
+            self.index.push(c);
+        }
+    }
+}
+
+/// One input as the report reads it.
+struct Input<'a> {
+    path: PathBuf,
+    keep: Keep<'a>,
+    /// `None`: the trace is held whole (it has NVTX events).
+    index: Option<Vec<ChunkRef>>,
+    keys: KeyMap,
+}
+
+/// Reads the chunks of one file again, by offset.
+struct Rereader {
+    path: PathBuf,
+    file: BufReader<File>,
+}
+
+impl Rereader {
+    fn open(path: &Path) -> Result<Rereader, StreamError> {
+        let file = File::open(path).map_err(|error| LoadError::Io {
+            path: path.to_path_buf(),
+            error,
+        })?;
+        Ok(Rereader {
+            path: path.to_path_buf(),
+            file: BufReader::with_capacity(1 << 16, file),
+        })
+    }
+
+    /// The chunk at `offset`, checked as on the first read.
+    fn chunk(&mut self, offset: u64) -> Result<Chunk, StreamError> {
+        let changed = |why: String| StreamError::Changed {
+            path: self.path.clone(),
+            why: format!("the chunk at byte {offset}: {why}"),
+        };
+        self.file
+            .seek(SeekFrom::Start(offset))
+            .map_err(|e| changed(e.to_string()))?;
+        let mut hb = [0u8; CHUNK_HEADER_LEN];
+        self.file
+            .read_exact(&mut hb)
+            .map_err(|e| changed(e.to_string()))?;
+        let header = ChunkHeader::decode(&hb).ok_or_else(|| changed("bad chunk magic".into()))?;
+        let mut payload = vec![0u8; header.payload_len as usize];
+        self.file
+            .read_exact(&mut payload)
+            .map_err(|e| changed(e.to_string()))?;
+        if header.checksum(&payload) != header.crc {
+            return Err(changed("checksum mismatch".into()));
+        }
+        Ok(Chunk {
+            offset,
+            header,
+            payload,
+        })
+    }
+}
+
+/// The records of an indexed chunk, decoded (damaged payloads were skipped on the first
+/// pass and are not indexed).
+enum Records {
+    Api(Vec<ApiRecord>),
+    Kernels(Vec<KernelRecord>),
+    Memcpys(Vec<MemcpyRecord>),
+    Memsets(Vec<MemsetRecord>),
+}
+
+fn decode(c: &ChunkRef, chunk: &Chunk, path: &Path) -> Result<Records, StreamError> {
+    let r = match c.kind {
+        Kind::Api => chunk.api_records().map(Records::Api),
+        Kind::Kernels => chunk.kernel_records().map(Records::Kernels),
+        Kind::Memcpys => chunk.memcpy_records().map(Records::Memcpys),
+        Kind::PeerCopies => chunk
+            .peer_copy_records()
+            .map(|p| Records::Memcpys(p.into_iter().map(|p| p.copy).collect())),
+        Kind::Memsets => chunk.memset_records().map(Records::Memsets),
+    };
+    r.map_err(|why| StreamError::Changed {
+        path: path.to_path_buf(),
+        why,
+    })
+}
+
+/// The report's traces (held without their API and GPU records, unless they have NVTX
+/// events) and its sections, reading `paths` (files, or directories of `*.bin` files) as
+/// streams; `filter` applied as [`crate::filter::apply_all`] would.
+pub fn report_inputs(
+    paths: &[PathBuf],
+    filter: &Filter,
+) -> Result<(Loaded, Sections), StreamError> {
+    report_inputs_with(paths, filter, ID_RANGE)
+}
+
+/// [`report_inputs`], looking correlation ids up `id_range` at a time.
+fn report_inputs_with(
+    paths: &[PathBuf],
+    filter: &Filter,
+    id_range: u64,
+) -> Result<(Loaded, Sections), StreamError> {
+    let found = crate::export::expand_inputs(paths)?;
+    let headers = crate::filter::read_headers(&found.files)?;
+    let refs: Vec<&rtrace_format::ProcessHeader> = headers.iter().collect();
+    let shifts = crate::clocks::shifts(&refs);
+    let shift_of = |i: usize| shifts.get(i).cloned().flatten();
+    let base = crate::filter::earliest_start(headers.iter().enumerate().map(|(i, h)| {
+        let delta = shift_of(i).map_or(0, |s| s.ns);
+        crate::clocks::shifted(h.start.monotonic_ns, delta)
+    }));
+    let kept: Vec<usize> = (0..found.files.len())
+        .filter(|&i| filter.keeps_process(headers[i].pid))
+        .collect();
+    if kept.is_empty() && !filter.pids.is_empty() {
+        let all: Vec<String> = headers.iter().map(|h| h.pid.to_string()).collect();
+        let pids: Vec<String> = filter.pids.iter().map(u32::to_string).collect();
+        return Err(StreamError::Filter(format!(
+            "no trace of process {} among the inputs (their processes: {})",
+            pids.join(", "),
+            all.join(", ")
+        )));
+    }
+    let from = filter.from_ns.map_or(0, |f| base.saturating_add(f));
+    let to = filter.to_ns.map_or(u64::MAX, |v| base.saturating_add(v));
+    let mut loaded = Loaded {
+        traces: Vec::new(),
+        skipped: found.skipped,
+    };
+    let mut merged = Merged::default();
+    let mut counts = Vec::new();
+    let mut inputs: Vec<Input> = Vec::new();
+    for &i in &kept {
+        let path = &found.files[i];
+        let shift = shift_of(i);
+        let names = match &filter.kernel {
+            Some(re) => Some(kernel_names_kept(path, re)?),
+            None => None,
+        };
+        let keep = Keep {
+            shift: shift.as_ref().map_or(0, |s| s.ns),
+            from,
+            to,
+            filter,
+            names,
+        };
+        let mut first = FirstPass {
+            keep: &keep,
+            fold: TraceFold::default(),
+            index: Vec::new(),
+        };
+        let mut t = read_light(path, &mut first)?;
+        let mut index = Some(std::mem::take(&mut first.index));
+        let mut fold = first.fold;
+        let nvtx = t.threads.values().any(|th| !th.nvtx.is_empty());
+        if nvtx {
+            // NVTX ranges are projected onto the API calls: read whole, as before.
+            t = load_trace(path)?;
+            index = None;
+        }
+        if let Some(s) = shift {
+            t.shift_times(s.ns);
+            t.clock_shift = Some(s);
+        }
+        filter.apply(&mut t, base);
+        if nvtx {
+            fold = TraceFold::of(&t);
+        }
+        counts.push(fold.counts.clone());
+        let keys = merged.add(loaded.traces.len(), &t, fold);
+        loaded.traces.push(t);
+        inputs.push(Input {
+            path: path.clone(),
+            keep,
+            index,
+            keys,
+        });
+    }
+    // The API calls that created streams, loaded or unloaded modules, or synchronized.
+    for (t, input) in loaded.traces.iter_mut().zip(&inputs) {
+        if let Some(index) = &input.index {
+            linked_calls(t, input, index)?;
+        }
+    }
+    loop {
+        let p = merged.end_pass();
+        if !p.any() {
+            break;
+        }
+        for (t, input) in loaded.traces.iter().zip(&inputs) {
+            match &input.index {
+                None => select_in_memory(&mut merged, p, t, &input.keys),
+                Some(index) => select_streamed(&mut merged, p, input, index)?,
+            }
+        }
+    }
+    let mut utilisation = Vec::new();
+    let mut top = latency::Top::new(LATENCY_ROWS);
+    for (ti, (t, input)) in loaded.traces.iter().zip(&inputs).enumerate() {
+        match &input.index {
+            None => {
+                utilisation.extend(crate::gpu_summary::utilisation(std::slice::from_ref(t)));
+                crate::gpu_summary::launch_latency_into(&mut top, ti, t);
+            }
+            Some(index) => {
+                utilisation.extend(gpu_pass(
+                    &mut top,
+                    ti,
+                    t.header.pid,
+                    input,
+                    index,
+                    id_range,
+                )?);
+            }
+        }
+    }
+    let sections = Sections {
+        counts,
+        api: merged.api_rows(),
+        kernels: merged.kernel_rows(),
+        memcpy: merged.memcpy_rows(),
+        memset: merged.memset(),
+        utilisation,
+        latency: top.finish(&loaded.traces),
+        occupancy: merged.occupancy(usize::MAX),
+    };
+    Ok((loaded, sections))
+}
+
+/// Reads the trace at `path` through `sink` (the records it folds are not kept).
+fn read_light(path: &Path, sink: &mut dyn RecordSink) -> Result<Trace, LoadError> {
+    let file = File::open(path).map_err(|error| LoadError::Io {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    Trace::read_with(
+        path,
+        crate::progress::Counting(BufReader::with_capacity(1 << 16, file)),
+        sink,
+    )
+}
+
+/// Which kernel name ids of the file at `path` the regex keeps (by the names the whole
+/// file gives them, later entries winning, as [`Trace::read`] reads them).
+fn kernel_names_kept(path: &Path, re: &regex::Regex) -> Result<HashMap<u32, bool>, LoadError> {
+    struct Skip;
+    impl RecordSink for Skip {
+        fn api(&mut self, _: &mut ThreadTrace, _: &Chunk, _: Vec<ApiRecord>) {}
+        fn kernels(&mut self, _: &mut Trace, _: &Chunk, _: Vec<KernelRecord>) {}
+        fn memcpys(&mut self, _: &mut Trace, _: &Chunk, _: Vec<MemcpyRecord>) {}
+        fn peer_copies(&mut self, _: &mut Trace, _: &Chunk, _: Vec<PeerCopyRecord>) {}
+        fn memsets(&mut self, _: &mut Trace, _: &Chunk, _: Vec<MemsetRecord>) {}
+    }
+    let t = read_light(path, &mut Skip)?;
+    Ok(t.kernel_names
+        .keys()
+        .map(|&id| {
+            let keep = re.is_match(&t.kernel_display_name(id)) || re.is_match(&t.kernel_name(id));
+            (id, keep)
+        })
+        .collect())
+}
+
+/// Puts into `t` the kept API records whose correlation ids its linked streams, modules and
+/// synchronizations name (what [`Trace::api_records_for`] is asked for about them).
+fn linked_calls(t: &mut Trace, input: &Input, index: &[ChunkRef]) -> Result<(), StreamError> {
+    let linked = |flags: u8| u32::from(flags) & FLAG_CORRELATED != 0;
+    let wanted: std::collections::HashSet<u64> = t
+        .syncs
+        .iter()
+        .filter(|s| linked(s.flags))
+        .map(|s| s.correlation)
+        .chain(
+            t.streams
+                .iter()
+                .filter(|s| linked(s.flags))
+                .map(|s| s.correlation),
+        )
+        .chain(
+            t.modules
+                .iter()
+                .chain(&t.module_unloads)
+                .filter(|m| linked(m.flags))
+                .map(|m| m.correlation),
+        )
+        .collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let (lo, hi) = (
+        wanted.iter().min().copied().unwrap_or(0),
+        wanted.iter().max().copied().unwrap_or(0),
+    );
+    let mut file = Rereader::open(&input.path)?;
+    for c in index
+        .iter()
+        .filter(|c| c.kind == Kind::Api && c.reaches(lo, hi))
+    {
+        let chunk = file.chunk(c.offset)?;
+        if let Records::Api(records) = decode(c, &chunk, &input.path)? {
+            let found = records
+                .into_iter()
+                .filter_map(|r| input.keep.api(r))
+                .filter(|r| wanted.contains(&r.correlation));
+            if let Some(th) = t.threads.get_mut(&c.thread) {
+                th.records.extend(found);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A selection pass over the streamed trace's records of the kinds `p` names.
+fn select_streamed(
+    merged: &mut Merged,
+    p: fold::Pending,
+    input: &Input,
+    index: &[ChunkRef],
+) -> Result<(), StreamError> {
+    let wanted = |k: Kind| match k {
+        Kind::Api => p.api,
+        Kind::Kernels => p.kernels,
+        Kind::Memcpys | Kind::PeerCopies => p.memcpys,
+        Kind::Memsets => false,
+    };
+    let mut file = Rereader::open(&input.path)?;
+    for c in index.iter().filter(|c| wanted(c.kind)) {
+        let chunk = file.chunk(c.offset)?;
+        match decode(c, &chunk, &input.path)? {
+            Records::Api(v) => {
+                for r in v.into_iter().filter_map(|r| input.keep.api(r)) {
+                    if let Some(&row) = input.keys.api.get(&r.function) {
+                        merged.api_select(row, &r);
+                    }
+                }
+            }
+            Records::Kernels(v) => {
+                for k in v.into_iter().filter_map(|k| input.keep.kernel(k)) {
+                    if let Some(&row) = input.keys.kernels.get(&k.name) {
+                        merged.kernel_select(row, &k);
+                    }
+                }
+            }
+            Records::Memcpys(v) => {
+                for m in v.into_iter().filter_map(|m| input.keep.memcpy(m)) {
+                    merged.memcpy_select(&m);
+                }
+            }
+            Records::Memsets(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// A slot of the latency join's table: the API record with one correlation id.
+#[derive(Clone, Copy)]
+struct Slot {
+    start: u64,
+    function: u32,
+    /// Rank of its chunk in (thread, file) order; `u32::MAX`: no record.
+    rank: u32,
+}
+
+const EMPTY: Slot = Slot {
+    start: 0,
+    function: 0,
+    rank: u32::MAX,
+};
+
+/// The GPU pass over a streamed trace: utilisation and launch latency.
+fn gpu_pass(
+    top: &mut latency::Top,
+    ti: usize,
+    pid: u32,
+    input: &Input,
+    index: &[ChunkRef],
+    id_range: u64,
+) -> Result<Vec<Utilisation>, StreamError> {
+    let gpu: Vec<&ChunkRef> = index.iter().filter(|c| c.kind != Kind::Api).collect();
+    if gpu.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut api: Vec<&ChunkRef> = index.iter().filter(|c| c.kind == Kind::Api).collect();
+    // A repeated id: the last in thread, then file order, wins (as `api_records_for`).
+    api.sort_by_key(|c| (c.thread, c.offset));
+    let ranks: HashMap<u64, u32> = api
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.offset, u32::try_from(i).unwrap_or(u32::MAX - 1)))
+        .collect();
+    api.sort_by_key(|c| c.offset);
+    let mut devices = union::Devices::new(gpu.iter().map(|c| c.min_start));
+    let mut file = Rereader::open(&input.path)?;
+    let id_lo = api.iter().map(|c| c.min_id).min().unwrap_or(u64::MAX);
+    let id_hi = api.iter().map(|c| c.max_id).max().unwrap_or(0);
+    let mut table: Vec<Slot> = Vec::new();
+    let mut lo = id_lo;
+    while lo <= id_hi {
+        let hi = lo.saturating_add(id_range.max(1) - 1).min(id_hi);
+        if !api.iter().any(|c| c.reaches(lo, hi)) {
+            // Jump to the next id an API chunk holds.
+            match api.iter().filter(|c| c.min_id > hi).map(|c| c.min_id).min() {
+                Some(next) => {
+                    lo = next;
+                    continue;
+                }
+                None => break,
+            }
+        }
+        table.clear();
+        table.resize((hi - lo + 1) as usize, EMPTY);
+        for c in api.iter().filter(|c| c.reaches(lo, hi)) {
+            let rank = ranks.get(&c.offset).copied().unwrap_or(0);
+            let chunk = file.chunk(c.offset)?;
+            if let Records::Api(v) = decode(c, &chunk, &input.path)? {
+                for r in v.into_iter().filter_map(|r| input.keep.api(r)) {
+                    if r.correlation >= lo && r.correlation <= hi {
+                        let s = &mut table[(r.correlation - lo) as usize];
+                        if s.rank == u32::MAX || rank >= s.rank {
+                            *s = Slot {
+                                start: r.start_ns,
+                                function: r.function,
+                                rank,
+                            };
+                        }
+                    }
+                }
+            }
+        }
+        for (gi, c) in gpu.iter().enumerate() {
+            if !c.reaches(lo, hi) {
+                continue;
+            }
+            let first_visit = !devices.was_fed(gi);
+            let chunk = file.chunk(c.offset)?;
+            let records = decode(c, &chunk, &input.path)?;
+            gpu_records(
+                input,
+                c,
+                records,
+                &mut |work, i, id, dev, stream, start, end| {
+                    if first_visit {
+                        devices.add(dev, stream, start, end);
+                    }
+                    if let Some(id) = id.filter(|&id| id >= lo && id <= hi) {
+                        let s = table[(id - lo) as usize];
+                        if s.rank != u32::MAX {
+                            top.matched(ti, work, i, id, start, s.start, s.function);
+                        }
+                    }
+                },
+            );
+            if first_visit {
+                devices.fed(gi);
+            }
+        }
+        if hi == id_hi || hi == u64::MAX {
+            break;
+        }
+        lo = hi + 1;
+    }
+    drop(table);
+    // Chunks no id range reached: utilisation only.
+    for (gi, c) in gpu.iter().enumerate() {
+        if devices.was_fed(gi) {
+            continue;
+        }
+        let chunk = file.chunk(c.offset)?;
+        let records = decode(c, &chunk, &input.path)?;
+        gpu_records(
+            input,
+            c,
+            records,
+            &mut |_, _, _, dev, stream, start, end| devices.add(dev, stream, start, end),
+        );
+        devices.fed(gi);
+    }
+    Ok(devices.rows(pid))
+}
+
+/// Calls `f(work, index, correlation id if correlated, device, stream, start, end)` for each
+/// kept record of an indexed GPU chunk.
+#[allow(clippy::type_complexity)]
+fn gpu_records(
+    input: &Input,
+    c: &ChunkRef,
+    records: Records,
+    f: &mut dyn FnMut(latency::Work, u64, Option<u64>, u32, u32, u64, u64),
+) {
+    use latency::Work;
+    let mut i = c.first;
+    match records {
+        Records::Kernels(v) => {
+            for k in v.into_iter().filter_map(|k| input.keep.kernel(k)) {
+                let id = (k.flags & FLAG_CORRELATED != 0).then_some(k.correlation);
+                f(
+                    Work::Kernel(k.name),
+                    i,
+                    id,
+                    k.device,
+                    k.stream,
+                    k.start_ns,
+                    k.end_ns,
+                );
+                i += 1;
+            }
+        }
+        Records::Memcpys(v) => {
+            for m in v.into_iter().filter_map(|m| input.keep.memcpy(m)) {
+                let id = (u32::from(m.flags) & FLAG_CORRELATED != 0).then_some(m.correlation);
+                f(
+                    Work::Memcpy(m.kind),
+                    i,
+                    id,
+                    m.device,
+                    m.stream,
+                    m.start_ns,
+                    m.end_ns,
+                );
+                i += 1;
+            }
+        }
+        Records::Memsets(v) => {
+            for s in v.into_iter().filter_map(|s| input.keep.memset(s)) {
+                let id = (s.correlation != 0).then_some(s.correlation);
+                f(
+                    Work::Memset,
+                    i,
+                    id,
+                    s.device,
+                    s.stream,
+                    s.start_ns,
+                    s.end_ns,
+                );
+                i += 1;
+            }
+        }
+        Records::Api(_) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests;

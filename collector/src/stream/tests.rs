@@ -1,0 +1,231 @@
+//! The streamed report agrees with the in-memory one, byte for byte, on traces built to be
+//! awkward: many distinct durations (selection passes), GPU chunks out of time order, ids
+//! over several lookup ranges, a repeated id, synchronizations linked to calls, two files.
+
+use super::*;
+use crate::output::{render_report_section, render_sections, Format, Section};
+use rtrace_format::*;
+use std::io::Write;
+
+fn chunk(out: &mut Vec<u8>, kind: ChunkKind, thread: u64, payload: &[u8]) {
+    out.extend_from_slice(&ChunkHeader::new(kind, thread, 0, 0, payload).encode());
+    out.extend_from_slice(payload);
+}
+
+/// A trace of process `pid`: 3 threads of API records (ids interleaved, one repeated),
+/// kernels, copies and memsets in chunks out of time order, syncs, a device.
+fn awkward(pid: u32, seed: u64, truncate: bool) -> Vec<u8> {
+    let mut x = seed;
+    let mut rnd = move |m: u64| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (x >> 33) % m
+    };
+    let t0 = 1_000_000_000u64;
+    let header = ProcessHeader {
+        pid,
+        start: ClockAnchor {
+            monotonic_ns: t0,
+            realtime_ns: 1_700_000_000_000_000_000,
+        },
+        boot_id: "b".into(),
+        ..Default::default()
+    };
+    let mut f = encode_file_header(&header);
+    let names = [
+        (0u32, "cuLaunchKernel"),
+        (1, "cuMemcpyAsync"),
+        (2, "cuStreamQuery"),
+    ];
+    chunk(
+        &mut f,
+        ChunkKind::FunctionNames,
+        0,
+        &encode_function_names(names),
+    );
+    let kernels = [(0u32, "_Z4gemmv"), (1, "relu"), (2, "_Z3addPf")];
+    chunk(
+        &mut f,
+        ChunkKind::KernelNames,
+        0,
+        &encode_function_names(kernels),
+    );
+    let device = DeviceInfo {
+        ordinal: 0,
+        name: "GPU".into(),
+        ..Default::default()
+    };
+    chunk(&mut f, ChunkKind::DeviceInfo, 0, &encode_value(&device));
+    let mut api: Vec<Vec<u8>> = vec![Vec::new(); 3];
+    let (mut gk, mut gm, mut gs, mut sy) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut now = t0;
+    for id in 1..4_000u64 {
+        let thread = (id % 3) as usize;
+        let function = (rnd(3)) as u32;
+        let dur = if function == 2 {
+            40
+        } else {
+            500 + rnd(100_000)
+        };
+        // Id 7 appears twice (on another thread, later): the later one wins.
+        let correlation = if id == 2_000 { 7 } else { id };
+        let r = ApiRecord {
+            function,
+            result: u32::from(rnd(50) == 0),
+            start_ns: now,
+            end_ns: now + dur,
+            correlation,
+        };
+        r.write_to(&mut api[thread]);
+        now += 1_000 + rnd(3_000);
+        let start = now + rnd(200_000);
+        let end = start + rnd(50_000);
+        let stream = 13 + rnd(3) as u32;
+        match function {
+            0 => {
+                let k = KernelRecord {
+                    correlation,
+                    start_ns: start,
+                    end_ns: end,
+                    name: rnd(4) as u32,
+                    device: rnd(2) as u32,
+                    stream,
+                    grid: [1 + rnd(2) as i32, 1, 1],
+                    block: [128, 1, 1],
+                    flags: if rnd(10) == 0 { 0 } else { FLAG_CORRELATED },
+                    ..Default::default()
+                };
+                gk.push(k.to_bytes().to_vec());
+            }
+            1 if rnd(4) == 0 => {
+                let s = MemsetRecord {
+                    correlation,
+                    start_ns: start,
+                    end_ns: end,
+                    bytes: 64,
+                    stream,
+                    ..Default::default()
+                };
+                gs.push(s.to_bytes().to_vec());
+            }
+            1 => {
+                let m = MemcpyRecord {
+                    correlation,
+                    start_ns: start,
+                    end_ns: end,
+                    bytes: 1 << rnd(20),
+                    stream,
+                    kind: if rnd(2) == 0 {
+                        CopyKind::HtoD
+                    } else {
+                        CopyKind::DtoH
+                    },
+                    flags: FLAG_CORRELATED as u8,
+                    ..Default::default()
+                };
+                gm.push(m.to_bytes().to_vec());
+            }
+            _ => {
+                let s = SyncRecord {
+                    correlation,
+                    start_ns: now,
+                    end_ns: now + 40,
+                    kind: SyncKind::StreamSynchronize,
+                    stream,
+                    flags: FLAG_CORRELATED as u8,
+                    ..Default::default()
+                };
+                sy.extend_from_slice(&s.to_bytes());
+            }
+        }
+        if id % 700 == 0 {
+            for (t, a) in api.iter_mut().enumerate() {
+                chunk(&mut f, ChunkKind::ApiRecords, 100 + t as u64, a);
+                a.clear();
+            }
+        }
+    }
+    for (t, a) in api.iter().enumerate() {
+        chunk(&mut f, ChunkKind::ApiRecords, 100 + t as u64, a);
+    }
+    // GPU chunks of 100 records, in reverse order, each shuffled a little.
+    let put = |f: &mut Vec<u8>, kind, v: &mut Vec<Vec<u8>>| {
+        let chunks: Vec<Vec<u8>> = v.chunks(100).map(|c| c.concat()).collect();
+        for c in chunks.iter().rev() {
+            chunk(f, kind, 0, c);
+        }
+    };
+    put(&mut f, ChunkKind::Kernels, &mut gk);
+    put(&mut f, ChunkKind::Memcpys, &mut gm);
+    put(&mut f, ChunkKind::Memsets, &mut gs);
+    chunk(&mut f, ChunkKind::Sync, 0, &sy);
+    if truncate {
+        f.truncate(f.len() - 30);
+    }
+    f
+}
+
+fn check(files: &[PathBuf], filter: &Filter, id_range: u64) {
+    let (streamed, sections) = report_inputs_with(files, filter, id_range).unwrap();
+    let mut whole = crate::model::load_inputs(files).unwrap();
+    crate::filter::apply_all(filter, &mut whole.traces).unwrap();
+    let sections_list = [
+        Section::Api,
+        Section::Kernels,
+        Section::Memcpy,
+        Section::Memset,
+        Section::Utilisation,
+        Section::Latency,
+        Section::Sync,
+    ];
+    for (format, section) in [(Format::Table, Section::Api), (Format::Json, Section::Api)]
+        .into_iter()
+        .chain(sections_list.map(|s| (Format::Csv, s)))
+    {
+        let a = render_sections(&streamed.traces, &sections, format, section);
+        let b = render_report_section(&whole.traces, format, section);
+        assert_eq!(a, b, "{format:?} {section:?} {filter}");
+        if std::env::var_os("RTRACE_SHOW").is_some() && format == Format::Table {
+            eprintln!("{a}");
+        }
+    }
+}
+
+#[test]
+fn streamed_reports_are_the_in_memory_ones() {
+    let dir = std::env::temp_dir().join(format!("rtrace-stream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut files = Vec::new();
+    for (i, truncate) in [(1u32, false), (2, true)] {
+        let path = dir.join(format!("t{i}.bin"));
+        let mut file = std::fs::File::create(&path).unwrap();
+        file.write_all(&awkward(40 + i, u64::from(i), truncate))
+            .unwrap();
+        files.push(path);
+    }
+    for id_range in [1 << 22, 500, 37] {
+        check(&files, &Filter::default(), id_range);
+    }
+    let filters = [
+        Filter {
+            from_ns: Some(1_000_000),
+            to_ns: Some(6_000_000),
+            ..Default::default()
+        },
+        Filter {
+            devices: vec![1],
+            streams: vec![13, 15],
+            ..Default::default()
+        },
+        Filter {
+            kernel: Some(crate::filter::parse_regex("gemm|add").unwrap()),
+            pids: vec![42],
+            ..Default::default()
+        },
+    ];
+    for f in &filters {
+        check(&files, f, 700);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
