@@ -7,9 +7,11 @@
 //! ids from [`SYNTHETIC_TID_BASE`] up, named `GPU 0 stream 7`. Times are in
 //! µs with three decimals (whole ns).
 
-use super::layout::{self, Gpu, KernelNames, Links, Nest, Step, Value, ARG_NAMES};
+use super::layout::{self, Device, Flow, Gpu, KernelNames, NvtxTrack, Value, ARG_NAMES};
+use super::merge::{Emitter, Track};
 use super::Stats;
 use crate::model::Trace;
+use rtrace_format::ApiRecord;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -28,6 +30,10 @@ pub struct ChromeWriter<W: Write> {
     events: u64,
     next_flow: u64,
     stats: Stats,
+    /// The trace being written.
+    t: TraceState,
+    /// Argument buffer, reused.
+    args: Vec<layout::Arg>,
 }
 
 impl<W: Write> ChromeWriter<W> {
@@ -39,7 +45,14 @@ impl<W: Write> ChromeWriter<W> {
             events: 0,
             next_flow: 1,
             stats: Stats::default(),
+            t: TraceState::default(),
+            args: Vec::new(),
         }
+    }
+
+    /// Where the next trace's flow ids start; the caller moves it past them.
+    pub fn next_flow(&mut self) -> &mut u64 {
+        &mut self.next_flow
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -137,118 +150,207 @@ impl<W: Write> ChromeWriter<W> {
         self.buf.push('}');
     }
 
-    /// Writes the events of `trace`.
-    pub fn write_trace(&mut self, trace: &Trace) -> io::Result<()> {
+    /// The thread id of `lane` of `track`: lane 0 of a thread is the thread;
+    /// any other lane, and each stream and NVTX track, gets the next synthetic
+    /// id, named when first used.
+    fn lane_tid(&mut self, track: Track, lane: u32) -> u64 {
+        let lane = lane as usize;
+        let t = &self.t;
+        let (name, have) = match track {
+            Track::Thread(tid) => match t.threads.get(&tid) {
+                Some((name, tids)) => (name, tids.get(lane)),
+                None => return tid,
+            },
+            Track::Stream(d, s) => match t.streams.get(&(d, s)) {
+                Some((name, tids)) => (name, tids.get(lane)),
+                None => return 0,
+            },
+            Track::Nvtx(i) => match t.nvtx.get(i) {
+                Some((name, tids)) => (name, tids.get(lane)),
+                None => return 0,
+            },
+        };
+        if let Some(&tid) = have {
+            return tid;
+        }
+        let name = name.clone();
+        let tid = self.t.next_tid;
+        self.t.next_tid += 1;
+        let pid = self.t.pid;
+        self.name("thread_name", pid, tid, &name);
+        self.stats.tracks += 1;
+        let tids = match track {
+            Track::Thread(t) => self.t.threads.get_mut(&t).map(|x| &mut x.1),
+            Track::Stream(d, s) => self.t.streams.get_mut(&(d, s)).map(|x| &mut x.1),
+            Track::Nvtx(i) => self.t.nvtx.get_mut(i).map(|x| &mut x.1),
+        };
+        if let Some(tids) = tids {
+            tids.push(tid);
+        }
+        tid
+    }
+}
+
+/// The tracks and names of the trace being written.
+#[derive(Default)]
+struct TraceState {
+    pid: u32,
+    next_tid: u64,
+    /// Thread id → name of its further lanes, its lanes' thread ids.
+    threads: HashMap<u64, (String, Vec<u64>)>,
+    /// (device, stream) → its track's name, its lanes' thread ids.
+    streams: HashMap<(u32, u32), (String, Vec<u64>)>,
+    /// Per NVTX track: its name, its lanes' thread ids.
+    nvtx: Vec<(String, Vec<u64>)>,
+    /// Function id → its name as JSON.
+    functions: HashMap<u32, String>,
+    /// Kernel name id → its demangled name as JSON.
+    kernel_json: HashMap<u32, String>,
+    kernels: KernelNames,
+}
+
+impl<W: Write> Emitter for ChromeWriter<W> {
+    fn stats(&mut self) -> &mut Stats {
+        &mut self.stats
+    }
+
+    fn begin_trace(
+        &mut self,
+        trace: &Trace,
+        devices: &[Device],
+        nvtx: &[NvtxTrack],
+    ) -> io::Result<()> {
         self.stats.traces += 1;
         let pid = trace.header.pid;
+        self.t = TraceState {
+            pid,
+            next_tid: SYNTHETIC_TID_BASE,
+            ..Default::default()
+        };
         self.name("process_name", pid, 0, &layout::process_name(trace));
         for t in trace.threads.values() {
             if let Some(name) = &t.name {
                 self.name("thread_name", pid, t.tid, name);
             }
+            let name = match &t.name {
+                Some(n) => n.clone(),
+                None => format!("thread {}", t.tid),
+            };
+            self.t.threads.insert(t.tid, (name, vec![t.tid]));
         }
-        let mut next_tid = SYNTHETIC_TID_BASE;
-        let mut links = Links::new(trace, &mut self.next_flow);
-        self.stats.flows += links.flows;
-        let mut args = Vec::new();
-        let mut functions: HashMap<u32, String> = HashMap::new();
+        for track in nvtx {
+            self.t.nvtx.push((track.name.clone(), Vec::new()));
+        }
+        for device in devices {
+            for &stream in &device.streams {
+                let name = layout::stream_name(device.ordinal, stream);
+                self.t
+                    .streams
+                    .insert((device.ordinal, stream), (name, Vec::new()));
+            }
+        }
+        self.flush_if_full()
+    }
 
-        for t in trace.threads.values() {
-            let spans = layout::api_spans(&t.records);
-            let mut tids = vec![t.tid];
-            let mut nest = Nest::new(&spans);
-            for step in nest.by_ref() {
-                let Step::Begin { index, lane, end } = step else {
-                    continue;
-                };
-                let tid = self.lane_tid(&mut tids, lane, &mut next_tid, pid, || match &t.name {
-                    Some(n) => n.clone(),
-                    None => format!("thread {}", t.tid),
-                });
-                let r = &t.records[index as usize];
-                let name = functions.entry(r.function).or_insert_with(|| {
+    fn api(
+        &mut self,
+        trace: &Trace,
+        tid: u64,
+        lane: u32,
+        r: &ApiRecord,
+        end: u64,
+        flows: std::ops::Range<u64>,
+    ) -> io::Result<()> {
+        let lane_tid = self.lane_tid(Track::Thread(tid), lane);
+        let mut name = std::mem::take(self.t.functions.entry(r.function).or_insert_with(|| {
+            let mut s = String::new();
+            string(&mut s, &trace.function_name(r.function));
+            s
+        }));
+        let mut args = std::mem::take(&mut self.args);
+        layout::api_args(r, &mut args);
+        let pid = self.t.pid;
+        self.complete("api", &name, pid, lane_tid, r.start_ns, end, &args);
+        for id in flows {
+            self.flow("s", id, pid, lane_tid, r.start_ns);
+        }
+        self.args = args;
+        if let Some(n) = self.t.functions.get_mut(&r.function) {
+            std::mem::swap(n, &mut name);
+        }
+        self.stats.slices += 1;
+        self.flush_if_full()
+    }
+
+    fn gpu(
+        &mut self,
+        trace: &Trace,
+        lane: u32,
+        g: Gpu,
+        end: u64,
+        flow: Option<Flow>,
+    ) -> io::Result<()> {
+        let (device, stream) = g.place();
+        let tid = self.lane_tid(Track::Stream(device, stream), lane);
+        let mut name = String::new();
+        let cat = match g {
+            Gpu::Kernel(k) => {
+                let t = &mut self.t;
+                let json = t.kernel_json.entry(k.name).or_insert_with(|| {
                     let mut s = String::new();
-                    string(&mut s, &trace.function_name(r.function));
+                    string(&mut s, t.kernels.get(trace, k.name));
                     s
                 });
-                layout::api_args(r, &mut args);
-                self.complete("api", name, pid, tid, r.start_ns, end, &args);
-                for id in links.api_flows(t.tid, index as usize, r) {
-                    self.flow("s", id, pid, tid, r.start_ns);
-                }
-                self.stats.slices += 1;
-                self.flush_if_full()?;
+                name.push_str(json);
+                "kernel"
             }
-            self.stats.clipped += nest.clipped;
+            Gpu::Memcpy(_) => {
+                string(&mut name, &layout::copy_or_set_name(g).unwrap_or_default());
+                "memcpy"
+            }
+            Gpu::Memset(_) => {
+                string(&mut name, &layout::copy_or_set_name(g).unwrap_or_default());
+                "memset"
+            }
+        };
+        let mut args = std::mem::take(&mut self.args);
+        layout::gpu_args(g, &mut args);
+        let pid = self.t.pid;
+        let start = g.span().0;
+        self.complete(cat, &name, pid, tid, start, end, &args);
+        self.args = args;
+        if let Some(flow) = flow {
+            self.flow("f", flow.id, pid, tid, start);
         }
+        self.stats.slices += 1;
+        self.flush_if_full()
+    }
 
-        // NVTX ranges on their threads, and projected onto the GPU work they launched.
-        for track in layout::nvtx_tracks(trace) {
-            let spans: Vec<(u64, u64)> = track.slices.iter().map(|s| (s.1, s.2)).collect();
-            let mut tids = Vec::new();
-            let mut nest = Nest::new(&spans);
-            for step in nest.by_ref() {
-                let Step::Begin { index, lane, end } = step else {
-                    continue;
-                };
-                let tid = self.lane_tid(&mut tids, lane, &mut next_tid, pid, || track.name.clone());
-                let slice = &track.slices[index as usize];
-                let mut name = String::new();
-                string(&mut name, &slice.0);
-                self.complete("nvtx", &name, pid, tid, slice.1, end, &[]);
-                self.stats.slices += 1;
-                self.flush_if_full()?;
-            }
-            self.stats.clipped += nest.clipped;
-        }
+    fn nvtx(
+        &mut self,
+        track: usize,
+        lane: u32,
+        name: &str,
+        start: u64,
+        end: u64,
+    ) -> io::Result<()> {
+        let tid = self.lane_tid(Track::Nvtx(track), lane);
+        let mut json = String::new();
+        string(&mut json, name);
+        let pid = self.t.pid;
+        self.complete("nvtx", &json, pid, tid, start, end, &[]);
+        self.stats.slices += 1;
+        self.flush_if_full()
+    }
 
-        let mut kernels = KernelNames::default();
-        let mut kernel_json: HashMap<u32, String> = HashMap::new();
-        for device in layout::devices(trace) {
-            for stream in &device.streams {
-                let stream_name = layout::stream_name(device.ordinal, stream.id);
-                let mut tids = Vec::new();
-                let mut nest = Nest::new(&stream.spans);
-                for step in nest.by_ref() {
-                    let Step::Begin { index, lane, end } = step else {
-                        continue;
-                    };
-                    let tid =
-                        self.lane_tid(&mut tids, lane, &mut next_tid, pid, || stream_name.clone());
-                    let record = stream.records[index as usize];
-                    let (start, _) = stream.spans[index as usize];
-                    let mut copy_name = String::new();
-                    let (cat, name) = match record {
-                        Gpu::Kernel(i) => {
-                            let id = trace.kernels[i as usize].name;
-                            let name = kernel_json.entry(id).or_insert_with(|| {
-                                let mut s = String::new();
-                                string(&mut s, kernels.get(trace, id));
-                                s
-                            });
-                            ("kernel", name.as_str())
-                        }
-                        Gpu::Memcpy(_) | Gpu::Memset(_) => {
-                            let name = layout::copy_or_set_name(trace, record).unwrap_or_default();
-                            string(&mut copy_name, &name);
-                            let cat = if matches!(record, Gpu::Memcpy(_)) {
-                                "memcpy"
-                            } else {
-                                "memset"
-                            };
-                            (cat, copy_name.as_str())
-                        }
-                    };
-                    layout::gpu_args(trace, record, &mut args);
-                    self.complete(cat, name, pid, tid, start, end, &args);
-                    if let Some(flow) = links.gpu_flow(trace, record, start) {
-                        self.flow("f", flow.id, pid, tid, start);
-                    }
-                    self.stats.slices += 1;
-                    self.flush_if_full()?;
-                }
-                self.stats.clipped += nest.clipped;
-            }
+    /// Complete events carry their ends.
+    fn end(&mut self, _track: Track, _lane: u32, _end: u64) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn counters(&mut self, _trace: &Trace, devices: &[Device]) -> io::Result<()> {
+        let pid = self.t.pid;
+        for device in devices {
             for counter in &device.counters {
                 let mut name = String::new();
                 string(
@@ -266,28 +368,6 @@ impl<W: Write> ChromeWriter<W> {
             }
         }
         self.flush_if_full()
-    }
-
-    /// The thread id of `lane` of a track whose lanes so far are `tids`: a
-    /// new lane gets the next synthetic id, named by `name`.
-    fn lane_tid(
-        &mut self,
-        tids: &mut Vec<u64>,
-        lane: u32,
-        next_tid: &mut u64,
-        pid: u32,
-        name: impl FnOnce() -> String,
-    ) -> u64 {
-        let lane = lane as usize;
-        if lane < tids.len() {
-            return tids[lane];
-        }
-        let tid = *next_tid;
-        *next_tid += 1;
-        self.name("thread_name", pid, tid, &name());
-        self.stats.tracks += 1;
-        tids.push(tid);
-        tid
     }
 }
 

@@ -2,80 +2,62 @@
 //! on properly nested lanes, the GPU tracks of each device, the links from API
 //! calls to the GPU work they launched, and the memory counters.
 
-use crate::model::Trace;
-use rtrace_format::{ApiRecord, MemoryKind, MemoryOperation, FLAG_CORRELATED, ID_NONE};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use crate::model::{IdMap, Trace};
+use rtrace_format::{
+    ApiRecord, KernelRecord, MemcpyRecord, MemoryKind, MemoryOperation, MemsetRecord,
+    FLAG_CORRELATED, ID_NONE,
+};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
-/// Lanes a track may grow to before overlapping slices are clipped (see [`Nest`]).
+/// Lanes a track may grow to before overlapping slices are clipped (see [`Lanes`]).
 pub const MAX_LANES: usize = 32;
 
 /// One step of drawing slices on a track: a slice begins or ends on one of
 /// the track's lanes (lane 0 is the track itself).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
-    /// Slice `index` (into the spans given to [`Nest::new`]) begins at its
-    /// start; `end` is where it will end (its own end, or the end it was
-    /// clipped to).
+    /// Slice `index` begins at its start; `end` is where it will end (its own
+    /// end, or the end it was clipped to).
     Begin { index: u32, lane: u32, end: u64 },
     /// Slice `index` ends at `end`.
     End { index: u32, lane: u32, end: u64 },
 }
 
-/// Lays slices out so that on each lane every slice either nests inside the
-/// one open before it or starts after it ends, as begin/end (and complete)
-/// events require: sorted by start (then longest first), each slice goes to
-/// the first lane where it fits. Calls on one thread always fit lane 0 (they
-/// nest); GPU work that overlaps on one stream takes further lanes. A slice
-/// that fits none of [`MAX_LANES`] lanes goes to the last one, its end
-/// clipped to that of the slice it would overlap ([`Nest::clipped`]).
+/// The lanes of one track, filled as slices come in start order (then longest
+/// first): each slice goes to the first lane where it either nests inside the
+/// slice open last or starts after it ends, as begin/end (and complete) events
+/// require. Calls on one thread always fit lane 0 (they nest); GPU work that
+/// overlaps on one stream takes further lanes. A slice that fits none of
+/// [`MAX_LANES`] lanes goes to the last one, its end clipped to that of the
+/// slice it would overlap ([`Lanes::clipped`]).
 ///
-/// The steps come in an order valid for each lane: on one lane, ends and
-/// begins alternate as the nesting requires, with ties (a slice ending where
-/// the next begins) ending first.
-#[derive(Debug)]
-pub struct Nest<'a> {
-    spans: &'a [(u64, u64)],
-    order: Vec<u32>,
-    next: usize,
+/// Only the open slices are held (at most a few per lane), so a track of any
+/// length is laid out in constant memory. The steps come in an order valid for
+/// each lane: ends and begins alternate as the nesting requires, with ties (a
+/// slice ending where the next begins) ending first.
+#[derive(Debug, Default)]
+pub struct Lanes {
     /// Per lane, the open slices: (end, index), innermost last.
-    lanes: Vec<Vec<(u64, u32)>>,
-    pending: VecDeque<Step>,
-    drain: usize,
+    open: Vec<Vec<(u64, u32)>>,
     /// Slices whose end was clipped for want of a lane.
     pub clipped: u64,
 }
 
-impl<'a> Nest<'a> {
-    /// `spans`: (start, end) of each slice; an end before its start counts as
-    /// the start (a zero-length slice).
-    pub fn new(spans: &'a [(u64, u64)]) -> Self {
-        let mut order: Vec<u32> = (0..spans.len() as u32).collect();
-        order.sort_by_key(|&i| {
-            let (s, e) = spans[i as usize];
-            (s, std::cmp::Reverse(e.max(s)), i)
-        });
-        Nest {
-            spans,
-            order,
-            next: 0,
-            lanes: Vec::new(),
-            pending: VecDeque::new(),
-            drain: 0,
-            clipped: 0,
-        }
-    }
-
-    fn place(&mut self, index: u32) {
-        let (start, end) = self.spans[index as usize];
+impl Lanes {
+    /// Places slice `index` spanning `start..end` (an end before its start
+    /// counts as the start), pushing the ends it passes and then its begin onto
+    /// `steps`. Slices must come in start order, longest first among equal
+    /// starts.
+    pub fn place(&mut self, index: u32, start: u64, end: u64, steps: &mut VecDeque<Step>) {
         let mut end = end.max(start);
         let mut chosen = None;
-        for (li, lane) in self.lanes.iter_mut().enumerate() {
+        for (li, lane) in self.open.iter_mut().enumerate() {
             while let Some(&(e, i)) = lane.last() {
                 if e > start {
                     break;
                 }
                 lane.pop();
-                self.pending.push_back(Step::End {
+                steps.push_back(Step::End {
                     index: i,
                     lane: li as u32,
                     end: e,
@@ -88,28 +70,77 @@ impl<'a> Nest<'a> {
         }
         let lane = match chosen {
             Some(li) => li,
-            None if self.lanes.len() < MAX_LANES => {
-                self.lanes.push(Vec::new());
-                self.lanes.len() - 1
+            None if self.open.len() < MAX_LANES => {
+                self.open.push(Vec::new());
+                self.open.len() - 1
             }
             None => {
-                let li = self.lanes.len() - 1;
+                let li = self.open.len() - 1;
                 // The top ends after `start` (else it was popped) and before `end`.
-                end = self.lanes[li].last().map_or(end, |&(e, _)| e);
+                end = self.open[li].last().map_or(end, |&(e, _)| e);
                 self.clipped += 1;
                 li
             }
         };
-        self.lanes[lane].push((end, index));
-        self.pending.push_back(Step::Begin {
+        self.open[lane].push((end, index));
+        steps.push_back(Step::Begin {
             index,
             lane: lane as u32,
             end,
         });
     }
+
+    /// Ends every open slice: lane by lane, innermost first.
+    pub fn drain(&mut self, steps: &mut VecDeque<Step>) {
+        for (li, lane) in self.open.iter_mut().enumerate() {
+            while let Some((end, index)) = lane.pop() {
+                steps.push_back(Step::End {
+                    index,
+                    lane: li as u32,
+                    end,
+                });
+            }
+        }
+    }
 }
 
-impl Iterator for Nest<'_> {
+/// [`Lanes`] over slices held in memory, in any order: sorts them by start
+/// (then longest first, then index) and yields the steps.
+#[derive(Debug)]
+pub struct Nest {
+    spans: Vec<(u64, u64)>,
+    order: Vec<u32>,
+    next: usize,
+    lanes: Lanes,
+    pending: VecDeque<Step>,
+    drained: bool,
+}
+
+impl Nest {
+    /// `spans`: (start, end) of each slice.
+    pub fn new(spans: &[(u64, u64)]) -> Self {
+        let mut order: Vec<u32> = (0..spans.len() as u32).collect();
+        order.sort_by_key(|&i| {
+            let (s, e) = spans[i as usize];
+            (s, std::cmp::Reverse(e.max(s)), i)
+        });
+        Nest {
+            spans: spans.to_vec(),
+            order,
+            next: 0,
+            lanes: Lanes::default(),
+            pending: VecDeque::new(),
+            drained: false,
+        }
+    }
+
+    /// Slices whose end was clipped for want of a lane.
+    pub fn clipped(&self) -> u64 {
+        self.lanes.clipped
+    }
+}
+
+impl Iterator for Nest {
     type Item = Step;
 
     fn next(&mut self) -> Option<Step> {
@@ -120,37 +151,56 @@ impl Iterator for Nest<'_> {
             if self.next < self.order.len() {
                 let index = self.order[self.next];
                 self.next += 1;
-                self.place(index);
+                let (start, end) = self.spans[index as usize];
+                self.lanes.place(index, start, end, &mut self.pending);
                 continue;
             }
-            while self.drain < self.lanes.len() {
-                let lane = self.drain as u32;
-                if let Some((end, index)) = self.lanes[self.drain].pop() {
-                    return Some(Step::End { index, lane, end });
-                }
-                self.drain += 1;
+            if self.drained {
+                return None;
             }
-            return None;
+            self.drained = true;
+            self.lanes.drain(&mut self.pending);
         }
     }
 }
 
-/// Which GPU record a GPU slice is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Gpu {
-    Kernel(u32),
-    Memcpy(u32),
-    Memset(u32),
+/// A GPU record, as a slice shows it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Gpu<'a> {
+    Kernel(&'a KernelRecord),
+    Memcpy(&'a MemcpyRecord),
+    Memset(&'a MemsetRecord),
 }
 
-/// The GPU work of one stream of one device, in file order (kernels, then
-/// copies, then memsets).
-#[derive(Debug, Default)]
-pub struct Stream {
-    pub id: u32,
-    pub records: Vec<Gpu>,
-    /// (start, end) of each record.
-    pub spans: Vec<(u64, u64)>,
+impl Gpu<'_> {
+    /// The correlation id of the API call it links to: a kernel or copy
+    /// flagged `FLAG_CORRELATED`, a memset with a non-zero correlation (the
+    /// rules of the report's launch latency).
+    pub fn correlation(self) -> Option<u64> {
+        match self {
+            Gpu::Kernel(k) => (k.flags & FLAG_CORRELATED != 0).then_some(k.correlation),
+            Gpu::Memcpy(m) => (u32::from(m.flags) & FLAG_CORRELATED != 0).then_some(m.correlation),
+            Gpu::Memset(m) => (m.correlation != 0).then_some(m.correlation),
+        }
+    }
+
+    /// (device, stream).
+    pub fn place(self) -> (u32, u32) {
+        match self {
+            Gpu::Kernel(k) => (k.device, k.stream),
+            Gpu::Memcpy(m) => (m.device, m.stream),
+            Gpu::Memset(m) => (m.device, m.stream),
+        }
+    }
+
+    /// (start, end).
+    pub fn span(self) -> (u64, u64) {
+        match self {
+            Gpu::Kernel(k) => (k.start_ns, k.end_ns),
+            Gpu::Memcpy(m) => (m.start_ns, m.end_ns),
+            Gpu::Memset(m) => (m.start_ns, m.end_ns),
+        }
+    }
 }
 
 /// A memory counter of one device: bytes in use after each change.
@@ -164,65 +214,34 @@ pub struct Counter {
     pub points: Vec<(u64, i64)>,
 }
 
-/// One device of a trace: its streams (ascending) and memory counters.
+/// One device of a trace: its streams that ran work (ascending) and its
+/// memory counters.
 #[derive(Debug, Default)]
 pub struct Device {
     pub ordinal: u32,
-    pub streams: Vec<Stream>,
+    pub streams: Vec<u32>,
     pub counters: Vec<Counter>,
 }
 
-/// The devices of `trace` that ran GPU work or have memory records, ascending.
-pub fn devices(trace: &Trace) -> Vec<Device> {
-    let mut by_device: BTreeMap<u32, BTreeMap<u32, Stream>> = BTreeMap::new();
-    let mut add = |device: u32, stream: u32, record: Gpu, span: (u64, u64)| {
-        let s = by_device
-            .entry(device)
-            .or_default()
-            .entry(stream)
-            .or_insert_with(|| Stream {
-                id: stream,
-                ..Default::default()
-            });
-        s.records.push(record);
-        s.spans.push(span);
-    };
-    for (i, k) in trace.kernels.iter().enumerate() {
-        add(
-            k.device,
-            k.stream,
-            Gpu::Kernel(i as u32),
-            (k.start_ns, k.end_ns),
-        );
-    }
-    for (i, m) in trace.memcpys.iter().enumerate() {
-        add(
-            m.device,
-            m.stream,
-            Gpu::Memcpy(i as u32),
-            (m.start_ns, m.end_ns),
-        );
-    }
-    for (i, m) in trace.memsets.iter().enumerate() {
-        add(
-            m.device,
-            m.stream,
-            Gpu::Memset(i as u32),
-            (m.start_ns, m.end_ns),
-        );
-    }
+/// The devices of a trace that ran GPU work (on the (device, stream) pairs
+/// `streams`) or have memory records, ascending.
+pub fn devices(trace: &Trace, streams: &BTreeSet<(u32, u32)>) -> Vec<Device> {
     let mut counters = memory_counters(trace);
-    let mut ordinals: Vec<u32> = by_device.keys().chain(counters.keys()).copied().collect();
+    let mut ordinals: Vec<u32> = streams
+        .iter()
+        .map(|&(d, _)| d)
+        .chain(counters.keys().copied())
+        .collect();
     ordinals.sort_unstable();
     ordinals.dedup();
     ordinals
         .into_iter()
         .map(|ordinal| Device {
             ordinal,
-            streams: by_device
-                .remove(&ordinal)
-                .map(|s| s.into_values().collect())
-                .unwrap_or_default(),
+            streams: streams
+                .range((ordinal, 0)..=(ordinal, u32::MAX))
+                .map(|&(_, s)| s)
+                .collect(),
             counters: counters.remove(&ordinal).unwrap_or_default(),
         })
         .collect()
@@ -265,31 +284,6 @@ fn memory_counters(trace: &Trace) -> BTreeMap<u32, Vec<Counter>> {
     out
 }
 
-/// The links from API calls to the GPU work they launched: a kernel or copy
-/// flagged `FLAG_CORRELATED`, or a memset with a non-zero correlation, whose
-/// correlation id is that of an API record of the trace (the rules of the
-/// report's launch latency). Each link is one flow, with an id unique in the
-/// export; an API call that launched several records (a graph) starts one
-/// flow per record.
-#[derive(Debug, Default)]
-pub struct Links {
-    by_correlation: crate::model::IdMap<Link>,
-    /// Flows made.
-    pub flows: u64,
-}
-
-#[derive(Debug, Default)]
-struct Link {
-    /// Linked GPU records with this correlation id.
-    count: u32,
-    /// The API record: (thread, index in the thread's records, start).
-    api: Option<(u64, u32, u64)>,
-    /// The first flow id; the link's flows are `base..base + count`.
-    base: u64,
-    /// Flow ids handed to GPU records so far.
-    used: u32,
-}
-
 /// The flow of a GPU record: its id, and whether the call started before
 /// the work did (the normal case, which ends the flow at the work).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -298,105 +292,209 @@ pub struct Flow {
     pub call_first: bool,
 }
 
-/// The correlation id of a GPU record when it links to an API call.
-pub fn gpu_correlation(trace: &Trace, record: Gpu) -> Option<u64> {
-    match record {
-        Gpu::Kernel(i) => {
-            let k = &trace.kernels[i as usize];
-            (k.flags & FLAG_CORRELATED != 0).then_some(k.correlation)
-        }
-        Gpu::Memcpy(i) => {
-            let m = &trace.memcpys[i as usize];
-            (u32::from(m.flags) & FLAG_CORRELATED != 0).then_some(m.correlation)
-        }
-        Gpu::Memset(i) => {
-            let m = &trace.memsets[i as usize];
-            (m.correlation != 0).then_some(m.correlation)
-        }
-    }
+/// The dense range of correlation ids may span this many ids, plus
+/// [`DENSE_PER_ID`] per id noted: ids are handed out densely, so a real
+/// trace's ids all fit, while a stray id (a damaged record) far from the
+/// others goes to the map instead of growing the range to reach it.
+const DENSE_IDS: u64 = 1 << 16;
+const DENSE_PER_ID: u64 = 4;
+/// A cell's bits: an API record has the id; that record has taken its flows;
+/// the GPU records with the id (`COUNT` itself: more, counted in a map).
+const API: u8 = 0x80;
+const CLAIMED: u8 = 0x40;
+const COUNT: u8 = 0x3f;
+
+/// The links from API calls to the GPU work they launched, for a trace read
+/// as a stream: per correlation id, whether an API record has it and how
+/// many GPU records do ([`Gpu::correlation`]), noted on a first read of
+/// every record ([`LinkTable::api`], [`LinkTable::gpu`]); then, as the
+/// records come again in time order, the flow ids of each call and each
+/// piece of work. Each link is one flow with an id unique in the export: an
+/// API call that launched several records (a graph) starts one flow per
+/// record. A correlation id given to several calls links to the first of
+/// them in time.
+///
+/// One byte per correlation id (ids are handed out densely, from 1), plus a
+/// map entry per stray id, per id with 63 or more GPU records and per id whose
+/// GPU records are being handed their flows, so memory grows by a byte per
+/// API call, not with the size of the records.
+#[derive(Debug, Default)]
+pub struct LinkTable {
+    /// Cell of id `base + i`.
+    cells: Vec<u8>,
+    base: u64,
+    /// Ids outside the dense range: (cell, slot).
+    sparse: IdMap<(u8, u64)>,
+    /// GPU records of ids whose count is `COUNT` or more.
+    many: IdMap<u32>,
+    /// Flows handed to GPU records so far, for ids with several.
+    used: IdMap<u32>,
+    /// Flow ids: `first + position * stride + k`.
+    first: u64,
+    stride: u64,
+    /// Ids noted (with repeats).
+    notes: u64,
+    /// Flows started (each API call's count, when it has a GPU record).
+    pub flows: u64,
 }
 
-impl Links {
-    /// The links of `trace`; flow ids start at `*next_flow`, which is moved
-    /// past them. Ids are given in thread and record order, so the same
-    /// trace always gets the same ids.
-    pub fn new(trace: &Trace, next_flow: &mut u64) -> Self {
-        let mut by_correlation: crate::model::IdMap<Link> = Default::default();
-        let count = |c: Option<u64>, map: &mut crate::model::IdMap<Link>| {
-            if let Some(c) = c {
-                map.entry(c).or_default().count += 1;
-            }
-        };
-        for i in 0..trace.kernels.len() {
-            count(
-                gpu_correlation(trace, Gpu::Kernel(i as u32)),
-                &mut by_correlation,
-            );
+impl LinkTable {
+    /// The links of a trace held in memory, flow ids from `*next_flow` on.
+    pub fn of(trace: &Trace, next_flow: &mut u64) -> LinkTable {
+        let mut t = LinkTable::default();
+        for th in trace.threads.values() {
+            th.records.iter().for_each(|r| t.api(r.correlation));
         }
-        for i in 0..trace.memcpys.len() {
-            count(
-                gpu_correlation(trace, Gpu::Memcpy(i as u32)),
-                &mut by_correlation,
-            );
-        }
-        for i in 0..trace.memsets.len() {
-            count(
-                gpu_correlation(trace, Gpu::Memset(i as u32)),
-                &mut by_correlation,
-            );
-        }
-        let mut flows = 0;
-        if !by_correlation.is_empty() {
-            for (&tid, t) in &trace.threads {
-                for (i, r) in t.records.iter().enumerate() {
-                    if let Some(link) = by_correlation.get_mut(&r.correlation) {
-                        // A correlation id given twice links to its first call.
-                        if link.api.is_none() {
-                            link.api = Some((tid, i as u32, r.start_ns));
-                            link.base = *next_flow;
-                            *next_flow += u64::from(link.count);
-                            flows += u64::from(link.count);
-                        }
-                    }
-                }
+        let gpu = trace
+            .kernels
+            .iter()
+            .map(Gpu::Kernel)
+            .chain(trace.memcpys.iter().map(Gpu::Memcpy))
+            .chain(trace.memsets.iter().map(Gpu::Memset));
+        for g in gpu {
+            if let Some(c) = g.correlation() {
+                t.gpu(c);
             }
         }
-        by_correlation.retain(|_, l| l.api.is_some());
-        Links {
-            by_correlation,
-            flows,
+        t.number(next_flow);
+        t
+    }
+
+    fn cell(&mut self, id: u64) -> &mut u8 {
+        self.notes += 1;
+        if self.cells.is_empty() && self.sparse.is_empty() {
+            self.base = id;
+        }
+        // An id once put in the map stays there, though the range may grow to reach it.
+        if !self.sparse.is_empty() && self.sparse.contains_key(&id) {
+            return &mut self.sparse.entry(id).or_insert((0, 0)).0;
+        }
+        let len = self.cells.len() as u64;
+        let most = DENSE_IDS.saturating_add(self.notes.saturating_mul(DENSE_PER_ID));
+        if id < self.base && (self.base - id).saturating_add(len) <= most {
+            let grow = (self.base - id) as usize;
+            self.cells.splice(0..0, std::iter::repeat_n(0, grow));
+            self.base = id;
+        }
+        let i = id.wrapping_sub(self.base);
+        if id >= self.base && (i < len || i < most) {
+            if i >= len {
+                self.cells.resize(i as usize + 1, 0);
+            }
+            return &mut self.cells[i as usize];
+        }
+        let slot = self.sparse.len() as u64;
+        &mut self.sparse.entry(id).or_insert((0, slot)).0
+    }
+
+    fn get(&self, id: u64) -> u8 {
+        if let Some(&(c, _)) = self.sparse.get(&id) {
+            return c;
+        }
+        let i = id.wrapping_sub(self.base);
+        if id >= self.base && i < self.cells.len() as u64 {
+            self.cells[i as usize]
+        } else {
+            self.sparse.get(&id).map_or(0, |c| c.0)
         }
     }
 
-    /// The ids of the flows that API record `index` of thread `tid` starts
+    /// Notes an API record with correlation id `id`.
+    pub fn api(&mut self, id: u64) {
+        *self.cell(id) |= API;
+    }
+
+    /// Notes a GPU record with correlation id `id`.
+    pub fn gpu(&mut self, id: u64) {
+        let c = self.cell(id);
+        if *c & COUNT < COUNT - 1 {
+            *c += 1;
+        } else if *c & COUNT == COUNT - 1 {
+            *c += 1;
+            self.many.insert(id, u32::from(COUNT));
+        } else if let Some(n) = self.many.get_mut(&id) {
+            *n = n.saturating_add(1);
+        }
+    }
+
+    fn count(&self, id: u64, cell: u8) -> u32 {
+        match cell & COUNT {
+            COUNT => self.many.get(&id).copied().unwrap_or(u32::from(COUNT)),
+            n => u32::from(n),
+        }
+    }
+
+    /// Ends the first read: gives the links their flow ids, from `*next_flow`
+    /// on, and moves it past them.
+    pub fn number(&mut self, next_flow: &mut u64) {
+        let most = self.many.values().copied().max().unwrap_or(0);
+        let most = self
+            .cells
+            .iter()
+            .chain(self.sparse.values().map(|(c, _)| c))
+            .map(|&c| u32::from(c & COUNT))
+            .max()
+            .unwrap_or(0)
+            .max(most);
+        self.stride = u64::from(most.max(1));
+        self.first = *next_flow;
+        let positions = self.cells.len() as u64 + self.sparse.len() as u64;
+        *next_flow = next_flow.saturating_add(positions.saturating_mul(self.stride));
+    }
+
+    fn position(&self, id: u64) -> u64 {
+        if let Some(&(_, slot)) = self.sparse.get(&id) {
+            return self.cells.len() as u64 + slot;
+        }
+        id.wrapping_sub(self.base)
+    }
+
+    fn flow_id(&self, id: u64, k: u32) -> u64 {
+        self.first
+            .saturating_add(self.position(id).saturating_mul(self.stride))
+            .saturating_add(u64::from(k))
+    }
+
+    /// The ids of the flows API record `r` starts: one per GPU record with
+    /// its correlation id, when it is the first call with that id to come
     /// (empty for most calls).
-    pub fn api_flows(&self, tid: u64, index: usize, record: &ApiRecord) -> std::ops::Range<u64> {
-        match self.by_correlation.get(&record.correlation) {
-            Some(l)
-                if l.api
-                    .is_some_and(|(t, i, _)| t == tid && i as usize == index) =>
-            {
-                l.base..l.base + u64::from(l.count)
-            }
-            _ => 0..0,
+    pub fn api_flows(&mut self, r: &ApiRecord) -> std::ops::Range<u64> {
+        let id = r.correlation;
+        let cell = self.get(id);
+        if cell & API == 0 || cell & CLAIMED != 0 || cell & COUNT == 0 {
+            return 0..0;
         }
+        *self.cell(id) |= CLAIMED;
+        let n = self.count(id, cell);
+        self.flows += u64::from(n);
+        let first = self.flow_id(id, 0);
+        first..first + u64::from(n)
     }
 
-    /// The flow that ends at GPU record `record` (starting at `start`), if it
-    /// links to a call; each call hands out its ids in turn.
-    pub fn gpu_flow(&mut self, trace: &Trace, record: Gpu, start: u64) -> Option<Flow> {
-        let link = self
-            .by_correlation
-            .get_mut(&gpu_correlation(trace, record)?)?;
-        let (_, _, api_start) = link.api?;
-        if link.used >= link.count {
+    /// The flow that ends at (or, when the work started before its call
+    /// came, passes through) GPU record `g`, if it links to a call; the
+    /// records of one call take its flows in turn.
+    pub fn gpu_flow(&mut self, g: Gpu) -> Option<Flow> {
+        let id = g.correlation()?;
+        let cell = self.get(id);
+        if cell & API == 0 {
             return None;
         }
-        let id = link.base + u64::from(link.used);
-        link.used += 1;
-        Some(Flow {
-            id,
-            call_first: api_start <= start,
+        let n = self.count(id, cell);
+        let k = if n <= 1 {
+            0
+        } else {
+            let used = self.used.entry(id).or_insert(0);
+            let k = *used;
+            *used += 1;
+            if *used >= n {
+                self.used.remove(&id);
+            }
+            k
+        };
+        (k < n).then(|| Flow {
+            id: self.flow_id(id, k),
+            call_first: cell & CLAIMED != 0,
         })
     }
 }
@@ -449,52 +547,43 @@ pub fn api_args(r: &ApiRecord, out: &mut Vec<Arg>) {
 /// thread and static and dynamic shared memory (bytes per block); for a copy
 /// its bytes and memory kinds; for a memset its bytes and value; then the
 /// correlation id, when the record has one.
-pub fn gpu_args(trace: &Trace, record: Gpu, out: &mut Vec<Arg>) {
+pub fn gpu_args(record: Gpu, out: &mut Vec<Arg>) {
     out.clear();
     let dim = |d: [i32; 3]| Value::Str(format!("({},{},{})", d[0], d[1], d[2]));
     match record {
-        Gpu::Kernel(i) => {
-            let k = &trace.kernels[i as usize];
+        Gpu::Kernel(k) => {
             out.push((GRID, dim(k.grid)));
             out.push((BLOCK, dim(k.block)));
             out.push((REGISTERS, Value::Uint(k.registers_per_thread.into())));
             out.push((STATIC_SHARED, Value::Uint(k.static_shared_memory.into())));
             out.push((DYNAMIC_SHARED, Value::Uint(k.dynamic_shared_memory.into())));
         }
-        Gpu::Memcpy(i) => {
-            let m = &trace.memcpys[i as usize];
+        Gpu::Memcpy(m) => {
             out.push((BYTES, Value::Uint(m.bytes)));
             out.push((SRC_KIND, Value::Str(m.src_kind.name().into())));
             out.push((DST_KIND, Value::Str(m.dst_kind.name().into())));
         }
-        Gpu::Memset(i) => {
-            let m = &trace.memsets[i as usize];
+        Gpu::Memset(m) => {
             out.push((BYTES, Value::Uint(m.bytes)));
             out.push((VALUE, Value::Uint(m.value.into())));
         }
     }
-    if let Some(c) = gpu_correlation(trace, record) {
+    if let Some(c) = record.correlation() {
         out.push((CORRELATION, Value::Uint(c)));
     }
 }
 
-/// A GPU record's slice name: the kernel's demangled name (see
-/// [`KernelNames`]), `memcpy HtoD 4 KiB`, `memset 1 MiB`.
-pub fn copy_or_set_name(trace: &Trace, record: Gpu) -> Option<String> {
+/// A copy's or memset's slice name: `memcpy HtoD 4 KiB`, `memset 1 MiB`
+/// (kernels are named by [`KernelNames`]).
+pub fn copy_or_set_name(record: Gpu) -> Option<String> {
     match record {
         Gpu::Kernel(_) => None,
-        Gpu::Memcpy(i) => {
-            let m = &trace.memcpys[i as usize];
-            Some(format!(
-                "memcpy {} {}",
-                m.kind.name(),
-                binary_bytes(m.bytes)
-            ))
-        }
-        Gpu::Memset(i) => Some(format!(
-            "memset {}",
-            binary_bytes(trace.memsets[i as usize].bytes)
+        Gpu::Memcpy(m) => Some(format!(
+            "memcpy {} {}",
+            m.kind.name(),
+            binary_bytes(m.bytes)
         )),
+        Gpu::Memset(m) => Some(format!("memset {}", binary_bytes(m.bytes))),
     }
 }
 
@@ -571,11 +660,6 @@ pub fn counter_name(ordinal: u32, host: bool) -> String {
     } else {
         format!("GPU {ordinal} memory in use")
     }
-}
-
-/// A thread's API records as spans, for [`Nest`].
-pub fn api_spans(records: &[ApiRecord]) -> Vec<(u64, u64)> {
-    records.iter().map(|r| (r.start_ns, r.end_ns)).collect()
 }
 
 /// An NVTX track of the timeline: its name and its slices (range name, start, end).

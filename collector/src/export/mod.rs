@@ -19,6 +19,7 @@
 
 mod chrome;
 mod layout;
+mod merge;
 mod perfetto;
 mod proto;
 #[cfg(test)]
@@ -29,7 +30,11 @@ pub use layout::{binary_bytes, MAX_LANES};
 pub use perfetto::PerfettoWriter;
 
 use crate::model::{io_message, load_trace, LoadError, Trace};
+use crate::stream::{Keep, StreamError};
+use layout::{LinkTable, NvtxTrack};
+use merge::{Failure, FileSource, FirstRead, InMemory, Source};
 use rtrace_format::TraceReader;
+use std::collections::BTreeSet;
 use std::collections::HashSet;
 use std::fmt;
 use std::fs::File;
@@ -89,11 +94,38 @@ impl<W: Write> Writer<W> {
         }
     }
 
-    /// Writes one trace (one process).
+    /// Writes one trace (one process) held in memory.
     pub fn write_trace(&mut self, trace: &Trace) -> io::Result<()> {
+        let nvtx = layout::nvtx_tracks(trace);
+        let streams = merge::streams_of(trace);
+        let mut links = LinkTable::of(trace, self.next_flow());
+        let mut src = InMemory::of(trace);
+        self.write_with(trace, &streams, &nvtx, &mut links, &mut src)
+            .map_err(|e| match e {
+                Failure::Write(e) => e,
+                Failure::Read(e) => io::Error::other(e.to_string()),
+            })
+    }
+
+    fn next_flow(&mut self) -> &mut u64 {
         match self {
-            Writer::Perfetto(w) => w.write_trace(trace),
-            Writer::Chrome(w) => w.write_trace(trace),
+            Writer::Perfetto(w) => w.next_flow(),
+            Writer::Chrome(w) => w.next_flow(),
+        }
+    }
+
+    /// Writes one trace whose API and GPU records come from `src` ([`merge::write`]).
+    fn write_with(
+        &mut self,
+        trace: &Trace,
+        streams: &BTreeSet<(u32, u32)>,
+        nvtx: &[NvtxTrack],
+        links: &mut LinkTable,
+        src: &mut dyn Source,
+    ) -> Result<(), Failure> {
+        match self {
+            Writer::Perfetto(w) => merge::write(w, trace, streams, nvtx, links, src),
+            Writer::Chrome(w) => merge::write(w, trace, streams, nvtx, links, src),
         }
     }
 
@@ -222,6 +254,8 @@ fn identity(path: &Path) -> PathBuf {
 pub enum ExportError {
     /// A trace could not be read.
     Load(LoadError),
+    /// A trace file read a second time no longer held what the first read found.
+    Changed(StreamError),
     /// The output could not be written (`path` `None`: standard output).
     Write {
         path: Option<PathBuf>,
@@ -234,7 +268,7 @@ impl ExportError {
     /// not a trace, 1 for a failed write.
     pub fn exit_code(&self) -> u8 {
         match self {
-            ExportError::Load(_) => 2,
+            ExportError::Load(_) | ExportError::Changed(_) => 2,
             ExportError::Write { .. } => 1,
         }
     }
@@ -249,6 +283,7 @@ impl fmt::Display for ExportError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ExportError::Load(e) => write!(f, "{e}"),
+            ExportError::Changed(e) => write!(f, "{e}"),
             ExportError::Write { path, error } => match path {
                 Some(p) => write!(f, "writing {}: {}", p.display(), io_message(error)),
                 None => write!(f, "writing the export: {}", io_message(error)),
@@ -349,10 +384,32 @@ fn write_all<W: Write>(
     } else {
         (vec![None], 0)
     };
+    let from = filter.from_ns.map_or(0, |f| base.saturating_add(f));
+    let to = filter.to_ns.map_or(u64::MAX, |v| base.saturating_add(v));
+    let failed = |e: Failure| match e {
+        Failure::Write(e) => werr(e),
+        Failure::Read(StreamError::Load(e)) => ExportError::Load(e),
+        Failure::Read(e) => ExportError::Changed(e),
+    };
     for (file, shift) in files.iter().zip(shifts) {
-        let mut trace = load_trace(file).map_err(ExportError::Load)?;
+        // A first read indexes the API and GPU chunks and notes their links, keeping the
+        // rest; the chunks are then read again in time order ([`merge`]).
+        let names = match &filter.kernel {
+            Some(re) => {
+                Some(crate::stream::kernel_names_kept(file, re).map_err(ExportError::Load)?)
+            }
+            None => None,
+        };
+        let keep = Keep::new(shift.as_ref().map_or(0, |s| s.ns), from, to, filter, names);
+        let mut first = FirstRead::new(&keep);
+        let mut trace = crate::stream::read_light(file, &mut first).map_err(ExportError::Load)?;
         if !filter.keeps_process(trace.header.pid) {
             continue;
+        }
+        let nvtx = trace.threads.values().any(|th| !th.nvtx.is_empty());
+        if nvtx {
+            // NVTX ranges are projected onto the calls and GPU work inside them: read whole.
+            trace = load_trace(file).map_err(ExportError::Load)?;
         }
         if let Some(s) = shift {
             trace.shift_times(s.ns);
@@ -364,7 +421,15 @@ fn write_all<W: Write>(
             trace.clock_shift = Some(s);
         }
         filter.apply(&mut trace, base);
-        w.write_trace(&trace).map_err(werr)?;
+        if nvtx {
+            w.write_trace(&trace).map_err(werr)?;
+        } else {
+            first.links.number(w.next_flow());
+            let mut src = FileSource::open(file, std::mem::take(&mut first.index), &keep)
+                .map_err(|e| failed(Failure::Read(e)))?;
+            w.write_with(&trace, &first.streams, &[], &mut first.links, &mut src)
+                .map_err(failed)?;
+        }
         outcome.warnings.extend(trace_warnings(&trace));
     }
     let (mut out, stats) = w.finish().map_err(werr)?;

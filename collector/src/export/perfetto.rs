@@ -9,10 +9,12 @@
 //! also makes `CLOCK_MONOTONIC` the trace's clock (a clock snapshot naming it
 //! the primary trace clock), so timestamps are the trace file's own.
 
-use super::layout::{self, Gpu, KernelNames, Links, Nest, Step, Value, ARG_NAMES};
+use super::layout::{self, Device, Flow, Gpu, KernelNames, NvtxTrack, Value, ARG_NAMES, MAX_LANES};
+use super::merge::{Emitter, Track};
 use super::proto::Proto;
 use super::Stats;
 use crate::model::Trace;
+use rtrace_format::ApiRecord;
 use std::collections::HashMap;
 use std::io::{self, Write};
 
@@ -101,9 +103,32 @@ pub struct PerfettoWriter<W: Write> {
     next_flow: u64,
     sequences: u32,
     stats: Stats,
+    /// The trace being written.
+    seq: Sequence,
+    /// Argument buffer, reused.
+    args: Vec<layout::Arg>,
+}
+
+/// The tracks and interned names of the trace being written (one packet
+/// sequence).
+#[derive(Default)]
+struct Sequence {
+    seq: u64,
+    process: u64,
+    /// Thread id → its track's name for further lanes, and its lanes' uuids.
+    threads: HashMap<u64, (String, Vec<u64>)>,
+    /// (device, stream) → the device's uuid, the rank of the stream's first
+    /// lane, its lanes' uuids.
+    streams: HashMap<(u32, u32), (u64, u64, Vec<u64>)>,
+    /// Per NVTX track: its name and lanes' uuids.
+    nvtx: Vec<(String, Vec<u64>)>,
+    /// (device, host) → counter track uuid.
+    counters: HashMap<(u32, bool), u64>,
+    names: Names,
 }
 
 /// A slice's name: interned on the sequence.
+#[derive(Default)]
 struct Names {
     iids: HashMap<String, u64>,
     functions: HashMap<u32, u64>,
@@ -120,7 +145,14 @@ impl<W: Write> PerfettoWriter<W> {
             next_flow: 1,
             sequences: 0,
             stats: Stats::default(),
+            seq: Sequence::default(),
+            args: Vec::new(),
         }
+    }
+
+    /// Where the next trace's flow ids start; the caller moves it past them.
+    pub fn next_flow(&mut self) -> &mut u64 {
+        &mut self.next_flow
     }
 
     fn uuid(&mut self) -> u64 {
@@ -150,13 +182,110 @@ impl<W: Write> PerfettoWriter<W> {
         Ok((self.out, self.stats))
     }
 
-    /// Writes `trace` as the next packet sequence.
-    pub fn write_trace(&mut self, trace: &Trace) -> io::Result<()> {
+    /// The track of `lane` of `track`, described when first used: further
+    /// lanes of a thread or NVTX track are its child tracks; those of a
+    /// stream are siblings under the device, merged by name.
+    fn track(&mut self, track: Track, lane: u32) -> u64 {
+        let seq = self.seq.seq;
+        let lane = lane as usize;
+        match track {
+            Track::Thread(tid) => {
+                let Some((name, lanes)) = self.seq.threads.get(&tid) else {
+                    return 0;
+                };
+                if let Some(&u) = lanes.get(lane) {
+                    return u;
+                }
+                let (name, parent) = (name.clone(), lanes[0]);
+                let uuid = self.uuid();
+                self.descriptor(seq, |p| {
+                    p.varint(field::UUID, uuid);
+                    p.varint(field::PARENT_UUID, parent);
+                    p.string(field::TRACK_NAME, &name);
+                });
+                if let Some((_, lanes)) = self.seq.threads.get_mut(&tid) {
+                    lanes.push(uuid);
+                }
+                uuid
+            }
+            Track::Nvtx(i) => {
+                let Some((name, lanes)) = self.seq.nvtx.get(i) else {
+                    return 0;
+                };
+                if let Some(&u) = lanes.get(lane) {
+                    return u;
+                }
+                let (name, parent) = (name.clone(), lanes[0]);
+                let uuid = self.uuid();
+                self.descriptor(seq, |p| {
+                    p.varint(field::UUID, uuid);
+                    p.varint(field::PARENT_UUID, parent);
+                    p.string(field::TRACK_NAME, &name);
+                });
+                self.seq.nvtx[i].1.push(uuid);
+                uuid
+            }
+            Track::Stream(device, stream) => {
+                let Some((device_uuid, rank, lanes)) = self.seq.streams.get(&(device, stream))
+                else {
+                    return 0;
+                };
+                if let Some(&u) = lanes.get(lane) {
+                    return u;
+                }
+                let (device_uuid, rank) = (*device_uuid, *rank + lane as u64);
+                let uuid = self.uuid();
+                self.stream_descriptor(uuid, device_uuid, device, stream, rank);
+                if let Some((_, _, lanes)) = self.seq.streams.get_mut(&(device, stream)) {
+                    lanes.push(uuid);
+                }
+                uuid
+            }
+        }
+    }
+
+    fn stream_descriptor(
+        &mut self,
+        uuid: u64,
+        device_uuid: u64,
+        device: u32,
+        stream: u32,
+        rank: u64,
+    ) {
+        let name = layout::stream_name(device, stream);
+        let seq = self.seq.seq;
+        self.descriptor(seq, |p| {
+            p.varint(field::UUID, uuid);
+            p.varint(field::PARENT_UUID, device_uuid);
+            p.string(field::TRACK_NAME, &name);
+            p.varint(field::SIBLING_ORDER_RANK, rank);
+            p.varint(field::SIBLING_MERGE_BEHAVIOR, MERGE_BY_TRACK_NAME);
+        });
+    }
+}
+
+impl<W: Write> Emitter for PerfettoWriter<W> {
+    fn stats(&mut self) -> &mut Stats {
+        &mut self.stats
+    }
+
+    /// Starts `trace`'s packet sequence: its first packet (state cleared,
+    /// clock, argument names), then the descriptors of its process, threads,
+    /// NVTX tracks, devices, streams (first lanes) and memory counters.
+    fn begin_trace(
+        &mut self,
+        trace: &Trace,
+        devices: &[Device],
+        nvtx: &[NvtxTrack],
+    ) -> io::Result<()> {
         self.sequences += 1;
         let seq = u64::from(self.sequences);
         self.stats.traces += 1;
+        self.seq = Sequence {
+            seq,
+            ..Default::default()
+        };
 
-        // The sequence's first packet: state cleared, clock, argument names.
         let packet = self.p.begin(field::TRACE_PACKET);
         self.p.varint(field::TRUSTED_PACKET_SEQUENCE_ID, seq);
         self.p
@@ -184,6 +313,7 @@ impl<W: Write> PerfettoWriter<W> {
         // The process and its threads.
         let h = &trace.header;
         let process = self.uuid();
+        self.seq.process = process;
         self.descriptor(seq, |p| {
             p.varint(field::UUID, process);
             let d = p.begin(field::PROCESS);
@@ -194,10 +324,8 @@ impl<W: Write> PerfettoWriter<W> {
             p.string(field::PROCESS_NAME, &layout::process_name(trace));
             p.end(d);
         });
-        let mut thread_uuids = Vec::with_capacity(trace.threads.len());
         for t in trace.threads.values() {
             let uuid = self.uuid();
-            thread_uuids.push(uuid);
             self.descriptor(seq, |p| {
                 p.varint(field::UUID, uuid);
                 p.varint(field::PARENT_UUID, process);
@@ -209,85 +337,28 @@ impl<W: Write> PerfettoWriter<W> {
                 }
                 p.end(d);
             });
-        }
-
-        let mut names = Names {
-            iids: HashMap::new(),
-            functions: HashMap::new(),
-            kernels: HashMap::new(),
-            demangled: KernelNames::default(),
-        };
-        let mut links = Links::new(trace, &mut self.next_flow);
-        self.stats.flows += links.flows;
-        let mut args = Vec::new();
-
-        // API calls, one slice each, on their thread's track.
-        for (t, &thread_uuid) in trace.threads.values().zip(&thread_uuids) {
-            let spans = layout::api_spans(&t.records);
-            let mut lanes = vec![thread_uuid];
-            let mut nest = Nest::new(&spans);
-            for step in nest.by_ref() {
-                match step {
-                    Step::Begin { index, lane, .. } => {
-                        let track = self.lane(seq, &mut lanes, lane, |p| {
-                            let name = match &t.name {
-                                Some(n) => n.clone(),
-                                None => format!("thread {}", t.tid),
-                            };
-                            p.string(field::TRACK_NAME, &name);
-                        });
-                        let r = &t.records[index as usize];
-                        let name =
-                            intern(&mut names.functions, r.function, &mut names.iids, || {
-                                trace.function_name(r.function).into_owned()
-                            });
-                        layout::api_args(r, &mut args);
-                        let flows = links.api_flows(t.tid, index as usize, r);
-                        self.begin(seq, track, r.start_ns, name, &args, flows, None)?;
-                    }
-                    Step::End { lane, end, .. } => {
-                        let track = lanes[lane as usize];
-                        self.end(seq, track, end)?;
-                    }
-                }
-            }
-            self.stats.clipped += nest.clipped;
+            let name = match &t.name {
+                Some(n) => n.clone(),
+                None => format!("thread {}", t.tid),
+            };
+            self.seq.threads.insert(t.tid, (name, vec![uuid]));
         }
 
         // NVTX ranges: a track per thread that began any (under the process), and per device
         // the ranges' projections: each range's span over the GPU work it launched.
-        for track in layout::nvtx_tracks(trace) {
+        for track in nvtx {
             let uuid = self.uuid();
-            let name = track.name;
             self.descriptor(seq, |p| {
                 p.varint(field::UUID, uuid);
                 p.varint(field::PARENT_UUID, process);
-                p.string(field::TRACK_NAME, &name);
+                p.string(field::TRACK_NAME, &track.name);
             });
-            let spans: Vec<(u64, u64)> = track.slices.iter().map(|s| (s.1, s.2)).collect();
-            let mut lanes = vec![uuid];
-            let mut nest = Nest::new(&spans);
-            for step in nest.by_ref() {
-                match step {
-                    Step::Begin { index, lane, .. } => {
-                        let track_uuid = self.lane(seq, &mut lanes, lane, |p| {
-                            p.string(field::TRACK_NAME, &name);
-                        });
-                        let slice = &track.slices[index as usize];
-                        let iid = intern_name(&mut names.iids, slice.0.clone());
-                        self.begin(seq, track_uuid, slice.1, iid, &[], 0..0, None)?;
-                    }
-                    Step::End { lane, end, .. } => {
-                        let track_uuid = lanes[lane as usize];
-                        self.end(seq, track_uuid, end)?;
-                    }
-                }
-            }
-            self.stats.clipped += nest.clipped;
+            self.seq.nvtx.push((track.name.clone(), vec![uuid]));
         }
 
-        // GPU work: a track per device, in it one per stream (and counters).
-        for device in layout::devices(trace) {
+        // GPU work: a track per device, in it one per stream (and counters). A stream's
+        // lanes are ranked MAX_LANES apart, its counters after them.
+        for device in devices {
             let device_uuid = self.uuid();
             let device_name = layout::device_name(trace, device.ordinal);
             self.descriptor(seq, |p| {
@@ -297,48 +368,13 @@ impl<W: Write> PerfettoWriter<W> {
                 p.varint(field::CHILD_ORDERING, ORDERING_EXPLICIT);
             });
             let mut rank = 0u64;
-            for stream in &device.streams {
-                let name = layout::stream_name(device.ordinal, stream.id);
-                let mut lanes = Vec::new();
-                let mut nest = Nest::new(&stream.spans);
-                for step in nest.by_ref() {
-                    match step {
-                        Step::Begin { index, lane, .. } => {
-                            let lane_rank = rank + u64::from(lane);
-                            let track = self.lane_at(seq, &mut lanes, lane, |p| {
-                                p.varint(field::PARENT_UUID, device_uuid);
-                                p.string(field::TRACK_NAME, &name);
-                                p.varint(field::SIBLING_ORDER_RANK, lane_rank);
-                                p.varint(field::SIBLING_MERGE_BEHAVIOR, MERGE_BY_TRACK_NAME);
-                            });
-                            let record = stream.records[index as usize];
-                            let (start, _) = stream.spans[index as usize];
-                            let iid = match record {
-                                Gpu::Kernel(i) => {
-                                    let id = trace.kernels[i as usize].name;
-                                    let demangled = &mut names.demangled;
-                                    intern(&mut names.kernels, id, &mut names.iids, || {
-                                        demangled.get(trace, id).to_string()
-                                    })
-                                }
-                                _ => {
-                                    let name =
-                                        layout::copy_or_set_name(trace, record).unwrap_or_default();
-                                    intern_name(&mut names.iids, name)
-                                }
-                            };
-                            layout::gpu_args(trace, record, &mut args);
-                            let flow = links.gpu_flow(trace, record, start);
-                            self.begin(seq, track, start, iid, &args, 0..0, flow)?;
-                        }
-                        Step::End { lane, end, .. } => {
-                            let track = lanes[lane as usize];
-                            self.end(seq, track, end)?;
-                        }
-                    }
-                }
-                self.stats.clipped += nest.clipped;
-                rank += lanes.len() as u64;
+            for &stream in &device.streams {
+                let uuid = self.uuid();
+                self.stream_descriptor(uuid, device_uuid, device.ordinal, stream, rank);
+                self.seq
+                    .streams
+                    .insert((device.ordinal, stream), (device_uuid, rank, vec![uuid]));
+                rank += MAX_LANES as u64;
             }
             for counter in &device.counters {
                 let uuid = self.uuid();
@@ -352,7 +388,94 @@ impl<W: Write> PerfettoWriter<W> {
                     p.varint(field::UNIT, UNIT_SIZE_BYTES);
                     p.end(c);
                 });
+                self.seq
+                    .counters
+                    .insert((device.ordinal, counter.host), uuid);
                 rank += 1;
+            }
+        }
+        self.flush_if_full()
+    }
+
+    fn api(
+        &mut self,
+        trace: &Trace,
+        tid: u64,
+        lane: u32,
+        r: &ApiRecord,
+        _end: u64,
+        flows: std::ops::Range<u64>,
+    ) -> io::Result<()> {
+        let track = self.track(Track::Thread(tid), lane);
+        let names = &mut self.seq.names;
+        let name = intern(&mut names.functions, r.function, &mut names.iids, || {
+            trace.function_name(r.function).into_owned()
+        });
+        let mut args = std::mem::take(&mut self.args);
+        layout::api_args(r, &mut args);
+        let result = self.begin(track, r.start_ns, name, &args, flows, None);
+        self.args = args;
+        result
+    }
+
+    fn gpu(
+        &mut self,
+        trace: &Trace,
+        lane: u32,
+        g: Gpu,
+        _end: u64,
+        flow: Option<Flow>,
+    ) -> io::Result<()> {
+        let (device, stream) = g.place();
+        let track = self.track(Track::Stream(device, stream), lane);
+        let names = &mut self.seq.names;
+        let iid = match g {
+            Gpu::Kernel(k) => {
+                let demangled = &mut names.demangled;
+                intern(&mut names.kernels, k.name, &mut names.iids, || {
+                    demangled.get(trace, k.name).to_string()
+                })
+            }
+            _ => intern_name(
+                &mut names.iids,
+                layout::copy_or_set_name(g).unwrap_or_default(),
+            ),
+        };
+        let mut args = std::mem::take(&mut self.args);
+        layout::gpu_args(g, &mut args);
+        let result = self.begin(track, g.span().0, iid, &args, 0..0, flow);
+        self.args = args;
+        result
+    }
+
+    fn nvtx(
+        &mut self,
+        track: usize,
+        lane: u32,
+        name: &str,
+        start: u64,
+        _end: u64,
+    ) -> io::Result<()> {
+        let uuid = self.track(Track::Nvtx(track), lane);
+        let iid = intern_name(&mut self.seq.names.iids, name.to_string());
+        self.begin(uuid, start, iid, &[], 0..0, None)
+    }
+
+    fn end(&mut self, track: Track, lane: u32, end: u64) -> io::Result<()> {
+        let uuid = self.track(track, lane);
+        self.slice_end(uuid, end)
+    }
+
+    fn counters(&mut self, _trace: &Trace, devices: &[Device]) -> io::Result<()> {
+        let seq = self.seq.seq;
+        for device in devices {
+            for counter in &device.counters {
+                let uuid = self
+                    .seq
+                    .counters
+                    .get(&(device.ordinal, counter.host))
+                    .copied()
+                    .unwrap_or(0);
                 for &(ts, value) in &counter.points {
                     let packet = self.p.begin(field::TRACE_PACKET);
                     self.p.varint(field::TIMESTAMP, ts);
@@ -373,7 +496,9 @@ impl<W: Write> PerfettoWriter<W> {
         }
         self.flush_if_full()
     }
+}
 
+impl<W: Write> PerfettoWriter<W> {
     /// A packet holding a track descriptor that `fill` writes.
     fn descriptor(&mut self, seq: u64, fill: impl FnOnce(&mut Proto)) {
         let packet = self.p.begin(field::TRACE_PACKET);
@@ -386,61 +511,21 @@ impl<W: Write> PerfettoWriter<W> {
         self.stats.tracks += 1;
     }
 
-    /// The track of `lane` of a thread, whose lane 0 is `lanes[0]`: further
-    /// lanes are child tracks of the thread's, described (with `fill`
-    /// naming them) when first used.
-    fn lane(
-        &mut self,
-        seq: u64,
-        lanes: &mut Vec<u64>,
-        lane: u32,
-        fill: impl FnOnce(&mut Proto),
-    ) -> u64 {
-        let parent = lanes[0];
-        self.lane_at(seq, lanes, lane, |p| {
-            p.varint(field::PARENT_UUID, parent);
-            fill(p);
-        })
-    }
-
-    /// The track of `lane` in `lanes`, described (by `fill`, after the uuid)
-    /// when first used. Lanes are first used in order.
-    fn lane_at(
-        &mut self,
-        seq: u64,
-        lanes: &mut Vec<u64>,
-        lane: u32,
-        fill: impl FnOnce(&mut Proto),
-    ) -> u64 {
-        let lane = lane as usize;
-        if lane < lanes.len() {
-            return lanes[lane];
-        }
-        debug_assert_eq!(lane, lanes.len());
-        let uuid = self.uuid();
-        self.descriptor(seq, |p| {
-            p.varint(field::UUID, uuid);
-            fill(p);
-        });
-        lanes.push(uuid);
-        uuid
-    }
-
     /// A slice's begin event. `name` is the name's iid and, when it was
     /// interned just now, the name. `flows` start here; `flow` ends here
     /// (or passes through, when the work started before the call).
     #[allow(clippy::too_many_arguments)]
     fn begin(
         &mut self,
-        seq: u64,
         track: u64,
         ts: u64,
         name: (u64, Option<String>),
         args: &[layout::Arg],
         flows: std::ops::Range<u64>,
-        flow: Option<layout::Flow>,
+        flow: Option<Flow>,
     ) -> io::Result<()> {
         let (iid, new_name) = name;
+        let seq = self.seq.seq;
         let packet = self.p.begin(field::TRACE_PACKET);
         self.p.varint(field::TIMESTAMP, ts);
         self.p.varint(field::TRUSTED_PACKET_SEQUENCE_ID, seq);
@@ -485,7 +570,8 @@ impl<W: Write> PerfettoWriter<W> {
         self.flush_if_full()
     }
 
-    fn end(&mut self, seq: u64, track: u64, ts: u64) -> io::Result<()> {
+    fn slice_end(&mut self, track: u64, ts: u64) -> io::Result<()> {
+        let seq = self.seq.seq;
         let packet = self.p.begin(field::TRACE_PACKET);
         self.p.varint(field::TIMESTAMP, ts);
         self.p.varint(field::TRUSTED_PACKET_SEQUENCE_ID, seq);

@@ -393,17 +393,18 @@ fn perfetto_tracks_are_exact() {
         ..track(uuid, Some(parent), Some(name))
     };
     want.extend([
-        // Stream 7's second lane holds the kernel that overlaps the first.
+        // Each stream's first lane up front, ranked MAX_LANES apart, the counters after them.
         stream(5, 4, "GPU 0 stream 7", 0),
-        stream(6, 4, "GPU 0 stream 7", 1),
-        stream(7, 4, "GPU 0 stream 8", 2),
-        counter(8, 4, "GPU 0 memory in use", 3),
-        counter(9, 4, "GPU 0 host memory in use", 4),
+        stream(6, 4, "GPU 0 stream 8", 32),
+        counter(7, 4, "GPU 0 memory in use", 64),
+        counter(8, 4, "GPU 0 host memory in use", 65),
         Track {
             child_ordering: Some(3),
-            ..track(10, Some(1), Some("GPU 1"))
+            ..track(9, Some(1), Some("GPU 1"))
         },
-        stream(11, 10, "GPU 1 stream 3", 0),
+        stream(10, 9, "GPU 1 stream 3", 0),
+        // Stream 7's second lane, made when the kernel that overlaps the first came.
+        stream(11, 4, "GPU 0 stream 7", 1),
     ]);
     assert_eq!(d.tracks, want);
     assert_eq!(stats.tracks, 11);
@@ -439,12 +440,12 @@ fn perfetto_slices_flows_and_counters_are_exact() {
     let want = vec![
         api(2, "cuInit", 2_000, 100, "0", "1"),
         api(2, "cuMemAlloc_v2", 2_200, 100, "0", "2"),
-        flows(api(2, "cuMemcpyHtoD_v2", 2_400, 100, "0", "3"), &[1], &[]),
-        flows(api(2, "cuLaunchKernel", 2_600, 50, "0", "4"), &[2], &[]),
-        flows(api(2, "cuLaunchKernel", 2_700, 50, "0", "5"), &[3], &[]),
-        flows(api(2, "cuMemsetD8_v2", 2_800, 50, "0", "6"), &[4], &[]),
+        flows(api(2, "cuMemcpyHtoD_v2", 2_400, 100, "0", "3"), &[3], &[]),
+        flows(api(2, "cuLaunchKernel", 2_600, 50, "0", "4"), &[4], &[]),
+        flows(api(2, "cuLaunchKernel", 2_700, 50, "0", "5"), &[5], &[]),
+        flows(api(2, "cuMemsetD8_v2", 2_800, 50, "0", "6"), &[6], &[]),
         api(2, "cuMemFree_v2", 6_000, 100, "0", "7"),
-        flows(api(3, "cuLaunchKernel", 3_000, 50, "0", "8"), &[5], &[]),
+        flows(api(3, "cuLaunchKernel", 3_000, 50, "0", "8"), &[8], &[]),
         api(3, "cuLaunchKernel", 3_100, 200, "0", "9"),
         api(3, "cuMemAlloc_v2", 3_150, 50, "2", "10"),
         flows(
@@ -461,26 +462,25 @@ fn perfetto_slices_flows_and_counters_are_exact() {
                 ],
             ),
             &[],
-            &[1],
+            &[3],
         ),
-        flows(k(5, VECADD, 3_000, 1_000, Some("4")), &[], &[2]),
-        flows(k(6, VECADD, 3_800, 1_200, Some("5")), &[], &[3]),
+        flows(k(5, VECADD, 3_000, 1_000, Some("4")), &[], &[4]),
         flows(
             slice(
-                7,
+                6,
                 "memset 1000 B",
                 5_000,
                 100,
                 &[("bytes", "1000"), ("value", "0"), ("correlation", "6")],
             ),
             &[],
-            &[4],
+            &[6],
         ),
         // The work started before its call: the flow passes through, not ends.
-        flows(k(11, "fill", 2_900, 200, Some("8")), &[5], &[]),
-        k(11, "kernel#9", 3_400, 100, None),
+        flows(k(10, "fill", 2_900, 200, Some("8")), &[8], &[]),
+        k(10, "kernel#9", 3_400, 100, None),
         slice(
-            11,
+            10,
             "memcpy DtoH 1.5 KiB",
             3_600,
             100,
@@ -491,6 +491,8 @@ fn perfetto_slices_flows_and_counters_are_exact() {
                 ("correlation", "42"),
             ],
         ),
+        // Stream 7's second lane.
+        flows(k(11, VECADD, 3_800, 1_200, Some("5")), &[], &[5]),
     ];
     assert_eq!(got, want);
     assert_eq!(stats.slices, 17);
@@ -500,10 +502,10 @@ fn perfetto_slices_flows_and_counters_are_exact() {
     assert_eq!(
         d.counters,
         vec![
-            (8, 1_500, 1 << 20),
-            (8, 2_250, (1 << 20) + 4096),
-            (8, 6_050, 1 << 20),
-            (9, 3_160, 8192),
+            (7, 1_500, 1 << 20),
+            (7, 2_250, (1 << 20) + 4096),
+            (7, 6_050, 1 << 20),
+            (8, 3_160, 8192),
         ]
     );
     assert_eq!(stats.counter_values, 4);
@@ -529,7 +531,9 @@ fn perfetto_names_are_interned_once_per_sequence() {
     ids.sort_unstable();
     // (The kernel that starts before its call carries its flow id too.)
     ids.dedup();
-    assert_eq!(ids, (1..=10).collect::<Vec<_>>());
+    // A flow's id is its correlation id's place among the trace's ids (1 to 42 here), after
+    // those of the traces before it.
+    assert_eq!(ids, [3, 4, 5, 6, 8, 45, 46, 47, 48, 50]);
     // The second trace's slices are the first's, on its own tracks.
     assert_eq!(d.slices.len(), 34);
     let mut names = HashMap::new();
@@ -626,7 +630,8 @@ fn perfetto_of_a_generated_trace_matches_its_records() {
             .filter(|x| x.name.as_deref() == Some(name.as_str()))
             .count();
     }
-    assert!(lanes > 12, "the generated kernels overlap: {lanes} lanes");
+    // 2 devices with 3 streams each.
+    assert!(lanes > 6, "the generated kernels overlap: {lanes} lanes");
     assert_eq!(stats.clipped, 0);
     // Each flow joins a call and the GPU record with its correlation id.
     let by_flow: HashMap<u64, &Slice> = d
@@ -773,7 +778,7 @@ fn nest_clips_past_the_last_lane() {
             ends[index as usize] = end;
         }
     }
-    assert_eq!(nest.clipped, 2);
+    assert_eq!(nest.clipped(), 2);
     let last = MAX_LANES as u32 - 1;
     assert_eq!(
         &lanes[..MAX_LANES],
@@ -853,6 +858,7 @@ fn chrome_json_is_exact() {
     let t = read(&small().bytes);
     let (bytes, stats) = export(&[t], ExportFormat::Chrome);
     let text = String::from_utf8(bytes).unwrap();
+    // Slices in time order; GPU streams named when first used.
     let g = SYNTHETIC_TID_BASE;
     let want = format!(
         r#"{{"traceEvents":[
@@ -860,11 +866,11 @@ fn chrome_json_is_exact() {
 {{"ph":"M","name":"thread_name","pid":42,"tid":7,"args":{{"name":"main"}}}},
 {{"ph":"X","cat":"api","name":"cuLaunchKernel","pid":42,"tid":7,"ts":1.000,"dur":0.500,"args":{{"result":0,"correlation":1}}}},
 {{"ph":"s","cat":"flow","name":"launch","id":1,"pid":42,"tid":7,"ts":1.000}},
-{{"ph":"X","cat":"api","name":"cuMemcpyDtoH_v2","pid":42,"tid":7,"ts":2.000,"dur":10.345,"args":{{"result":700,"correlation":2}}}},
-{{"ph":"s","cat":"flow","name":"launch","id":2,"pid":42,"tid":7,"ts":2.000}},
 {{"ph":"M","name":"thread_name","pid":42,"tid":{g},"args":{{"name":"GPU 0 stream 13"}}}},
 {{"ph":"X","cat":"kernel","name":"step(float*, int)","pid":42,"tid":{g},"ts":1.800,"dur":0.800,"args":{{"grid":"(120,1,1)","block":"(256,1,1)","registers_per_thread":32,"static_shared_memory":1024,"dynamic_shared_memory":0,"correlation":1}}}},
 {{"ph":"f","bp":"e","cat":"flow","name":"launch","id":1,"pid":42,"tid":{g},"ts":1.800}},
+{{"ph":"X","cat":"api","name":"cuMemcpyDtoH_v2","pid":42,"tid":7,"ts":2.000,"dur":10.345,"args":{{"result":700,"correlation":2}}}},
+{{"ph":"s","cat":"flow","name":"launch","id":2,"pid":42,"tid":7,"ts":2.000}},
 {{"ph":"M","name":"thread_name","pid":42,"tid":{g1},"args":{{"name":"GPU 0 stream 13"}}}},
 {{"ph":"X","cat":"kernel","name":"step(float*, int)","pid":42,"tid":{g1},"ts":2.500,"dur":0.500,"args":{{"grid":"(120,1,1)","block":"(256,1,1)","registers_per_thread":32,"static_shared_memory":1024,"dynamic_shared_memory":0}}}},
 {{"ph":"X","cat":"memcpy","name":"memcpy DtoH 2 KiB","pid":42,"tid":{g},"ts":3.000,"dur":1.024,"args":{{"bytes":2048,"src_kind":"device","dst_kind":"pinned","correlation":2}}}},
@@ -1216,4 +1222,106 @@ fn perfetto_shows_nvtx_ranges_and_their_gpu_projection() {
         on("NVTX projected: "),
         vec![("fwd".into(), 3_000, 2_000), ("step".into(), 2_450, 2_650)]
     );
+}
+
+/// A graph launch's kernels each get a flow of their own from the one call; the ids are
+/// the call's correlation id's place among the trace's ids, `stride` apart (the most GPU
+/// records of one id).
+#[test]
+fn link_table_fans_a_call_out_to_each_of_its_records() {
+    use super::layout::{Flow, Gpu, LinkTable};
+    use rtrace_format::{ApiRecord, KernelRecord};
+    let api = |c| ApiRecord {
+        correlation: c,
+        ..Default::default()
+    };
+    let k = |c| KernelRecord {
+        correlation: c,
+        flags: FLAG_CORRELATED,
+        ..Default::default()
+    };
+    let mut t = LinkTable::default();
+    // Ids 10..=14 in calls; 12 launched three kernels, 13 one, 11 none; 99 has no call;
+    // an id 2^40 away (a damaged record) is held apart.
+    for c in [12, 10, 11, 13, 14] {
+        t.api(c);
+    }
+    for c in [12, 13, 12, 99, 12, 1 << 40] {
+        t.gpu(c);
+    }
+    t.api(1 << 40);
+    let mut next = 5;
+    t.number(&mut next);
+    // Dense ids 10..=99 (90 places), then the stray one: 91 places, 3 flows each.
+    assert_eq!(next, 5 + 91 * 3);
+    let first = |c: u64| 5 + (c - 10) * 3;
+    // The kernel of 13 comes before its call: its flow passes through.
+    assert_eq!(
+        t.gpu_flow(Gpu::Kernel(&k(13))),
+        Some(Flow {
+            id: first(13),
+            call_first: false
+        })
+    );
+    assert_eq!(t.api_flows(&api(11)), 0..0);
+    assert_eq!(t.api_flows(&api(12)), first(12)..first(12) + 3);
+    // A second call with the id starts none.
+    assert_eq!(t.api_flows(&api(12)), 0..0);
+    assert_eq!(t.api_flows(&api(13)), first(13)..first(13) + 1);
+    let ids: Vec<Option<Flow>> = (0..3).map(|_| t.gpu_flow(Gpu::Kernel(&k(12)))).collect();
+    let ends = |i| {
+        Some(Flow {
+            id: first(12) + i,
+            call_first: true,
+        })
+    };
+    assert_eq!(ids, [ends(0), ends(1), ends(2)]);
+    assert_eq!(t.gpu_flow(Gpu::Kernel(&k(99))), None);
+    assert_eq!(t.api_flows(&api(1 << 40)), 5 + 90 * 3..5 + 90 * 3 + 1);
+    assert_eq!(t.flows, 5);
+}
+
+/// A trace file is exported through the time-ordered merge of its chunks (kernel chunks
+/// after every API chunk in the file, threads one after the other): the same bytes as the
+/// trace exported from memory, in both formats.
+#[test]
+fn streamed_files_export_as_the_trace_in_memory() {
+    let dir = temp_dir("streamed");
+    let path = dir.join("g.bin");
+    std::fs::write(&path, generated(91, 3, 3_000, 17).bytes).unwrap();
+    let t = Trace {
+        path: path.clone(),
+        ..rtrace_collector_load(&path)
+    };
+    let graphs = t
+        .kernels
+        .iter()
+        .filter(|k| {
+            t.kernels
+                .iter()
+                .filter(|o| o.correlation == k.correlation)
+                .count()
+                == 3
+        })
+        .count();
+    assert!(graphs > 0, "the trace holds graph launches");
+    for format in [ExportFormat::Perfetto, ExportFormat::Chrome] {
+        let out = dir.join("out");
+        let outcome = export_files(std::slice::from_ref(&path), format, Some(&out)).unwrap();
+        let (want, stats) = export(std::slice::from_ref(&t), format);
+        assert_eq!(std::fs::read(&out).unwrap(), want, "{format:?}");
+        assert_eq!(outcome.stats, stats);
+        let flagged = t
+            .kernels
+            .iter()
+            .filter(|k| k.flags & FLAG_CORRELATED != 0)
+            .count()
+            + t.memcpys.len();
+        assert_eq!(stats.flows, flagged as u64);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn rtrace_collector_load(path: &Path) -> Trace {
+    crate::model::load_trace(path).unwrap()
 }

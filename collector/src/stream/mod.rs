@@ -148,7 +148,7 @@ impl From<LoadError> for StreamError {
 
 /// The kind of record a chunk of the index holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     Api,
     Kernels,
     Memcpys,
@@ -158,21 +158,21 @@ enum Kind {
 
 /// A chunk of API or GPU records, as found on the first pass (its kept records only).
 #[derive(Clone, Copy, Debug)]
-struct ChunkRef {
-    offset: u64,
+pub(crate) struct ChunkRef {
+    pub(crate) offset: u64,
     kind: Kind,
-    thread: u64,
+    pub(crate) thread: u64,
     /// Index of its first kept record among the trace's kept records of its activity.
-    first: u64,
+    pub(crate) first: u64,
     /// Least and greatest correlation id of its (correlated) records; min > max for none.
     min_id: u64,
     max_id: u64,
     /// Earliest start of its records.
-    min_start: u64,
+    pub(crate) min_start: u64,
 }
 
 impl ChunkRef {
-    fn new(chunk: &Chunk, kind: Kind, first: u64) -> ChunkRef {
+    pub(crate) fn new(chunk: &Chunk, kind: Kind, first: u64) -> ChunkRef {
         ChunkRef {
             offset: chunk.offset,
             kind,
@@ -197,7 +197,7 @@ impl ChunkRef {
 
 /// The filter as it applies to single records ([`Filter::apply`]), and the trace's clock
 /// shift, applied first.
-struct Keep<'a> {
+pub(crate) struct Keep<'a> {
     shift: i64,
     from: u64,
     to: u64,
@@ -206,7 +206,25 @@ struct Keep<'a> {
     names: Option<HashMap<u32, bool>>,
 }
 
-impl Keep<'_> {
+impl<'a> Keep<'a> {
+    /// What `filter` keeps of a trace whose times are shifted by `shift` ns: records
+    /// starting in `from..to`; `names`: kernel name id → kept, when it has a kernel regex.
+    pub(crate) fn new(
+        shift: i64,
+        from: u64,
+        to: u64,
+        filter: &'a Filter,
+        names: Option<HashMap<u32, bool>>,
+    ) -> Keep<'a> {
+        Keep {
+            shift,
+            from,
+            to,
+            filter,
+            names,
+        }
+    }
+
     #[inline]
     fn time(&self, t: u64) -> u64 {
         if self.shift == 0 {
@@ -225,13 +243,13 @@ impl Keep<'_> {
             && (self.filter.streams.is_empty() || self.filter.streams.contains(&stream))
     }
     #[inline]
-    fn api(&self, mut r: ApiRecord) -> Option<ApiRecord> {
+    pub(crate) fn api(&self, mut r: ApiRecord) -> Option<ApiRecord> {
         r.start_ns = self.time(r.start_ns);
         r.end_ns = self.time(r.end_ns);
         self.window(r.start_ns).then_some(r)
     }
     #[inline]
-    fn kernel(&self, mut k: KernelRecord) -> Option<KernelRecord> {
+    pub(crate) fn kernel(&self, mut k: KernelRecord) -> Option<KernelRecord> {
         k.start_ns = self.time(k.start_ns);
         k.end_ns = self.time(k.end_ns);
         let named = self
@@ -241,13 +259,13 @@ impl Keep<'_> {
         (self.window(k.start_ns) && self.place(k.device, k.stream) && named).then_some(k)
     }
     #[inline]
-    fn memcpy(&self, mut m: MemcpyRecord) -> Option<MemcpyRecord> {
+    pub(crate) fn memcpy(&self, mut m: MemcpyRecord) -> Option<MemcpyRecord> {
         m.start_ns = self.time(m.start_ns);
         m.end_ns = self.time(m.end_ns);
         (self.window(m.start_ns) && self.place(m.device, m.stream)).then_some(m)
     }
     #[inline]
-    fn memset(&self, mut s: MemsetRecord) -> Option<MemsetRecord> {
+    pub(crate) fn memset(&self, mut s: MemsetRecord) -> Option<MemsetRecord> {
         s.start_ns = self.time(s.start_ns);
         s.end_ns = self.time(s.end_ns);
         (self.window(s.start_ns) && self.place(s.device, s.stream)).then_some(s)
@@ -337,13 +355,13 @@ struct Input<'a> {
 }
 
 /// Reads the chunks of one file again, by offset.
-struct Rereader {
+pub(crate) struct Rereader {
     path: PathBuf,
     file: BufReader<File>,
 }
 
 impl Rereader {
-    fn open(path: &Path) -> Result<Rereader, StreamError> {
+    pub(crate) fn open(path: &Path) -> Result<Rereader, StreamError> {
         let file = File::open(path).map_err(|error| LoadError::Io {
             path: path.to_path_buf(),
             error,
@@ -354,8 +372,12 @@ impl Rereader {
         })
     }
 
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// The chunk at `offset`, checked as on the first read.
-    fn chunk(&mut self, offset: u64) -> Result<Chunk, StreamError> {
+    pub(crate) fn chunk(&mut self, offset: u64) -> Result<Chunk, StreamError> {
         let changed = |why: String| StreamError::Changed {
             path: self.path.clone(),
             why: format!("the chunk at byte {offset}: {why}"),
@@ -385,14 +407,14 @@ impl Rereader {
 
 /// The records of an indexed chunk, decoded (damaged payloads were skipped on the first
 /// pass and are not indexed).
-enum Records {
+pub(crate) enum Records {
     Api(Vec<ApiRecord>),
     Kernels(Vec<KernelRecord>),
     Memcpys(Vec<MemcpyRecord>),
     Memsets(Vec<MemsetRecord>),
 }
 
-fn decode(c: &ChunkRef, chunk: &Chunk, path: &Path) -> Result<Records, StreamError> {
+pub(crate) fn decode(c: &ChunkRef, chunk: &Chunk, path: &Path) -> Result<Records, StreamError> {
     let r = match c.kind {
         Kind::Api => chunk.api_records().map(Records::Api),
         Kind::Kernels => chunk.kernel_records().map(Records::Kernels),
@@ -552,7 +574,7 @@ fn report_inputs_with(
 }
 
 /// Reads the trace at `path` through `sink` (the records it folds are not kept).
-fn read_light(path: &Path, sink: &mut dyn RecordSink) -> Result<Trace, LoadError> {
+pub(crate) fn read_light(path: &Path, sink: &mut dyn RecordSink) -> Result<Trace, LoadError> {
     let file = File::open(path).map_err(|error| LoadError::Io {
         path: path.to_path_buf(),
         error,
@@ -566,7 +588,10 @@ fn read_light(path: &Path, sink: &mut dyn RecordSink) -> Result<Trace, LoadError
 
 /// Which kernel name ids of the file at `path` the regex keeps (by the names the whole
 /// file gives them, later entries winning, as [`Trace::read`] reads them).
-fn kernel_names_kept(path: &Path, re: &regex::Regex) -> Result<HashMap<u32, bool>, LoadError> {
+pub(crate) fn kernel_names_kept(
+    path: &Path,
+    re: &regex::Regex,
+) -> Result<HashMap<u32, bool>, LoadError> {
     struct Skip;
     impl RecordSink for Skip {
         fn api(&mut self, _: &mut ThreadTrace, _: &Chunk, _: Vec<ApiRecord>) {}

@@ -388,6 +388,21 @@ pub fn generated(pid: u32, threads: u64, calls: u64, seed: u64) -> Builder {
                     corr,
                     flagged,
                 ));
+                if i % 64 == 0 {
+                    // A graph launch: two more kernels with the call's correlation id.
+                    for _ in 0..2 {
+                        let s = stream_end[device][stream];
+                        let e = s + 500 + rng.below(5_000);
+                        stream_end[device][stream] = e;
+                        kernels.push(kernel(
+                            2,
+                            (device as u32, 7 + stream as u32),
+                            (s, e),
+                            corr,
+                            flagged,
+                        ));
+                    }
+                }
             } else if function == 1 {
                 let s = (start + 500).max(stream_end[device][stream]);
                 let e = s + 100 + rng.below(4_000);

@@ -1,0 +1,493 @@
+//! The records of one trace in time order, for the writers: a k-way merge of
+//! the trace file's chunks, with memory bounded by the chunks that overlap in
+//! time, not by the trace's size.
+//!
+//! A first read of the file ([`FirstRead`], records dropped as they are read)
+//! indexes its API and GPU chunks by their earliest start and notes each
+//! record's correlation id in a [`LinkTable`]. The chunks are then read again
+//! in order of earliest start: before a chunk is read, every record already
+//! read that starts before it is handed on, earliest first. librtrace.so
+//! flushes each thread's buffer and each CUPTI buffer as it fills, so the
+//! chunks read but not yet handed on are few: about one per thread and
+//! GPU buffer.
+//!
+//! [`write`] lays the records out on the lanes of their tracks and gives them
+//! their flows, as the writers ([`Emitter`]) show them.
+
+use super::layout::{self, Device, Flow, Gpu, Lanes, LinkTable, Nest, NvtxTrack, Step};
+use super::Stats;
+use crate::model::{RecordSink, ThreadTrace, Trace};
+use crate::stream::{decode, ChunkRef, Keep, Kind, Records, Rereader, StreamError};
+use rtrace_format::{ApiRecord, Chunk, KernelRecord, MemcpyRecord, MemsetRecord, PeerCopyRecord};
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
+use std::io;
+use std::path::Path;
+
+/// A record of a trace, with its place in the trace (`index`: among its
+/// thread's API records, or among the trace's kernels, copies or memsets,
+/// in file order).
+#[derive(Clone, Debug)]
+pub enum Rec {
+    Api { tid: u64, index: u64, r: ApiRecord },
+    Kernel(u64, KernelRecord),
+    Memcpy(u64, MemcpyRecord),
+    Memset(u64, MemsetRecord),
+}
+
+/// The order records are handed on in: by start; at one start API calls
+/// first (so a call is seen before work that starts with it), then the
+/// longest first (as [`Lanes`] needs), then in file order per kind.
+type Key = (u64, u8, Reverse<u64>, u8, u64, u64);
+
+impl Rec {
+    fn key(&self) -> Key {
+        let (start, end) = self.span();
+        let end = Reverse(end.max(start));
+        match self {
+            Rec::Api { tid, index, .. } => (start, 0, end, 0, *tid, *index),
+            Rec::Kernel(i, _) => (start, 1, end, 0, 0, *i),
+            Rec::Memcpy(i, _) => (start, 1, end, 1, 0, *i),
+            Rec::Memset(i, _) => (start, 1, end, 2, 0, *i),
+        }
+    }
+
+    fn span(&self) -> (u64, u64) {
+        match self {
+            Rec::Api { r, .. } => (r.start_ns, r.end_ns),
+            _ => self.gpu().map_or((0, 0), Gpu::span),
+        }
+    }
+
+    fn gpu(&self) -> Option<Gpu<'_>> {
+        match self {
+            Rec::Api { .. } => None,
+            Rec::Kernel(_, k) => Some(Gpu::Kernel(k)),
+            Rec::Memcpy(_, m) => Some(Gpu::Memcpy(m)),
+            Rec::Memset(_, m) => Some(Gpu::Memset(m)),
+        }
+    }
+}
+
+/// Where a trace's records come from, a batch at a time, batches in order of
+/// their earliest start.
+pub trait Source {
+    /// The earliest start among the records still to read; `None` when all
+    /// were read.
+    fn next_start(&self) -> Option<u64>;
+    /// Reads the next batch into `out`.
+    fn read(&mut self, out: &mut Vec<Rec>) -> Result<(), StreamError>;
+}
+
+/// Why a trace could not be written.
+#[derive(Debug)]
+pub enum Failure {
+    Read(StreamError),
+    Write(io::Error),
+}
+
+impl From<io::Error> for Failure {
+    fn from(e: io::Error) -> Self {
+        Failure::Write(e)
+    }
+}
+
+/// Hands `src`'s records to `emit` in [`Key`] order: each batch is sorted
+/// (batches come mostly sorted already), and the batches read are merged
+/// through a heap of their first records not yet handed on.
+pub fn merge(
+    src: &mut dyn Source,
+    mut emit: impl FnMut(Rec) -> io::Result<()>,
+) -> Result<(), Failure> {
+    // Batches being merged, each with the index of its next record; freed slots.
+    let mut runs: Vec<(Vec<Rec>, usize)> = Vec::new();
+    let mut free: Vec<usize> = Vec::new();
+    let mut heap: BinaryHeap<Reverse<(Key, usize)>> = BinaryHeap::new();
+    loop {
+        let next = src.next_start();
+        while let Some(&Reverse((key, run))) = heap.peek() {
+            if next.is_some_and(|n| key.0 >= n) {
+                break;
+            }
+            heap.pop();
+            let (recs, i) = &mut runs[run];
+            let rec = std::mem::replace(&mut recs[*i], Rec::Kernel(0, KernelRecord::default()));
+            *i += 1;
+            match recs.get(*i) {
+                Some(r) => heap.push(Reverse((r.key(), run))),
+                None => {
+                    *recs = Vec::new();
+                    free.push(run);
+                }
+            }
+            emit(rec)?;
+        }
+        if next.is_none() {
+            return Ok(());
+        }
+        let mut batch = Vec::new();
+        src.read(&mut batch).map_err(Failure::Read)?;
+        if batch.is_empty() {
+            continue;
+        }
+        batch.sort_unstable_by_key(Rec::key);
+        let key = batch[0].key();
+        let run = match free.pop() {
+            Some(r) => {
+                runs[r] = (batch, 0);
+                r
+            }
+            None => {
+                runs.push((batch, 0));
+                runs.len() - 1
+            }
+        };
+        heap.push(Reverse((key, run)));
+    }
+}
+
+/// The records of a trace held in memory, as one batch.
+pub struct InMemory(Option<Vec<Rec>>);
+
+impl InMemory {
+    /// `trace`'s records (copied).
+    pub fn of(trace: &Trace) -> InMemory {
+        let mut v = Vec::with_capacity((trace.api_records() + trace.gpu_records()) as usize);
+        for (&tid, th) in &trace.threads {
+            v.extend(th.records.iter().enumerate().map(|(i, &r)| Rec::Api {
+                tid,
+                index: i as u64,
+                r,
+            }));
+        }
+        let n = |i: usize| i as u64;
+        v.extend(
+            trace
+                .kernels
+                .iter()
+                .enumerate()
+                .map(|(i, &k)| Rec::Kernel(n(i), k)),
+        );
+        v.extend(
+            trace
+                .memcpys
+                .iter()
+                .enumerate()
+                .map(|(i, &m)| Rec::Memcpy(n(i), m)),
+        );
+        v.extend(
+            trace
+                .memsets
+                .iter()
+                .enumerate()
+                .map(|(i, &m)| Rec::Memset(n(i), m)),
+        );
+        InMemory(Some(v))
+    }
+}
+
+impl Source for InMemory {
+    fn next_start(&self) -> Option<u64> {
+        self.0.as_ref().map(|_| 0)
+    }
+    fn read(&mut self, out: &mut Vec<Rec>) -> Result<(), StreamError> {
+        out.extend(self.0.take().unwrap_or_default());
+        Ok(())
+    }
+}
+
+/// The (device, stream) pairs of `trace`'s GPU records.
+pub fn streams_of(trace: &Trace) -> BTreeSet<(u32, u32)> {
+    let k = trace.kernels.iter().map(|k| (k.device, k.stream));
+    let c = trace.memcpys.iter().map(|m| (m.device, m.stream));
+    let s = trace.memsets.iter().map(|m| (m.device, m.stream));
+    k.chain(c).chain(s).collect()
+}
+
+/// The first read of a trace file: indexes its chunks of API and GPU records
+/// (the records `keep` keeps), notes their links and the streams they ran on.
+pub struct FirstRead<'a> {
+    pub keep: &'a Keep<'a>,
+    pub index: Vec<ChunkRef>,
+    pub links: LinkTable,
+    pub streams: BTreeSet<(u32, u32)>,
+    api: HashMap<u64, u64>,
+    kernels: u64,
+    memcpys: u64,
+    memsets: u64,
+}
+
+impl<'a> FirstRead<'a> {
+    pub fn new(keep: &'a Keep<'a>) -> Self {
+        FirstRead {
+            keep,
+            index: Vec::new(),
+            links: LinkTable::default(),
+            streams: BTreeSet::new(),
+            api: HashMap::new(),
+            kernels: 0,
+            memcpys: 0,
+            memsets: 0,
+        }
+    }
+
+    fn gpu(&mut self, chunk: &Chunk, kind: Kind, first: u64, records: &[Gpu]) -> u64 {
+        let mut c = ChunkRef::new(chunk, kind, first);
+        for &g in records {
+            c.min_start = c.min_start.min(g.span().0);
+            self.streams.insert(g.place());
+            if let Some(id) = g.correlation() {
+                self.links.gpu(id);
+            }
+        }
+        if !records.is_empty() {
+            self.index.push(c);
+        }
+        records.len() as u64
+    }
+}
+
+impl RecordSink for FirstRead<'_> {
+    fn api(&mut self, thread: &mut ThreadTrace, chunk: &Chunk, records: Vec<ApiRecord>) {
+        let next = self.api.entry(thread.tid).or_insert(0);
+        let mut c = ChunkRef::new(chunk, Kind::Api, *next);
+        for r in records.into_iter().filter_map(|r| self.keep.api(r)) {
+            c.min_start = c.min_start.min(r.start_ns);
+            self.links.api(r.correlation);
+            *next += 1;
+        }
+        if c.min_start != u64::MAX {
+            self.index.push(c);
+        }
+    }
+    fn kernels(&mut self, _: &mut Trace, chunk: &Chunk, records: Vec<KernelRecord>) {
+        let kept: Vec<KernelRecord> = records
+            .into_iter()
+            .filter_map(|k| self.keep.kernel(k))
+            .collect();
+        let g: Vec<Gpu> = kept.iter().map(Gpu::Kernel).collect();
+        self.kernels += self.gpu(chunk, Kind::Kernels, self.kernels, &g);
+    }
+    fn memcpys(&mut self, _: &mut Trace, chunk: &Chunk, records: Vec<MemcpyRecord>) {
+        self.copies(chunk, Kind::Memcpys, records.into_iter());
+    }
+    fn peer_copies(&mut self, _: &mut Trace, chunk: &Chunk, records: Vec<PeerCopyRecord>) {
+        self.copies(chunk, Kind::PeerCopies, records.into_iter().map(|p| p.copy));
+    }
+    fn memsets(&mut self, _: &mut Trace, chunk: &Chunk, records: Vec<MemsetRecord>) {
+        let kept: Vec<MemsetRecord> = records
+            .into_iter()
+            .filter_map(|s| self.keep.memset(s))
+            .collect();
+        let g: Vec<Gpu> = kept.iter().map(Gpu::Memset).collect();
+        self.memsets += self.gpu(chunk, Kind::Memsets, self.memsets, &g);
+    }
+}
+
+impl FirstRead<'_> {
+    fn copies(&mut self, chunk: &Chunk, kind: Kind, records: impl Iterator<Item = MemcpyRecord>) {
+        let kept: Vec<MemcpyRecord> = records.filter_map(|m| self.keep.memcpy(m)).collect();
+        let g: Vec<Gpu> = kept.iter().map(Gpu::Memcpy).collect();
+        self.memcpys += self.gpu(chunk, kind, self.memcpys, &g);
+    }
+}
+
+/// A trace file's indexed chunks, read again in order of earliest start.
+pub struct FileSource<'a> {
+    chunks: Vec<ChunkRef>,
+    next: usize,
+    file: Rereader,
+    keep: &'a Keep<'a>,
+}
+
+impl<'a> FileSource<'a> {
+    pub fn open(
+        path: &Path,
+        mut chunks: Vec<ChunkRef>,
+        keep: &'a Keep<'a>,
+    ) -> Result<Self, StreamError> {
+        chunks.sort_by_key(|c| (c.min_start, c.offset));
+        Ok(FileSource {
+            chunks,
+            next: 0,
+            file: Rereader::open(path)?,
+            keep,
+        })
+    }
+}
+
+impl Source for FileSource<'_> {
+    fn next_start(&self) -> Option<u64> {
+        self.chunks.get(self.next).map(|c| c.min_start)
+    }
+
+    fn read(&mut self, out: &mut Vec<Rec>) -> Result<(), StreamError> {
+        let Some(c) = self.chunks.get(self.next).copied() else {
+            return Ok(());
+        };
+        self.next += 1;
+        let chunk = self.file.chunk(c.offset)?;
+        let keep = self.keep;
+        let index = |i: usize| c.first + i as u64;
+        match decode(&c, &chunk, self.file.path())? {
+            Records::Api(v) => out.extend(
+                v.into_iter()
+                    .filter_map(|r| keep.api(r))
+                    .enumerate()
+                    .map(|(i, r)| Rec::Api {
+                        tid: c.thread,
+                        index: index(i),
+                        r,
+                    }),
+            ),
+            Records::Kernels(v) => out.extend(
+                v.into_iter()
+                    .filter_map(|k| keep.kernel(k))
+                    .enumerate()
+                    .map(|(i, k)| Rec::Kernel(index(i), k)),
+            ),
+            Records::Memcpys(v) => out.extend(
+                v.into_iter()
+                    .filter_map(|m| keep.memcpy(m))
+                    .enumerate()
+                    .map(|(i, m)| Rec::Memcpy(index(i), m)),
+            ),
+            Records::Memsets(v) => out.extend(
+                v.into_iter()
+                    .filter_map(|s| keep.memset(s))
+                    .enumerate()
+                    .map(|(i, s)| Rec::Memset(index(i), s)),
+            ),
+        }
+        Ok(())
+    }
+}
+
+/// A track of the timeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Track {
+    /// A thread's API calls.
+    Thread(u64),
+    /// A (device, stream)'s GPU work.
+    Stream(u32, u32),
+    /// The NVTX track of this index.
+    Nvtx(usize),
+}
+
+/// What a writer does with a trace's tracks, slices, flows and counters.
+pub trait Emitter {
+    fn stats(&mut self) -> &mut Stats;
+    /// Starts a trace: its process and threads, `nvtx` tracks, and `devices`
+    /// with their streams and counters.
+    fn begin_trace(
+        &mut self,
+        trace: &Trace,
+        devices: &[Device],
+        nvtx: &[NvtxTrack],
+    ) -> io::Result<()>;
+    /// API call `r` of thread `tid`, on `lane` of its track, ending at `end`;
+    /// it starts the flows `flows`.
+    fn api(
+        &mut self,
+        trace: &Trace,
+        tid: u64,
+        lane: u32,
+        r: &ApiRecord,
+        end: u64,
+        flows: std::ops::Range<u64>,
+    ) -> io::Result<()>;
+    /// GPU record `g`, on `lane` of its stream's track, ending at `end`.
+    fn gpu(
+        &mut self,
+        trace: &Trace,
+        lane: u32,
+        g: Gpu,
+        end: u64,
+        flow: Option<Flow>,
+    ) -> io::Result<()>;
+    /// A range of NVTX track `track`.
+    fn nvtx(&mut self, track: usize, lane: u32, name: &str, start: u64, end: u64)
+        -> io::Result<()>;
+    /// A slice of `track`'s `lane` ends (begin/end formats only).
+    fn end(&mut self, track: Track, lane: u32, end: u64) -> io::Result<()>;
+    /// The memory counters of `devices`; ends the trace.
+    fn counters(&mut self, trace: &Trace, devices: &[Device]) -> io::Result<()>;
+}
+
+/// Writes one trace through `e`: `trace` holds all but its API and GPU
+/// records (which may be there too: they are not looked at), `src` gives
+/// those, `streams` are the (device, stream) pairs they ran on, `links`
+/// their links, numbered.
+pub fn write<E: Emitter>(
+    e: &mut E,
+    trace: &Trace,
+    streams: &BTreeSet<(u32, u32)>,
+    nvtx: &[NvtxTrack],
+    links: &mut LinkTable,
+    src: &mut dyn Source,
+) -> Result<(), Failure> {
+    let devices = layout::devices(trace, streams);
+    e.begin_trace(trace, &devices, nvtx)?;
+    let mut lanes: HashMap<Track, Lanes> = HashMap::new();
+    let mut steps = VecDeque::new();
+    merge(src, |rec| {
+        let (start, end) = rec.span();
+        let track = match &rec {
+            Rec::Api { tid, .. } => Track::Thread(*tid),
+            _ => {
+                let (d, s) = rec.gpu().map_or((0, 0), Gpu::place);
+                Track::Stream(d, s)
+            }
+        };
+        lanes
+            .entry(track)
+            .or_default()
+            .place(0, start, end, &mut steps);
+        while let Some(step) = steps.pop_front() {
+            match step {
+                Step::End { lane, end, .. } => e.end(track, lane, end)?,
+                Step::Begin { lane, end, .. } => match &rec {
+                    Rec::Api { tid, r, .. } => {
+                        let flows = links.api_flows(r);
+                        e.api(trace, *tid, lane, r, end, flows)?;
+                    }
+                    _ => {
+                        if let Some(g) = rec.gpu() {
+                            let flow = links.gpu_flow(g);
+                            e.gpu(trace, lane, g, end, flow)?;
+                        }
+                    }
+                },
+            }
+        }
+        Ok(())
+    })?;
+    let mut open: Vec<(Track, Lanes)> = lanes.into_iter().collect();
+    open.sort_by_key(|(t, _)| *t);
+    for (track, mut l) in open {
+        l.drain(&mut steps);
+        for step in steps.drain(..) {
+            if let Step::End { lane, end, .. } = step {
+                e.end(track, lane, end)?;
+            }
+        }
+        e.stats().clipped += l.clipped;
+    }
+    for (i, t) in nvtx.iter().enumerate() {
+        let spans: Vec<(u64, u64)> = t.slices.iter().map(|s| (s.1, s.2)).collect();
+        let mut nest = Nest::new(&spans);
+        for step in nest.by_ref() {
+            match step {
+                Step::Begin { index, lane, end } => {
+                    let s = &t.slices[index as usize];
+                    e.nvtx(i, lane, &s.0, s.1, end)?;
+                }
+                Step::End { lane, end, .. } => e.end(Track::Nvtx(i), lane, end)?,
+            }
+        }
+        e.stats().clipped += nest.clipped();
+    }
+    e.stats().flows += links.flows;
+    e.counters(trace, &devices)?;
+    Ok(())
+}
