@@ -317,15 +317,17 @@ fn terminal_width() -> Option<usize> {
 }
 
 /// Starts the progress line for reading `inputs` (files, or directories of them).
-fn start_progress(inputs: &[PathBuf]) {
+/// Starts the progress line for reading `inputs` `reads` times over (the export reads each
+/// file twice; the report once, then only the chunks it needs again).
+fn start_progress(inputs: &[PathBuf], reads: u64) {
     if let Ok(found) = crate::export::expand_inputs(inputs) {
-        let total = found
+        let total: u64 = found
             .files
             .iter()
             .filter_map(|f| std::fs::metadata(f).ok())
             .map(|m| m.len())
             .sum();
-        crate::progress::start(total);
+        crate::progress::start(total.saturating_mul(reads));
     }
 }
 
@@ -337,7 +339,7 @@ fn run_report(args: &ReportArgs) -> u8 {
         );
         return 2;
     }
-    start_progress(&args.files);
+    start_progress(&args.files, 1);
     let filter = args.filter.filter();
     // Read as streams: memory bounded by the distinct keys, not the records (crate::stream).
     let read = crate::stream::report_inputs(&args.files, &filter);
@@ -456,7 +458,7 @@ fn run_export(args: &ExportArgs) -> u8 {
         }
         eprintln!("rtrace: filter: {filter}");
     }
-    start_progress(&inputs.files);
+    start_progress(&inputs.files, 2);
     let exported = export_filtered(&inputs.files, args.format, output, &filter);
     crate::progress::finish();
     match exported {

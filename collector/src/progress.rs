@@ -89,17 +89,22 @@ pub fn finish() {
     });
 }
 
+/// Counts `n` bytes read into the progress line, if one was started.
+pub fn advance(n: u64) {
+    METER.with(|m| {
+        if let Some(meter) = m.borrow_mut().as_mut() {
+            meter.advance(n, Instant::now());
+        }
+    });
+}
+
 /// A reader that counts what it reads into the progress line, if one was started.
 pub struct Counting<R>(pub R);
 
 impl<R: Read> Read for Counting<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.0.read(buf)?;
-        METER.with(|m| {
-            if let Some(meter) = m.borrow_mut().as_mut() {
-                meter.advance(n as u64, Instant::now());
-            }
-        });
+        advance(n as u64);
         Ok(n)
     }
 }

@@ -154,23 +154,10 @@ impl<W: Write> ChromeWriter<W> {
     /// any other lane, and each stream and NVTX track, gets the next synthetic
     /// id, named when first used.
     fn lane_tid(&mut self, track: Track, lane: u32) -> u64 {
-        let lane = lane as usize;
-        let t = &self.t;
-        let (name, have) = match track {
-            Track::Thread(tid) => match t.threads.get(&tid) {
-                Some((name, tids)) => (name, tids.get(lane)),
-                None => return tid,
-            },
-            Track::Stream(d, s) => match t.streams.get(&(d, s)) {
-                Some((name, tids)) => (name, tids.get(lane)),
-                None => return 0,
-            },
-            Track::Nvtx(i) => match t.nvtx.get(i) {
-                Some((name, tids)) => (name, tids.get(lane)),
-                None => return 0,
-            },
+        let Some((name, tids)) = self.t.tracks.get(&track) else {
+            return 0;
         };
-        if let Some(&tid) = have {
+        if let Some(&tid) = tids.get(lane as usize) {
             return tid;
         }
         let name = name.clone();
@@ -179,12 +166,7 @@ impl<W: Write> ChromeWriter<W> {
         let pid = self.t.pid;
         self.name("thread_name", pid, tid, &name);
         self.stats.tracks += 1;
-        let tids = match track {
-            Track::Thread(t) => self.t.threads.get_mut(&t).map(|x| &mut x.1),
-            Track::Stream(d, s) => self.t.streams.get_mut(&(d, s)).map(|x| &mut x.1),
-            Track::Nvtx(i) => self.t.nvtx.get_mut(i).map(|x| &mut x.1),
-        };
-        if let Some(tids) = tids {
+        if let Some((_, tids)) = self.t.tracks.get_mut(&track) {
             tids.push(tid);
         }
         tid
@@ -196,12 +178,9 @@ impl<W: Write> ChromeWriter<W> {
 struct TraceState {
     pid: u32,
     next_tid: u64,
-    /// Thread id → name of its further lanes, its lanes' thread ids.
-    threads: HashMap<u64, (String, Vec<u64>)>,
-    /// (device, stream) → its track's name, its lanes' thread ids.
-    streams: HashMap<(u32, u32), (String, Vec<u64>)>,
-    /// Per NVTX track: its name, its lanes' thread ids.
-    nvtx: Vec<(String, Vec<u64>)>,
+    /// Each thread, stream and NVTX track: its lanes' name and thread ids (a thread's first
+    /// lane is the thread).
+    tracks: HashMap<Track, (String, Vec<u64>)>,
     /// Function id → its name as JSON.
     functions: HashMap<u32, String>,
     /// Kernel name id → its demangled name as JSON.
@@ -236,17 +215,21 @@ impl<W: Write> Emitter for ChromeWriter<W> {
                 Some(n) => n.clone(),
                 None => format!("thread {}", t.tid),
             };
-            self.t.threads.insert(t.tid, (name, vec![t.tid]));
+            self.t
+                .tracks
+                .insert(Track::Thread(t.tid), (name, vec![t.tid]));
         }
-        for track in nvtx {
-            self.t.nvtx.push((track.name.clone(), Vec::new()));
+        for (i, track) in nvtx.iter().enumerate() {
+            self.t
+                .tracks
+                .insert(Track::Nvtx(i), (track.name.clone(), Vec::new()));
         }
         for device in devices {
             for &stream in &device.streams {
                 let name = layout::stream_name(device.ordinal, stream);
                 self.t
-                    .streams
-                    .insert((device.ordinal, stream), (name, Vec::new()));
+                    .tracks
+                    .insert(Track::Stream(device.ordinal, stream), (name, Vec::new()));
             }
         }
         self.flush_if_full()

@@ -115,16 +115,27 @@ pub struct PerfettoWriter<W: Write> {
 struct Sequence {
     seq: u64,
     process: u64,
-    /// Thread id → its track's name for further lanes, and its lanes' uuids.
-    threads: HashMap<u64, (String, Vec<u64>)>,
-    /// (device, stream) → the device's uuid, the rank of the stream's first
-    /// lane, its lanes' uuids.
-    streams: HashMap<(u32, u32), (u64, u64, Vec<u64>)>,
-    /// Per NVTX track: its name and lanes' uuids.
-    nvtx: Vec<(String, Vec<u64>)>,
+    /// Each thread, stream and NVTX track: its lanes' name and uuids.
+    tracks: HashMap<Track, Lanes>,
     /// (device, host) → counter track uuid.
     counters: HashMap<(u32, bool), u64>,
     names: Names,
+}
+
+/// The lanes of a track (lane 0 first).
+struct Lanes {
+    name: String,
+    uuids: Vec<u64>,
+    under: Under,
+}
+
+/// Where a track's further lanes go.
+#[derive(Clone, Copy)]
+enum Under {
+    /// Child tracks of lane 0.
+    Track,
+    /// Siblings of lane 0 under the device's track, ranked from `rank` up.
+    Device { uuid: u64, rank: u64 },
 }
 
 /// A slice's name: interned on the sequence.
@@ -186,78 +197,39 @@ impl<W: Write> PerfettoWriter<W> {
     /// lanes of a thread or NVTX track are its child tracks; those of a
     /// stream are siblings under the device, merged by name.
     fn track(&mut self, track: Track, lane: u32) -> u64 {
-        let seq = self.seq.seq;
-        let lane = lane as usize;
-        match track {
-            Track::Thread(tid) => {
-                let Some((name, lanes)) = self.seq.threads.get(&tid) else {
-                    return 0;
-                };
-                if let Some(&u) = lanes.get(lane) {
-                    return u;
-                }
-                let (name, parent) = (name.clone(), lanes[0]);
-                let uuid = self.uuid();
+        let Some(t) = self.seq.tracks.get(&track) else {
+            return 0;
+        };
+        if let Some(&u) = t.uuids.get(lane as usize) {
+            return u;
+        }
+        let (name, under, first) = (t.name.clone(), t.under, t.uuids.first().copied());
+        let uuid = self.uuid();
+        match under {
+            Under::Track => {
+                let seq = self.seq.seq;
                 self.descriptor(seq, |p| {
                     p.varint(field::UUID, uuid);
-                    p.varint(field::PARENT_UUID, parent);
+                    p.varint(field::PARENT_UUID, first.unwrap_or(0));
                     p.string(field::TRACK_NAME, &name);
                 });
-                if let Some((_, lanes)) = self.seq.threads.get_mut(&tid) {
-                    lanes.push(uuid);
-                }
-                uuid
             }
-            Track::Nvtx(i) => {
-                let Some((name, lanes)) = self.seq.nvtx.get(i) else {
-                    return 0;
-                };
-                if let Some(&u) = lanes.get(lane) {
-                    return u;
-                }
-                let (name, parent) = (name.clone(), lanes[0]);
-                let uuid = self.uuid();
-                self.descriptor(seq, |p| {
-                    p.varint(field::UUID, uuid);
-                    p.varint(field::PARENT_UUID, parent);
-                    p.string(field::TRACK_NAME, &name);
-                });
-                self.seq.nvtx[i].1.push(uuid);
-                uuid
-            }
-            Track::Stream(device, stream) => {
-                let Some((device_uuid, rank, lanes)) = self.seq.streams.get(&(device, stream))
-                else {
-                    return 0;
-                };
-                if let Some(&u) = lanes.get(lane) {
-                    return u;
-                }
-                let (device_uuid, rank) = (*device_uuid, *rank + lane as u64);
-                let uuid = self.uuid();
-                self.stream_descriptor(uuid, device_uuid, device, stream, rank);
-                if let Some((_, _, lanes)) = self.seq.streams.get_mut(&(device, stream)) {
-                    lanes.push(uuid);
-                }
-                uuid
+            Under::Device { uuid: device, rank } => {
+                self.stream_descriptor(uuid, device, &name, rank + u64::from(lane));
             }
         }
+        if let Some(t) = self.seq.tracks.get_mut(&track) {
+            t.uuids.push(uuid);
+        }
+        uuid
     }
 
-    fn stream_descriptor(
-        &mut self,
-        uuid: u64,
-        device_uuid: u64,
-        device: u32,
-        stream: u32,
-        rank: u64,
-    ) {
-        let name = layout::stream_name(device, stream);
+    fn stream_descriptor(&mut self, uuid: u64, device_uuid: u64, name: &str, rank: u64) {
         let seq = self.seq.seq;
         self.descriptor(seq, |p| {
             p.varint(field::UUID, uuid);
             p.varint(field::PARENT_UUID, device_uuid);
-            p.string(field::TRACK_NAME, &name);
+            p.string(field::TRACK_NAME, name);
             p.varint(field::SIBLING_ORDER_RANK, rank);
             p.varint(field::SIBLING_MERGE_BEHAVIOR, MERGE_BY_TRACK_NAME);
         });
@@ -341,19 +313,29 @@ impl<W: Write> Emitter for PerfettoWriter<W> {
                 Some(n) => n.clone(),
                 None => format!("thread {}", t.tid),
             };
-            self.seq.threads.insert(t.tid, (name, vec![uuid]));
+            let lanes = Lanes {
+                name,
+                uuids: vec![uuid],
+                under: Under::Track,
+            };
+            self.seq.tracks.insert(Track::Thread(t.tid), lanes);
         }
 
         // NVTX ranges: a track per thread that began any (under the process), and per device
         // the ranges' projections: each range's span over the GPU work it launched.
-        for track in nvtx {
+        for (i, track) in nvtx.iter().enumerate() {
             let uuid = self.uuid();
             self.descriptor(seq, |p| {
                 p.varint(field::UUID, uuid);
                 p.varint(field::PARENT_UUID, process);
                 p.string(field::TRACK_NAME, &track.name);
             });
-            self.seq.nvtx.push((track.name.clone(), vec![uuid]));
+            let lanes = Lanes {
+                name: track.name.clone(),
+                uuids: vec![uuid],
+                under: Under::Track,
+            };
+            self.seq.tracks.insert(Track::Nvtx(i), lanes);
         }
 
         // GPU work: a track per device, in it one per stream (and counters). A stream's
@@ -370,10 +352,19 @@ impl<W: Write> Emitter for PerfettoWriter<W> {
             let mut rank = 0u64;
             for &stream in &device.streams {
                 let uuid = self.uuid();
-                self.stream_descriptor(uuid, device_uuid, device.ordinal, stream, rank);
+                let name = layout::stream_name(device.ordinal, stream);
+                self.stream_descriptor(uuid, device_uuid, &name, rank);
+                let lanes = Lanes {
+                    name,
+                    uuids: vec![uuid],
+                    under: Under::Device {
+                        uuid: device_uuid,
+                        rank,
+                    },
+                };
                 self.seq
-                    .streams
-                    .insert((device.ordinal, stream), (device_uuid, rank, vec![uuid]));
+                    .tracks
+                    .insert(Track::Stream(device.ordinal, stream), lanes);
                 rank += MAX_LANES as u64;
             }
             for counter in &device.counters {

@@ -652,14 +652,8 @@ fn perfetto_of_a_generated_trace_matches_its_records() {
             linked += 1;
         }
     }
-    let flagged = t
-        .kernels
-        .iter()
-        .filter(|k| k.flags & FLAG_CORRELATED != 0)
-        .count()
-        + t.memcpys.len();
-    assert_eq!(linked, flagged);
-    assert_eq!(stats.flows, flagged as u64);
+    assert_eq!(linked, linked_records(&t));
+    assert_eq!(stats.flows, linked_records(&t) as u64);
 }
 
 #[test]
@@ -1311,15 +1305,16 @@ fn streamed_files_export_as_the_trace_in_memory() {
         let (want, stats) = export(std::slice::from_ref(&t), format);
         assert_eq!(std::fs::read(&out).unwrap(), want, "{format:?}");
         assert_eq!(outcome.stats, stats);
-        let flagged = t
-            .kernels
-            .iter()
-            .filter(|k| k.flags & FLAG_CORRELATED != 0)
-            .count()
-            + t.memcpys.len();
-        assert_eq!(stats.flows, flagged as u64);
+        assert_eq!(stats.flows, linked_records(&t) as u64);
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The GPU records of a generated trace that link to a call (its flagged kernels, and
+/// every copy).
+fn linked_records(t: &Trace) -> usize {
+    let kernels = t.kernels.iter();
+    kernels.filter(|k| k.flags & FLAG_CORRELATED != 0).count() + t.memcpys.len()
 }
 
 fn rtrace_collector_load(path: &Path) -> Trace {

@@ -397,6 +397,7 @@ impl Rereader {
         if header.checksum(&payload) != header.crc {
             return Err(changed("checksum mismatch".into()));
         }
+        crate::progress::advance((CHUNK_HEADER_LEN + payload.len()) as u64);
         Ok(Chunk {
             offset,
             header,
