@@ -2,7 +2,10 @@
 //! several threads, each making launch iterations of three driver calls (`cuCtxGetDevice_v2`,
 //! `cuLaunchKernel`, and every fourth iteration `cuMemcpyHtoDAsync_v2`), each launch giving a
 //! kernel record and each copy a memcpy record on the thread's stream, linked by correlation
-//! id. Chunks are sized as librtrace.so writes them (64K API records, 16K GPU records).
+//! id. As with the driver, a launch blocks while its stream already holds `QUEUE` launches
+//! that have not finished (the GPU work is slower than the launches). Chunks are sized as librtrace.so writes them (64K API records, 16K GPU records).
+//! With `SYNTH_NVTX=1`, each iteration is also an NVTX push/pop range (`iteration`, nested in
+//! a `step` range per 100 iterations), in NVTX chunks of 16K events per thread.
 //! Used by tools/bench/collector_scale.sh.
 //!
 //!     cargo run --release -p rtrace-collector --example synth -- OUT RECORDS [THREADS] [PID]
@@ -13,6 +16,9 @@ use std::io::{BufWriter, Write};
 
 const API_CHUNK: usize = 65_536;
 const GPU_CHUNK: usize = 16_384;
+const NVTX_CHUNK: usize = 16_384;
+/// Launches a stream holds before the next one blocks.
+const QUEUE: usize = 1024;
 
 struct Thread {
     tid: u64,
@@ -22,6 +28,31 @@ struct Thread {
     api: Vec<u8>,
     api_count: usize,
     seq: u64,
+    nvtx: Vec<u8>,
+    nvtx_count: usize,
+    /// Ends of the thread's last `QUEUE` kernels, oldest first.
+    queued: std::collections::VecDeque<u64>,
+}
+
+impl Thread {
+    /// Adds an NVTX push (`message` 1 or 2) or pop at the thread's time.
+    fn nvtx(&mut self, out: &mut impl Write, kind: NvtxKind, message: u32, level: u64) {
+        let e = NvtxEvent {
+            kind,
+            message,
+            time_ns: self.now,
+            value: level,
+            ..Default::default()
+        };
+        self.nvtx.extend_from_slice(&e.to_bytes());
+        self.nvtx_count += 1;
+        self.now += 10;
+        if self.nvtx_count == NVTX_CHUNK {
+            chunk(out, ChunkKind::NvtxEvents, self.tid, 0, &self.nvtx);
+            self.nvtx.clear();
+            self.nvtx_count = 0;
+        }
+    }
 }
 
 fn chunk(out: &mut impl Write, kind: ChunkKind, thread: u64, seq: u64, payload: &[u8]) {
@@ -86,6 +117,16 @@ fn main() {
         0,
         &encode_function_names(kernels),
     );
+    let nvtx = std::env::var_os("SYNTH_NVTX").is_some_and(|v| v == "1");
+    if nvtx {
+        chunk(
+            &mut out,
+            ChunkKind::NvtxStrings,
+            0,
+            0,
+            &encode_function_names([(1, "step"), (2, "iteration")]),
+        );
+    }
     let mut ts: Vec<Thread> = (0..threads)
         .map(|i| Thread {
             tid: u64::from(pid) * 100 + i,
@@ -95,6 +136,9 @@ fn main() {
             api: Vec::with_capacity(API_CHUNK * ApiRecord::SIZE),
             api_count: 0,
             seq: 0,
+            nvtx: Vec::new(),
+            nvtx_count: 0,
+            queued: std::collections::VecDeque::with_capacity(QUEUE),
         })
         .collect();
     for t in &ts {
@@ -120,6 +164,12 @@ fn main() {
         let t = &mut ts[i % threads as usize];
         i += 1;
         let stream = 13 + (t.tid % 100) as u32;
+        if nvtx {
+            if t.iteration.is_multiple_of(100) {
+                t.nvtx(&mut out, NvtxKind::Push, 1, 0);
+            }
+            t.nvtx(&mut out, NvtxKind::Push, 2, 1);
+        }
         let mut api =
             |t: &mut Thread, function: u32, dur: u64, out: &mut BufWriter<std::fs::File>| {
                 let rec = ApiRecord {
@@ -142,7 +192,13 @@ fn main() {
                 rec
             };
         api(t, 0, 25, &mut out);
-        let launch = api(t, 1, 2_500 + (t.iteration % 7) * 100, &mut out);
+        // A full queue: the launch returns when its oldest kernel ends.
+        let mut dur = 2_500 + (t.iteration % 7) * 100;
+        if t.queued.len() == QUEUE {
+            let oldest = t.queued.pop_front().unwrap_or(0);
+            dur = dur.max(oldest.saturating_sub(t.now));
+        }
+        let launch = api(t, 1, dur, &mut out);
         let start = (launch.start_ns + 6_000).max(t.gpu_free);
         let kernel = (t.iteration % 3) as u32;
         let k = KernelRecord {
@@ -161,6 +217,7 @@ fn main() {
             ..Default::default()
         };
         t.gpu_free = k.end_ns;
+        t.queued.push_back(k.end_ns);
         kbuf.extend_from_slice(&k.to_bytes());
         kn += 1;
         written += 3;
@@ -187,6 +244,12 @@ fn main() {
             mn += 1;
             written += 2;
         }
+        if nvtx {
+            t.nvtx(&mut out, NvtxKind::Pop, 0, 1);
+            if t.iteration % 100 == 99 {
+                t.nvtx(&mut out, NvtxKind::Pop, 0, 0);
+            }
+        }
         t.iteration += 1;
         t.now += 200;
         if kn == GPU_CHUNK {
@@ -204,6 +267,9 @@ fn main() {
         total_api += t.seq * API_CHUNK as u64 + t.api_count as u64;
         if t.api_count > 0 {
             chunk(&mut out, ChunkKind::ApiRecords, t.tid, t.seq, &t.api);
+        }
+        if t.nvtx_count > 0 {
+            chunk(&mut out, ChunkKind::NvtxEvents, t.tid, 0, &t.nvtx);
         }
     }
     if kn > 0 {

@@ -91,6 +91,10 @@ pub struct Trace {
     /// How this trace's times were put on another host's clock ([`crate::clocks::align`]);
     /// `None` when they are its own host's.
     pub clock_shift: Option<crate::clocks::Shift>,
+    /// The NVTX ranges and external-id rows, worked out while the API and GPU records streamed
+    /// by ([`crate::nvtx::Projector`]), for a trace held without them; `None`: worked out from
+    /// the records held.
+    pub projected: Option<Box<crate::nvtx::Projected>>,
 }
 
 /// One thread's part of a trace.

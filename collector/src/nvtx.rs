@@ -61,6 +61,21 @@ fn text(t: &Trace, id: u32, none: &str) -> String {
 
 /// Rebuilds the ranges of `t`.
 pub fn ranges(t: &Trace) -> Ranges {
+    if let Some(p) = &t.projected {
+        return p.ranges.clone();
+    }
+    let mut out = unprojected(t);
+    project(t, &mut out.ranges);
+    sort(&mut out.ranges);
+    out
+}
+
+fn sort(ranges: &mut [NvtxRange]) {
+    ranges.sort_by(|a, b| (a.start_ns, a.tid, &a.name).cmp(&(b.start_ns, b.tid, &b.name)));
+}
+
+/// The ranges of `t` from its NVTX events alone (no GPU work), in the order they ended.
+fn unprojected(t: &Trace) -> Ranges {
     let mut domains: HashMap<u32, String> = HashMap::new();
     for th in t.threads.values() {
         for e in &th.nvtx {
@@ -138,9 +153,6 @@ pub fn ranges(t: &Trace) -> Ranges {
         }
     }
     out.open += started.len() as u64;
-    project(t, &mut out.ranges);
-    out.ranges
-        .sort_by(|a, b| (a.start_ns, a.tid, &a.name).cmp(&(b.start_ns, b.tid, &b.name)));
     out
 }
 
@@ -312,11 +324,20 @@ pub fn nvtx_summary(traces: &[Trace]) -> (Vec<NvtxSummary>, u64, u64) {
     let mut by: HashMap<(String, String), (Vec<u64>, [u64; 4])> = HashMap::new();
     let (mut open, mut marks) = (0, 0);
     for t in traces {
-        let r = ranges(t);
+        // A projected trace's ranges are read where they are, not copied.
+        let owned;
+        let r = match &t.projected {
+            Some(p) => &p.ranges,
+            None => {
+                owned = ranges(t);
+                &owned
+            }
+        };
         open += r.open;
         marks += r.marks;
-        for x in r.ranges {
-            let e = by.entry((x.domain, x.name)).or_default();
+        for x in &r.ranges {
+            let key = (x.domain.clone(), x.name.clone());
+            let e = by.entry(key).or_default();
             e.0.push(x.end_ns.saturating_sub(x.start_ns));
             e.1[0] += x.gpu_records;
             e.1[1] = e.1[1].saturating_add(x.gpu_ns);
@@ -374,6 +395,10 @@ pub struct ExternalSummary {
 pub fn external_summary(traces: &[Trace]) -> Vec<ExternalSummary> {
     let mut rows = Vec::new();
     for t in traces {
+        if let Some(p) = &t.projected {
+            rows.extend(p.external.iter().cloned());
+            continue;
+        }
         let pushed = t
             .threads
             .values()
@@ -445,4 +470,292 @@ pub fn external_summary(traces: &[Trace]) -> Vec<ExternalSummary> {
             .then_with(|| (a.pid, a.kind, a.id).cmp(&(b.pid, b.kind, b.id)))
     });
     rows
+}
+
+/// What [`ranges`] and [`external_summary`] give for a trace, worked out by a [`Projector`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Projected {
+    pub ranges: Ranges,
+    /// This trace's rows of [`external_summary`], unsorted.
+    pub external: Vec<ExternalSummary>,
+}
+
+/// Projects a trace's NVTX ranges and external ids onto its GPU work as its API and GPU
+/// records stream by, without holding them: API calls must come in order of their start on
+/// each thread, and each GPU record not long after its call (as a merge of the trace's chunks
+/// by time gives them). A call's work is settled once its GPU records (whose number the caller
+/// knows from a first read) have all come, then added to the ranges and external ids it was
+/// made in; what is held is the ranges, the calls whose work is still to come, and the work
+/// of calls still to come (only for work that started before its call).
+///
+/// It gives what [`ranges`] and [`external_summary`] give from the records held: a
+/// correlation id given to several calls (a damaged trace) gives each of them its work, as
+/// there; only such calls are held until the last of them came.
+pub struct Projector {
+    pid: u32,
+    ranges: Ranges,
+    /// Per range: the (start, index) of the first call with work, whose device the span takes.
+    first: Vec<(u64, u64)>,
+    threads: HashMap<u64, RangeCursor>,
+    external: HashMap<u64, ExternalCursor>,
+    rows: std::collections::BTreeMap<(u32, u64), (u64, u64, u64)>,
+    calls: crate::model::IdMap<Call>,
+    early: crate::model::IdMap<(Work, (u8, u64), u32)>,
+}
+
+/// A thread's ranges in order of start (then longest first), and those open at the last call.
+#[derive(Default)]
+struct RangeCursor {
+    order: Vec<u32>,
+    next: usize,
+    open: Vec<u32>,
+}
+
+/// A thread's external-id pushes and pops in time order, and the ids pushed at the last call.
+#[derive(Default)]
+struct ExternalCursor {
+    events: Vec<NvtxEvent>,
+    next: usize,
+    stacks: std::collections::BTreeMap<u32, Vec<u64>>,
+}
+
+/// The calls with one correlation id (one, but for a damaged trace) whose GPU work is still
+/// coming, or which are still to come.
+struct Call {
+    calls: Vec<Target>,
+    /// API calls with the id still to come.
+    calls_left: u32,
+    work: Work,
+    /// (kind, index) of the work's first record in file order: its device is the work's.
+    first: (u8, u64),
+    /// GPU records still to come.
+    left: u32,
+}
+
+/// Where a call's work goes.
+struct Target {
+    start: (u64, u64),
+    ranges: Vec<u32>,
+    innermost: Option<u32>,
+    external: Vec<(u32, u64)>,
+}
+
+impl Work {
+    /// Adds a record as [`gpu_work`] does, `key` its place in file order.
+    fn add(&mut self, first: &mut (u8, u64), key: (u8, u64), device: u32, start: u64, end: u64) {
+        if self.records == 0 {
+            (self.device, self.start, self.end) = (device, start, end.max(start));
+            *first = key;
+        } else {
+            if key < *first {
+                self.device = device;
+                *first = key;
+            }
+            self.start = self.start.min(start);
+            self.end = self.end.max(end);
+        }
+        self.records += 1;
+        self.ns = self.ns.saturating_add(end.saturating_sub(start));
+    }
+}
+
+impl Projector {
+    /// The projector of `t` (its NVTX events, as filtered).
+    pub fn new(t: &Trace) -> Projector {
+        let ranges = unprojected(t);
+        let mut threads: HashMap<u64, RangeCursor> = HashMap::new();
+        for (i, r) in ranges.ranges.iter().enumerate() {
+            threads.entry(r.tid).or_default().order.push(i as u32);
+        }
+        for c in threads.values_mut() {
+            let rs = &ranges.ranges;
+            c.order.sort_by_key(|&i| {
+                let r = &rs[i as usize];
+                (r.start_ns, std::cmp::Reverse(r.end_ns))
+            });
+        }
+        let mut external = HashMap::new();
+        let mut rows = std::collections::BTreeMap::new();
+        for (&tid, th) in &t.threads {
+            let mut events: Vec<NvtxEvent> = th
+                .nvtx
+                .iter()
+                .filter(|e| matches!(e.kind, NvtxKind::ExternalPush | NvtxKind::ExternalPop))
+                .copied()
+                .collect();
+            if events.is_empty() {
+                continue;
+            }
+            events.sort_by_key(|e| e.time_ns);
+            // Ids pushed with no call inside still get a row.
+            for e in events.iter().filter(|e| e.kind == NvtxKind::ExternalPush) {
+                rows.entry((e.category, e.value)).or_insert((0, 0, 0));
+            }
+            external.insert(
+                tid,
+                ExternalCursor {
+                    events,
+                    ..Default::default()
+                },
+            );
+        }
+        Projector {
+            pid: t.header.pid,
+            first: vec![(u64::MAX, u64::MAX); ranges.ranges.len()],
+            ranges,
+            threads,
+            external,
+            rows,
+            calls: Default::default(),
+            early: Default::default(),
+        }
+    }
+
+    /// API call `index` of thread `tid`, started at `start`, whose correlation id `counts`
+    /// (API calls, GPU records) have in the trace.
+    pub fn api(&mut self, tid: u64, index: u64, start: u64, correlation: u64, counts: (u32, u32)) {
+        let (calls, gpu_records) = counts;
+        let mut target = Target {
+            start: (start, index),
+            ranges: Vec::new(),
+            innermost: None,
+            external: Vec::new(),
+        };
+        if let Some(c) = self.external.get_mut(&tid) {
+            while c.next < c.events.len() && c.events[c.next].time_ns <= start {
+                let e = c.events[c.next];
+                let stack = c.stacks.entry(e.category).or_default();
+                if e.kind == NvtxKind::ExternalPush {
+                    stack.push(e.value);
+                } else if let Some(at) = stack.iter().rposition(|&v| v == e.value) {
+                    stack.remove(at);
+                }
+                c.next += 1;
+            }
+            for (&kind, stack) in &c.stacks {
+                if let Some(&id) = stack.last() {
+                    self.rows.entry((kind, id)).or_insert((0, 0, 0)).0 += 1;
+                    target.external.push((kind, id));
+                }
+            }
+        }
+        if gpu_records == 0 {
+            return;
+        }
+        if let Some(c) = self.threads.get_mut(&tid) {
+            let rs = &self.ranges.ranges;
+            while c.next < c.order.len() && rs[c.order[c.next] as usize].start_ns <= start {
+                c.open.push(c.order[c.next]);
+                c.next += 1;
+            }
+            c.open.retain(|&i| rs[i as usize].end_ns >= start);
+            target.ranges.clone_from(&c.open);
+            target.innermost = c.open.iter().copied().max_by_key(|&i| {
+                let r = &rs[i as usize];
+                (r.start_ns, std::cmp::Reverse(r.end_ns))
+            });
+        }
+        let early = self.early.remove(&correlation);
+        let call = self.calls.entry(correlation).or_insert_with(|| {
+            let (work, first, n) = early.unwrap_or((Work::default(), (u8::MAX, u64::MAX), 0));
+            Call {
+                calls: Vec::new(),
+                calls_left: calls.max(1),
+                work,
+                first,
+                left: gpu_records.saturating_sub(n),
+            }
+        });
+        call.calls.push(target);
+        call.calls_left = call.calls_left.saturating_sub(1);
+        if call.calls_left == 0 && call.left == 0 {
+            if let Some(call) = self.calls.remove(&correlation) {
+                self.settle(&call);
+            }
+        }
+    }
+
+    /// A GPU record linked to correlation id `correlation` (`has_call`: an API call of the
+    /// trace has the id), `key` its (kind, index) in file order.
+    pub fn gpu(&mut self, correlation: u64, has_call: bool, key: (u8, u64), span: (u32, u64, u64)) {
+        let (device, start, end) = span;
+        if let Some(call) = self.calls.get_mut(&correlation) {
+            call.work.add(&mut call.first, key, device, start, end);
+            call.left = call.left.saturating_sub(1);
+            if call.left == 0 && call.calls_left == 0 {
+                if let Some(call) = self.calls.remove(&correlation) {
+                    self.settle(&call);
+                }
+            }
+        } else if has_call {
+            let e =
+                self.early
+                    .entry(correlation)
+                    .or_insert((Work::default(), (u8::MAX, u64::MAX), 0));
+            e.0.add(&mut e.1, key, device, start, end);
+            e.2 += 1;
+        }
+    }
+
+    /// Adds the settled work of the calls with one id to their ranges and external ids.
+    fn settle(&mut self, call: &Call) {
+        let w = call.work;
+        if w.records == 0 {
+            return;
+        }
+        for t in &call.calls {
+            for &i in &t.ranges {
+                let r = &mut self.ranges.ranges[i as usize];
+                r.gpu_records += w.records;
+                r.gpu_ns = r.gpu_ns.saturating_add(w.ns);
+                let first = &mut self.first[i as usize];
+                let device = if t.start < *first {
+                    *first = t.start;
+                    w.device
+                } else {
+                    r.gpu_span.map_or(w.device, |s| s.0)
+                };
+                r.gpu_span = Some(match r.gpu_span {
+                    None => (device, w.start, w.end),
+                    Some((_, s, e)) => (device, s.min(w.start), e.max(w.end)),
+                });
+            }
+            if let Some(i) = t.innermost {
+                let r = &mut self.ranges.ranges[i as usize];
+                r.own_gpu_records += w.records;
+                r.own_gpu_ns = r.own_gpu_ns.saturating_add(w.ns);
+            }
+            for key in &t.external {
+                let row = self.rows.entry(*key).or_insert((0, 0, 0));
+                row.1 += w.records;
+                row.2 = row.2.saturating_add(w.ns);
+            }
+        }
+    }
+
+    /// Ends the stream: calls whose work did not all come (cut by damage) get what came.
+    pub fn finish(mut self) -> Projected {
+        let calls: Vec<Call> = self.calls.drain().map(|(_, c)| c).collect();
+        for c in &calls {
+            self.settle(c);
+        }
+        let mut ranges = self.ranges;
+        sort(&mut ranges.ranges);
+        let pid = self.pid;
+        let external = self
+            .rows
+            .into_iter()
+            .map(
+                |((kind, id), (calls, gpu_records, gpu_ns))| ExternalSummary {
+                    pid,
+                    kind,
+                    id,
+                    calls,
+                    gpu_records,
+                    gpu_ns,
+                },
+            )
+            .collect();
+        Projected { ranges, external }
+    }
 }

@@ -193,12 +193,7 @@ impl<W: Write> Emitter for ChromeWriter<W> {
         &mut self.stats
     }
 
-    fn begin_trace(
-        &mut self,
-        trace: &Trace,
-        devices: &[Device],
-        nvtx: &[NvtxTrack],
-    ) -> io::Result<()> {
+    fn begin_trace(&mut self, trace: &Trace, devices: &[Device]) -> io::Result<()> {
         self.stats.traces += 1;
         let pid = trace.header.pid;
         self.t = TraceState {
@@ -219,11 +214,6 @@ impl<W: Write> Emitter for ChromeWriter<W> {
                 .tracks
                 .insert(Track::Thread(t.tid), (name, vec![t.tid]));
         }
-        for (i, track) in nvtx.iter().enumerate() {
-            self.t
-                .tracks
-                .insert(Track::Nvtx(i), (track.name.clone(), Vec::new()));
-        }
         for device in devices {
             for &stream in &device.streams {
                 let name = layout::stream_name(device.ordinal, stream);
@@ -233,6 +223,15 @@ impl<W: Write> Emitter for ChromeWriter<W> {
             }
         }
         self.flush_if_full()
+    }
+
+    fn nvtx_tracks(&mut self, nvtx: &[NvtxTrack]) -> io::Result<()> {
+        for (i, track) in nvtx.iter().enumerate() {
+            self.t
+                .tracks
+                .insert(Track::Nvtx(i), (track.name.clone(), Vec::new()));
+        }
+        Ok(())
     }
 
     fn api(

@@ -334,6 +334,8 @@ pub struct LinkTable {
     stride: u64,
     /// Ids noted (with repeats).
     notes: u64,
+    /// API records of ids that more than one has (a damaged trace).
+    repeated: IdMap<u32>,
     /// Flows started (each API call's count, when it has a GPU record).
     pub flows: u64,
 }
@@ -401,6 +403,10 @@ impl LinkTable {
 
     /// Notes an API record with correlation id `id`.
     pub fn api(&mut self, id: u64) {
+        let c = self.cell(id);
+        if *c & API != 0 {
+            *self.repeated.entry(id).or_insert(1) += 1;
+        }
         *self.cell(id) |= API;
     }
 
@@ -422,6 +428,16 @@ impl LinkTable {
             COUNT => self.many.get(&id).copied().unwrap_or(u32::from(COUNT)),
             n => u32::from(n),
         }
+    }
+
+    /// How many API records have correlation id `id`, and how many GPU records do.
+    pub fn counts(&self, id: u64) -> (u32, u32) {
+        let cell = self.get(id);
+        let calls = match cell & API {
+            0 => 0,
+            _ => self.repeated.get(&id).copied().unwrap_or(1),
+        };
+        (calls, self.count(id, cell))
     }
 
     /// Ends the first read: gives the links their flow ids, from `*next_flow`
@@ -672,7 +688,11 @@ pub struct NvtxTrack {
 /// them, then one per device that ran work launched inside ranges (`NVTX projected: GPU ...`),
 /// holding each range's span over that work.
 pub fn nvtx_tracks(trace: &Trace) -> Vec<NvtxTrack> {
-    let ranges = crate::nvtx::ranges(trace).ranges;
+    nvtx_tracks_of(trace, crate::nvtx::ranges(trace).ranges)
+}
+
+/// [`nvtx_tracks`] of `ranges`, the ranges of `trace`.
+pub fn nvtx_tracks_of(trace: &Trace, ranges: Vec<crate::nvtx::NvtxRange>) -> Vec<NvtxTrack> {
     let mut by_thread: BTreeMap<u64, Vec<(String, u64, u64)>> = BTreeMap::new();
     let mut by_device: BTreeMap<u32, Vec<(String, u64, u64)>> = BTreeMap::new();
     for r in ranges {

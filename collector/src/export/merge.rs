@@ -59,6 +59,15 @@ impl Rec {
         }
     }
 
+    /// A GPU record's kind (kernel, copy, memset: 0, 1, 2) and index.
+    fn place(&self) -> (u8, u64) {
+        match self {
+            Rec::Api { index, .. } | Rec::Kernel(index, _) => (0, *index),
+            Rec::Memcpy(index, _) => (1, *index),
+            Rec::Memset(index, _) => (2, *index),
+        }
+    }
+
     fn gpu(&self) -> Option<Gpu<'_>> {
         match self {
             Rec::Api { .. } => None,
@@ -377,14 +386,11 @@ pub enum Track {
 /// What a writer does with a trace's tracks, slices, flows and counters.
 pub trait Emitter {
     fn stats(&mut self) -> &mut Stats;
-    /// Starts a trace: its process and threads, `nvtx` tracks, and `devices`
-    /// with their streams and counters.
-    fn begin_trace(
-        &mut self,
-        trace: &Trace,
-        devices: &[Device],
-        nvtx: &[NvtxTrack],
-    ) -> io::Result<()>;
+    /// Starts a trace: its process and threads, and `devices` with their
+    /// streams and counters.
+    fn begin_trace(&mut self, trace: &Trace, devices: &[Device]) -> io::Result<()>;
+    /// The trace's NVTX tracks, known once its records were seen.
+    fn nvtx_tracks(&mut self, nvtx: &[NvtxTrack]) -> io::Result<()>;
     /// API call `r` of thread `tid`, on `lane` of its track, ending at `end`;
     /// it starts the flows `flows`.
     fn api(
@@ -414,6 +420,14 @@ pub trait Emitter {
     fn counters(&mut self, trace: &Trace, devices: &[Device]) -> io::Result<()>;
 }
 
+/// The NVTX ranges of a trace being written.
+pub enum Nvtx {
+    /// Worked out already (a trace held in memory).
+    Tracks(Vec<NvtxTrack>),
+    /// To be projected onto the GPU work as the records come.
+    Project(Box<crate::nvtx::Projector>),
+}
+
 /// Writes one trace through `e`: `trace` holds all but its API and GPU
 /// records (which may be there too: they are not looked at), `src` gives
 /// those, `streams` are the (device, stream) pairs they ran on, `links`
@@ -422,12 +436,16 @@ pub fn write<E: Emitter>(
     e: &mut E,
     trace: &Trace,
     streams: &BTreeSet<(u32, u32)>,
-    nvtx: &[NvtxTrack],
+    nvtx: Nvtx,
     links: &mut LinkTable,
     src: &mut dyn Source,
 ) -> Result<(), Failure> {
     let devices = layout::devices(trace, streams);
-    e.begin_trace(trace, &devices, nvtx)?;
+    e.begin_trace(trace, &devices)?;
+    let mut projector = match nvtx {
+        Nvtx::Project(p) => Ok(p),
+        Nvtx::Tracks(t) => Err(t),
+    };
     let mut lanes: HashMap<Track, Lanes> = HashMap::new();
     let mut steps = VecDeque::new();
     merge(src, |rec| {
@@ -439,6 +457,9 @@ pub fn write<E: Emitter>(
                 Track::Stream(d, s)
             }
         };
+        if let Ok(p) = &mut projector {
+            project_rec(p, links, &rec);
+        }
         lanes
             .entry(track)
             .or_default()
@@ -473,6 +494,11 @@ pub fn write<E: Emitter>(
         }
         e.stats().clipped += l.clipped;
     }
+    let nvtx = match projector {
+        Ok(p) => layout::nvtx_tracks_of(trace, p.finish().ranges.ranges),
+        Err(t) => t,
+    };
+    e.nvtx_tracks(&nvtx)?;
     for (i, t) in nvtx.iter().enumerate() {
         let spans: Vec<(u64, u64)> = t.slices.iter().map(|s| (s.1, s.2)).collect();
         let mut nest = Nest::new(&spans);
@@ -490,4 +516,50 @@ pub fn write<E: Emitter>(
     e.stats().flows += links.flows;
     e.counters(trace, &devices)?;
     Ok(())
+}
+
+/// Hands `rec` to `p`, with what `links` knows of its correlation id.
+fn project_rec(p: &mut crate::nvtx::Projector, links: &LinkTable, rec: &Rec) {
+    match rec {
+        Rec::Api { tid, index, r } => {
+            let (calls, n) = links.counts(r.correlation);
+            p.api(*tid, *index, r.start_ns, r.correlation, (calls, n));
+        }
+        _ => {
+            if let Some(g) = rec.gpu() {
+                if let Some(c) = g.correlation() {
+                    let (device, _) = g.place();
+                    let (start, end) = g.span();
+                    p.gpu(c, links.counts(c).0 > 0, rec.place(), (device, start, end));
+                }
+            }
+        }
+    }
+}
+
+/// The NVTX ranges and external-id rows of `trace`, read from `path` without its API and GPU
+/// records (as `trace` is held): a first read notes the links and indexes the chunks, a second
+/// merges them by time into a [`crate::nvtx::Projector`].
+pub fn project(
+    path: &Path,
+    trace: &Trace,
+    keep: &Keep,
+) -> Result<crate::nvtx::Projected, StreamError> {
+    let mut first = FirstRead::new(keep);
+    crate::stream::read_light(path, &mut first)?;
+    let mut p = crate::nvtx::Projector::new(trace);
+    let links = first.links;
+    let mut src = FileSource::open(path, first.index, keep)?;
+    merge(&mut src, |rec| {
+        project_rec(&mut p, &links, &rec);
+        Ok(())
+    })
+    .map_err(|e| match e {
+        Failure::Read(e) => e,
+        Failure::Write(e) => StreamError::Changed {
+            path: path.to_path_buf(),
+            why: e.to_string(),
+        },
+    })?;
+    Ok(p.finish())
 }

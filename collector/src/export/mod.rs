@@ -19,7 +19,7 @@
 
 mod chrome;
 mod layout;
-mod merge;
+pub(crate) mod merge;
 mod perfetto;
 mod proto;
 #[cfg(test)]
@@ -29,10 +29,10 @@ pub use chrome::{ChromeWriter, SYNTHETIC_TID_BASE};
 pub use layout::{binary_bytes, MAX_LANES};
 pub use perfetto::PerfettoWriter;
 
-use crate::model::{io_message, load_trace, LoadError, Trace};
+use crate::model::{io_message, LoadError, Trace};
 use crate::stream::{Keep, StreamError};
-use layout::{LinkTable, NvtxTrack};
-use merge::{Failure, FileSource, FirstRead, InMemory, Source};
+use layout::LinkTable;
+use merge::{Failure, FileSource, FirstRead, InMemory, Nvtx, Source};
 use rtrace_format::TraceReader;
 use std::collections::BTreeSet;
 use std::collections::HashSet;
@@ -96,11 +96,11 @@ impl<W: Write> Writer<W> {
 
     /// Writes one trace (one process) held in memory.
     pub fn write_trace(&mut self, trace: &Trace) -> io::Result<()> {
-        let nvtx = layout::nvtx_tracks(trace);
+        let nvtx = Nvtx::Tracks(layout::nvtx_tracks(trace));
         let streams = merge::streams_of(trace);
         let mut links = LinkTable::of(trace, self.next_flow());
         let mut src = InMemory::of(trace);
-        self.write_with(trace, &streams, &nvtx, &mut links, &mut src)
+        self.write_with(trace, &streams, nvtx, &mut links, &mut src)
             .map_err(|e| match e {
                 Failure::Write(e) => e,
                 Failure::Read(e) => io::Error::other(e.to_string()),
@@ -119,7 +119,7 @@ impl<W: Write> Writer<W> {
         &mut self,
         trace: &Trace,
         streams: &BTreeSet<(u32, u32)>,
-        nvtx: &[NvtxTrack],
+        nvtx: Nvtx,
         links: &mut LinkTable,
         src: &mut dyn Source,
     ) -> Result<(), Failure> {
@@ -406,11 +406,6 @@ fn write_all<W: Write>(
         if !filter.keeps_process(trace.header.pid) {
             continue;
         }
-        let nvtx = trace.threads.values().any(|th| !th.nvtx.is_empty());
-        if nvtx {
-            // NVTX ranges are projected onto the calls and GPU work inside them: read whole.
-            trace = load_trace(file).map_err(ExportError::Load)?;
-        }
         if let Some(s) = shift {
             trace.shift_times(s.ns);
             outcome.clock_notes.push(format!(
@@ -421,15 +416,18 @@ fn write_all<W: Write>(
             trace.clock_shift = Some(s);
         }
         filter.apply(&mut trace, base);
-        if nvtx {
-            w.write_trace(&trace).map_err(werr)?;
+        // NVTX ranges are projected onto the GPU work of the calls inside them as the
+        // records come.
+        let nvtx = if trace.threads.values().any(|th| !th.nvtx.is_empty()) {
+            Nvtx::Project(Box::new(crate::nvtx::Projector::new(&trace)))
         } else {
-            first.links.number(w.next_flow());
-            let mut src = FileSource::open(file, std::mem::take(&mut first.index), &keep)
-                .map_err(|e| failed(Failure::Read(e)))?;
-            w.write_with(&trace, &first.streams, &[], &mut first.links, &mut src)
-                .map_err(failed)?;
-        }
+            Nvtx::Tracks(Vec::new())
+        };
+        first.links.number(w.next_flow());
+        let mut src = FileSource::open(file, std::mem::take(&mut first.index), &keep)
+            .map_err(|e| failed(Failure::Read(e)))?;
+        w.write_with(&trace, &first.streams, nvtx, &mut first.links, &mut src)
+            .map_err(failed)?;
         outcome.warnings.extend(trace_warnings(&trace));
     }
     let (mut out, stats) = w.finish().map_err(werr)?;

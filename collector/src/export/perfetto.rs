@@ -243,13 +243,8 @@ impl<W: Write> Emitter for PerfettoWriter<W> {
 
     /// Starts `trace`'s packet sequence: its first packet (state cleared,
     /// clock, argument names), then the descriptors of its process, threads,
-    /// NVTX tracks, devices, streams (first lanes) and memory counters.
-    fn begin_trace(
-        &mut self,
-        trace: &Trace,
-        devices: &[Device],
-        nvtx: &[NvtxTrack],
-    ) -> io::Result<()> {
+    /// devices, streams (first lanes) and memory counters.
+    fn begin_trace(&mut self, trace: &Trace, devices: &[Device]) -> io::Result<()> {
         self.sequences += 1;
         let seq = u64::from(self.sequences);
         self.stats.traces += 1;
@@ -321,23 +316,6 @@ impl<W: Write> Emitter for PerfettoWriter<W> {
             self.seq.tracks.insert(Track::Thread(t.tid), lanes);
         }
 
-        // NVTX ranges: a track per thread that began any (under the process), and per device
-        // the ranges' projections: each range's span over the GPU work it launched.
-        for (i, track) in nvtx.iter().enumerate() {
-            let uuid = self.uuid();
-            self.descriptor(seq, |p| {
-                p.varint(field::UUID, uuid);
-                p.varint(field::PARENT_UUID, process);
-                p.string(field::TRACK_NAME, &track.name);
-            });
-            let lanes = Lanes {
-                name: track.name.clone(),
-                uuids: vec![uuid],
-                under: Under::Track,
-            };
-            self.seq.tracks.insert(Track::Nvtx(i), lanes);
-        }
-
         // GPU work: a track per device, in it one per stream (and counters). A stream's
         // lanes are ranked MAX_LANES apart, its counters after them.
         for device in devices {
@@ -384,6 +362,27 @@ impl<W: Write> Emitter for PerfettoWriter<W> {
                     .insert((device.ordinal, counter.host), uuid);
                 rank += 1;
             }
+        }
+        self.flush_if_full()
+    }
+
+    /// NVTX ranges: a track per thread that began any (under the process), and per device
+    /// the ranges' projections: each range's span over the GPU work it launched.
+    fn nvtx_tracks(&mut self, nvtx: &[NvtxTrack]) -> io::Result<()> {
+        for (i, track) in nvtx.iter().enumerate() {
+            let uuid = self.uuid();
+            let (seq, process) = (self.seq.seq, self.seq.process);
+            self.descriptor(seq, |p| {
+                p.varint(field::UUID, uuid);
+                p.varint(field::PARENT_UUID, process);
+                p.string(field::TRACK_NAME, &track.name);
+            });
+            let lanes = Lanes {
+                name: track.name.clone(),
+                uuids: vec![uuid],
+                under: Under::Track,
+            };
+            self.seq.tracks.insert(Track::Nvtx(i), lanes);
         }
         self.flush_if_full()
     }

@@ -30,7 +30,7 @@ pub mod union;
 
 use crate::filter::Filter;
 use crate::gpu_summary::{Latencies, Utilisation, LATENCY_ROWS};
-use crate::model::{load_trace, LoadError, Loaded, RecordSink, ThreadTrace, Trace};
+use crate::model::{LoadError, Loaded, RecordSink, ThreadTrace, Trace};
 use crate::occupancy::OccupancyRows;
 use crate::summary::FunctionSummary;
 use fold::{Counts, KeyMap, Merged, TraceFold};
@@ -349,8 +349,7 @@ impl FirstPass<'_> {
 struct Input<'a> {
     path: PathBuf,
     keep: Keep<'a>,
-    /// `None`: the trace is held whole (it has NVTX events).
-    index: Option<Vec<ChunkRef>>,
+    index: Vec<ChunkRef>,
     keys: KeyMap,
 }
 
@@ -497,21 +496,18 @@ fn report_inputs_with(
             index: Vec::new(),
         };
         let mut t = read_light(path, &mut first)?;
-        let mut index = Some(std::mem::take(&mut first.index));
-        let mut fold = first.fold;
-        let nvtx = t.threads.values().any(|th| !th.nvtx.is_empty());
-        if nvtx {
-            // NVTX ranges are projected onto the API calls: read whole, as before.
-            t = load_trace(path)?;
-            index = None;
-        }
+        let index = std::mem::take(&mut first.index);
+        let fold = first.fold;
         if let Some(s) = shift {
             t.shift_times(s.ns);
             t.clock_shift = Some(s);
         }
         filter.apply(&mut t, base);
-        if nvtx {
-            fold = TraceFold::of(&t);
+        if t.threads.values().any(|th| !th.nvtx.is_empty()) {
+            // NVTX ranges are projected onto the GPU work of the calls inside them as the
+            // records stream by again, in time order.
+            let projected = crate::export::merge::project(path, &t, &keep)?;
+            t.projected = Some(Box::new(projected));
         }
         counts.push(fold.counts.clone());
         let keys = merged.add(loaded.traces.len(), &t, fold);
@@ -525,41 +521,28 @@ fn report_inputs_with(
     }
     // The API calls that created streams, loaded or unloaded modules, or synchronized.
     for (t, input) in loaded.traces.iter_mut().zip(&inputs) {
-        if let Some(index) = &input.index {
-            linked_calls(t, input, index)?;
-        }
+        linked_calls(t, input, &input.index)?;
     }
     loop {
         let p = merged.end_pass();
         if !p.any() {
             break;
         }
-        for (t, input) in loaded.traces.iter().zip(&inputs) {
-            match &input.index {
-                None => select_in_memory(&mut merged, p, t, &input.keys),
-                Some(index) => select_streamed(&mut merged, p, input, index)?,
-            }
+        for input in &inputs {
+            select_streamed(&mut merged, p, input, &input.index)?;
         }
     }
     let mut utilisation = Vec::new();
     let mut top = latency::Top::new(LATENCY_ROWS);
     for (ti, (t, input)) in loaded.traces.iter().zip(&inputs).enumerate() {
-        match &input.index {
-            None => {
-                utilisation.extend(crate::gpu_summary::utilisation(std::slice::from_ref(t)));
-                crate::gpu_summary::launch_latency_into(&mut top, ti, t);
-            }
-            Some(index) => {
-                utilisation.extend(gpu_pass(
-                    &mut top,
-                    ti,
-                    t.header.pid,
-                    input,
-                    index,
-                    id_range,
-                )?);
-            }
-        }
+        utilisation.extend(gpu_pass(
+            &mut top,
+            ti,
+            t.header.pid,
+            input,
+            &input.index,
+            id_range,
+        )?);
     }
     let sections = Sections {
         counts,

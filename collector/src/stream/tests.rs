@@ -1,8 +1,10 @@
 //! The streamed report agrees with the in-memory one, byte for byte, on traces built to be
 //! awkward: many distinct durations (selection passes), GPU chunks out of time order, ids
-//! over several lookup ranges, a repeated id, synchronizations linked to calls, two files.
+//! over several lookup ranges, a repeated id, synchronizations linked to calls, NVTX ranges
+//! (nested, crossing threads) and external ids projected onto GPU work, two files.
 
 use super::*;
+use crate::export::ExportFormat;
 use crate::output::{render_report_section, render_sections, Format, Section};
 use rtrace_format::*;
 use std::io::Write;
@@ -60,8 +62,56 @@ fn awkward(pid: u32, seed: u64, truncate: bool) -> Vec<u8> {
     let mut api: Vec<Vec<u8>> = vec![Vec::new(); 3];
     let (mut gk, mut gm, mut gs, mut sy) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut now = t0;
+    // NVTX: nested push/pop ranges per thread, start/end ranges crossing threads, external
+    // ids pushed and popped, all just before the calls they hold.
+    let mut nvtx: Vec<Vec<u8>> = vec![Vec::new(); 3];
+    let mut depth = [0u64; 3];
+    let ev = |kind, message, time_ns, value, category| {
+        NvtxEvent {
+            kind,
+            message,
+            time_ns,
+            value,
+            category,
+            ..Default::default()
+        }
+        .to_bytes()
+    };
     for id in 1..4_000u64 {
         let thread = (id % 3) as usize;
+        let at = now.saturating_sub(1);
+        match rnd(16) {
+            0..=2 if depth[thread] < 4 => {
+                let e = ev(NvtxKind::Push, 1 + rnd(3) as u32, at, depth[thread], 0);
+                nvtx[thread].extend_from_slice(&e);
+                depth[thread] += 1;
+            }
+            3 | 4 if depth[thread] > 0 => {
+                depth[thread] -= 1;
+                let e = ev(NvtxKind::Pop, 0, at, depth[thread], 0);
+                nvtx[thread].extend_from_slice(&e);
+            }
+            _ => {}
+        }
+        if id % 300 == 0 {
+            let e = ev(NvtxKind::Start, 2, at, id, 0);
+            nvtx[thread].extend_from_slice(&e);
+        }
+        if id % 300 == 170 {
+            let e = ev(NvtxKind::End, 0, at, id - 170, 0);
+            nvtx[(thread + 1) % 3].extend_from_slice(&e);
+        }
+        if id % 90 == 1 {
+            let e = ev(NvtxKind::ExternalPush, 0, at, id, 1 + rnd(2) as u32);
+            nvtx[thread].extend_from_slice(&e);
+        }
+        if id % 90 == 46 {
+            // The id pushed 45 calls ago on this thread (of the kind it was pushed as).
+            for category in 1..3 {
+                let e = ev(NvtxKind::ExternalPop, 0, at, id - 45, category);
+                nvtx[thread].extend_from_slice(&e);
+            }
+        }
         let function = (rnd(3)) as u32;
         let dur = if function == 2 {
             40
@@ -79,7 +129,12 @@ fn awkward(pid: u32, seed: u64, truncate: bool) -> Vec<u8> {
         };
         r.write_to(&mut api[thread]);
         now += 1_000 + rnd(3_000);
-        let start = now + rnd(200_000);
+        // One in 37 records starts before its call (clocks that disagree).
+        let start = if id % 37 == 0 {
+            r.start_ns - 500
+        } else {
+            now + rnd(200_000)
+        };
         let end = start + rnd(50_000);
         let stream = 13 + rnd(3) as u32;
         match function {
@@ -97,6 +152,26 @@ fn awkward(pid: u32, seed: u64, truncate: bool) -> Vec<u8> {
                     ..Default::default()
                 };
                 gk.push(k.to_bytes().to_vec());
+                if id % 5 == 0 {
+                    // A graph: a copy on the other device first, then another kernel.
+                    let m = MemcpyRecord {
+                        correlation,
+                        start_ns: start + 10,
+                        end_ns: end + 10,
+                        device: 1 - k.device,
+                        stream,
+                        flags: FLAG_CORRELATED as u8,
+                        ..Default::default()
+                    };
+                    gm.push(m.to_bytes().to_vec());
+                    let k2 = KernelRecord {
+                        start_ns: start + 20,
+                        end_ns: end + 20,
+                        device: 1 - k.device,
+                        ..k
+                    };
+                    gk.push(k2.to_bytes().to_vec());
+                }
             }
             1 if rnd(4) == 0 => {
                 let s = MemsetRecord {
@@ -148,6 +223,15 @@ fn awkward(pid: u32, seed: u64, truncate: bool) -> Vec<u8> {
     }
     for (t, a) in api.iter().enumerate() {
         chunk(&mut f, ChunkKind::ApiRecords, 100 + t as u64, a);
+    }
+    chunk(
+        &mut f,
+        ChunkKind::NvtxStrings,
+        0,
+        &encode_function_names([(1, "step"), (2, "fwd"), (3, "bwd")]),
+    );
+    for (t, n) in nvtx.iter().enumerate() {
+        chunk(&mut f, ChunkKind::NvtxEvents, 100 + t as u64, n);
     }
     // GPU chunks of 100 records, in reverse order, each shuffled a little.
     let put = |f: &mut Vec<u8>, kind, v: &mut Vec<Vec<u8>>| {
@@ -226,6 +310,24 @@ fn streamed_reports_are_the_in_memory_ones() {
     ];
     for f in &filters {
         check(&files, f, 700);
+    }
+    // The export streams the same traces: the bytes it writes are those of the traces
+    // exported from memory (NVTX ranges and their projections onto each device included).
+    for path in &files {
+        let whole = crate::model::load_trace(path).unwrap();
+        for format in [ExportFormat::Perfetto, ExportFormat::Chrome] {
+            let out = dir.join("out");
+            crate::export::export_files(std::slice::from_ref(path), format, Some(&out)).unwrap();
+            let (want, _) =
+                crate::export::export_traces(std::slice::from_ref(&whole), format, Vec::new())
+                    .unwrap();
+            assert!(String::from_utf8_lossy(&want).contains("NVTX projected: GPU 1"));
+            assert!(
+                std::fs::read(&out).unwrap() == want,
+                "{format:?} {}",
+                path.display()
+            );
+        }
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
