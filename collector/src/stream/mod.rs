@@ -19,7 +19,8 @@
 //! read one after the other; no merge by time across files is needed. The other records
 //! (NVTX events, allocations, synchronizations, resources, module images, notices) are kept
 //! as [`Trace::read`] keeps them: they are few next to API and GPU records. A trace holding
-//! NVTX events is read whole, as before (its ranges are projected onto its API calls).
+//! NVTX events is read twice more, to project its ranges and external ids onto the GPU work
+//! of the calls inside them in time order ([`crate::export::merge::project`]).
 //! Memory grows with the number of distinct functions, kernels, launch configurations,
 //! devices and streams, and of the chunks, not with the number of records.
 
