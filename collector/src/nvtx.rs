@@ -409,33 +409,17 @@ pub fn external_summary(traces: &[Trace]) -> Vec<ExternalSummary> {
         let work = gpu_work(t);
         let mut by: std::collections::BTreeMap<(u32, u64), (u64, u64, u64)> = Default::default();
         for th in t.threads.values() {
-            let mut events: Vec<&NvtxEvent> = th
-                .nvtx
-                .iter()
-                .filter(|e| matches!(e.kind, NvtxKind::ExternalPush | NvtxKind::ExternalPop))
-                .collect();
-            if events.is_empty() {
+            let Some(mut cursor) = ExternalCursor::of(th) else {
                 continue;
-            }
-            events.sort_by_key(|e| e.time_ns);
+            };
             let mut calls: Vec<&rtrace_format::ApiRecord> = th.records.iter().collect();
             calls.sort_by_key(|r| r.start_ns);
-            let mut stacks: std::collections::BTreeMap<u32, Vec<u64>> = Default::default();
-            let mut next = 0;
             for r in calls {
-                while next < events.len() && events[next].time_ns <= r.start_ns {
-                    let e = events[next];
-                    let stack = stacks.entry(e.category).or_default();
-                    if e.kind == NvtxKind::ExternalPush {
-                        stack.push(e.value);
-                    } else if let Some(at) = stack.iter().rposition(|&v| v == e.value) {
-                        stack.remove(at);
-                    }
-                    next += 1;
-                }
+                cursor.advance(r.start_ns);
+                let stacks = &cursor.stacks;
                 let w = work.get(&r.correlation).copied().unwrap_or_default();
                 let (n, ns) = (w.records, w.ns);
-                for (&kind, stack) in &stacks {
+                for (&kind, stack) in stacks {
                     if let Some(&id) = stack.last() {
                         let acc = by.entry((kind, id)).or_default();
                         acc.0 += 1;
@@ -445,7 +429,7 @@ pub fn external_summary(traces: &[Trace]) -> Vec<ExternalSummary> {
                 }
             }
             // Ids pushed with no call inside still get a row.
-            for e in &events[..] {
+            for e in &cursor.events {
                 if e.kind == NvtxKind::ExternalPush {
                     by.entry((e.category, e.value)).or_default();
                 }
@@ -512,11 +496,46 @@ struct RangeCursor {
 }
 
 /// A thread's external-id pushes and pops in time order, and the ids pushed at the last call.
-#[derive(Default)]
 struct ExternalCursor {
     events: Vec<NvtxEvent>,
     next: usize,
     stacks: std::collections::BTreeMap<u32, Vec<u64>>,
+}
+
+impl ExternalCursor {
+    /// The external-id pushes and pops of `th`, if it has any.
+    fn of(th: &crate::model::ThreadTrace) -> Option<ExternalCursor> {
+        let mut events: Vec<NvtxEvent> = th
+            .nvtx
+            .iter()
+            .filter(|e| matches!(e.kind, NvtxKind::ExternalPush | NvtxKind::ExternalPop))
+            .copied()
+            .collect();
+        if events.is_empty() {
+            return None;
+        }
+        events.sort_by_key(|e| e.time_ns);
+        Some(ExternalCursor {
+            events,
+            next: 0,
+            stacks: Default::default(),
+        })
+    }
+
+    /// Applies the pushes and pops at or before `time` (by kind: a pop removes the latest push
+    /// of its id).
+    fn advance(&mut self, time: u64) {
+        while self.next < self.events.len() && self.events[self.next].time_ns <= time {
+            let e = self.events[self.next];
+            let stack = self.stacks.entry(e.category).or_default();
+            if e.kind == NvtxKind::ExternalPush {
+                stack.push(e.value);
+            } else if let Some(at) = stack.iter().rposition(|&v| v == e.value) {
+                stack.remove(at);
+            }
+            self.next += 1;
+        }
+    }
 }
 
 /// The calls with one correlation id (one, but for a damaged trace) whose GPU work is still
@@ -577,27 +596,18 @@ impl Projector {
         let mut external = HashMap::new();
         let mut rows = std::collections::BTreeMap::new();
         for (&tid, th) in &t.threads {
-            let mut events: Vec<NvtxEvent> = th
-                .nvtx
-                .iter()
-                .filter(|e| matches!(e.kind, NvtxKind::ExternalPush | NvtxKind::ExternalPop))
-                .copied()
-                .collect();
-            if events.is_empty() {
+            let Some(cursor) = ExternalCursor::of(th) else {
                 continue;
-            }
-            events.sort_by_key(|e| e.time_ns);
+            };
             // Ids pushed with no call inside still get a row.
-            for e in events.iter().filter(|e| e.kind == NvtxKind::ExternalPush) {
+            for e in cursor
+                .events
+                .iter()
+                .filter(|e| e.kind == NvtxKind::ExternalPush)
+            {
                 rows.entry((e.category, e.value)).or_insert((0, 0, 0));
             }
-            external.insert(
-                tid,
-                ExternalCursor {
-                    events,
-                    ..Default::default()
-                },
-            );
+            external.insert(tid, cursor);
         }
         Projector {
             pid: t.header.pid,
@@ -622,16 +632,7 @@ impl Projector {
             external: Vec::new(),
         };
         if let Some(c) = self.external.get_mut(&tid) {
-            while c.next < c.events.len() && c.events[c.next].time_ns <= start {
-                let e = c.events[c.next];
-                let stack = c.stacks.entry(e.category).or_default();
-                if e.kind == NvtxKind::ExternalPush {
-                    stack.push(e.value);
-                } else if let Some(at) = stack.iter().rposition(|&v| v == e.value) {
-                    stack.remove(at);
-                }
-                c.next += 1;
-            }
+            c.advance(start);
             for (&kind, stack) in &c.stacks {
                 if let Some(&id) = stack.last() {
                     self.rows.entry((kind, id)).or_insert((0, 0, 0)).0 += 1;

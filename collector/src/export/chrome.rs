@@ -244,22 +244,22 @@ impl<W: Write> Emitter for ChromeWriter<W> {
         flows: std::ops::Range<u64>,
     ) -> io::Result<()> {
         let lane_tid = self.lane_tid(Track::Thread(tid), lane);
-        let mut name = std::mem::take(self.t.functions.entry(r.function).or_insert_with(|| {
+        // The name cache is moved out while the event is written from it.
+        let mut functions = std::mem::take(&mut self.t.functions);
+        let name = functions.entry(r.function).or_insert_with(|| {
             let mut s = String::new();
             string(&mut s, &trace.function_name(r.function));
             s
-        }));
+        });
         let mut args = std::mem::take(&mut self.args);
         layout::api_args(r, &mut args);
         let pid = self.t.pid;
-        self.complete("api", &name, pid, lane_tid, r.start_ns, end, &args);
+        self.complete("api", name, pid, lane_tid, r.start_ns, end, &args);
         for id in flows {
             self.flow("s", id, pid, lane_tid, r.start_ns);
         }
         self.args = args;
-        if let Some(n) = self.t.functions.get_mut(&r.function) {
-            std::mem::swap(n, &mut name);
-        }
+        self.t.functions = functions;
         self.stats.slices += 1;
         self.flush_if_full()
     }
@@ -274,32 +274,37 @@ impl<W: Write> Emitter for ChromeWriter<W> {
     ) -> io::Result<()> {
         let (device, stream) = g.place();
         let tid = self.lane_tid(Track::Stream(device, stream), lane);
-        let mut name = String::new();
-        let cat = match g {
+        let mut kernel_json = std::mem::take(&mut self.t.kernel_json);
+        let mut copy_name = String::new();
+        let (cat, name) = match g {
             Gpu::Kernel(k) => {
-                let t = &mut self.t;
-                let json = t.kernel_json.entry(k.name).or_insert_with(|| {
+                let kernels = &mut self.t.kernels;
+                let json = kernel_json.entry(k.name).or_insert_with(|| {
                     let mut s = String::new();
-                    string(&mut s, t.kernels.get(trace, k.name));
+                    string(&mut s, kernels.get(trace, k.name));
                     s
                 });
-                name.push_str(json);
-                "kernel"
+                ("kernel", json.as_str())
             }
-            Gpu::Memcpy(_) => {
-                string(&mut name, &layout::copy_or_set_name(g).unwrap_or_default());
-                "memcpy"
-            }
-            Gpu::Memset(_) => {
-                string(&mut name, &layout::copy_or_set_name(g).unwrap_or_default());
-                "memset"
+            Gpu::Memcpy(_) | Gpu::Memset(_) => {
+                string(
+                    &mut copy_name,
+                    &layout::copy_or_set_name(g).unwrap_or_default(),
+                );
+                let cat = if matches!(g, Gpu::Memcpy(_)) {
+                    "memcpy"
+                } else {
+                    "memset"
+                };
+                (cat, copy_name.as_str())
             }
         };
         let mut args = std::mem::take(&mut self.args);
         layout::gpu_args(g, &mut args);
         let pid = self.t.pid;
         let start = g.span().0;
-        self.complete(cat, &name, pid, tid, start, end, &args);
+        self.complete(cat, name, pid, tid, start, end, &args);
+        self.t.kernel_json = kernel_json;
         self.args = args;
         if let Some(flow) = flow {
             self.flow("f", flow.id, pid, tid, start);

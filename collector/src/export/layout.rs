@@ -404,10 +404,11 @@ impl LinkTable {
     /// Notes an API record with correlation id `id`.
     pub fn api(&mut self, id: u64) {
         let c = self.cell(id);
-        if *c & API != 0 {
+        let seen = *c & API != 0;
+        *c |= API;
+        if seen {
             *self.repeated.entry(id).or_insert(1) += 1;
         }
-        *self.cell(id) |= API;
     }
 
     /// Notes a GPU record with correlation id `id`.

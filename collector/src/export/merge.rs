@@ -46,9 +46,10 @@ impl Rec {
         let end = Reverse(end.max(start));
         match self {
             Rec::Api { tid, index, .. } => (start, 0, end, 0, *tid, *index),
-            Rec::Kernel(i, _) => (start, 1, end, 0, 0, *i),
-            Rec::Memcpy(i, _) => (start, 1, end, 1, 0, *i),
-            Rec::Memset(i, _) => (start, 1, end, 2, 0, *i),
+            _ => {
+                let (kind, index) = self.place();
+                (start, 1, end, kind, 0, index)
+            }
         }
     }
 
@@ -59,7 +60,8 @@ impl Rec {
         }
     }
 
-    /// A GPU record's kind (kernel, copy, memset: 0, 1, 2) and index.
+    /// A GPU record's kind (kernel, copy, memset: 0, 1, 2; also 0 for an API
+    /// record) and index.
     fn place(&self) -> (u8, u64) {
         match self {
             Rec::Api { index, .. } | Rec::Kernel(index, _) => (0, *index),
