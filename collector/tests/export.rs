@@ -126,17 +126,23 @@ fn expected(t: &Trace) -> Vec<String> {
         None => format!("GPU {d}"),
     };
     let mut tracks: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    // Device → context → stream.
     let mut gpu = |device: u32,
-                   stream: u32,
+                   (context, stream): (u32, u32),
                    name: String,
                    span: (u64, u64),
                    args: String,
                    corr: Option<u64>| {
         let track = gpu_track(device, stream);
         let entry = tracks.entry(device).or_default();
-        let line = format!("track {track} | parent {}", device_name(device));
-        if !entry.contains(&line) {
-            entry.push(line);
+        let context_track = format!("GPU {device} context {context}");
+        for line in [
+            format!("track {context_track} | parent {}", device_name(device)),
+            format!("track {track} | parent {context_track}"),
+        ] {
+            if !entry.contains(&line) {
+                entry.push(line);
+            }
         }
         let args = match corr {
             Some(c) => format!("{args},correlation={c}"),
@@ -166,7 +172,7 @@ fn expected(t: &Trace) -> Vec<String> {
         let name = demangle(&t.kernel_name(k.name)).into_owned();
         gpu_lines.push(gpu(
             k.device,
-            k.stream,
+            (k.context, k.stream),
             name,
             (k.start_ns, k.end_ns),
             args,
@@ -184,7 +190,7 @@ fn expected(t: &Trace) -> Vec<String> {
         let name = format!("memcpy {} {}", m.kind.name(), binary_bytes(m.bytes));
         gpu_lines.push(gpu(
             m.device,
-            m.stream,
+            (m.context, m.stream),
             name,
             (m.start_ns, m.end_ns),
             args,
@@ -197,7 +203,7 @@ fn expected(t: &Trace) -> Vec<String> {
         let name = format!("memset {}", binary_bytes(m.bytes));
         gpu_lines.push(gpu(
             m.device,
-            m.stream,
+            (m.context, m.stream),
             name,
             (m.start_ns, m.end_ns),
             args,
@@ -316,9 +322,11 @@ fn perfetto_output_read_with_perfettos_schema_matches_the_trace() {
                 lanes,
                 [
                     "lanes GPU 0: NVIDIA H100 80GB HBM3 1",
+                    "lanes GPU 0 context 1 1",
                     "lanes GPU 0 stream 7 2",
                     "lanes GPU 0 stream 8 1",
                     "lanes GPU 1 1",
+                    "lanes GPU 1 context 2 1",
                     "lanes GPU 1 stream 3 1"
                 ]
             );

@@ -4,7 +4,7 @@
 //! Slices are complete events (`ph: X`), flows `ph: s` / `ph: f` pairs,
 //! memory counters `ph: C`, and process and thread names metadata (`ph: M`).
 //! GPU streams are shown as threads of their process with synthetic thread
-//! ids from [`SYNTHETIC_TID_BASE`] up, named `GPU 0 stream 7`. Times are in
+//! ids from [`SYNTHETIC_TID_BASE`] up, named `GPU 0 context 1 stream 7`. Times are in
 //! µs with three decimals (whole ns).
 
 use super::layout::{self, Device, Flow, Gpu, KernelNames, NvtxTrack, Value, ARG_NAMES};
@@ -215,11 +215,16 @@ impl<W: Write> Emitter for ChromeWriter<W> {
                 .insert(Track::Thread(t.tid), (name, vec![t.tid]));
         }
         for device in devices {
-            for &stream in &device.streams {
-                let name = layout::stream_name(device.ordinal, stream);
-                self.t
-                    .tracks
-                    .insert(Track::Stream(device.ordinal, stream), (name, Vec::new()));
+            for context in &device.contexts {
+                for &stream in &context.streams {
+                    let name = format!(
+                        "{} {}",
+                        layout::context_name(device.ordinal, context.id),
+                        layout::id_name("stream", stream)
+                    );
+                    let track = Track::Stream(device.ordinal, context.id, stream);
+                    self.t.tracks.insert(track, (name, Vec::new()));
+                }
             }
         }
         self.flush_if_full()
@@ -272,8 +277,8 @@ impl<W: Write> Emitter for ChromeWriter<W> {
         end: u64,
         flow: Option<Flow>,
     ) -> io::Result<()> {
-        let (device, stream) = g.place();
-        let tid = self.lane_tid(Track::Stream(device, stream), lane);
+        let (device, context, stream) = g.place();
+        let tid = self.lane_tid(Track::Stream(device, context, stream), lane);
         let mut kernel_json = std::mem::take(&mut self.t.kernel_json);
         let mut copy_name = String::new();
         let (cat, name) = match g {

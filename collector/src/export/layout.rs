@@ -184,12 +184,12 @@ impl Gpu<'_> {
         }
     }
 
-    /// (device, stream).
-    pub fn place(self) -> (u32, u32) {
+    /// (device, context, stream).
+    pub fn place(self) -> Place {
         match self {
-            Gpu::Kernel(k) => (k.device, k.stream),
-            Gpu::Memcpy(m) => (m.device, m.stream),
-            Gpu::Memset(m) => (m.device, m.stream),
+            Gpu::Kernel(k) => (k.device, k.context, k.stream),
+            Gpu::Memcpy(m) => (m.device, m.context, m.stream),
+            Gpu::Memset(m) => (m.device, m.context, m.stream),
         }
     }
 
@@ -214,22 +214,34 @@ pub struct Counter {
     pub points: Vec<(u64, i64)>,
 }
 
-/// One device of a trace: its streams that ran work (ascending) and its
+/// Where GPU work ran: (device ordinal, context id, stream id), ids as the
+/// activity source gave them.
+pub type Place = (u32, u32, u32);
+
+/// One device of a trace: its contexts that ran work (ascending) and its
 /// memory counters.
 #[derive(Debug, Default)]
 pub struct Device {
     pub ordinal: u32,
-    pub streams: Vec<u32>,
+    pub contexts: Vec<Context>,
     pub counters: Vec<Counter>,
 }
 
-/// The devices of a trace that ran GPU work (on the (device, stream) pairs
-/// `streams`) or have memory records, ascending.
-pub fn devices(trace: &Trace, streams: &BTreeSet<(u32, u32)>) -> Vec<Device> {
+/// One context of a device: its id and the streams that ran work in it
+/// (ascending).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Context {
+    pub id: u32,
+    pub streams: Vec<u32>,
+}
+
+/// The devices of a trace that ran GPU work (on the places `streams`) or
+/// have memory records, ascending.
+pub fn devices(trace: &Trace, streams: &BTreeSet<Place>) -> Vec<Device> {
     let mut counters = memory_counters(trace);
     let mut ordinals: Vec<u32> = streams
         .iter()
-        .map(|&(d, _)| d)
+        .map(|&(d, _, _)| d)
         .chain(counters.keys().copied())
         .collect();
     ordinals.sort_unstable();
@@ -238,13 +250,25 @@ pub fn devices(trace: &Trace, streams: &BTreeSet<(u32, u32)>) -> Vec<Device> {
         .into_iter()
         .map(|ordinal| Device {
             ordinal,
-            streams: streams
-                .range((ordinal, 0)..=(ordinal, u32::MAX))
-                .map(|&(_, s)| s)
-                .collect(),
+            contexts: contexts_of(streams, ordinal),
             counters: counters.remove(&ordinal).unwrap_or_default(),
         })
         .collect()
+}
+
+/// The contexts of device `ordinal` in `streams`, each with its streams.
+fn contexts_of(streams: &BTreeSet<Place>, ordinal: u32) -> Vec<Context> {
+    let mut out: Vec<Context> = Vec::new();
+    for &(_, c, s) in streams.range((ordinal, 0, 0)..=(ordinal, u32::MAX, u32::MAX)) {
+        match out.last_mut() {
+            Some(last) if last.id == c => last.streams.push(s),
+            _ => out.push(Context {
+                id: c,
+                streams: vec![s],
+            }),
+        }
+    }
+    out
 }
 
 /// Memory in use per device from the allocation and free records: device
@@ -660,13 +684,22 @@ pub fn device_name(trace: &Trace, ordinal: u32) -> String {
     }
 }
 
-/// The name of a stream's track: `GPU 0 stream 7` (`stream none` for a
-/// record without one).
+/// The name of a context's track: `GPU 0 context 1`.
+pub fn context_name(ordinal: u32, context: u32) -> String {
+    format!("GPU {ordinal} {}", id_name("context", context))
+}
+
+/// The name of a stream's track: `GPU 0 stream 7`.
 pub fn stream_name(ordinal: u32, stream: u32) -> String {
-    if stream == ID_NONE {
-        format!("GPU {ordinal} stream none")
+    format!("GPU {ordinal} {}", id_name("stream", stream))
+}
+
+/// `stream 7`, or `stream none` for a record without one.
+pub fn id_name(what: &str, id: u32) -> String {
+    if id == ID_NONE {
+        format!("{what} none")
     } else {
-        format!("GPU {ordinal} stream {stream}")
+        format!("{what} {id}")
     }
 }
 

@@ -14,7 +14,7 @@
 //! [`write`] lays the records out on the lanes of their tracks and gives them
 //! their flows, as the writers ([`Emitter`]) show them.
 
-use super::layout::{self, Device, Flow, Gpu, Lanes, LinkTable, Nest, NvtxTrack, Step};
+use super::layout::{self, Device, Flow, Gpu, Lanes, LinkTable, Nest, NvtxTrack, Place, Step};
 use super::Stats;
 use crate::model::{RecordSink, ThreadTrace, Trace};
 use crate::stream::{decode, ChunkRef, Keep, Kind, Records, Rereader, StreamError};
@@ -208,10 +208,10 @@ impl Source for InMemory {
 }
 
 /// The (device, stream) pairs of `trace`'s GPU records.
-pub fn streams_of(trace: &Trace) -> BTreeSet<(u32, u32)> {
-    let k = trace.kernels.iter().map(|k| (k.device, k.stream));
-    let c = trace.memcpys.iter().map(|m| (m.device, m.stream));
-    let s = trace.memsets.iter().map(|m| (m.device, m.stream));
+pub fn streams_of(trace: &Trace) -> BTreeSet<Place> {
+    let k = trace.kernels.iter().map(|k| Gpu::Kernel(k).place());
+    let c = trace.memcpys.iter().map(|m| Gpu::Memcpy(m).place());
+    let s = trace.memsets.iter().map(|m| Gpu::Memset(m).place());
     k.chain(c).chain(s).collect()
 }
 
@@ -221,7 +221,7 @@ pub struct FirstRead<'a> {
     pub keep: &'a Keep<'a>,
     pub index: Vec<ChunkRef>,
     pub links: LinkTable,
-    pub streams: BTreeSet<(u32, u32)>,
+    pub streams: BTreeSet<Place>,
     api: HashMap<u64, u64>,
     kernels: u64,
     memcpys: u64,
@@ -379,8 +379,8 @@ impl Source for FileSource<'_> {
 pub enum Track {
     /// A thread's API calls.
     Thread(u64),
-    /// A (device, stream)'s GPU work.
-    Stream(u32, u32),
+    /// A (device, context, stream)'s GPU work.
+    Stream(u32, u32, u32),
     /// The NVTX track of this index.
     Nvtx(usize),
 }
@@ -437,7 +437,7 @@ pub enum Nvtx {
 pub fn write<E: Emitter>(
     e: &mut E,
     trace: &Trace,
-    streams: &BTreeSet<(u32, u32)>,
+    streams: &BTreeSet<Place>,
     nvtx: Nvtx,
     links: &mut LinkTable,
     src: &mut dyn Source,
@@ -455,8 +455,8 @@ pub fn write<E: Emitter>(
         let track = match &rec {
             Rec::Api { tid, .. } => Track::Thread(*tid),
             _ => {
-                let (d, s) = rec.gpu().map_or((0, 0), Gpu::place);
-                Track::Stream(d, s)
+                let (d, c, s) = rec.gpu().map_or((0, 0, 0), Gpu::place);
+                Track::Stream(d, c, s)
             }
         };
         if let Ok(p) = &mut projector {
@@ -530,7 +530,7 @@ fn project_rec(p: &mut crate::nvtx::Projector, links: &LinkTable, rec: &Rec) {
         _ => {
             if let Some(g) = rec.gpu() {
                 if let Some(c) = g.correlation() {
-                    let (device, _) = g.place();
+                    let (device, _, _) = g.place();
                     let (start, end) = g.span();
                     p.gpu(c, links.counts(c).0 > 0, rec.place(), (device, start, end));
                 }

@@ -118,7 +118,7 @@ impl<W: Write> Writer<W> {
     fn write_with(
         &mut self,
         trace: &Trace,
-        streams: &BTreeSet<(u32, u32)>,
+        streams: &BTreeSet<layout::Place>,
         nvtx: Nvtx,
         links: &mut LinkTable,
         src: &mut dyn Source,

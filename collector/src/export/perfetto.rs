@@ -134,8 +134,8 @@ struct Lanes {
 enum Under {
     /// Child tracks of lane 0.
     Track,
-    /// Siblings of lane 0 under the device's track, ranked from `rank` up.
-    Device { uuid: u64, rank: u64 },
+    /// Siblings of lane 0 under the context's track, ranked from `rank` up.
+    Context { uuid: u64, rank: u64 },
 }
 
 /// A slice's name: interned on the sequence.
@@ -195,7 +195,7 @@ impl<W: Write> PerfettoWriter<W> {
 
     /// The track of `lane` of `track`, described when first used: further
     /// lanes of a thread or NVTX track are its child tracks; those of a
-    /// stream are siblings under the device, merged by name.
+    /// stream are siblings under the context, merged by name.
     fn track(&mut self, track: Track, lane: u32) -> u64 {
         let Some(t) = self.seq.tracks.get(&track) else {
             return 0;
@@ -214,8 +214,11 @@ impl<W: Write> PerfettoWriter<W> {
                     p.string(field::TRACK_NAME, &name);
                 });
             }
-            Under::Device { uuid: device, rank } => {
-                self.stream_descriptor(uuid, device, &name, rank + u64::from(lane));
+            Under::Context {
+                uuid: context,
+                rank,
+            } => {
+                self.stream_descriptor(uuid, context, &name, rank + u64::from(lane));
             }
         }
         if let Some(t) = self.seq.tracks.get_mut(&track) {
@@ -224,11 +227,11 @@ impl<W: Write> PerfettoWriter<W> {
         uuid
     }
 
-    fn stream_descriptor(&mut self, uuid: u64, device_uuid: u64, name: &str, rank: u64) {
+    fn stream_descriptor(&mut self, uuid: u64, context_uuid: u64, name: &str, rank: u64) {
         let seq = self.seq.seq;
         self.descriptor(seq, |p| {
             p.varint(field::UUID, uuid);
-            p.varint(field::PARENT_UUID, device_uuid);
+            p.varint(field::PARENT_UUID, context_uuid);
             p.string(field::TRACK_NAME, name);
             p.varint(field::SIBLING_ORDER_RANK, rank);
             p.varint(field::SIBLING_MERGE_BEHAVIOR, MERGE_BY_TRACK_NAME);
@@ -316,8 +319,9 @@ impl<W: Write> Emitter for PerfettoWriter<W> {
             self.seq.tracks.insert(Track::Thread(t.tid), lanes);
         }
 
-        // GPU work: a track per device, in it one per stream (and counters). A stream's
-        // lanes are ranked MAX_LANES apart, its counters after them.
+        // GPU work: a track per device, in it one per context (then the device's memory
+        // counters), in that one per stream. A context's streams are ranked MAX_LANES
+        // apart, for their further lanes.
         for device in devices {
             let device_uuid = self.uuid();
             let device_name = layout::device_name(trace, device.ordinal);
@@ -328,22 +332,34 @@ impl<W: Write> Emitter for PerfettoWriter<W> {
                 p.varint(field::CHILD_ORDERING, ORDERING_EXPLICIT);
             });
             let mut rank = 0u64;
-            for &stream in &device.streams {
-                let uuid = self.uuid();
-                let name = layout::stream_name(device.ordinal, stream);
-                self.stream_descriptor(uuid, device_uuid, &name, rank);
-                let lanes = Lanes {
-                    name,
-                    uuids: vec![uuid],
-                    under: Under::Device {
-                        uuid: device_uuid,
-                        rank,
-                    },
-                };
-                self.seq
-                    .tracks
-                    .insert(Track::Stream(device.ordinal, stream), lanes);
-                rank += MAX_LANES as u64;
+            for context in &device.contexts {
+                let context_uuid = self.uuid();
+                let context_name = layout::context_name(device.ordinal, context.id);
+                self.descriptor(seq, |p| {
+                    p.varint(field::UUID, context_uuid);
+                    p.varint(field::PARENT_UUID, device_uuid);
+                    p.string(field::TRACK_NAME, &context_name);
+                    p.varint(field::SIBLING_ORDER_RANK, rank);
+                    p.varint(field::CHILD_ORDERING, ORDERING_EXPLICIT);
+                });
+                rank += 1;
+                let mut stream_rank = 0u64;
+                for &stream in &context.streams {
+                    let uuid = self.uuid();
+                    let name = layout::stream_name(device.ordinal, stream);
+                    self.stream_descriptor(uuid, context_uuid, &name, stream_rank);
+                    let lanes = Lanes {
+                        name,
+                        uuids: vec![uuid],
+                        under: Under::Context {
+                            uuid: context_uuid,
+                            rank: stream_rank,
+                        },
+                    };
+                    let track = Track::Stream(device.ordinal, context.id, stream);
+                    self.seq.tracks.insert(track, lanes);
+                    stream_rank += MAX_LANES as u64;
+                }
             }
             for counter in &device.counters {
                 let uuid = self.uuid();
@@ -416,8 +432,8 @@ impl<W: Write> Emitter for PerfettoWriter<W> {
         _end: u64,
         flow: Option<Flow>,
     ) -> io::Result<()> {
-        let (device, stream) = g.place();
-        let track = self.track(Track::Stream(device, stream), lane);
+        let (device, context, stream) = g.place();
+        let track = self.track(Track::Stream(device, context, stream), lane);
         let names = &mut self.seq.names;
         let iid = match g {
             Gpu::Kernel(k) => {

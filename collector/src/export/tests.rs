@@ -392,22 +392,94 @@ fn perfetto_tracks_are_exact() {
         counter_unit: Some(3),
         ..track(uuid, Some(parent), Some(name))
     };
+    let context = |uuid, parent, name: &str, rank| Track {
+        rank: Some(rank),
+        child_ordering: Some(3),
+        ..track(uuid, Some(parent), Some(name))
+    };
     want.extend([
-        // Each stream's first lane up front, ranked MAX_LANES apart, the counters after them.
-        stream(5, 4, "GPU 0 stream 7", 0),
-        stream(6, 4, "GPU 0 stream 8", 32),
-        counter(7, 4, "GPU 0 memory in use", 64),
-        counter(8, 4, "GPU 0 host memory in use", 65),
+        // The device's contexts, each with its streams' first lanes up front (ranked MAX_LANES
+        // apart), then the device's counters.
+        context(5, 4, "GPU 0 context 1", 0),
+        stream(6, 5, "GPU 0 stream 7", 0),
+        stream(7, 5, "GPU 0 stream 8", 32),
+        counter(8, 4, "GPU 0 memory in use", 1),
+        counter(9, 4, "GPU 0 host memory in use", 2),
         Track {
             child_ordering: Some(3),
-            ..track(9, Some(1), Some("GPU 1"))
+            ..track(10, Some(1), Some("GPU 1"))
         },
-        stream(10, 9, "GPU 1 stream 3", 0),
+        context(11, 10, "GPU 1 context 2", 0),
+        stream(12, 11, "GPU 1 stream 3", 0),
         // Stream 7's second lane, made when the kernel that overlaps the first came.
-        stream(11, 4, "GPU 0 stream 7", 1),
+        stream(13, 5, "GPU 0 stream 7", 1),
     ]);
     assert_eq!(d.tracks, want);
-    assert_eq!(stats.tracks, 11);
+    assert_eq!(stats.tracks, 13);
+}
+
+#[test]
+fn perfetto_groups_streams_by_context() {
+    // Two contexts on one device (a second one made with cuCtxCreate, say), each with a
+    // stream of its own, and a stream id shared by both.
+    let mut ks = vec![
+        kernel(3, (0, 13), (1_000, 2_000), 0, false),
+        kernel(3, (0, 21), (1_500, 2_500), 0, false),
+        kernel(3, (0, 13), (3_000, 3_500), 0, false),
+    ];
+    ks[1].context = 3;
+    ks[2].context = 3;
+    let b = Builder::new(&header(42, &["./two-contexts"])).kernel_names(&[(3, "_Z4stepPfi")]);
+    let t = read(&b.kernels(&ks).bytes);
+    let (bytes, _) = export(&[t], ExportFormat::Perfetto);
+    let d = decode(&bytes);
+    let names: HashMap<u64, &str> = d
+        .tracks
+        .iter()
+        .filter_map(|t| Some((t.uuid, t.name.as_deref()?)))
+        .collect();
+    let gpu: Vec<(&str, &str, Option<u64>)> = d
+        .tracks
+        .iter()
+        .filter_map(|t| {
+            let name = t.name.as_deref()?;
+            let parent = names.get(&t.parent?).copied().unwrap_or("process");
+            Some((name, parent, t.rank))
+        })
+        .collect();
+    assert_eq!(
+        gpu,
+        [
+            ("GPU 0", "process", None),
+            ("GPU 0 context 1", "GPU 0", Some(0)),
+            ("GPU 0 stream 13", "GPU 0 context 1", Some(0)),
+            ("GPU 0 context 3", "GPU 0", Some(1)),
+            ("GPU 0 stream 13", "GPU 0 context 3", Some(0)),
+            ("GPU 0 stream 21", "GPU 0 context 3", Some(MAX_LANES as u64)),
+        ]
+    );
+    // Each kernel on its context's stream track.
+    let mut on: Vec<(u64, u64)> = d.slices.iter().map(|s| (s.ts, s.track)).collect();
+    on.sort_unstable();
+    let uuid = |context: &str, stream: &str| {
+        let c = d
+            .tracks
+            .iter()
+            .find(|t| t.name.as_deref() == Some(context))
+            .unwrap()
+            .uuid;
+        d.tracks
+            .iter()
+            .find(|t| t.name.as_deref() == Some(stream) && t.parent == Some(c))
+            .unwrap()
+            .uuid
+    };
+    let (a, b, c) = (
+        uuid("GPU 0 context 1", "GPU 0 stream 13"),
+        uuid("GPU 0 context 3", "GPU 0 stream 21"),
+        uuid("GPU 0 context 3", "GPU 0 stream 13"),
+    );
+    assert_eq!(on, [(1_000, a), (1_500, b), (3_000, c)]);
 }
 
 #[test]
@@ -450,7 +522,7 @@ fn perfetto_slices_flows_and_counters_are_exact() {
         api(3, "cuMemAlloc_v2", 3_150, 50, "2", "10"),
         flows(
             slice(
-                5,
+                6,
                 "memcpy HtoD 4 KiB",
                 2_450,
                 450,
@@ -464,10 +536,10 @@ fn perfetto_slices_flows_and_counters_are_exact() {
             &[],
             &[3],
         ),
-        flows(k(5, VECADD, 3_000, 1_000, Some("4")), &[], &[4]),
+        flows(k(6, VECADD, 3_000, 1_000, Some("4")), &[], &[4]),
         flows(
             slice(
-                6,
+                7,
                 "memset 1000 B",
                 5_000,
                 100,
@@ -477,10 +549,10 @@ fn perfetto_slices_flows_and_counters_are_exact() {
             &[6],
         ),
         // The work started before its call: the flow passes through, not ends.
-        flows(k(10, "fill", 2_900, 200, Some("8")), &[8], &[]),
-        k(10, "kernel#9", 3_400, 100, None),
+        flows(k(12, "fill", 2_900, 200, Some("8")), &[8], &[]),
+        k(12, "kernel#9", 3_400, 100, None),
         slice(
-            10,
+            12,
             "memcpy DtoH 1.5 KiB",
             3_600,
             100,
@@ -492,7 +564,7 @@ fn perfetto_slices_flows_and_counters_are_exact() {
             ],
         ),
         // Stream 7's second lane.
-        flows(k(11, VECADD, 3_800, 1_200, Some("5")), &[], &[5]),
+        flows(k(13, VECADD, 3_800, 1_200, Some("5")), &[], &[5]),
     ];
     assert_eq!(got, want);
     assert_eq!(stats.slices, 17);
@@ -502,10 +574,10 @@ fn perfetto_slices_flows_and_counters_are_exact() {
     assert_eq!(
         d.counters,
         vec![
-            (7, 1_500, 1 << 20),
-            (7, 2_250, (1 << 20) + 4096),
-            (7, 6_050, 1 << 20),
-            (8, 3_160, 8192),
+            (8, 1_500, 1 << 20),
+            (8, 2_250, (1 << 20) + 4096),
+            (8, 6_050, 1 << 20),
+            (9, 3_160, 8192),
         ]
     );
     assert_eq!(stats.counter_values, 4);
@@ -526,7 +598,7 @@ fn perfetto_names_are_interned_once_per_sequence() {
     assert_eq!(d.first_packets[&2], vec![13, 87, 59, 12]);
     assert_eq!(d.clock_snapshots, 1);
     // Distinct uuids and flow ids across the two (decode checks uuids).
-    assert_eq!(d.tracks.len(), 22);
+    assert_eq!(d.tracks.len(), 26);
     let mut ids: Vec<u64> = d.slices.iter().flat_map(|s| s.flows.clone()).collect();
     ids.sort_unstable();
     // (The kernel that starts before its call carries its flow id too.)
@@ -860,12 +932,12 @@ fn chrome_json_is_exact() {
 {{"ph":"M","name":"thread_name","pid":42,"tid":7,"args":{{"name":"main"}}}},
 {{"ph":"X","cat":"api","name":"cuLaunchKernel","pid":42,"tid":7,"ts":1.000,"dur":0.500,"args":{{"result":0,"correlation":1}}}},
 {{"ph":"s","cat":"flow","name":"launch","id":1,"pid":42,"tid":7,"ts":1.000}},
-{{"ph":"M","name":"thread_name","pid":42,"tid":{g},"args":{{"name":"GPU 0 stream 13"}}}},
+{{"ph":"M","name":"thread_name","pid":42,"tid":{g},"args":{{"name":"GPU 0 context 1 stream 13"}}}},
 {{"ph":"X","cat":"kernel","name":"step(float*, int)","pid":42,"tid":{g},"ts":1.800,"dur":0.800,"args":{{"grid":"(120,1,1)","block":"(256,1,1)","registers_per_thread":32,"static_shared_memory":1024,"dynamic_shared_memory":0,"correlation":1}}}},
 {{"ph":"f","bp":"e","cat":"flow","name":"launch","id":1,"pid":42,"tid":{g},"ts":1.800}},
 {{"ph":"X","cat":"api","name":"cuMemcpyDtoH_v2","pid":42,"tid":7,"ts":2.000,"dur":10.345,"args":{{"result":700,"correlation":2}}}},
 {{"ph":"s","cat":"flow","name":"launch","id":2,"pid":42,"tid":7,"ts":2.000}},
-{{"ph":"M","name":"thread_name","pid":42,"tid":{g1},"args":{{"name":"GPU 0 stream 13"}}}},
+{{"ph":"M","name":"thread_name","pid":42,"tid":{g1},"args":{{"name":"GPU 0 context 1 stream 13"}}}},
 {{"ph":"X","cat":"kernel","name":"step(float*, int)","pid":42,"tid":{g1},"ts":2.500,"dur":0.500,"args":{{"grid":"(120,1,1)","block":"(256,1,1)","registers_per_thread":32,"static_shared_memory":1024,"dynamic_shared_memory":0}}}},
 {{"ph":"X","cat":"memcpy","name":"memcpy DtoH 2 KiB","pid":42,"tid":{g},"ts":3.000,"dur":1.024,"args":{{"bytes":2048,"src_kind":"device","dst_kind":"pinned","correlation":2}}}},
 {{"ph":"f","bp":"e","cat":"flow","name":"launch","id":2,"pid":42,"tid":{g},"ts":3.000}},

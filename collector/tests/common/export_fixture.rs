@@ -99,7 +99,7 @@ pub fn call(function: u32, result: u32, span: (u64, u64), correlation: u64) -> A
     }
 }
 
-/// A kernel on (device, stream), flagged correlated when `flagged`.
+/// A kernel on (device, stream), in the device's context, flagged correlated when `flagged`.
 pub fn kernel(
     name: u32,
     at: (u32, u32),
@@ -113,6 +113,8 @@ pub fn kernel(
         end_ns: span.1,
         name,
         device: at.0,
+        // CUPTI numbers contexts from 1; one per device here.
+        context: at.0 + 1,
         stream: at.1,
         grid: [120, 1, 1],
         block: [256, 1, 1],
@@ -138,6 +140,8 @@ pub fn copy(
         end_ns: span.1,
         bytes,
         device: at.0,
+        // CUPTI numbers contexts from 1; one per device here.
+        context: at.0 + 1,
         stream: at.1,
         kind,
         src_kind: kinds.0,
@@ -257,6 +261,7 @@ pub fn sample() -> Builder {
             end_ns: 5_100,
             bytes: 1000,
             device: 0,
+            context: 1,
             stream: 8,
             value: 0,
             ..Default::default()
