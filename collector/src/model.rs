@@ -91,10 +91,6 @@ pub struct Trace {
     /// How this trace's times were put on another host's clock ([`crate::clocks::align`]);
     /// `None` when they are its own host's.
     pub clock_shift: Option<crate::clocks::Shift>,
-    /// The NVTX ranges and external-id rows, worked out while the API and GPU records streamed
-    /// by ([`crate::nvtx::Projector`]), for a trace held without them; `None`: worked out from
-    /// the records held.
-    pub projected: Option<Box<crate::nvtx::Projected>>,
 }
 
 /// One thread's part of a trace.
@@ -470,7 +466,7 @@ impl Trace {
                             }
                         }
                         ChunkKind::NvtxEvents => match chunk.nvtx_events() {
-                            Ok(events) => trace.thread_mut(thread).nvtx.extend(events),
+                            Ok(events) => sink.nvtx(trace.thread_mut(thread), &chunk, events),
                             Err(why) => trace.bad_chunks.push(bad(why)),
                         },
                         ChunkKind::Functions => match chunk.function_records() {
@@ -605,6 +601,11 @@ pub trait RecordSink {
     fn memcpys(&mut self, trace: &mut Trace, chunk: &Chunk, records: Vec<MemcpyRecord>);
     fn peer_copies(&mut self, trace: &mut Trace, chunk: &Chunk, records: Vec<PeerCopyRecord>);
     fn memsets(&mut self, trace: &mut Trace, chunk: &Chunk, records: Vec<MemsetRecord>);
+    /// NVTX events of thread `thread` (a chunk's worth): kept in it, unless the sink takes
+    /// them otherwise.
+    fn nvtx(&mut self, thread: &mut ThreadTrace, _: &Chunk, events: Vec<rtrace_format::NvtxEvent>) {
+        thread.nvtx.extend(events);
+    }
 }
 
 /// The [`RecordSink`] of [`Trace::read`]: every record kept in the [`Trace`].

@@ -9,9 +9,17 @@
 //!   `(unnamed)`. Domains: the name `nvtxDomainCreate` gave, `(default)` for the default one.
 //! - GPU work of a range ("projected" onto the GPU): the kernels, copies and memsets linked to
 //!   the API calls its thread (the one it began on) made between its start and end, nested
-//!   ranges included; their GPU time is the sum of their durations.
+//!   ranges included; their GPU time is the sum of their durations. A call's innermost range
+//!   is the latest begun of those that began last before it.
+//!
+//! Ranges are built as the events stream by in time order with the API and GPU records
+//! ([`Projector`]), held only while open or while their calls' GPU work is still to come;
+//! their statistics are kept per name ([`RangeAcc`]), the median exact by further passes over
+//! the events ([`NvtxStats`]). An end that comes before its start (damaged times) ends
+//! nothing.
 
 use crate::model::Trace;
+use crate::stream::dist::{Dist, FastMap};
 use rtrace_format::{NvtxEvent, NvtxKind};
 use std::collections::HashMap;
 
@@ -59,24 +67,20 @@ fn text(t: &Trace, id: u32, none: &str) -> String {
         .unwrap_or_else(|| format!("string#{id}"))
 }
 
-/// Rebuilds the ranges of `t`.
+/// Rebuilds the ranges of `t` (held in memory), in order of their start, with their GPU work.
 pub fn ranges(t: &Trace) -> Ranges {
-    if let Some(p) = &t.projected {
-        return p.ranges.clone();
-    }
-    let mut out = unprojected(t);
-    project(t, &mut out.ranges);
-    sort(&mut out.ranges);
-    out
+    let mut p = Projector::new(t, None, Mode::Collect);
+    crate::export::merge::project_in_memory(&mut p, t);
+    p.finish(t).ranges
 }
 
 fn sort(ranges: &mut [NvtxRange]) {
     ranges.sort_by(|a, b| (a.start_ns, a.tid, &a.name).cmp(&(b.start_ns, b.tid, &b.name)));
 }
 
-/// The ranges of `t` from its NVTX events alone (no GPU work), in the order they ended.
-fn unprojected(t: &Trace) -> Ranges {
-    let mut domains: HashMap<u32, String> = HashMap::new();
+/// The domains `nvtxDomainCreate` named in `t`, by id.
+fn domain_names(t: &Trace) -> HashMap<u32, String> {
+    let mut domains = HashMap::new();
     for th in t.threads.values() {
         for e in &th.nvtx {
             if e.kind == NvtxKind::DomainCreate {
@@ -84,76 +88,7 @@ fn unprojected(t: &Trace) -> Ranges {
             }
         }
     }
-    let domain = |id: u32| -> String {
-        if id == 0 {
-            "(default)".to_string()
-        } else {
-            domains
-                .get(&id)
-                .cloned()
-                .unwrap_or_else(|| format!("domain#{id}"))
-        }
-    };
-    let mut out = Ranges::default();
-    let mut started: HashMap<u64, (u64, NvtxEvent)> = HashMap::new();
-    let mut ended: Vec<(u64, NvtxEvent)> = Vec::new();
-    for (&tid, th) in &t.threads {
-        let mut stacks: HashMap<u32, Vec<NvtxEvent>> = HashMap::new();
-        for e in &th.nvtx {
-            match e.kind {
-                NvtxKind::Push => stacks.entry(e.domain).or_default().push(*e),
-                NvtxKind::Pop => {
-                    if let Some(p) = stacks.get_mut(&e.domain).and_then(Vec::pop) {
-                        out.ranges.push(NvtxRange {
-                            pid: t.header.pid,
-                            tid,
-                            end_tid: tid,
-                            domain: domain(p.domain),
-                            name: text(t, p.message, "(unnamed)"),
-                            category: p.category,
-                            start_ns: p.time_ns,
-                            end_ns: e.time_ns,
-                            level: Some(p.value),
-                            gpu_records: 0,
-                            gpu_ns: 0,
-                            gpu_span: None,
-                            own_gpu_records: 0,
-                            own_gpu_ns: 0,
-                        });
-                    }
-                }
-                NvtxKind::Start => {
-                    started.insert(e.value, (tid, *e));
-                }
-                NvtxKind::End => ended.push((tid, *e)),
-                NvtxKind::Mark => out.marks += 1,
-                _ => {}
-            }
-        }
-        out.open += stacks.values().map(|s| s.len() as u64).sum::<u64>();
-    }
-    for (end_tid, e) in ended {
-        if let Some((tid, s)) = started.remove(&e.value) {
-            out.ranges.push(NvtxRange {
-                pid: t.header.pid,
-                tid,
-                end_tid,
-                domain: domain(s.domain),
-                name: text(t, s.message, "(unnamed)"),
-                category: s.category,
-                start_ns: s.time_ns,
-                end_ns: e.time_ns,
-                level: None,
-                gpu_records: 0,
-                gpu_ns: 0,
-                gpu_span: None,
-                own_gpu_records: 0,
-                own_gpu_ns: 0,
-            });
-        }
-    }
-    out.open += started.len() as u64;
-    out
+    domains
 }
 
 /// The GPU work of one call: records, summed GPU time (ns), and the span from the first start
@@ -165,137 +100,6 @@ struct Work {
     device: u32,
     start: u64,
     end: u64,
-}
-
-/// The GPU work of each launching call, by its correlation id.
-fn gpu_work(t: &Trace) -> crate::model::IdMap<Work> {
-    use rtrace_format::FLAG_CORRELATED;
-    let mut work: crate::model::IdMap<Work> = Default::default();
-    let mut add = |correlation: u64, device: u32, start: u64, end: u64| {
-        let w = work.entry(correlation).or_default();
-        if w.records == 0 {
-            (w.device, w.start, w.end) = (device, start, end.max(start));
-        } else {
-            w.start = w.start.min(start);
-            w.end = w.end.max(end);
-        }
-        w.records += 1;
-        w.ns = w.ns.saturating_add(end.saturating_sub(start));
-    };
-    for k in t.kernels.iter().filter(|k| k.flags & FLAG_CORRELATED != 0) {
-        add(k.correlation, k.device, k.start_ns, k.end_ns);
-    }
-    for c in t
-        .memcpys
-        .iter()
-        .filter(|c| u32::from(c.flags) & FLAG_CORRELATED != 0)
-    {
-        add(c.correlation, c.device, c.start_ns, c.end_ns);
-    }
-    for s in t.memsets.iter().filter(|s| s.correlation != 0) {
-        add(s.correlation, s.device, s.start_ns, s.end_ns);
-    }
-    work
-}
-
-/// Sets each range's GPU work: the GPU records linked to its thread's API calls that started
-/// inside it, their GPU time, and the span they cover.
-fn project(t: &Trace, ranges: &mut [NvtxRange]) {
-    if ranges.is_empty() {
-        return;
-    }
-    let work = gpu_work(t);
-    if work.is_empty() {
-        return;
-    }
-    // Per thread: its calls' starts in order, their work, and running sums of (GPU records,
-    // GPU ns) before each.
-    struct Calls {
-        starts: Vec<u64>,
-        work: Vec<Work>,
-        sums: Vec<(u64, u64)>,
-    }
-    let mut per_thread: HashMap<u64, Calls> = HashMap::new();
-    for (&tid, th) in &t.threads {
-        let mut calls: Vec<(u64, Work)> = th
-            .records
-            .iter()
-            .map(|r| {
-                (
-                    r.start_ns,
-                    work.get(&r.correlation).copied().unwrap_or_default(),
-                )
-            })
-            .collect();
-        calls.sort_by_key(|c| c.0);
-        let mut sums = Vec::with_capacity(calls.len() + 1);
-        let mut acc = (0u64, 0u64);
-        sums.push(acc);
-        for (_, w) in &calls {
-            acc = (acc.0 + w.records, acc.1.saturating_add(w.ns));
-            sums.push(acc);
-        }
-        per_thread.insert(
-            tid,
-            Calls {
-                starts: calls.iter().map(|c| c.0).collect(),
-                work: calls.iter().map(|c| c.1).collect(),
-                sums,
-            },
-        );
-    }
-    for r in ranges.iter_mut() {
-        if let Some(c) = per_thread.get(&r.tid) {
-            let a = c.starts.partition_point(|&s| s < r.start_ns);
-            // A range that ends before it starts (damaged times) holds nothing.
-            let b = c.starts.partition_point(|&s| s <= r.end_ns).max(a);
-            r.gpu_records = c.sums[b].0 - c.sums[a].0;
-            r.gpu_ns = c.sums[b].1.saturating_sub(c.sums[a].1);
-            if r.gpu_records > 0 {
-                let mut span: Option<(u32, u64, u64)> = None;
-                for w in c.work[a..b].iter().filter(|w| w.records > 0) {
-                    span = Some(match span {
-                        None => (w.device, w.start, w.end),
-                        Some((d, s, e)) => (d, s.min(w.start), e.max(w.end)),
-                    });
-                }
-                r.gpu_span = span;
-            }
-        }
-    }
-    // Each call's work also goes to its innermost range: the latest-starting range of its
-    // thread that holds it.
-    let mut by_thread: HashMap<u64, Vec<usize>> = HashMap::new();
-    for (i, r) in ranges.iter().enumerate() {
-        by_thread.entry(r.tid).or_default().push(i);
-    }
-    for (tid, mut idx) in by_thread {
-        let Some(c) = per_thread.get(&tid) else {
-            continue;
-        };
-        idx.sort_by_key(|&i| (ranges[i].start_ns, std::cmp::Reverse(ranges[i].end_ns)));
-        let mut open: Vec<usize> = Vec::new();
-        let mut next = 0;
-        for (k, &t) in c.starts.iter().enumerate() {
-            let w = c.work[k];
-            if w.records == 0 {
-                continue;
-            }
-            while next < idx.len() && ranges[idx[next]].start_ns <= t {
-                open.push(idx[next]);
-                next += 1;
-            }
-            open.retain(|&i| ranges[i].end_ns >= t);
-            if let Some(&i) = open
-                .iter()
-                .filter(|&&i| ranges[i].start_ns <= t)
-                .max_by_key(|&&i| (ranges[i].start_ns, std::cmp::Reverse(ranges[i].end_ns)))
-            {
-                ranges[i].own_gpu_records += w.records;
-                ranges[i].own_gpu_ns = ranges[i].own_gpu_ns.saturating_add(w.ns);
-            }
-        }
-    }
 }
 
 /// Statistics of the ranges of one name in one domain, over every trace.
@@ -318,62 +122,184 @@ pub struct NvtxSummary {
     pub own_gpu_ns: u64,
 }
 
-/// Summaries of all `traces`' ranges, and the open ranges and marks counted: rows sorted by
-/// total time (descending), then domain and name.
-pub fn nvtx_summary(traces: &[Trace]) -> (Vec<NvtxSummary>, u64, u64) {
-    let mut by: HashMap<(String, String), (Vec<u64>, [u64; 4])> = HashMap::new();
-    let (mut open, mut marks) = (0, 0);
-    for t in traces {
-        // A projected trace's ranges are read where they are, not copied.
-        let owned;
-        let r = match &t.projected {
-            Some(p) => &p.ranges,
-            None => {
-                owned = ranges(t);
-                &owned
-            }
-        };
-        open += r.open;
-        marks += r.marks;
-        for x in &r.ranges {
-            let key = (x.domain.clone(), x.name.clone());
-            let e = by.entry(key).or_default();
-            e.0.push(x.end_ns.saturating_sub(x.start_ns));
-            e.1[0] += x.gpu_records;
-            e.1[1] = e.1[1].saturating_add(x.gpu_ns);
-            e.1[2] += x.own_gpu_records;
-            e.1[3] = e.1[3].saturating_add(x.own_gpu_ns);
+/// The report's NVTX section: a row per range name and domain (sorted by total time,
+/// descending, then domain and name), the ranges still open when their trace ended, the marks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NvtxSection {
+    pub rows: Vec<NvtxSummary>,
+    pub open: u64,
+    pub marks: u64,
+    /// This section's external-id rows ([`external_summary`]).
+    pub external: Vec<ExternalSummary>,
+}
+
+/// What the ranges of one name in one domain add up to: their durations (exact median by
+/// passes, [`Dist`]) and their GPU work.
+#[derive(Clone, Debug, Default)]
+pub struct RangeAcc {
+    pub durations: Dist,
+    pub gpu_records: u64,
+    pub gpu_ns: u64,
+    pub own_gpu_records: u64,
+    pub own_gpu_ns: u64,
+}
+
+impl RangeAcc {
+    fn merge(&mut self, o: &RangeAcc) {
+        self.durations.merge(&o.durations);
+        self.gpu_records += o.gpu_records;
+        self.gpu_ns = self.gpu_ns.saturating_add(o.gpu_ns);
+        self.own_gpu_records += o.own_gpu_records;
+        self.own_gpu_ns = self.own_gpu_ns.saturating_add(o.own_gpu_ns);
+    }
+}
+
+/// The NVTX summaries of several traces, combined by domain and range name: the first pass
+/// adds each trace's [`Projected`]; while a median needs it ([`NvtxStats::end_pass`]), each
+/// trace's durations are given again ([`NvtxStats::select`], through the row ids that
+/// [`NvtxStats::add`] returned).
+#[derive(Default)]
+pub struct NvtxStats {
+    index: HashMap<(String, String), usize>,
+    rows: Vec<((String, String), RangeAcc)>,
+    open: u64,
+    marks: u64,
+    external: Vec<ExternalSummary>,
+}
+
+impl NvtxStats {
+    /// Adds one trace's summaries; returns its (domain id, message id) → row map.
+    pub fn add(&mut self, p: Projected) -> HashMap<(u32, u32), usize> {
+        self.open += p.open;
+        self.marks += p.marks;
+        self.external.extend(p.external);
+        let mut ids = HashMap::new();
+        for (id, key, acc) in p.summary {
+            let row = match self.index.get(&key) {
+                Some(&row) => {
+                    self.rows[row].1.merge(&acc);
+                    row
+                }
+                None => {
+                    self.index.insert(key.clone(), self.rows.len());
+                    self.rows.push((key, acc));
+                    self.rows.len() - 1
+                }
+            };
+            ids.insert(id, row);
+        }
+        ids
+    }
+
+    /// Ends a pass: true when some median needs the durations again.
+    pub fn end_pass(&mut self) -> bool {
+        let mut again = false;
+        for (_, acc) in &mut self.rows {
+            again |= acc.durations.end_pass();
+        }
+        again
+    }
+
+    /// Counts a duration of row `row` again, in a selection pass.
+    pub fn select(&mut self, row: usize, v: u64) {
+        if let Some((_, acc)) = self.rows.get_mut(row) {
+            acc.durations.select(v);
         }
     }
-    let mut rows: Vec<NvtxSummary> = by
-        .into_iter()
-        .map(
-            |((domain, name), (mut d, [gpu_records, gpu_ns, own_gpu_records, own_gpu_ns]))| {
-                d.sort_unstable();
-                let total: u128 = d.iter().map(|&x| u128::from(x)).sum();
+
+    /// The section, once the passes are over.
+    pub fn finish(self) -> NvtxSection {
+        let mut rows: Vec<NvtxSummary> = self
+            .rows
+            .into_iter()
+            .map(|((domain, name), a)| {
+                let s = a.durations.stats();
                 NvtxSummary {
                     domain,
                     name,
-                    count: d.len() as u64,
-                    total_ns: u64::try_from(total).unwrap_or(u64::MAX),
-                    mean_ns: (total / d.len() as u128) as u64,
-                    median_ns: d[(d.len() - 1) / 2],
-                    min_ns: d[0],
-                    max_ns: d[d.len() - 1],
-                    gpu_records,
-                    gpu_ns,
-                    own_gpu_records,
-                    own_gpu_ns,
+                    count: s.count,
+                    total_ns: u64::try_from(s.total).unwrap_or(u64::MAX),
+                    mean_ns: s.mean,
+                    median_ns: s.median,
+                    min_ns: s.min,
+                    max_ns: s.max,
+                    gpu_records: a.gpu_records,
+                    gpu_ns: a.gpu_ns,
+                    own_gpu_records: a.own_gpu_records,
+                    own_gpu_ns: a.own_gpu_ns,
                 }
-            },
-        )
-        .collect();
-    rows.sort_by(|a, b| {
-        b.total_ns
-            .cmp(&a.total_ns)
-            .then_with(|| (&a.domain, &a.name).cmp(&(&b.domain, &b.name)))
-    });
-    (rows, open, marks)
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            b.total_ns
+                .cmp(&a.total_ns)
+                .then_with(|| (&a.domain, &a.name).cmp(&(&b.domain, &b.name)))
+        });
+        let mut external = self.external;
+        external.sort_by(|a, b| {
+            b.gpu_ns
+                .cmp(&a.gpu_ns)
+                .then_with(|| (a.pid, a.kind, a.id).cmp(&(b.pid, b.kind, b.id)))
+        });
+        NvtxSection {
+            rows,
+            open: self.open,
+            marks: self.marks,
+            external,
+        }
+    }
+}
+
+/// The NVTX section of `traces` held in memory.
+pub fn section(traces: &[Trace]) -> NvtxSection {
+    let mut stats = NvtxStats::default();
+    let mut ids = Vec::new();
+    for t in traces {
+        if !has_nvtx(t) {
+            continue;
+        }
+        let mut p = Projector::new(t, None, Mode::Summary);
+        crate::export::merge::project_in_memory(&mut p, t);
+        ids.push((t, stats.add(p.finish(t))));
+    }
+    while stats.end_pass() {
+        for (t, ids) in &ids {
+            let mut p = Projector::new(t, None, Mode::Durations);
+            crate::export::merge::nvtx_in_memory(&mut p, t, |key, v| {
+                if let Some(&row) = ids.get(&key) {
+                    stats.select(row, v);
+                }
+            });
+        }
+    }
+    stats.finish()
+}
+
+/// Whether `t` holds NVTX events other than domain and thread names.
+pub fn has_nvtx(t: &Trace) -> bool {
+    t.threads.values().any(|th| {
+        th.nvtx
+            .iter()
+            .any(|e| !matches!(e.kind, NvtxKind::DomainCreate | NvtxKind::NameThread))
+    })
+}
+
+/// Keeps in `thread` the events of `events` that name domains and threads (few, needed for
+/// names), not the rest (streamed instead); true when there is a rest.
+pub(crate) fn hold_names(thread: &mut crate::model::ThreadTrace, events: Vec<NvtxEvent>) -> bool {
+    let (n, before) = (events.len(), thread.nvtx.len());
+    thread.nvtx.extend(
+        events
+            .into_iter()
+            .filter(|e| matches!(e.kind, NvtxKind::DomainCreate | NvtxKind::NameThread)),
+    );
+    thread.nvtx.len() - before < n
+}
+
+/// Summaries of all `traces`' ranges (held in memory), and the open ranges and marks counted.
+pub fn nvtx_summary(traces: &[Trace]) -> (Vec<NvtxSummary>, u64, u64) {
+    let s = section(traces);
+    (s.rows, s.open, s.marks)
 }
 
 /// The calls and GPU work linked to one external correlation id.
@@ -390,152 +316,114 @@ pub struct ExternalSummary {
     pub gpu_ns: u64,
 }
 
-/// One row per (process, kind, id) pushed with `rtrace_push_external_correlation`, sorted by
-/// GPU time (descending), then process, kind and id.
+/// One row per (process, kind, id) pushed with `rtrace_push_external_correlation` in
+/// `traces` (held in memory), sorted by GPU time (descending), then process, kind and id.
 pub fn external_summary(traces: &[Trace]) -> Vec<ExternalSummary> {
-    let mut rows = Vec::new();
-    for t in traces {
-        if let Some(p) = &t.projected {
-            rows.extend(p.external.iter().cloned());
-            continue;
-        }
-        let pushed = t
-            .threads
-            .values()
-            .any(|th| th.nvtx.iter().any(|e| e.kind == NvtxKind::ExternalPush));
-        if !pushed {
-            continue;
-        }
-        let work = gpu_work(t);
-        let mut by: std::collections::BTreeMap<(u32, u64), (u64, u64, u64)> = Default::default();
-        for th in t.threads.values() {
-            let Some(mut cursor) = ExternalCursor::of(th) else {
-                continue;
-            };
-            let mut calls: Vec<&rtrace_format::ApiRecord> = th.records.iter().collect();
-            calls.sort_by_key(|r| r.start_ns);
-            for r in calls {
-                cursor.advance(r.start_ns);
-                let stacks = &cursor.stacks;
-                let w = work.get(&r.correlation).copied().unwrap_or_default();
-                let (n, ns) = (w.records, w.ns);
-                for (&kind, stack) in stacks {
-                    if let Some(&id) = stack.last() {
-                        let acc = by.entry((kind, id)).or_default();
-                        acc.0 += 1;
-                        acc.1 += n;
-                        acc.2 = acc.2.saturating_add(ns);
-                    }
-                }
-            }
-            // Ids pushed with no call inside still get a row.
-            for e in &cursor.events {
-                if e.kind == NvtxKind::ExternalPush {
-                    by.entry((e.category, e.value)).or_default();
-                }
-            }
-        }
-        rows.extend(
-            by.into_iter().map(
-                |((kind, id), (calls, gpu_records, gpu_ns))| ExternalSummary {
-                    pid: t.header.pid,
-                    kind,
-                    id,
-                    calls,
-                    gpu_records,
-                    gpu_ns,
-                },
-            ),
-        );
-    }
-    rows.sort_by(|a, b| {
-        b.gpu_ns
-            .cmp(&a.gpu_ns)
-            .then_with(|| (a.pid, a.kind, a.id).cmp(&(b.pid, b.kind, b.id)))
-    });
-    rows
+    section(traces).external
 }
 
-/// What [`ranges`] and [`external_summary`] give for a trace, worked out by a [`Projector`].
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// A range name's (domain id, message id), its (domain, name), and what its ranges add up to.
+pub type NameAcc = ((u32, u32), (String, String), RangeAcc);
+
+/// What a [`Projector`] worked out for one trace.
+#[derive(Clone, Debug, Default)]
 pub struct Projected {
-    pub ranges: Ranges,
-    /// This trace's rows of [`external_summary`], unsorted.
+    /// Per (domain id, message id): the names, and what their ranges add up to.
+    pub summary: Vec<NameAcc>,
+    pub open: u64,
+    pub marks: u64,
+    /// The trace's rows of [`external_summary`], unsorted.
     pub external: Vec<ExternalSummary>,
+    /// The ranges themselves, in order of start ([`Mode::Collect`] only).
+    pub ranges: Ranges,
 }
 
-/// Projects a trace's NVTX ranges and external ids onto its GPU work as its API and GPU
-/// records stream by, without holding them: API calls must come in order of their start on
-/// each thread, and each GPU record not long after its call (as a merge of the trace's chunks
-/// by time gives them). A call's work is settled once its GPU records (whose number the caller
-/// knows from a first read) have all come, then added to the ranges and external ids it was
-/// made in; what is held is the ranges, the calls whose work is still to come, and the work
-/// of calls still to come (only for work that started before its call).
+/// What a [`Projector`] keeps of the ranges that are over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Their statistics per name.
+    Summary,
+    /// Their statistics, and the ranges themselves (for a timeline, or [`ranges`]).
+    Collect,
+    /// Only their durations, handed out as they end (a selection pass: no API or GPU records
+    /// are given).
+    Durations,
+}
+
+/// Builds a trace's NVTX ranges and projects them and its external ids onto its GPU work as
+/// its NVTX events, API and GPU records stream by in time order (a merge of the trace's
+/// chunks by time, NVTX events first at one time, then calls, then GPU work: what
+/// `export::merge` gives), holding only what is open: ranges not yet ended, or whose calls'
+/// GPU work is still to come, calls whose work is still to come, and the work of calls still
+/// to come (only for work that started before its call).
 ///
-/// It gives what [`ranges`] and [`external_summary`] give from the records held: a
-/// correlation id given to several calls (a damaged trace) gives each of them its work, as
-/// there; only such calls are held until the last of them came.
+/// - A range is made at its push (or start) when it begins in the window the filter keeps;
+///   push/pop ranges nest per thread and domain (a pop ends the innermost of its domain),
+///   start/end ranges match by id on any thread.
+/// - A call of thread T at time s is inside the ranges T began that are open at s or ended at
+///   or after s; its innermost one is the latest begun of those that began last.
+/// - A call's work is settled once its GPU records (whose number the caller knows from a
+///   first read) have all come, then added to the ranges and external ids it was made in. A
+///   correlation id given to several calls (a damaged trace) gives each of them its work.
+/// - A range is over once it ended, no later call can be in it, and its calls' work is
+///   settled; its statistics are then added to its name's.
 pub struct Projector {
     pid: u32,
-    ranges: Ranges,
-    /// Per range: the (start, index) of the first call with work, whose device the span takes.
-    first: Vec<(u64, u64)>,
-    threads: HashMap<u64, RangeCursor>,
-    external: HashMap<u64, ExternalCursor>,
+    mode: Mode,
+    window: Option<(u64, u64)>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    begun: u64,
+    threads: FastMap<u64, ThreadState>,
+    started: FastMap<u64, Option<u32>>,
+    acc: FastMap<(u32, u32), RangeAcc>,
+    marks: u64,
     rows: std::collections::BTreeMap<(u32, u64), (u64, u64, u64)>,
     calls: crate::model::IdMap<Call>,
     early: crate::model::IdMap<(Work, (u8, u64), u32)>,
+    ranges: Vec<Slot>,
+    /// (domain id, message id, duration) of ranges over ([`Mode::Durations`]).
+    pub durations: Vec<((u32, u32), u64)>,
 }
 
-/// A thread's ranges in order of start (then longest first), and those open at the last call.
+/// A range being built.
+#[derive(Clone, Debug, Default)]
+struct Slot {
+    tid: u64,
+    end_tid: u64,
+    domain: u32,
+    message: u32,
+    category: u32,
+    start: u64,
+    end: Option<u64>,
+    level: Option<u64>,
+    /// Order of beginning.
+    begun: u64,
+    gpu_records: u64,
+    gpu_ns: u64,
+    span: Option<(u32, u64, u64)>,
+    /// The (start, index) of its first call with work, whose device the span takes.
+    first: (u64, u64),
+    own_gpu_records: u64,
+    own_gpu_ns: u64,
+    /// Calls in it whose work is still to come.
+    pending: u32,
+    /// No later call can be in it.
+    sealed: bool,
+    /// Begun and not yet over.
+    live: bool,
+}
+
+/// A thread's open ranges and external ids.
 #[derive(Default)]
-struct RangeCursor {
-    order: Vec<u32>,
-    next: usize,
+struct ThreadState {
+    /// Per domain: the pushed ranges (`None`: outside the window).
+    stacks: FastMap<u32, Vec<Option<u32>>>,
+    /// The ranges it began that a call could still be in.
     open: Vec<u32>,
-}
-
-/// A thread's external-id pushes and pops in time order, and the ids pushed at the last call.
-struct ExternalCursor {
-    events: Vec<NvtxEvent>,
-    next: usize,
-    stacks: std::collections::BTreeMap<u32, Vec<u64>>,
-}
-
-impl ExternalCursor {
-    /// The external-id pushes and pops of `th`, if it has any.
-    fn of(th: &crate::model::ThreadTrace) -> Option<ExternalCursor> {
-        let mut events: Vec<NvtxEvent> = th
-            .nvtx
-            .iter()
-            .filter(|e| matches!(e.kind, NvtxKind::ExternalPush | NvtxKind::ExternalPop))
-            .copied()
-            .collect();
-        if events.is_empty() {
-            return None;
-        }
-        events.sort_by_key(|e| e.time_ns);
-        Some(ExternalCursor {
-            events,
-            next: 0,
-            stacks: Default::default(),
-        })
-    }
-
-    /// Applies the pushes and pops at or before `time` (by kind: a pop removes the latest push
-    /// of its id).
-    fn advance(&mut self, time: u64) {
-        while self.next < self.events.len() && self.events[self.next].time_ns <= time {
-            let e = self.events[self.next];
-            let stack = self.stacks.entry(e.category).or_default();
-            if e.kind == NvtxKind::ExternalPush {
-                stack.push(e.value);
-            } else if let Some(at) = stack.iter().rposition(|&v| v == e.value) {
-                stack.remove(at);
-            }
-            self.next += 1;
-        }
-    }
+    /// Per kind: the external ids pushed (in the window), and every push's kept flag.
+    external: std::collections::BTreeMap<u32, Vec<u64>>,
+    external_kept: FastMap<u32, Vec<bool>>,
 }
 
 /// The calls with one correlation id (one, but for a damaged trace) whose GPU work is still
@@ -560,7 +448,7 @@ struct Target {
 }
 
 impl Work {
-    /// Adds a record as [`gpu_work`] does, `key` its place in file order.
+    /// Adds a record, `key` its place in file order.
     fn add(&mut self, first: &mut (u8, u64), key: (u8, u64), device: u32, start: u64, end: u64) {
         if self.records == 0 {
             (self.device, self.start, self.end) = (device, start, end.max(start));
@@ -579,45 +467,183 @@ impl Work {
 }
 
 impl Projector {
-    /// The projector of `t` (its NVTX events, as filtered).
-    pub fn new(t: &Trace) -> Projector {
-        let ranges = unprojected(t);
-        let mut threads: HashMap<u64, RangeCursor> = HashMap::new();
-        for (i, r) in ranges.ranges.iter().enumerate() {
-            threads.entry(r.tid).or_default().order.push(i as u32);
-        }
-        for c in threads.values_mut() {
-            let rs = &ranges.ranges;
-            c.order.sort_by_key(|&i| {
-                let r = &rs[i as usize];
-                (r.start_ns, std::cmp::Reverse(r.end_ns))
-            });
-        }
-        let mut external = HashMap::new();
-        let mut rows = std::collections::BTreeMap::new();
-        for (&tid, th) in &t.threads {
-            let Some(cursor) = ExternalCursor::of(th) else {
-                continue;
-            };
-            // Ids pushed with no call inside still get a row.
-            for e in cursor
-                .events
-                .iter()
-                .filter(|e| e.kind == NvtxKind::ExternalPush)
-            {
-                rows.entry((e.category, e.value)).or_insert((0, 0, 0));
-            }
-            external.insert(tid, cursor);
-        }
+    /// The projector of `t` (held without its records, or with them); `window`: the
+    /// (shifted) times a range must begin in to be kept, for events not yet filtered.
+    pub fn new(t: &Trace, window: Option<(u64, u64)>, mode: Mode) -> Projector {
         Projector {
             pid: t.header.pid,
-            first: vec![(u64::MAX, u64::MAX); ranges.ranges.len()],
-            ranges,
-            threads,
-            external,
-            rows,
+            mode,
+            window,
+            slots: Vec::new(),
+            free: Vec::new(),
+            begun: 0,
+            threads: FastMap::default(),
+            started: FastMap::default(),
+            acc: FastMap::default(),
+            marks: 0,
+            rows: Default::default(),
             calls: Default::default(),
             early: Default::default(),
+            ranges: Vec::new(),
+            durations: Vec::new(),
+        }
+    }
+
+    /// The most ranges it held at once.
+    pub fn held(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn kept(&self, time: u64) -> bool {
+        self.window
+            .is_none_or(|(from, to)| time >= from && time < to)
+    }
+
+    /// Makes a range begun on `tid` at `e`.
+    fn begin(&mut self, tid: u64, e: &NvtxEvent, level: Option<u64>) -> u32 {
+        self.begun += 1;
+        let slot = Slot {
+            tid,
+            end_tid: tid,
+            domain: e.domain,
+            message: e.message,
+            category: e.category,
+            start: e.time_ns,
+            level,
+            begun: self.begun,
+            first: (u64::MAX, u64::MAX),
+            live: true,
+            ..Default::default()
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = slot;
+                i
+            }
+            None => {
+                self.slots.push(slot);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        if self.mode != Mode::Durations {
+            self.threads.entry(tid).or_default().open.push(i);
+        }
+        i
+    }
+
+    /// Ends range `i` at `time`, on `tid`.
+    fn end(&mut self, i: u32, tid: u64, time: u64) {
+        let s = &mut self.slots[i as usize];
+        s.end = Some(time);
+        s.end_tid = tid;
+        if self.mode == Mode::Durations {
+            s.sealed = true;
+            self.over(i);
+        }
+    }
+
+    /// Seals the ranges of `tid` that ended before `time`: no call still to come is in them.
+    fn seal(&mut self, tid: u64, time: u64) {
+        let Some(th) = self.threads.get_mut(&tid) else {
+            return;
+        };
+        let slots = &mut self.slots;
+        let mut sealed = Vec::new();
+        th.open.retain(|&i| {
+            let s = &mut slots[i as usize];
+            if s.end.is_some_and(|end| end < time) {
+                s.sealed = true;
+                sealed.push(i);
+                false
+            } else {
+                true
+            }
+        });
+        for i in sealed {
+            self.over(i);
+        }
+    }
+
+    /// Retires range `i` if it is over: sealed, its calls' work settled.
+    fn over(&mut self, i: u32) {
+        let s = &mut self.slots[i as usize];
+        if !s.live || !s.sealed || s.pending > 0 {
+            return;
+        }
+        let Some(end) = s.end else {
+            return;
+        };
+        s.live = false;
+        let s = &self.slots[i as usize];
+        let key = (s.domain, s.message);
+        let duration = end.saturating_sub(s.start);
+        match self.mode {
+            Mode::Durations => self.durations.push((key, duration)),
+            Mode::Summary | Mode::Collect => {
+                let a = self.acc.entry(key).or_default();
+                a.durations.add(duration);
+                a.gpu_records += s.gpu_records;
+                a.gpu_ns = a.gpu_ns.saturating_add(s.gpu_ns);
+                a.own_gpu_records += s.own_gpu_records;
+                a.own_gpu_ns = a.own_gpu_ns.saturating_add(s.own_gpu_ns);
+                if self.mode == Mode::Collect {
+                    self.ranges.push(s.clone());
+                }
+            }
+        }
+        self.free.push(i);
+    }
+
+    /// An NVTX event of thread `tid` (its time shifted as the trace's).
+    pub fn nvtx(&mut self, tid: u64, e: &NvtxEvent) {
+        let time = e.time_ns;
+        if self.mode != Mode::Durations {
+            self.seal(tid, time);
+        }
+        let kept = self.kept(time);
+        match e.kind {
+            NvtxKind::Push => {
+                let i = kept.then(|| self.begin(tid, e, Some(e.value)));
+                let th = self.threads.entry(tid).or_default();
+                th.stacks.entry(e.domain).or_default().push(i);
+            }
+            NvtxKind::Pop => {
+                let th = self.threads.entry(tid).or_default();
+                if let Some(Some(i)) = th.stacks.get_mut(&e.domain).and_then(Vec::pop) {
+                    self.end(i, tid, time);
+                }
+            }
+            NvtxKind::Start => {
+                let i = kept.then(|| self.begin(tid, e, None));
+                // A range id started again: the first one stays open.
+                self.started.insert(e.value, i);
+            }
+            NvtxKind::End => {
+                if let Some(Some(i)) = self.started.remove(&e.value) {
+                    self.end(i, tid, time);
+                }
+            }
+            NvtxKind::Mark if kept => self.marks += 1,
+            NvtxKind::ExternalPush if self.mode != Mode::Durations => {
+                let th = self.threads.entry(tid).or_default();
+                th.external_kept.entry(e.category).or_default().push(kept);
+                if kept {
+                    th.external.entry(e.category).or_default().push(e.value);
+                    // Ids pushed with no call inside still get a row.
+                    self.rows.entry((e.category, e.value)).or_insert((0, 0, 0));
+                }
+            }
+            NvtxKind::ExternalPop if self.mode != Mode::Durations => {
+                let th = self.threads.entry(tid).or_default();
+                let was_kept = th.external_kept.get_mut(&e.category).and_then(Vec::pop);
+                if was_kept == Some(true) {
+                    let stack = th.external.entry(e.category).or_default();
+                    if let Some(at) = stack.iter().rposition(|&v| v == e.value) {
+                        stack.remove(at);
+                    }
+                }
+            }
+            _ => {}
         }
     }
 
@@ -625,36 +651,34 @@ impl Projector {
     /// (API calls, GPU records) have in the trace.
     pub fn api(&mut self, tid: u64, index: u64, start: u64, correlation: u64, counts: (u32, u32)) {
         let (calls, gpu_records) = counts;
+        self.seal(tid, start);
         let mut target = Target {
             start: (start, index),
             ranges: Vec::new(),
             innermost: None,
             external: Vec::new(),
         };
-        if let Some(c) = self.external.get_mut(&tid) {
-            c.advance(start);
-            for (&kind, stack) in &c.stacks {
+        if let Some(th) = self.threads.get(&tid) {
+            for (&kind, stack) in &th.external {
                 if let Some(&id) = stack.last() {
                     self.rows.entry((kind, id)).or_insert((0, 0, 0)).0 += 1;
                     target.external.push((kind, id));
                 }
             }
+            if gpu_records > 0 {
+                target.ranges.clone_from(&th.open);
+                let slots = &self.slots;
+                target.innermost = th.open.iter().copied().max_by_key(|&i| {
+                    let s = &slots[i as usize];
+                    (s.start, s.begun)
+                });
+            }
         }
         if gpu_records == 0 {
             return;
         }
-        if let Some(c) = self.threads.get_mut(&tid) {
-            let rs = &self.ranges.ranges;
-            while c.next < c.order.len() && rs[c.order[c.next] as usize].start_ns <= start {
-                c.open.push(c.order[c.next]);
-                c.next += 1;
-            }
-            c.open.retain(|&i| rs[i as usize].end_ns >= start);
-            target.ranges.clone_from(&c.open);
-            target.innermost = c.open.iter().copied().max_by_key(|&i| {
-                let r = &rs[i as usize];
-                (r.start_ns, std::cmp::Reverse(r.end_ns))
-            });
+        for &i in &target.ranges {
+            self.slots[i as usize].pending += 1;
         }
         let early = self.early.remove(&correlation);
         let call = self.calls.entry(correlation).or_insert_with(|| {
@@ -671,7 +695,7 @@ impl Projector {
         call.calls_left = call.calls_left.saturating_sub(1);
         if call.calls_left == 0 && call.left == 0 {
             if let Some(call) = self.calls.remove(&correlation) {
-                self.settle(&call);
+                self.settle(call);
             }
         }
     }
@@ -685,7 +709,7 @@ impl Projector {
             call.left = call.left.saturating_sub(1);
             if call.left == 0 && call.calls_left == 0 {
                 if let Some(call) = self.calls.remove(&correlation) {
-                    self.settle(&call);
+                    self.settle(call);
                 }
             }
         } else if has_call {
@@ -699,50 +723,106 @@ impl Projector {
     }
 
     /// Adds the settled work of the calls with one id to their ranges and external ids.
-    fn settle(&mut self, call: &Call) {
+    fn settle(&mut self, call: Call) {
         let w = call.work;
-        if w.records == 0 {
-            return;
-        }
-        for t in &call.calls {
+        for t in call.calls {
             for &i in &t.ranges {
-                let r = &mut self.ranges.ranges[i as usize];
+                let r = &mut self.slots[i as usize];
+                r.pending -= 1;
+                if w.records == 0 {
+                    continue;
+                }
                 r.gpu_records += w.records;
                 r.gpu_ns = r.gpu_ns.saturating_add(w.ns);
-                let first = &mut self.first[i as usize];
-                let device = if t.start < *first {
-                    *first = t.start;
+                let device = if t.start < r.first {
+                    r.first = t.start;
                     w.device
                 } else {
-                    r.gpu_span.map_or(w.device, |s| s.0)
+                    r.span.map_or(w.device, |s| s.0)
                 };
-                r.gpu_span = Some(match r.gpu_span {
+                r.span = Some(match r.span {
                     None => (device, w.start, w.end),
                     Some((_, s, e)) => (device, s.min(w.start), e.max(w.end)),
                 });
             }
-            if let Some(i) = t.innermost {
-                let r = &mut self.ranges.ranges[i as usize];
-                r.own_gpu_records += w.records;
-                r.own_gpu_ns = r.own_gpu_ns.saturating_add(w.ns);
+            if w.records > 0 {
+                if let Some(i) = t.innermost {
+                    let r = &mut self.slots[i as usize];
+                    r.own_gpu_records += w.records;
+                    r.own_gpu_ns = r.own_gpu_ns.saturating_add(w.ns);
+                }
+                for key in &t.external {
+                    let row = self.rows.entry(*key).or_insert((0, 0, 0));
+                    row.1 += w.records;
+                    row.2 = row.2.saturating_add(w.ns);
+                }
             }
-            for key in &t.external {
-                let row = self.rows.entry(*key).or_insert((0, 0, 0));
-                row.1 += w.records;
-                row.2 = row.2.saturating_add(w.ns);
+            for &i in &t.ranges {
+                self.over(i);
             }
         }
     }
 
-    /// Ends the stream: calls whose work did not all come (cut by damage) get what came.
-    pub fn finish(mut self) -> Projected {
+    /// Ends the stream: calls whose work did not all come (cut by damage) get what came;
+    /// ranges that ended are over, those that did not are counted open. `t`: the trace, for
+    /// the names.
+    pub fn finish(mut self, t: &Trace) -> Projected {
         let calls: Vec<Call> = self.calls.drain().map(|(_, c)| c).collect();
-        for c in &calls {
+        for c in calls {
             self.settle(c);
         }
-        let mut ranges = self.ranges;
-        sort(&mut ranges.ranges);
+        let mut open = 0;
+        for i in 0..self.slots.len() as u32 {
+            let s = &mut self.slots[i as usize];
+            if !s.live {
+                continue;
+            }
+            if s.end.is_some() {
+                s.sealed = true;
+                self.over(i);
+            } else {
+                open += 1;
+            }
+        }
+        let domains = domain_names(t);
+        let domain = |id: u32| -> String {
+            if id == 0 {
+                "(default)".to_string()
+            } else {
+                domains
+                    .get(&id)
+                    .cloned()
+                    .unwrap_or_else(|| format!("domain#{id}"))
+            }
+        };
+        let mut summary: Vec<NameAcc> = self
+            .acc
+            .into_iter()
+            .map(|((d, m), a)| ((d, m), (domain(d), text(t, m, "(unnamed)")), a))
+            .collect();
+        summary.sort_by_key(|x| x.0);
         let pid = self.pid;
+        let mut ranges: Vec<NvtxRange> = self
+            .ranges
+            .into_iter()
+            .map(|s| NvtxRange {
+                pid,
+                tid: s.tid,
+                end_tid: s.end_tid,
+                domain: domain(s.domain),
+                name: text(t, s.message, "(unnamed)"),
+                category: s.category,
+                start_ns: s.start,
+                end_ns: s.end.unwrap_or(s.start),
+                level: s.level,
+                gpu_records: s.gpu_records,
+                gpu_ns: s.gpu_ns,
+                gpu_span: s.span,
+                own_gpu_records: s.own_gpu_records,
+                own_gpu_ns: s.own_gpu_ns,
+            })
+            .collect();
+        sort(&mut ranges);
         let external = self
             .rows
             .into_iter()
@@ -757,6 +837,16 @@ impl Projector {
                 },
             )
             .collect();
-        Projected { ranges, external }
+        Projected {
+            summary,
+            open,
+            marks: self.marks,
+            external,
+            ranges: Ranges {
+                ranges,
+                open,
+                marks: self.marks,
+            },
+        }
     }
 }

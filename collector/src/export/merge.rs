@@ -18,7 +18,9 @@ use super::layout::{self, Device, Flow, Gpu, Lanes, LinkTable, Nest, NvtxTrack, 
 use super::Stats;
 use crate::model::{RecordSink, ThreadTrace, Trace};
 use crate::stream::{decode, ChunkRef, Keep, Kind, Records, Rereader, StreamError};
-use rtrace_format::{ApiRecord, Chunk, KernelRecord, MemcpyRecord, MemsetRecord, PeerCopyRecord};
+use rtrace_format::{
+    ApiRecord, Chunk, KernelRecord, MemcpyRecord, MemsetRecord, NvtxEvent, PeerCopyRecord,
+};
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
 use std::io;
@@ -29,15 +31,27 @@ use std::path::Path;
 /// in file order).
 #[derive(Clone, Debug)]
 pub enum Rec {
-    Api { tid: u64, index: u64, r: ApiRecord },
+    Api {
+        tid: u64,
+        index: u64,
+        r: ApiRecord,
+    },
     Kernel(u64, KernelRecord),
     Memcpy(u64, MemcpyRecord),
     Memset(u64, MemsetRecord),
+    /// An NVTX event of thread `tid`, `index` its place among the thread's NVTX events.
+    Nvtx {
+        tid: u64,
+        index: u64,
+        e: NvtxEvent,
+    },
 }
 
-/// The order records are handed on in: by start; at one start API calls
-/// first (so a call is seen before work that starts with it), then the
-/// longest first (as [`Lanes`] needs), then in file order per kind.
+/// The order records are handed on in: by start; at one start NVTX events
+/// first (a range begun or ended then holds a call made then), then API calls
+/// (so a call is seen before work that starts with it), then the longest
+/// first (as [`Lanes`] needs), then in file order per kind (NVTX events in
+/// file order per thread).
 type Key = (u64, u8, Reverse<u64>, u8, u64, u64);
 
 impl Rec {
@@ -45,10 +59,11 @@ impl Rec {
         let (start, end) = self.span();
         let end = Reverse(end.max(start));
         match self {
-            Rec::Api { tid, index, .. } => (start, 0, end, 0, *tid, *index),
+            Rec::Nvtx { tid, index, .. } => (start, 0, end, 0, *tid, *index),
+            Rec::Api { tid, index, .. } => (start, 1, end, 0, *tid, *index),
             _ => {
                 let (kind, index) = self.place();
-                (start, 1, end, kind, 0, index)
+                (start, 2, end, kind, 0, index)
             }
         }
     }
@@ -56,6 +71,7 @@ impl Rec {
     fn span(&self) -> (u64, u64) {
         match self {
             Rec::Api { r, .. } => (r.start_ns, r.end_ns),
+            Rec::Nvtx { e, .. } => (e.time_ns, e.time_ns),
             _ => self.gpu().map_or((0, 0), Gpu::span),
         }
     }
@@ -67,12 +83,13 @@ impl Rec {
             Rec::Api { index, .. } | Rec::Kernel(index, _) => (0, *index),
             Rec::Memcpy(index, _) => (1, *index),
             Rec::Memset(index, _) => (2, *index),
+            Rec::Nvtx { index, .. } => (3, *index),
         }
     }
 
     fn gpu(&self) -> Option<Gpu<'_>> {
         match self {
-            Rec::Api { .. } => None,
+            Rec::Api { .. } | Rec::Nvtx { .. } => None,
             Rec::Kernel(_, k) => Some(Gpu::Kernel(k)),
             Rec::Memcpy(_, m) => Some(Gpu::Memcpy(m)),
             Rec::Memset(_, m) => Some(Gpu::Memset(m)),
@@ -193,8 +210,24 @@ impl InMemory {
                 .enumerate()
                 .map(|(i, &m)| Rec::Memset(n(i), m)),
         );
+        v.extend(nvtx_recs(trace));
         InMemory(Some(v))
     }
+
+    /// `trace`'s NVTX events alone.
+    pub fn nvtx_of(trace: &Trace) -> InMemory {
+        InMemory(Some(nvtx_recs(trace).collect()))
+    }
+}
+
+fn nvtx_recs(trace: &Trace) -> impl Iterator<Item = Rec> + '_ {
+    trace.threads.iter().flat_map(|(&tid, th)| {
+        th.nvtx.iter().enumerate().map(move |(i, &e)| Rec::Nvtx {
+            tid,
+            index: i as u64,
+            e,
+        })
+    })
 }
 
 impl Source for InMemory {
@@ -222,7 +255,10 @@ pub struct FirstRead<'a> {
     pub index: Vec<ChunkRef>,
     pub links: LinkTable,
     pub streams: BTreeSet<Place>,
+    /// Whether it has NVTX ranges, marks or external ids (indexed, not held).
+    pub nvtx: bool,
     api: HashMap<u64, u64>,
+    nvtx_events: HashMap<u64, u64>,
     kernels: u64,
     memcpys: u64,
     memsets: u64,
@@ -235,7 +271,9 @@ impl<'a> FirstRead<'a> {
             index: Vec::new(),
             links: LinkTable::default(),
             streams: BTreeSet::new(),
+            nvtx: false,
             api: HashMap::new(),
+            nvtx_events: HashMap::new(),
             kernels: 0,
             memcpys: 0,
             memsets: 0,
@@ -292,6 +330,18 @@ impl RecordSink for FirstRead<'_> {
             .collect();
         let g: Vec<Gpu> = kept.iter().map(Gpu::Memset).collect();
         self.memsets += self.gpu(chunk, Kind::Memsets, self.memsets, &g);
+    }
+    fn nvtx(&mut self, thread: &mut ThreadTrace, chunk: &Chunk, events: Vec<NvtxEvent>) {
+        let next = self.nvtx_events.entry(thread.tid).or_insert(0);
+        let mut c = ChunkRef::new(chunk, Kind::Nvtx, *next);
+        *next += events.len() as u64;
+        for e in &events {
+            c.min_start = c.min_start.min(self.keep.time(e.time_ns));
+        }
+        if crate::nvtx::hold_names(thread, events) {
+            self.nvtx = true;
+            self.index.push(c);
+        }
     }
 }
 
@@ -369,6 +419,15 @@ impl Source for FileSource<'_> {
                     .enumerate()
                     .map(|(i, s)| Rec::Memset(index(i), s)),
             ),
+            // Every event: a range begun outside the time window still pairs its end.
+            Records::Nvtx(v) => out.extend(v.into_iter().enumerate().map(|(i, mut e)| {
+                e.time_ns = keep.time(e.time_ns);
+                Rec::Nvtx {
+                    tid: c.thread,
+                    index: index(i),
+                    e,
+                }
+            })),
         }
         Ok(())
     }
@@ -451,17 +510,18 @@ pub fn write<E: Emitter>(
     let mut lanes: HashMap<Track, Lanes> = HashMap::new();
     let mut steps = VecDeque::new();
     merge(src, |rec| {
+        if let Ok(p) = &mut projector {
+            project_rec(p, links, &rec);
+        }
         let (start, end) = rec.span();
         let track = match &rec {
+            Rec::Nvtx { .. } => return Ok(()),
             Rec::Api { tid, .. } => Track::Thread(*tid),
             _ => {
                 let (d, c, s) = rec.gpu().map_or((0, 0, 0), Gpu::place);
                 Track::Stream(d, c, s)
             }
         };
-        if let Ok(p) = &mut projector {
-            project_rec(p, links, &rec);
-        }
         lanes
             .entry(track)
             .or_default()
@@ -497,7 +557,7 @@ pub fn write<E: Emitter>(
         e.stats().clipped += l.clipped;
     }
     let nvtx = match projector {
-        Ok(p) => layout::nvtx_tracks_of(trace, p.finish().ranges.ranges),
+        Ok(p) => layout::nvtx_tracks_of(trace, p.finish(trace).ranges.ranges),
         Err(t) => t,
     };
     e.nvtx_tracks(&nvtx)?;
@@ -523,6 +583,7 @@ pub fn write<E: Emitter>(
 /// Hands `rec` to `p`, with what `links` knows of its correlation id.
 fn project_rec(p: &mut crate::nvtx::Projector, links: &LinkTable, rec: &Rec) {
     match rec {
+        Rec::Nvtx { tid, e, .. } => p.nvtx(*tid, e),
         Rec::Api { tid, index, r } => {
             let (calls, n) = links.counts(r.correlation);
             p.api(*tid, *index, r.start_ns, r.correlation, (calls, n));
@@ -539,29 +600,91 @@ fn project_rec(p: &mut crate::nvtx::Projector, links: &LinkTable, rec: &Rec) {
     }
 }
 
-/// The NVTX ranges and external-id rows of `trace`, read from `path` without its API and GPU
-/// records (as `trace` is held): a first read notes the links and indexes the chunks, a second
-/// merges them by time into a [`crate::nvtx::Projector`].
-pub fn project(
-    path: &Path,
-    trace: &Trace,
-    keep: &Keep,
-) -> Result<crate::nvtx::Projected, StreamError> {
-    let mut first = FirstRead::new(keep);
-    crate::stream::read_light(path, &mut first)?;
-    let mut p = crate::nvtx::Projector::new(trace);
-    let links = first.links;
-    let mut src = FileSource::open(path, first.index, keep)?;
-    merge(&mut src, |rec| {
-        project_rec(&mut p, &links, &rec);
-        Ok(())
-    })
-    .map_err(|e| match e {
+/// A failure to read as the stream error it is.
+fn read_error(path: &Path, e: Failure) -> StreamError {
+    match e {
         Failure::Read(e) => e,
         Failure::Write(e) => StreamError::Changed {
             path: path.to_path_buf(),
             why: e.to_string(),
         },
-    })?;
-    Ok(p.finish())
+    }
+}
+
+/// The NVTX summaries and external-id rows of `trace`, read from `path` without its API and
+/// GPU records or NVTX events (as `trace` is held): a first read notes the links and indexes
+/// the chunks, a second merges them by time into a [`crate::nvtx::Projector`]. Also gives the
+/// trace's NVTX chunks, for [`nvtx_pass`].
+pub fn project(
+    path: &Path,
+    trace: &Trace,
+    keep: &Keep,
+) -> Result<(crate::nvtx::Projected, Vec<ChunkRef>), StreamError> {
+    let mut first = FirstRead::new(keep);
+    crate::stream::read_light(path, &mut first)?;
+    let window = Some(keep.window_range());
+    let mut p = crate::nvtx::Projector::new(trace, window, crate::nvtx::Mode::Summary);
+    let links = first.links;
+    let nvtx: Vec<ChunkRef> = first
+        .index
+        .iter()
+        .filter(|c| c.kind == Kind::Nvtx)
+        .copied()
+        .collect();
+    let mut src = FileSource::open(path, first.index, keep)?;
+    merge(&mut src, |rec| {
+        project_rec(&mut p, &links, &rec);
+        Ok(())
+    })
+    .map_err(|e| read_error(path, e))?;
+    Ok((p.finish(trace), nvtx))
+}
+
+/// A selection pass over the NVTX ranges of `trace` ([`crate::nvtx::NvtxStats`]): reads its
+/// NVTX chunks `chunks` again, giving each range's (domain id, message id) and duration to
+/// `f`.
+pub fn nvtx_pass(
+    path: &Path,
+    trace: &Trace,
+    keep: &Keep,
+    chunks: &[ChunkRef],
+    mut f: impl FnMut((u32, u32), u64),
+) -> Result<(), StreamError> {
+    let window = Some(keep.window_range());
+    let mut p = crate::nvtx::Projector::new(trace, window, crate::nvtx::Mode::Durations);
+    let mut src = FileSource::open(path, chunks.to_vec(), keep)?;
+    merge(&mut src, |rec| {
+        if let Rec::Nvtx { tid, e, .. } = &rec {
+            p.nvtx(*tid, e);
+            p.durations.drain(..).for_each(|(k, v)| f(k, v));
+        }
+        Ok(())
+    })
+    .map_err(|e| read_error(path, e))
+}
+
+/// Feeds `p` the records and NVTX events of `trace`, held in memory, in time order.
+pub fn project_in_memory(p: &mut crate::nvtx::Projector, trace: &Trace) {
+    let links = LinkTable::of(trace, &mut 0);
+    let mut src = InMemory::of(trace);
+    let _ = merge(&mut src, |rec| {
+        project_rec(p, &links, &rec);
+        Ok(())
+    });
+}
+
+/// A selection pass over the NVTX ranges of `trace`, held in memory ([`nvtx_pass`]).
+pub fn nvtx_in_memory(
+    p: &mut crate::nvtx::Projector,
+    trace: &Trace,
+    mut f: impl FnMut((u32, u32), u64),
+) {
+    let mut src = InMemory::nvtx_of(trace);
+    let _ = merge(&mut src, |rec| {
+        if let Rec::Nvtx { tid, e, .. } = &rec {
+            p.nvtx(*tid, e);
+            p.durations.drain(..).for_each(|(k, v)| f(k, v));
+        }
+        Ok(())
+    });
 }

@@ -418,8 +418,12 @@ fn write_all<W: Write>(
         filter.apply(&mut trace, base);
         // NVTX ranges are projected onto the GPU work of the calls inside them as the
         // records come.
-        let nvtx = if trace.threads.values().any(|th| !th.nvtx.is_empty()) {
-            Nvtx::Project(Box::new(crate::nvtx::Projector::new(&trace)))
+        let nvtx = if first.nvtx {
+            Nvtx::Project(Box::new(crate::nvtx::Projector::new(
+                &trace,
+                Some(keep.window_range()),
+                crate::nvtx::Mode::Collect,
+            )))
         } else {
             Nvtx::Tracks(Vec::new())
         };

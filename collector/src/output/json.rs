@@ -292,8 +292,8 @@ pub(super) fn render(traces: &[Trace], s: &Sections) -> String {
     out.push_str(if summary.is_empty() { "]" } else { "\n]" });
     resources_key(&mut out, traces);
     gpu(&mut out, traces, s);
-    nvtx_key(&mut out, traces);
-    external_key(&mut out, traces);
+    nvtx_key(&mut out, &s.nvtx);
+    external_key(&mut out, &s.nvtx.external);
     pc_sampling_key(&mut out, traces);
     out.push_str("}\n");
     out
@@ -398,8 +398,7 @@ fn pc_sampling_key(out: &mut String, traces: &[Trace]) {
 }
 
 /// `,\n"external":[...]`: one object per pushed external correlation id.
-fn external_key(out: &mut String, traces: &[Trace]) {
-    let rows = crate::nvtx::external_summary(traces);
+fn external_key(out: &mut String, rows: &[crate::nvtx::ExternalSummary]) {
     out.push_str(",\n\"external\":[");
     for (i, r) in rows.iter().enumerate() {
         out.push_str(if i == 0 { "\n  " } else { ",\n  " });
@@ -413,8 +412,8 @@ fn external_key(out: &mut String, traces: &[Trace]) {
 }
 
 /// `,\n"nvtx":{"ranges":[...],"open":N,"marks":N}`: one object per range name and domain.
-fn nvtx_key(out: &mut String, traces: &[Trace]) {
-    let (rows, open, marks) = crate::nvtx::nvtx_summary(traces);
+fn nvtx_key(out: &mut String, s: &crate::nvtx::NvtxSection) {
+    let (rows, open, marks) = (&s.rows, s.open, s.marks);
     out.push_str(",\n\"nvtx\":{\"ranges\":[");
     for (i, r) in rows.iter().enumerate() {
         out.push_str(if i == 0 { "\n  " } else { ",\n  " });

@@ -43,8 +43,8 @@ pub(super) fn render(traces: &[Trace], s: &Sections) -> String {
         out.push('\n');
     }
     api(&mut out, traces.len(), &s.api);
-    nvtx_section(&mut out, traces);
-    external_section(&mut out, traces);
+    nvtx_section(&mut out, &s.nvtx);
+    external_section(&mut out, &s.nvtx.external);
     resources_section(&mut out, traces);
     gpu(&mut out, traces, s);
     memory_and_sync(&mut out, traces);
@@ -173,8 +173,8 @@ fn file_name(path: &str) -> String {
 
 /// "NVTX ranges": one row per range name and domain; nothing when the traces hold no NVTX
 /// events.
-fn nvtx_section(out: &mut String, traces: &[Trace]) {
-    let (rows, open, marks) = crate::nvtx::nvtx_summary(traces);
+fn nvtx_section(out: &mut String, s: &crate::nvtx::NvtxSection) {
+    let (rows, open, marks) = (&s.rows, s.open, s.marks);
     if rows.is_empty() && open == 0 && marks == 0 {
         return;
     }
@@ -216,8 +216,7 @@ fn nvtx_section(out: &mut String, traces: &[Trace]) {
 const EXTERNAL_LISTED: usize = 20;
 
 /// "External correlation": the ids with the most GPU time; nothing without pushed ids.
-fn external_section(out: &mut String, traces: &[Trace]) {
-    let rows = crate::nvtx::external_summary(traces);
+fn external_section(out: &mut String, rows: &[crate::nvtx::ExternalSummary]) {
     if rows.is_empty() {
         return;
     }

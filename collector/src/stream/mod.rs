@@ -61,6 +61,8 @@ pub struct Sections {
     pub latency: Latencies,
     /// Every configuration (no row limit).
     pub occupancy: OccupancyRows,
+    /// NVTX ranges and external ids.
+    pub nvtx: crate::nvtx::NvtxSection,
 }
 
 impl Sections {
@@ -92,6 +94,7 @@ impl Sections {
             utilisation: crate::gpu_summary::utilisation(traces),
             latency: crate::gpu_summary::launch_latency(traces, LATENCY_ROWS),
             occupancy: merged.occupancy(usize::MAX),
+            nvtx: crate::nvtx::section(traces),
         }
     }
 }
@@ -155,13 +158,14 @@ pub(crate) enum Kind {
     Memcpys,
     PeerCopies,
     Memsets,
+    Nvtx,
 }
 
 /// A chunk of API or GPU records, as found on the first pass (its kept records only).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ChunkRef {
     pub(crate) offset: u64,
-    kind: Kind,
+    pub(crate) kind: Kind,
     pub(crate) thread: u64,
     /// Index of its first kept record among the trace's kept records of its activity.
     pub(crate) first: u64,
@@ -227,7 +231,7 @@ impl<'a> Keep<'a> {
     }
 
     #[inline]
-    fn time(&self, t: u64) -> u64 {
+    pub(crate) fn time(&self, t: u64) -> u64 {
         if self.shift == 0 {
             t
         } else {
@@ -237,6 +241,10 @@ impl<'a> Keep<'a> {
     #[inline]
     fn window(&self, start: u64) -> bool {
         start >= self.from && start < self.to
+    }
+    /// The (shifted) times a record must start in to be kept.
+    pub(crate) fn window_range(&self) -> (u64, u64) {
+        (self.from, self.to)
     }
     #[inline]
     fn place(&self, device: u32, stream: u32) -> bool {
@@ -273,14 +281,19 @@ impl<'a> Keep<'a> {
     }
 }
 
-/// The first pass's sink: folds the kept records, indexes their chunks.
+/// The first pass's sink: folds the kept records, indexes their chunks, notes whether there
+/// are NVTX ranges, marks or external ids (streamed later, not held).
 struct FirstPass<'a> {
     keep: &'a Keep<'a>,
     fold: TraceFold,
     index: Vec<ChunkRef>,
+    nvtx: bool,
 }
 
 impl RecordSink for FirstPass<'_> {
+    fn nvtx(&mut self, thread: &mut ThreadTrace, _: &Chunk, events: Vec<rtrace_format::NvtxEvent>) {
+        self.nvtx |= crate::nvtx::hold_names(thread, events);
+    }
     fn api(&mut self, thread: &mut ThreadTrace, chunk: &Chunk, records: Vec<ApiRecord>) {
         let mut c = ChunkRef::new(chunk, Kind::Api, 0);
         let keep = self.keep;
@@ -413,6 +426,7 @@ pub(crate) enum Records {
     Kernels(Vec<KernelRecord>),
     Memcpys(Vec<MemcpyRecord>),
     Memsets(Vec<MemsetRecord>),
+    Nvtx(Vec<rtrace_format::NvtxEvent>),
 }
 
 pub(crate) fn decode(c: &ChunkRef, chunk: &Chunk, path: &Path) -> Result<Records, StreamError> {
@@ -424,6 +438,7 @@ pub(crate) fn decode(c: &ChunkRef, chunk: &Chunk, path: &Path) -> Result<Records
             .peer_copy_records()
             .map(|p| Records::Memcpys(p.into_iter().map(|p| p.copy).collect())),
         Kind::Memsets => chunk.memset_records().map(Records::Memsets),
+        Kind::Nvtx => chunk.nvtx_events().map(Records::Nvtx),
     };
     r.map_err(|why| StreamError::Changed {
         path: path.to_path_buf(),
@@ -477,6 +492,8 @@ fn report_inputs_with(
     let mut merged = Merged::default();
     let mut counts = Vec::new();
     let mut inputs: Vec<Input> = Vec::new();
+    let mut nvtx_stats = crate::nvtx::NvtxStats::default();
+    let mut nvtx_ids = Vec::new();
     for &i in &kept {
         let path = &found.files[i];
         let shift = shift_of(i);
@@ -495,20 +512,23 @@ fn report_inputs_with(
             keep: &keep,
             fold: TraceFold::default(),
             index: Vec::new(),
+            nvtx: false,
         };
         let mut t = read_light(path, &mut first)?;
         let index = std::mem::take(&mut first.index);
-        let fold = first.fold;
+        let (fold, nvtx) = (first.fold, first.nvtx);
         if let Some(s) = shift {
             t.shift_times(s.ns);
             t.clock_shift = Some(s);
         }
         filter.apply(&mut t, base);
-        if t.threads.values().any(|th| !th.nvtx.is_empty()) {
-            // NVTX ranges are projected onto the GPU work of the calls inside them as the
-            // records stream by again, in time order.
-            let projected = crate::export::merge::project(path, &t, &keep)?;
-            t.projected = Some(Box::new(projected));
+        if nvtx {
+            // NVTX ranges are built and projected onto the GPU work of the calls inside them
+            // as the events and records stream by again, in time order.
+            let (projected, chunks) = crate::export::merge::project(path, &t, &keep)?;
+            nvtx_ids.push((nvtx_stats.add(projected), chunks));
+        } else {
+            nvtx_ids.push((HashMap::new(), Vec::new()));
         }
         counts.push(fold.counts.clone());
         let keys = merged.add(loaded.traces.len(), &t, fold);
@@ -533,6 +553,18 @@ fn report_inputs_with(
             select_streamed(&mut merged, p, input, &input.index)?;
         }
     }
+    // Exact medians of NVTX range durations: the ranges' events read again while needed.
+    while nvtx_stats.end_pass() {
+        for ((t, input), (ids, chunks)) in loaded.traces.iter().zip(&inputs).zip(&nvtx_ids) {
+            if !chunks.is_empty() {
+                crate::export::merge::nvtx_pass(&input.path, t, &input.keep, chunks, |k, v| {
+                    if let Some(&row) = ids.get(&k) {
+                        nvtx_stats.select(row, v);
+                    }
+                })?;
+            }
+        }
+    }
     let mut utilisation = Vec::new();
     let mut top = latency::Top::new(LATENCY_ROWS);
     for (ti, (t, input)) in loaded.traces.iter().zip(&inputs).enumerate() {
@@ -554,6 +586,7 @@ fn report_inputs_with(
         utilisation,
         latency: top.finish(&loaded.traces),
         occupancy: merged.occupancy(usize::MAX),
+        nvtx: nvtx_stats.finish(),
     };
     Ok((loaded, sections))
 }
@@ -655,7 +688,7 @@ fn select_streamed(
         Kind::Api => p.api,
         Kind::Kernels => p.kernels,
         Kind::Memcpys | Kind::PeerCopies => p.memcpys,
-        Kind::Memsets => false,
+        Kind::Memsets | Kind::Nvtx => false,
     };
     let mut file = Rereader::open(&input.path)?;
     for c in index.iter().filter(|c| wanted(c.kind)) {
@@ -680,7 +713,7 @@ fn select_streamed(
                     merged.memcpy_select(&m);
                 }
             }
-            Records::Memsets(_) => {}
+            Records::Memsets(_) | Records::Nvtx(_) => {}
         }
     }
     Ok(())
@@ -869,7 +902,7 @@ fn gpu_records(
                 i += 1;
             }
         }
-        Records::Api(_) => {}
+        Records::Api(_) | Records::Nvtx(_) => {}
     }
 }
 

@@ -1188,6 +1188,84 @@ fn nvtx_ranges_are_projected_onto_the_gpu_work_they_launched() {
     );
 }
 
+/// Many ranges, each launching a kernel that runs after the range ended: the projector holds
+/// only the few still open or waiting for their work, and the median of more distinct
+/// durations than are counted exactly is still exact (found by passes over the events).
+#[test]
+fn nvtx_ranges_are_summarised_as_they_end() {
+    const N: u64 = 20_000;
+    let (mut events, mut calls, mut kernels, mut durations) = (vec![], vec![], vec![], vec![]);
+    let mut at = 1_000;
+    for i in 0..N {
+        let d = 1_000 + (i * 7_919) % 5_003; // 5_003 distinct durations
+        let ev = |kind, time_ns| NvtxEvent {
+            kind,
+            message: 1,
+            time_ns,
+            ..Default::default()
+        };
+        events.extend(ev(NvtxKind::Push, at).to_bytes());
+        events.extend(ev(NvtxKind::Pop, at + d).to_bytes());
+        calls.push(call(0, at + 10, i + 1));
+        // Its kernel runs once the next range began, 100 ns long.
+        kernels.push(kernel(
+            0,
+            (0, 7),
+            (at + d + 250, at + d + 350),
+            i + 1,
+            1,
+            32,
+        ));
+        durations.push(d);
+        at += d + 200;
+    }
+    let t = read(
+        &Builder::new(&header(1234))
+            .names(&[(0, "cuLaunchKernel")])
+            .kernel_names(&[(0, "_Z4stepPfi")])
+            .chunk(
+                ChunkKind::NvtxStrings,
+                0,
+                0,
+                &encode_function_names([(1, "it")]),
+            )
+            .chunk(ChunkKind::NvtxEvents, 11, 0, &events)
+            .records(11, 0, &calls)
+            .kernels(&kernels)
+            .bytes,
+    );
+    let mut p = crate::nvtx::Projector::new(&t, None, crate::nvtx::Mode::Summary);
+    crate::export::merge::project_in_memory(&mut p, &t);
+    assert_eq!(p.held(), 2);
+    durations.sort_unstable();
+    let (rows, open, marks) = crate::nvtx::nvtx_summary(std::slice::from_ref(&t));
+    assert_eq!((rows.len(), open, marks), (1, 0, 0));
+    let total: u64 = durations.iter().sum();
+    let r = &rows[0];
+    assert_eq!(
+        (
+            r.count,
+            r.total_ns,
+            r.mean_ns,
+            r.median_ns,
+            r.min_ns,
+            r.max_ns
+        ),
+        (
+            N,
+            total,
+            total / N,
+            durations[(N as usize - 1) / 2],
+            durations[0],
+            durations[N as usize - 1]
+        )
+    );
+    assert_eq!(
+        (r.gpu_records, r.gpu_ns, r.own_gpu_ns),
+        (N, N * 100, N * 100)
+    );
+}
+
 /// External correlation ids: every call made while an id is the innermost of its kind on its
 /// thread is linked to it, and through the call its GPU work.
 #[test]
