@@ -67,6 +67,11 @@ fn text(t: &Trace, id: u32, none: &str) -> String {
         .unwrap_or_else(|| format!("string#{id}"))
 }
 
+/// The name of NVTX string `id` of `t` as a range's name (`(unnamed)` for none).
+pub fn range_name(t: &Trace, id: u32) -> String {
+    text(t, id, "(unnamed)")
+}
+
 /// Rebuilds the ranges of `t` (held in memory), in order of their start, with their GPU work.
 pub fn ranges(t: &Trace) -> Ranges {
     let mut p = Projector::new(t, None, Mode::Collect);
@@ -336,6 +341,19 @@ pub struct Projected {
     pub external: Vec<ExternalSummary>,
     /// The ranges themselves, in order of start ([`Mode::Collect`] only).
     pub ranges: Ranges,
+    /// What a timeline shows of them, in the order they were over ([`Mode::Tracks`] only).
+    pub kept: Vec<KeptRange>,
+}
+
+/// What a timeline shows of a range: its thread, name (message id), start, end, and span
+/// over its GPU work (device, first start, last end).
+#[derive(Clone, Copy, Debug)]
+pub struct KeptRange {
+    pub tid: u64,
+    pub message: u32,
+    pub start: u64,
+    pub end: u64,
+    pub span: Option<(u32, u64, u64)>,
 }
 
 /// What a [`Projector`] keeps of the ranges that are over.
@@ -343,8 +361,10 @@ pub struct Projected {
 pub enum Mode {
     /// Their statistics per name.
     Summary,
-    /// Their statistics, and the ranges themselves (for a timeline, or [`ranges`]).
+    /// Their statistics, and the ranges themselves ([`ranges`]).
     Collect,
+    /// Their statistics, and what a timeline shows of them ([`KeptRange`]).
+    Tracks,
     /// Only their durations, handed out as they end (a selection pass: no API or GPU records
     /// are given).
     Durations,
@@ -382,6 +402,7 @@ pub struct Projector {
     calls: crate::model::IdMap<Call>,
     early: crate::model::IdMap<(Work, (u8, u64), u32)>,
     ranges: Vec<Slot>,
+    kept: Vec<KeptRange>,
     /// (domain id, message id, duration) of ranges over ([`Mode::Durations`]).
     pub durations: Vec<((u32, u32), u64)>,
 }
@@ -485,6 +506,7 @@ impl Projector {
             calls: Default::default(),
             early: Default::default(),
             ranges: Vec::new(),
+            kept: Vec::new(),
             durations: Vec::new(),
         }
     }
@@ -579,15 +601,23 @@ impl Projector {
         let duration = end.saturating_sub(s.start);
         match self.mode {
             Mode::Durations => self.durations.push((key, duration)),
-            Mode::Summary | Mode::Collect => {
+            Mode::Summary | Mode::Collect | Mode::Tracks => {
                 let a = self.acc.entry(key).or_default();
                 a.durations.add(duration);
                 a.gpu_records += s.gpu_records;
                 a.gpu_ns = a.gpu_ns.saturating_add(s.gpu_ns);
                 a.own_gpu_records += s.own_gpu_records;
                 a.own_gpu_ns = a.own_gpu_ns.saturating_add(s.own_gpu_ns);
-                if self.mode == Mode::Collect {
-                    self.ranges.push(s.clone());
+                match self.mode {
+                    Mode::Collect => self.ranges.push(s.clone()),
+                    Mode::Tracks => self.kept.push(KeptRange {
+                        tid: s.tid,
+                        message: s.message,
+                        start: s.start,
+                        end,
+                        span: s.span,
+                    }),
+                    _ => {}
                 }
             }
         }
@@ -847,6 +877,7 @@ impl Projector {
                 open,
                 marks: self.marks,
             },
+            kept: self.kept,
         }
     }
 }

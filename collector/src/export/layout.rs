@@ -8,6 +8,7 @@ use rtrace_format::{
     FLAG_CORRELATED, ID_NONE,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::rc::Rc;
 
 /// Lanes a track may grow to before overlapping slices are clipped (see [`Lanes`]).
 pub const MAX_LANES: usize = 32;
@@ -715,31 +716,61 @@ pub fn counter_name(ordinal: u32, host: bool) -> String {
 /// An NVTX track of the timeline: its name and its slices (range name, start, end).
 pub struct NvtxTrack {
     pub name: String,
-    pub slices: Vec<(String, u64, u64)>,
+    pub slices: Vec<(Rc<str>, u64, u64)>,
 }
 
 /// The NVTX tracks of `trace`: one per thread that began ranges (`NVTX: NAME (TID)`), holding
 /// them, then one per device that ran work launched inside ranges (`NVTX projected: GPU ...`),
 /// holding each range's span over that work.
 pub fn nvtx_tracks(trace: &Trace) -> Vec<NvtxTrack> {
-    nvtx_tracks_of(trace, crate::nvtx::ranges(trace).ranges)
+    let mut names: HashMap<String, Rc<str>> = HashMap::new();
+    let ranges = crate::nvtx::ranges(trace).ranges.into_iter().map(|r| {
+        let name = names
+            .entry(r.name)
+            .or_insert_with_key(|n| n.as_str().into());
+        (r.tid, name.clone(), r.start_ns, r.end_ns, r.gpu_span)
+    });
+    nvtx_tracks_of(trace, ranges)
 }
 
-/// [`nvtx_tracks`] of `ranges`, the ranges of `trace`.
-pub fn nvtx_tracks_of(trace: &Trace, ranges: Vec<crate::nvtx::NvtxRange>) -> Vec<NvtxTrack> {
-    let mut by_thread: BTreeMap<u64, Vec<(String, u64, u64)>> = BTreeMap::new();
-    let mut by_device: BTreeMap<u32, Vec<(String, u64, u64)>> = BTreeMap::new();
-    for r in ranges {
-        if let Some((device, start, end)) = r.gpu_span {
+/// [`nvtx_tracks`] of the ranges of `trace` that a [`crate::nvtx::Projector`] kept
+/// ([`crate::nvtx::Mode::Tracks`]).
+pub fn nvtx_tracks_kept(trace: &Trace, mut kept: Vec<crate::nvtx::KeptRange>) -> Vec<NvtxTrack> {
+    let mut names: HashMap<u32, Rc<str>> = HashMap::new();
+    for k in &kept {
+        names
+            .entry(k.message)
+            .or_insert_with(|| crate::nvtx::range_name(trace, k.message).into());
+    }
+    // In the order of [`crate::nvtx::ranges`]: by start, thread, name.
+    kept.sort_by(|a, b| {
+        (a.start, a.tid)
+            .cmp(&(b.start, b.tid))
+            .then_with(|| names[&a.message].cmp(&names[&b.message]))
+    });
+    let ranges = kept
+        .into_iter()
+        .map(|k| (k.tid, names[&k.message].clone(), k.start, k.end, k.span));
+    nvtx_tracks_of(trace, ranges)
+}
+
+/// The NVTX tracks of (thread, name, start, end, GPU span) ranges of `trace`, in order.
+type RangeOnTimeline = (u64, Rc<str>, u64, u64, Option<(u32, u64, u64)>);
+
+fn nvtx_tracks_of(trace: &Trace, ranges: impl Iterator<Item = RangeOnTimeline>) -> Vec<NvtxTrack> {
+    let mut by_thread: BTreeMap<u64, Vec<(Rc<str>, u64, u64)>> = BTreeMap::new();
+    let mut by_device: BTreeMap<u32, Vec<(Rc<str>, u64, u64)>> = BTreeMap::new();
+    for (tid, name, start_ns, end_ns, span) in ranges {
+        if let Some((device, start, end)) = span {
             by_device
                 .entry(device)
                 .or_default()
-                .push((r.name.clone(), start, end));
+                .push((name.clone(), start, end));
         }
         by_thread
-            .entry(r.tid)
+            .entry(tid)
             .or_default()
-            .push((r.name, r.start_ns, r.end_ns));
+            .push((name, start_ns, end_ns));
     }
     let threads = by_thread.into_iter().map(|(tid, slices)| NvtxTrack {
         name: match trace.threads.get(&tid).and_then(|t| t.name.clone()) {

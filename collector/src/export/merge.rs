@@ -557,7 +557,7 @@ pub fn write<E: Emitter>(
         e.stats().clipped += l.clipped;
     }
     let nvtx = match projector {
-        Ok(p) => layout::nvtx_tracks_of(trace, p.finish(trace).ranges.ranges),
+        Ok(p) => layout::nvtx_tracks_kept(trace, p.finish(trace).kept),
         Err(t) => t,
     };
     e.nvtx_tracks(&nvtx)?;

@@ -422,7 +422,7 @@ fn write_all<W: Write>(
             Nvtx::Project(Box::new(crate::nvtx::Projector::new(
                 &trace,
                 Some(keep.window_range()),
-                crate::nvtx::Mode::Collect,
+                crate::nvtx::Mode::Tracks,
             )))
         } else {
             Nvtx::Tracks(Vec::new())
