@@ -617,6 +617,7 @@ pub(crate) fn kernel_names_kept(
         fn memcpys(&mut self, _: &mut Trace, _: &Chunk, _: Vec<MemcpyRecord>) {}
         fn peer_copies(&mut self, _: &mut Trace, _: &Chunk, _: Vec<PeerCopyRecord>) {}
         fn memsets(&mut self, _: &mut Trace, _: &Chunk, _: Vec<MemsetRecord>) {}
+        fn nvtx(&mut self, _: &mut ThreadTrace, _: &Chunk, _: Vec<rtrace_format::NvtxEvent>) {}
     }
     let t = read_light(path, &mut Skip)?;
     Ok(t.kernel_names
