@@ -269,8 +269,7 @@ pub fn section(traces: &[Trace]) -> NvtxSection {
     }
     while stats.end_pass() {
         for (t, ids) in &ids {
-            let mut p = Projector::new(t, None, Mode::Durations);
-            crate::export::merge::nvtx_in_memory(&mut p, t, |key, v| {
+            crate::export::merge::nvtx_in_memory(t, |key, v| {
                 if let Some(&row) = ids.get(&key) {
                     stats.select(row, v);
                 }

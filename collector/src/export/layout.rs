@@ -719,23 +719,11 @@ pub struct NvtxTrack {
     pub slices: Vec<(Rc<str>, u64, u64)>,
 }
 
-/// The NVTX tracks of `trace`: one per thread that began ranges (`NVTX: NAME (TID)`), holding
-/// them, then one per device that ran work launched inside ranges (`NVTX projected: GPU ...`),
-/// holding each range's span over that work.
-pub fn nvtx_tracks(trace: &Trace) -> Vec<NvtxTrack> {
-    let mut names: HashMap<String, Rc<str>> = HashMap::new();
-    let ranges = crate::nvtx::ranges(trace).ranges.into_iter().map(|r| {
-        let name = names
-            .entry(r.name)
-            .or_insert_with_key(|n| n.as_str().into());
-        (r.tid, name.clone(), r.start_ns, r.end_ns, r.gpu_span)
-    });
-    nvtx_tracks_of(trace, ranges)
-}
-
-/// [`nvtx_tracks`] of the ranges of `trace` that a [`crate::nvtx::Projector`] kept
-/// ([`crate::nvtx::Mode::Tracks`]).
-pub fn nvtx_tracks_kept(trace: &Trace, mut kept: Vec<crate::nvtx::KeptRange>) -> Vec<NvtxTrack> {
+/// The NVTX tracks of `trace`, from the ranges a [`crate::nvtx::Projector`] kept
+/// ([`crate::nvtx::Mode::Tracks`]): one per thread that began ranges (`NVTX: NAME (TID)`),
+/// holding them, then one per device that ran work launched inside ranges
+/// (`NVTX projected: GPU ...`), holding each range's span over that work.
+pub fn nvtx_tracks(trace: &Trace, mut kept: Vec<crate::nvtx::KeptRange>) -> Vec<NvtxTrack> {
     let mut names: HashMap<u32, Rc<str>> = HashMap::new();
     for k in &kept {
         names
@@ -748,29 +736,20 @@ pub fn nvtx_tracks_kept(trace: &Trace, mut kept: Vec<crate::nvtx::KeptRange>) ->
             .cmp(&(b.start, b.tid))
             .then_with(|| names[&a.message].cmp(&names[&b.message]))
     });
-    let ranges = kept
-        .into_iter()
-        .map(|k| (k.tid, names[&k.message].clone(), k.start, k.end, k.span));
-    nvtx_tracks_of(trace, ranges)
-}
-
-/// The NVTX tracks of (thread, name, start, end, GPU span) ranges of `trace`, in order.
-type RangeOnTimeline = (u64, Rc<str>, u64, u64, Option<(u32, u64, u64)>);
-
-fn nvtx_tracks_of(trace: &Trace, ranges: impl Iterator<Item = RangeOnTimeline>) -> Vec<NvtxTrack> {
     let mut by_thread: BTreeMap<u64, Vec<(Rc<str>, u64, u64)>> = BTreeMap::new();
     let mut by_device: BTreeMap<u32, Vec<(Rc<str>, u64, u64)>> = BTreeMap::new();
-    for (tid, name, start_ns, end_ns, span) in ranges {
-        if let Some((device, start, end)) = span {
+    for k in kept {
+        let name = names[&k.message].clone();
+        if let Some((device, start, end)) = k.span {
             by_device
                 .entry(device)
                 .or_default()
                 .push((name.clone(), start, end));
         }
         by_thread
-            .entry(tid)
+            .entry(k.tid)
             .or_default()
-            .push((name, start_ns, end_ns));
+            .push((name, k.start, k.end));
     }
     let threads = by_thread.into_iter().map(|(tid, slices)| NvtxTrack {
         name: match trace.threads.get(&tid).and_then(|t| t.name.clone()) {

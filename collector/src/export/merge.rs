@@ -481,36 +481,25 @@ pub trait Emitter {
     fn counters(&mut self, trace: &Trace, devices: &[Device]) -> io::Result<()>;
 }
 
-/// The NVTX ranges of a trace being written.
-pub enum Nvtx {
-    /// Worked out already (a trace held in memory).
-    Tracks(Vec<NvtxTrack>),
-    /// To be projected onto the GPU work as the records come.
-    Project(Box<crate::nvtx::Projector>),
-}
-
 /// Writes one trace through `e`: `trace` holds all but its API and GPU
-/// records (which may be there too: they are not looked at), `src` gives
-/// those, `streams` are the (device, stream) pairs they ran on, `links`
-/// their links, numbered.
+/// records and NVTX events (which may be there too: they are not looked at),
+/// `src` gives those, `streams` are the places they ran on, `links` their
+/// links, numbered; `nvtx` (for a trace with NVTX events) builds its NVTX
+/// ranges ([`crate::nvtx::Mode::Tracks`]) as they come.
 pub fn write<E: Emitter>(
     e: &mut E,
     trace: &Trace,
     streams: &BTreeSet<Place>,
-    nvtx: Nvtx,
+    mut projector: Option<Box<crate::nvtx::Projector>>,
     links: &mut LinkTable,
     src: &mut dyn Source,
 ) -> Result<(), Failure> {
     let devices = layout::devices(trace, streams);
     e.begin_trace(trace, &devices)?;
-    let mut projector = match nvtx {
-        Nvtx::Project(p) => Ok(p),
-        Nvtx::Tracks(t) => Err(t),
-    };
     let mut lanes: HashMap<Track, Lanes> = HashMap::new();
     let mut steps = VecDeque::new();
     merge(src, |rec| {
-        if let Ok(p) = &mut projector {
+        if let Some(p) = &mut projector {
             project_rec(p, links, &rec);
         }
         let (start, end) = rec.span();
@@ -557,8 +546,8 @@ pub fn write<E: Emitter>(
         e.stats().clipped += l.clipped;
     }
     let nvtx = match projector {
-        Ok(p) => layout::nvtx_tracks_kept(trace, p.finish(trace).kept),
-        Err(t) => t,
+        Some(p) => layout::nvtx_tracks(trace, p.finish(trace).kept),
+        None => Vec::new(),
     };
     e.nvtx_tracks(&nvtx)?;
     for (i, t) in nvtx.iter().enumerate() {
@@ -648,19 +637,29 @@ pub fn nvtx_pass(
     trace: &Trace,
     keep: &Keep,
     chunks: &[ChunkRef],
-    mut f: impl FnMut((u32, u32), u64),
+    f: impl FnMut((u32, u32), u64),
 ) -> Result<(), StreamError> {
     let window = Some(keep.window_range());
-    let mut p = crate::nvtx::Projector::new(trace, window, crate::nvtx::Mode::Durations);
     let mut src = FileSource::open(path, chunks.to_vec(), keep)?;
-    merge(&mut src, |rec| {
+    durations(trace, window, &mut src, f).map_err(|e| read_error(path, e))
+}
+
+/// Builds the ranges of `trace` from the NVTX events of `src`, giving `f` each one's
+/// (domain id, message id) and duration as it ends.
+fn durations(
+    trace: &Trace,
+    window: Option<(u64, u64)>,
+    src: &mut dyn Source,
+    mut f: impl FnMut((u32, u32), u64),
+) -> Result<(), Failure> {
+    let mut p = crate::nvtx::Projector::new(trace, window, crate::nvtx::Mode::Durations);
+    merge(src, |rec| {
         if let Rec::Nvtx { tid, e, .. } = &rec {
             p.nvtx(*tid, e);
             p.durations.drain(..).for_each(|(k, v)| f(k, v));
         }
         Ok(())
     })
-    .map_err(|e| read_error(path, e))
 }
 
 /// Feeds `p` the records and NVTX events of `trace`, held in memory, in time order.
@@ -674,17 +673,7 @@ pub fn project_in_memory(p: &mut crate::nvtx::Projector, trace: &Trace) {
 }
 
 /// A selection pass over the NVTX ranges of `trace`, held in memory ([`nvtx_pass`]).
-pub fn nvtx_in_memory(
-    p: &mut crate::nvtx::Projector,
-    trace: &Trace,
-    mut f: impl FnMut((u32, u32), u64),
-) {
-    let mut src = InMemory::nvtx_of(trace);
-    let _ = merge(&mut src, |rec| {
-        if let Rec::Nvtx { tid, e, .. } = &rec {
-            p.nvtx(*tid, e);
-            p.durations.drain(..).for_each(|(k, v)| f(k, v));
-        }
-        Ok(())
-    });
+pub fn nvtx_in_memory(trace: &Trace, f: impl FnMut((u32, u32), u64)) {
+    // An in-memory source neither fails nor writes.
+    let _ = durations(trace, None, &mut InMemory::nvtx_of(trace), f);
 }

@@ -32,7 +32,7 @@ pub use perfetto::PerfettoWriter;
 use crate::model::{io_message, LoadError, Trace};
 use crate::stream::{Keep, StreamError};
 use layout::LinkTable;
-use merge::{Failure, FileSource, FirstRead, InMemory, Nvtx, Source};
+use merge::{Failure, FileSource, FirstRead, InMemory, Source};
 use rtrace_format::TraceReader;
 use std::collections::BTreeSet;
 use std::collections::HashSet;
@@ -96,7 +96,7 @@ impl<W: Write> Writer<W> {
 
     /// Writes one trace (one process) held in memory.
     pub fn write_trace(&mut self, trace: &Trace) -> io::Result<()> {
-        let nvtx = Nvtx::Tracks(layout::nvtx_tracks(trace));
+        let nvtx = crate::nvtx::has_nvtx(trace).then(|| tracks_projector(trace, None));
         let streams = merge::streams_of(trace);
         let mut links = LinkTable::of(trace, self.next_flow());
         let mut src = InMemory::of(trace);
@@ -119,7 +119,7 @@ impl<W: Write> Writer<W> {
         &mut self,
         trace: &Trace,
         streams: &BTreeSet<layout::Place>,
-        nvtx: Nvtx,
+        nvtx: Option<Box<crate::nvtx::Projector>>,
         links: &mut LinkTable,
         src: &mut dyn Source,
     ) -> Result<(), Failure> {
@@ -418,15 +418,9 @@ fn write_all<W: Write>(
         filter.apply(&mut trace, base);
         // NVTX ranges are projected onto the GPU work of the calls inside them as the
         // records come.
-        let nvtx = if first.nvtx {
-            Nvtx::Project(Box::new(crate::nvtx::Projector::new(
-                &trace,
-                Some(keep.window_range()),
-                crate::nvtx::Mode::Tracks,
-            )))
-        } else {
-            Nvtx::Tracks(Vec::new())
-        };
+        let nvtx = first
+            .nvtx
+            .then(|| tracks_projector(&trace, Some(keep.window_range())));
         first.links.number(w.next_flow());
         let mut src = FileSource::open(file, std::mem::take(&mut first.index), &keep)
             .map_err(|e| failed(Failure::Read(e)))?;
@@ -445,6 +439,15 @@ fn write_all<W: Write>(
         ));
     }
     Ok(outcome)
+}
+
+/// The projector that builds `trace`'s NVTX ranges for its tracks, as its records are written.
+fn tracks_projector(trace: &Trace, window: Option<(u64, u64)>) -> Box<crate::nvtx::Projector> {
+    Box::new(crate::nvtx::Projector::new(
+        trace,
+        window,
+        crate::nvtx::Mode::Tracks,
+    ))
 }
 
 fn size_warning(format: ExportFormat, path: Option<&Path>, outcome: &mut Outcome) {
