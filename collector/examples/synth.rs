@@ -5,7 +5,9 @@
 //! id. As with the driver, a launch blocks while its stream already holds `QUEUE` launches
 //! that have not finished (the GPU work is slower than the launches). Chunks are sized as librtrace.so writes them (64K API records, 16K GPU records).
 //! With `SYNTH_NVTX=1`, each iteration is also an NVTX push/pop range (`iteration`, nested in
-//! a `step` range per 100 iterations), in NVTX chunks of 16K events per thread.
+//! a `step` range per 100 iterations), in NVTX chunks of 16K events per thread. With
+//! `SYNTH_NVTX=2`, each thread's ranges are also nested in one `run` range over the whole
+//! thread (its last step ended first).
 //! Used by tools/bench/collector_scale.sh.
 //!
 //!     cargo run --release -p rtrace-collector --example synth -- OUT RECORDS [THREADS] [PID]
@@ -35,7 +37,7 @@ struct Thread {
 }
 
 impl Thread {
-    /// Adds an NVTX push (`message` 1 or 2) or pop at the thread's time.
+    /// Adds an NVTX push (`message` 1, 2 or 3) or pop at the thread's time.
     fn nvtx(&mut self, out: &mut impl Write, kind: NvtxKind, message: u32, level: u64) {
         let e = NvtxEvent {
             kind,
@@ -117,14 +119,17 @@ fn main() {
         0,
         &encode_function_names(kernels),
     );
-    let nvtx = std::env::var_os("SYNTH_NVTX").is_some_and(|v| v == "1");
+    let mode = std::env::var("SYNTH_NVTX").unwrap_or_default();
+    let (nvtx, outer) = (mode == "1" || mode == "2", mode == "2");
+    // Nesting level of `step`.
+    let level = u64::from(outer);
     if nvtx {
         chunk(
             &mut out,
             ChunkKind::NvtxStrings,
             0,
             0,
-            &encode_function_names([(1, "step"), (2, "iteration")]),
+            &encode_function_names([(1, "step"), (2, "iteration"), (3, "run")]),
         );
     }
     let mut ts: Vec<Thread> = (0..threads)
@@ -154,6 +159,11 @@ fn main() {
             &encode_value(&info),
         );
     }
+    if outer {
+        for t in &mut ts {
+            t.nvtx(&mut out, NvtxKind::Push, 3, 0);
+        }
+    }
     let (mut kbuf, mut mbuf) = (Vec::new(), Vec::new());
     let (mut kn, mut mn) = (0usize, 0usize);
     let mut written = 0u64;
@@ -166,9 +176,9 @@ fn main() {
         let stream = 13 + (t.tid % 100) as u32;
         if nvtx {
             if t.iteration.is_multiple_of(100) {
-                t.nvtx(&mut out, NvtxKind::Push, 1, 0);
+                t.nvtx(&mut out, NvtxKind::Push, 1, level);
             }
-            t.nvtx(&mut out, NvtxKind::Push, 2, 1);
+            t.nvtx(&mut out, NvtxKind::Push, 2, level + 1);
         }
         let mut api =
             |t: &mut Thread, function: u32, dur: u64, out: &mut BufWriter<std::fs::File>| {
@@ -245,9 +255,9 @@ fn main() {
             written += 2;
         }
         if nvtx {
-            t.nvtx(&mut out, NvtxKind::Pop, 0, 1);
+            t.nvtx(&mut out, NvtxKind::Pop, 0, level + 1);
             if t.iteration % 100 == 99 {
-                t.nvtx(&mut out, NvtxKind::Pop, 0, 0);
+                t.nvtx(&mut out, NvtxKind::Pop, 0, level);
             }
         }
         t.iteration += 1;
@@ -264,6 +274,12 @@ fn main() {
         }
     }
     for t in &mut ts {
+        if outer {
+            if !t.iteration.is_multiple_of(100) {
+                t.nvtx(&mut out, NvtxKind::Pop, 0, level);
+            }
+            t.nvtx(&mut out, NvtxKind::Pop, 0, 0);
+        }
         total_api += t.seq * API_CHUNK as u64 + t.api_count as u64;
         if t.api_count > 0 {
             chunk(&mut out, ChunkKind::ApiRecords, t.tid, t.seq, &t.api);

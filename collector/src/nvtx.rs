@@ -340,19 +340,44 @@ pub struct Projected {
     pub external: Vec<ExternalSummary>,
     /// The ranges themselves, in order of start ([`Mode::Collect`] only).
     pub ranges: Ranges,
-    /// What a timeline shows of them, in the order they were over ([`Mode::Tracks`] only).
-    pub kept: Vec<KeptRange>,
 }
 
-/// What a timeline shows of a range: its thread, name (message id), start, end, and span
-/// over its GPU work (device, first start, last end).
-#[derive(Clone, Copy, Debug)]
-pub struct KeptRange {
+/// What a timeline shows of the ranges, as the stream comes to it ([`Mode::Tracks`] only):
+/// ranges beginning and ending on their thread, and ranges over with the spans of their GPU
+/// work. `slot` names a range while it is held (reused once it is over); `id` names it for
+/// good (its order of beginning).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Shown {
+    /// Range `slot` began on `tid` at `start`; `parent`: for a push, the range of its domain
+    /// it was pushed inside, if shown.
+    Begin {
+        slot: u32,
+        tid: u64,
+        message: u32,
+        start: u64,
+        parent: Option<u32>,
+    },
+    /// Range `slot` ended at `end`.
+    End { slot: u32, end: u64 },
+    /// Range `id` of `tid` is over: per device, (device, first start, last end) of its GPU
+    /// work ([`Projector::gpu_spans`] may have given them already, their ends unknown).
+    Over {
+        id: u64,
+        tid: u64,
+        message: u32,
+        spans: Vec<(u32, u64, u64)>,
+    },
+}
+
+/// A span of a range's GPU work on one device that can no longer start earlier
+/// ([`Projector::gpu_spans`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LiveSpan {
+    pub id: u64,
     pub tid: u64,
     pub message: u32,
-    pub start: u64,
-    pub end: u64,
-    pub span: Option<(u32, u64, u64)>,
+    /// (device, first start, last end so far).
+    pub span: (u32, u64, u64),
 }
 
 /// What a [`Projector`] keeps of the ranges that are over.
@@ -362,7 +387,7 @@ pub enum Mode {
     Summary,
     /// Their statistics, and the ranges themselves ([`ranges`]).
     Collect,
-    /// Their statistics, and what a timeline shows of them ([`KeptRange`]).
+    /// Their statistics, and what a timeline shows of them ([`Shown`]).
     Tracks,
     /// Only their durations, handed out as they end (a selection pass: no API or GPU records
     /// are given).
@@ -401,7 +426,11 @@ pub struct Projector {
     calls: crate::model::IdMap<Call>,
     early: crate::model::IdMap<(Work, (u8, u64), u32)>,
     ranges: Vec<Slot>,
-    kept: Vec<KeptRange>,
+    /// What a timeline shows, to be taken as it comes ([`Mode::Tracks`]).
+    pub shown: Vec<Shown>,
+    /// Ranges begun and never ended ([`Projector::close`]), and whether it was called.
+    open: u64,
+    closed: bool,
     /// (domain id, message id, duration) of ranges over ([`Mode::Durations`]).
     pub durations: Vec<((u32, u32), u64)>,
 }
@@ -422,6 +451,8 @@ struct Slot {
     gpu_records: u64,
     gpu_ns: u64,
     span: Option<(u32, u64, u64)>,
+    /// Per device, (device, first start, last end) of its work ([`Mode::Tracks`]).
+    spans: Vec<(u32, u64, u64)>,
     /// The (start, index) of its first call with work, whose device the span takes.
     first: (u64, u64),
     own_gpu_records: u64,
@@ -505,7 +536,9 @@ impl Projector {
             calls: Default::default(),
             early: Default::default(),
             ranges: Vec::new(),
-            kept: Vec::new(),
+            shown: Vec::new(),
+            open: 0,
+            closed: false,
             durations: Vec::new(),
         }
     }
@@ -520,8 +553,8 @@ impl Projector {
             .is_none_or(|(from, to)| time >= from && time < to)
     }
 
-    /// Makes a range begun on `tid` at `e`.
-    fn begin(&mut self, tid: u64, e: &NvtxEvent, level: Option<u64>) -> u32 {
+    /// Makes a range begun on `tid` at `e`, inside range `parent` (a push's).
+    fn begin(&mut self, tid: u64, e: &NvtxEvent, level: Option<u64>, parent: Option<u32>) -> u32 {
         self.begun += 1;
         let slot = Slot {
             tid,
@@ -549,6 +582,15 @@ impl Projector {
         if self.mode != Mode::Durations {
             self.threads.entry(tid).or_default().open.push(i);
         }
+        if self.mode == Mode::Tracks {
+            self.shown.push(Shown::Begin {
+                slot: i,
+                tid,
+                message: e.message,
+                start: e.time_ns,
+                parent,
+            });
+        }
         i
     }
 
@@ -557,6 +599,9 @@ impl Projector {
         let s = &mut self.slots[i as usize];
         s.end = Some(time);
         s.end_tid = tid;
+        if self.mode == Mode::Tracks {
+            self.shown.push(Shown::End { slot: i, end: time });
+        }
         if self.mode == Mode::Durations {
             s.sealed = true;
             self.over(i);
@@ -609,13 +654,16 @@ impl Projector {
                 a.own_gpu_ns = a.own_gpu_ns.saturating_add(s.own_gpu_ns);
                 match self.mode {
                     Mode::Collect => self.ranges.push(s.clone()),
-                    Mode::Tracks => self.kept.push(KeptRange {
-                        tid: s.tid,
-                        message: s.message,
-                        start: s.start,
-                        end,
-                        span: s.span,
-                    }),
+                    Mode::Tracks => {
+                        let (id, tid, message) = (s.begun, s.tid, s.message);
+                        let spans = std::mem::take(&mut self.slots[i as usize].spans);
+                        self.shown.push(Shown::Over {
+                            id,
+                            tid,
+                            message,
+                            spans,
+                        });
+                    }
                     _ => {}
                 }
             }
@@ -632,7 +680,12 @@ impl Projector {
         let kept = self.kept(time);
         match e.kind {
             NvtxKind::Push => {
-                let i = kept.then(|| self.begin(tid, e, Some(e.value)));
+                let parent = self
+                    .threads
+                    .get(&tid)
+                    .and_then(|th| th.stacks.get(&e.domain))
+                    .and_then(|stack| stack.last().copied().flatten());
+                let i = kept.then(|| self.begin(tid, e, Some(e.value), parent));
                 let th = self.threads.entry(tid).or_default();
                 th.stacks.entry(e.domain).or_default().push(i);
             }
@@ -643,7 +696,7 @@ impl Projector {
                 }
             }
             NvtxKind::Start => {
-                let i = kept.then(|| self.begin(tid, e, None));
+                let i = kept.then(|| self.begin(tid, e, None, None));
                 // A range id started again: the first one stays open.
                 self.started.insert(e.value, i);
             }
@@ -773,6 +826,12 @@ impl Projector {
                     None => (device, w.start, w.end),
                     Some((_, s, e)) => (device, s.min(w.start), e.max(w.end)),
                 });
+                if self.mode == Mode::Tracks {
+                    match r.spans.iter_mut().find(|s| s.0 == w.device) {
+                        Some(s) => (s.1, s.2) = (s.1.min(w.start), s.2.max(w.end)),
+                        None => r.spans.push((w.device, w.start, w.end)),
+                    }
+                }
             }
             if w.records > 0 {
                 if let Some(i) = t.innermost {
@@ -792,15 +851,47 @@ impl Projector {
         }
     }
 
+    /// The earliest start that GPU work given after a record starting at `time` can add to
+    /// a range's span: work still to come starts at `time` or later, work already come but
+    /// not yet added to its ranges (its call's records not all come, or its call still to
+    /// come) where it started.
+    pub fn floor(&self, time: u64) -> u64 {
+        let calls = self.calls.values().map(|c| &c.work);
+        let early = self.early.values().map(|e| &e.0);
+        calls
+            .chain(early)
+            .filter(|w| w.records > 0)
+            .map(|w| w.start)
+            .fold(time, u64::min)
+    }
+
+    /// Gives `f` the spans of the GPU work of ranges not yet over ([`Mode::Tracks`]) that
+    /// start before `floor` ([`Projector::floor`]): no later work can start them earlier, though
+    /// it may end them later.
+    pub fn gpu_spans(&self, floor: u64, mut f: impl FnMut(LiveSpan)) {
+        for s in self.slots.iter().filter(|s| s.live) {
+            for &span in s.spans.iter().filter(|sp| sp.1 < floor) {
+                f(LiveSpan {
+                    id: s.begun,
+                    tid: s.tid,
+                    message: s.message,
+                    span,
+                });
+            }
+        }
+    }
+
     /// Ends the stream: calls whose work did not all come (cut by damage) get what came;
-    /// ranges that ended are over, those that did not are counted open. `t`: the trace, for
-    /// the names.
-    pub fn finish(mut self, t: &Trace) -> Projected {
+    /// ranges that ended are over, those that did not are counted open (and stay held, for
+    /// [`Projector::gpu_spans`]). Once.
+    pub fn close(&mut self) {
+        self.closed = true;
         let calls: Vec<Call> = self.calls.drain().map(|(_, c)| c).collect();
         for c in calls {
             self.settle(c);
         }
-        let mut open = 0;
+        self.early.clear();
+        self.open = 0;
         for i in 0..self.slots.len() as u32 {
             let s = &mut self.slots[i as usize];
             if !s.live {
@@ -810,9 +901,18 @@ impl Projector {
                 s.sealed = true;
                 self.over(i);
             } else {
-                open += 1;
+                self.open += 1;
             }
         }
+    }
+
+    /// What was worked out ([`Projector::close`] first, if not yet). `t`: the trace, for the
+    /// names.
+    pub fn finish(mut self, t: &Trace) -> Projected {
+        if !self.closed {
+            self.close();
+        }
+        let open = self.open;
         let domains = domain_names(t);
         let domain = |id: u32| -> String {
             if id == 0 {
@@ -876,7 +976,6 @@ impl Projector {
                 open,
                 marks: self.marks,
             },
-            kept: self.kept,
         }
     }
 }

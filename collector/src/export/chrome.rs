@@ -7,7 +7,7 @@
 //! ids from [`SYNTHETIC_TID_BASE`] up, named `GPU 0 context 1 stream 7`. Times are in
 //! µs with three decimals (whole ns).
 
-use super::layout::{self, Device, Flow, Gpu, KernelNames, NvtxTrack, Value, ARG_NAMES};
+use super::layout::{self, Device, Flow, Gpu, KernelNames, Value, ARG_NAMES};
 use super::merge::{Emitter, Track};
 use super::Stats;
 use crate::model::Trace;
@@ -183,6 +183,9 @@ struct TraceState {
     tracks: HashMap<Track, (String, Vec<u64>)>,
     /// Function id → its name as JSON.
     functions: HashMap<u32, String>,
+    /// Per lane thread id, the NVTX slices begun there and not yet ended: (name as JSON,
+    /// start), innermost last.
+    nvtx_open: HashMap<u64, Vec<(String, u64)>>,
     /// Kernel name id → its demangled name as JSON.
     kernel_json: HashMap<u32, String>,
     kernels: KernelNames,
@@ -230,12 +233,10 @@ impl<W: Write> Emitter for ChromeWriter<W> {
         self.flush_if_full()
     }
 
-    fn nvtx_tracks(&mut self, nvtx: &[NvtxTrack]) -> io::Result<()> {
-        for (i, track) in nvtx.iter().enumerate() {
-            self.t
-                .tracks
-                .insert(Track::Nvtx(i), (track.name.clone(), Vec::new()));
-        }
+    fn nvtx_track(&mut self, track: usize, name: &str) -> io::Result<()> {
+        self.t
+            .tracks
+            .insert(Track::Nvtx(track), (name.to_string(), Vec::new()));
         Ok(())
     }
 
@@ -318,30 +319,50 @@ impl<W: Write> Emitter for ChromeWriter<W> {
         self.flush_if_full()
     }
 
-    fn nvtx(
-        &mut self,
-        track: usize,
-        lane: u32,
-        name: &str,
-        start: u64,
-        end: u64,
-    ) -> io::Result<()> {
+    /// Held until it ends, then written as a complete event.
+    fn nvtx(&mut self, track: usize, lane: u32, name: &str, start: u64) -> io::Result<()> {
         let tid = self.lane_tid(Track::Nvtx(track), lane);
         let mut json = String::new();
         string(&mut json, name);
+        self.t.nvtx_open.entry(tid).or_default().push((json, start));
+        Ok(())
+    }
+
+    /// API and GPU slices are complete events already; an NVTX slice is written now.
+    fn end(&mut self, track: Track, lane: u32, end: u64) -> io::Result<()> {
+        if !matches!(track, Track::Nvtx(_)) {
+            return Ok(());
+        }
+        let tid = self.lane_tid(track, lane);
+        let Some((json, start)) = self.t.nvtx_open.get_mut(&tid).and_then(Vec::pop) else {
+            return Ok(());
+        };
         let pid = self.t.pid;
         self.complete("nvtx", &json, pid, tid, start, end, &[]);
         self.stats.slices += 1;
         self.flush_if_full()
     }
 
-    /// Complete events carry their ends.
-    fn end(&mut self, _track: Track, _lane: u32, _end: u64) -> io::Result<()> {
-        Ok(())
-    }
-
+    /// Also writes the NVTX ranges that never ended as begin events alone (`ph: B`), which
+    /// viewers show as not ended.
     fn counters(&mut self, _trace: &Trace, devices: &[Device]) -> io::Result<()> {
         let pid = self.t.pid;
+        let mut open: Vec<(u64, Vec<(String, u64)>)> =
+            std::mem::take(&mut self.t.nvtx_open).into_iter().collect();
+        open.sort_by_key(|o| o.0);
+        for (tid, slices) in open {
+            for (json, start) in slices {
+                self.event("B");
+                let _ = write!(
+                    self.buf,
+                    ",\"cat\":\"nvtx\",\"name\":{json},\"pid\":{pid},\"tid\":{tid},\"ts\":"
+                );
+                micros(&mut self.buf, start);
+                self.buf.push('}');
+                self.stats.slices += 1;
+                self.flush_if_full()?;
+            }
+        }
         for device in devices {
             for counter in &device.counters {
                 let mut name = String::new();

@@ -8,7 +8,6 @@ use rtrace_format::{
     FLAG_CORRELATED, ID_NONE,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::rc::Rc;
 
 /// Lanes a track may grow to before overlapping slices are clipped (see [`Lanes`]).
 pub const MAX_LANES: usize = 32;
@@ -106,7 +105,8 @@ impl Lanes {
 }
 
 /// [`Lanes`] over slices held in memory, in any order: sorts them by start
-/// (then longest first, then index) and yields the steps.
+/// (then longest first, then index) and yields the steps (for the tests of [`Lanes`]).
+#[cfg(test)]
 #[derive(Debug)]
 pub struct Nest {
     spans: Vec<(u64, u64)>,
@@ -117,6 +117,7 @@ pub struct Nest {
     drained: bool,
 }
 
+#[cfg(test)]
 impl Nest {
     /// `spans`: (start, end) of each slice.
     pub fn new(spans: &[(u64, u64)]) -> Self {
@@ -141,6 +142,7 @@ impl Nest {
     }
 }
 
+#[cfg(test)]
 impl Iterator for Nest {
     type Item = Step;
 
@@ -711,56 +713,4 @@ pub fn counter_name(ordinal: u32, host: bool) -> String {
     } else {
         format!("GPU {ordinal} memory in use")
     }
-}
-
-/// An NVTX track of the timeline: its name and its slices (range name, start, end).
-pub struct NvtxTrack {
-    pub name: String,
-    pub slices: Vec<(Rc<str>, u64, u64)>,
-}
-
-/// The NVTX tracks of `trace`, from the ranges a [`crate::nvtx::Projector`] kept
-/// ([`crate::nvtx::Mode::Tracks`]): one per thread that began ranges (`NVTX: NAME (TID)`),
-/// holding them, then one per device that ran work launched inside ranges
-/// (`NVTX projected: GPU ...`), holding each range's span over that work.
-pub fn nvtx_tracks(trace: &Trace, mut kept: Vec<crate::nvtx::KeptRange>) -> Vec<NvtxTrack> {
-    let mut names: HashMap<u32, Rc<str>> = HashMap::new();
-    for k in &kept {
-        names
-            .entry(k.message)
-            .or_insert_with(|| crate::nvtx::range_name(trace, k.message).into());
-    }
-    // In the order of [`crate::nvtx::ranges`]: by start, thread, name.
-    kept.sort_by(|a, b| {
-        (a.start, a.tid)
-            .cmp(&(b.start, b.tid))
-            .then_with(|| names[&a.message].cmp(&names[&b.message]))
-    });
-    let mut by_thread: BTreeMap<u64, Vec<(Rc<str>, u64, u64)>> = BTreeMap::new();
-    let mut by_device: BTreeMap<u32, Vec<(Rc<str>, u64, u64)>> = BTreeMap::new();
-    for k in kept {
-        let name = names[&k.message].clone();
-        if let Some((device, start, end)) = k.span {
-            by_device
-                .entry(device)
-                .or_default()
-                .push((name.clone(), start, end));
-        }
-        by_thread
-            .entry(k.tid)
-            .or_default()
-            .push((name, k.start, k.end));
-    }
-    let threads = by_thread.into_iter().map(|(tid, slices)| NvtxTrack {
-        name: match trace.threads.get(&tid).and_then(|t| t.name.clone()) {
-            Some(n) => format!("NVTX: {n} ({tid})"),
-            None => format!("NVTX: thread {tid}"),
-        },
-        slices,
-    });
-    let devices = by_device.into_iter().map(|(device, slices)| NvtxTrack {
-        name: format!("NVTX projected: {}", device_name(trace, device)),
-        slices,
-    });
-    threads.chain(devices).collect()
 }

@@ -14,7 +14,8 @@
 //! [`write`] lays the records out on the lanes of their tracks and gives them
 //! their flows, as the writers ([`Emitter`]) show them.
 
-use super::layout::{self, Device, Flow, Gpu, Lanes, LinkTable, Nest, NvtxTrack, Place, Step};
+use super::layout::{self, Device, Flow, Gpu, Lanes, LinkTable, Place, Step};
+use super::nvtx_tracks::NvtxTracks;
 use super::Stats;
 use crate::model::{RecordSink, ThreadTrace, Trace};
 use crate::stream::{decode, ChunkRef, Keep, Kind, Records, Rereader, StreamError};
@@ -450,8 +451,8 @@ pub trait Emitter {
     /// Starts a trace: its process and threads, and `devices` with their
     /// streams and counters.
     fn begin_trace(&mut self, trace: &Trace, devices: &[Device]) -> io::Result<()>;
-    /// The trace's NVTX tracks, known once its records were seen.
-    fn nvtx_tracks(&mut self, nvtx: &[NvtxTrack]) -> io::Result<()>;
+    /// NVTX track `track` is named `name` (before its first slice).
+    fn nvtx_track(&mut self, track: usize, name: &str) -> io::Result<()>;
     /// API call `r` of thread `tid`, on `lane` of its track, ending at `end`;
     /// it starts the flows `flows`.
     fn api(
@@ -472,12 +473,12 @@ pub trait Emitter {
         end: u64,
         flow: Option<Flow>,
     ) -> io::Result<()>;
-    /// A range of NVTX track `track`.
-    fn nvtx(&mut self, track: usize, lane: u32, name: &str, start: u64, end: u64)
-        -> io::Result<()>;
-    /// A slice of `track`'s `lane` ends (begin/end formats only).
+    /// A slice of NVTX track `track` begins on `lane` (its end comes through
+    /// [`Emitter::end`], or never for a range that never ended).
+    fn nvtx(&mut self, track: usize, lane: u32, name: &str, start: u64) -> io::Result<()>;
+    /// A slice of `track`'s `lane` ends (the innermost open there).
     fn end(&mut self, track: Track, lane: u32, end: u64) -> io::Result<()>;
-    /// The memory counters of `devices`; ends the trace.
+    /// The memory counters of `devices`; ends the trace (NVTX slices still open stay so).
     fn counters(&mut self, trace: &Trace, devices: &[Device]) -> io::Result<()>;
 }
 
@@ -498,11 +499,13 @@ pub fn write<E: Emitter>(
     e.begin_trace(trace, &devices)?;
     let mut lanes: HashMap<Track, Lanes> = HashMap::new();
     let mut steps = VecDeque::new();
+    let mut nvtx = NvtxTracks::default();
     merge(src, |rec| {
+        let (start, end) = rec.span();
         if let Some(p) = &mut projector {
             project_rec(p, links, &rec);
+            nvtx.take(trace, p, e, start)?;
         }
-        let (start, end) = rec.span();
         let track = match &rec {
             Rec::Nvtx { .. } => return Ok(()),
             Rec::Api { tid, .. } => Track::Thread(*tid),
@@ -545,24 +548,11 @@ pub fn write<E: Emitter>(
         }
         e.stats().clipped += l.clipped;
     }
-    let nvtx = match projector {
-        Some(p) => layout::nvtx_tracks(trace, p.finish(trace).kept),
-        None => Vec::new(),
-    };
-    e.nvtx_tracks(&nvtx)?;
-    for (i, t) in nvtx.iter().enumerate() {
-        let spans: Vec<(u64, u64)> = t.slices.iter().map(|s| (s.1, s.2)).collect();
-        let mut nest = Nest::new(&spans);
-        for step in nest.by_ref() {
-            match step {
-                Step::Begin { index, lane, end } => {
-                    let s = &t.slices[index as usize];
-                    e.nvtx(i, lane, &s.0, s.1, end)?;
-                }
-                Step::End { lane, end, .. } => e.end(Track::Nvtx(i), lane, end)?,
-            }
-        }
-        e.stats().clipped += nest.clipped();
+    if let Some(p) = &mut projector {
+        nvtx.finish(trace, p, e)?;
+        let stats = e.stats();
+        stats.nvtx_unplaced += nvtx.unplaced;
+        stats.nvtx_held = stats.nvtx_held.max(nvtx.most);
     }
     e.stats().flows += links.flows;
     e.counters(trace, &devices)?;

@@ -20,6 +20,7 @@
 mod chrome;
 mod layout;
 pub(crate) mod merge;
+mod nvtx_tracks;
 mod perfetto;
 mod proto;
 #[cfg(test)]
@@ -71,6 +72,12 @@ pub struct Stats {
     /// Slices whose end was clipped because too many overlapped on one track
     /// (more than [`MAX_LANES`]).
     pub clipped: u64,
+    /// NVTX ranges (or their GPU spans) not drawn because more than [`MAX_LANES`] overlapped
+    /// on one track.
+    pub nvtx_unplaced: u64,
+    /// The most NVTX ranges and GPU spans held at once to lay them out (open ranges, and
+    /// spans waiting until no earlier one can come), in any one trace.
+    pub nvtx_held: u64,
     /// Perfetto: packets written.
     pub packets: u64,
     /// Perfetto: track descriptors; Chrome: synthetic threads (GPU streams
@@ -436,6 +443,13 @@ fn write_all<W: Write>(
             "{} slices overlapped more than {MAX_LANES} others on their track; \
              their ends were clipped",
             stats.clipped
+        ));
+    }
+    if stats.nvtx_unplaced > 0 {
+        outcome.warnings.push(format!(
+            "{} NVTX ranges or GPU spans overlapped more than {MAX_LANES} others on their \
+             track; they are not drawn",
+            stats.nvtx_unplaced
         ));
     }
     Ok(outcome)

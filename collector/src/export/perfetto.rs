@@ -9,7 +9,7 @@
 //! also makes `CLOCK_MONOTONIC` the trace's clock (a clock snapshot naming it
 //! the primary trace clock), so timestamps are the trace file's own.
 
-use super::layout::{self, Device, Flow, Gpu, KernelNames, NvtxTrack, Value, ARG_NAMES, MAX_LANES};
+use super::layout::{self, Device, Flow, Gpu, KernelNames, Value, ARG_NAMES, MAX_LANES};
 use super::merge::{Emitter, Track};
 use super::proto::Proto;
 use super::Stats;
@@ -384,22 +384,20 @@ impl<W: Write> Emitter for PerfettoWriter<W> {
 
     /// NVTX ranges: a track per thread that began any (under the process), and per device
     /// the ranges' projections: each range's span over the GPU work it launched.
-    fn nvtx_tracks(&mut self, nvtx: &[NvtxTrack]) -> io::Result<()> {
-        for (i, track) in nvtx.iter().enumerate() {
-            let uuid = self.uuid();
-            let (seq, process) = (self.seq.seq, self.seq.process);
-            self.descriptor(seq, |p| {
-                p.varint(field::UUID, uuid);
-                p.varint(field::PARENT_UUID, process);
-                p.string(field::TRACK_NAME, &track.name);
-            });
-            let lanes = Lanes {
-                name: track.name.clone(),
-                uuids: vec![uuid],
-                under: Under::Track,
-            };
-            self.seq.tracks.insert(Track::Nvtx(i), lanes);
-        }
+    fn nvtx_track(&mut self, track: usize, name: &str) -> io::Result<()> {
+        let uuid = self.uuid();
+        let (seq, process) = (self.seq.seq, self.seq.process);
+        self.descriptor(seq, |p| {
+            p.varint(field::UUID, uuid);
+            p.varint(field::PARENT_UUID, process);
+            p.string(field::TRACK_NAME, name);
+        });
+        let lanes = Lanes {
+            name: name.to_string(),
+            uuids: vec![uuid],
+            under: Under::Track,
+        };
+        self.seq.tracks.insert(Track::Nvtx(track), lanes);
         self.flush_if_full()
     }
 
@@ -454,14 +452,7 @@ impl<W: Write> Emitter for PerfettoWriter<W> {
         result
     }
 
-    fn nvtx(
-        &mut self,
-        track: usize,
-        lane: u32,
-        name: &str,
-        start: u64,
-        _end: u64,
-    ) -> io::Result<()> {
+    fn nvtx(&mut self, track: usize, lane: u32, name: &str, start: u64) -> io::Result<()> {
         let uuid = self.track(Track::Nvtx(track), lane);
         let iid = intern_name(&mut self.seq.names.iids, name.to_string());
         self.begin(uuid, start, iid, &[], 0..0, None)

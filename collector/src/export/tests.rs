@@ -19,6 +19,25 @@ fn export(traces: &[Trace], format: ExportFormat) -> (Vec<u8>, Stats) {
     export_traces(traces, format, Vec::new()).unwrap()
 }
 
+/// An NVTX event's bytes.
+fn nvtx_event(
+    kind: rtrace_format::NvtxKind,
+    domain: u32,
+    message: u32,
+    time_ns: u64,
+    value: u64,
+) -> [u8; rtrace_format::NvtxEvent::SIZE] {
+    rtrace_format::NvtxEvent {
+        kind,
+        domain,
+        message,
+        time_ns,
+        value,
+        ..Default::default()
+    }
+    .to_bytes()
+}
+
 // ---- A minimal protobuf decoder ----
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -150,6 +169,8 @@ struct Decoded {
     clock_snapshots: usize,
     tracks: Vec<Track>,
     slices: Vec<Slice>,
+    /// Slices begun and never ended (only NVTX ranges that never ended may be).
+    open: Vec<Slice>,
     /// (track, ts, value)
     counters: Vec<(u64, u64, i64)>,
     packets: usize,
@@ -314,7 +335,13 @@ fn decode(bytes: &[u8]) -> Decoded {
             }
         }
     }
-    assert!(open.values().all(|s| s.is_empty()), "every slice ends");
+    let mut open: Vec<Slice> = open.into_values().flatten().collect();
+    open.sort_by_key(|s| (s.ts, s.track));
+    for s in &open {
+        let name = d.track(s.track).name.clone().unwrap_or_default();
+        assert!(name.starts_with("NVTX: "), "a slice on {name} never ends");
+    }
+    d.open = open;
     d
 }
 
@@ -957,6 +984,8 @@ fn chrome_json_is_exact() {
             flows: 2,
             counter_values: 2,
             clipped: 0,
+            nvtx_unplaced: 0,
+            nvtx_held: 0,
             packets: 0,
             tracks: 2,
             events: 15,
@@ -1227,17 +1256,8 @@ fn traces_from_two_hosts_are_exported_on_one_clock() {
 /// launched on a track of that device.
 #[test]
 fn perfetto_shows_nvtx_ranges_and_their_gpu_projection() {
-    use rtrace_format::{encode_function_names, ChunkKind, NvtxEvent, NvtxKind};
-    let ev = |kind, message, time_ns, value| {
-        NvtxEvent {
-            kind,
-            message,
-            time_ns,
-            value,
-            ..Default::default()
-        }
-        .to_bytes()
-    };
+    use rtrace_format::{encode_function_names, ChunkKind, NvtxKind};
+    let ev = |kind, message, time_ns, value| nvtx_event(kind, 0, message, time_ns, value);
     let events = [
         ev(NvtxKind::Push, 1, 2_350, 0),
         ev(NvtxKind::Push, 2, 2_550, 1),
@@ -1391,4 +1411,199 @@ fn linked_records(t: &Trace) -> usize {
 
 fn rtrace_collector_load(path: &Path) -> Trace {
     crate::model::load_trace(path).unwrap()
+}
+
+/// The tracks of one thread's NVTX ranges, drawn as they begin: a push goes on the lane of
+/// the range of its domain it was pushed in, when that one is innermost there; any other range
+/// on the first free lane. A range that never ended stays open (Perfetto) or is a begin event
+/// alone (Chrome).
+#[test]
+fn nvtx_ranges_take_lanes_as_they_begin() {
+    use rtrace_format::{encode_function_names, ChunkKind, NvtxKind};
+    let ev = nvtx_event;
+    use NvtxKind::{End, Pop, Push, Start};
+    let events = [
+        ev(Push, 0, 1, 1_000, 0),  // step: lane 0
+        ev(Push, 0, 2, 1_100, 1),  // fwd, in step: lane 0
+        ev(Push, 5, 3, 1_150, 0),  // io, another domain: lane 1
+        ev(Pop, 0, 0, 1_200, 0),   // fwd ends
+        ev(Start, 0, 4, 1_250, 7), // async (id 7): lanes 0 and 1 hold ranges, so lane 2
+        ev(Pop, 5, 0, 1_300, 0),   // io ends
+        ev(Push, 0, 5, 1_350, 1),  // bwd, in step: lane 0
+        ev(Pop, 0, 0, 1_400, 0),   // bwd ends
+        ev(End, 0, 0, 1_450, 7),   // async ends
+        ev(Pop, 0, 0, 1_500, 0),   // step ends
+        ev(Push, 0, 6, 1_600, 0),  // tail: never ends
+        ev(Start, 0, 4, 1_700, 8), // async (id 8): lane 1, free again
+        ev(End, 0, 0, 1_800, 8),
+    ]
+    .concat();
+    let strings = [
+        (1, "step"),
+        (2, "fwd"),
+        (3, "io"),
+        (4, "async"),
+        (5, "bwd"),
+        (6, "tail"),
+    ];
+    let bytes = sample()
+        .chunk(ChunkKind::NvtxStrings, 0, &encode_function_names(strings))
+        .chunk(ChunkKind::NvtxEvents, 11, &events)
+        .bytes;
+    let trace = read(&bytes);
+
+    let (out, stats) = export(std::slice::from_ref(&trace), ExportFormat::Perfetto);
+    let d = decode(&out);
+    // The lanes of the thread's NVTX track: the track, then its children in order.
+    let lanes: Vec<u64> = d
+        .tracks
+        .iter()
+        .filter(|t| t.name.as_deref() == Some("NVTX: app (11)"))
+        .map(|t| t.uuid)
+        .collect();
+    assert_eq!(lanes.len(), 3);
+    for &child in &lanes[1..] {
+        assert_eq!(d.track(child).parent, Some(lanes[0]));
+    }
+    let lane = |uuid: u64| lanes.iter().position(|&l| l == uuid).unwrap();
+    let mut got: Vec<(usize, String, u64, u64)> = d
+        .slices
+        .iter()
+        .filter(|s| lanes.contains(&s.track))
+        .map(|s| (lane(s.track), s.name.clone(), s.ts, s.dur))
+        .collect();
+    got.sort();
+    let want = [
+        (0, "bwd", 1_350, 50),
+        (0, "fwd", 1_100, 100),
+        (0, "step", 1_000, 500),
+        (1, "async", 1_700, 100),
+        (1, "io", 1_150, 150),
+        (2, "async", 1_250, 200),
+    ];
+    let want: Vec<(usize, String, u64, u64)> = want
+        .iter()
+        .map(|&(l, n, ts, dur)| (l, n.to_string(), ts, dur))
+        .collect();
+    assert_eq!(got, want);
+    let open: Vec<(usize, &str, u64)> = d
+        .open
+        .iter()
+        .map(|s| (lane(s.track), s.name.as_str(), s.ts))
+        .collect();
+    assert_eq!(open, vec![(0, "tail", 1_600)]);
+    assert_eq!((stats.nvtx_unplaced, stats.clipped), (0, 0));
+
+    // Chrome: the same slices as complete events on a thread per lane, the open one alone;
+    // and the span of the GPU work of `tail` (open over the sample's calls).
+    let (out, _) = export(std::slice::from_ref(&trace), ExportFormat::Chrome);
+    let json = String::from_utf8(out).unwrap();
+    let nvtx: Vec<&str> = json
+        .lines()
+        .filter(|l| l.contains("\"cat\":\"nvtx\""))
+        .collect();
+    assert_eq!(nvtx.len(), 8, "{json}");
+    let base = super::SYNTHETIC_TID_BASE;
+    // Lane thread ids in order of first use: lane 0, 1, 2 of the track, from the base up,
+    // then the sample's 4 stream lanes, then the projected track.
+    for (name, tid, ts, dur) in [
+        ("fwd", base, "1.100", Some("0.100")),
+        ("step", base, "1.000", Some("0.500")),
+        ("io", base + 1, "1.150", Some("0.150")),
+        ("async", base + 2, "1.250", Some("0.200")),
+        ("bwd", base, "1.350", Some("0.050")),
+        ("async", base + 1, "1.700", Some("0.100")),
+        ("tail", base, "1.600", None),
+        ("tail", base + 7, "2.450", Some("2.650")),
+    ] {
+        let line = match dur {
+            Some(dur) => format!(
+                "{{\"ph\":\"X\",\"cat\":\"nvtx\",\"name\":\"{name}\",\"pid\":1234,\"tid\":{tid},\
+                 \"ts\":{ts},\"dur\":{dur},\"args\":{{}}}}"
+            ),
+            None => format!(
+                "{{\"ph\":\"B\",\"cat\":\"nvtx\",\"name\":\"{name}\",\"pid\":1234,\"tid\":{tid},\
+                 \"ts\":{ts}}}"
+            ),
+        };
+        assert!(
+            nvtx.iter().any(|l| l.trim_end_matches(',') == line),
+            "{line} in {json}"
+        );
+    }
+}
+
+/// NVTX tracks are written as the ranges end, holding a bounded number of them, even under a
+/// range open over the whole trace: 40 000 ranges inside one, each with a kernel that runs
+/// after it ended.
+#[test]
+fn nvtx_tracks_hold_few_ranges_under_a_long_one() {
+    use rtrace_format::{encode_function_names, ChunkKind, NvtxKind};
+    const N: u64 = 40_000;
+    let ev = |kind, message, time_ns| nvtx_event(kind, 0, message, time_ns, 0);
+    let (mut events, mut calls, mut kernels) =
+        (ev(NvtxKind::Push, 1, 500).to_vec(), vec![], vec![]);
+    let mut at = 1_000;
+    let mut want = Vec::new();
+    for i in 0..N {
+        let d = 1_000 + (i * 7_919) % 5_003;
+        events.extend(ev(NvtxKind::Push, 2, at));
+        events.extend(ev(NvtxKind::Pop, 0, at + d));
+        calls.push(call(1, 0, (at + 10, at + 20), i + 1));
+        let (start, end) = (at + d + 250, at + d + 350);
+        kernels.push(kernel(0, (0, 7), (start, end), i + 1, true));
+        want.push(("it".to_string(), start, 100));
+        at += d + 200;
+    }
+    events.extend(ev(NvtxKind::Pop, 0, at));
+    let (first, last) = (want[0].1, want[N as usize - 1].1 + 100);
+    want.push(("run".to_string(), first, last - first));
+    want.sort();
+    let bytes = Builder::new(&header(1234, &["./app"]))
+        .names(&[(1, "cuLaunchKernel")])
+        .kernel_names(&[(0, "k")])
+        .thread(11, "app")
+        .chunk(
+            ChunkKind::NvtxStrings,
+            0,
+            &encode_function_names([(1, "run"), (2, "it")]),
+        )
+        .chunk(ChunkKind::NvtxEvents, 11, &events)
+        .records(11, &calls)
+        .kernels(&kernels)
+        .bytes;
+    let trace = read(&bytes);
+    let (out, stats) = export(std::slice::from_ref(&trace), ExportFormat::Perfetto);
+    // The spans waited for the long range's end while fewer than 16 384 did, then were drawn
+    // every 4 096 records; far fewer than the 40 001 ranges were held.
+    assert!(
+        (16_384..16_384 + 4_096).contains(&stats.nvtx_held),
+        "{}",
+        stats.nvtx_held
+    );
+    let d = decode(&out);
+    let on = |name: &str| -> Vec<(String, u64, u64)> {
+        let mut s: Vec<(String, u64, u64)> = d
+            .slices
+            .iter()
+            .filter(|s| d.track(s.track).name.as_deref() == Some(name))
+            .map(|s| (s.name.clone(), s.ts, s.dur))
+            .collect();
+        s.sort();
+        s
+    };
+    // Every span drawn, nested in the long one's on one lane.
+    assert_eq!(on("NVTX projected: GPU 0"), want);
+    let lanes = |name: &str| {
+        d.tracks
+            .iter()
+            .filter(|t| t.name.as_deref() == Some(name))
+            .count()
+    };
+    assert_eq!(
+        (lanes("NVTX projected: GPU 0"), lanes("NVTX: app (11)")),
+        (1, 1)
+    );
+    assert_eq!(on("NVTX: app (11)").len(), N as usize + 1);
+    assert_eq!(stats.nvtx_unplaced, 0);
 }
