@@ -10,9 +10,12 @@ launched it, and checks:
            rtrace report's per-name GPU records (kernels, copies, memsets launched by the
            range's thread inside it, nested ranges included) equal this attribution; all
            iterations launched the same number of kernels; prints kernels-per-iter, counted over
-           every thread (autograd launches the backward kernels from a thread of its own).
+           every thread (autograd launches the backward kernels from a thread of its own);
+           rtrace export --format chrome draws every range on its thread's NVTX track (name,
+           duration, start one offset from the event's), lanes nesting properly, and spans of
+           GPU work on the projected tracks only for names of ranges.
   emit:    ranges are aten:: operators; every kernel launched inside an iteration's operators
-           lies in an aten:: range of its own thread.
+           lies in an aten:: range of its own thread; the Chrome export draws them (as above).
   capture: (RTRACE_NVTX_CAPTURE="iter 3") only iteration 3's range and kernels are recorded:
            the kernel count equals --kernels-per-iter.
 Prints PASS/FAIL lines.
@@ -106,6 +109,7 @@ def main():
               f"rtrace report GPU records per range equal the checker's for {len(ours)} names"
               + (f"; differences {list(diff.items())[:4]}" if diff else
                  f"; forward {ours.get('forward')}, backward {ours.get('backward')}, optimizer {ours.get('optimizer')}"))
+        check_export(check, rtrace, traces, pushes + [r for r in ranges if r["kind"] == "start"])
     elif mode == "emit":
         aten = [r for r in pushes if "aten::" in r["name"]]
         check("operator-ranges", len(aten) > 0, f"{len(aten)} operator ranges, e.g. {sorted({r['name'] for r in aten})[:3]}")
@@ -116,6 +120,7 @@ def main():
               + (f"; others {bad[:3]}" if bad else ""))
         threads = len({c[3] for (_, c, r) in inside})
         print(f"    kernels attributed on {threads} thread(s)")
+        check_export(check, rtrace, traces, pushes + [r for r in ranges if r["kind"] == "start"])
     else:
         iters = sorted({r["name"] for r in pushes if r["name"].startswith("iter ")})
         want = opts.get("kernels-per-iter", -1)
@@ -125,6 +130,54 @@ def main():
         unlinked = sum(1 for (k, c, _) in attributed if c is None)
         check("linked", unlinked == 0, f"{unlinked} kernel records not linked to a recorded call")
     return failed
+
+
+def micros_ns(text):
+    """A Chrome trace time (µs with three decimals, as rtrace writes it) in ns, exactly."""
+    whole, _, frac = text.partition(".")
+    return int(whole) * 1000 + int((frac + "000")[:3])
+
+
+def check_export(check, rtrace, traces, ranges):
+    out = subprocess.run([rtrace, "export", "--format", "chrome", *traces],
+                         capture_output=True, text=True, check=True).stdout
+    events = json.loads(out, parse_float=str)["traceEvents"]
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    drawn, projected, lanes, open_ = [], [], {}, []
+    for e in events:
+        if e.get("cat") != "nvtx":
+            continue
+        track = names.get((e["pid"], e["tid"]), "")
+        start = micros_ns(e["ts"])
+        if e["ph"] == "B":
+            open_.append((e["name"], start))
+            continue
+        dur = micros_ns(e["dur"])
+        if track.startswith("NVTX projected: "):
+            projected.append(e["name"])
+        elif track.startswith("NVTX: "):
+            drawn.append((start, e["name"], dur))
+        lanes.setdefault((e["pid"], e["tid"]), []).append((start, start + dur))
+    want = sorted((r["start"], r["name"], r["end"] - r["start"]) for r in ranges)
+    drawn.sort()
+    same = len(drawn) == len(want) and all(a[1:] == b[1:] for a, b in zip(drawn, want))
+    offsets = {a[0] - b[0] for a, b in zip(drawn, want)}
+    bad_nesting = 0
+    for spans in lanes.values():
+        stack = []
+        for start, end in sorted(spans, key=lambda s: (s[0], -s[1])):
+            while stack and stack[-1] <= start:
+                stack.pop()
+            bad_nesting += bool(stack and end > stack[-1])
+            stack.append(end)
+    range_names = {r["name"] for r in ranges}
+    stray = [n for n in projected if n not in range_names]
+    check("export-tracks", same and len(offsets) == 1 and bad_nesting == 0 and not stray and projected,
+          f"Chrome export: {len(drawn)} NVTX slices for {len(want)} ranges, names and durations "
+          f"{'equal' if same else 'differ'}, start offsets {sorted(offsets)[:3]}, {len(lanes)} lanes, "
+          f"{bad_nesting} slices overlapping their lane's, {len(projected)} projected spans "
+          f"({len(stray)} not named as a range), {len(open_)} open")
 
 
 if __name__ == "__main__":

@@ -596,6 +596,11 @@ step_nvtx() {
     checks_from "$(python3 tests/gpu/nvtx_check.py capture "$RTRACE" "$WORK"/rtrace-capture-*.bin \
         --kernels-per-iter "${kpi:-0}" 2>&1)"
     "$RTRACE" report "$WORK"/rtrace-nvtx-*.bin 2>/dev/null | sed -n '/^NVTX ranges/,/^$/p' | head -n 12
+    # The trace and its Perfetto export come back, to be decoded with Perfetto's schema where
+    # the perfetto package is (collector/tests/perfetto_decode.py).
+    check nvtx.export-perfetto "rtrace export --format perfetto of the PyTorch NVTX trace" \
+        "$RTRACE" export --format perfetto -o "$OUT/nvtx.pftrace" "$WORK"/rtrace-nvtx-*.bin
+    cp "$WORK"/rtrace-nvtx-*.bin "$OUT/" 2>/dev/null
 }
 
 # PC sampling (tests/gpu/pcsamp_check.sh): kernels with known problems sampled by rtrace and
