@@ -38,6 +38,9 @@ pub enum Section {
     /// GPU utilisation, one line per device and per stream of each process.
     #[value(alias = "utilization")]
     Utilisation,
+    /// GPU utilisation across processes: one line per GPU that two or more traced processes
+    /// of one host ran work on.
+    Shared,
     /// The largest launch-to-start latencies.
     Latency,
     /// Allocations and frees, one line per memory kind.

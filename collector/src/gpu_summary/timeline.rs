@@ -117,6 +117,102 @@ pub fn utilisation(traces: &[Trace]) -> Vec<Utilisation> {
     rows
 }
 
+/// How busy one physical GPU was over the traced processes of its host that ran work on it,
+/// where two or more did (their device ordinals may differ: `CUDA_VISIBLE_DEVICES`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SharedDevice {
+    pub hostname: String,
+    /// `domain:bus:device.0`, as `nvidia-smi` writes it.
+    pub pci_address: String,
+    pub name: String,
+    /// (pid, the device's ordinal in that process) of each process that ran work on it, in
+    /// the order of the traces.
+    pub processes: Vec<(u32, u32)>,
+    /// The union of all their records' intervals (`pid` 0, `device` the first process's
+    /// ordinal, `stream` `None`).
+    pub utilisation: Utilisation,
+}
+
+/// The physical GPUs that two or more of `traces` ran work on: per GPU (same host boot id and
+/// PCI address), the (trace index, device ordinal) pairs of `ran` on it, sorted by host name,
+/// then PCI address. `ran`: the (trace index, ordinal) pairs with GPU records.
+pub fn shared_groups(
+    traces: &[Trace],
+    ran: impl IntoIterator<Item = (usize, u32)>,
+) -> Vec<Vec<(usize, u32)>> {
+    let mut groups: BTreeMap<(String, String, String), Vec<(usize, u32)>> = BTreeMap::new();
+    for (ti, ordinal) in ran {
+        let Some(t) = traces.get(ti) else { continue };
+        let Some(pci) = t.devices.get(&ordinal).and_then(|d| d.pci_address()) else {
+            continue;
+        };
+        let h = &t.header;
+        let key = (h.hostname.clone(), pci, h.boot_id.clone());
+        groups.entry(key).or_default().push((ti, ordinal));
+    }
+    groups
+        .into_values()
+        .filter(|g| {
+            let mut tis: Vec<usize> = g.iter().map(|m| m.0).collect();
+            tis.dedup();
+            tis.len() > 1
+        })
+        .collect()
+}
+
+/// The row of `group` ([`shared_groups`]), from the union of its records' intervals.
+pub fn shared_row(
+    traces: &[Trace],
+    group: &[(usize, u32)],
+    union: crate::stream::union::Union,
+) -> SharedDevice {
+    let (ti, ordinal) = group[0];
+    let t = &traces[ti];
+    let d = t.devices.get(&ordinal);
+    SharedDevice {
+        hostname: t.header.hostname.clone(),
+        pci_address: d.and_then(|d| d.pci_address()).unwrap_or_default(),
+        name: d.map(|d| d.name.clone()).unwrap_or_default(),
+        processes: group
+            .iter()
+            .map(|&(ti, o)| (traces[ti].header.pid, o))
+            .collect(),
+        utilisation: union.row(0, ordinal, None),
+    }
+}
+
+/// [`SharedDevice`] rows of `traces` held in memory.
+pub fn shared_devices(traces: &[Trace]) -> Vec<SharedDevice> {
+    let mut ran = Vec::new();
+    for (ti, t) in traces.iter().enumerate() {
+        let mut devices: Vec<u32> = t.kernels.iter().map(|k| k.device).collect();
+        devices.extend(t.memcpys.iter().map(|m| m.device));
+        devices.extend(t.memsets.iter().map(|m| m.device));
+        devices.sort_unstable();
+        devices.dedup();
+        ran.extend(devices.into_iter().map(|d| (ti, d)));
+    }
+    shared_groups(traces, ran)
+        .into_iter()
+        .map(|group| {
+            let mut u = crate::stream::union::Union::default();
+            for &(ti, ordinal) in &group {
+                let t = &traces[ti];
+                let k = t.kernels.iter().filter(|k| k.device == ordinal);
+                let k = k.map(|k| (k.start_ns, k.end_ns));
+                let c = t.memcpys.iter().filter(|m| m.device == ordinal);
+                let c = c.map(|m| (m.start_ns, m.end_ns));
+                let s = t.memsets.iter().filter(|m| m.device == ordinal);
+                let s = s.map(|m| (m.start_ns, m.end_ns));
+                for (start, end) in k.chain(c).chain(s) {
+                    u.add(start, end);
+                }
+            }
+            shared_row(traces, &group, u)
+        })
+        .collect()
+}
+
 /// What kind of GPU work a record is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Activity {

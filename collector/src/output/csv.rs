@@ -21,6 +21,9 @@ pub const MEMSET_HEADER: &str = "count,bytes,total_ns";
 /// The header of `--section utilisation`.
 pub const UTILISATION_HEADER: &str =
     "pid,device,stream,records,start_ns,end_ns,span_ns,busy_ns,busy_percent,gaps,idle_ns";
+/// The header of `--section shared`.
+pub const SHARED_HEADER: &str =
+    "hostname,pci_address,processes,records,start_ns,end_ns,span_ns,busy_ns,busy_percent,gaps,idle_ns";
 /// The header of `--section latency`.
 pub const LATENCY_HEADER: &str =
     "pid,activity,name,function,correlation,api_start_ns,gpu_start_ns,latency_ns";
@@ -37,6 +40,7 @@ pub(super) fn render(s: &Sections, traces: &[Trace], section: Section) -> String
         Section::Memcpy => memcpy(s),
         Section::Memset => memset(s),
         Section::Utilisation => utilisation_rows(s),
+        Section::Shared => shared_rows(s),
         Section::Latency => latency(s),
         Section::Memory => memory(traces),
         Section::Sync => sync(traces),
@@ -131,6 +135,35 @@ fn utilisation_rows(s: &Sections) -> String {
             u.pid,
             u.device,
             u.stream.map_or(String::new(), |s| s.to_string()),
+            u.records,
+            u.start_ns,
+            u.end_ns,
+            u.span_ns,
+            u.busy_ns,
+            u.busy_percent,
+            u.gaps,
+            u.idle_ns
+        );
+    }
+    out
+}
+
+/// `processes` is `PID:DEVICE` pairs separated by spaces.
+fn shared_rows(s: &Sections) -> String {
+    let mut out = format!("{SHARED_HEADER}\n");
+    for d in &s.shared {
+        let u = &d.utilisation;
+        let processes: Vec<String> = d
+            .processes
+            .iter()
+            .map(|(pid, ordinal)| format!("{pid}:{ordinal}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{}",
+            field(&d.hostname),
+            field(&d.pci_address),
+            processes.join(" "),
             u.records,
             u.start_ns,
             u.end_ns,

@@ -97,6 +97,33 @@ fn gpu(out: &mut String, traces: &[Trace], s: &Sections) {
             u.idle_ns
         );
     });
+    array(out, "shared_devices", &s.shared, |out, d| {
+        let u = &d.utilisation;
+        let _ = write!(
+            out,
+            "{{\"hostname\":{},\"pci_address\":{},\"name\":{},\"processes\":[",
+            string(&d.hostname),
+            string(&d.pci_address),
+            string(&d.name)
+        );
+        for (i, (pid, ordinal)) in d.processes.iter().enumerate() {
+            let sep = if i > 0 { "," } else { "" };
+            let _ = write!(out, "{sep}{{\"pid\":{pid},\"device\":{ordinal}}}");
+        }
+        let _ = write!(
+            out,
+            "],\"records\":{},\"start_ns\":{},\"end_ns\":{},\"span_ns\":{},\"busy_ns\":{},\
+             \"busy_percent\":{},\"gaps\":{},\"idle_ns\":{}}}",
+            u.records,
+            u.start_ns,
+            u.end_ns,
+            u.span_ns,
+            u.busy_ns,
+            u.busy_percent,
+            u.gaps,
+            u.idle_ns
+        );
+    });
     let latencies = &s.latency;
     array(out, "latency", &latencies.slowest, |out, l| {
         let _ = write!(

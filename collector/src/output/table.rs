@@ -547,6 +547,10 @@ fn gpu(out: &mut String, traces: &[Trace], s: &Sections) {
     out.push('\n');
     utilisation_section(out, s);
     out.push('\n');
+    if !s.shared.is_empty() {
+        shared_section(out, s);
+        out.push('\n');
+    }
     latency(out, s);
     occupancy::section(out, traces, s);
 }
@@ -972,6 +976,49 @@ fn utilisation_section(out: &mut String, s: &Sections) {
         })
         .collect();
     columns(out, &headers, &[Left], &rows);
+}
+
+/// GPUs that several traced processes of one host ran work on, busy over all of them.
+fn shared_section(out: &mut String, s: &Sections) {
+    out.push_str(
+        "GPU utilisation across processes: each GPU that two or more traced processes of one \
+         host ran work on (PROCESS:DEVICE, the GPU's ordinal in each)\n",
+    );
+    let headers = [
+        "host",
+        "GPU",
+        "processes",
+        "records",
+        "busy",
+        "span",
+        "busy %",
+        "gaps",
+        "idle",
+    ];
+    let rows: Vec<Vec<String>> = s
+        .shared
+        .iter()
+        .map(|d| {
+            let u = &d.utilisation;
+            let processes: Vec<String> = d
+                .processes
+                .iter()
+                .map(|(pid, ordinal)| format!("{pid}:{ordinal}"))
+                .collect();
+            vec![
+                d.hostname.clone(),
+                d.pci_address.clone(),
+                processes.join(" "),
+                u.records.to_string(),
+                human_ns(u.busy_ns),
+                human_ns(u.span_ns),
+                format!("{}%", u.busy_percent),
+                u.gaps.to_string(),
+                human_ns(u.idle_ns),
+            ]
+        })
+        .collect();
+    columns(out, &headers, &[Left, Left, Left], &rows);
 }
 
 fn latency(out: &mut String, s: &Sections) {

@@ -58,6 +58,8 @@ pub struct Sections {
     pub memcpy: Vec<crate::gpu_summary::MemcpySummary>,
     pub memset: Option<crate::gpu_summary::MemsetSummary>,
     pub utilisation: Vec<Utilisation>,
+    /// GPUs that several traced processes of one host ran work on.
+    pub shared: Vec<crate::gpu_summary::SharedDevice>,
     pub latency: Latencies,
     /// Every configuration (no row limit).
     pub occupancy: OccupancyRows,
@@ -92,6 +94,7 @@ impl Sections {
             memcpy: merged.memcpy_rows(),
             memset: merged.memset(),
             utilisation: crate::gpu_summary::utilisation(traces),
+            shared: crate::gpu_summary::shared_devices(traces),
             latency: crate::gpu_summary::launch_latency(traces, LATENCY_ROWS),
             occupancy: merged.occupancy(usize::MAX),
             nvtx: crate::nvtx::section(traces),
@@ -567,16 +570,18 @@ fn report_inputs_with(
     }
     let mut utilisation = Vec::new();
     let mut top = latency::Top::new(LATENCY_ROWS);
+    let mut ran = Vec::new();
     for (ti, (t, input)) in loaded.traces.iter().zip(&inputs).enumerate() {
-        utilisation.extend(gpu_pass(
-            &mut top,
-            ti,
-            t.header.pid,
-            input,
-            &input.index,
-            id_range,
-        )?);
+        let rows = gpu_pass(&mut top, ti, t.header.pid, input, &input.index, id_range)?;
+        ran.extend(
+            rows.iter()
+                .filter(|u| u.stream.is_none())
+                .map(|u| (ti, u.device)),
+        );
+        utilisation.extend(rows);
     }
+    let groups = crate::gpu_summary::shared_groups(&loaded.traces, ran);
+    let shared = shared_pass(&loaded.traces, &inputs, groups)?;
     let sections = Sections {
         counts,
         api: merged.api_rows(),
@@ -584,6 +589,7 @@ fn report_inputs_with(
         memcpy: merged.memcpy_rows(),
         memset: merged.memset(),
         utilisation,
+        shared,
         latency: top.finish(&loaded.traces),
         occupancy: merged.occupancy(usize::MAX),
         nvtx: nvtx_stats.finish(),
@@ -844,6 +850,57 @@ fn gpu_pass(
         devices.fed(gi);
     }
     Ok(devices.rows(pid))
+}
+
+/// The [`crate::gpu_summary::SharedDevice`] rows of `groups`: the GPU chunks of their traces read
+/// together, in order of earliest start, each group's union settled as far as the next chunk's
+/// start allows; one file open per trace, memory bounded by the chunks that overlap in time.
+fn shared_pass(
+    traces: &[Trace],
+    inputs: &[Input],
+    groups: Vec<Vec<(usize, u32)>>,
+) -> Result<Vec<crate::gpu_summary::SharedDevice>, StreamError> {
+    let member: HashMap<(usize, u32), usize> = groups
+        .iter()
+        .enumerate()
+        .flat_map(|(g, m)| m.iter().map(move |&k| (k, g)))
+        .collect();
+    let mut unions = vec![union::Union::default(); groups.len()];
+    let mut files: HashMap<usize, Rereader> = HashMap::new();
+    for &(ti, _) in member.keys() {
+        if let std::collections::hash_map::Entry::Vacant(v) = files.entry(ti) {
+            v.insert(Rereader::open(&inputs[ti].path)?);
+        }
+    }
+    let mut chunks: Vec<(u64, usize, &ChunkRef)> = files
+        .keys()
+        .flat_map(|&ti| {
+            let gpu = inputs[ti].index.iter().filter(|c| c.kind != Kind::Api);
+            gpu.map(move |c| (c.min_start, ti, c))
+        })
+        .collect();
+    chunks.sort_by_key(|&(start, ti, c)| (start, ti, c.offset));
+    for (start, ti, c) in chunks {
+        for u in &mut unions {
+            u.settle(start);
+        }
+        let input = &inputs[ti];
+        let Some(file) = files.get_mut(&ti) else {
+            continue;
+        };
+        let chunk = file.chunk(c.offset)?;
+        let records = decode(c, &chunk, &input.path)?;
+        gpu_records(input, c, records, &mut |_, _, _, dev, _, s, e| {
+            if let Some(&g) = member.get(&(ti, dev)) {
+                unions[g].add(s, e);
+            }
+        });
+    }
+    Ok(groups
+        .iter()
+        .zip(unions)
+        .map(|(g, u)| crate::gpu_summary::shared_row(traces, g, u))
+        .collect())
 }
 
 /// Calls `f(work, index, correlation id if correlated, device, stream, start, end)` for each

@@ -53,12 +53,22 @@ fn awkward(pid: u32, seed: u64, truncate: bool) -> Vec<u8> {
         0,
         &encode_function_names(kernels),
     );
-    let device = DeviceInfo {
-        ordinal: 0,
-        name: "GPU".into(),
-        ..Default::default()
-    };
-    chunk(&mut f, ChunkKind::DeviceInfo, 0, &encode_value(&device));
+    // Two GPUs of one host, which the even process numbers the other way round (as
+    // CUDA_VISIBLE_DEVICES may): their work is also summed up per GPU across processes.
+    for ordinal in 0..2u32 {
+        let bus = 0x18 + (ordinal + pid) % 2;
+        let device = DeviceInfo {
+            ordinal,
+            name: "GPU".into(),
+            attributes: vec![
+                (attr::PCI_DOMAIN_ID, 0),
+                (attr::PCI_BUS_ID, bus as i32),
+                (attr::PCI_DEVICE_ID, 0),
+            ],
+            ..Default::default()
+        };
+        chunk(&mut f, ChunkKind::DeviceInfo, 0, &encode_value(&device));
+    }
     let mut api: Vec<Vec<u8>> = vec![Vec::new(); 3];
     let (mut gk, mut gm, mut gs, mut sy) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut now = t0;
@@ -260,6 +270,7 @@ fn check(files: &[PathBuf], filter: &Filter, id_range: u64) {
         Section::Memcpy,
         Section::Memset,
         Section::Utilisation,
+        Section::Shared,
         Section::Latency,
         Section::Sync,
     ];
@@ -291,6 +302,19 @@ fn streamed_reports_are_the_in_memory_ones() {
     for id_range in [1 << 22, 500, 37] {
         check(&files, &Filter::default(), id_range);
     }
+    let (_, sections) = report_inputs_with(&files, &Filter::default(), 1 << 22).unwrap();
+    let shared: Vec<(&str, &[(u32, u32)])> = sections
+        .shared
+        .iter()
+        .map(|d| (d.pci_address.as_str(), &d.processes[..]))
+        .collect();
+    assert_eq!(
+        shared,
+        vec![
+            ("00000000:18:00.0", &[(41, 1), (42, 0)][..]),
+            ("00000000:19:00.0", &[(41, 0), (42, 1)][..]),
+        ]
+    );
     let filters = [
         Filter {
             from_ns: Some(1_000_000),
@@ -329,5 +353,137 @@ fn streamed_reports_are_the_in_memory_ones() {
             );
         }
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A trace of process `pid` on host `host`: its GPUs (ordinal, PCI bus), kernels (device,
+/// start, end) and memsets.
+fn on_host(
+    pid: u32,
+    host: &str,
+    gpus: &[(u32, i32)],
+    kernels: &[(u32, u64, u64)],
+    memsets: &[(u32, u64, u64)],
+) -> Vec<u8> {
+    let header = ProcessHeader {
+        pid,
+        hostname: host.into(),
+        boot_id: format!("boot-{host}"),
+        start: ClockAnchor {
+            monotonic_ns: 100,
+            realtime_ns: 1_700_000_000_000_000_000,
+        },
+        ..Default::default()
+    };
+    let mut f = encode_file_header(&header);
+    for &(ordinal, bus) in gpus {
+        let device = DeviceInfo {
+            ordinal,
+            name: "H200".into(),
+            attributes: vec![
+                (attr::PCI_DOMAIN_ID, 0),
+                (attr::PCI_BUS_ID, bus),
+                (attr::PCI_DEVICE_ID, 0),
+            ],
+            ..Default::default()
+        };
+        chunk(&mut f, ChunkKind::DeviceInfo, 0, &encode_value(&device));
+    }
+    chunk(
+        &mut f,
+        ChunkKind::KernelNames,
+        0,
+        &encode_function_names([(0, "k")]),
+    );
+    let k: Vec<u8> = kernels
+        .iter()
+        .flat_map(|&(device, start_ns, end_ns)| {
+            KernelRecord {
+                device,
+                start_ns,
+                end_ns,
+                stream: 7,
+                ..Default::default()
+            }
+            .to_bytes()
+        })
+        .collect();
+    chunk(&mut f, ChunkKind::Kernels, 0, &k);
+    let m: Vec<u8> = memsets
+        .iter()
+        .flat_map(|&(device, start_ns, end_ns)| {
+            MemsetRecord {
+                device,
+                start_ns,
+                end_ns,
+                stream: 7,
+                ..Default::default()
+            }
+            .to_bytes()
+        })
+        .collect();
+    chunk(&mut f, ChunkKind::Memsets, 0, &m);
+    f
+}
+
+/// A GPU that two processes of one host ran work on (under different ordinals) is busy over
+/// the union of their work; a GPU of one process, and the same PCI address on another host,
+/// are not in it.
+#[test]
+fn a_gpu_shared_by_processes_is_busy_over_all_their_work() {
+    let dir = std::env::temp_dir().join(format!("rtrace-shared-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let traces = [
+        on_host(
+            1,
+            "h1",
+            &[(0, 0x18)],
+            &[(0, 1_000, 2_000), (0, 5_000, 6_000)],
+            &[],
+        ),
+        on_host(
+            2,
+            "h1",
+            &[(0, 0x20), (1, 0x18)],
+            &[(1, 1_500, 3_000), (0, 100, 200)],
+            &[(1, 7_000, 7_500)],
+        ),
+        on_host(3, "h2", &[(0, 0x18)], &[(0, 0, 10_000)], &[]),
+    ];
+    let mut files = Vec::new();
+    for (i, bytes) in traces.iter().enumerate() {
+        let path = dir.join(format!("p{i}.bin"));
+        std::fs::write(&path, bytes).unwrap();
+        files.push(path);
+    }
+    let (_, sections) = report_inputs(&files, &Filter::default()).unwrap();
+    let want = vec![crate::gpu_summary::SharedDevice {
+        hostname: "h1".into(),
+        pci_address: "00000000:18:00.0".into(),
+        name: "H200".into(),
+        processes: vec![(1, 0), (2, 1)],
+        utilisation: Utilisation {
+            pid: 0,
+            device: 0,
+            stream: None,
+            records: 4,
+            start_ns: 1_000,
+            end_ns: 7_500,
+            span_ns: 6_500,
+            busy_ns: 3_500,
+            busy_percent: crate::gpu_summary::Hundredths(5_385),
+            gaps: 2,
+            idle_ns: 3_000,
+        },
+    }];
+    assert_eq!(sections.shared, want);
+    let whole = crate::model::load_inputs(&files).unwrap();
+    assert_eq!(Sections::of(&whole.traces).shared, want);
+    let csv = render_sections(&whole.traces, &sections, Format::Csv, Section::Shared);
+    assert_eq!(
+        csv,
+        "hostname,pci_address,processes,records,start_ns,end_ns,span_ns,busy_ns,busy_percent,\
+         gaps,idle_ns\nh1,00000000:18:00.0,1:0 2:1,4,1000,7500,6500,3500,53.85,2,3000\n"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -564,6 +564,7 @@ fn json_gpu_keys_are_exact() {
         "\"end_ns\":3500,\"span_ns\":500,\"busy_ns\":400,\"busy_percent\":80.00,\"gaps\":1,",
         "\"idle_ns\":100}\n",
         "],\n",
+        "\"shared_devices\":[],\n",
         "\"latency\":[\n",
         "  {\"pid\":1234,\"activity\":\"memcpy\",\"name\":\"memcpy DtoH\",",
         "\"function\":\"cuMemcpyDtoH_v2\",\"correlation\":6,\"api_start_ns\":2400,",
