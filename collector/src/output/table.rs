@@ -981,8 +981,8 @@ fn utilisation_section(out: &mut String, s: &Sections) {
 /// GPUs that several traced processes of one host ran work on, busy over all of them.
 fn shared_section(out: &mut String, s: &Sections) {
     out.push_str(
-        "GPU utilisation across processes: each GPU that two or more traced processes of one \
-         host ran work on (PROCESS:DEVICE, the GPU's ordinal in each)\n",
+        "GPU utilisation across processes: GPUs shared by processes of one host \
+         (PROCESS:DEVICE, its ordinal in each)\n",
     );
     let headers = [
         "host",
