@@ -133,6 +133,18 @@ pub struct SharedDevice {
     pub utilisation: Utilisation,
 }
 
+impl SharedDevice {
+    /// `PID:DEVICE` of each process, separated by spaces.
+    pub fn processes_text(&self) -> String {
+        let p: Vec<String> = self
+            .processes
+            .iter()
+            .map(|(pid, ordinal)| format!("{pid}:{ordinal}"))
+            .collect();
+        p.join(" ")
+    }
+}
+
 /// The physical GPUs that two or more of `traces` ran work on: per GPU (same host boot id and
 /// PCI address), the (trace index, device ordinal) pairs of `ran` on it, sorted by host name,
 /// then PCI address. `ran`: the (trace index, ordinal) pairs with GPU records.

@@ -129,49 +129,31 @@ fn memset(s: &Sections) -> String {
 fn utilisation_rows(s: &Sections) -> String {
     let mut out = format!("{UTILISATION_HEADER}\n");
     for u in &s.utilisation {
-        let _ = writeln!(
-            out,
-            "{},{},{},{},{},{},{},{},{},{},{}",
-            u.pid,
-            u.device,
-            u.stream.map_or(String::new(), |s| s.to_string()),
-            u.records,
-            u.start_ns,
-            u.end_ns,
-            u.span_ns,
-            u.busy_ns,
-            u.busy_percent,
-            u.gaps,
-            u.idle_ns
-        );
+        let stream = u.stream.map_or(String::new(), |s| s.to_string());
+        let _ = writeln!(out, "{},{},{stream},{}", u.pid, u.device, busy_fields(u));
     }
     out
+}
+
+/// `records,start_ns,end_ns,span_ns,busy_ns,busy_percent,gaps,idle_ns` of a utilisation row.
+fn busy_fields(u: &crate::gpu_summary::Utilisation) -> String {
+    format!(
+        "{},{},{},{},{},{},{},{}",
+        u.records, u.start_ns, u.end_ns, u.span_ns, u.busy_ns, u.busy_percent, u.gaps, u.idle_ns
+    )
 }
 
 /// `processes` is `PID:DEVICE` pairs separated by spaces.
 fn shared_rows(s: &Sections) -> String {
     let mut out = format!("{SHARED_HEADER}\n");
     for d in &s.shared {
-        let u = &d.utilisation;
-        let processes: Vec<String> = d
-            .processes
-            .iter()
-            .map(|(pid, ordinal)| format!("{pid}:{ordinal}"))
-            .collect();
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{}",
             field(&d.hostname),
             field(&d.pci_address),
-            processes.join(" "),
-            u.records,
-            u.start_ns,
-            u.end_ns,
-            u.span_ns,
-            u.busy_ns,
-            u.busy_percent,
-            u.gaps,
-            u.idle_ns
+            d.processes_text(),
+            busy_fields(&d.utilisation)
         );
     }
     out

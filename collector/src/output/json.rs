@@ -81,24 +81,14 @@ fn gpu(out: &mut String, traces: &[Trace], s: &Sections) {
     array(out, "utilisation", &s.utilisation, |out, u| {
         let _ = write!(
             out,
-            "{{\"pid\":{},\"device\":{},\"stream\":{},\"records\":{},\"start_ns\":{},\
-             \"end_ns\":{},\"span_ns\":{},\"busy_ns\":{},\"busy_percent\":{},\"gaps\":{},\
-             \"idle_ns\":{}}}",
+            "{{\"pid\":{},\"device\":{},\"stream\":{},{}}}",
             u.pid,
             u.device,
             opt(u.stream),
-            u.records,
-            u.start_ns,
-            u.end_ns,
-            u.span_ns,
-            u.busy_ns,
-            u.busy_percent,
-            u.gaps,
-            u.idle_ns
+            busy_keys(u)
         );
     });
     array(out, "shared_devices", &s.shared, |out, d| {
-        let u = &d.utilisation;
         let _ = write!(
             out,
             "{{\"hostname\":{},\"pci_address\":{},\"name\":{},\"processes\":[",
@@ -110,19 +100,7 @@ fn gpu(out: &mut String, traces: &[Trace], s: &Sections) {
             let sep = if i > 0 { "," } else { "" };
             let _ = write!(out, "{sep}{{\"pid\":{pid},\"device\":{ordinal}}}");
         }
-        let _ = write!(
-            out,
-            "],\"records\":{},\"start_ns\":{},\"end_ns\":{},\"span_ns\":{},\"busy_ns\":{},\
-             \"busy_percent\":{},\"gaps\":{},\"idle_ns\":{}}}",
-            u.records,
-            u.start_ns,
-            u.end_ns,
-            u.span_ns,
-            u.busy_ns,
-            u.busy_percent,
-            u.gaps,
-            u.idle_ns
-        );
+        let _ = write!(out, "],{}}}", busy_keys(&d.utilisation));
     });
     let latencies = &s.latency;
     array(out, "latency", &latencies.slowest, |out, l| {
@@ -536,6 +514,15 @@ fn process(out: &mut String, t: &Trace, c: &Counts) {
 }
 
 /// A JSON string literal.
+/// The `records` ... `idle_ns` keys of a utilisation row.
+fn busy_keys(u: &crate::gpu_summary::Utilisation) -> String {
+    format!(
+        "\"records\":{},\"start_ns\":{},\"end_ns\":{},\"span_ns\":{},\"busy_ns\":{},\
+         \"busy_percent\":{},\"gaps\":{},\"idle_ns\":{}",
+        u.records, u.start_ns, u.end_ns, u.span_ns, u.busy_ns, u.busy_percent, u.gaps, u.idle_ns
+    )
+}
+
 fn string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');

@@ -962,20 +962,28 @@ fn utilisation_section(out: &mut String, s: &Sections) {
     let rows: Vec<Vec<String>> = rows
         .iter()
         .map(|u| {
-            vec![
+            let mut row = vec![
                 u.pid.to_string(),
                 u.device.to_string(),
                 u.stream.map_or("all".to_string(), |s| s.to_string()),
-                u.records.to_string(),
-                human_ns(u.busy_ns),
-                human_ns(u.span_ns),
-                format!("{}%", u.busy_percent),
-                u.gaps.to_string(),
-                human_ns(u.idle_ns),
-            ]
+            ];
+            row.extend(busy_cells(u));
+            row
         })
         .collect();
     columns(out, &headers, &[Left], &rows);
+}
+
+/// The records, busy, span, busy %, gaps and idle cells of a utilisation row.
+fn busy_cells(u: &crate::gpu_summary::Utilisation) -> [String; 6] {
+    [
+        u.records.to_string(),
+        human_ns(u.busy_ns),
+        human_ns(u.span_ns),
+        format!("{}%", u.busy_percent),
+        u.gaps.to_string(),
+        human_ns(u.idle_ns),
+    ]
 }
 
 /// GPUs that several traced processes of one host ran work on, busy over all of them.
@@ -999,23 +1007,13 @@ fn shared_section(out: &mut String, s: &Sections) {
         .shared
         .iter()
         .map(|d| {
-            let u = &d.utilisation;
-            let processes: Vec<String> = d
-                .processes
-                .iter()
-                .map(|(pid, ordinal)| format!("{pid}:{ordinal}"))
-                .collect();
-            vec![
+            let mut row = vec![
                 d.hostname.clone(),
                 d.pci_address.clone(),
-                processes.join(" "),
-                u.records.to_string(),
-                human_ns(u.busy_ns),
-                human_ns(u.span_ns),
-                format!("{}%", u.busy_percent),
-                u.gaps.to_string(),
-                human_ns(u.idle_ns),
-            ]
+                d.processes_text(),
+            ];
+            row.extend(busy_cells(&d.utilisation));
+            row
         })
         .collect();
     columns(out, &headers, &[Left, Left, Left], &rows);

@@ -395,34 +395,28 @@ fn on_host(
         0,
         &encode_function_names([(0, "k")]),
     );
-    let k: Vec<u8> = kernels
-        .iter()
-        .flat_map(|&(device, start_ns, end_ns)| {
-            KernelRecord {
-                device,
-                start_ns,
-                end_ns,
-                stream: 7,
-                ..Default::default()
-            }
-            .to_bytes()
-        })
-        .collect();
-    chunk(&mut f, ChunkKind::Kernels, 0, &k);
-    let m: Vec<u8> = memsets
-        .iter()
-        .flat_map(|&(device, start_ns, end_ns)| {
-            MemsetRecord {
-                device,
-                start_ns,
-                end_ns,
-                stream: 7,
-                ..Default::default()
-            }
-            .to_bytes()
-        })
-        .collect();
-    chunk(&mut f, ChunkKind::Memsets, 0, &m);
+    let k = kernels.iter().flat_map(|&(device, start_ns, end_ns)| {
+        let k = KernelRecord {
+            device,
+            start_ns,
+            end_ns,
+            stream: 7,
+            ..Default::default()
+        };
+        k.to_bytes()
+    });
+    chunk(&mut f, ChunkKind::Kernels, 0, &k.collect::<Vec<u8>>());
+    let m = memsets.iter().flat_map(|&(device, start_ns, end_ns)| {
+        let m = MemsetRecord {
+            device,
+            start_ns,
+            end_ns,
+            stream: 7,
+            ..Default::default()
+        };
+        m.to_bytes()
+    });
+    chunk(&mut f, ChunkKind::Memsets, 0, &m.collect::<Vec<u8>>());
     f
 }
 
