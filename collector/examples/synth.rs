@@ -7,7 +7,10 @@
 //! With `SYNTH_NVTX=1`, each iteration is also an NVTX push/pop range (`iteration`, nested in
 //! a `step` range per 100 iterations), in NVTX chunks of 16K events per thread. With
 //! `SYNTH_NVTX=2`, each thread's ranges are also nested in one `run` range over the whole
-//! thread (its last step ended first).
+//! thread (its last step ended first). With `SYNTH_SYNC=1`, every fourth iteration also
+//! allocates 1 MiB (`cuMemAlloc_v2`, freeing the thread's previous one with `cuMemFree_v2`)
+//! and waits for its stream (`cuStreamSynchronize`), with their memory and synchronization
+//! records, as a program that allocates and synchronizes in its loop does.
 //! Used by tools/bench/collector_scale.sh.
 //!
 //!     cargo run --release -p rtrace-collector --example synth -- OUT RECORDS [THREADS] [PID]
@@ -99,6 +102,9 @@ fn main() {
         (0u32, "cuCtxGetDevice_v2"),
         (1, "cuLaunchKernel"),
         (2, "cuMemcpyHtoDAsync_v2"),
+        (3, "cuStreamSynchronize"),
+        (4, "cuMemAlloc_v2"),
+        (5, "cuMemFree_v2"),
     ];
     chunk(
         &mut out,
@@ -121,6 +127,7 @@ fn main() {
     );
     let mode = std::env::var("SYNTH_NVTX").unwrap_or_default();
     let (nvtx, outer) = (mode == "1" || mode == "2", mode == "2");
+    let sync = std::env::var("SYNTH_SYNC").is_ok_and(|v| v == "1");
     // Nesting level of `step`.
     let level = u64::from(outer);
     if nvtx {
@@ -166,12 +173,17 @@ fn main() {
     }
     let (mut kbuf, mut mbuf) = (Vec::new(), Vec::new());
     let (mut kn, mut mn) = (0usize, 0usize);
+    let (mut abuf, mut sbuf) = (Vec::new(), Vec::new());
+    let (mut an, mut sn) = (0usize, 0usize);
+    // Each thread's allocation in use, by thread index.
+    let mut allocated: Vec<Option<u64>> = vec![None; threads as usize];
     let mut written = 0u64;
     let mut correlation = 1u64;
     let mut total_api = 0u64;
     let mut i = 0usize;
     while written < records {
-        let t = &mut ts[i % threads as usize];
+        let ti = i % threads as usize;
+        let t = &mut ts[ti];
         i += 1;
         let stream = 13 + (t.tid % 100) as u32;
         if nvtx {
@@ -253,6 +265,53 @@ fn main() {
             mbuf.extend_from_slice(&m.to_bytes());
             mn += 1;
             written += 2;
+            if sync {
+                let memory = |call: &ApiRecord, operation, address| MemoryRecord {
+                    correlation: call.correlation,
+                    timestamp_ns: call.start_ns + 100,
+                    address,
+                    bytes: 1 << 20,
+                    source_correlation: call.correlation as u32,
+                    device: k.device,
+                    context: 1,
+                    stream: ID_NONE,
+                    operation,
+                    kind: MemoryKind::Device,
+                    flags: FLAG_CORRELATED as u8,
+                    ..Default::default()
+                };
+                if let Some(address) = allocated[ti].take() {
+                    let free = api(t, 5, 900, &mut out);
+                    abuf.extend_from_slice(
+                        &memory(&free, MemoryOperation::Free, address).to_bytes(),
+                    );
+                    an += 1;
+                    written += 2;
+                }
+                let alloc = api(t, 4, 1_200, &mut out);
+                let address = 0x7f00_0000_0000 + (alloc.correlation << 20);
+                abuf.extend_from_slice(&memory(&alloc, MemoryOperation::Alloc, address).to_bytes());
+                allocated[ti] = Some(address);
+                an += 1;
+                // The wait lasts until the stream's work is done.
+                let wait = t.gpu_free.saturating_sub(t.now).max(500);
+                let call = api(t, 3, wait, &mut out);
+                let s = SyncRecord {
+                    correlation: call.correlation,
+                    start_ns: call.start_ns + 50,
+                    end_ns: call.end_ns - 50,
+                    source_correlation: call.correlation as u32,
+                    context: 1,
+                    stream,
+                    event: ID_NONE,
+                    kind: SyncKind::StreamSynchronize,
+                    flags: FLAG_CORRELATED as u8,
+                    ..Default::default()
+                };
+                sbuf.extend_from_slice(&s.to_bytes());
+                sn += 1;
+                written += 4;
+            }
         }
         if nvtx {
             t.nvtx(&mut out, NvtxKind::Pop, 0, level + 1);
@@ -271,6 +330,16 @@ fn main() {
             chunk(&mut out, ChunkKind::Memcpys, 0, 0, &mbuf);
             mbuf.clear();
             mn = 0;
+        }
+        if an == GPU_CHUNK {
+            chunk(&mut out, ChunkKind::Memory, 0, 0, &abuf);
+            abuf.clear();
+            an = 0;
+        }
+        if sn == GPU_CHUNK {
+            chunk(&mut out, ChunkKind::Sync, 0, 0, &sbuf);
+            sbuf.clear();
+            sn = 0;
         }
     }
     for t in &mut ts {
@@ -293,6 +362,12 @@ fn main() {
     }
     if mn > 0 {
         chunk(&mut out, ChunkKind::Memcpys, 0, 0, &mbuf);
+    }
+    if an > 0 {
+        chunk(&mut out, ChunkKind::Memory, 0, 0, &abuf);
+    }
+    if sn > 0 {
+        chunk(&mut out, ChunkKind::Sync, 0, 0, &sbuf);
     }
     let end = ProcessEnd {
         end: ClockAnchor {

@@ -417,11 +417,11 @@ impl Trace {
                             Err(why) => trace.bad_chunks.push(bad(why)),
                         },
                         ChunkKind::Memory => match chunk.memory_records() {
-                            Ok(records) => trace.memory.extend(records),
+                            Ok(records) => sink.memory(&mut trace, &chunk, records),
                             Err(why) => trace.bad_chunks.push(bad(why)),
                         },
                         ChunkKind::Sync => match chunk.sync_records() {
-                            Ok(records) => trace.syncs.extend(records),
+                            Ok(records) => sink.syncs(&mut trace, &chunk, records),
                             Err(why) => trace.bad_chunks.push(bad(why)),
                         },
                         ChunkKind::PeerCopies => match chunk.peer_copy_records() {
@@ -544,11 +544,6 @@ impl Trace {
             + self.gpu_functions.len()) as u64
     }
 
-    /// Number of memory (allocation and free) and synchronization records read.
-    pub fn memory_and_sync_records(&self) -> u64 {
-        (self.memory.len() + self.syncs.len()) as u64
-    }
-
     /// The (mangled) name of kernel `id`, or `kernel#ID` when the file has no
     /// name for it.
     pub fn kernel_name(&self, id: u32) -> Cow<'_, str> {
@@ -605,6 +600,16 @@ pub trait RecordSink {
     /// them otherwise.
     fn nvtx(&mut self, thread: &mut ThreadTrace, _: &Chunk, events: Vec<rtrace_format::NvtxEvent>) {
         thread.nvtx.extend(events);
+    }
+    /// Allocations and frees (a chunk's worth): kept in the trace, unless the sink takes them
+    /// otherwise.
+    fn memory(&mut self, trace: &mut Trace, _: &Chunk, records: Vec<MemoryRecord>) {
+        trace.memory.extend(records);
+    }
+    /// Host synchronizations (a chunk's worth): kept in the trace, unless the sink takes them
+    /// otherwise.
+    fn syncs(&mut self, trace: &mut Trace, _: &Chunk, records: Vec<SyncRecord>) {
+        trace.syncs.extend(records);
     }
 }
 

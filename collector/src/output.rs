@@ -74,7 +74,7 @@ pub fn render_sections(
 ) -> String {
     match format {
         Format::Table => table::render(traces, sections),
-        Format::Csv => csv::render(sections, traces, section),
+        Format::Csv => csv::render(sections, section),
         Format::Json => json::render(traces, sections),
     }
 }

@@ -8,7 +8,7 @@
 //! µs with three decimals (whole ns).
 
 use super::layout::{self, Device, Flow, Gpu, KernelNames, Value, ARG_NAMES};
-use super::merge::{Emitter, Track};
+use super::merge::{CounterKey, Emitter, Track};
 use super::Stats;
 use crate::model::Trace;
 use rtrace_format::ApiRecord;
@@ -343,9 +343,21 @@ impl<W: Write> Emitter for ChromeWriter<W> {
         self.flush_if_full()
     }
 
-    /// Also writes the NVTX ranges that never ended as begin events alone (`ph: B`), which
-    /// viewers show as not ended.
-    fn counters(&mut self, _trace: &Trace, devices: &[Device]) -> io::Result<()> {
+    fn counter(&mut self, counter: CounterKey, ts: u64, value: i64) -> io::Result<()> {
+        let pid = self.t.pid;
+        self.event("C");
+        self.buf.push_str(",\"name\":");
+        string(&mut self.buf, &layout::counter_name(counter.0, counter.1));
+        let _ = write!(self.buf, ",\"pid\":{pid},\"ts\":");
+        micros(&mut self.buf, ts);
+        let _ = write!(self.buf, ",\"args\":{{\"bytes\":{value}}}}}");
+        self.stats.counter_values += 1;
+        self.flush_if_full()
+    }
+
+    /// Writes the NVTX ranges that never ended as begin events alone (`ph: B`), which viewers
+    /// show as not ended.
+    fn end_trace(&mut self, _trace: &Trace) -> io::Result<()> {
         let pid = self.t.pid;
         let mut open: Vec<(u64, Vec<(String, u64)>)> =
             std::mem::take(&mut self.t.nvtx_open).into_iter().collect();
@@ -361,23 +373,6 @@ impl<W: Write> Emitter for ChromeWriter<W> {
                 self.buf.push('}');
                 self.stats.slices += 1;
                 self.flush_if_full()?;
-            }
-        }
-        for device in devices {
-            for counter in &device.counters {
-                let mut name = String::new();
-                string(
-                    &mut name,
-                    &layout::counter_name(device.ordinal, counter.host),
-                );
-                for &(ts, value) in &counter.points {
-                    self.event("C");
-                    let _ = write!(self.buf, ",\"name\":{name},\"pid\":{pid},\"ts\":");
-                    micros(&mut self.buf, ts);
-                    let _ = write!(self.buf, ",\"args\":{{\"bytes\":{value}}}}}");
-                    self.stats.counter_values += 1;
-                    self.flush_if_full()?;
-                }
             }
         }
         self.flush_if_full()

@@ -4,10 +4,9 @@
 
 use crate::model::{IdMap, Trace};
 use rtrace_format::{
-    ApiRecord, KernelRecord, MemcpyRecord, MemoryKind, MemoryOperation, MemsetRecord,
-    FLAG_CORRELATED, ID_NONE,
+    ApiRecord, KernelRecord, MemcpyRecord, MemsetRecord, FLAG_CORRELATED, ID_NONE,
 };
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 /// Lanes a track may grow to before overlapping slices are clipped (see [`Lanes`]).
 pub const MAX_LANES: usize = 32;
@@ -206,15 +205,13 @@ impl Gpu<'_> {
     }
 }
 
-/// A memory counter of one device: bytes in use after each change.
+/// A memory counter of one device: bytes in use, changed by allocations and
+/// frees.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Counter {
     /// `false`: memory on the device (device, array, managed, static and
     /// unknown kinds); `true`: host memory (pinned and pageable).
     pub host: bool,
-    /// (timestamp, bytes in use), one point per distinct timestamp, in time
-    /// order: allocations add their size, frees subtract theirs.
-    pub points: Vec<(u64, i64)>,
 }
 
 /// Where GPU work ran: (device ordinal, context id, stream id), ids as the
@@ -239,13 +236,16 @@ pub struct Context {
 }
 
 /// The devices of a trace that ran GPU work (on the places `streams`) or
-/// have memory records, ascending.
-pub fn devices(trace: &Trace, streams: &BTreeSet<Place>) -> Vec<Device> {
-    let mut counters = memory_counters(trace);
+/// have memory counters (`counters`: device, host), ascending; device
+/// memory's counter first, then host memory's.
+pub fn devices(
+    streams: &BTreeSet<Place>,
+    counters: &BTreeSet<super::merge::CounterKey>,
+) -> Vec<Device> {
     let mut ordinals: Vec<u32> = streams
         .iter()
         .map(|&(d, _, _)| d)
-        .chain(counters.keys().copied())
+        .chain(counters.iter().map(|&(d, _)| d))
         .collect();
     ordinals.sort_unstable();
     ordinals.dedup();
@@ -254,7 +254,10 @@ pub fn devices(trace: &Trace, streams: &BTreeSet<Place>) -> Vec<Device> {
         .map(|ordinal| Device {
             ordinal,
             contexts: contexts_of(streams, ordinal),
-            counters: counters.remove(&ordinal).unwrap_or_default(),
+            counters: counters
+                .range((ordinal, false)..=(ordinal, true))
+                .map(|&(_, host)| Counter { host })
+                .collect(),
         })
         .collect()
 }
@@ -270,43 +273,6 @@ fn contexts_of(streams: &BTreeSet<Place>, ordinal: u32) -> Vec<Context> {
                 streams: vec![s],
             }),
         }
-    }
-    out
-}
-
-/// Memory in use per device from the allocation and free records: device
-/// memory first, then host memory, each only when it has records.
-fn memory_counters(trace: &Trace) -> BTreeMap<u32, Vec<Counter>> {
-    let mut changes: BTreeMap<(u32, bool), Vec<(u64, i64)>> = BTreeMap::new();
-    for m in &trace.memory {
-        let bytes = i64::try_from(m.bytes).unwrap_or(i64::MAX);
-        let delta = match m.operation {
-            MemoryOperation::Alloc => bytes,
-            MemoryOperation::Free => -bytes,
-            MemoryOperation::Unknown => continue,
-        };
-        let host = matches!(m.kind, MemoryKind::Pinned | MemoryKind::Pageable);
-        changes
-            .entry((m.device, host))
-            .or_default()
-            .push((m.timestamp_ns, delta));
-    }
-    let mut out: BTreeMap<u32, Vec<Counter>> = BTreeMap::new();
-    for ((device, host), mut deltas) in changes {
-        // Stable: changes at one time apply in file order.
-        deltas.sort_by_key(|&(t, _)| t);
-        let mut points: Vec<(u64, i64)> = Vec::new();
-        let mut value = 0i64;
-        for (t, d) in deltas {
-            value = value.saturating_add(d);
-            match points.last_mut() {
-                Some(last) if last.0 == t => last.1 = value,
-                _ => points.push((t, value)),
-            }
-        }
-        out.entry(device)
-            .or_default()
-            .push(Counter { host, points });
     }
     out
 }

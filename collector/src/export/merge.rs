@@ -20,10 +20,11 @@ use super::Stats;
 use crate::model::{RecordSink, ThreadTrace, Trace};
 use crate::stream::{decode, ChunkRef, Keep, Kind, Records, Rereader, StreamError};
 use rtrace_format::{
-    ApiRecord, Chunk, KernelRecord, MemcpyRecord, MemsetRecord, NvtxEvent, PeerCopyRecord,
+    ApiRecord, Chunk, KernelRecord, MemcpyRecord, MemoryKind, MemoryOperation, MemoryRecord,
+    MemsetRecord, NvtxEvent, PeerCopyRecord, SyncRecord,
 };
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, VecDeque};
 use std::io;
 use std::path::Path;
 
@@ -46,13 +47,21 @@ pub enum Rec {
         index: u64,
         e: NvtxEvent,
     },
+    /// An allocation or free of trace `trace` (0 for a single trace's records), `index` its
+    /// place among the trace's memory records.
+    Memory {
+        trace: usize,
+        index: u64,
+        m: MemoryRecord,
+    },
 }
 
 /// The order records are handed on in: by start; at one start NVTX events
 /// first (a range begun or ended then holds a call made then), then API calls
-/// (so a call is seen before work that starts with it), then the longest
-/// first (as [`Lanes`] needs), then in file order per kind (NVTX events in
-/// file order per thread).
+/// (so a call is seen before work that starts with it), then GPU work, the
+/// longest first (as [`Lanes`] needs), then allocations and frees; then in
+/// file order per kind (NVTX events in file order per thread, memory records
+/// in trace, then file order).
 type Key = (u64, u8, Reverse<u64>, u8, u64, u64);
 
 impl Rec {
@@ -62,6 +71,7 @@ impl Rec {
         match self {
             Rec::Nvtx { tid, index, .. } => (start, 0, end, 0, *tid, *index),
             Rec::Api { tid, index, .. } => (start, 1, end, 0, *tid, *index),
+            Rec::Memory { trace, index, .. } => (start, 3, end, 0, *trace as u64, *index),
             _ => {
                 let (kind, index) = self.place();
                 (start, 2, end, kind, 0, index)
@@ -73,6 +83,7 @@ impl Rec {
         match self {
             Rec::Api { r, .. } => (r.start_ns, r.end_ns),
             Rec::Nvtx { e, .. } => (e.time_ns, e.time_ns),
+            Rec::Memory { m, .. } => (m.timestamp_ns, m.timestamp_ns),
             _ => self.gpu().map_or((0, 0), Gpu::span),
         }
     }
@@ -85,12 +96,13 @@ impl Rec {
             Rec::Memcpy(index, _) => (1, *index),
             Rec::Memset(index, _) => (2, *index),
             Rec::Nvtx { index, .. } => (3, *index),
+            Rec::Memory { index, .. } => (4, *index),
         }
     }
 
     fn gpu(&self) -> Option<Gpu<'_>> {
         match self {
-            Rec::Api { .. } | Rec::Nvtx { .. } => None,
+            Rec::Api { .. } | Rec::Nvtx { .. } | Rec::Memory { .. } => None,
             Rec::Kernel(_, k) => Some(Gpu::Kernel(k)),
             Rec::Memcpy(_, m) => Some(Gpu::Memcpy(m)),
             Rec::Memset(_, m) => Some(Gpu::Memset(m)),
@@ -212,6 +224,11 @@ impl InMemory {
                 .map(|(i, &m)| Rec::Memset(n(i), m)),
         );
         v.extend(nvtx_recs(trace));
+        v.extend(trace.memory.iter().enumerate().map(|(i, &m)| Rec::Memory {
+            trace: 0,
+            index: n(i),
+            m,
+        }));
         InMemory(Some(v))
     }
 
@@ -241,12 +258,81 @@ impl Source for InMemory {
     }
 }
 
-/// The (device, stream) pairs of `trace`'s GPU records.
-pub fn streams_of(trace: &Trace) -> BTreeSet<Place> {
+/// Several sources read as one, a batch of the one with the earliest start at a time; each
+/// tagged with its trace's index (for [`Rec::Memory`]).
+pub struct Sources<'a>(Vec<(usize, FileSource<'a>)>);
+
+impl<'a> Sources<'a> {
+    /// `sources`, each with its trace's index.
+    pub fn new(sources: Vec<(usize, FileSource<'a>)>) -> Self {
+        Sources(sources)
+    }
+
+    fn next(&self) -> Option<usize> {
+        (0..self.0.len())
+            .filter_map(|i| self.0[i].1.next_start().map(|s| (s, i)))
+            .min()
+            .map(|(_, i)| i)
+    }
+}
+
+impl Source for Sources<'_> {
+    fn next_start(&self) -> Option<u64> {
+        self.next().and_then(|i| self.0[i].1.next_start())
+    }
+    fn read(&mut self, out: &mut Vec<Rec>) -> Result<(), StreamError> {
+        let Some(i) = self.next() else {
+            return Ok(());
+        };
+        let (ti, src) = &mut self.0[i];
+        let from = out.len();
+        src.read(out)?;
+        for r in &mut out[from..] {
+            if let Rec::Memory { trace, .. } = r {
+                *trace = *ti;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where a trace's records go on the timeline: the (device, context, stream) places its GPU
+/// records ran on, and the memory counters its allocations and frees change.
+#[derive(Debug, Default)]
+pub struct Places {
+    pub streams: BTreeSet<Place>,
+    pub counters: BTreeSet<CounterKey>,
+}
+
+/// A memory counter: (device, host memory).
+pub type CounterKey = (u32, bool);
+
+/// The counter `m` changes, by how many bytes; `None` for a record that is neither an
+/// allocation nor a free.
+fn counter_change(m: &MemoryRecord) -> Option<(CounterKey, i64)> {
+    let bytes = i64::try_from(m.bytes).unwrap_or(i64::MAX);
+    let delta = match m.operation {
+        MemoryOperation::Alloc => bytes,
+        MemoryOperation::Free => -bytes,
+        MemoryOperation::Unknown => return None,
+    };
+    let host = matches!(m.kind, MemoryKind::Pinned | MemoryKind::Pageable);
+    Some(((m.device, host), delta))
+}
+
+/// The places of `trace`'s GPU and memory records.
+pub fn places_of(trace: &Trace) -> Places {
     let k = trace.kernels.iter().map(|k| Gpu::Kernel(k).place());
     let c = trace.memcpys.iter().map(|m| Gpu::Memcpy(m).place());
     let s = trace.memsets.iter().map(|m| Gpu::Memset(m).place());
-    k.chain(c).chain(s).collect()
+    Places {
+        streams: k.chain(c).chain(s).collect(),
+        counters: trace
+            .memory
+            .iter()
+            .filter_map(|m| counter_change(m).map(|c| c.0))
+            .collect(),
+    }
 }
 
 /// The first read of a trace file: indexes its chunks of API and GPU records
@@ -255,7 +341,7 @@ pub struct FirstRead<'a> {
     pub keep: &'a Keep<'a>,
     pub index: Vec<ChunkRef>,
     pub links: LinkTable,
-    pub streams: BTreeSet<Place>,
+    pub places: Places,
     /// Whether it has NVTX ranges, marks or external ids (indexed, not held).
     pub nvtx: bool,
     api: HashMap<u64, u64>,
@@ -263,6 +349,7 @@ pub struct FirstRead<'a> {
     kernels: u64,
     memcpys: u64,
     memsets: u64,
+    memory: u64,
 }
 
 impl<'a> FirstRead<'a> {
@@ -271,13 +358,14 @@ impl<'a> FirstRead<'a> {
             keep,
             index: Vec::new(),
             links: LinkTable::default(),
-            streams: BTreeSet::new(),
+            places: Places::default(),
             nvtx: false,
             api: HashMap::new(),
             nvtx_events: HashMap::new(),
             kernels: 0,
             memcpys: 0,
             memsets: 0,
+            memory: 0,
         }
     }
 
@@ -285,7 +373,7 @@ impl<'a> FirstRead<'a> {
         let mut c = ChunkRef::new(chunk, kind, first);
         for &g in records {
             c.min_start = c.min_start.min(g.span().0);
-            self.streams.insert(g.place());
+            self.places.streams.insert(g.place());
             if let Some(id) = g.correlation() {
                 self.links.gpu(id);
             }
@@ -344,6 +432,21 @@ impl RecordSink for FirstRead<'_> {
             self.index.push(c);
         }
     }
+    fn memory(&mut self, _: &mut Trace, chunk: &Chunk, records: Vec<MemoryRecord>) {
+        let mut c = ChunkRef::new(chunk, Kind::Memory, self.memory);
+        for m in records.into_iter().filter_map(|m| self.keep.memory(m)) {
+            c.min_start = c.min_start.min(m.timestamp_ns);
+            self.memory += 1;
+            if let Some((key, _)) = counter_change(&m) {
+                self.places.counters.insert(key);
+            }
+        }
+        if c.min_start != u64::MAX {
+            self.index.push(c);
+        }
+    }
+    /// Synchronizations are not drawn.
+    fn syncs(&mut self, _: &mut Trace, _: &Chunk, _: Vec<SyncRecord>) {}
 }
 
 impl FirstRead<'_> {
@@ -429,6 +532,17 @@ impl Source for FileSource<'_> {
                     e,
                 }
             })),
+            Records::Memory(v) => out.extend(
+                v.into_iter()
+                    .filter_map(|m| keep.memory(m))
+                    .enumerate()
+                    .map(|(i, m)| Rec::Memory {
+                        trace: 0,
+                        index: index(i),
+                        m,
+                    }),
+            ),
+            Records::Syncs(_) => {}
         }
         Ok(())
     }
@@ -478,29 +592,50 @@ pub trait Emitter {
     fn nvtx(&mut self, track: usize, lane: u32, name: &str, start: u64) -> io::Result<()>;
     /// A slice of `track`'s `lane` ends (the innermost open there).
     fn end(&mut self, track: Track, lane: u32, end: u64) -> io::Result<()>;
-    /// The memory counters of `devices`; ends the trace (NVTX slices still open stay so).
-    fn counters(&mut self, trace: &Trace, devices: &[Device]) -> io::Result<()>;
+    /// Memory counter `counter` holds `value` bytes from `ts` on.
+    fn counter(&mut self, counter: CounterKey, ts: u64, value: i64) -> io::Result<()>;
+    /// Ends the trace (NVTX slices still open stay so).
+    fn end_trace(&mut self, trace: &Trace) -> io::Result<()>;
 }
 
-/// Writes one trace through `e`: `trace` holds all but its API and GPU
-/// records and NVTX events (which may be there too: they are not looked at),
-/// `src` gives those, `streams` are the places they ran on, `links` their
+/// Writes one trace through `e`: `trace` holds all but its API, GPU and
+/// memory records and NVTX events (which may be there too: they are not
+/// looked at), `src` gives those, `places` are where they go, `links` their
 /// links, numbered; `nvtx` (for a trace with NVTX events) builds its NVTX
-/// ranges ([`crate::nvtx::Mode::Tracks`]) as they come.
+/// ranges ([`crate::nvtx::Mode::Tracks`]) as they come. A memory counter's
+/// value is written once per distinct time, after every change at that time
+/// (in file order).
 pub fn write<E: Emitter>(
     e: &mut E,
     trace: &Trace,
-    streams: &BTreeSet<Place>,
+    places: &Places,
     mut projector: Option<Box<crate::nvtx::Projector>>,
     links: &mut LinkTable,
     src: &mut dyn Source,
 ) -> Result<(), Failure> {
-    let devices = layout::devices(trace, streams);
+    let devices = layout::devices(&places.streams, &places.counters);
     e.begin_trace(trace, &devices)?;
     let mut lanes: HashMap<Track, Lanes> = HashMap::new();
     let mut steps = VecDeque::new();
     let mut nvtx = NvtxTracks::default();
+    // Counter → its value, and the point not yet written (time, value).
+    let mut counters: BTreeMap<CounterKey, (i64, Option<(u64, i64)>)> = BTreeMap::new();
     merge(src, |rec| {
+        if let Rec::Memory { m, .. } = &rec {
+            if let Some((key, delta)) = counter_change(m) {
+                let (value, pending) = counters.entry(key).or_default();
+                *value = value.saturating_add(delta);
+                match pending {
+                    Some((t, v)) if *t == m.timestamp_ns => *v = *value,
+                    _ => {
+                        if let Some((t, v)) = pending.replace((m.timestamp_ns, *value)) {
+                            e.counter(key, t, v)?;
+                        }
+                    }
+                }
+            }
+            return Ok(());
+        }
         let (start, end) = rec.span();
         if let Some(p) = &mut projector {
             project_rec(p, links, &rec);
@@ -555,7 +690,12 @@ pub fn write<E: Emitter>(
         stats.nvtx_held = stats.nvtx_held.max(nvtx.most);
     }
     e.stats().flows += links.flows;
-    e.counters(trace, &devices)?;
+    for (key, (_, pending)) in counters {
+        if let Some((t, v)) = pending {
+            e.counter(key, t, v)?;
+        }
+    }
+    e.end_trace(trace)?;
     Ok(())
 }
 
@@ -563,6 +703,7 @@ pub fn write<E: Emitter>(
 fn project_rec(p: &mut crate::nvtx::Projector, links: &LinkTable, rec: &Rec) {
     match rec {
         Rec::Nvtx { tid, e, .. } => p.nvtx(*tid, e),
+        Rec::Memory { .. } => {}
         Rec::Api { tid, index, r } => {
             let (calls, n) = links.counts(r.correlation);
             p.api(*tid, *index, r.start_ns, r.correlation, (calls, n));

@@ -35,7 +35,6 @@ use crate::stream::{Keep, StreamError};
 use layout::LinkTable;
 use merge::{Failure, FileSource, FirstRead, InMemory, Source};
 use rtrace_format::TraceReader;
-use std::collections::BTreeSet;
 use std::collections::HashSet;
 use std::fmt;
 use std::fs::File;
@@ -104,10 +103,10 @@ impl<W: Write> Writer<W> {
     /// Writes one trace (one process) held in memory.
     pub fn write_trace(&mut self, trace: &Trace) -> io::Result<()> {
         let nvtx = crate::nvtx::has_nvtx(trace).then(|| tracks_projector(trace, None));
-        let streams = merge::streams_of(trace);
+        let places = merge::places_of(trace);
         let mut links = LinkTable::of(trace, self.next_flow());
         let mut src = InMemory::of(trace);
-        self.write_with(trace, &streams, nvtx, &mut links, &mut src)
+        self.write_with(trace, &places, nvtx, &mut links, &mut src)
             .map_err(|e| match e {
                 Failure::Write(e) => e,
                 Failure::Read(e) => io::Error::other(e.to_string()),
@@ -125,14 +124,14 @@ impl<W: Write> Writer<W> {
     fn write_with(
         &mut self,
         trace: &Trace,
-        streams: &BTreeSet<layout::Place>,
+        places: &merge::Places,
         nvtx: Option<Box<crate::nvtx::Projector>>,
         links: &mut LinkTable,
         src: &mut dyn Source,
     ) -> Result<(), Failure> {
         match self {
-            Writer::Perfetto(w) => merge::write(w, trace, streams, nvtx, links, src),
-            Writer::Chrome(w) => merge::write(w, trace, streams, nvtx, links, src),
+            Writer::Perfetto(w) => merge::write(w, trace, places, nvtx, links, src),
+            Writer::Chrome(w) => merge::write(w, trace, places, nvtx, links, src),
         }
     }
 
@@ -431,7 +430,7 @@ fn write_all<W: Write>(
         first.links.number(w.next_flow());
         let mut src = FileSource::open(file, std::mem::take(&mut first.index), &keep)
             .map_err(|e| failed(Failure::Read(e)))?;
-        w.write_with(&trace, &first.streams, nvtx, &mut first.links, &mut src)
+        w.write_with(&trace, &first.places, nvtx, &mut first.links, &mut src)
             .map_err(failed)?;
         outcome.warnings.extend(trace_warnings(&trace));
     }

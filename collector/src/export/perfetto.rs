@@ -10,7 +10,7 @@
 //! the primary trace clock), so timestamps are the trace file's own.
 
 use super::layout::{self, Device, Flow, Gpu, KernelNames, Value, ARG_NAMES, MAX_LANES};
-use super::merge::{Emitter, Track};
+use super::merge::{CounterKey, Emitter, Track};
 use super::proto::Proto;
 use super::Stats;
 use crate::model::Trace;
@@ -463,34 +463,26 @@ impl<W: Write> Emitter for PerfettoWriter<W> {
         self.slice_end(uuid, end)
     }
 
-    fn counters(&mut self, _trace: &Trace, devices: &[Device]) -> io::Result<()> {
-        let seq = self.seq.seq;
-        for device in devices {
-            for counter in &device.counters {
-                let uuid = self
-                    .seq
-                    .counters
-                    .get(&(device.ordinal, counter.host))
-                    .copied()
-                    .unwrap_or(0);
-                for &(ts, value) in &counter.points {
-                    let packet = self.p.begin(field::TRACE_PACKET);
-                    self.p.varint(field::TIMESTAMP, ts);
-                    self.p.varint(field::TRUSTED_PACKET_SEQUENCE_ID, seq);
-                    self.p
-                        .varint(field::SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
-                    let e = self.p.begin(field::TRACK_EVENT);
-                    self.p.varint(field::TYPE, TYPE_COUNTER);
-                    self.p.varint(field::TRACK_UUID, uuid);
-                    self.p.int64(field::COUNTER_VALUE, value);
-                    self.p.end(e);
-                    self.p.end(packet);
-                    self.stats.packets += 1;
-                    self.stats.counter_values += 1;
-                    self.flush_if_full()?;
-                }
-            }
-        }
+    fn counter(&mut self, counter: CounterKey, ts: u64, value: i64) -> io::Result<()> {
+        let uuid = self.seq.counters.get(&counter).copied().unwrap_or(0);
+        let packet = self.p.begin(field::TRACE_PACKET);
+        self.p.varint(field::TIMESTAMP, ts);
+        self.p
+            .varint(field::TRUSTED_PACKET_SEQUENCE_ID, self.seq.seq);
+        self.p
+            .varint(field::SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+        let e = self.p.begin(field::TRACK_EVENT);
+        self.p.varint(field::TYPE, TYPE_COUNTER);
+        self.p.varint(field::TRACK_UUID, uuid);
+        self.p.int64(field::COUNTER_VALUE, value);
+        self.p.end(e);
+        self.p.end(packet);
+        self.stats.packets += 1;
+        self.stats.counter_values += 1;
+        self.flush_if_full()
+    }
+
+    fn end_trace(&mut self, _trace: &Trace) -> io::Result<()> {
         self.flush_if_full()
     }
 }

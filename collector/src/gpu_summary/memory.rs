@@ -32,15 +32,6 @@ pub struct MemorySummary {
 /// allocation at an address still in use replaces it (its free was lost).
 /// `peak_bytes` is the largest total reached.
 pub fn memory_summary(traces: &[Trace]) -> Vec<MemorySummary> {
-    #[derive(Default)]
-    struct Acc {
-        row: MemorySummary,
-        bytes: u128,
-        in_use: u128,
-        peak: u128,
-        /// (trace index, address) → bytes.
-        live: HashMap<(usize, u64), u64>,
-    }
     let mut events: Vec<(u64, usize, usize)> = Vec::new();
     for (ti, trace) in traces.iter().enumerate() {
         events.extend(
@@ -52,10 +43,35 @@ pub fn memory_summary(traces: &[Trace]) -> Vec<MemorySummary> {
         );
     }
     events.sort_unstable();
-    let mut by_kind: HashMap<MemoryKind, Acc> = HashMap::new();
+    let mut acc = MemoryFold::default();
     for (_, ti, i) in events {
-        let m = &traces[ti].memory[i];
-        let acc = by_kind.entry(m.kind).or_default();
+        acc.add(ti, &traces[ti].memory[i]);
+    }
+    acc.rows()
+}
+
+/// Memory in use per kind, as [`memory_summary`] computes it, from the records handed to it
+/// in time order (records of equal time in trace, then file order): holds the allocations
+/// still in use, not the records.
+#[derive(Default)]
+pub struct MemoryFold {
+    by_kind: HashMap<MemoryKind, KindAcc>,
+}
+
+#[derive(Default)]
+struct KindAcc {
+    row: MemorySummary,
+    bytes: u128,
+    in_use: u128,
+    peak: u128,
+    /// (trace index, address) → bytes.
+    live: HashMap<(usize, u64), u64>,
+}
+
+impl MemoryFold {
+    /// Record `m` of trace `ti`.
+    pub fn add(&mut self, ti: usize, m: &MemoryRecord) {
+        let acc = self.by_kind.entry(m.kind).or_default();
         match m.operation {
             MemoryOperation::Alloc => {
                 acc.row.allocations += 1;
@@ -76,23 +92,29 @@ pub fn memory_summary(traces: &[Trace]) -> Vec<MemorySummary> {
             MemoryOperation::Unknown => {}
         }
     }
-    let mut rows: Vec<MemorySummary> = by_kind
-        .into_iter()
-        .filter(|(_, acc)| acc.row.allocations + acc.row.frees > 0)
-        .map(|(kind, acc)| MemorySummary {
-            kind,
-            bytes_allocated: saturate(acc.bytes),
-            peak_bytes: saturate(acc.peak),
-            live_bytes: saturate(acc.in_use),
-            ..acc.row
-        })
-        .collect();
-    rows.sort_by(|a, b| {
-        b.bytes_allocated
-            .cmp(&a.bytes_allocated)
-            .then_with(|| a.kind.name().cmp(b.kind.name()))
-    });
-    rows
+
+    /// One row per memory kind with records, sorted by bytes allocated (descending), ties
+    /// by kind name.
+    pub fn rows(self) -> Vec<MemorySummary> {
+        let mut rows: Vec<MemorySummary> = self
+            .by_kind
+            .into_iter()
+            .filter(|(_, acc)| acc.row.allocations + acc.row.frees > 0)
+            .map(|(kind, acc)| MemorySummary {
+                kind,
+                bytes_allocated: saturate(acc.bytes),
+                peak_bytes: saturate(acc.peak),
+                live_bytes: saturate(acc.in_use),
+                ..acc.row
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            b.bytes_allocated
+                .cmp(&a.bytes_allocated)
+                .then_with(|| a.kind.name().cmp(b.kind.name()))
+        });
+        rows
+    }
 }
 
 /// Host waits of one kind of synchronization, merged over every trace.
@@ -114,7 +136,7 @@ pub struct SyncSummary {
 
 /// The kind of synchronization a record stands for: its [`SyncKind`], or a
 /// query when it is linked to a query call (`function` of its API record).
-fn sync_kind(kind: SyncKind, function: Option<&str>) -> &'static str {
+pub fn sync_kind(kind: SyncKind, function: Option<&str>) -> &'static str {
     match (kind, function) {
         (SyncKind::StreamSynchronize, Some(f)) if f.starts_with("cuStreamQuery") => "stream query",
         (SyncKind::EventSynchronize, Some(f)) if f.starts_with("cuEventQuery") => "event query",
@@ -125,7 +147,7 @@ fn sync_kind(kind: SyncKind, function: Option<&str>) -> &'static str {
 /// One row per kind of synchronization over all `traces`, sorted by total
 /// wait (descending), ties by kind name.
 pub fn sync_summary(traces: &[Trace]) -> Vec<SyncSummary> {
-    let mut by_kind: HashMap<&'static str, Vec<u64>> = HashMap::new();
+    let mut fold = SyncFold::default();
     for trace in traces {
         let linked = |flags: u8| u32::from(flags) & FLAG_CORRELATED != 0;
         let api = trace.api_records_for(
@@ -140,27 +162,57 @@ pub fn sync_summary(traces: &[Trace]) -> Vec<SyncSummary> {
                 .then(|| api.get(s.correlation))
                 .flatten()
                 .and_then(|a| trace.functions.get(&a.function));
-            let kind = sync_kind(s.kind, function.map(String::as_str));
-            by_kind.entry(kind).or_default().push(s.wait_ns());
+            fold.add(sync_kind(s.kind, function.map(String::as_str)), s);
         }
     }
-    let mut rows: Vec<SyncSummary> = by_kind
-        .into_iter()
-        .map(|(kind, mut waits)| {
-            let s = Stats::of(&mut waits);
-            SyncSummary {
+    fold.rows()
+}
+
+/// Host waits per kind of synchronization, folded as the records come, in any order.
+#[derive(Default)]
+pub struct SyncFold {
+    /// Kind → (count, total wait, longest wait).
+    by_kind: HashMap<&'static str, (u64, u128, u64)>,
+}
+
+impl SyncFold {
+    /// Record `s`, of kind `kind` ([`sync_kind`]).
+    pub fn add(&mut self, kind: &'static str, s: &SyncRecord) {
+        let wait = s.wait_ns();
+        let e = self.by_kind.entry(kind).or_default();
+        e.0 += 1;
+        e.1 += u128::from(wait);
+        e.2 = e.2.max(wait);
+    }
+
+    /// Adds what `other` folded.
+    pub fn merge(&mut self, other: SyncFold) {
+        for (kind, (count, total, max)) in other.by_kind {
+            let e = self.by_kind.entry(kind).or_default();
+            e.0 += count;
+            e.1 += total;
+            e.2 = e.2.max(max);
+        }
+    }
+
+    /// One row per kind, sorted by total wait (descending), ties by kind name.
+    pub fn rows(self) -> Vec<SyncSummary> {
+        let mut rows: Vec<SyncSummary> = self
+            .by_kind
+            .into_iter()
+            .map(|(kind, (count, total, max))| SyncSummary {
                 kind,
-                count: s.count,
-                total_wait_ns: s.total_ns(),
-                mean_wait_ns: s.mean,
-                max_wait_ns: s.max,
-            }
-        })
-        .collect();
-    rows.sort_by(|a, b| {
-        b.total_wait_ns
-            .cmp(&a.total_wait_ns)
-            .then_with(|| a.kind.cmp(b.kind))
-    });
-    rows
+                count,
+                total_wait_ns: saturate(total),
+                mean_wait_ns: saturate(total / u128::from(count.max(1))),
+                max_wait_ns: max,
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            b.total_wait_ns
+                .cmp(&a.total_wait_ns)
+                .then_with(|| a.kind.cmp(b.kind))
+        });
+        rows
+    }
 }

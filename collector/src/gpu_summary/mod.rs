@@ -12,7 +12,8 @@
 
 use crate::model::Trace;
 use rtrace_format::{
-    attr, CopyKind, MemoryKind, MemoryOperation, StreamFlag, SyncKind, FLAG_CORRELATED,
+    attr, CopyKind, MemoryKind, MemoryOperation, MemoryRecord, StreamFlag, SyncKind, SyncRecord,
+    FLAG_CORRELATED,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;

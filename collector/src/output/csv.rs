@@ -2,8 +2,6 @@
 //! another; one line per row, RFC 4180 quoting.
 
 use super::Section;
-use crate::gpu_summary::{memory_summary, sync_summary};
-use crate::model::Trace;
 use crate::stream::Sections;
 use crate::summary::FunctionSummary;
 use std::fmt::Write;
@@ -33,7 +31,7 @@ pub const MEMORY_HEADER: &str =
 /// The header of `--section sync`.
 pub const SYNC_HEADER: &str = "type,count,total_wait_ns,mean_wait_ns,max_wait_ns";
 
-pub(super) fn render(s: &Sections, traces: &[Trace], section: Section) -> String {
+pub(super) fn render(s: &Sections, section: Section) -> String {
     match section {
         Section::Api => api(&s.api),
         Section::Kernels => kernels(s),
@@ -42,14 +40,14 @@ pub(super) fn render(s: &Sections, traces: &[Trace], section: Section) -> String
         Section::Utilisation => utilisation_rows(s),
         Section::Shared => shared_rows(s),
         Section::Latency => latency(s),
-        Section::Memory => memory(traces),
-        Section::Sync => sync(traces),
+        Section::Memory => memory(s),
+        Section::Sync => sync(s),
     }
 }
 
-fn memory(traces: &[Trace]) -> String {
+fn memory(s: &Sections) -> String {
     let mut out = format!("{MEMORY_HEADER}\n");
-    for m in memory_summary(traces) {
+    for m in &s.memory {
         let _ = writeln!(
             out,
             "{},{},{},{},{},{},{}",
@@ -65,9 +63,9 @@ fn memory(traces: &[Trace]) -> String {
     out
 }
 
-fn sync(traces: &[Trace]) -> String {
+fn sync(s: &Sections) -> String {
     let mut out = format!("{SYNC_HEADER}\n");
-    for s in sync_summary(traces) {
+    for s in &s.sync {
         let _ = writeln!(
             out,
             "{},{},{},{},{}",
@@ -211,6 +209,7 @@ fn field(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Trace;
 
     #[test]
     fn quotes_only_when_needed() {
@@ -222,7 +221,7 @@ mod tests {
     #[test]
     fn memory_and_sync_sections_are_exact() {
         let traces = [crate::gpu_summary::samples::memory_and_sync()];
-        let render = |traces: &[Trace], section| render(&Sections::of(traces), traces, section);
+        let render = |traces: &[Trace], section| render(&Sections::of(traces), section);
         assert_eq!(
             render(&traces, Section::Memory),
             "kind,allocations,frees,bytes_allocated,peak_bytes,largest_bytes,live_bytes\n\

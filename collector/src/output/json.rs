@@ -5,7 +5,7 @@
 //! a trace holds memory or synchronization records; written by hand (the shapes
 //! are small and fixed).
 
-use crate::gpu_summary::{memory_summary, resources, sync_summary};
+use crate::gpu_summary::resources;
 use crate::model::{Duration, Trace};
 use crate::output::iso8601_utc;
 use crate::stream::fold::Counts;
@@ -35,7 +35,7 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 }
 
 /// The GPU keys, after `api`.
-fn gpu(out: &mut String, traces: &[Trace], s: &Sections) {
+fn gpu(out: &mut String, s: &Sections) {
     array(out, "kernels", &s.kernels, |out, k| {
         let _ = write!(
             out,
@@ -119,7 +119,7 @@ fn gpu(out: &mut String, traces: &[Trace], s: &Sections) {
         );
     });
     occupancy::key(out, s);
-    memory_and_sync(out, traces);
+    memory_and_sync(out, s);
 }
 
 /// The `resources` key, after `api`, always: `{"devices":[...],"contexts":[...],
@@ -232,11 +232,11 @@ fn resources_key(out: &mut String, traces: &[Trace]) {
 
 /// The `memory` and `sync` keys, after `occupancy`; only when some trace holds memory or
 /// synchronization records (traces without them read as before).
-fn memory_and_sync(out: &mut String, traces: &[Trace]) {
-    if traces.iter().all(|t| t.memory_and_sync_records() == 0) {
+fn memory_and_sync(out: &mut String, s: &Sections) {
+    if s.counts.iter().all(|c| c.memory + c.syncs == 0) {
         return;
     }
-    array(out, "memory", &memory_summary(traces), |out, m| {
+    array(out, "memory", &s.memory, |out, m| {
         let _ = write!(
             out,
             "{{\"kind\":{},\"allocations\":{},\"frees\":{},\"bytes_allocated\":{},\
@@ -250,7 +250,7 @@ fn memory_and_sync(out: &mut String, traces: &[Trace]) {
             m.live_bytes
         );
     });
-    array(out, "sync", &sync_summary(traces), |out, s| {
+    array(out, "sync", &s.sync, |out, s| {
         let _ = write!(
             out,
             "{{\"type\":{},\"count\":{},\"total_wait_ns\":{},\"mean_wait_ns\":{},\
@@ -296,7 +296,7 @@ pub(super) fn render(traces: &[Trace], s: &Sections) -> String {
     }
     out.push_str(if summary.is_empty() { "]" } else { "\n]" });
     resources_key(&mut out, traces);
-    gpu(&mut out, traces, s);
+    gpu(&mut out, s);
     nvtx_key(&mut out, &s.nvtx);
     external_key(&mut out, &s.nvtx.external);
     pc_sampling_key(&mut out, traces);

@@ -3,7 +3,7 @@
 //! the GPU sections, and the memory and synchronization sections, as aligned
 //! columns that fit in [`WIDTH`] columns, or the width [`set_width`] gave (the terminal's).
 
-use crate::gpu_summary::{memory_summary, resources, sync_summary};
+use crate::gpu_summary::{resources, MemorySummary, SyncSummary};
 use crate::model::{Duration, Trace};
 use crate::output::{human_bytes, human_ns, iso8601_utc, shell_join};
 use crate::stream::fold::Counts;
@@ -47,7 +47,7 @@ pub(super) fn render(traces: &[Trace], s: &Sections) -> String {
     external_section(&mut out, &s.nvtx.external);
     resources_section(&mut out, traces);
     gpu(&mut out, traces, s);
-    memory_and_sync(&mut out, traces);
+    memory_and_sync(&mut out, s);
     pc_sampling_section(&mut out, traces);
     out
 }
@@ -341,8 +341,8 @@ fn process(out: &mut String, t: &Trace, c: &Counts) {
             ),
         );
     }
-    if t.memory_and_sync_records() > 0 {
-        let (a, s) = (t.memory.len() as u64, t.syncs.len() as u64);
+    if c.memory + c.syncs > 0 {
+        let (a, s) = (c.memory, c.syncs);
         field(
             out,
             "memory records",
@@ -557,14 +557,14 @@ fn gpu(out: &mut String, traces: &[Trace], s: &Sections) {
 
 /// The "Memory" and "Synchronization" sections, after the GPU sections; nothing
 /// when no trace holds memory or synchronization records.
-fn memory_and_sync(out: &mut String, traces: &[Trace]) {
-    if traces.iter().all(|t| t.memory_and_sync_records() == 0) {
+fn memory_and_sync(out: &mut String, s: &Sections) {
+    if s.counts.iter().all(|c| c.memory + c.syncs == 0) {
         return;
     }
     out.push('\n');
-    memory(out, traces);
+    memory(out, &s.memory);
     out.push('\n');
-    syncs(out, traces);
+    syncs(out, &s.sync);
 }
 
 /// The "Resources" section, after the API summary: devices, contexts,
@@ -756,8 +756,7 @@ fn resources_section(out: &mut String, traces: &[Trace]) {
     }
 }
 
-fn memory(out: &mut String, traces: &[Trace]) {
-    let summary = memory_summary(traces);
+fn memory(out: &mut String, summary: &[MemorySummary]) {
     if summary.is_empty() {
         out.push_str("Memory: no allocations or frees were recorded\n");
         return;
@@ -800,8 +799,7 @@ fn memory(out: &mut String, traces: &[Trace]) {
     columns(out, &headers, &[Left], &rows);
 }
 
-fn syncs(out: &mut String, traces: &[Trace]) {
-    let summary = sync_summary(traces);
+fn syncs(out: &mut String, summary: &[SyncSummary]) {
     if summary.is_empty() {
         out.push_str("Synchronization: none was recorded\n");
         return;

@@ -20,6 +20,9 @@ pub struct Counts {
     pub kernels: u64,
     pub memcpys: u64,
     pub memsets: u64,
+    /// Allocations and frees; synchronizations.
+    pub memory: u64,
+    pub syncs: u64,
     /// The latest end of an API record.
     pub last_api_end: Option<u64>,
 }
@@ -159,6 +162,8 @@ impl TraceFold {
         t.kernels.iter().for_each(|k| f.kernel(k));
         t.memcpys.iter().for_each(|m| f.memcpy(m));
         t.memsets.iter().for_each(|s| f.memset(s));
+        f.counts.memory = t.memory.len() as u64;
+        f.counts.syncs = t.syncs.len() as u64;
         f
     }
 }

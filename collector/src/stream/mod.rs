@@ -12,13 +12,18 @@
 //! - launch latency: API records are looked up by correlation id in a table of a fixed range
 //!   of ids at a time (`ID_RANGE`), filled from the API chunks whose ids reach into it, while
 //!   the GPU chunks whose ids do are matched against it ([`latency`]);
-//! - the calls that created streams, loaded modules and waited in synchronizations: only the
-//!   API records with those correlation ids are kept.
+//! - synchronizations: each is folded into its kind's row once the same join has found the
+//!   call it is linked to (a `cuStreamQuery` or `cuEventQuery` makes it a query);
+//! - the calls that created streams and loaded modules: only the API records with those
+//!   correlation ids are kept;
+//! - memory in use: the allocation and free chunks of every file are merged by time
+//!   ([`memory_pass`]), holding the allocations in use, not the records.
 //!
 //! Every section but the memory one is per process or a sum over processes, so files are
-//! read one after the other; no merge by time across files is needed. The other records
-//! (NVTX events, allocations, synchronizations, resources, module images, notices) are kept
-//! as [`Trace::read`] keeps them: they are few next to API and GPU records. A trace holding
+//! read one after the other; no merge by time across files is needed but for memory in use
+//! and the GPUs that processes shared. The other records (resources, module images, PC
+//! samples, notices) are kept as [`Trace::read`] keeps them: they grow with what the program
+//! loads and creates, not with how long it runs. A trace holding
 //! NVTX events is read twice more, to project its ranges and external ids onto the GPU work
 //! of the calls inside them in time order ([`crate::export::merge::project`]).
 //! Memory grows with the number of distinct functions, kernels, launch configurations,
@@ -31,13 +36,14 @@ pub mod union;
 
 use crate::filter::Filter;
 use crate::gpu_summary::{Latencies, Utilisation, LATENCY_ROWS};
+use crate::gpu_summary::{MemoryFold, SyncFold};
 use crate::model::{LoadError, Loaded, RecordSink, ThreadTrace, Trace};
 use crate::occupancy::OccupancyRows;
 use crate::summary::FunctionSummary;
 use fold::{Counts, KeyMap, Merged, TraceFold};
 use rtrace_format::{
-    ApiRecord, Chunk, ChunkHeader, KernelRecord, MemcpyRecord, MemsetRecord, PeerCopyRecord,
-    CHUNK_HEADER_LEN, FLAG_CORRELATED,
+    ApiRecord, Chunk, ChunkHeader, KernelRecord, MemcpyRecord, MemoryRecord, MemsetRecord,
+    PeerCopyRecord, SyncRecord, CHUNK_HEADER_LEN, FLAG_CORRELATED,
 };
 use std::collections::HashMap;
 use std::fmt;
@@ -65,6 +71,10 @@ pub struct Sections {
     pub occupancy: OccupancyRows,
     /// NVTX ranges and external ids.
     pub nvtx: crate::nvtx::NvtxSection,
+    /// Memory in use per kind, over every trace.
+    pub memory: Vec<crate::gpu_summary::MemorySummary>,
+    /// Host waits per kind of synchronization, over every trace.
+    pub sync: Vec<crate::gpu_summary::SyncSummary>,
 }
 
 impl Sections {
@@ -98,6 +108,8 @@ impl Sections {
             latency: crate::gpu_summary::launch_latency(traces, LATENCY_ROWS),
             occupancy: merged.occupancy(usize::MAX),
             nvtx: crate::nvtx::section(traces),
+            memory: crate::gpu_summary::memory_summary(traces),
+            sync: crate::gpu_summary::sync_summary(traces),
         }
     }
 }
@@ -162,6 +174,18 @@ pub(crate) enum Kind {
     PeerCopies,
     Memsets,
     Nvtx,
+    Memory,
+    Syncs,
+}
+
+impl Kind {
+    /// Kernels, copies and memsets: the GPU work of the utilisation and latency sections.
+    pub(crate) fn gpu_work(self) -> bool {
+        matches!(
+            self,
+            Kind::Kernels | Kind::Memcpys | Kind::PeerCopies | Kind::Memsets
+        )
+    }
 }
 
 /// A chunk of API or GPU records, as found on the first pass (its kept records only).
@@ -282,6 +306,21 @@ impl<'a> Keep<'a> {
         s.end_ns = self.time(s.end_ns);
         (self.window(s.start_ns) && self.place(s.device, s.stream)).then_some(s)
     }
+    /// An allocation or free: kept by its time and device (streams do not apply).
+    #[inline]
+    pub(crate) fn memory(&self, mut m: MemoryRecord) -> Option<MemoryRecord> {
+        m.timestamp_ns = self.time(m.timestamp_ns);
+        let device = self.filter.devices.is_empty() || self.filter.devices.contains(&m.device);
+        (self.window(m.timestamp_ns) && device).then_some(m)
+    }
+    /// A synchronization: kept by its start and stream (devices do not apply).
+    #[inline]
+    pub(crate) fn sync(&self, mut y: SyncRecord) -> Option<SyncRecord> {
+        y.start_ns = self.time(y.start_ns);
+        y.end_ns = self.time(y.end_ns);
+        let stream = self.filter.streams.is_empty() || self.filter.streams.contains(&y.stream);
+        (self.window(y.start_ns) && stream).then_some(y)
+    }
 }
 
 /// The first pass's sink: folds the kept records, indexes their chunks, notes whether there
@@ -291,6 +330,8 @@ struct FirstPass<'a> {
     fold: TraceFold,
     index: Vec<ChunkRef>,
     nvtx: bool,
+    /// The synchronizations linked to no call (those linked to one wait for the join).
+    syncs: SyncFold,
 }
 
 impl RecordSink for FirstPass<'_> {
@@ -344,6 +385,35 @@ impl RecordSink for FirstPass<'_> {
             self.index.push(c);
         }
     }
+    fn memory(&mut self, _: &mut Trace, chunk: &Chunk, records: Vec<MemoryRecord>) {
+        let mut c = ChunkRef::new(chunk, Kind::Memory, self.fold.counts.memory);
+        for m in records.into_iter().filter_map(|m| self.keep.memory(m)) {
+            c.min_start = c.min_start.min(m.timestamp_ns);
+            self.fold.counts.memory += 1;
+        }
+        if c.min_start != u64::MAX {
+            self.index.push(c);
+        }
+    }
+    fn syncs(&mut self, _: &mut Trace, chunk: &Chunk, records: Vec<SyncRecord>) {
+        let mut c = ChunkRef::new(chunk, Kind::Syncs, self.fold.counts.syncs);
+        for y in records.into_iter().filter_map(|y| self.keep.sync(y)) {
+            self.fold.counts.syncs += 1;
+            if linked(y.flags) {
+                c.id(y.correlation);
+            } else {
+                self.syncs.add(y.kind.name(), &y);
+            }
+        }
+        if c.min_id <= c.max_id {
+            self.index.push(c);
+        }
+    }
+}
+
+/// Whether a record with these flags is linked to a call (`FLAG_CORRELATED`).
+fn linked(flags: u8) -> bool {
+    u32::from(flags) & FLAG_CORRELATED != 0
 }
 
 impl FirstPass<'_> {
@@ -430,6 +500,8 @@ pub(crate) enum Records {
     Memcpys(Vec<MemcpyRecord>),
     Memsets(Vec<MemsetRecord>),
     Nvtx(Vec<rtrace_format::NvtxEvent>),
+    Memory(Vec<MemoryRecord>),
+    Syncs(Vec<SyncRecord>),
 }
 
 pub(crate) fn decode(c: &ChunkRef, chunk: &Chunk, path: &Path) -> Result<Records, StreamError> {
@@ -442,6 +514,8 @@ pub(crate) fn decode(c: &ChunkRef, chunk: &Chunk, path: &Path) -> Result<Records
             .map(|p| Records::Memcpys(p.into_iter().map(|p| p.copy).collect())),
         Kind::Memsets => chunk.memset_records().map(Records::Memsets),
         Kind::Nvtx => chunk.nvtx_events().map(Records::Nvtx),
+        Kind::Memory => chunk.memory_records().map(Records::Memory),
+        Kind::Syncs => chunk.sync_records().map(Records::Syncs),
     };
     r.map_err(|why| StreamError::Changed {
         path: path.to_path_buf(),
@@ -497,6 +571,7 @@ fn report_inputs_with(
     let mut inputs: Vec<Input> = Vec::new();
     let mut nvtx_stats = crate::nvtx::NvtxStats::default();
     let mut nvtx_ids = Vec::new();
+    let mut syncs = SyncFold::default();
     for &i in &kept {
         let path = &found.files[i];
         let shift = shift_of(i);
@@ -516,10 +591,12 @@ fn report_inputs_with(
             fold: TraceFold::default(),
             index: Vec::new(),
             nvtx: false,
+            syncs: SyncFold::default(),
         };
         let mut t = read_light(path, &mut first)?;
         let index = std::mem::take(&mut first.index);
         let (fold, nvtx) = (first.fold, first.nvtx);
+        syncs.merge(first.syncs);
         if let Some(s) = shift {
             t.shift_times(s.ns);
             t.clock_shift = Some(s);
@@ -543,7 +620,7 @@ fn report_inputs_with(
             keys,
         });
     }
-    // The API calls that created streams, loaded or unloaded modules, or synchronized.
+    // The API calls that created streams, loaded or unloaded modules.
     for (t, input) in loaded.traces.iter_mut().zip(&inputs) {
         linked_calls(t, input, &input.index)?;
     }
@@ -572,7 +649,13 @@ fn report_inputs_with(
     let mut top = latency::Top::new(LATENCY_ROWS);
     let mut ran = Vec::new();
     for (ti, (t, input)) in loaded.traces.iter().zip(&inputs).enumerate() {
-        let rows = gpu_pass(&mut top, ti, t.header.pid, input, &input.index, id_range)?;
+        let mut join = Join {
+            top: &mut top,
+            syncs: &mut syncs,
+            ti,
+            trace: t,
+        };
+        let rows = gpu_pass(&mut join, input, &input.index, id_range)?;
         ran.extend(
             rows.iter()
                 .filter(|u| u.stream.is_none())
@@ -582,6 +665,7 @@ fn report_inputs_with(
     }
     let groups = crate::gpu_summary::shared_groups(&loaded.traces, ran);
     let shared = shared_pass(&loaded.traces, &inputs, groups)?;
+    let memory = memory_pass(&inputs)?;
     let sections = Sections {
         counts,
         api: merged.api_rows(),
@@ -593,6 +677,8 @@ fn report_inputs_with(
         latency: top.finish(&loaded.traces),
         occupancy: merged.occupancy(usize::MAX),
         nvtx: nvtx_stats.finish(),
+        memory,
+        sync: syncs.rows(),
     };
     Ok((loaded, sections))
 }
@@ -635,21 +721,14 @@ pub(crate) fn kernel_names_kept(
         .collect())
 }
 
-/// Puts into `t` the kept API records whose correlation ids its linked streams, modules and
-/// synchronizations name (what [`Trace::api_records_for`] is asked for about them).
+/// Puts into `t` the kept API records whose correlation ids its linked streams and modules
+/// name (what [`Trace::api_records_for`] is asked for about them).
 fn linked_calls(t: &mut Trace, input: &Input, index: &[ChunkRef]) -> Result<(), StreamError> {
-    let linked = |flags: u8| u32::from(flags) & FLAG_CORRELATED != 0;
     let wanted: std::collections::HashSet<u64> = t
-        .syncs
+        .streams
         .iter()
         .filter(|s| linked(s.flags))
         .map(|s| s.correlation)
-        .chain(
-            t.streams
-                .iter()
-                .filter(|s| linked(s.flags))
-                .map(|s| s.correlation),
-        )
         .chain(
             t.modules
                 .iter()
@@ -695,7 +774,7 @@ fn select_streamed(
         Kind::Api => p.api,
         Kind::Kernels => p.kernels,
         Kind::Memcpys | Kind::PeerCopies => p.memcpys,
-        Kind::Memsets | Kind::Nvtx => false,
+        Kind::Memsets | Kind::Nvtx | Kind::Memory | Kind::Syncs => false,
     };
     let mut file = Rereader::open(&input.path)?;
     for c in index.iter().filter(|c| wanted(c.kind)) {
@@ -720,7 +799,7 @@ fn select_streamed(
                     merged.memcpy_select(&m);
                 }
             }
-            Records::Memsets(_) | Records::Nvtx(_) => {}
+            Records::Memsets(_) | Records::Nvtx(_) | Records::Memory(_) | Records::Syncs(_) => {}
         }
     }
     Ok(())
@@ -741,17 +820,26 @@ const EMPTY: Slot = Slot {
     rank: u32::MAX,
 };
 
-/// The GPU pass over a streamed trace: utilisation and launch latency.
-fn gpu_pass(
-    top: &mut latency::Top,
+/// What the join of [`gpu_pass`] adds its matches to.
+struct Join<'a> {
+    top: &'a mut latency::Top,
+    syncs: &'a mut SyncFold,
+    /// The trace's index among the report's, and the trace (its function names).
     ti: usize,
-    pid: u32,
+    trace: &'a Trace,
+}
+
+/// The GPU pass over a streamed trace: utilisation, launch latency, and the synchronizations
+/// linked to calls (each one's kind depends on its call).
+fn gpu_pass(
+    join: &mut Join,
     input: &Input,
     index: &[ChunkRef],
     id_range: u64,
 ) -> Result<Vec<Utilisation>, StreamError> {
-    let gpu: Vec<&ChunkRef> = index.iter().filter(|c| c.kind != Kind::Api).collect();
-    if gpu.is_empty() {
+    let gpu: Vec<&ChunkRef> = index.iter().filter(|c| c.kind.gpu_work()).collect();
+    let sync: Vec<&ChunkRef> = index.iter().filter(|c| c.kind == Kind::Syncs).collect();
+    if gpu.is_empty() && sync.is_empty() {
         return Ok(Vec::new());
     }
     let mut api: Vec<&ChunkRef> = index.iter().filter(|c| c.kind == Kind::Api).collect();
@@ -768,6 +856,8 @@ fn gpu_pass(
     let id_lo = api.iter().map(|c| c.min_id).min().unwrap_or(u64::MAX);
     let id_hi = api.iter().map(|c| c.max_id).max().unwrap_or(0);
     let mut table: Vec<Slot> = Vec::new();
+    // The id ranges joined, ascending.
+    let mut joined: Vec<(u64, u64)> = Vec::new();
     let mut lo = id_lo;
     while lo <= id_hi {
         let hi = lo.saturating_add(id_range.max(1) - 1).min(id_hi);
@@ -819,7 +909,8 @@ fn gpu_pass(
                     if let Some(id) = id.filter(|&id| id >= lo && id <= hi) {
                         let s = table[(id - lo) as usize];
                         if s.rank != u32::MAX {
-                            top.matched(ti, work, i, id, start, s.start, s.function);
+                            join.top
+                                .matched(join.ti, work, i, id, start, s.start, s.function);
                         }
                     }
                 },
@@ -828,12 +919,24 @@ fn gpu_pass(
                 devices.fed(gi);
             }
         }
+        for c in sync.iter().filter(|c| c.reaches(lo, hi)) {
+            sync_records(&mut file, input, c, join, |id| {
+                (id >= lo && id <= hi).then(|| table[(id - lo) as usize])
+            })?;
+        }
+        joined.push((lo, hi));
         if hi == id_hi || hi == u64::MAX {
             break;
         }
         lo = hi + 1;
     }
     drop(table);
+    // Synchronizations whose ids no range joined: linked to no call the trace holds.
+    for c in sync.iter().filter(|c| !covers(&joined, c.min_id, c.max_id)) {
+        sync_records(&mut file, input, c, join, |id| {
+            (!covers(&joined, id, id)).then_some(EMPTY)
+        })?;
+    }
     // Chunks no id range reached: utilisation only.
     for (gi, c) in gpu.iter().enumerate() {
         if devices.was_fed(gi) {
@@ -849,7 +952,84 @@ fn gpu_pass(
         );
         devices.fed(gi);
     }
-    Ok(devices.rows(pid))
+    Ok(devices.rows(join.trace.header.pid))
+}
+
+/// Whether the ascending, disjoint id ranges `ranges` hold every id of `lo..=hi`.
+fn covers(ranges: &[(u64, u64)], lo: u64, hi: u64) -> bool {
+    let mut need = lo;
+    for &(a, b) in ranges {
+        if a <= need && need <= b {
+            if b >= hi {
+                return true;
+            }
+            need = b + 1;
+        }
+    }
+    false
+}
+
+/// Folds the linked synchronizations of sync chunk `c` whose call `slot(id)` says (`None`: not
+/// this time; a slot without a record: linked to no call the trace holds).
+fn sync_records(
+    file: &mut Rereader,
+    input: &Input,
+    c: &ChunkRef,
+    join: &mut Join,
+    slot: impl Fn(u64) -> Option<Slot>,
+) -> Result<(), StreamError> {
+    let chunk = file.chunk(c.offset)?;
+    if let Records::Syncs(v) = decode(c, &chunk, &input.path)? {
+        for y in v.into_iter().filter_map(|y| input.keep.sync(y)) {
+            if !linked(y.flags) {
+                continue;
+            }
+            if let Some(s) = slot(y.correlation) {
+                let function = (s.rank != u32::MAX)
+                    .then(|| join.trace.functions.get(&s.function))
+                    .flatten();
+                let kind = crate::gpu_summary::sync_kind(y.kind, function.map(String::as_str));
+                join.syncs.add(kind, &y);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Memory in use per kind over every input: their allocation and free chunks read together,
+/// in order of earliest time, and merged by (time, input, file order), as
+/// [`crate::gpu_summary::memory_summary`] orders them; one file open per input that has any,
+/// memory bounded by the chunks that overlap in time and the allocations in use.
+fn memory_pass(inputs: &[Input]) -> Result<Vec<crate::gpu_summary::MemorySummary>, StreamError> {
+    use crate::export::merge::{merge, FileSource, Rec, Sources};
+    let mut sources = Vec::new();
+    for (ti, input) in inputs.iter().enumerate() {
+        let chunks: Vec<ChunkRef> = input
+            .index
+            .iter()
+            .filter(|c| c.kind == Kind::Memory)
+            .copied()
+            .collect();
+        if !chunks.is_empty() {
+            sources.push((ti, FileSource::open(&input.path, chunks, &input.keep)?));
+        }
+    }
+    let mut fold = MemoryFold::default();
+    let mut src = Sources::new(sources);
+    merge(&mut src, |rec| {
+        if let Rec::Memory { trace, m, .. } = rec {
+            fold.add(trace, &m);
+        }
+        Ok(())
+    })
+    .map_err(|e| match e {
+        crate::export::merge::Failure::Read(e) => e,
+        crate::export::merge::Failure::Write(e) => StreamError::Changed {
+            path: PathBuf::new(),
+            why: e.to_string(),
+        },
+    })?;
+    Ok(fold.rows())
 }
 
 /// The [`crate::gpu_summary::SharedDevice`] rows of `groups`: the GPU chunks of their traces read
@@ -875,7 +1055,7 @@ fn shared_pass(
     let mut chunks: Vec<(u64, usize, &ChunkRef)> = files
         .keys()
         .flat_map(|&ti| {
-            let gpu = inputs[ti].index.iter().filter(|c| c.kind != Kind::Api);
+            let gpu = inputs[ti].index.iter().filter(|c| c.kind.gpu_work());
             gpu.map(move |c| (c.min_start, ti, c))
         })
         .collect();
@@ -960,7 +1140,7 @@ fn gpu_records(
                 i += 1;
             }
         }
-        Records::Api(_) | Records::Nvtx(_) => {}
+        Records::Api(_) | Records::Nvtx(_) | Records::Memory(_) | Records::Syncs(_) => {}
     }
 }
 

@@ -1,7 +1,8 @@
 //! The streamed report agrees with the in-memory one, byte for byte, on traces built to be
 //! awkward: many distinct durations (selection passes), GPU chunks out of time order, ids
-//! over several lookup ranges, a repeated id, synchronizations linked to calls, NVTX ranges
-//! (nested, crossing threads) and external ids projected onto GPU work, two files.
+//! over several lookup ranges, a repeated id, synchronizations linked to calls (or to none),
+//! allocations and frees of two processes at equal times, NVTX ranges (nested, crossing
+//! threads) and external ids projected onto GPU work, two files.
 
 use super::*;
 use crate::export::ExportFormat;
@@ -71,6 +72,7 @@ fn awkward(pid: u32, seed: u64, truncate: bool) -> Vec<u8> {
     }
     let mut api: Vec<Vec<u8>> = vec![Vec::new(); 3];
     let (mut gk, mut gm, mut gs, mut sy) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut mem = Vec::new();
     let mut now = t0;
     // NVTX: nested push/pop ranges per thread, start/end ranges crossing threads, external
     // ids pushed and popped, all just before the calls they hold.
@@ -215,14 +217,61 @@ fn awkward(pid: u32, seed: u64, truncate: bool) -> Vec<u8> {
                 let s = SyncRecord {
                     correlation,
                     start_ns: now,
-                    end_ns: now + 40,
-                    kind: SyncKind::StreamSynchronize,
+                    end_ns: now + 40 + rnd(9),
+                    // Linked to cuStreamQuery: a stream query, or an event synchronize.
+                    kind: if rnd(3) == 0 {
+                        SyncKind::EventSynchronize
+                    } else {
+                        SyncKind::StreamSynchronize
+                    },
                     stream,
                     flags: FLAG_CORRELATED as u8,
                     ..Default::default()
                 };
-                sy.extend_from_slice(&s.to_bytes());
+                sy.push(s.to_bytes().to_vec());
             }
+        }
+        // Allocations and frees at times on a 20 µs grid (so both processes have some at
+        // one time), at a few addresses: some reused while in use, some freed that were never
+        // allocated; device and host memory on two devices.
+        if id % 5 < 2 {
+            let m = MemoryRecord {
+                correlation,
+                timestamp_ns: now / 20_000 * 20_000,
+                address: 0x1000 * rnd(24),
+                bytes: 4096 << rnd(6),
+                device: rnd(2) as u32,
+                operation: if id % 5 == 0 {
+                    MemoryOperation::Alloc
+                } else {
+                    MemoryOperation::Free
+                },
+                kind: if rnd(4) == 0 {
+                    MemoryKind::Pinned
+                } else {
+                    MemoryKind::Device
+                },
+                flags: FLAG_CORRELATED as u8,
+                ..Default::default()
+            };
+            mem.push(m.to_bytes().to_vec());
+        }
+        // Synchronizations linked to no call, and to an id no call has.
+        if id % 41 == 0 {
+            let s = SyncRecord {
+                correlation: if id % 82 == 0 { 0 } else { 1_000_000 + id },
+                start_ns: now,
+                end_ns: now + 1_000 + rnd(5_000),
+                kind: SyncKind::ContextSynchronize,
+                stream: ID_NONE,
+                flags: if id % 82 == 0 {
+                    0
+                } else {
+                    FLAG_CORRELATED as u8
+                },
+                ..Default::default()
+            };
+            sy.push(s.to_bytes().to_vec());
         }
         if id % 700 == 0 {
             for (t, a) in api.iter_mut().enumerate() {
@@ -253,12 +302,23 @@ fn awkward(pid: u32, seed: u64, truncate: bool) -> Vec<u8> {
     put(&mut f, ChunkKind::Kernels, &mut gk);
     put(&mut f, ChunkKind::Memcpys, &mut gm);
     put(&mut f, ChunkKind::Memsets, &mut gs);
-    chunk(&mut f, ChunkKind::Sync, 0, &sy);
+    put(&mut f, ChunkKind::Sync, &mut sy);
+    put(&mut f, ChunkKind::Memory, &mut mem);
     if truncate {
         f.truncate(f.len() - 30);
     }
     f
 }
+
+/// The sync rows of the two awkward traces: (kind, count).
+const SYNC_KINDS: [(&str, u64); 3] = [
+    ("context synchronize", 194),
+    ("stream query", 1761),
+    ("event synchronize", 875),
+];
+/// Their memory rows: (kind, allocations, frees).
+/// (1599 records each, less the truncated file's last chunk of 100.)
+const MEMORY_ROWS: [(&str, u64, u64); 2] = [("device", 1178, 1164), ("pinned", 370, 386)];
 
 fn check(files: &[PathBuf], filter: &Filter, id_range: u64) {
     let (streamed, sections) = report_inputs_with(files, filter, id_range).unwrap();
@@ -272,6 +332,7 @@ fn check(files: &[PathBuf], filter: &Filter, id_range: u64) {
         Section::Utilisation,
         Section::Shared,
         Section::Latency,
+        Section::Memory,
         Section::Sync,
     ];
     for (format, section) in [(Format::Table, Section::Api), (Format::Json, Section::Api)]
@@ -303,6 +364,16 @@ fn streamed_reports_are_the_in_memory_ones() {
         check(&files, &Filter::default(), id_range);
     }
     let (_, sections) = report_inputs_with(&files, &Filter::default(), 1 << 22).unwrap();
+    // Every path of the synchronization join is taken: linked to a query, to a synchronize
+    // call, to an id no call has, to none.
+    let kinds: Vec<(&str, u64)> = sections.sync.iter().map(|s| (s.kind, s.count)).collect();
+    assert_eq!(kinds, SYNC_KINDS);
+    let memory: Vec<(&str, u64, u64)> = sections
+        .memory
+        .iter()
+        .map(|m| (m.kind.name(), m.allocations, m.frees))
+        .collect();
+    assert_eq!(memory, MEMORY_ROWS);
     let shared: Vec<(&str, &[(u32, u32)])> = sections
         .shared
         .iter()
