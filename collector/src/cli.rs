@@ -264,7 +264,10 @@ fn run_sass(args: &SassArgs) -> u8 {
             return 2;
         }
     };
-    let loaded = match load_inputs(&args.files) {
+    let Some(spooled) = spool(&args.files) else {
+        return 2;
+    };
+    let loaded = match load_inputs(spooled.paths()) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("rtrace: {e}");
@@ -331,6 +334,23 @@ fn start_progress(inputs: &[PathBuf], reads: u64) {
     }
 }
 
+/// The inputs, those that cannot be read twice (standard input, pipes) copied into temporary
+/// files ([`crate::spool`]), saying so; `None` (said) when a copy could not be made.
+fn spool(files: &[PathBuf]) -> Option<crate::spool::Spooled> {
+    match crate::spool::inputs(files) {
+        Ok(s) => {
+            for note in &s.notes {
+                eprintln!("rtrace: {note}");
+            }
+            Some(s)
+        }
+        Err(e) => {
+            eprintln!("rtrace: {e}");
+            None
+        }
+    }
+}
+
 fn run_report(args: &ReportArgs) -> u8 {
     if args.section.is_some() && args.format != Format::Csv {
         eprintln!(
@@ -339,10 +359,13 @@ fn run_report(args: &ReportArgs) -> u8 {
         );
         return 2;
     }
-    start_progress(&args.files, 1);
+    let Some(spooled) = spool(&args.files) else {
+        return 2;
+    };
+    start_progress(spooled.paths(), 1);
     let filter = args.filter.filter();
     // Read as streams: memory bounded by the distinct keys, not the records (crate::stream).
-    let read = crate::stream::report_inputs(&args.files, &filter);
+    let read = crate::stream::report_inputs(spooled.paths(), &filter);
     crate::progress::finish();
     let (loaded, sections) = match read {
         Ok(r) => r,
@@ -418,7 +441,10 @@ fn run_export(args: &ExportArgs) -> u8 {
         .output
         .as_deref()
         .filter(|p| *p != std::path::Path::new("-"));
-    let inputs = match expand_inputs(&args.files) {
+    let Some(spooled) = spool(&args.files) else {
+        return 2;
+    };
+    let inputs = match expand_inputs(spooled.paths()) {
         Ok(inputs) => inputs,
         Err(e) => {
             eprintln!("rtrace: {e}");

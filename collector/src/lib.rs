@@ -44,6 +44,7 @@ pub mod pcsamp;
 pub mod progress;
 pub mod record;
 pub mod sass;
+pub mod spool;
 pub mod stream;
 pub mod summary;
 
