@@ -26,7 +26,10 @@
 # Variables: OUT; RTRACE_GPU_BUDGET_S (default 390: steps that would start
 # later are skipped and counted as failed); RTRACE_GPU_DEBUG (default 1:
 # RTRACE_DEBUG=1 in traced runs, its stderr kept in all.tgz); CUDA_HOME
-# (default /usr/local/cuda-13.0); LIBCUDA (default: found).
+# (default /usr/local/cuda-13.0); LIBCUDA (default: found); RTRACE_GPU_STEPS (default
+# all: the steps to run, of build programs profiler activity shared peer nvtx memsync pcsamp
+# record; the environment is always checked); RTRACE_OLD (an rtrace of the build before, for
+# memsync's byte-for-byte comparison; without it that check is skipped and said).
 
 set -u
 cd "$(dirname "$0")/../.." || exit 2
@@ -39,6 +42,7 @@ WORK=$(mktemp -d /tmp/rtrace-gpu.XXXXXX) || exit 2
 BIN=$WORK/bin
 mkdir -p "$BIN"
 BUDGET=${RTRACE_GPU_BUDGET_S:-390}
+STEPS=${RTRACE_GPU_STEPS:-all}
 GPU_DEBUG=${RTRACE_GPU_DEBUG:-1}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda-13.0}
 LIBRTRACE=$ROOT/target/release/librtrace.so
@@ -71,6 +75,8 @@ check() {
     if "$@"; then pass "$name" "$detail"; else fail "$name" "$detail"; fi
 }
 time_left() { echo $((BUDGET - SECONDS)); }
+# want STEP: whether RTRACE_GPU_STEPS asks for STEP.
+want() { [ "$STEPS" = all ] || [[ " $STEPS " == *" $1 "* ]]; }
 # bounded N CMD...: CMD under a timeout of N seconds, or less if the budget is nearly spent.
 bounded() {
     local n=$1 left
@@ -603,6 +609,32 @@ step_nvtx() {
     cp "$WORK"/rtrace-nvtx-*.bin "$OUT/" 2>/dev/null
 }
 
+# Allocations, frees and synchronizations (RTRACE_GPU_ACTIVITY=all) of a PyTorch loop
+# (tests/gpu/memsync_step.py): rtrace report's Memory and Synchronization sections against the
+# same computed from the raw records, against the intercepted calls and the program, and (with
+# RTRACE_OLD) byte for byte against the build before; the trace read from standard input.
+step_memsync() {
+    section "Memory and synchronization: a PyTorch loop with RTRACE_GPU_ACTIVITY=all"
+    local want line old=()
+    want=$(bounded 120 python3 tests/gpu/memsync_step.py 20 2>"$WORK/memsync-untraced.err" | tail -n 1)
+    line=$(bounded 120 env RTRACE_GPU_ACTIVITY=all RTRACE_OUTPUT="$WORK/rtrace-memsync-%p.bin" \
+        LD_PRELOAD="$LIBRTRACE" python3 tests/gpu/memsync_step.py 20 2>"$WORK/memsync.err" | tail -n 1)
+    check memsync.same-output "traced: '$line', untraced: '$want'" test -n "$want" -a "$line" = "$want"
+    local trace
+    trace=$(ls -S "$WORK"/rtrace-memsync-*.bin 2>/dev/null | head -n 1)
+    if [ -z "$trace" ]; then
+        fail memsync.trace "no trace written"
+        return
+    fi
+    if [ -n "${RTRACE_OLD:-}" ] && [ -x "$RTRACE_OLD" ]; then
+        old=(--old "$RTRACE_OLD")
+    else
+        log "RTRACE_OLD not given: no comparison with the build before"
+    fi
+    checks_from "$(bounded 120 python3 tests/gpu/memsync_check.py "$RTRACE" "$trace" --line "$line" "${old[@]}" 2>&1)"
+    "$RTRACE" report "$trace" 2>/dev/null | sed -n '/^Memory:/,$p' | head -n 16
+}
+
 # PC sampling (tests/gpu/pcsamp_check.sh): kernels with known problems sampled by rtrace and
 # by Nsight Compute, same ranking of stall reasons, same hottest instructions and lines; the
 # cost of sampling. Its own archive goes into the work directory.
@@ -618,27 +650,35 @@ step_pcsamp() {
 main() {
     log "rtrace GPU proof: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
     step_environment
-    step_coverage
-    step_build
-
-    if [ -x "$BIN/driver_api" ]; then one_program driver_api 60 "$BIN/driver_api"; else fail driver_api "not built"; fi
-    if [ -x "$BIN/vector_add" ]; then one_program vector_add_shared 60 "$BIN/vector_add"; else fail vector_add_shared "not built"; fi
-    if [ -x "$BIN/vector_add_static" ]; then
-        one_program vector_add_static 60 "$BIN/vector_add_static"
-    else
-        fail vector_add_static "not built"
+    log "steps: $STEPS"
+    if want build; then
+        step_coverage
+        step_build
     fi
-    one_program pytorch 150 python3 tests/gpu/pytorch_step.py
-    step_profiler
-    step_activity
-    step_shared
-    step_peer
-    step_nvtx
-    step_pcsamp
-    if [ -x "$BIN/vector_add" ]; then
-        step_record vector_add_shared 60 "$BIN/vector_add"
-    else
-        fail vector_add_shared.record "not built"
+
+    if want programs; then
+        if [ -x "$BIN/driver_api" ]; then one_program driver_api 60 "$BIN/driver_api"; else fail driver_api "not built"; fi
+        if [ -x "$BIN/vector_add" ]; then one_program vector_add_shared 60 "$BIN/vector_add"; else fail vector_add_shared "not built"; fi
+        if [ -x "$BIN/vector_add_static" ]; then
+            one_program vector_add_static 60 "$BIN/vector_add_static"
+        else
+            fail vector_add_static "not built"
+        fi
+        one_program pytorch 150 python3 tests/gpu/pytorch_step.py
+    fi
+    want profiler && step_profiler
+    want activity && step_activity
+    want shared && step_shared
+    want peer && step_peer
+    want nvtx && step_nvtx
+    want memsync && step_memsync
+    want pcsamp && step_pcsamp
+    if want record; then
+        if [ -x "$BIN/vector_add" ]; then
+            step_record vector_add_shared 60 "$BIN/vector_add"
+        else
+            fail vector_add_shared.record "not built"
+        fi
     fi
 
     section "report of driver_api (rtrace alone)"
