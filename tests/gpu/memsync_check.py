@@ -8,7 +8,7 @@
   kind of synchronization the count, total, mean and longest wait, a sync linked to a
   cuStreamQuery/cuEventQuery call being a query;
 - the other source in the same trace: CUPTI's context-synchronize records against the
-  cuCtxSynchronize calls rtrace intercepted, CUPTI's device allocations and frees against the
+  cuCtxSynchronize[_v2] calls rtrace intercepted, CUPTI's device allocations and frees against the
   cuMemAlloc/cuMemFree calls;
 - the program: at least as many context synchronizes as torch.cuda.synchronize() calls, a
   device peak at least torch.cuda.max_memory_reserved();
@@ -137,10 +137,11 @@ def main():
            f"{len(syncs)} sync records; rtrace {[(r['type'], r['count'], r['total_wait_ns']) for r in got_sync]}, "
            f"here {[(r['type'], r['count'], r['total_wait_ns']) for r in want_sync]}")
     ok_calls = [name for name, res, *_ in api if res == 0]
-    ctx_calls = sum(1 for n in ok_calls if n == "cuCtxSynchronize")
+    # cudart 13 calls cuCtxSynchronize_v2.
+    ctx_calls = sum(1 for n in ok_calls if n in ("cuCtxSynchronize", "cuCtxSynchronize_v2"))
     ctx = next((r["count"] for r in got_sync if r["type"] == "context synchronize"), 0)
     result(ctx == ctx_calls and ctx >= program_syncs, "context-syncs",
-           f"CUPTI's context synchronizes {ctx}, cuCtxSynchronize calls {ctx_calls}, "
+           f"CUPTI's context synchronizes {ctx}, cuCtxSynchronize[_v2] calls {ctx_calls}, "
            f"torch.cuda.synchronize() calls {program_syncs}")
     dev = next((r for r in got_mem if r["kind"] == "device"), None)
     allocs = sum(1 for n in ok_calls if n in ("cuMemAlloc_v2", "cuMemAlloc"))

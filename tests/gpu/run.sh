@@ -633,6 +633,7 @@ step_memsync() {
     fi
     checks_from "$(bounded 120 python3 tests/gpu/memsync_check.py "$RTRACE" "$trace" --line "$line" "${old[@]}" 2>&1)"
     "$RTRACE" report "$trace" 2>/dev/null | sed -n '/^Memory:/,$p' | head -n 16
+    "$RTRACE" report --format json "$trace" >"$OUT/memsync.json" 2>/dev/null
 }
 
 # PC sampling (tests/gpu/pcsamp_check.sh): kernels with known problems sampled by rtrace and

@@ -1,14 +1,20 @@
 //! AFL++ target: bytes → `Trace::read` → every report format and section →
-//! both exports. A panic, an abort or an allocation over [`LIMIT`] is a
-//! finding.
+//! both exports; then the same bytes as a file → the streamed report
+//! (`stream::report_inputs`, which seeks back to chunks) in every format and
+//! section → both streamed exports (`export_filtered`), as `rtrace report` and
+//! `rtrace export` read files. A panic, an abort or an allocation over
+//! [`LIMIT`] is a finding.
 //!
 //! The first input byte chooses a mode: with bit 0 set, the rest has its
 //! file-header and chunk checksums recomputed before it is read, so that
 //! mutations get past the CRCs into the payload decoders, the summaries and
 //! the exports; otherwise the rest is read as it is (the reader's own
-//! framing, length and checksum checks).
+//! framing, length and checksum checks). With bit 1 set, the streamed report
+//! and export also filter (a time window, a device, streams, a kernel regex).
 
-use rtrace_collector::export::{export_traces, ExportFormat};
+use rtrace_collector::export::{export_filtered, export_traces, ExportFormat};
+use rtrace_collector::filter::Filter;
+use rtrace_collector::output::render_sections;
 use rtrace_collector::{render_report, render_report_section, Format, Section, Trace};
 use rtrace_format::{crc32, ChunkHeader, CHUNK_HEADER_LEN, MAGIC};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -92,6 +98,7 @@ fn run(data: &[u8]) {
     } else {
         rest.to_vec()
     };
+    streamed(&bytes, mode & 2 == 2);
     let Ok(trace) = Trace::read(Path::new("fuzz.bin"), &bytes[..]) else {
         return;
     };
@@ -100,21 +107,65 @@ fn run(data: &[u8]) {
     for format in [Format::Table, Format::Json] {
         n += render_report(&traces, format).len();
     }
-    for section in [
-        Section::Api,
-        Section::Kernels,
-        Section::Memcpy,
-        Section::Memset,
-        Section::Utilisation,
-        Section::Latency,
-        Section::Memory,
-        Section::Sync,
-    ] {
+    for section in SECTIONS {
         n += render_report_section(&traces, Format::Csv, section).len();
     }
     for format in [ExportFormat::Perfetto, ExportFormat::Chrome] {
         let (_, stats) = export_traces(&traces, format, std::io::sink()).unwrap();
         n += stats.bytes as usize;
+    }
+    std::hint::black_box(n);
+}
+
+const SECTIONS: [Section; 9] = [
+    Section::Api,
+    Section::Kernels,
+    Section::Memcpy,
+    Section::Memset,
+    Section::Utilisation,
+    Section::Shared,
+    Section::Latency,
+    Section::Memory,
+    Section::Sync,
+];
+
+/// `bytes` written to a file, read as `rtrace report` and `rtrace export` read
+/// files (streamed, with re-reads by offset), with `filtered`'s filter or none.
+fn streamed(bytes: &[u8], filtered: bool) {
+    let dir = std::env::temp_dir().join(format!("rtrace-fuzz-{}", std::process::id()));
+    if std::fs::create_dir_all(&dir).is_err() {
+        return;
+    }
+    let path = dir.join("in.bin");
+    if std::fs::write(&path, bytes).is_err() {
+        return;
+    }
+    let filter = if filtered {
+        Filter {
+            from_ns: Some(1_000),
+            to_ns: Some(50_000_000),
+            devices: vec![0],
+            streams: vec![7, 13],
+            kernel: rtrace_collector::filter::parse_regex("a|_Z").ok(),
+            ..Default::default()
+        }
+    } else {
+        Filter::default()
+    };
+    let files = [path];
+    let mut n = 0;
+    if let Ok((loaded, sections)) = rtrace_collector::stream::report_inputs(&files, &filter) {
+        for format in [Format::Table, Format::Json] {
+            n += render_sections(&loaded.traces, &sections, format, Section::Api).len();
+        }
+        for section in SECTIONS {
+            n += render_sections(&loaded.traces, &sections, Format::Csv, section).len();
+        }
+    }
+    for format in [ExportFormat::Perfetto, ExportFormat::Chrome] {
+        if let Ok(outcome) = export_filtered(&files, format, Some(&dir.join("out")), &filter) {
+            n += outcome.stats.bytes as usize;
+        }
     }
     std::hint::black_box(n);
 }
