@@ -49,6 +49,21 @@ pub enum Section {
     Sync,
 }
 
+impl Section {
+    /// Every section, in the order the table report prints them.
+    pub const ALL: [Section; 9] = [
+        Section::Api,
+        Section::Kernels,
+        Section::Memcpy,
+        Section::Memset,
+        Section::Utilisation,
+        Section::Shared,
+        Section::Latency,
+        Section::Memory,
+        Section::Sync,
+    ];
+}
+
 /// The whole report over `traces` in `format`, ending with a newline; CSV
 /// gives the API summary.
 pub use table::{set_width as set_table_width, WIDTH as TABLE_WIDTH};

@@ -721,7 +721,7 @@ fn project_rec(p: &mut crate::nvtx::Projector, links: &LinkTable, rec: &Rec) {
 }
 
 /// A failure to read as the stream error it is.
-fn read_error(path: &Path, e: Failure) -> StreamError {
+pub(crate) fn read_error(path: &Path, e: Failure) -> StreamError {
     match e {
         Failure::Read(e) => e,
         Failure::Write(e) => StreamError::Changed {

@@ -1022,13 +1022,8 @@ fn memory_pass(inputs: &[Input]) -> Result<Vec<crate::gpu_summary::MemorySummary
         }
         Ok(())
     })
-    .map_err(|e| match e {
-        crate::export::merge::Failure::Read(e) => e,
-        crate::export::merge::Failure::Write(e) => StreamError::Changed {
-            path: PathBuf::new(),
-            why: e.to_string(),
-        },
-    })?;
+    // The fold writes nothing: a failure is a read's.
+    .map_err(|e| crate::export::merge::read_error(Path::new(""), e))?;
     Ok(fold.rows())
 }
 

@@ -324,20 +324,9 @@ fn check(files: &[PathBuf], filter: &Filter, id_range: u64) {
     let (streamed, sections) = report_inputs_with(files, filter, id_range).unwrap();
     let mut whole = crate::model::load_inputs(files).unwrap();
     crate::filter::apply_all(filter, &mut whole.traces).unwrap();
-    let sections_list = [
-        Section::Api,
-        Section::Kernels,
-        Section::Memcpy,
-        Section::Memset,
-        Section::Utilisation,
-        Section::Shared,
-        Section::Latency,
-        Section::Memory,
-        Section::Sync,
-    ];
     for (format, section) in [(Format::Table, Section::Api), (Format::Json, Section::Api)]
         .into_iter()
-        .chain(sections_list.map(|s| (Format::Csv, s)))
+        .chain(Section::ALL.map(|s| (Format::Csv, s)))
     {
         let a = render_sections(&streamed.traces, &sections, format, section);
         let b = render_report_section(&whole.traces, format, section);
