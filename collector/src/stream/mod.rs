@@ -31,6 +31,7 @@
 
 pub mod dist;
 pub mod fold;
+mod join;
 pub mod latency;
 pub mod union;
 
@@ -805,21 +806,6 @@ fn select_streamed(
     Ok(())
 }
 
-/// A slot of the latency join's table: the API record with one correlation id.
-#[derive(Clone, Copy)]
-struct Slot {
-    start: u64,
-    function: u32,
-    /// Rank of its chunk in (thread, file) order; `u32::MAX`: no record.
-    rank: u32,
-}
-
-const EMPTY: Slot = Slot {
-    start: 0,
-    function: 0,
-    rank: u32::MAX,
-};
-
 /// What the join of [`gpu_pass`] adds its matches to.
 struct Join<'a> {
     top: &'a mut latency::Top,
@@ -855,39 +841,37 @@ fn gpu_pass(
     let mut file = Rereader::open(&input.path)?;
     let id_lo = api.iter().map(|c| c.min_id).min().unwrap_or(u64::MAX);
     let id_hi = api.iter().map(|c| c.max_id).max().unwrap_or(0);
-    let mut table: Vec<Slot> = Vec::new();
+    let span = id_hi.saturating_sub(id_lo).saturating_add(1);
+    let mut table = join::IdTable::new(span.min(id_range.max(1)) as usize);
     // The id ranges joined, ascending.
     let mut joined: Vec<(u64, u64)> = Vec::new();
-    let mut lo = id_lo;
-    while lo <= id_hi {
-        let hi = lo.saturating_add(id_range.max(1) - 1).min(id_hi);
-        if !api.iter().any(|c| c.reaches(lo, hi)) {
-            // Jump to the next id an API chunk holds.
-            match api.iter().filter(|c| c.min_id > hi).map(|c| c.min_id).min() {
-                Some(next) => {
-                    lo = next;
-                    continue;
-                }
-                None => break,
+    // Each window starts at the least id an API record has that no window held yet.
+    let mut next = (id_lo <= id_hi).then_some(id_lo);
+    while let Some(lo) = next.take() {
+        table.window(lo);
+        let hi = table.hi();
+        for c in &api {
+            if c.min_id > hi {
+                next = Some(next.map_or(c.min_id, |n| n.min(c.min_id)));
+                continue;
             }
-        }
-        table.clear();
-        table.resize((hi - lo + 1) as usize, EMPTY);
-        for c in api.iter().filter(|c| c.reaches(lo, hi)) {
+            if !c.reaches(lo, hi) {
+                continue;
+            }
             let rank = ranks.get(&c.offset).copied().unwrap_or(0);
             let chunk = file.chunk(c.offset)?;
             if let Records::Api(v) = decode(c, &chunk, &input.path)? {
                 for r in v.into_iter().filter_map(|r| input.keep.api(r)) {
-                    if r.correlation >= lo && r.correlation <= hi {
-                        let s = &mut table[(r.correlation - lo) as usize];
-                        if s.rank == u32::MAX || rank >= s.rank {
-                            *s = Slot {
-                                start: r.start_ns,
-                                function: r.function,
-                                rank,
-                            };
-                        }
+                    let id = r.correlation;
+                    if id > hi {
+                        next = Some(next.map_or(id, |n| n.min(id)));
                     }
+                    let slot = join::Slot {
+                        start: r.start_ns,
+                        function: r.function,
+                        rank,
+                    };
+                    table.note(id, slot);
                 }
             }
         }
@@ -906,12 +890,9 @@ fn gpu_pass(
                     if first_visit {
                         devices.add(dev, stream, start, end);
                     }
-                    if let Some(id) = id.filter(|&id| id >= lo && id <= hi) {
-                        let s = table[(id - lo) as usize];
-                        if s.rank != u32::MAX {
-                            join.top
-                                .matched(join.ti, work, i, id, start, s.start, s.function);
-                        }
+                    if let Some((id, s)) = id.and_then(|id| Some((id, table.get(id)?))) {
+                        join.top
+                            .matched(join.ti, work, i, id, start, s.start, s.function);
                     }
                 },
             );
@@ -921,20 +902,16 @@ fn gpu_pass(
         }
         for c in sync.iter().filter(|c| c.reaches(lo, hi)) {
             sync_records(&mut file, input, c, join, |id| {
-                (id >= lo && id <= hi).then(|| table[(id - lo) as usize])
+                table.holds(id).then(|| table.get(id))
             })?;
         }
         joined.push((lo, hi));
-        if hi == id_hi || hi == u64::MAX {
-            break;
-        }
-        lo = hi + 1;
     }
     drop(table);
     // Synchronizations whose ids no range joined: linked to no call the trace holds.
     for c in sync.iter().filter(|c| !covers(&joined, c.min_id, c.max_id)) {
         sync_records(&mut file, input, c, join, |id| {
-            (!covers(&joined, id, id)).then_some(EMPTY)
+            (!covers(&joined, id, id)).then_some(None)
         })?;
     }
     // Chunks no id range reached: utilisation only.
@@ -963,20 +940,20 @@ fn covers(ranges: &[(u64, u64)], lo: u64, hi: u64) -> bool {
             if b >= hi {
                 return true;
             }
-            need = b + 1;
+            need = b.saturating_add(1);
         }
     }
     false
 }
 
 /// Folds the linked synchronizations of sync chunk `c` whose call `slot(id)` says (`None`: not
-/// this time; a slot without a record: linked to no call the trace holds).
+/// this time; `Some(None)`: linked to no call the trace holds).
 fn sync_records(
     file: &mut Rereader,
     input: &Input,
     c: &ChunkRef,
     join: &mut Join,
-    slot: impl Fn(u64) -> Option<Slot>,
+    slot: impl Fn(u64) -> Option<Option<join::Slot>>,
 ) -> Result<(), StreamError> {
     let chunk = file.chunk(c.offset)?;
     if let Records::Syncs(v) = decode(c, &chunk, &input.path)? {
@@ -985,9 +962,7 @@ fn sync_records(
                 continue;
             }
             if let Some(s) = slot(y.correlation) {
-                let function = (s.rank != u32::MAX)
-                    .then(|| join.trace.functions.get(&s.function))
-                    .flatten();
+                let function = s.and_then(|s| join.trace.functions.get(&s.function));
                 let kind = crate::gpu_summary::sync_kind(y.kind, function.map(String::as_str));
                 join.syncs.add(kind, &y);
             }

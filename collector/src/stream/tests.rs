@@ -1,6 +1,6 @@
 //! The streamed report agrees with the in-memory one, byte for byte, on traces built to be
 //! awkward: many distinct durations (selection passes), GPU chunks out of time order, ids
-//! over several lookup ranges, a repeated id, synchronizations linked to calls (or to none),
+//! over several lookup ranges, a repeated id, stray ids near 2^62 and 2^64, synchronizations linked to calls (or to none),
 //! allocations and frees of two processes at equal times, NVTX ranges (nested, crossing
 //! threads) and external ids projected onto GPU work, two files.
 
@@ -130,8 +130,15 @@ fn awkward(pid: u32, seed: u64, truncate: bool) -> Vec<u8> {
         } else {
             500 + rnd(100_000)
         };
-        // Id 7 appears twice (on another thread, later): the later one wins.
-        let correlation = if id == 2_000 { 7 } else { id };
+        // Id 7 appears twice (on another thread, later): the later one wins. The last two
+        // calls have stray ids far above the others (as damaged records may), with their GPU
+        // work: the join jumps to them instead of walking the ids between.
+        let correlation = match id {
+            2_000 => 7,
+            3_998 => 1 << 62,
+            3_999 => u64::MAX,
+            _ => id,
+        };
         let r = ApiRecord {
             function,
             result: u32::from(rnd(50) == 0),
