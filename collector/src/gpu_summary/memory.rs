@@ -149,7 +149,6 @@ pub fn sync_kind(kind: SyncKind, function: Option<&str>) -> &'static str {
 pub fn sync_summary(traces: &[Trace]) -> Vec<SyncSummary> {
     let mut fold = SyncFold::default();
     for trace in traces {
-        let linked = |flags: u8| u32::from(flags) & FLAG_CORRELATED != 0;
         let api = trace.api_records_for(
             trace
                 .syncs

@@ -122,6 +122,12 @@ fn duration(start_ns: u64, end_ns: u64) -> u64 {
     end_ns.saturating_sub(start_ns)
 }
 
+/// Whether a record with these flags (a stream's, module's, allocation's or
+/// synchronization's) is linked to the API call with its correlation id.
+pub(crate) fn linked(flags: u8) -> bool {
+    u32::from(flags) & FLAG_CORRELATED != 0
+}
+
 mod memory;
 mod resources;
 mod timeline;

@@ -130,7 +130,6 @@ pub fn resources(traces: &[Trace]) -> Resources {
     let mut r = Resources::default();
     for t in traces {
         let pid = t.header.pid;
-        let linked = |flags: u8| u32::from(flags) & FLAG_CORRELATED != 0;
         let api = t.api_records_for(
             t.streams
                 .iter()

@@ -9,8 +9,9 @@
 //! - utilisation: each device's and stream's records are merged into the union of their
 //!   intervals in any order; an interval is settled once no chunk still to read starts
 //!   before its end ([`union`]);
-//! - launch latency: API records are looked up by correlation id in a table of a fixed range
-//!   of ids at a time (`ID_RANGE`), filled from the API chunks whose ids reach into it, while
+//! - launch latency: API records are looked up by correlation id in a table of a window of
+//!   ids at a time (`ID_RANGE` ids, each window starting at the least id a call has that no
+//!   window held yet: `join.rs`), filled from the API chunks whose ids reach into it, while
 //!   the GPU chunks whose ids do are matched against it ([`latency`]);
 //! - synchronizations: each is folded into its kind's row once the same join has found the
 //!   call it is linked to (a `cuStreamQuery` or `cuEventQuery` makes it a query);
@@ -36,8 +37,8 @@ pub mod latency;
 pub mod union;
 
 use crate::filter::Filter;
+use crate::gpu_summary::{linked, MemoryFold, SyncFold};
 use crate::gpu_summary::{Latencies, Utilisation, LATENCY_ROWS};
-use crate::gpu_summary::{MemoryFold, SyncFold};
 use crate::model::{LoadError, Loaded, RecordSink, ThreadTrace, Trace};
 use crate::occupancy::OccupancyRows;
 use crate::summary::FunctionSummary;
@@ -410,11 +411,6 @@ impl RecordSink for FirstPass<'_> {
             self.index.push(c);
         }
     }
-}
-
-/// Whether a record with these flags is linked to a call (`FLAG_CORRELATED`).
-fn linked(flags: u8) -> bool {
-    u32::from(flags) & FLAG_CORRELATED != 0
 }
 
 impl FirstPass<'_> {
