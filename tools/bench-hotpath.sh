@@ -12,7 +12,9 @@
 # Usage: tools/bench-hotpath.sh [PAIRS] [CALLS] [ROUNDS]
 # Environment: BENCH_DRIVER=system runs against the machine's real libcuda.so.1 instead of
 # the simulated driver; NO_BUILD=1 uses the target/release artifacts as they are (on the GPU
-# machine, which has no Rust) with the headers in $CUDA_INCLUDE.
+# machine, which has no Rust) with the headers in $CUDA_INCLUDE. OLD_LIB=path/to/librtrace.so
+# (another build, say the one before a change) adds its traced, disabled and NVTX modes to the
+# same alternation, so the two builds are compared side by side in one run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PAIRS=${1:-9}
@@ -52,10 +54,15 @@ run() { # mode -> ns-per-call lines
     # NVTX push/pop pairs: without a tool (NVTX's no-op), and recorded by rtrace.
     nvtx-untraced) "$work/hotpath" "$CALLS" "$ROUNDS" nvtx ;;
     nvtx-traced) RTRACE_BUFFER_RECORDS=$buffer RTRACE_OUTPUT="$work/n-%p.bin" LD_PRELOAD=$lib "$work/hotpath" "$CALLS" "$ROUNDS" nvtx ;;
+    traced-old) RTRACE_BUFFER_RECORDS=$buffer RTRACE_OUTPUT="$work/o-%p.bin" LD_PRELOAD=$OLD_LIB "$work/hotpath" "$CALLS" "$ROUNDS" ;;
+    disabled-old) RTRACE_DISABLE=1 LD_PRELOAD=$OLD_LIB "$work/hotpath" "$CALLS" "$ROUNDS" ;;
+    nvtx-traced-old) RTRACE_BUFFER_RECORDS=$buffer RTRACE_OUTPUT="$work/q-%p.bin" LD_PRELOAD=$OLD_LIB "$work/hotpath" "$CALLS" "$ROUNDS" nvtx ;;
     esac | awk '{print $4}'
 }
+modes=(untraced traced traced-monotonic disabled paused nvtx-untraced nvtx-traced)
+[ -z "${OLD_LIB:-}" ] || modes+=(traced-old disabled-old nvtx-traced-old)
 for ((i = 0; i < PAIRS; i++)); do
-    for m in untraced traced traced-monotonic disabled paused nvtx-untraced nvtx-traced; do run $m >>"$work/$m.txt"; done
+    for m in "${modes[@]}"; do run "$m" >>"$work/$m.txt"; done
 done
 median() { sort -g "$1" | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 u=$(median "$work/untraced.txt")
@@ -79,7 +86,15 @@ nt=$(median "$work/nvtx-traced.txt")
 printf '%-17s %22s %18s\n' "NVTX push+pop" "ns/pair (median of $n)" "added vs no tool"
 row nvtx-untraced "$nu" "-"
 row nvtx-traced "$nt" "$(awk -v a="$nt" -v b="$nu" 'BEGIN{printf "%.2f", a-b}')"
-target/release/rtrace report --format json "$work"/t-*.bin "$work"/m-*.bin | python3 -c '
+if [ -n "${OLD_LIB:-}" ]; then
+    # min / median / max of each build's rounds, so a difference can be read against the spread.
+    spread() { sort -g "$1" | awk '{a[NR]=$1} END {printf "%.2f / %.2f / %.2f", a[1], (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2, a[NR]}'; }
+    echo "this build against OLD_LIB=$OLD_LIB, ns per call or pair, min / median / max of $n rounds:"
+    for m in traced disabled nvtx-traced; do
+        printf '%-17s this %-26s old %s\n' "$m" "$(spread "$work/$m.txt")" "$(spread "$work/$m-old.txt")"
+    done
+fi
+target/release/rtrace report --format json "$work"/[tmo]-*.bin | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 recs = sum(p.get("api_records", 0) for p in d["processes"])
