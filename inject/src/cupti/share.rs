@@ -191,7 +191,7 @@ pub(super) fn dropped(n: *mut usize) -> i32 {
 }
 
 /// `cuptiActivityFlushAll` of the program: CUPTI's flush (which hands every finished buffer to
-/// [`complete`]), then the program's open buffer.
+/// `buffers::complete`), then the program's open buffer.
 pub(super) fn flush_all(api: &Api, flag: u32) -> i32 {
     // SAFETY: plain CUPTI call.
     let rc = unsafe { (api.flush_all)(flag) };
@@ -228,7 +228,7 @@ pub(super) fn register_timestamp(api: &Api, f: TimestampFn) -> i32 {
 }
 
 /// Reads the program's clock and rtrace's together (each drain, and when the program's clock
-/// is set), for [`map_time`].
+/// is set), for [`with_map`].
 pub(super) fn read_clocks() {
     let f = client().program_clock.load(Ordering::Acquire);
     if f == 0 {
