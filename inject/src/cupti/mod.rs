@@ -22,7 +22,6 @@
 //! - At exit, an `atexit` handler registered when CUPTI was enabled flushes CUPTI and converts
 //!   everything while CUPTI is still alive (its destructor runs before rtrace's).
 //! - Any failure leaves API tracing on and writes a notice saying why GPU activity is off.
-
 //!
 //! CUPTI's state is one value, `state::CUPTI`. The rooms, from the bottom: `api.rs` (the
 //! library and its entry points), `state.rs` (the value), `records.rs` (activity records →
