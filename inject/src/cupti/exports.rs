@@ -3,7 +3,18 @@
 //! activity is on, these serve the program as CUPTI's second client; otherwise they are
 //! CUPTI's own functions.
 
-use super::*;
+#[cfg_attr(test, allow(unused_imports))]
+use super::api::{
+    Api, CallbackFn, CompleteFn, DroppedFn, EnableCallbackFn, EnableDomainFn, EnableFn, FlushFn,
+    RegisterFn, RegisterTimestampFn, RequestFn, SubscribeFn, TimestampFn, UnsubscribeFn,
+};
+use super::layout;
+use super::share;
+use super::state::CUPTI;
+use crate::hook::internal;
+use crate::interpose;
+use std::ffi::{c_void, CStr};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 #[cfg_attr(test, allow(dead_code))]
 type SubscribeV2Fn =
@@ -25,7 +36,7 @@ const NOT_INITIALIZED: i32 = layout::CUPTI_ERROR_NOT_INITIALIZED as i32;
 /// own function `name` (resolved once into `slot`). errno is kept; a panic is CUPTI_ERROR_UNKNOWN.
 #[cfg_attr(test, allow(dead_code))]
 fn serve(
-    slot: &std::sync::atomic::AtomicUsize,
+    slot: &AtomicUsize,
     name: &CStr,
     take: bool,
     shared: impl FnOnce(&Api) -> i32,
@@ -37,9 +48,9 @@ fn serve(
     let served = crate::hook::with_errno_saved(|| {
         internal(|| {
             if take {
-                share::take_early();
+                super::take_early();
             }
-            match (share::sharing(), API.get()) {
+            match (share::sharing(), CUPTI.api.get()) {
                 (true, Some(api)) => Some(shared(api)),
                 _ => None,
             }
@@ -67,9 +78,9 @@ pub unsafe extern "C" fn cuptiActivityRegisterCallbacks(
     request: RequestFn,
     complete: CompleteFn,
 ) -> i32 {
-    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let own = &CUPTI.own.register_callbacks;
     serve(
-        &REAL,
+        own,
         c"cuptiActivityRegisterCallbacks",
         true,
         |_| share::register_callbacks(request as usize, complete as usize),
@@ -87,9 +98,9 @@ pub unsafe extern "C" fn cuptiActivityRegisterCallbacks(
 #[cfg(not(test))]
 #[no_mangle]
 pub unsafe extern "C" fn cuptiActivityRegisterTimestampCallback(f: TimestampFn) -> i32 {
-    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let own = &CUPTI.own.register_timestamp;
     serve(
-        &REAL,
+        own,
         c"cuptiActivityRegisterTimestampCallback",
         true,
         |api| share::register_timestamp(api, f),
@@ -105,9 +116,9 @@ pub unsafe extern "C" fn cuptiActivityRegisterTimestampCallback(f: TimestampFn) 
 #[cfg(not(test))]
 #[no_mangle]
 pub unsafe extern "C" fn cuptiActivityEnable(kind: i32) -> i32 {
-    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let own = &CUPTI.own.enable;
     serve(
-        &REAL,
+        own,
         c"cuptiActivityEnable",
         true,
         |api| share::enable_kind(api, kind),
@@ -121,9 +132,9 @@ pub unsafe extern "C" fn cuptiActivityEnable(kind: i32) -> i32 {
 #[cfg(not(test))]
 #[no_mangle]
 pub unsafe extern "C" fn cuptiActivityDisable(kind: i32) -> i32 {
-    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let own = &CUPTI.own.disable;
     serve(
-        &REAL,
+        own,
         c"cuptiActivityDisable",
         false,
         |api| share::disable_kind(api, kind),
@@ -137,9 +148,9 @@ pub unsafe extern "C" fn cuptiActivityDisable(kind: i32) -> i32 {
 #[cfg(not(test))]
 #[no_mangle]
 pub unsafe extern "C" fn cuptiActivityFlushAll(flag: u32) -> i32 {
-    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let own = &CUPTI.own.flush_all;
     serve(
-        &REAL,
+        own,
         c"cuptiActivityFlushAll",
         false,
         |api| share::flush_all(api, flag),
@@ -157,9 +168,9 @@ pub unsafe extern "C" fn cuptiActivityGetNumDroppedRecords(
     stream: u32,
     dropped: *mut usize,
 ) -> i32 {
-    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let own = &CUPTI.own.dropped;
     serve(
-        &REAL,
+        own,
         c"cuptiActivityGetNumDroppedRecords",
         false,
         |_| share::dropped(dropped),
@@ -179,9 +190,9 @@ pub unsafe extern "C" fn cuptiSubscribe(
     callback: CallbackFn,
     userdata: *mut c_void,
 ) -> i32 {
-    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let own = &CUPTI.own.subscribe;
     serve(
-        &REAL,
+        own,
         c"cuptiSubscribe",
         true,
         |_| share::subscribe(subscriber, callback as usize, userdata as usize),
@@ -204,9 +215,9 @@ pub unsafe extern "C" fn cuptiSubscribe_v2(
     userdata: *mut c_void,
     params: *mut c_void,
 ) -> i32 {
-    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let own = &CUPTI.own.subscribe_v2;
     serve(
-        &REAL,
+        own,
         c"cuptiSubscribe_v2",
         true,
         |_| share::subscribe(subscriber, callback as usize, userdata as usize),
@@ -232,11 +243,11 @@ fn programs(sub: *mut c_void) -> bool {
 #[cfg(not(test))]
 #[no_mangle]
 pub unsafe extern "C" fn cuptiUnsubscribe(sub: *mut c_void) -> i32 {
-    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let own = &CUPTI.own.unsubscribe;
     if programs(sub) {
-        return serve(&REAL, c"cuptiUnsubscribe", false, share::unsubscribe, |_| 0);
+        return serve(own, c"cuptiUnsubscribe", false, share::unsubscribe, |_| 0);
     }
-    let f = next_cupti(&REAL, c"cuptiUnsubscribe");
+    let f = next_cupti(own, c"cuptiUnsubscribe");
     if f == 0 {
         return NOT_INITIALIZED;
     }
@@ -254,17 +265,17 @@ pub unsafe extern "C" fn cuptiEnableCallback(
     domain: u32,
     cbid: u32,
 ) -> i32 {
-    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let own = &CUPTI.own.enable_callback;
     if programs(sub) {
         return serve(
-            &REAL,
+            own,
             c"cuptiEnableCallback",
             false,
             |api| share::enable_callback(api, on, domain, cbid),
             |_| layout::CUPTI_ERROR_INVALID_PARAMETER as i32,
         );
     }
-    let f = next_cupti(&REAL, c"cuptiEnableCallback");
+    let f = next_cupti(own, c"cuptiEnableCallback");
     if f == 0 {
         return NOT_INITIALIZED;
     }
@@ -277,17 +288,17 @@ pub unsafe extern "C" fn cuptiEnableCallback(
 #[cfg(not(test))]
 #[no_mangle]
 pub unsafe extern "C" fn cuptiEnableDomain(on: u32, sub: *mut c_void, domain: u32) -> i32 {
-    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let own = &CUPTI.own.enable_domain;
     if programs(sub) {
         return serve(
-            &REAL,
+            own,
             c"cuptiEnableDomain",
             false,
             |api| share::enable_domain(api, on, domain),
             |_| layout::CUPTI_ERROR_INVALID_PARAMETER as i32,
         );
     }
-    let f = next_cupti(&REAL, c"cuptiEnableDomain");
+    let f = next_cupti(own, c"cuptiEnableDomain");
     if f == 0 {
         return NOT_INITIALIZED;
     }
@@ -300,10 +311,10 @@ pub unsafe extern "C" fn cuptiEnableDomain(on: u32, sub: *mut c_void, domain: u3
 #[cfg(not(test))]
 #[no_mangle]
 pub unsafe extern "C" fn cuptiEnableAllDomains(on: u32, sub: *mut c_void) -> i32 {
-    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let own = &CUPTI.own.enable_all_domains;
     if programs(sub) {
         return serve(
-            &REAL,
+            own,
             c"cuptiEnableAllDomains",
             false,
             |api| {
@@ -319,7 +330,7 @@ pub unsafe extern "C" fn cuptiEnableAllDomains(on: u32, sub: *mut c_void) -> i32
             |_| layout::CUPTI_ERROR_INVALID_PARAMETER as i32,
         );
     }
-    let f = next_cupti(&REAL, c"cuptiEnableAllDomains");
+    let f = next_cupti(own, c"cuptiEnableAllDomains");
     if f == 0 {
         return NOT_INITIALIZED;
     }
@@ -337,11 +348,11 @@ pub unsafe extern "C" fn cuptiGetCallbackState(
     domain: u32,
     cbid: u32,
 ) -> i32 {
-    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let own = &CUPTI.own.callback_state;
     if programs(sub) {
         return share::callback_state(enabled, domain, cbid);
     }
-    let f = next_cupti(&REAL, c"cuptiGetCallbackState");
+    let f = next_cupti(own, c"cuptiGetCallbackState");
     if f == 0 {
         return NOT_INITIALIZED;
     }
@@ -357,9 +368,9 @@ pub unsafe extern "C" fn cuptiGetCallbackState(
 #[cfg(not(test))]
 #[no_mangle]
 pub unsafe extern "C" fn cuptiFinalize() -> i32 {
-    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let own = &CUPTI.own.finalize;
     serve(
-        &REAL,
+        own,
         c"cuptiFinalize",
         false,
         share::finalize,
@@ -372,7 +383,7 @@ pub unsafe extern "C" fn cuptiFinalize() -> i32 {
 /// usually loads it as a dependency of its own, outside the global scope, so `RTLD_NEXT`
 /// alone would miss it), else the next definition after librtrace.so.
 #[cfg_attr(test, allow(dead_code))]
-fn next_cupti(slot: &std::sync::atomic::AtomicUsize, name: &CStr) -> usize {
+fn next_cupti(slot: &AtomicUsize, name: &CStr) -> usize {
     let cached = slot.load(Ordering::Acquire);
     if cached != 0 {
         return cached;

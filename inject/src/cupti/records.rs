@@ -1,7 +1,20 @@
 //! CUPTI activity records → rtrace records: the kernel-name table, the links from CUPTI's
-//! correlation ids to rtrace's, and one conversion per record kind.
+//! correlation ids to rtrace's, and one conversion per record kind, declared once in
+//! [`KINDS`] with the least size of its record and its time fields.
 
-use super::*;
+use super::api::Api;
+use super::clockmap::ClockMap;
+use super::layout;
+use super::state::{Buffer, CUPTI};
+use crate::output::Sink;
+use rtrace_format::{
+    ChunkKind, ContextRecord, CopyKind, FunctionRecord, KernelRecord, MemcpyRecord, MemoryKind,
+    MemoryOperation, MemoryPoolType, MemoryRecord, MemsetRecord, PeerCopyRecord, StreamFlag,
+    StreamRecord, SyncKind, SyncRecord, FLAG_CORRELATED, FLAG_IN_GRAPH,
+};
+use std::collections::HashMap;
+use std::ffi::{c_char, CStr};
+use std::sync::atomic::Ordering;
 
 /// CUPTI correlation id → rtrace correlation id, for the most recent links.
 #[derive(Default)]
@@ -102,24 +115,93 @@ impl GpuBatch {
     }
 }
 
+/// One CUPTI activity kind rtrace converts: CUPTI's kind, the least size of its record, its
+/// time fields (put on rtrace's clock when CUPTI timed it on the program's), its conversion.
+struct Kind {
+    kind: u32,
+    size: usize,
+    times: &'static [usize],
+    convert: fn(&[u8], &mut GpuBatch, &Links),
+}
+
+/// The kinds rtrace converts, each declared once.
+const KINDS: [Kind; 10] = {
+    use layout::*;
+    [
+        Kind {
+            kind: CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+            size: kernel10::SIZE,
+            times: &[kernel10::START, kernel10::END, kernel10::COMPLETED],
+            convert: kernel,
+        },
+        Kind {
+            kind: CUPTI_ACTIVITY_KIND_KERNEL,
+            size: kernel10::SIZE,
+            times: &[kernel10::START, kernel10::END, kernel10::COMPLETED],
+            convert: kernel,
+        },
+        Kind {
+            kind: CUPTI_ACTIVITY_KIND_MEMCPY,
+            size: memcpy6::SIZE,
+            times: &[memcpy6::START, memcpy6::END],
+            convert: memcpy,
+        },
+        Kind {
+            kind: CUPTI_ACTIVITY_KIND_MEMSET,
+            size: memset4::SIZE,
+            times: &[memset4::START, memset4::END],
+            convert: memset,
+        },
+        Kind {
+            kind: CUPTI_ACTIVITY_KIND_MEMORY2,
+            size: memory4::SIZE,
+            times: &[memory4::TIMESTAMP],
+            convert: memory,
+        },
+        Kind {
+            kind: CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+            size: synchronization2::SIZE,
+            times: &[synchronization2::START, synchronization2::END],
+            convert: sync,
+        },
+        Kind {
+            kind: CUPTI_ACTIVITY_KIND_MEMCPY2,
+            size: memcpy_ptop4::SIZE,
+            times: &[memcpy_ptop4::START, memcpy_ptop4::END],
+            convert: peer_copy,
+        },
+        Kind {
+            kind: CUPTI_ACTIVITY_KIND_CONTEXT,
+            size: context3::SIZE,
+            times: &[],
+            convert: |r, batch, _| context(r, batch),
+        },
+        Kind {
+            kind: CUPTI_ACTIVITY_KIND_STREAM,
+            size: stream::SIZE,
+            times: &[],
+            convert: stream,
+        },
+        Kind {
+            kind: CUPTI_ACTIVITY_KIND_FUNCTION,
+            size: function::SIZE,
+            times: &[],
+            convert: |r, batch, _| function(r, batch),
+        },
+    ]
+};
+
+fn kind_of(kind: i32) -> Option<&'static Kind> {
+    KINDS.iter().find(|k| k.kind as i32 == kind)
+}
+
 /// The timestamp fields of a record of `kind`.
 pub(super) fn time_fields(kind: i32) -> &'static [usize] {
-    use layout::*;
-    match kind as u32 {
-        CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL | CUPTI_ACTIVITY_KIND_KERNEL => {
-            &[kernel10::START, kernel10::END, kernel10::COMPLETED]
-        }
-        CUPTI_ACTIVITY_KIND_MEMCPY => &[memcpy6::START, memcpy6::END],
-        CUPTI_ACTIVITY_KIND_MEMSET => &[memset4::START, memset4::END],
-        CUPTI_ACTIVITY_KIND_MEMORY2 => &[memory4::TIMESTAMP],
-        CUPTI_ACTIVITY_KIND_SYNCHRONIZATION => &[synchronization2::START, synchronization2::END],
-        CUPTI_ACTIVITY_KIND_MEMCPY2 => &[memcpy_ptop4::START, memcpy_ptop4::END],
-        _ => &[],
-    }
+    kind_of(kind).map_or(&[], |k| k.times)
 }
 
 /// Puts the times of a record CUPTI timed on the program's clock on rtrace's.
-pub(super) fn retime(kind: i32, rec: &mut [u8], map: &super::clockmap::ClockMap) {
+pub(super) fn retime(kind: i32, rec: &mut [u8], map: &ClockMap) {
     for &at in time_fields(kind) {
         if at + 8 <= rec.len() {
             let t = map.map(u64_at(rec, at));
@@ -135,10 +217,10 @@ pub(super) fn convert(
     buf: &mut Buffer,
     valid: usize,
     sink: &mut Sink,
-    map: Option<&super::clockmap::ClockMap>,
+    map: Option<&ClockMap>,
 ) {
     let base = buf.as_mut_ptr() as *mut u8;
-    let ours = super::share::OUR_KINDS.load(Ordering::Acquire);
+    let ours = CUPTI.share.our_kinds.load(Ordering::Acquire);
     let mut rec: *mut u8 = std::ptr::null_mut();
     let mut copy = [0u8; 256];
     loop {
@@ -159,55 +241,10 @@ pub(super) fn convert(
             retime(kind, &mut copy[..n], map);
             bytes = &copy[..n];
         }
-        let batch = &mut sink.gpu_batch;
-        let links = &sink.links;
-        if kind == layout::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL as i32
-            || kind == layout::CUPTI_ACTIVITY_KIND_KERNEL as i32
-        {
-            if bytes.len() < layout::kernel10::SIZE {
-                continue;
+        if let Some(k) = kind_of(kind) {
+            if bytes.len() >= k.size {
+                (k.convert)(bytes, &mut sink.gpu_batch, &sink.links);
             }
-            kernel(bytes, batch, links);
-        } else if kind == layout::CUPTI_ACTIVITY_KIND_MEMCPY as i32 {
-            if bytes.len() < layout::memcpy6::SIZE {
-                continue;
-            }
-            memcpy(bytes, batch, links);
-        } else if kind == layout::CUPTI_ACTIVITY_KIND_MEMSET as i32 {
-            if bytes.len() < layout::memset4::SIZE {
-                continue;
-            }
-            memset(bytes, batch, links);
-        } else if kind == layout::CUPTI_ACTIVITY_KIND_MEMORY2 as i32 {
-            if bytes.len() < layout::memory4::SIZE {
-                continue;
-            }
-            memory(bytes, batch, links);
-        } else if kind == layout::CUPTI_ACTIVITY_KIND_SYNCHRONIZATION as i32 {
-            if bytes.len() < layout::synchronization2::SIZE {
-                continue;
-            }
-            sync(bytes, batch, links);
-        } else if kind == layout::CUPTI_ACTIVITY_KIND_MEMCPY2 as i32 {
-            if bytes.len() < layout::memcpy_ptop4::SIZE {
-                continue;
-            }
-            peer_copy(bytes, batch, links);
-        } else if kind == layout::CUPTI_ACTIVITY_KIND_CONTEXT as i32 {
-            if bytes.len() < layout::context3::SIZE {
-                continue;
-            }
-            context(bytes, batch);
-        } else if kind == layout::CUPTI_ACTIVITY_KIND_STREAM as i32 {
-            if bytes.len() < layout::stream::SIZE {
-                continue;
-            }
-            stream(bytes, batch, links);
-        } else if kind == layout::CUPTI_ACTIVITY_KIND_FUNCTION as i32 {
-            if bytes.len() < layout::function::SIZE {
-                continue;
-            }
-            function(bytes, batch);
         }
     }
 }

@@ -23,78 +23,28 @@
 // The entry points that use most of this are left out of unit-test builds.
 #![cfg_attr(test, allow(dead_code))]
 
-use super::*;
-use std::sync::atomic::{AtomicBool, AtomicUsize};
+use super::api::{Api, CallbackFn, CompleteFn, RequestFn, TimestampFn};
+use super::clockmap::{self, ClockMap};
+use super::layout;
+use super::records;
+use super::state::{CbidSet, Open, Share, CUPTI, DOMAINS, WORDS};
+use crate::clock;
+use std::ffi::c_void;
+use std::sync::atomic::Ordering;
 
-/// The program's buffer callbacks (0: none).
-static REQUEST: AtomicUsize = AtomicUsize::new(0);
-static COMPLETE: AtomicUsize = AtomicUsize::new(0);
-/// Activity kinds the program has enabled now, has enabled at some time, and those rtrace
-/// enabled (bit = kind).
-pub(super) static PROGRAM_KINDS: AtomicU64 = AtomicU64::new(0);
-static PROGRAM_EVER: AtomicU64 = AtomicU64::new(0);
-/// For each kind, when (on CUPTI's clock) the program last enabled it and last disabled it
-/// (`u64::MAX` while enabled): a record of one of rtrace's kinds, which CUPTI keeps making,
-/// goes to the program only if it started in that window (CUPTI hands over what it made while
-/// a kind was enabled even after the program disables it, as the PyTorch profiler expects).
-#[allow(clippy::declare_interior_mutable_const)]
-const NEVER: AtomicU64 = AtomicU64::new(0);
-static ENABLED_AT: [AtomicU64; 64] = [NEVER; 64];
-static DISABLED_AT: [AtomicU64; 64] = [NEVER; 64];
-pub(super) static OUR_KINDS: AtomicU64 = AtomicU64::new(0);
-/// Records the program lost (no buffer, or one too small): its dropped count.
-static PROGRAM_DROPPED: AtomicU64 = AtomicU64::new(0);
+/// The state of the program's client, in [`CUPTI`].
+fn client() -> &'static Share {
+    &CUPTI.share
+}
 
-/// The program's subscriber: its callback and userdata (0: none).
-static CALLBACK: AtomicUsize = AtomicUsize::new(0);
-static USERDATA: AtomicUsize = AtomicUsize::new(0);
-/// Callback domains (CUPTI has 7) and ids (below 4096 in every domain).
-const DOMAINS: usize = 8;
-const WORDS: usize = 64;
-type CbidSet = [[AtomicU64; WORDS]; DOMAINS];
-#[allow(clippy::declare_interior_mutable_const)]
-const ZERO: AtomicU64 = AtomicU64::new(0);
-#[allow(clippy::declare_interior_mutable_const)]
-const ZERO_DOMAIN: [AtomicU64; WORDS] = [ZERO; WORDS];
-/// Callbacks the program enabled, and those rtrace enabled.
-static PROGRAM_CBIDS: CbidSet = [ZERO_DOMAIN; DOMAINS];
-static OUR_CBIDS: CbidSet = [ZERO_DOMAIN; DOMAINS];
-/// Whether the program enabled any callback (the fast check in [`forward`]).
-static PROGRAM_ANY: AtomicBool = AtomicBool::new(false);
-
-/// The handle the program gets for its subscriber: the address of this static.
-static HANDLE: u8 = 0;
+/// The handle the program gets for its subscriber.
 pub(super) fn handle() -> *mut c_void {
-    &HANDLE as *const u8 as *mut c_void
+    &client().handle as *const u8 as *mut c_void
 }
-
-/// The program's timestamp callback (0: none), and whether CUPTI's records are on it.
-pub(super) static PROGRAM_CLOCK: AtomicUsize = AtomicUsize::new(0);
-pub(super) static ON_PROGRAM_CLOCK: AtomicBool = AtomicBool::new(false);
-/// Pairs of readings of the program's clock and rtrace's.
-static CLOCK_MAP: Mutex<clockmap::ClockMap> = Mutex::new(clockmap::ClockMap::new());
-
-/// The program's buffer being filled: its address, size, bytes used, records, record limit.
-struct Open {
-    buf: usize,
-    size: usize,
-    used: usize,
-    records: usize,
-    max_records: usize,
-}
-static OPEN: Mutex<Option<Open>> = Mutex::new(None);
 
 /// rtrace holds CUPTI in this process, so the program's CUPTI calls are served here.
 pub(super) fn sharing() -> bool {
-    STATE.load(Ordering::Acquire) == ON && in_enabling_process()
-}
-
-/// Takes CUPTI for rtrace now if its GPU activity is asked for and not yet on (the program
-/// called CUPTI before its first `cuInit`), so that the program becomes the second client.
-pub(super) fn take_early() {
-    if lifecycle::config().gpu_activity.any() {
-        ENABLE.call_once(enable);
-    }
+    CUPTI.on_here()
 }
 
 fn bit(kind: i32) -> u64 {
@@ -130,34 +80,36 @@ fn set_domain(s: &CbidSet, domain: u32, on: bool) {
 }
 
 fn refresh_any() {
-    let any = PROGRAM_CBIDS
+    let any = client()
+        .program_cbids
         .iter()
         .flatten()
         .any(|w| w.load(Ordering::Relaxed) != 0);
-    PROGRAM_ANY.store(any, Ordering::Release);
+    client().program_any.store(any, Ordering::Release);
 }
 
 /// rtrace enabled this callback on its subscriber.
 pub(super) fn mark_ours(domain: u32, cbid: u32) {
-    set(&OUR_CBIDS, domain, cbid, true);
+    set(&client().our_cbids, domain, cbid, true);
 }
 
 pub(super) fn ours(domain: u32, cbid: u32) -> bool {
-    has(&OUR_CBIDS, domain, cbid)
+    has(&client().our_cbids, domain, cbid)
 }
 
 /// From rtrace's CUPTI callback: the program's callback, if it enabled this one.
 #[inline]
 pub(super) fn forward(domain: u32, cbid: u32, data: *const u8) {
-    if !PROGRAM_ANY.load(Ordering::Acquire) || !has(&PROGRAM_CBIDS, domain, cbid) {
+    if !client().program_any.load(Ordering::Acquire) || !has(&client().program_cbids, domain, cbid)
+    {
         return;
     }
-    let cb = CALLBACK.load(Ordering::Acquire);
+    let cb = client().callback.load(Ordering::Acquire);
     if cb != 0 {
         // SAFETY: the program's CUpti_CallbackFunc, with CUPTI's own arguments.
         let f = unsafe { std::mem::transmute::<usize, CallbackFn>(cb) };
         f(
-            USERDATA.load(Ordering::Acquire) as *mut c_void,
+            client().userdata.load(Ordering::Acquire) as *mut c_void,
             domain,
             cbid,
             data,
@@ -170,10 +122,10 @@ pub(super) fn register_callbacks(request: usize, complete: usize) -> i32 {
     if request == 0 || complete == 0 {
         return CUPTI_ERROR_INVALID_PARAMETER;
     }
-    let first = REQUEST.swap(request, Ordering::AcqRel) == 0;
-    COMPLETE.store(complete, Ordering::Release);
+    let first = client().request.swap(request, Ordering::AcqRel) == 0;
+    client().complete.store(complete, Ordering::Release);
     if first {
-        notice(
+        CUPTI.notice(
             "GPU activity shared with the program's own CUPTI client (for example the PyTorch \
              profiler): it gets the records it asks for, rtrace keeps its own"
                 .into(),
@@ -184,8 +136,8 @@ pub(super) fn register_callbacks(request: usize, complete: usize) -> i32 {
 
 /// Now on the clock CUPTI times records with.
 fn cupti_now() -> u64 {
-    let f = PROGRAM_CLOCK.load(Ordering::Acquire);
-    if f != 0 && ON_PROGRAM_CLOCK.load(Ordering::Acquire) {
+    let f = client().program_clock.load(Ordering::Acquire);
+    if f != 0 && client().on_program_clock.load(Ordering::Acquire) {
         // SAFETY: the program's timestamp callback, a plain `uint64_t (*)(void)`.
         unsafe { std::mem::transmute::<usize, TimestampFn>(f)() }
     } else {
@@ -196,7 +148,7 @@ fn cupti_now() -> u64 {
 /// `cuptiActivityEnable` of the program.
 pub(super) fn enable_kind(api: &Api, kind: i32) -> i32 {
     let b = bit(kind);
-    if b != 0 && OUR_KINDS.load(Ordering::Acquire) & b == 0 {
+    if b != 0 && client().our_kinds.load(Ordering::Acquire) & b == 0 {
         // SAFETY: plain CUPTI call.
         let rc = unsafe { (api.enable)(kind) };
         if rc != 0 {
@@ -207,10 +159,10 @@ pub(super) fn enable_kind(api: &Api, kind: i32) -> i32 {
         return unsafe { (api.enable)(kind) };
     }
     let k = kind as usize;
-    DISABLED_AT[k].store(u64::MAX, Ordering::Release);
-    ENABLED_AT[k].store(cupti_now(), Ordering::Release);
-    PROGRAM_EVER.fetch_or(b, Ordering::AcqRel);
-    PROGRAM_KINDS.fetch_or(b, Ordering::AcqRel);
+    client().disabled_at[k].store(u64::MAX, Ordering::Release);
+    client().enabled_at[k].store(cupti_now(), Ordering::Release);
+    client().program_ever.fetch_or(b, Ordering::AcqRel);
+    client().program_kinds.fetch_or(b, Ordering::AcqRel);
     keep_open();
     0
 }
@@ -218,10 +170,10 @@ pub(super) fn enable_kind(api: &Api, kind: i32) -> i32 {
 /// `cuptiActivityDisable` of the program.
 pub(super) fn disable_kind(api: &Api, kind: i32) -> i32 {
     let b = bit(kind);
-    if b != 0 && PROGRAM_KINDS.fetch_and(!b, Ordering::AcqRel) & b != 0 {
-        DISABLED_AT[kind as usize].store(cupti_now(), Ordering::Release);
+    if b != 0 && client().program_kinds.fetch_and(!b, Ordering::AcqRel) & b != 0 {
+        client().disabled_at[kind as usize].store(cupti_now(), Ordering::Release);
     }
-    if OUR_KINDS.load(Ordering::Acquire) & b == 0 {
+    if client().our_kinds.load(Ordering::Acquire) & b == 0 {
         // SAFETY: plain CUPTI call.
         return unsafe { (api.disable)(kind) };
     }
@@ -234,12 +186,12 @@ pub(super) fn dropped(n: *mut usize) -> i32 {
         return CUPTI_ERROR_INVALID_PARAMETER;
     }
     // SAFETY: the caller's out-parameter.
-    unsafe { *n = PROGRAM_DROPPED.swap(0, Ordering::AcqRel) as usize };
+    unsafe { *n = client().program_dropped.swap(0, Ordering::AcqRel) as usize };
     0
 }
 
 /// `cuptiActivityFlushAll` of the program: CUPTI's flush (which hands every finished buffer to
-/// [`complete`]), then the program's open buffer.
+/// `buffers::complete`), then the program's open buffer.
 pub(super) fn flush_all(api: &Api, flag: u32) -> i32 {
     // SAFETY: plain CUPTI call.
     let rc = unsafe { (api.flush_all)(flag) };
@@ -250,23 +202,23 @@ pub(super) fn flush_all(api: &Api, flag: u32) -> i32 {
 /// `cuptiActivityRegisterTimestampCallback` of the program: what CUPTI has timed on rtrace's
 /// clock is flushed to rtrace first, then CUPTI gets the program's clock.
 pub(super) fn register_timestamp(api: &Api, f: TimestampFn) -> i32 {
-    flush(false);
-    PROGRAM_CLOCK.store(f as usize, Ordering::Release);
-    ON_PROGRAM_CLOCK.store(true, Ordering::Release);
+    CUPTI.flush(false);
+    client().program_clock.store(f as usize, Ordering::Release);
+    client().on_program_clock.store(true, Ordering::Release);
     read_clocks();
     // SAFETY: the program's callback, as it asked.
     let rc = unsafe { (api.register_timestamp)(f) };
     // The program's windows restart on the new clock: open ones from now, closed ones end.
-    let on = PROGRAM_KINDS.load(Ordering::Acquire);
+    let on = client().program_kinds.load(Ordering::Acquire);
     let now = cupti_now();
-    for (k, at) in ENABLED_AT.iter().enumerate() {
+    for (k, at) in client().enabled_at.iter().enumerate() {
         at.store(
             if on & (1 << k) != 0 { now } else { u64::MAX },
             Ordering::Release,
         );
     }
     if rc == 0 {
-        notice(
+        CUPTI.notice(
             "CUPTI times GPU work on the program's own clock (it registered a timestamp \
              callback): rtrace maps those times to its clock from readings of both"
                 .into(),
@@ -276,25 +228,25 @@ pub(super) fn register_timestamp(api: &Api, f: TimestampFn) -> i32 {
 }
 
 /// Reads the program's clock and rtrace's together (each drain, and when the program's clock
-/// is set), for [`map_time`].
+/// is set), for [`with_map`].
 pub(super) fn read_clocks() {
-    let f = PROGRAM_CLOCK.load(Ordering::Acquire);
+    let f = client().program_clock.load(Ordering::Acquire);
     if f == 0 {
         return;
     }
     // SAFETY: the program's timestamp callback, a plain `uint64_t (*)(void)`.
     let program = unsafe { std::mem::transmute::<usize, TimestampFn>(f) };
     let (p, o) = clockmap::read_pair(|| program(), clock::now_ns);
-    if let Ok(mut m) = CLOCK_MAP.lock() {
+    if let Ok(mut m) = client().clock_map.lock() {
         m.add(p, o);
     }
 }
 
 /// The clock map for records CUPTI timed on the program's clock.
-pub(super) fn with_map<R>(f: impl FnOnce(&clockmap::ClockMap) -> R) -> R {
-    match CLOCK_MAP.lock() {
+pub(super) fn with_map<R>(f: impl FnOnce(&ClockMap) -> R) -> R {
+    match client().clock_map.lock() {
         Ok(m) => f(&m),
-        Err(_) => f(&clockmap::ClockMap::new()),
+        Err(_) => f(&ClockMap::new()),
     }
 }
 
@@ -304,13 +256,14 @@ pub(super) fn subscribe(subscriber: *mut *mut c_void, callback: usize, userdata:
     if subscriber.is_null() || callback == 0 {
         return CUPTI_ERROR_INVALID_PARAMETER;
     }
-    if CALLBACK
+    if client()
+        .callback
         .compare_exchange(0, callback, Ordering::AcqRel, Ordering::Acquire)
         .is_err()
     {
         return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
     }
-    USERDATA.store(userdata, Ordering::Release);
+    client().userdata.store(userdata, Ordering::Release);
     // SAFETY: the caller's out-parameter.
     unsafe { *subscriber = handle() };
     0
@@ -319,26 +272,26 @@ pub(super) fn subscribe(subscriber: *mut *mut c_void, callback: usize, userdata:
 /// `cuptiUnsubscribe` of the program's handle: its callbacks off.
 pub(super) fn unsubscribe(api: &Api) -> i32 {
     for domain in 1..DOMAINS as u32 {
-        if PROGRAM_CBIDS[domain as usize]
+        if client().program_cbids[domain as usize]
             .iter()
             .any(|w| w.load(Ordering::Relaxed) != 0)
         {
             enable_domain(api, 0, domain);
         }
     }
-    CALLBACK.store(0, Ordering::Release);
-    USERDATA.store(0, Ordering::Release);
+    client().callback.store(0, Ordering::Release);
+    client().userdata.store(0, Ordering::Release);
     0
 }
 
 /// `cuptiEnableCallback` on the program's handle.
 pub(super) fn enable_callback(api: &Api, on: u32, domain: u32, cbid: u32) -> i32 {
-    let sub = SUBSCRIBER.load(Ordering::Acquire);
+    let sub = CUPTI.subscriber.load(Ordering::Acquire);
     let want = on != 0 || ours(domain, cbid);
     // SAFETY: plain CUPTI call on rtrace's subscriber.
     let rc = unsafe { (api.enable_callback)(u32::from(want), sub, domain, cbid) };
     if rc == 0 {
-        set(&PROGRAM_CBIDS, domain, cbid, on != 0);
+        set(&client().program_cbids, domain, cbid, on != 0);
         refresh_any();
     }
     rc
@@ -347,16 +300,16 @@ pub(super) fn enable_callback(api: &Api, on: u32, domain: u32, cbid: u32) -> i32
 /// `cuptiEnableDomain` on the program's handle: CUPTI's, then rtrace's own callbacks of the
 /// domain back on if it was turned off.
 pub(super) fn enable_domain(api: &Api, on: u32, domain: u32) -> i32 {
-    let sub = SUBSCRIBER.load(Ordering::Acquire);
+    let sub = CUPTI.subscriber.load(Ordering::Acquire);
     // SAFETY: plain CUPTI call on rtrace's subscriber.
     let rc = unsafe { (api.enable_domain)(on, sub, domain) };
     if rc != 0 {
         return rc;
     }
-    set_domain(&PROGRAM_CBIDS, domain, on != 0);
+    set_domain(&client().program_cbids, domain, on != 0);
     refresh_any();
     if on == 0 && (domain as usize) < DOMAINS {
-        for (w, word) in OUR_CBIDS[domain as usize].iter().enumerate() {
+        for (w, word) in client().our_cbids[domain as usize].iter().enumerate() {
             let mut bits = word.load(Ordering::Relaxed);
             while bits != 0 {
                 let cbid = (w * 64) as u32 + bits.trailing_zeros();
@@ -375,7 +328,7 @@ pub(super) fn callback_state(enabled: *mut u32, domain: u32, cbid: u32) -> i32 {
         return CUPTI_ERROR_INVALID_PARAMETER;
     }
     // SAFETY: the caller's out-parameter.
-    unsafe { *enabled = u32::from(has(&PROGRAM_CBIDS, domain, cbid)) };
+    unsafe { *enabled = u32::from(has(&client().program_cbids, domain, cbid)) };
     0
 }
 
@@ -383,32 +336,32 @@ pub(super) fn callback_state(enabled: *mut u32, domain: u32, cbid: u32) -> i32 {
 /// first); CUPTI stays up for rtrace.
 pub(super) fn finalize(api: &Api) -> i32 {
     flush_all(api, layout::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    let kinds = PROGRAM_KINDS.load(Ordering::Acquire);
+    let kinds = client().program_kinds.load(Ordering::Acquire);
     for kind in 0..64 {
         if kinds & (1 << kind) != 0 {
             disable_kind(api, kind);
         }
     }
-    if CALLBACK.load(Ordering::Acquire) != 0 {
+    if client().callback.load(Ordering::Acquire) != 0 {
         unsubscribe(api);
     }
-    PROGRAM_EVER.store(0, Ordering::Release);
-    REQUEST.store(0, Ordering::Release);
-    COMPLETE.store(0, Ordering::Release);
+    client().program_ever.store(0, Ordering::Release);
+    client().request.store(0, Ordering::Release);
+    client().complete.store(0, Ordering::Release);
     0
 }
 
-/// Whether a record of `kind` goes to the program (see [`ENABLED_AT`]).
+/// Whether a record of `kind` goes to the program (see [`Share::enabled_at`]).
 fn for_program(kind: i32, rec: &[u8]) -> bool {
     let b = bit(kind);
-    if PROGRAM_EVER.load(Ordering::Acquire) & b == 0 {
+    if client().program_ever.load(Ordering::Acquire) & b == 0 {
         return false;
     }
     // A kind only the program enabled: CUPTI made the record while it was enabled.
-    if OUR_KINDS.load(Ordering::Acquire) & b == 0 {
+    if client().our_kinds.load(Ordering::Acquire) & b == 0 {
         return true;
     }
-    let now_on = PROGRAM_KINDS.load(Ordering::Acquire) & b != 0;
+    let now_on = client().program_kinds.load(Ordering::Acquire) & b != 0;
     let start = match records::time_fields(kind).first() {
         Some(&at) if at + 8 <= rec.len() => records::u64_at(rec, at),
         _ => return now_on,
@@ -417,8 +370,8 @@ fn for_program(kind: i32, rec: &[u8]) -> bool {
         return now_on;
     }
     let k = kind as usize;
-    start >= ENABLED_AT[k].load(Ordering::Acquire)
-        && start <= DISABLED_AT[k].load(Ordering::Acquire)
+    start >= client().enabled_at[k].load(Ordering::Acquire)
+        && start <= client().disabled_at[k].load(Ordering::Acquire)
 }
 
 /// A buffer CUPTI completed: the records of the kinds the program enabled are copied into its
@@ -430,16 +383,18 @@ pub(super) fn copy_to_program(
     buf: *mut u8,
     valid: usize,
 ) {
-    if PROGRAM_EVER.load(Ordering::Acquire) == 0 || REQUEST.load(Ordering::Acquire) == 0 {
+    if client().program_ever.load(Ordering::Acquire) == 0
+        || client().request.load(Ordering::Acquire) == 0
+    {
         return;
     }
     // A flush from inside the program's own buffer callback finds the buffer in use: what it
     // completes now is counted as lost to the program rather than deadlocking.
     let Some(_inside) = Delivering::enter() else {
-        PROGRAM_DROPPED.fetch_add(1, Ordering::Relaxed);
+        client().program_dropped.fetch_add(1, Ordering::Relaxed);
         return;
     };
-    let mut open = match OPEN.lock() {
+    let mut open = match client().open.lock() {
         Ok(o) => o,
         Err(_) => return,
     };
@@ -495,13 +450,13 @@ fn put(open: &mut Option<Open>, ctx: *mut c_void, stream: u32, rec: &[u8]) {
             o.records += 1;
         }
         None => {
-            PROGRAM_DROPPED.fetch_add(1, Ordering::Relaxed);
+            client().program_dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
 
 fn request_buffer() -> Option<Open> {
-    let request = REQUEST.load(Ordering::Acquire);
+    let request = client().request.load(Ordering::Acquire);
     if request == 0 {
         return None;
     }
@@ -524,7 +479,7 @@ fn request_buffer() -> Option<Open> {
 }
 
 fn give_back(open: Option<Open>, ctx: *mut c_void, stream: u32) {
-    let (Some(o), complete) = (open, COMPLETE.load(Ordering::Acquire)) else {
+    let (Some(o), complete) = (open, client().complete.load(Ordering::Acquire)) else {
         return;
     };
     if complete == 0 {
@@ -540,6 +495,8 @@ fn give_back(open: Option<Open>, ctx: *mut c_void, stream: u32) {
 struct Delivering;
 
 thread_local! {
+    /// Per thread, so a thread-local and not part of [`CUPTI`]: whether this thread is inside
+    /// the program's buffer callbacks.
     static DELIVERING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
@@ -563,7 +520,7 @@ fn hand_back(ctx: *mut c_void, stream: u32) {
     let Some(_inside) = Delivering::enter() else {
         return;
     };
-    if let Ok(mut open) = OPEN.lock() {
+    if let Ok(mut open) = client().open.lock() {
         if open.as_ref().is_some_and(|o| o.records > 0) {
             give_back(open.take(), ctx, stream);
         }
@@ -576,13 +533,13 @@ fn hand_back(ctx: *mut c_void, stream: u32) {
 /// for one as soon as it makes a record: the PyTorch profiler flushes at its end only if CUPTI
 /// holds one of its buffers.
 fn keep_open() {
-    if PROGRAM_KINDS.load(Ordering::Acquire) == 0 {
+    if client().program_kinds.load(Ordering::Acquire) == 0 {
         return;
     }
     let Some(_inside) = Delivering::enter() else {
         return;
     };
-    if let Ok(mut open) = OPEN.lock() {
+    if let Ok(mut open) = client().open.lock() {
         if open.is_none() {
             *open = request_buffer();
         }

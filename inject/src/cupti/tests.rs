@@ -1,7 +1,13 @@
 //! Unit tests of the CUPTI client: which calls are linked, and record conversion.
 
+use super::callbacks::makes_gpu_work;
+use super::layout;
 use super::records::*;
-use super::*;
+use rtrace_format::{
+    ContextRecord, CopyKind, FunctionRecord, MemcpyRecord, MemoryKind, MemoryOperation,
+    MemoryPoolType, MemoryRecord, PeerCopyRecord, StreamFlag, StreamRecord, SyncKind, SyncRecord,
+    FLAG_CORRELATED,
+};
 
 #[test]
 fn linked_functions_are_gpu_work_allocations_synchronizations_and_stream_creators() {

@@ -1,0 +1,143 @@
+//! What GPU activity finds besides activity records, for the worker to write: the devices,
+//! read once when it starts, and the modules CUPTI's resource callbacks report as they load
+//! and unload, with their code images.
+
+use super::api::CubinCrcParams;
+use super::layout;
+use super::state::CUPTI;
+use crate::hook::internal;
+use crate::output::Sink;
+use crate::{clock, lifecycle};
+use rtrace_format::{ChunkKind, ModuleRecord, FLAG_CORRELATED, FLAG_UNLOADED};
+use std::ffi::c_void;
+
+/// Reads the devices, once (the driver is up).
+pub(super) fn read_devices() {
+    CUPTI.found.devices_read.call_once(|| {
+        if let Ok(mut d) = CUPTI.found.devices.lock() {
+            *d = internal(crate::devices::device_infos);
+        }
+    });
+}
+
+/// A module loaded, or about to be unloaded (inside the loading or unloading call, on its
+/// thread): kept for the worker, with the call's correlation id. Rare, so it may lock and
+/// allocate.
+pub(super) fn on_module(data: *const u8, unloading: bool) {
+    use layout::{module_resource_data as m, resource_data as r};
+    // SAFETY: `data` is CUPTI's CUpti_ResourceData for a module-loaded callback; its
+    // descriptor, if not NULL, is a CUpti_ModuleResourceData.
+    let (context, descriptor) = unsafe {
+        (
+            (data.add(r::CONTEXT) as *const *mut c_void).read_unaligned(),
+            (data.add(r::RESOURCE_DESCRIPTOR) as *const *const u8).read_unaligned(),
+        )
+    };
+    if descriptor.is_null() {
+        return;
+    }
+    // SAFETY: as above.
+    let (module, cubin_size, cubin) = unsafe {
+        (
+            (descriptor.add(m::MODULE_ID) as *const u32).read_unaligned(),
+            (descriptor.add(m::CUBIN_SIZE) as *const u64).read_unaligned(),
+            (descriptor.add(m::P_CUBIN) as *const *const u8).read_unaligned(),
+        )
+    };
+    let mut context_id = 0u32;
+    if let (false, Some(api)) = (context.is_null(), CUPTI.api.get()) {
+        // SAFETY: plain CUPTI query with a valid out-pointer.
+        if internal(|| unsafe { (api.context_id)(context, &mut context_id) }) != 0 {
+            context_id = 0;
+        }
+    }
+    let correlation = crate::hook::current_correlation();
+    let mut flags = if correlation != 0 { FLAG_CORRELATED } else { 0 };
+    if unloading {
+        flags |= FLAG_UNLOADED;
+    }
+    let rec = ModuleRecord {
+        correlation,
+        timestamp_ns: clock::now_ns(),
+        cubin_size,
+        module,
+        context: context_id,
+        flags: flags as u8,
+    };
+    if let Ok(mut m) = CUPTI.found.modules.lock() {
+        m.push(rec);
+    }
+    if !unloading && lifecycle::config().module_images && !cubin.is_null() && cubin_size > 0 {
+        // SAFETY: CUPTI's image of the module, `cubin_size` bytes, valid during the callback.
+        let bytes = unsafe { std::slice::from_raw_parts(cubin, cubin_size as usize) };
+        keep_image(module, context_id, bytes);
+    }
+}
+
+/// Queues a module's image for the worker: its hash and CUPTI's CRC always, the bytes the first
+/// time this content is seen. Inside the loading call (a module load: it may lock and copy).
+fn keep_image(module: u32, context: u32, bytes: &[u8]) {
+    let hash = rtrace_format::image_hash(bytes);
+    let new = CUPTI.found.image_hashes.lock().is_ok_and(|mut seen| {
+        if seen.contains(&hash) {
+            false
+        } else {
+            seen.push(hash);
+            true
+        }
+    });
+    let mut crc = 0;
+    if let Some(get) = CUPTI.api.get().and_then(|a| a.cubin_crc) {
+        let mut p = CubinCrcParams {
+            size: std::mem::size_of::<CubinCrcParams>(),
+            cubin_size: bytes.len(),
+            cubin: bytes.as_ptr() as *const c_void,
+            cubin_crc: 0,
+        };
+        // SAFETY: CUPTI reads the image and writes the CRC into `p`.
+        if internal(|| unsafe { get(&mut p) }) == 0 {
+            crc = p.cubin_crc;
+        }
+    }
+    let image = rtrace_format::ModuleImage {
+        module,
+        context,
+        hash,
+        crc,
+        size: bytes.len() as u64,
+        bytes: new.then(|| bytes.to_vec()),
+    };
+    if let Ok(mut q) = CUPTI.found.images.lock() {
+        q.push(image);
+    }
+}
+
+/// Writes the devices, modules and module images found since the last call into `sink`.
+/// Consumer only.
+pub(super) fn drain_into(sink: &mut Sink) {
+    let found = &CUPTI.found;
+    if let Ok(mut d) = found.devices.lock() {
+        for info in d.drain(..) {
+            sink.chunk(
+                ChunkKind::DeviceInfo,
+                0,
+                0,
+                0,
+                &rtrace_format::encode_value(&info),
+            );
+        }
+    }
+    if let Ok(mut m) = found.modules.lock() {
+        for rec in m.drain(..) {
+            sink.gpu_batch.modules.extend_from_slice(&rec.to_bytes());
+        }
+    }
+    let images = found
+        .images
+        .lock()
+        .map(|mut q| std::mem::take(&mut *q))
+        .unwrap_or_default();
+    for image in images {
+        sink.chunk(ChunkKind::ModuleImage, 0, 0, 0, &image.encode());
+    }
+}
