@@ -2,7 +2,7 @@
 //! subcommand and turns its outcome into messages and an exit code.
 
 use crate::model::load_inputs;
-use crate::output::{render_sections, Format, Section};
+use crate::output::{render, Format, RenderOptions, Section, TABLE_WIDTH};
 use crate::record::{self, RecordOptions, DEFAULT_OUTPUT};
 use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
@@ -277,7 +277,7 @@ pub fn run(cli: Cli) -> u8 {
 }
 
 fn run_sass(args: &SassArgs) -> u8 {
-    let nvdisasm = match crate::sass::find_nvdisasm(args.nvdisasm.as_deref()) {
+    let nvdisasm = match crate::nvdisasm::find(args.nvdisasm.as_deref()) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("rtrace: {e}");
@@ -397,19 +397,17 @@ fn run_report(args: &ReportArgs) -> u8 {
     if !filter.is_empty() {
         eprintln!("rtrace: filter: {filter}");
     }
-    crate::output::set_table_width(
-        args.width
+    let options = RenderOptions {
+        format: args.format,
+        section: args.section.unwrap_or_default(),
+        width: args
+            .width
             .map(usize::from)
             .or_else(terminal_width)
-            .unwrap_or(crate::output::TABLE_WIDTH),
-    );
-    crate::pcsamp::set_nvdisasm(args.nvdisasm.clone());
-    let report = render_sections(
-        &loaded.traces,
-        &sections,
-        args.format,
-        args.section.unwrap_or_default(),
-    );
+            .unwrap_or(TABLE_WIDTH),
+        nvdisasm: args.nvdisasm.clone(),
+    };
+    let report = render(&loaded.traces, &sections, &options);
     let mut stdout = io::stdout().lock();
     if let Err(e) = stdout
         .write_all(report.as_bytes())
@@ -520,7 +518,7 @@ fn run_export(args: &ExportArgs) -> u8 {
                 eprintln!(
                     "rtrace: wrote {} ({}): {} {}, {} slices, {} flows, {} counter values",
                     path.display(),
-                    crate::output::human_bytes(s.bytes),
+                    crate::text::human_bytes(s.bytes),
                     s.traces,
                     if s.traces == 1 {
                         "process"
