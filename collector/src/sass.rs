@@ -104,10 +104,7 @@ pub fn render(
                 for (offset, code, at) in &k.instructions {
                     if at.is_some() && *at != last {
                         if let Some((file, n)) = at {
-                            let name = Path::new(file)
-                                .file_name()
-                                .map(|f| f.to_string_lossy().into_owned())
-                                .unwrap_or_else(|| file.clone());
+                            let name = crate::text::file_name(file);
                             match sources.line(file, *n) {
                                 Some(text) => {
                                     let _ = writeln!(out, "  {name}:{n}  {}", text.trim_end());

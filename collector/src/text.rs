@@ -1,6 +1,6 @@
 //! Small text helpers shared by the report, the export and the command line: byte counts and
-//! durations for people, dates, command lines for display, JSON strings. A leaf: it uses
-//! nothing else of the crate.
+//! durations for people, dates, file names and command lines for display, JSON strings. A
+//! leaf: it uses nothing else of the crate.
 
 use std::fmt::Write;
 
@@ -71,6 +71,15 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// The last component of `path` (a source file's name, for display); `path` itself when it
+/// has none.
+pub fn file_name(path: &str) -> String {
+    std::path::Path::new(path)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.to_string())
 }
 
 /// A command line for display: arguments joined by spaces, each quoted for a
@@ -171,6 +180,13 @@ mod tests {
         let mut s = String::from("[");
         push_json_string(&mut s, "\r\t\u{1f}");
         assert_eq!(s, r#"["\r\t\u001f""#);
+    }
+
+    #[test]
+    fn file_names() {
+        assert_eq!(file_name("/src/k.cu"), "k.cu");
+        assert_eq!(file_name("k.cu"), "k.cu");
+        assert_eq!(file_name("/"), "/");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 use super::layout::{columns, Align::Left, Align::Right, Page};
 use crate::model::Trace;
+use crate::text::file_name;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -114,12 +115,4 @@ pub(super) fn section(out: &mut Page, traces: &[Trace], nvdisasm: Option<&Path>)
             p.kernels.len() - PC_KERNELS_LISTED
         );
     }
-}
-
-/// The last component of a source path.
-fn file_name(path: &str) -> String {
-    std::path::Path::new(path)
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.to_string())
 }
