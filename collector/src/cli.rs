@@ -151,27 +151,8 @@ fn parse_power_of_two(s: &str) -> Result<u64, String> {
 /// Parses the process's arguments, runs the subcommand, and returns the exit
 /// code. Usage errors exit through clap (code 2).
 pub fn main() -> std::process::ExitCode {
-    keep_freed_memory();
+    crate::sys::keep_freed_memory();
     std::process::ExitCode::from(run(Cli::parse()))
-}
-
-/// The readers take a trace a chunk at a time: each chunk's payload and its decoded records
-/// are a few megabytes, allocated and freed again at once. glibc maps blocks that large with
-/// their own `mmap` and gives them back with `munmap` (and trims the heap's free top), so every
-/// chunk faulted in and zeroed fresh pages: a third of `rtrace report`'s time on a 10M-record
-/// trace went to the kernel. Such blocks are kept in the heap instead, to be used again: that
-/// report took 1.34-1.42 s instead of 1.80-2.01 s (system time 0.11-0.14 s instead of
-/// 0.53-0.73 s), its peak memory about the same, as what is kept is what was in use anyway
-/// (docs/benchmarks.md). Called first, while the process has one thread.
-#[allow(unsafe_code)]
-fn keep_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets two of glibc's malloc parameters, before any other thread
-    // exists; a value it refuses leaves the default.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 64 << 20);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
-    }
 }
 
 /// Runs a parsed command line; returns the exit code.

@@ -50,6 +50,7 @@ pub mod sass;
 pub mod spool;
 pub mod stream;
 pub mod summary;
+mod sys;
 pub mod text;
 
 pub use gpu_summary::{

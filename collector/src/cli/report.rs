@@ -32,24 +32,6 @@ pub struct ReportArgs {
     pub files: Vec<PathBuf>,
 }
 
-/// The width of the terminal standard output is, if it is one (at least 40).
-#[allow(unsafe_code)]
-fn terminal_width() -> Option<usize> {
-    use std::io::IsTerminal;
-    if !io::stdout().is_terminal() {
-        return None;
-    }
-    let mut size = libc::winsize {
-        ws_row: 0,
-        ws_col: 0,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCGWINSZ fills a winsize through a valid pointer; the descriptor is stdout's.
-    let rc = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) };
-    (rc == 0 && size.ws_col > 0).then(|| usize::from(size.ws_col).max(40))
-}
-
 /// Runs `rtrace report`; returns the exit code.
 pub(super) fn run(args: &ReportArgs) -> u8 {
     if args.section.is_some() && args.format != Format::Csv {
@@ -83,7 +65,7 @@ pub(super) fn run(args: &ReportArgs) -> u8 {
         width: args
             .width
             .map(usize::from)
-            .or_else(terminal_width)
+            .or_else(crate::sys::terminal_width)
             .unwrap_or(TABLE_WIDTH),
         nvdisasm: args.nvdisasm.clone(),
     };
