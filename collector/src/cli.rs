@@ -1,13 +1,23 @@
 //! The `rtrace` command line: clap definitions and the code that runs each
 //! subcommand and turns its outcome into messages and an exit code.
+//!
+//! This file holds the command and `rtrace record`; `report.rs`, `export.rs` and `sass.rs`
+//! the other subcommands, over `inputs.rs` (the inputs they read and the filters they take).
 
-use crate::model::load_inputs;
-use crate::output::{render_sections, Format, Section};
 use crate::record::{self, RecordOptions, DEFAULT_OUTPUT};
 use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
-use std::io::{self, Write};
 use std::path::PathBuf;
+
+mod export;
+mod inputs;
+mod report;
+mod sass;
+
+pub use export::ExportArgs;
+pub use inputs::FilterArgs;
+pub use report::ReportArgs;
+pub use sass::SassArgs;
 
 /// Trace the CUDA driver API calls of a program and report on them.
 #[derive(Debug, Parser)]
@@ -48,24 +58,6 @@ pub enum Command {
     /// Exits 0, 2 when an input cannot be read, holds no module image, or nvdisasm is missing
     /// or fails.
     Sass(SassArgs),
-}
-
-/// Options of `rtrace sass`.
-#[derive(Debug, Args)]
-pub struct SassArgs {
-    /// Only kernels whose demangled or mangled name matches REGEX.
-    #[arg(long, value_name = "REGEX", value_parser = crate::filter::parse_regex)]
-    pub kernel: Option<regex::Regex>,
-    /// The nvdisasm to run [default: nvdisasm on PATH].
-    #[arg(long, value_name = "PATH")]
-    pub nvdisasm: Option<PathBuf>,
-    /// Where to look for a source file that is not at the path its line info names (by its
-    /// file name).
-    #[arg(long, value_name = "DIR")]
-    pub source_dir: Option<PathBuf>,
-    /// Trace files, or directories of them.
-    #[arg(value_name = "TRACE", required = true)]
-    pub files: Vec<PathBuf>,
 }
 
 /// Options of `rtrace record`.
@@ -139,90 +131,6 @@ pub struct RecordArgs {
     pub command: Vec<OsString>,
 }
 
-/// What `rtrace report` and `rtrace export` keep of the traces (docs/cli.md, "Filters").
-#[derive(Debug, Default, Args)]
-pub struct FilterArgs {
-    /// Keep records that start at or after TIME, counted from the earliest process start
-    /// among the inputs (2, 1.5s, 250ms, 30us, 1500ns; a bare number is seconds).
-    #[arg(long, value_name = "TIME", value_parser = crate::filter::parse_time)]
-    pub from: Option<u64>,
-    /// Keep records that start before TIME (as --from).
-    #[arg(long, value_name = "TIME", value_parser = crate::filter::parse_time)]
-    pub to: Option<u64>,
-    /// Keep only the traces of process PID (repeat or list: --pid 1,2).
-    #[arg(long, value_name = "PID", value_delimiter = ',')]
-    pub pid: Vec<u32>,
-    /// Keep only GPU records on device N (repeat or list); API records stay.
-    #[arg(long, value_name = "N", value_delimiter = ',')]
-    pub device: Vec<u32>,
-    /// Keep only GPU records on stream ID (CUPTI's stream id, as the report shows it; repeat
-    /// or list); API records stay.
-    #[arg(long, value_name = "ID", value_delimiter = ',')]
-    pub stream: Vec<u32>,
-    /// Keep only kernels whose demangled or mangled name matches REGEX (unanchored; e.g.
-    /// 'gemm|conv', '^void at::native'); copies and memsets stay.
-    #[arg(long, value_name = "REGEX", value_parser = crate::filter::parse_regex)]
-    pub kernel: Option<regex::Regex>,
-}
-
-impl FilterArgs {
-    pub fn filter(&self) -> crate::filter::Filter {
-        crate::filter::Filter {
-            from_ns: self.from,
-            to_ns: self.to,
-            pids: self.pid.clone(),
-            devices: self.device.clone(),
-            streams: self.stream.clone(),
-            kernel: self.kernel.clone(),
-        }
-    }
-}
-
-/// Options of `rtrace report`.
-#[derive(Debug, Args)]
-pub struct ReportArgs {
-    /// Output format: `table` for people; `csv` (one table, see --section)
-    /// and `json` give durations as integer nanoseconds.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-    /// The table `--format csv` prints [default: api]; only with `--format csv`.
-    #[arg(long, value_enum, value_name = "SECTION")]
-    pub section: Option<Section>,
-    /// Lay tables out for lines of at most N characters (names in the first column are cut
-    /// to fit) [default: the terminal's width when standard output is one, else 120].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(40..))]
-    pub width: Option<u16>,
-    /// The nvdisasm that names PC samples' instructions and source lines [default: nvdisasm
-    /// on PATH; without one, the PC sampling section gives offsets only and says why].
-    #[arg(long, value_name = "PATH")]
-    pub nvdisasm: Option<PathBuf>,
-    #[command(flatten)]
-    pub filter: FilterArgs,
-    /// Trace files, or directories: every *.bin trace directly in one is read,
-    /// in name order.
-    #[arg(value_name = "FILE", required = true)]
-    pub files: Vec<PathBuf>,
-}
-
-/// Options of `rtrace export`.
-#[derive(Debug, Args)]
-pub struct ExportArgs {
-    /// `perfetto`: Perfetto's protobuf trace (ui.perfetto.dev, any size);
-    /// `chrome`: Chrome's JSON trace events (viewers fail past about 256 MB).
-    #[arg(long, value_enum)]
-    pub format: crate::export::ExportFormat,
-    /// Write to FILE (written in full, then renamed into place) instead of
-    /// standard output; `-` is standard output.
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    #[command(flatten)]
-    pub filter: FilterArgs,
-    /// Trace files, or directories: every *.bin trace directly in one is read,
-    /// in name order. One process each in the output.
-    #[arg(value_name = "TRACE", required = true)]
-    pub files: Vec<PathBuf>,
-}
-
 fn check_time(s: &str) -> Result<String, String> {
     rtrace_format::parse_time(s).map(|_| s.to_string())
 }
@@ -243,302 +151,17 @@ fn parse_power_of_two(s: &str) -> Result<u64, String> {
 /// Parses the process's arguments, runs the subcommand, and returns the exit
 /// code. Usage errors exit through clap (code 2).
 pub fn main() -> std::process::ExitCode {
-    keep_freed_memory();
+    crate::sys::keep_freed_memory();
     std::process::ExitCode::from(run(Cli::parse()))
-}
-
-/// The readers take a trace a chunk at a time: each chunk's payload and its decoded records
-/// are a few megabytes, allocated and freed again at once. glibc maps blocks that large with
-/// their own `mmap` and gives them back with `munmap` (and trims the heap's free top), so every
-/// chunk faulted in and zeroed fresh pages: a third of `rtrace report`'s time on a 10M-record
-/// trace went to the kernel. Such blocks are kept in the heap instead, to be used again: that
-/// report took 1.34-1.42 s instead of 1.80-2.01 s (system time 0.11-0.14 s instead of
-/// 0.53-0.73 s), its peak memory about the same, as what is kept is what was in use anyway
-/// (docs/benchmarks.md). Called first, while the process has one thread.
-#[allow(unsafe_code)]
-fn keep_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets two of glibc's malloc parameters, before any other thread
-    // exists; a value it refuses leaves the default.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 64 << 20);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
-    }
 }
 
 /// Runs a parsed command line; returns the exit code.
 pub fn run(cli: Cli) -> u8 {
     match cli.command {
         Command::Record(args) => run_record(args),
-        Command::Report(args) => run_report(&args),
-        Command::Export(args) => run_export(&args),
-        Command::Sass(args) => run_sass(&args),
-    }
-}
-
-fn run_sass(args: &SassArgs) -> u8 {
-    let nvdisasm = match crate::sass::find_nvdisasm(args.nvdisasm.as_deref()) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("rtrace: {e}");
-            return 2;
-        }
-    };
-    let Some(spooled) = spool(&args.files) else {
-        return 2;
-    };
-    let loaded = match load_inputs(spooled.paths()) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("rtrace: {e}");
-            return 2;
-        }
-    };
-    let mut sources = crate::sass::Sources::new(args.source_dir.clone());
-    match crate::sass::render(
-        &loaded.traces,
-        &nvdisasm,
-        args.kernel.as_ref(),
-        &mut sources,
-    ) {
-        Ok(text) => {
-            let mut stdout = io::stdout().lock();
-            match stdout
-                .write_all(text.as_bytes())
-                .and_then(|_| stdout.flush())
-            {
-                Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
-                    eprintln!("rtrace: writing the listing: {e}");
-                    1
-                }
-                _ => 0,
-            }
-        }
-        Err(e) => {
-            eprintln!("rtrace: {e}");
-            2
-        }
-    }
-}
-
-/// The width of the terminal standard output is, if it is one (at least 40).
-#[allow(unsafe_code)]
-fn terminal_width() -> Option<usize> {
-    use std::io::IsTerminal;
-    if !io::stdout().is_terminal() {
-        return None;
-    }
-    let mut size = libc::winsize {
-        ws_row: 0,
-        ws_col: 0,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCGWINSZ fills a winsize through a valid pointer; the descriptor is stdout's.
-    let rc = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) };
-    (rc == 0 && size.ws_col > 0).then(|| usize::from(size.ws_col).max(40))
-}
-
-/// Starts the progress line for reading `inputs` (files, or directories of them).
-/// Starts the progress line for reading `inputs` `reads` times over (the export reads each
-/// file twice; the report once, then only the chunks it needs again).
-fn start_progress(inputs: &[PathBuf], reads: u64) {
-    if let Ok(found) = crate::export::expand_inputs(inputs) {
-        let total: u64 = found
-            .files
-            .iter()
-            .filter_map(|f| std::fs::metadata(f).ok())
-            .map(|m| m.len())
-            .sum();
-        crate::progress::start(total.saturating_mul(reads));
-    }
-}
-
-/// The inputs, those that cannot be read twice (standard input, pipes) copied into temporary
-/// files ([`crate::spool`]), saying so; `None` (said) when a copy could not be made.
-fn spool(files: &[PathBuf]) -> Option<crate::spool::Spooled> {
-    match crate::spool::inputs(files) {
-        Ok(s) => {
-            for note in &s.notes {
-                eprintln!("rtrace: {note}");
-            }
-            Some(s)
-        }
-        Err(e) => {
-            eprintln!("rtrace: {e}");
-            None
-        }
-    }
-}
-
-fn run_report(args: &ReportArgs) -> u8 {
-    if args.section.is_some() && args.format != Format::Csv {
-        eprintln!(
-            "rtrace: --section chooses the table of --format csv; the table and JSON \
-             formats hold every section"
-        );
-        return 2;
-    }
-    let Some(spooled) = spool(&args.files) else {
-        return 2;
-    };
-    start_progress(spooled.paths(), 1);
-    let filter = args.filter.filter();
-    // Read as streams: memory bounded by the distinct keys, not the records (crate::stream).
-    let read = crate::stream::report_inputs(spooled.paths(), &filter);
-    crate::progress::finish();
-    let (loaded, sections) = match read {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("rtrace: {e}");
-            return 2;
-        }
-    };
-    if !filter.is_empty() {
-        eprintln!("rtrace: filter: {filter}");
-    }
-    crate::output::set_table_width(
-        args.width
-            .map(usize::from)
-            .or_else(terminal_width)
-            .unwrap_or(crate::output::TABLE_WIDTH),
-    );
-    crate::pcsamp::set_nvdisasm(args.nvdisasm.clone());
-    let report = render_sections(
-        &loaded.traces,
-        &sections,
-        args.format,
-        args.section.unwrap_or_default(),
-    );
-    let mut stdout = io::stdout().lock();
-    if let Err(e) = stdout
-        .write_all(report.as_bytes())
-        .and_then(|_| stdout.flush())
-    {
-        if e.kind() == io::ErrorKind::BrokenPipe {
-            return 0;
-        }
-        eprintln!(
-            "rtrace: writing the report: {}",
-            crate::model::io_message(&e)
-        );
-        return 1;
-    }
-    for line in &loaded.skipped {
-        eprintln!("warning: {line}");
-    }
-    for t in &loaded.traces {
-        if let Some(shift) = &t.clock_shift {
-            eprintln!(
-                "rtrace: {}: {}",
-                t.path.display(),
-                crate::clocks::describe(shift)
-            );
-        }
-        if let Some(damage) = &t.damage {
-            eprintln!("warning: {}: {damage}", t.path.display());
-        }
-        for bad in &t.bad_chunks {
-            eprintln!("warning: {}: skipped the {bad}", t.path.display());
-        }
-        // The table has this warning in the process section already.
-        if t.dropped > 0 && args.format != Format::Table {
-            eprintln!(
-                "warning: {}: {} API records were lost (a thread's buffer was full); \
-                 try a larger --buffer-records",
-                t.path.display(),
-                t.dropped
-            );
-        }
-    }
-    0
-}
-
-fn run_export(args: &ExportArgs) -> u8 {
-    use crate::export::{expand_inputs, export_filtered, ExportFormat};
-    use std::io::IsTerminal;
-    let output = args
-        .output
-        .as_deref()
-        .filter(|p| *p != std::path::Path::new("-"));
-    let Some(spooled) = spool(&args.files) else {
-        return 2;
-    };
-    let inputs = match expand_inputs(spooled.paths()) {
-        Ok(inputs) => inputs,
-        Err(e) => {
-            eprintln!("rtrace: {e}");
-            return 2;
-        }
-    };
-    if output.is_none() && args.format == ExportFormat::Perfetto && io::stdout().is_terminal() {
-        eprintln!(
-            "rtrace: a Perfetto trace is binary: name a file with --output FILE, or redirect \
-             standard output"
-        );
-        return 2;
-    }
-    for line in &inputs.skipped {
-        eprintln!("warning: {line}");
-    }
-    let filter = args.filter.filter();
-    if !filter.is_empty() {
-        if !filter.pids.is_empty() {
-            match crate::filter::process_starts(&inputs.files) {
-                Ok(starts) if !starts.iter().any(|&(pid, _)| filter.keeps_process(pid)) => {
-                    let all: Vec<String> = starts.iter().map(|(p, _)| p.to_string()).collect();
-                    let asked: Vec<String> = filter.pids.iter().map(u32::to_string).collect();
-                    eprintln!(
-                        "rtrace: no trace of process {} among the inputs (their processes: {})",
-                        asked.join(", "),
-                        all.join(", ")
-                    );
-                    return 2;
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    eprintln!("rtrace: {e}");
-                    return 2;
-                }
-            }
-        }
-        eprintln!("rtrace: filter: {filter}");
-    }
-    start_progress(&inputs.files, 2);
-    let exported = export_filtered(&inputs.files, args.format, output, &filter);
-    crate::progress::finish();
-    match exported {
-        Ok(outcome) => {
-            for line in &outcome.clock_notes {
-                eprintln!("rtrace: {line}");
-            }
-            for line in &outcome.warnings {
-                eprintln!("warning: {line}");
-            }
-            if let Some(path) = output {
-                let s = &outcome.stats;
-                eprintln!(
-                    "rtrace: wrote {} ({}): {} {}, {} slices, {} flows, {} counter values",
-                    path.display(),
-                    crate::output::human_bytes(s.bytes),
-                    s.traces,
-                    if s.traces == 1 {
-                        "process"
-                    } else {
-                        "processes"
-                    },
-                    s.slices,
-                    s.flows,
-                    s.counter_values
-                );
-            }
-            0
-        }
-        Err(e) if e.is_broken_pipe() => 0,
-        Err(e) => {
-            eprintln!("rtrace: {e}");
-            e.exit_code()
-        }
+        Command::Report(args) => report::run(&args),
+        Command::Export(args) => export::run(&args),
+        Command::Sass(args) => sass::run(&args),
     }
 }
 

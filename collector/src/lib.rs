@@ -13,8 +13,10 @@
 //! - [`filter`]: what a report or export keeps (time window, processes, devices, streams,
 //!   kernel names);
 //! - [`output`]: the report as a table, CSV or JSON ([`render_report`]);
+//! - [`text`]: byte counts, durations, dates, command lines and JSON strings as text;
 //! - [`export`]: traces as timelines for Perfetto or Chrome's trace viewer;
 //! - [`record`]: running a program with librtrace.so preloaded;
+//! - [`nvdisasm`]: kernels' SASS and source lines from a module image, through nvdisasm;
 //! - [`sass`]: the SASS of the kernels in stored module images, with source lines;
 //! - [`cli`]: the `rtrace` command line on top of them.
 //!
@@ -37,6 +39,7 @@ pub mod export;
 pub mod filter;
 pub mod gpu_summary;
 pub mod model;
+pub mod nvdisasm;
 pub mod nvtx;
 pub mod occupancy;
 pub mod output;
@@ -47,6 +50,8 @@ pub mod sass;
 pub mod spool;
 pub mod stream;
 pub mod summary;
+mod sys;
+pub mod text;
 
 pub use gpu_summary::{
     kernel_summary, launch_latency, memcpy_summary, memset_summary, utilisation, Activity,

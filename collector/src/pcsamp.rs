@@ -3,7 +3,7 @@
 //! The samples (`PcSamples` chunks) name an instruction by the CRC of its module image
 //! (`cuptiGetCubinCrc`), its function and its offset in that function. The module images the
 //! trace stores (`ModuleImage` chunks, with the same CRC) turn that into the SASS instruction
-//! and, for code built with `-lineinfo`, the source line (`nvdisasm -g -c`, [`crate::sass`]).
+//! and, for code built with `-lineinfo`, the source line (`nvdisasm -g -c`, [`crate::nvdisasm`]).
 //!
 //! A sample's stall reason is CUPTI's (`smsp__pcsamp_warps_issue_stalled_<reason>`); each
 //! reason also has a `_not_issued` twin counting the samples where the warp issued nothing.
@@ -11,23 +11,12 @@
 //! reasons without `_not_issued`; reasons are named like Nsight Compute's warp states.
 
 use crate::model::Trace;
-use crate::sass::Listing;
+use crate::nvdisasm::Listing;
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::path::Path;
 
 /// PCs and lines listed per kernel in the table report.
 pub const LISTED: usize = 10;
-
-/// The nvdisasm the report uses (`--nvdisasm`), if named; else it looks on `PATH`.
-static NVDISASM: Mutex<Option<PathBuf>> = Mutex::new(None);
-
-/// Names the nvdisasm that `rtrace report` uses to show instructions and lines.
-pub fn set_nvdisasm(path: Option<PathBuf>) {
-    if let Ok(mut n) = NVDISASM.lock() {
-        *n = path;
-    }
-}
 
 /// Everything sampled in the traces.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -300,7 +289,7 @@ pub fn annotate(p: &mut Profile, traces: &[Trace], nvdisasm: Result<&Path, Strin
         let l = listings.entry(hash).or_insert_with(|| {
             let bytes = traces.iter().find_map(|t| t.images.get(&hash));
             match bytes {
-                Some(b) => crate::sass::disassemble(nvdisasm, b, hash),
+                Some(b) => crate::nvdisasm::disassemble(nvdisasm, b, hash),
                 None => Err(format!("image {hash:016x} not stored")),
             }
         });
@@ -332,7 +321,7 @@ pub fn annotate(p: &mut Profile, traces: &[Trace], nvdisasm: Result<&Path, Strin
 /// Names each sampled PC of `k` by its instruction and source line in `listing`, and sums the
 /// samples per source line.
 pub fn apply_listing(k: &mut KernelProfile, listing: &Listing) {
-    let at: HashMap<u64, &crate::sass::Instruction> =
+    let at: HashMap<u64, &crate::nvdisasm::Instruction> =
         listing.instructions.iter().map(|i| (i.0, i)).collect();
     let mut lines: BTreeMap<(String, u32), Acc> = BTreeMap::new();
     for row in &mut k.pcs {
@@ -363,15 +352,14 @@ pub fn apply_listing(k: &mut KernelProfile, listing: &Listing) {
         .sort_by(|a, b| b.samples.cmp(&a.samples).then(a.line.cmp(&b.line)));
 }
 
-/// The profile of `traces` with instructions and lines, using the nvdisasm named by
-/// [`set_nvdisasm`] or found on `PATH`.
-pub fn report_profile(traces: &[Trace]) -> Profile {
+/// The profile of `traces` with instructions and lines, using `nvdisasm` (`--nvdisasm`), else
+/// the one found on `PATH`.
+pub fn report_profile(traces: &[Trace], nvdisasm: Option<&Path>) -> Profile {
     let mut p = profile(traces);
     if p.kernels.is_empty() {
         return p;
     }
-    let named = NVDISASM.lock().ok().and_then(|n| n.clone());
-    let found = crate::sass::find_nvdisasm(named.as_deref());
+    let found = crate::nvdisasm::find(nvdisasm);
     annotate(&mut p, traces, found.as_deref().map_err(Clone::clone));
     p
 }
@@ -499,7 +487,7 @@ mod tests {
     #[test]
     fn instructions_and_lines_come_from_the_listing() {
         let mut p = profile(&[trace()]);
-        let listing = crate::sass::parse(
+        let listing = crate::nvdisasm::parse(
             "//--------------------- .text._Z1kPf --------------------------\n\
              \t//## File \"/s/k.cu\", line 3\n\
              /*0010*/  LDG.E R2, desc[UR4][R2.64] ;\n\

@@ -64,8 +64,8 @@ pub fn line(done: u64, total: u64) -> String {
     };
     format!(
         "rtrace: reading {percent:>3}% ({} of {})",
-        crate::output::human_bytes(done),
-        crate::output::human_bytes(total)
+        crate::text::human_bytes(done),
+        crate::text::human_bytes(total)
     )
 }
 

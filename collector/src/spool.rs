@@ -97,7 +97,7 @@ pub fn inputs_in(paths: &[PathBuf], dir: &Path) -> Result<Spooled, String> {
         out.notes.push(format!(
             "{what}: copied into a temporary file in {} ({}), read as {}",
             dir.display(),
-            crate::output::human_bytes(bytes),
+            crate::text::human_bytes(bytes),
             read_as.display()
         ));
         if stdin {

@@ -11,6 +11,7 @@ use super::layout::{self, Device, Flow, Gpu, KernelNames, Value, ARG_NAMES};
 use super::merge::{CounterKey, Emitter, Track};
 use super::Stats;
 use crate::model::Trace;
+use crate::text::push_json_string as string;
 use rtrace_format::ApiRecord;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -382,23 +383,4 @@ impl<W: Write> Emitter for ChromeWriter<W> {
 /// Appends `ns` as µs with three decimals: `1234.567`.
 fn micros(out: &mut String, ns: u64) {
     let _ = write!(out, "{}.{:03}", ns / 1000, ns % 1000);
-}
-
-/// Appends `s` as a JSON string.
-pub fn string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }

@@ -636,7 +636,7 @@ pub fn binary_bytes(bytes: u64) -> String {
 pub fn process_name(trace: &Trace) -> String {
     let h = &trace.header;
     if !h.command_line.is_empty() {
-        crate::output::shell_join(&h.command_line)
+        crate::text::shell_join(&h.command_line)
     } else if !h.executable.is_empty() {
         h.executable.clone()
     } else {

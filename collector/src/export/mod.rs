@@ -471,7 +471,7 @@ fn size_warning(format: ExportFormat, path: Option<&Path>, outcome: &mut Outcome
         };
         outcome.warnings.push(format!(
             "{what} is {}: Chrome's trace viewer fails around 256 MB; use --format perfetto",
-            crate::output::human_bytes(outcome.stats.bytes)
+            crate::text::human_bytes(outcome.stats.bytes)
         ));
     }
 }

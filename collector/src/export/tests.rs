@@ -1012,7 +1012,7 @@ fn chrome_json_without_traces_or_records() {
 #[test]
 fn json_strings_are_escaped() {
     let mut s = String::new();
-    chrome::string(&mut s, "a\"b\\c\nd\u{1}é");
+    crate::text::push_json_string(&mut s, "a\"b\\c\nd\u{1}é");
     assert_eq!(s, r#""a\"b\\c\nd\u0001é""#);
 }
 

@@ -1,7 +1,7 @@
 //! `--format csv`: one table, the API summary unless `--section` picks
 //! another; one line per row, RFC 4180 quoting.
 
-use super::Section;
+use super::options::Section;
 use crate::stream::Sections;
 use crate::summary::FunctionSummary;
 use std::fmt::Write;

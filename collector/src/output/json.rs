@@ -7,32 +7,17 @@
 
 use crate::gpu_summary::resources;
 use crate::model::{Duration, Trace};
-use crate::output::iso8601_utc;
 use crate::stream::fold::Counts;
 use crate::stream::Sections;
+use crate::text::{iso8601_utc, json_string};
 use std::fmt::Write;
+use std::path::Path;
 
 mod occupancy;
+mod pcsamp;
+mod syntax;
 
-/// Writes `,\n"key":[` then each of `items` on its own line, then `]`.
-fn array<T>(out: &mut String, key: &str, items: &[T], item: impl Fn(&mut String, &T)) {
-    out.push(',');
-    list(out, key, items, item);
-}
-
-/// Writes `\n"key":[` then each of `items` on its own line, then `]`.
-fn list<T>(out: &mut String, key: &str, items: &[T], item: impl Fn(&mut String, &T)) {
-    let _ = write!(out, "\n\"{key}\":[");
-    for (i, it) in items.iter().enumerate() {
-        out.push_str(if i == 0 { "\n  " } else { ",\n  " });
-        item(out, it);
-    }
-    out.push_str(if items.is_empty() { "]" } else { "\n]" });
-}
-
-fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
-    v.map_or("null".to_string(), |v| v.to_string())
-}
+use syntax::{array, list, opt};
 
 /// The GPU keys, after `api`.
 fn gpu(out: &mut String, s: &Sections) {
@@ -42,7 +27,7 @@ fn gpu(out: &mut String, s: &Sections) {
             "{{\"name\":{},\"count\":{},\"total_ns\":{},\"mean_ns\":{},\"median_ns\":{},\
              \"min_ns\":{},\"max_ns\":{},\"stddev_ns\":{},\"share_percent\":{},\
              \"grid_block\":{}}}",
-            string(&k.name),
+            json_string(&k.name),
             k.count,
             k.total_ns,
             k.mean_ns,
@@ -51,7 +36,7 @@ fn gpu(out: &mut String, s: &Sections) {
             k.max_ns,
             k.stddev_ns,
             k.share_percent,
-            string(&k.grid_block)
+            json_string(&k.grid_block)
         );
     });
     array(out, "memcpy", &s.memcpy, |out, m| {
@@ -59,7 +44,7 @@ fn gpu(out: &mut String, s: &Sections) {
             out,
             "{{\"kind\":{},\"count\":{},\"bytes\":{},\"total_ns\":{},\"mean_ns\":{},\
              \"median_ns\":{},\"min_ns\":{},\"max_ns\":{},\"bandwidth_gbps\":{}}}",
-            string(m.kind.name()),
+            json_string(m.kind.name()),
             m.count,
             m.bytes,
             m.total_ns,
@@ -92,9 +77,9 @@ fn gpu(out: &mut String, s: &Sections) {
         let _ = write!(
             out,
             "{{\"hostname\":{},\"pci_address\":{},\"name\":{},\"processes\":[",
-            string(&d.hostname),
-            string(&d.pci_address),
-            string(&d.name)
+            json_string(&d.hostname),
+            json_string(&d.pci_address),
+            json_string(&d.name)
         );
         for (i, (pid, ordinal)) in d.processes.iter().enumerate() {
             let sep = if i > 0 { "," } else { "" };
@@ -109,9 +94,9 @@ fn gpu(out: &mut String, s: &Sections) {
             "{{\"pid\":{},\"activity\":{},\"name\":{},\"function\":{},\"correlation\":{},\
              \"api_start_ns\":{},\"gpu_start_ns\":{},\"latency_ns\":{}}}",
             l.pid,
-            string(l.activity.name()),
-            string(&l.name),
-            string(&l.function),
+            json_string(l.activity.name()),
+            json_string(&l.name),
+            json_string(&l.function),
             l.correlation,
             l.api_start_ns,
             l.gpu_start_ns,
@@ -135,10 +120,10 @@ fn resources_key(out: &mut String, traces: &[Trace]) {
              \"memory_clock_khz\":{}}}",
             d.pid,
             d.ordinal,
-            string(&d.name),
+            json_string(&d.name),
             opt(d
                 .compute_capability
-                .map(|(major, minor)| string(&format!("{major}.{minor}")))),
+                .map(|(major, minor)| json_string(&format!("{major}.{minor}")))),
             opt(d.multiprocessors),
             d.total_memory,
             opt(d.clock_khz),
@@ -173,9 +158,9 @@ fn resources_key(out: &mut String, traces: &[Trace]) {
             s.pid,
             s.context,
             s.stream,
-            string(s.flag.name()),
+            json_string(s.flag.name()),
             s.priority,
-            opt(s.created_by.as_deref().map(string)),
+            opt(s.created_by.as_deref().map(json_string)),
             opt(s.correlation)
         );
     });
@@ -193,19 +178,19 @@ fn resources_key(out: &mut String, traces: &[Trace]) {
             m.cubin_size,
             m.timestamp_ns,
             m.functions,
-            opt(m.loaded_by.as_deref().map(string)),
+            opt(m.loaded_by.as_deref().map(json_string)),
             opt(m.correlation),
             opt(m.unloaded_ns),
-            opt(m.unloaded_by.as_deref().map(string)),
+            opt(m.unloaded_by.as_deref().map(json_string)),
             opt(m.unload_correlation),
-            opt(m.image.map(|(h, _, _)| string(&format!("{h:016x}")))),
+            opt(m.image.map(|(h, _, _)| json_string(&format!("{h:016x}")))),
             opt(m.image.map(|(_, c, _)| c)),
             m.image.is_some_and(|(_, _, s)| s),
             m.image_functions
                 .iter()
                 .map(|f| format!(
                     "{{\"name\":{},\"offset\":{},\"size\":{}}}",
-                    string(&f.name),
+                    json_string(&f.name),
                     f.offset,
                     f.size
                 ))
@@ -224,7 +209,7 @@ fn resources_key(out: &mut String, traces: &[Trace]) {
             f.module,
             f.function,
             f.index,
-            string(&f.name)
+            json_string(&f.name)
         );
     });
     out.push('}');
@@ -241,7 +226,7 @@ fn memory_and_sync(out: &mut String, s: &Sections) {
             out,
             "{{\"kind\":{},\"allocations\":{},\"frees\":{},\"bytes_allocated\":{},\
              \"peak_bytes\":{},\"largest_bytes\":{},\"live_bytes\":{}}}",
-            string(m.kind.name()),
+            json_string(m.kind.name()),
             m.allocations,
             m.frees,
             m.bytes_allocated,
@@ -255,7 +240,7 @@ fn memory_and_sync(out: &mut String, s: &Sections) {
             out,
             "{{\"type\":{},\"count\":{},\"total_wait_ns\":{},\"mean_wait_ns\":{},\
              \"max_wait_ns\":{}}}",
-            string(s.kind),
+            json_string(s.kind),
             s.count,
             s.total_wait_ns,
             s.mean_wait_ns,
@@ -264,7 +249,7 @@ fn memory_and_sync(out: &mut String, s: &Sections) {
     });
 }
 
-pub(super) fn render(traces: &[Trace], s: &Sections) -> String {
+pub(super) fn render(traces: &[Trace], s: &Sections, nvdisasm: Option<&Path>) -> String {
     let summary = &s.api;
     let mut out = String::from("{\"processes\":[");
     for (i, t) in traces.iter().enumerate() {
@@ -279,7 +264,7 @@ pub(super) fn render(traces: &[Trace], s: &Sections) -> String {
             out,
             "{{\"function\":{},\"calls\":{},\"errors\":{},\"total_ns\":{},\"mean_ns\":{},\
              \"median_ns\":{},\"min_ns\":{},\"max_ns\":{},\"error_codes\":{{{}}}}}",
-            string(&s.function),
+            json_string(&s.function),
             s.calls,
             s.errors,
             s.total_ns,
@@ -299,107 +284,9 @@ pub(super) fn render(traces: &[Trace], s: &Sections) -> String {
     gpu(&mut out, s);
     nvtx_key(&mut out, &s.nvtx);
     external_key(&mut out, &s.nvtx.external);
-    pc_sampling_key(&mut out, traces);
+    pcsamp::key(&mut out, traces, nvdisasm);
     out.push_str("}\n");
     out
-}
-
-/// `[["long_scoreboard",N],...]`
-fn stalls_json(stalls: &[(String, u64)]) -> String {
-    let items: Vec<String> = stalls
-        .iter()
-        .map(|(s, n)| format!("[{},{n}]", string(s)))
-        .collect();
-    format!("[{}]", items.join(","))
-}
-
-/// `,\n"pc_sampling":{...}`: every kernel sampled with every PC and source line; only when
-/// the traces were recorded with PC sampling.
-fn pc_sampling_key(out: &mut String, traces: &[Trace]) {
-    if !crate::pcsamp::present(traces) {
-        return;
-    }
-    let p = crate::pcsamp::report_profile(traces);
-    let _ = write!(
-        out,
-        ",\n\"pc_sampling\":{{\"contexts\":{},\"periods_log2\":[{}],\"total_samples\":{},\
-         \"dropped_samples\":{},\"non_user_samples\":{},\"buffer_full_reads\":{},\"notes\":[{}],\
-         \"sass_note\":{},\"kernels\":[",
-        p.contexts,
-        p.periods
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(","),
-        p.total_samples,
-        p.dropped_samples,
-        p.non_user_samples,
-        p.buffer_full_reads,
-        p.notes
-            .iter()
-            .map(|n| string(n))
-            .collect::<Vec<_>>()
-            .join(","),
-        p.sass_note
-            .as_deref()
-            .map(string)
-            .unwrap_or_else(|| "null".to_string()),
-    );
-    for (i, k) in p.kernels.iter().enumerate() {
-        out.push_str(if i == 0 { "\n  " } else { ",\n  " });
-        let _ = write!(
-            out,
-            "{{\"name\":{},\"demangled\":{},\"cubin_crc\":{},\"image\":{},\"samples\":{},\
-             \"not_issued\":{},\"stalls\":{},\"pcs\":[",
-            string(&k.name),
-            string(&k.demangled),
-            k.crc,
-            k.image
-                .map(|h| format!("\"{h:016x}\""))
-                .unwrap_or_else(|| "null".to_string()),
-            k.samples,
-            k.not_issued,
-            stalls_json(&k.stalls)
-        );
-        for (j, r) in k.pcs.iter().enumerate() {
-            let _ = write!(
-                out,
-                "{}{{\"offset\":{},\"samples\":{},\"not_issued\":{},\"instruction\":{},\
-                 \"file\":{},\"line\":{},\"stalls\":{}}}",
-                if j == 0 { "" } else { "," },
-                r.offset,
-                r.samples,
-                r.not_issued,
-                r.instruction
-                    .as_deref()
-                    .map(string)
-                    .unwrap_or_else(|| "null".to_string()),
-                r.line
-                    .as_ref()
-                    .map(|(f, _)| string(f))
-                    .unwrap_or_else(|| "null".to_string()),
-                r.line
-                    .as_ref()
-                    .map(|(_, n)| n.to_string())
-                    .unwrap_or_else(|| "null".to_string()),
-                stalls_json(&r.stalls)
-            );
-        }
-        out.push_str("],\"lines\":[");
-        for (j, l) in k.lines.iter().enumerate() {
-            let _ = write!(
-                out,
-                "{}{{\"file\":{},\"line\":{},\"samples\":{},\"stalls\":{}}}",
-                if j == 0 { "" } else { "," },
-                string(&l.file),
-                l.line,
-                l.samples,
-                stalls_json(&l.stalls)
-            );
-        }
-        out.push_str("]}");
-    }
-    out.push_str(if p.kernels.is_empty() { "]}" } else { "\n]}" });
 }
 
 /// `,\n"external":[...]`: one object per pushed external correlation id.
@@ -427,8 +314,8 @@ fn nvtx_key(out: &mut String, s: &crate::nvtx::NvtxSection) {
             "{{\"domain\":{},\"name\":{},\"count\":{},\"total_ns\":{},\"mean_ns\":{},\
              \"median_ns\":{},\"min_ns\":{},\"max_ns\":{},\"gpu_records\":{},\"gpu_ns\":{},\
              \"own_gpu_records\":{},\"own_gpu_ns\":{}}}",
-            string(&r.domain),
-            string(&r.name),
+            json_string(&r.domain),
+            json_string(&r.name),
             r.count,
             r.total_ns,
             r.mean_ns,
@@ -451,7 +338,7 @@ fn nvtx_key(out: &mut String, s: &crate::nvtx::NvtxSection) {
 /// reader found.
 fn process(out: &mut String, t: &Trace, c: &Counts) {
     let h = &t.header;
-    let command_line: Vec<String> = h.command_line.iter().map(|a| string(a)).collect();
+    let command_line: Vec<String> = h.command_line.iter().map(|a| json_string(a)).collect();
     let (duration, duration_complete) = match c.duration(t) {
         Duration::ToEnd(ns) => (Some(ns), true),
         Duration::ToLastRecord(ns) => (Some(ns), false),
@@ -467,27 +354,27 @@ fn process(out: &mut String, t: &Trace, c: &Counts) {
          \"end_reason\":{},\"threads\":{},\"api_records\":{},\"kernel_records\":{},\
          \"memcpy_records\":{},\"memset_records\":{},\"dropped\":{},\
          \"unwrapped_lookups\":{},\"unknown_chunks\":{},\"notices\":[",
-        string(&t.path.to_string_lossy()),
+        json_string(&t.path.to_string_lossy()),
         t.format_version.0,
         t.format_version.1,
         h.pid,
         h.ppid,
         opt(h.forked_from.map(u64::from)),
         command_line.join(","),
-        string(&h.executable),
-        string(&h.hostname),
-        string(&h.boot_id),
-        string(&h.writer_version),
+        json_string(&h.executable),
+        json_string(&h.hostname),
+        json_string(&h.boot_id),
+        json_string(&h.writer_version),
         h.start.monotonic_ns,
         h.start.realtime_ns,
-        string(&h.clock),
+        json_string(&h.clock),
         t.clock_shift.as_ref().map_or(0, |s| s.ns),
-        string(&iso8601_utc(h.start.realtime_ns)),
+        json_string(&iso8601_utc(h.start.realtime_ns)),
         opt(duration),
         duration_complete,
         t.end
             .as_ref()
-            .map_or("null".to_string(), |e| string(&e.reason)),
+            .map_or("null".to_string(), |e| json_string(&e.reason)),
         t.threads.len(),
         c.api,
         c.kernels,
@@ -503,17 +390,16 @@ fn process(out: &mut String, t: &Trace, c: &Counts) {
             out,
             "{sep}{{\"time_ns\":{},\"message\":{}}}",
             n.time_ns,
-            string(&n.message)
+            json_string(&n.message)
         );
     }
     let _ = write!(
         out,
         "],\"damage\":{}}}",
-        t.damage.as_deref().map_or("null".to_string(), string)
+        t.damage.as_deref().map_or("null".to_string(), json_string)
     );
 }
 
-/// A JSON string literal.
 /// The `records` ... `idle_ns` keys of a utilisation row.
 fn busy_keys(u: &crate::gpu_summary::Utilisation) -> String {
     format!(
@@ -521,26 +407,6 @@ fn busy_keys(u: &crate::gpu_summary::Utilisation) -> String {
          \"busy_percent\":{},\"gaps\":{},\"idle_ns\":{}",
         u.records, u.start_ns, u.end_ns, u.span_ns, u.busy_ns, u.busy_percent, u.gaps, u.idle_ns
     )
-}
-
-fn string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]
@@ -556,14 +422,13 @@ mod tests {
     }
 
     #[test]
-    fn escapes_strings() {
-        assert_eq!(string("a\"b\\c\n\u{1}é"), r#""a\"b\\c\n\u0001é""#);
-    }
-
-    #[test]
     fn memory_and_sync_keys_are_exact_and_only_with_such_records() {
         let t = crate::gpu_summary::samples::memory_and_sync();
-        let json = render(std::slice::from_ref(&t), &no_api(std::slice::from_ref(&t)));
+        let json = render(
+            std::slice::from_ref(&t),
+            &no_api(std::slice::from_ref(&t)),
+            None,
+        );
         let tail = &json[json.find("\"occupancy\"").unwrap()..];
         let expected = concat!(
             "\"occupancy\":[],\n",
@@ -584,7 +449,7 @@ mod tests {
             "\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0},\n\"external\":[]}\n"
         );
         assert_eq!(tail, expected);
-        let plain = render(&[Trace::default()], &no_api(&[Trace::default()]));
+        let plain = render(&[Trace::default()], &no_api(&[Trace::default()]), None);
         assert!(
             plain
                 .ends_with("\"occupancy\":[],\n\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0},\n\"external\":[]}\n"),

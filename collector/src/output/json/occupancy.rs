@@ -1,9 +1,10 @@
 //! The `occupancy` key of `--format json` ([`crate::occupancy`]): one object per
 //! kernel, device and launch configuration (every one, not only the first 20).
 
-use super::{array, opt, string};
+use super::syntax::{array, opt};
 use crate::occupancy::OccupancyRow;
 use crate::stream::Sections;
+use crate::text::json_string;
 use std::fmt::Write;
 
 /// Writes `,\n"occupancy":[...]`; an empty array when no trace has both kernel
@@ -21,9 +22,9 @@ fn row(out: &mut String, r: &OccupancyRow) {
          \"grid\":[{},{},{}],\"block\":[{},{},{}],\"block_size\":{},\"grid_size\":{},\
          \"threads\":{},\"registers_per_thread\":{},\"static_shared_memory\":{},\
          \"dynamic_shared_memory\":{},\"driver_shared_memory\":{},",
-        string(&r.name),
+        json_string(&r.name),
         r.device,
-        string(&r.device_name),
+        json_string(&r.device_name),
         r.launches,
         l.grid[0],
         l.grid[1],
@@ -65,12 +66,12 @@ fn row(out: &mut String, r: &OccupancyRow) {
         field(&|t| t.occupancy_percent.to_string()),
         field(&|t| opt(t.waves_per_sm)),
         field(&|t| {
-            let names: Vec<String> = t.limiters.iter().map(|l| string(l.name())).collect();
+            let names: Vec<String> = t.limiters.iter().map(|l| json_string(l.name())).collect();
             format!("[{}]", names.join(","))
         }),
         o.theoretical
             .as_ref()
             .err()
-            .map_or("null".to_string(), |e| string(&e.to_string())),
+            .map_or("null".to_string(), |e| json_string(&e.to_string())),
     );
 }

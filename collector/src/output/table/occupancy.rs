@@ -2,7 +2,7 @@
 //! ([`crate::occupancy`]): shown only when the traces hold kernel records and
 //! device descriptions.
 
-use super::{columns, plural, Left};
+use super::layout::{columns, plural, Align, Align::Left, Page};
 use crate::model::Trace;
 use crate::occupancy::{OccupancyRow, OCCUPANCY_ROWS};
 use crate::stream::Sections;
@@ -12,7 +12,7 @@ use std::fmt::Write;
 
 /// Writes the section, preceded by a blank line; nothing when no trace has both
 /// kernel records and a DeviceInfo.
-pub(super) fn section(out: &mut String, traces: &[Trace], s: &Sections) {
+pub(super) fn section(out: &mut Page, traces: &[Trace], s: &Sections) {
     if !traces
         .iter()
         .zip(&s.counts)
@@ -123,7 +123,7 @@ pub(super) fn section(out: &mut String, traces: &[Trace], s: &Sections) {
             cells
         })
         .collect();
-    let mut align = [super::Right; 9];
+    let mut align = [Align::Right; 9];
     align[0] = Left;
     align[8] = Left;
     columns(out, &headers, &align, &rows);
@@ -146,7 +146,7 @@ pub(super) fn section(out: &mut String, traces: &[Trace], s: &Sections) {
 }
 
 /// One line per device the rows use: its name and the limits occupancy depends on.
-fn devices(out: &mut String, traces: &[Trace], rows: &[OccupancyRow]) {
+fn devices(out: &mut Page, traces: &[Trace], rows: &[OccupancyRow]) {
     let mut seen: BTreeMap<(u32, &str), String> = BTreeMap::new();
     for t in traces {
         for (ordinal, d) in &t.devices {

@@ -1,0 +1,115 @@
+//! `rtrace report`: the report over the traces ([`crate::output`]).
+
+use super::inputs::{spool, start_progress, FilterArgs};
+use crate::output::{render, Format, RenderOptions, Section, TABLE_WIDTH};
+use clap::Args;
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+/// Options of `rtrace report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Output format: `table` for people; `csv` (one table, see --section)
+    /// and `json` give durations as integer nanoseconds.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// The table `--format csv` prints [default: api]; only with `--format csv`.
+    #[arg(long, value_enum, value_name = "SECTION")]
+    pub section: Option<Section>,
+    /// Lay tables out for lines of at most N characters (names in the first column are cut
+    /// to fit) [default: the terminal's width when standard output is one, else 120].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(40..))]
+    pub width: Option<u16>,
+    /// The nvdisasm that names PC samples' instructions and source lines [default: nvdisasm
+    /// on PATH; without one, the PC sampling section gives offsets only and says why].
+    #[arg(long, value_name = "PATH")]
+    pub nvdisasm: Option<PathBuf>,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    /// Trace files, or directories: every *.bin trace directly in one is read,
+    /// in name order.
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+}
+
+/// Runs `rtrace report`; returns the exit code.
+pub(super) fn run(args: &ReportArgs) -> u8 {
+    if args.section.is_some() && args.format != Format::Csv {
+        eprintln!(
+            "rtrace: --section chooses the table of --format csv; the table and JSON \
+             formats hold every section"
+        );
+        return 2;
+    }
+    let Some(spooled) = spool(&args.files) else {
+        return 2;
+    };
+    start_progress(spooled.paths(), 1);
+    let filter = args.filter.filter();
+    // Read as streams: memory bounded by the distinct keys, not the records (crate::stream).
+    let read = crate::stream::report_inputs(spooled.paths(), &filter);
+    crate::progress::finish();
+    let (loaded, sections) = match read {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("rtrace: {e}");
+            return 2;
+        }
+    };
+    if !filter.is_empty() {
+        eprintln!("rtrace: filter: {filter}");
+    }
+    let options = RenderOptions {
+        format: args.format,
+        section: args.section.unwrap_or_default(),
+        width: args
+            .width
+            .map(usize::from)
+            .or_else(crate::sys::terminal_width)
+            .unwrap_or(TABLE_WIDTH),
+        nvdisasm: args.nvdisasm.clone(),
+    };
+    let report = render(&loaded.traces, &sections, &options);
+    let mut stdout = io::stdout().lock();
+    if let Err(e) = stdout
+        .write_all(report.as_bytes())
+        .and_then(|_| stdout.flush())
+    {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            return 0;
+        }
+        eprintln!(
+            "rtrace: writing the report: {}",
+            crate::model::io_message(&e)
+        );
+        return 1;
+    }
+    for line in &loaded.skipped {
+        eprintln!("warning: {line}");
+    }
+    for t in &loaded.traces {
+        if let Some(shift) = &t.clock_shift {
+            eprintln!(
+                "rtrace: {}: {}",
+                t.path.display(),
+                crate::clocks::describe(shift)
+            );
+        }
+        if let Some(damage) = &t.damage {
+            eprintln!("warning: {}: {damage}", t.path.display());
+        }
+        for bad in &t.bad_chunks {
+            eprintln!("warning: {}: skipped the {bad}", t.path.display());
+        }
+        // The table has this warning in the process section already.
+        if t.dropped > 0 && args.format != Format::Table {
+            eprintln!(
+                "warning: {}: {} API records were lost (a thread's buffer was full); \
+                 try a larger --buffer-records",
+                t.path.display(),
+                t.dropped
+            );
+        }
+    }
+    0
+}

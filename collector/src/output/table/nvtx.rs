@@ -1,0 +1,86 @@
+//! The "NVTX ranges" and "External correlation" sections of `--format table`
+//! ([`crate::nvtx`]).
+
+use super::layout::{columns, Align::Left, Page};
+use crate::text::human_ns;
+use std::fmt::Write;
+
+/// "NVTX ranges": one row per range name and domain; nothing when the traces hold no NVTX
+/// events.
+pub(super) fn ranges_section(out: &mut Page, s: &crate::nvtx::NvtxSection) {
+    let (rows, open, marks) = (&s.rows, s.open, s.marks);
+    if rows.is_empty() && open == 0 && marks == 0 {
+        return;
+    }
+    let ranges: u64 = rows.iter().map(|r| r.count).sum();
+    let _ = writeln!(
+        out,
+        "\nNVTX ranges: {ranges} {}, {} {}, {open} open, {marks} {}",
+        if ranges == 1 { "range" } else { "ranges" },
+        rows.len(),
+        if rows.len() == 1 { "name" } else { "names" },
+        if marks == 1 { "mark" } else { "marks" },
+    );
+    let headers = [
+        "range", "domain", "count", "total", "mean", "median", "min", "max", "GPU work",
+        "GPU time", "own time",
+    ];
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.name.clone(),
+                r.domain.clone(),
+                r.count.to_string(),
+                human_ns(r.total_ns),
+                human_ns(r.mean_ns),
+                human_ns(r.median_ns),
+                human_ns(r.min_ns),
+                human_ns(r.max_ns),
+                r.gpu_records.to_string(),
+                human_ns(r.gpu_ns),
+                human_ns(r.own_gpu_ns),
+            ]
+        })
+        .collect();
+    columns(out, &headers, &[Left, Left], &body);
+}
+
+/// External correlation ids listed; the rest are counted.
+const EXTERNAL_LISTED: usize = 20;
+
+/// "External correlation": the ids with the most GPU time; nothing without pushed ids.
+pub(super) fn external_section(out: &mut Page, rows: &[crate::nvtx::ExternalSummary]) {
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nExternal correlation: {} {} (rtrace_push_external_correlation), by GPU time",
+        rows.len(),
+        if rows.len() == 1 { "id" } else { "ids" }
+    );
+    let headers = ["id", "kind", "process", "calls", "GPU work", "GPU time"];
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .take(EXTERNAL_LISTED)
+        .map(|r| {
+            vec![
+                r.id.to_string(),
+                r.kind.to_string(),
+                r.pid.to_string(),
+                r.calls.to_string(),
+                r.gpu_records.to_string(),
+                human_ns(r.gpu_ns),
+            ]
+        })
+        .collect();
+    columns(out, &headers, &[Left], &body);
+    if rows.len() > EXTERNAL_LISTED {
+        let _ = writeln!(
+            out,
+            "  … and {} more (--format json lists them)",
+            rows.len() - EXTERNAL_LISTED
+        );
+    }
+}

@@ -1,0 +1,41 @@
+//! The system calls the command line makes itself: glibc's malloc thresholds and the
+//! terminal's width (`record/signals.rs` holds those of waiting for a traced program).
+//! The crate's unsafe code lives in these two modules.
+#![allow(unsafe_code)]
+
+/// Keeps large freed blocks in the heap, for the next chunk, instead of giving them back.
+///
+/// The readers take a trace a chunk at a time: each chunk's payload and its decoded records
+/// are a few megabytes, allocated and freed again at once. glibc maps blocks that large with
+/// their own `mmap` and gives them back with `munmap` (and trims the heap's free top), so every
+/// chunk faulted in and zeroed fresh pages: a third of `rtrace report`'s time on a 10M-record
+/// trace went to the kernel. Such blocks are kept in the heap instead, to be used again: that
+/// report took 1.34-1.42 s instead of 1.80-2.01 s (system time 0.11-0.14 s instead of
+/// 0.53-0.73 s), its peak memory about the same, as what is kept is what was in use anyway
+/// (docs/benchmarks.md). Called first, while the process has one thread.
+pub fn keep_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets two of glibc's malloc parameters, before any other thread
+    // exists; a value it refuses leaves the default.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 64 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
+    }
+}
+
+/// The width of the terminal standard output is, if it is one (at least 40).
+pub fn terminal_width() -> Option<usize> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    let mut size = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ fills a winsize through a valid pointer; the descriptor is stdout's.
+    let rc = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) };
+    (rc == 0 && size.ws_col > 0).then(|| usize::from(size.ws_col).max(40))
+}
