@@ -6,48 +6,6 @@
 
 use crate::Chunk;
 
-/// Reads little-endian integers at fixed offsets of a record.
-struct Le<'a>(&'a [u8]);
-
-impl Le<'_> {
-    fn u8(&self, at: usize) -> u8 {
-        self.0[at]
-    }
-    fn u32(&self, at: usize) -> u32 {
-        u32::from_le_bytes(self.0[at..at + 4].try_into().unwrap())
-    }
-    fn u16(&self, at: usize) -> u16 {
-        u16::from_le_bytes(self.0[at..at + 2].try_into().unwrap())
-    }
-    fn i32(&self, at: usize) -> i32 {
-        i32::from_le_bytes(self.0[at..at + 4].try_into().unwrap())
-    }
-    fn u64(&self, at: usize) -> u64 {
-        u64::from_le_bytes(self.0[at..at + 8].try_into().unwrap())
-    }
-}
-
-/// Writes little-endian integers at fixed offsets of a record.
-struct LeMut<'a>(&'a mut [u8]);
-
-impl LeMut<'_> {
-    fn u8(&mut self, at: usize, v: u8) {
-        self.0[at] = v;
-    }
-    fn u32(&mut self, at: usize, v: u32) {
-        self.0[at..at + 4].copy_from_slice(&v.to_le_bytes());
-    }
-    fn u16(&mut self, at: usize, v: u16) {
-        self.0[at..at + 2].copy_from_slice(&v.to_le_bytes());
-    }
-    fn i32(&mut self, at: usize, v: i32) {
-        self.0[at..at + 4].copy_from_slice(&v.to_le_bytes());
-    }
-    fn u64(&mut self, at: usize, v: u64) {
-        self.0[at..at + 8].copy_from_slice(&v.to_le_bytes());
-    }
-}
-
 /// Record flag: the work belongs to a CUDA graph (`graph_id`, `graph_node_id` are set).
 pub const FLAG_IN_GRAPH: u32 = 1;
 /// Record flag: `correlation` links the record to an API record of the trace.
