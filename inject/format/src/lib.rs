@@ -40,6 +40,8 @@
 
 mod codec;
 mod crc;
+pub mod env;
+mod output;
 mod time;
 
 mod api;
@@ -56,6 +58,7 @@ pub use chunk::*;
 pub use crc::crc32;
 pub use device::*;
 pub use gpu::*;
+pub use output::*;
 pub use pcsampling::*;
 pub use reader::*;
 pub use time::*;

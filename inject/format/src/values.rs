@@ -81,6 +81,27 @@ pub struct DeviceInfo {
     pub attributes: Vec<(i32, i32)>,
 }
 
+/// A [`ThreadInfo`] with borrowed text: the same fields in the same order, so it encodes to
+/// the same bytes ([`encode_value_into`] writes it without allocating).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct ThreadInfoRef<'a> {
+    pub tid: u64,
+    pub name: &'a str,
+}
+
+/// A [`ProcessEnd`] with borrowed text: the same fields in the same order, so it encodes to
+/// the same bytes (librtrace.so writes its end record without allocating, perhaps from a
+/// signal handler).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct ProcessEndRef<'a> {
+    pub end: ClockAnchor,
+    pub reason: &'a str,
+    pub records: u64,
+    pub dropped: u64,
+    pub unwrapped_lookups: u64,
+    pub threads: u64,
+}
+
 /// Something the tracer tells the reader (tracing disabled, a failed setup step).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Notice {
@@ -95,6 +116,12 @@ fn bincode_config() -> impl bincode::config::Config {
 /// Encodes a serde value as a chunk payload or header body.
 pub fn encode_value<T: Serialize>(v: &T) -> Vec<u8> {
     bincode::serde::encode_to_vec(v, bincode_config()).expect("encoding to a Vec cannot fail")
+}
+
+/// Encodes a serde value into `buf`, as [`encode_value`] does, without allocating; the
+/// number of bytes written, or why it does not fit.
+pub fn encode_value_into<T: Serialize>(v: &T, buf: &mut [u8]) -> Result<usize, String> {
+    bincode::serde::encode_into_slice(v, buf, bincode_config()).map_err(|e| e.to_string())
 }
 
 /// Decodes a serde value written by [`encode_value`].
