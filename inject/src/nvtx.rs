@@ -16,7 +16,7 @@
 
 use crate::ring::{NVTX, NVTX_ATTRIBUTES};
 use crate::{hook, lifecycle};
-use rtrace_format::{ApiRecord, NvtxKind};
+use rtrace_format::{env, ApiRecord, NvtxKind};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr};
@@ -687,7 +687,7 @@ unsafe extern "C" fn initialize(_reserved: *const c_void) {}
 /// Points `NVTX_INJECTION64_PATH` at this library, unless it is set or `RTRACE_NVTX=0`.
 /// Called once, when the library loads (before the program's threads).
 pub fn announce() {
-    if !lifecycle::config().nvtx || std::env::var_os("NVTX_INJECTION64_PATH").is_some() {
+    if !lifecycle::config().nvtx || std::env::var_os(env::NVTX_INJECTION64_PATH).is_some() {
         return;
     }
     let mut info = libc::Dl_info {
@@ -713,8 +713,11 @@ pub fn announce() {
     let Ok(full) = std::ffi::CString::new(full.into_os_string().into_encoded_bytes()) else {
         return;
     };
+    let Ok(name) = std::ffi::CString::new(env::NVTX_INJECTION64_PATH) else {
+        return;
+    };
     // SAFETY: both NUL-terminated; setenv copies them.
-    unsafe { libc::setenv(c"NVTX_INJECTION64_PATH".as_ptr(), full.as_ptr(), 0) };
+    unsafe { libc::setenv(name.as_ptr(), full.as_ptr(), 0) };
 }
 
 // ---- external correlation -----------------------------------------------------------------
