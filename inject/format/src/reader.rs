@@ -58,18 +58,7 @@ pub struct Chunk {
 impl Chunk {
     /// The API records of an [`ChunkKind::ApiRecords`](crate::ChunkKind::ApiRecords) chunk.
     pub fn api_records(&self) -> Result<Vec<ApiRecord>, String> {
-        if !self.payload.len().is_multiple_of(ApiRecord::SIZE) {
-            return Err(format!(
-                "API record chunk of {} bytes is not a multiple of {}",
-                self.payload.len(),
-                ApiRecord::SIZE
-            ));
-        }
-        Ok(self
-            .payload
-            .chunks_exact(ApiRecord::SIZE)
-            .map(|b| ApiRecord::from_bytes(b.try_into().unwrap()))
-            .collect())
+        fixed_records::<_, { ApiRecord::SIZE }>(self, "API record", ApiRecord::from_bytes)
     }
 
     /// The entries of a [`ChunkKind::FunctionNames`](crate::ChunkKind::FunctionNames) chunk.
@@ -97,6 +86,26 @@ impl Chunk {
     pub fn value<T: for<'de> Deserialize<'de>>(&self) -> Result<T, String> {
         decode_value(&self.payload)
     }
+}
+
+/// The records of a chunk that holds an array of `N`-byte records, each decoded by `decode`;
+/// `what` names them when the payload is not a whole number of records.
+pub(crate) fn fixed_records<T, const N: usize>(
+    chunk: &Chunk,
+    what: &str,
+    decode: impl Fn(&[u8; N]) -> T,
+) -> Result<Vec<T>, String> {
+    if !chunk.payload.len().is_multiple_of(N) {
+        return Err(format!(
+            "{what} chunk of {} bytes is not a multiple of {N}",
+            chunk.payload.len()
+        ));
+    }
+    Ok(chunk
+        .payload
+        .chunks_exact(N)
+        .map(|b| decode(b.try_into().unwrap()))
+        .collect())
 }
 
 /// Streams the header and chunks of one trace.
