@@ -4,8 +4,9 @@
 //! This file holds the command and `rtrace record`; `report.rs`, `export.rs` and `sass.rs`
 //! the other subcommands, over `inputs.rs` (the inputs they read and the filters they take).
 
-use crate::record::{self, RecordOptions, DEFAULT_OUTPUT};
+use crate::record::{self, RecordOptions};
 use clap::{Args, Parser, Subcommand};
+use rtrace_format::{env, DEFAULT_OUTPUT};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -182,22 +183,16 @@ fn run_record(args: RecordArgs) -> u8 {
             env.push((k.to_string(), v));
         }
     };
-    set("RTRACE_CAPTURE_RANGE", args.capture_range);
-    set("RTRACE_NVTX_CAPTURE", args.nvtx_capture);
-    set("RTRACE_NVTX_EXCLUDE", args.nvtx_exclude);
-    set("RTRACE_DELAY", args.delay);
-    set("RTRACE_DURATION", args.duration);
-    set("RTRACE_KERNEL_REGEX", args.kernel_regex);
-    set(
-        "RTRACE_KERNEL_SKIP",
-        args.kernel_skip.map(|n| n.to_string()),
-    );
-    set(
-        "RTRACE_KERNEL_COUNT",
-        args.kernel_count.map(|n| n.to_string()),
-    );
-    set("RTRACE_PC_SAMPLING", args.pc_sampling);
-    set("RTRACE_PC_SAMPLING_STALLS", args.pc_stalls);
+    set(env::CAPTURE_RANGE, args.capture_range);
+    set(env::NVTX_CAPTURE, args.nvtx_capture);
+    set(env::NVTX_EXCLUDE, args.nvtx_exclude);
+    set(env::DELAY, args.delay);
+    set(env::DURATION, args.duration);
+    set(env::KERNEL_REGEX, args.kernel_regex);
+    set(env::KERNEL_SKIP, args.kernel_skip.map(|n| n.to_string()));
+    set(env::KERNEL_COUNT, args.kernel_count.map(|n| n.to_string()));
+    set(env::PC_SAMPLING, args.pc_sampling);
+    set(env::PC_SAMPLING_STALLS, args.pc_stalls);
     let opts = RecordOptions {
         output: Some(args.output),
         lib: args.lib,

@@ -8,6 +8,7 @@ pub use pattern::OutputPattern;
 pub use signals::signal_name;
 
 use crate::model::io_message;
+use rtrace_format::{env, DEFAULT_OUTPUT};
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::io;
@@ -17,15 +18,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::time::SystemTime;
 
-/// The default `RTRACE_OUTPUT` pattern.
-pub const DEFAULT_OUTPUT: &str = "rtrace-%p.bin";
 /// File name of the injected library.
 pub const LIB_NAME: &str = "librtrace.so";
 
 /// What to record, as `rtrace record` takes it.
 #[derive(Clone, Debug, Default)]
 pub struct RecordOptions {
-    /// Trace path pattern (`%p` → pid, `%h` → host name); [`DEFAULT_OUTPUT`] if `None`.
+    /// Trace path pattern (`%p` → pid, `%h` → host name, `%%` → `%`); [`DEFAULT_OUTPUT`] if
+    /// `None`.
     pub output: Option<PathBuf>,
     /// librtrace.so to preload; see [`locate_lib`] for the search when `None`.
     pub lib: Option<PathBuf>,
@@ -95,10 +95,10 @@ impl std::error::Error for RecordError {}
 /// `librtrace.so` next to the running executable (for a test binary in
 /// `target/<profile>/deps/`, also in its parent). The result is absolute.
 pub fn locate_lib(explicit: Option<&Path>) -> Result<PathBuf, RecordError> {
-    let env = std::env::var_os("RTRACE_LIB").filter(|v| !v.is_empty());
-    let (lib, origin) = match (explicit, env) {
+    let from_env = std::env::var_os(env::LIB).filter(|v| !v.is_empty());
+    let (lib, origin) = match (explicit, from_env) {
         (Some(p), _) => (p.to_path_buf(), "--lib"),
-        (None, Some(p)) => (PathBuf::from(p), "RTRACE_LIB"),
+        (None, Some(p)) => (PathBuf::from(p), env::LIB),
         (None, None) => {
             let exe = std::env::current_exe().map_err(|e| {
                 RecordError::Setup(format!(
@@ -173,11 +173,11 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
         .map_err(|e| RecordError::Setup(format!("the current directory: {}", io_message(&e))))?;
     let default = PathBuf::from(DEFAULT_OUTPUT);
     let pattern = OutputPattern::new(opts.output.as_ref().unwrap_or(&default), &cwd);
-    let host = signals::hostname();
+    let host = rtrace_format::hostname().into_bytes();
     let raw = pattern.as_os_string();
     let per_process_dir = Path::new(&raw)
         .parent()
-        .is_some_and(|d| d.as_os_str().as_bytes().windows(2).any(|w| w == b"%p"));
+        .is_some_and(|d| pattern::holds_pid(d.as_os_str().as_bytes()));
     if let Some(dir) = pattern.expand(0, &host).parent() {
         if !per_process_dir && !dir.is_dir() {
             return Err(RecordError::Setup(format!(
@@ -193,20 +193,20 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
             "LD_PRELOAD",
             preload_value(&lib, std::env::var_os("LD_PRELOAD")),
         )
-        .env("RTRACE_OUTPUT", pattern.as_os_string());
+        .env(env::OUTPUT, pattern.as_os_string());
     // NVTX in the program loads the library this names (librtrace.so itself), unless the
     // caller points it at another tool.
-    if std::env::var_os("NVTX_INJECTION64_PATH").is_none() {
-        cmd.env("NVTX_INJECTION64_PATH", &lib);
+    if std::env::var_os(env::NVTX_INJECTION64_PATH).is_none() {
+        cmd.env(env::NVTX_INJECTION64_PATH, &lib);
     }
     if let Some(n) = opts.buffer_records {
-        cmd.env("RTRACE_BUFFER_RECORDS", n.to_string());
+        cmd.env(env::BUFFER_RECORDS, n.to_string());
     }
     if let Some(ms) = opts.flush_ms {
-        cmd.env("RTRACE_FLUSH_MS", ms.to_string());
+        cmd.env(env::FLUSH_MS, ms.to_string());
     }
     if let Some(kinds) = &opts.gpu_activity {
-        cmd.env("RTRACE_GPU_ACTIVITY", kinds);
+        cmd.env(env::GPU_ACTIVITY, kinds);
     }
     for (k, v) in &opts.env {
         cmd.env(k, v);

@@ -1,5 +1,6 @@
 //! Settings read once from `RTRACE_*` environment variables at start-up.
 
+use rtrace_format::{env, DEFAULT_OUTPUT};
 use std::ffi::OsString;
 
 /// Everything the environment can set; see `docs/configuration.md`.
@@ -129,7 +130,7 @@ impl Capture {
                 .map(|v| v.to_string_lossy().trim().to_string())
                 .filter(|v| !v.is_empty())
         };
-        if let Some(mode) = text("RTRACE_CAPTURE_RANGE") {
+        if let Some(mode) = text(env::CAPTURE_RANGE) {
             match mode.as_str() {
                 "cudaProfilerApi" | "cuProfilerApi" | "profiler" => c.profiler_api = true,
                 "none" => {}
@@ -148,8 +149,8 @@ impl Capture {
                 })
                 .collect()
         };
-        c.nvtx_include = text("RTRACE_NVTX_CAPTURE").map(ranges).unwrap_or_default();
-        c.nvtx_exclude = text("RTRACE_NVTX_EXCLUDE").map(ranges).unwrap_or_default();
+        c.nvtx_include = text(env::NVTX_CAPTURE).map(ranges).unwrap_or_default();
+        c.nvtx_exclude = text(env::NVTX_EXCLUDE).map(ranges).unwrap_or_default();
         let mut time = |k: &str| -> Option<u64> {
             let v = text(k)?;
             match rtrace_format::parse_time(&v) {
@@ -160,11 +161,11 @@ impl Capture {
                 }
             }
         };
-        let delay = time("RTRACE_DELAY");
-        let duration = time("RTRACE_DURATION");
+        let delay = time(env::DELAY);
+        let duration = time(env::DURATION);
         c.delay_ns = delay.unwrap_or(0);
         c.duration_ns = duration;
-        c.kernel_regex = text("RTRACE_KERNEL_REGEX");
+        c.kernel_regex = text(env::KERNEL_REGEX);
         let mut count = |k: &str| -> Option<u64> {
             let v = text(k)?;
             match v.parse() {
@@ -175,8 +176,8 @@ impl Capture {
                 }
             }
         };
-        let skip = count("RTRACE_KERNEL_SKIP");
-        let kept = count("RTRACE_KERNEL_COUNT");
+        let skip = count(env::KERNEL_SKIP);
+        let kept = count(env::KERNEL_COUNT);
         c.kernel_skip = skip.unwrap_or(0);
         c.kernel_count = kept;
         c
@@ -242,7 +243,6 @@ impl GpuKinds {
     }
 }
 
-pub const DEFAULT_OUTPUT: &str = "rtrace-%p.bin";
 pub const DEFAULT_BUFFER_RECORDS: usize = 1 << 16;
 pub const DEFAULT_FLUSH_MS: u64 = 200;
 
@@ -255,21 +255,19 @@ impl Config {
     pub fn from_lookup(get: impl Fn(&str) -> Option<OsString>) -> Config {
         let num = |k: &str| -> Option<u64> { get(k)?.to_str()?.trim().parse().ok() };
         let flag = |k: &str| get(k).is_some_and(|v| !v.is_empty() && v != "0");
-        let buffer_records = num("RTRACE_BUFFER_RECORDS")
+        let buffer_records = num(env::BUFFER_RECORDS)
             .map(|n| (n as usize).clamp(64, 1 << 24).next_power_of_two())
             .unwrap_or(DEFAULT_BUFFER_RECORDS);
-        let flush_ms = num("RTRACE_FLUSH_MS")
+        let flush_ms = num(env::FLUSH_MS)
             .unwrap_or(DEFAULT_FLUSH_MS)
             .clamp(1, 1000);
         let pc_sampling = PcSampling::parse(
-            get("RTRACE_PC_SAMPLING")
-                .as_deref()
-                .and_then(|v| v.to_str()),
-            get("RTRACE_PC_SAMPLING_STALLS")
+            get(env::PC_SAMPLING).as_deref().and_then(|v| v.to_str()),
+            get(env::PC_SAMPLING_STALLS)
                 .as_deref()
                 .and_then(|v| v.to_str()),
         );
-        let mut gpu_activity = get("RTRACE_GPU_ACTIVITY")
+        let mut gpu_activity = get(env::GPU_ACTIVITY)
             .map(|v| GpuKinds::parse(&v.to_string_lossy()))
             .unwrap_or_default();
         // Samples name their code by module: PC sampling needs the modules and their images.
@@ -277,22 +275,22 @@ impl Config {
             gpu_activity.resources = true;
         }
         Config {
-            output: get("RTRACE_OUTPUT")
+            output: get(env::OUTPUT)
                 .filter(|v| !v.is_empty())
                 .unwrap_or_else(|| DEFAULT_OUTPUT.into()),
             buffer_records,
             flush_ms,
             poll_ms: flush_ms.min(5),
-            disabled: flag("RTRACE_DISABLE"),
-            debug: flag("RTRACE_DEBUG"),
-            cuda_library: get("RTRACE_CUDA_LIBRARY")
+            disabled: flag(env::DISABLE),
+            debug: flag(env::DEBUG),
+            cuda_library: get(env::CUDA_LIBRARY)
                 .filter(|v| !v.is_empty())
                 .unwrap_or_else(|| "libcuda.so.1".into()),
-            clock_monotonic: get("RTRACE_CLOCK").is_some_and(|v| v == "monotonic"),
+            clock_monotonic: get(env::CLOCK).is_some_and(|v| v == "monotonic"),
             gpu_activity,
-            cupti_library: get("RTRACE_CUPTI_LIBRARY").filter(|v| !v.is_empty()),
-            nvtx: get("RTRACE_NVTX").is_none_or(|v| v != "0"),
-            module_images: get("RTRACE_MODULE_IMAGES").is_none_or(|v| v != "0"),
+            cupti_library: get(env::CUPTI_LIBRARY).filter(|v| !v.is_empty()),
+            nvtx: get(env::NVTX).is_none_or(|v| v != "0"),
+            module_images: get(env::MODULE_IMAGES).is_none_or(|v| v != "0"),
             capture: Capture::from_lookup(&get),
             pc_sampling,
         }

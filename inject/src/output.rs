@@ -4,55 +4,14 @@ use crate::lifecycle::{self, Process};
 use crate::ring::Ring;
 use crate::{clock, generated};
 use rtrace_format::{
-    encode_file_header, encode_function_names, ChunkHeader, ChunkKind, ClockAnchor, ProcessHeader,
+    encode_file_header, encode_function_names, encode_value_into, expand_output, hostname,
+    ChunkHeader, ChunkKind, ProcessEndRef, ProcessHeader, ThreadInfoRef,
 };
-use serde::Serialize;
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-/// Expands `%p` (pid), `%h` (host name) and `%%` in an output pattern.
-pub fn expand_pattern(pattern: &OsStr, pid: u32, host: &str) -> OsString {
-    let mut out = Vec::new();
-    let mut it = pattern.as_bytes().iter().peekable();
-    while let Some(&b) = it.next() {
-        if b == b'%' {
-            match it.peek() {
-                Some(b'p') => {
-                    out.extend_from_slice(pid.to_string().as_bytes());
-                    it.next();
-                    continue;
-                }
-                Some(b'h') => {
-                    out.extend_from_slice(host.as_bytes());
-                    it.next();
-                    continue;
-                }
-                Some(b'%') => {
-                    out.push(b'%');
-                    it.next();
-                    continue;
-                }
-                _ => {}
-            }
-        }
-        out.push(b);
-    }
-    OsString::from_vec(out)
-}
-
-pub fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most buf.len() bytes.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return "unknown".into();
-    }
-    let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..n]).into_owned()
-}
 
 fn read_trimmed(path: &str) -> String {
     std::fs::read_to_string(path)
@@ -130,25 +89,6 @@ pub struct Sink {
     broken: bool,
 }
 
-/// Mirrors `rtrace_format::ProcessEnd` field by field with borrowed text, so the
-/// end record can be encoded without allocating (it may be written from a signal handler).
-#[derive(Serialize)]
-struct ProcessEndRef<'a> {
-    end: ClockAnchor,
-    reason: &'a str,
-    records: u64,
-    dropped: u64,
-    unwrapped_lookups: u64,
-    threads: u64,
-}
-
-/// Mirrors `rtrace_format::ThreadInfo` with borrowed text.
-#[derive(Serialize)]
-struct ThreadInfoRef<'a> {
-    tid: u64,
-    name: &'a str,
-}
-
 const FLUSH_AT: usize = 1 << 20;
 
 impl Sink {
@@ -156,7 +96,11 @@ impl Sink {
     pub fn create(process: &Process) -> Result<Sink, String> {
         let cfg = lifecycle::config();
         let host = hostname();
-        let path = expand_pattern(&cfg.output, process.pid, &host);
+        let path = OsString::from_vec(expand_output(
+            cfg.output.as_bytes(),
+            process.pid,
+            host.as_bytes(),
+        ));
         let fd = open_trace(&path)
             .map_err(|e| format!("cannot create {}: {e}", path.to_string_lossy()))?;
         let header = ProcessHeader {
@@ -220,11 +164,7 @@ impl Sink {
     pub fn thread_info(&mut self, tid: u64, name: &str) {
         let mut buf = [0u8; 128];
         let name = &name[..name.len().min(64)];
-        if let Ok(n) = bincode::serde::encode_into_slice(
-            ThreadInfoRef { tid, name },
-            &mut buf,
-            bincode::config::standard(),
-        ) {
+        if let Ok(n) = encode_value_into(&ThreadInfoRef { tid, name }, &mut buf) {
             self.chunk(ChunkKind::ThreadInfo, tid, 0, 0, &buf[..n]);
         }
         self.threads += 1;
@@ -268,56 +208,8 @@ impl Sink {
             threads: self.threads,
         };
         let mut buf = [0u8; 512];
-        let n = bincode::serde::encode_into_slice(&end, &mut buf, bincode::config::standard())
-            .map_err(|e| io::Error::other(e.to_string()))?;
+        let n = encode_value_into(&end, &mut buf).map_err(io::Error::other)?;
         self.chunk(ChunkKind::ProcessEnd, 0, 0, 0, &buf[..n]);
         self.flush()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn patterns_expand() {
-        assert_eq!(
-            expand_pattern(OsStr::new("t-%p-%h.bin"), 42, "box"),
-            OsString::from("t-42-box.bin")
-        );
-        assert_eq!(
-            expand_pattern(OsStr::new("%%p%x%"), 7, "h"),
-            OsString::from("%p%x%")
-        );
-    }
-
-    #[test]
-    fn end_record_decodes_as_process_end() {
-        let end = ProcessEndRef {
-            end: ClockAnchor {
-                monotonic_ns: 5,
-                realtime_ns: 6,
-            },
-            reason: "signal 15",
-            records: 10,
-            dropped: 2,
-            unwrapped_lookups: 1,
-            threads: 3,
-        };
-        let mut buf = [0u8; 512];
-        let n =
-            bincode::serde::encode_into_slice(&end, &mut buf, bincode::config::standard()).unwrap();
-        let back: rtrace_format::ProcessEnd = rtrace_format::decode_value(&buf[..n]).unwrap();
-        assert_eq!(back.reason, "signal 15");
-        assert_eq!(
-            (
-                back.records,
-                back.dropped,
-                back.unwrapped_lookups,
-                back.threads
-            ),
-            (10, 2, 1, 3)
-        );
-        assert_eq!(back.end.realtime_ns, 6);
     }
 }

@@ -1,6 +1,7 @@
-//! `RTRACE_OUTPUT` patterns: `%p` → pid, `%h` → host name; finding the files a
-//! run wrote under one.
+//! `RTRACE_OUTPUT` patterns (`%p` → pid, `%h` → host name, `%%` → `%`, expanded by
+//! `rtrace_format`, as librtrace.so expands them): finding the files a run wrote under one.
 
+use rtrace_format::{expand_output, pattern_pieces, PatternPiece};
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -39,7 +40,7 @@ impl OutputPattern {
 
     /// The path for process `pid` on host `host`.
     pub fn expand(&self, pid: u32, host: &[u8]) -> PathBuf {
-        path(expand(&self.bytes, Some(pid.to_string().as_bytes()), host))
+        path(expand_output(&self.bytes, pid, host))
     }
 
     /// The directory part with `%h` expanded, and the file-name part as a glob;
@@ -47,28 +48,25 @@ impl OutputPattern {
     fn split(&self, host: &[u8]) -> Option<(PathBuf, Vec<Token>)> {
         let slash = self.bytes.iter().rposition(|&b| b == b'/')?;
         let (dir, name) = (&self.bytes[..slash.max(1)], &self.bytes[slash + 1..]);
-        if contains(dir, b"%p") {
+        if holds_pid(dir) {
             return None;
         }
         let mut tokens = Vec::new();
         let mut lit = Vec::new();
-        let mut i = 0;
-        while i < name.len() {
-            if name[i..].starts_with(b"%p") {
-                tokens.push(Token::Literal(std::mem::take(&mut lit)));
-                tokens.push(Token::Pid);
-                i += 2;
-            } else if name[i..].starts_with(b"%h") {
-                lit.extend_from_slice(host);
-                i += 2;
-            } else {
-                lit.push(name[i]);
-                i += 1;
+        for piece in pattern_pieces(name) {
+            match piece {
+                PatternPiece::Literal(bytes) => lit.extend_from_slice(bytes),
+                PatternPiece::Host => lit.extend_from_slice(host),
+                PatternPiece::Pid => {
+                    tokens.push(Token::Literal(std::mem::take(&mut lit)));
+                    tokens.push(Token::Pid);
+                }
             }
         }
         tokens.push(Token::Literal(lit));
         tokens.retain(|t| *t != Token::Literal(Vec::new()));
-        Some((path(expand(dir, None, host)), tokens))
+        // `dir` holds no `%p`: the pid given is not used.
+        Some((path(expand_output(dir, 0, host)), tokens))
     }
 
     /// The files in the pattern's directory that match it, with their stamps.
@@ -122,31 +120,9 @@ fn path(bytes: Vec<u8>) -> PathBuf {
     PathBuf::from(OsString::from_vec(bytes))
 }
 
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
-}
-
-/// `pattern` with `%h` → `host` and, when `pid` is given, `%p` → `pid`.
-fn expand(pattern: &[u8], pid: Option<&[u8]>, host: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(pattern.len() + 16);
-    let mut i = 0;
-    while i < pattern.len() {
-        match (&pattern[i..], pid) {
-            (rest, Some(pid)) if rest.starts_with(b"%p") => {
-                out.extend_from_slice(pid);
-                i += 2;
-            }
-            (rest, _) if rest.starts_with(b"%h") => {
-                out.extend_from_slice(host);
-                i += 2;
-            }
-            _ => {
-                out.push(pattern[i]);
-                i += 1;
-            }
-        }
-    }
-    out
+/// Whether a part of a pattern holds `%p` (a `%%p` is a literal `%p`, not a pid).
+pub(super) fn holds_pid(bytes: &[u8]) -> bool {
+    pattern_pieces(bytes).any(|piece| piece == PatternPiece::Pid)
 }
 
 /// Whether `name` matches the glob `tokens` (`Pid` = one or more digits).
@@ -188,6 +164,18 @@ mod tests {
         assert_eq!(root.split(b"h").unwrap().0, Path::new("/"));
         let per_dir = OutputPattern::new(Path::new("/tmp/%p/trace.bin"), Path::new("/"));
         assert!(per_dir.split(b"h").is_none());
+    }
+
+    #[test]
+    fn percent_percent_is_a_percent_sign() {
+        let p = OutputPattern::new(Path::new("d%%p/t%%h-%p%.bin"), Path::new("/w"));
+        assert_eq!(p.expand(42, b"box"), Path::new("/w/d%p/t%h-42%.bin"));
+        let (dir, tokens) = p.split(b"box").unwrap();
+        assert_eq!(dir, Path::new("/w/d%p"));
+        assert!(matches(&tokens, b"t%h-42%.bin"));
+        assert!(!matches(&tokens, b"tbox-42%.bin"));
+        assert!(holds_pid(b"/a/%p"));
+        assert!(!holds_pid(b"/a/%%p"));
     }
 
     #[test]

@@ -131,18 +131,6 @@ pub(super) fn forward(pid: u32, sig: libc::c_int) {
     }
 }
 
-/// The host name, as librtrace.so sees it for `%h`.
-pub(super) fn hostname() -> Vec<u8> {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for writing `buf.len()` bytes.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return Vec::new();
-    }
-    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    buf[..len].to_vec()
-}
-
 /// `SIGKILL`-style name of signal `sig`, or `"unknown signal"`.
 pub fn signal_name(sig: i32) -> &'static str {
     const NAMES: [&str; 32] = [

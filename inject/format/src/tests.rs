@@ -140,3 +140,45 @@ fn serde_payloads_round_trip() {
     let p = encode_value(&end);
     assert_eq!(decode_value::<ProcessEnd>(&p).unwrap(), end);
 }
+
+#[test]
+fn borrowed_values_encode_as_the_owned_ones() {
+    let end = ProcessEnd {
+        end: ClockAnchor {
+            monotonic_ns: 5,
+            realtime_ns: 6,
+        },
+        reason: "signal 15".into(),
+        records: 10,
+        dropped: 2,
+        unwrapped_lookups: 1,
+        threads: 3,
+    };
+    let end_ref = ProcessEndRef {
+        end: end.end,
+        reason: &end.reason,
+        records: end.records,
+        dropped: end.dropped,
+        unwrapped_lookups: end.unwrapped_lookups,
+        threads: end.threads,
+    };
+    let mut buf = [0u8; 512];
+    let n = encode_value_into(&end_ref, &mut buf).unwrap();
+    assert_eq!(buf[..n], encode_value(&end)[..]);
+    assert_eq!(decode_value::<ProcessEnd>(&buf[..n]), Ok(end));
+
+    let info = ThreadInfo {
+        tid: 77,
+        name: "worker-1".into(),
+    };
+    let n = encode_value_into(
+        &ThreadInfoRef {
+            tid: info.tid,
+            name: &info.name,
+        },
+        &mut buf,
+    )
+    .unwrap();
+    assert_eq!(buf[..n], encode_value(&info)[..]);
+    assert!(encode_value_into(&info, &mut buf[..3]).is_err());
+}

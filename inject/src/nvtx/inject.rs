@@ -4,6 +4,7 @@
 use super::events::*;
 use super::text::WChar;
 use crate::lifecycle;
+use rtrace_format::env;
 use std::ffi::{c_char, c_void, CStr};
 
 type Fn0 = unsafe extern "C" fn();
@@ -238,7 +239,7 @@ fn core2_slots() -> [(usize, Fn0); 13] {
 /// Points `NVTX_INJECTION64_PATH` at this library, unless it is set or `RTRACE_NVTX=0`.
 /// Called once, when the library loads (before the program's threads).
 pub fn announce() {
-    if !lifecycle::config().nvtx || std::env::var_os("NVTX_INJECTION64_PATH").is_some() {
+    if !lifecycle::config().nvtx || std::env::var_os(env::NVTX_INJECTION64_PATH).is_some() {
         return;
     }
     let mut info = libc::Dl_info {
@@ -264,6 +265,9 @@ pub fn announce() {
     let Ok(full) = std::ffi::CString::new(full.into_os_string().into_encoded_bytes()) else {
         return;
     };
+    let Ok(name) = std::ffi::CString::new(env::NVTX_INJECTION64_PATH) else {
+        return;
+    };
     // SAFETY: both NUL-terminated; setenv copies them.
-    unsafe { libc::setenv(c"NVTX_INJECTION64_PATH".as_ptr(), full.as_ptr(), 0) };
+    unsafe { libc::setenv(name.as_ptr(), full.as_ptr(), 0) };
 }

@@ -4,49 +4,7 @@
 //! in: contexts, streams, modules and functions. Fixed-size, little-endian, one array per
 //! chunk.
 
-use crate::Chunk;
-
-/// Reads little-endian integers at fixed offsets of a record.
-struct Le<'a>(&'a [u8]);
-
-impl Le<'_> {
-    fn u8(&self, at: usize) -> u8 {
-        self.0[at]
-    }
-    fn u32(&self, at: usize) -> u32 {
-        u32::from_le_bytes(self.0[at..at + 4].try_into().unwrap())
-    }
-    fn u16(&self, at: usize) -> u16 {
-        u16::from_le_bytes(self.0[at..at + 2].try_into().unwrap())
-    }
-    fn i32(&self, at: usize) -> i32 {
-        i32::from_le_bytes(self.0[at..at + 4].try_into().unwrap())
-    }
-    fn u64(&self, at: usize) -> u64 {
-        u64::from_le_bytes(self.0[at..at + 8].try_into().unwrap())
-    }
-}
-
-/// Writes little-endian integers at fixed offsets of a record.
-struct LeMut<'a>(&'a mut [u8]);
-
-impl LeMut<'_> {
-    fn u8(&mut self, at: usize, v: u8) {
-        self.0[at] = v;
-    }
-    fn u32(&mut self, at: usize, v: u32) {
-        self.0[at..at + 4].copy_from_slice(&v.to_le_bytes());
-    }
-    fn u16(&mut self, at: usize, v: u16) {
-        self.0[at..at + 2].copy_from_slice(&v.to_le_bytes());
-    }
-    fn i32(&mut self, at: usize, v: i32) {
-        self.0[at..at + 4].copy_from_slice(&v.to_le_bytes());
-    }
-    fn u64(&mut self, at: usize, v: u64) {
-        self.0[at..at + 8].copy_from_slice(&v.to_le_bytes());
-    }
-}
+use crate::reader::{fixed_records, Chunk};
 
 /// Record flag: the work belongs to a CUDA graph (`graph_id`, `graph_node_id` are set).
 pub const FLAG_IN_GRAPH: u32 = 1;
@@ -68,77 +26,59 @@ pub use nvtx::*;
 pub use resources::*;
 pub use work::*;
 
-fn records<T, const N: usize>(
-    chunk: &Chunk,
-    what: &str,
-    decode: impl Fn(&[u8; N]) -> T,
-) -> Result<Vec<T>, String> {
-    if !chunk.payload.len().is_multiple_of(N) {
-        return Err(format!(
-            "{what} chunk of {} bytes is not a multiple of {N}",
-            chunk.payload.len()
-        ));
-    }
-    Ok(chunk
-        .payload
-        .chunks_exact(N)
-        .map(|b| decode(b.try_into().unwrap()))
-        .collect())
-}
-
 impl Chunk {
     /// The records of a [`crate::ChunkKind::Kernels`] chunk.
     pub fn kernel_records(&self) -> Result<Vec<KernelRecord>, String> {
-        records::<_, { KernelRecord::SIZE }>(self, "kernel", KernelRecord::from_bytes)
+        fixed_records::<_, { KernelRecord::SIZE }>(self, "kernel", KernelRecord::from_bytes)
     }
 
     /// The records of a [`crate::ChunkKind::Memcpys`] chunk.
     pub fn memcpy_records(&self) -> Result<Vec<MemcpyRecord>, String> {
-        records::<_, { MemcpyRecord::SIZE }>(self, "memcpy", MemcpyRecord::from_bytes)
+        fixed_records::<_, { MemcpyRecord::SIZE }>(self, "memcpy", MemcpyRecord::from_bytes)
     }
 
     /// The records of a [`crate::ChunkKind::Memsets`] chunk.
     pub fn memset_records(&self) -> Result<Vec<MemsetRecord>, String> {
-        records::<_, { MemsetRecord::SIZE }>(self, "memset", MemsetRecord::from_bytes)
+        fixed_records::<_, { MemsetRecord::SIZE }>(self, "memset", MemsetRecord::from_bytes)
     }
 
     /// The records of a [`crate::ChunkKind::Memory`] chunk.
     pub fn memory_records(&self) -> Result<Vec<MemoryRecord>, String> {
-        records::<_, { MemoryRecord::SIZE }>(self, "memory", MemoryRecord::from_bytes)
+        fixed_records::<_, { MemoryRecord::SIZE }>(self, "memory", MemoryRecord::from_bytes)
     }
 
     /// The records of a [`crate::ChunkKind::Sync`] chunk.
     pub fn sync_records(&self) -> Result<Vec<SyncRecord>, String> {
-        records::<_, { SyncRecord::SIZE }>(self, "sync", SyncRecord::from_bytes)
+        fixed_records::<_, { SyncRecord::SIZE }>(self, "sync", SyncRecord::from_bytes)
     }
 
     /// The records of a [`crate::ChunkKind::PeerCopies`] chunk.
     pub fn peer_copy_records(&self) -> Result<Vec<PeerCopyRecord>, String> {
-        records::<_, { PeerCopyRecord::SIZE }>(self, "peer copy", PeerCopyRecord::from_bytes)
+        fixed_records::<_, { PeerCopyRecord::SIZE }>(self, "peer copy", PeerCopyRecord::from_bytes)
     }
 
     /// The records of a [`crate::ChunkKind::Contexts`] chunk.
     pub fn context_records(&self) -> Result<Vec<ContextRecord>, String> {
-        records::<_, { ContextRecord::SIZE }>(self, "context", ContextRecord::from_bytes)
+        fixed_records::<_, { ContextRecord::SIZE }>(self, "context", ContextRecord::from_bytes)
     }
 
     /// The records of a [`crate::ChunkKind::Streams`] chunk.
     pub fn stream_records(&self) -> Result<Vec<StreamRecord>, String> {
-        records::<_, { StreamRecord::SIZE }>(self, "stream", StreamRecord::from_bytes)
+        fixed_records::<_, { StreamRecord::SIZE }>(self, "stream", StreamRecord::from_bytes)
     }
 
     /// The records of a [`crate::ChunkKind::Modules`] chunk.
     pub fn module_records(&self) -> Result<Vec<ModuleRecord>, String> {
-        records::<_, { ModuleRecord::SIZE }>(self, "module", ModuleRecord::from_bytes)
+        fixed_records::<_, { ModuleRecord::SIZE }>(self, "module", ModuleRecord::from_bytes)
     }
 
     /// The records of a [`crate::ChunkKind::Functions`] chunk.
     pub fn function_records(&self) -> Result<Vec<FunctionRecord>, String> {
-        records::<_, { FunctionRecord::SIZE }>(self, "function", FunctionRecord::from_bytes)
+        fixed_records::<_, { FunctionRecord::SIZE }>(self, "function", FunctionRecord::from_bytes)
     }
 
     /// The events of a [`crate::ChunkKind::NvtxEvents`] chunk.
     pub fn nvtx_events(&self) -> Result<Vec<NvtxEvent>, String> {
-        records::<_, { NvtxEvent::SIZE }>(self, "NVTX event", NvtxEvent::from_bytes)
+        fixed_records::<_, { NvtxEvent::SIZE }>(self, "NVTX event", NvtxEvent::from_bytes)
     }
 }

@@ -1,0 +1,50 @@
+//! The environment variables librtrace.so reads (docs/configuration.md), by name: `rtrace
+//! record` sets them for the program it runs, librtrace.so reads them once when it loads.
+
+/// Trace path pattern: `%p` → process id, `%h` → host name, `%%` → `%`
+/// ([`crate::DEFAULT_OUTPUT`] when unset or empty).
+pub const OUTPUT: &str = "RTRACE_OUTPUT";
+/// Capacity of each thread's buffer, in API records.
+pub const BUFFER_RECORDS: &str = "RTRACE_BUFFER_RECORDS";
+/// Partly filled buffers are written at least this often, ms.
+pub const FLUSH_MS: &str = "RTRACE_FLUSH_MS";
+/// `monotonic`: read `CLOCK_MONOTONIC` on every call instead of the time-stamp counter.
+pub const CLOCK: &str = "RTRACE_CLOCK";
+/// `1`: record nothing; every call goes straight to the driver.
+pub const DISABLE: &str = "RTRACE_DISABLE";
+/// `1`: diagnostics on stderr.
+pub const DEBUG: &str = "RTRACE_DEBUG";
+/// The real driver to load when the program has not loaded it.
+pub const CUDA_LIBRARY: &str = "RTRACE_CUDA_LIBRARY";
+/// The CUPTI library to load when the program has not loaded one.
+pub const CUPTI_LIBRARY: &str = "RTRACE_CUPTI_LIBRARY";
+/// Which GPU activity to record through CUPTI: `1`, `all`, or a list of kinds.
+pub const GPU_ACTIVITY: &str = "RTRACE_GPU_ACTIVITY";
+/// `cudaProfilerApi`: record only between `cuProfilerStart` and `cuProfilerStop`.
+pub const CAPTURE_RANGE: &str = "RTRACE_CAPTURE_RANGE";
+/// `NAME[@DOMAIN][,...]`: record only inside NVTX ranges of these names.
+pub const NVTX_CAPTURE: &str = "RTRACE_NVTX_CAPTURE";
+/// `NAME[@DOMAIN][,...]`: record nothing inside NVTX ranges of these names.
+pub const NVTX_EXCLUDE: &str = "RTRACE_NVTX_EXCLUDE";
+/// A time (`2`, `1.5s`, `250ms`, ...): record nothing until this long after loading.
+pub const DELAY: &str = "RTRACE_DELAY";
+/// A time: record for this long at most (after the delay).
+pub const DURATION: &str = "RTRACE_DURATION";
+/// Keep only the kernel records of kernels whose name matches this regular expression.
+pub const KERNEL_REGEX: &str = "RTRACE_KERNEL_REGEX";
+/// Of the kernels kept, leave out the first N.
+pub const KERNEL_SKIP: &str = "RTRACE_KERNEL_SKIP";
+/// Of the kernels kept, keep N (after those skipped).
+pub const KERNEL_COUNT: &str = "RTRACE_KERNEL_COUNT";
+/// `0`: do not store loaded modules' code images in the trace.
+pub const MODULE_IMAGES: &str = "RTRACE_MODULE_IMAGES";
+/// PC sampling: `1` at CUPTI's default period, `N` in 5..31 for one sample every 2^N cycles.
+pub const PC_SAMPLING: &str = "RTRACE_PC_SAMPLING";
+/// Comma-separated stall reasons PC sampling collects (all when unset).
+pub const PC_SAMPLING_STALLS: &str = "RTRACE_PC_SAMPLING_STALLS";
+/// `0`: leave NVTX alone.
+pub const NVTX: &str = "RTRACE_NVTX";
+/// The librtrace.so `rtrace record` preloads when `--lib` does not name one (docs/cli.md).
+pub const LIB: &str = "RTRACE_LIB";
+/// NVTX's own variable: the tool library NVTX v3 loads (librtrace.so points it at itself).
+pub const NVTX_INJECTION64_PATH: &str = "NVTX_INJECTION64_PATH";

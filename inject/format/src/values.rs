@@ -1,0 +1,159 @@
+//! The variable-length values of a trace, bincode-encoded: the file header's body
+//! ([`ProcessHeader`]), thread identities, the end record, device descriptions and notices;
+//! and the file header around its body.
+
+use crate::crc::crc32;
+use serde::{Deserialize, Serialize};
+
+/// First bytes of every trace file.
+pub const MAGIC: [u8; 8] = *b"RTRACE\0\x1a";
+/// Major format version: readers refuse files with a newer major version.
+pub const FORMAT_MAJOR: u16 = 1;
+/// Minor format version: additions that older readers can skip.
+pub const FORMAT_MINOR: u16 = 0;
+/// Largest file-header body a reader accepts.
+pub const MAX_HEADER_BODY: u32 = 16 << 20;
+
+/// A pair of clock readings taken back to back, used to align clocks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClockAnchor {
+    /// `CLOCK_MONOTONIC`, ns: the clock every timestamp in the trace is on.
+    pub monotonic_ns: u64,
+    /// `CLOCK_REALTIME`, ns since the Unix epoch.
+    pub realtime_ns: u64,
+}
+
+/// Describes the traced process; the body of the file header.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessHeader {
+    pub pid: u32,
+    pub ppid: u32,
+    /// Set in a forked child: the pid of the traced parent it was forked from.
+    pub forked_from: Option<u32>,
+    pub command_line: Vec<String>,
+    pub executable: String,
+    pub hostname: String,
+    /// `/proc/sys/kernel/random/boot_id`: processes with the same boot id share
+    /// one monotonic clock.
+    pub boot_id: String,
+    /// Version of the librtrace.so that wrote the file.
+    pub writer_version: String,
+    /// Clocks read when tracing started.
+    pub start: ClockAnchor,
+    /// Names of the clock domains used by timestamps ("CLOCK_MONOTONIC").
+    pub clock: String,
+}
+
+/// A thread's identity, sent once per thread before its first records.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadInfo {
+    pub tid: u64,
+    /// The thread's name (`/proc/self/task/<tid>/comm`) when it was first seen.
+    pub name: String,
+}
+
+/// Written once, when tracing ends normally (exit, `_exit`, a fatal signal).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessEnd {
+    pub end: ClockAnchor,
+    /// How tracing ended: "exit", "_exit", "signal 15", ...
+    pub reason: String,
+    /// API records written to this file.
+    pub records: u64,
+    /// Records lost because a thread's buffer was full.
+    pub dropped: u64,
+    /// Driver entry points handed out by cuGetProcAddress/dlsym that rtrace could
+    /// not wrap (their calls are not recorded).
+    pub unwrapped_lookups: u64,
+    /// Threads that recorded at least one call.
+    pub threads: u64,
+}
+
+/// A GPU as the driver describes it, written once per device when GPU activity starts.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    /// Device ordinal (what GPU records call `device`).
+    pub ordinal: u32,
+    pub name: String,
+    /// `cuDeviceTotalMem`, bytes.
+    pub total_memory: u64,
+    /// `(CUdevice_attribute, value)` pairs, for every attribute rtrace reads (cuda.h numbering).
+    pub attributes: Vec<(i32, i32)>,
+}
+
+/// A [`ThreadInfo`] with borrowed text: the same fields in the same order, so it encodes to
+/// the same bytes ([`encode_value_into`] writes it without allocating).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct ThreadInfoRef<'a> {
+    pub tid: u64,
+    pub name: &'a str,
+}
+
+/// A [`ProcessEnd`] with borrowed text: the same fields in the same order, so it encodes to
+/// the same bytes (librtrace.so writes its end record without allocating, perhaps from a
+/// signal handler).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct ProcessEndRef<'a> {
+    pub end: ClockAnchor,
+    pub reason: &'a str,
+    pub records: u64,
+    pub dropped: u64,
+    pub unwrapped_lookups: u64,
+    pub threads: u64,
+}
+
+/// Something the tracer tells the reader (tracing disabled, a failed setup step).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Notice {
+    pub time_ns: u64,
+    pub message: String,
+}
+
+fn bincode_config() -> impl bincode::config::Config {
+    bincode::config::standard()
+}
+
+/// Encodes a serde value as a chunk payload or header body.
+pub fn encode_value<T: Serialize>(v: &T) -> Vec<u8> {
+    bincode::serde::encode_to_vec(v, bincode_config()).expect("encoding to a Vec cannot fail")
+}
+
+/// Encodes a serde value into `buf`, as [`encode_value`] does, without allocating; the
+/// number of bytes written, or why it does not fit.
+pub fn encode_value_into<T: Serialize>(v: &T, buf: &mut [u8]) -> Result<usize, String> {
+    bincode::serde::encode_into_slice(v, buf, bincode_config()).map_err(|e| e.to_string())
+}
+
+/// Decodes a serde value written by [`encode_value`].
+///
+/// bincode allocates the length a string claims before reading it, so the
+/// decoder gets a byte limit of at least 16 times `b.len()` (64 KiB, 1, 16 or
+/// 256 MiB): a corrupt length fails to decode instead of asking for up to
+/// 2^64 bytes (which aborts the process).
+pub fn decode_value<T: for<'de> Deserialize<'de>>(b: &[u8]) -> Result<T, String> {
+    fn decode<T: for<'de> Deserialize<'de>, const LIMIT: usize>(b: &[u8]) -> Result<T, String> {
+        let config = bincode::config::standard().with_limit::<LIMIT>();
+        bincode::serde::decode_from_slice(b, config)
+            .map(|(v, _)| v)
+            .map_err(|e| e.to_string())
+    }
+    match b.len() {
+        0..=4096 => decode::<T, { 64 << 10 }>(b),
+        4097..=65536 => decode::<T, { 1 << 20 }>(b),
+        65537..=1048576 => decode::<T, { 16 << 20 }>(b),
+        _ => decode::<T, { 256 << 20 }>(b),
+    }
+}
+
+/// The encoded file header for `h`.
+pub fn encode_file_header(h: &ProcessHeader) -> Vec<u8> {
+    let body = encode_value(h);
+    let mut out = Vec::with_capacity(body.len() + 20);
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&FORMAT_MAJOR.to_le_bytes());
+    out.extend_from_slice(&FORMAT_MINOR.to_le_bytes());
+    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    out.extend_from_slice(&body);
+    out.extend_from_slice(&crc32(&body).to_le_bytes());
+    out
+}
