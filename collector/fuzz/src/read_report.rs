@@ -89,16 +89,23 @@ fn fix_checksums(bytes: &[u8]) -> Vec<u8> {
     b
 }
 
-fn run(data: &[u8]) {
-    let Some((&mode, rest)) = data.split_first() else {
-        return;
-    };
+/// The trace bytes an input stands for (checksums recomputed when its mode
+/// byte says so), and whether the streamed passes filter.
+fn trace_bytes(data: &[u8]) -> Option<(Vec<u8>, bool)> {
+    let (&mode, rest) = data.split_first()?;
     let bytes = if mode & 1 == 1 {
         fix_checksums(rest)
     } else {
         rest.to_vec()
     };
-    streamed(&bytes, mode & 2 == 2);
+    Some((bytes, mode & 2 == 2))
+}
+
+fn run(data: &[u8]) {
+    let Some((bytes, filtered)) = trace_bytes(data) else {
+        return;
+    };
+    streamed(&bytes, filtered);
     let Ok(trace) = Trace::read(Path::new("fuzz.bin"), &bytes[..]) else {
         return;
     };
@@ -116,7 +123,6 @@ fn run(data: &[u8]) {
     }
     std::hint::black_box(n);
 }
-
 
 /// `bytes` written to a file, read as `rtrace report` and `rtrace export` read
 /// files (streamed, with re-reads by offset), with `filtered`'s filter or none.
@@ -161,6 +167,17 @@ fn streamed(bytes: &[u8], filtered: bool) {
 }
 
 fn main() {
+    // Outside AFL, `RTRACE_FUZZ_WRITE=FILE read_report < input` writes the trace
+    // the input stands for to FILE and stops: replay.sh hands it to two builds
+    // of `rtrace` to compare what they print.
+    if let Some(path) = std::env::var_os("RTRACE_FUZZ_WRITE") {
+        let mut data = Vec::new();
+        if std::io::Read::read_to_end(&mut std::io::stdin(), &mut data).is_ok() {
+            let bytes = trace_bytes(&data).map(|(b, _)| b).unwrap_or_default();
+            std::process::exit(i32::from(std::fs::write(path, bytes).is_err()));
+        }
+        std::process::exit(1);
+    }
     afl::fuzz!(|data: &[u8]| {
         run(data);
     });
