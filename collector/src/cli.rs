@@ -1,8 +1,8 @@
 //! The `rtrace` command line: clap definitions and the code that runs each
 //! subcommand and turns its outcome into messages and an exit code.
 
-use crate::model::load_inputs;
 use crate::output::{render_sections, Format, Section};
+use crate::read::load_inputs;
 use crate::record::{self, RecordOptions, DEFAULT_OUTPUT};
 use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
@@ -385,7 +385,7 @@ fn run_report(args: &ReportArgs) -> u8 {
     start_progress(spooled.paths(), 1);
     let filter = args.filter.filter();
     // Read as streams: memory bounded by the distinct keys, not the records (crate::stream).
-    let read = crate::stream::report_inputs(spooled.paths(), &filter);
+    let read = crate::report::report_inputs(spooled.paths(), &filter);
     crate::progress::finish();
     let (loaded, sections) = match read {
         Ok(r) => r,
@@ -420,7 +420,7 @@ fn run_report(args: &ReportArgs) -> u8 {
         }
         eprintln!(
             "rtrace: writing the report: {}",
-            crate::model::io_message(&e)
+            crate::read::inputs::io_message(&e)
         );
         return 1;
     }

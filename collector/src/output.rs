@@ -7,7 +7,7 @@ mod json;
 mod table;
 
 use crate::model::Trace;
-use crate::stream::Sections;
+use crate::report::Sections;
 
 /// Output format of `rtrace report`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -79,7 +79,7 @@ pub fn render_report_section(traces: &[Trace], format: Format, section: Section)
 }
 
 /// Like [`render_report_section`], with the sections computed from the records already
-/// (`rtrace report` streams them: [`crate::stream::report_inputs`]); `traces` give the
+/// (`rtrace report` streams them: [`crate::report::report_inputs`]); `traces` give the
 /// processes, names and the records other than API and GPU ones.
 pub fn render_sections(
     traces: &[Trace],

@@ -7,7 +7,7 @@ mod signals;
 pub use pattern::OutputPattern;
 pub use signals::signal_name;
 
-use crate::model::io_message;
+use crate::read::inputs::io_message;
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::io;

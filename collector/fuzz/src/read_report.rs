@@ -143,7 +143,7 @@ fn streamed(bytes: &[u8], filtered: bool) {
     };
     let files = [path];
     let mut n = 0;
-    if let Ok((loaded, sections)) = rtrace_collector::stream::report_inputs(&files, &filter) {
+    if let Ok((loaded, sections)) = rtrace_collector::report::report_inputs(&files, &filter) {
         for format in [Format::Table, Format::Json] {
             n += render_sections(&loaded.traces, &sections, format, Section::Api).len();
         }

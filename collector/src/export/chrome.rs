@@ -8,9 +8,10 @@
 //! µs with three decimals (whole ns).
 
 use super::layout::{self, Device, Flow, Gpu, KernelNames, Value, ARG_NAMES};
-use super::merge::{CounterKey, Emitter, Track};
+use super::merge::{Emitter, Track};
 use super::Stats;
 use crate::model::Trace;
+use crate::read::first::CounterKey;
 use rtrace_format::ApiRecord;
 use std::collections::HashMap;
 use std::fmt::Write as _;

@@ -10,10 +10,11 @@
 //! the primary trace clock), so timestamps are the trace file's own.
 
 use super::layout::{self, Device, Flow, Gpu, KernelNames, Value, ARG_NAMES, MAX_LANES};
-use super::merge::{CounterKey, Emitter, Track};
+use super::merge::{Emitter, Track};
 use super::proto::Proto;
 use super::Stats;
 use crate::model::Trace;
+use crate::read::first::CounterKey;
 use rtrace_format::ApiRecord;
 use std::collections::HashMap;
 use std::io::{self, Write};

@@ -128,9 +128,12 @@ pub(crate) fn linked(flags: u8) -> bool {
     u32::from(flags) & FLAG_CORRELATED != 0
 }
 
+pub mod dist;
+pub mod latency;
 mod memory;
 mod resources;
 mod timeline;
+pub mod union;
 mod work;
 
 pub use memory::*;

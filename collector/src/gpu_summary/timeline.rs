@@ -176,7 +176,7 @@ pub fn shared_groups(
 pub fn shared_row(
     traces: &[Trace],
     group: &[(usize, u32)],
-    union: crate::stream::union::Union,
+    union: super::union::Union,
 ) -> SharedDevice {
     let (ti, ordinal) = group[0];
     let t = &traces[ti];
@@ -207,7 +207,7 @@ pub fn shared_devices(traces: &[Trace]) -> Vec<SharedDevice> {
     shared_groups(traces, ran)
         .into_iter()
         .map(|group| {
-            let mut u = crate::stream::union::Union::default();
+            let mut u = super::union::Union::default();
             for &(ti, ordinal) in &group {
                 let t = &traces[ti];
                 let k = t.kernels.iter().filter(|k| k.device == ordinal);
@@ -285,7 +285,7 @@ pub const LATENCY_ROWS: usize = 10;
 /// `correlation` is that of an API record of the same trace. Memset records
 /// carry no flags, so a memset is matched by a non-zero `correlation`.
 pub fn launch_latency(traces: &[Trace], limit: usize) -> Latencies {
-    let mut top = crate::stream::latency::Top::new(limit);
+    let mut top = super::latency::Top::new(limit);
     for (ti, trace) in traces.iter().enumerate() {
         launch_latency_into(&mut top, ti, trace);
     }
@@ -293,8 +293,8 @@ pub fn launch_latency(traces: &[Trace], limit: usize) -> Latencies {
 }
 
 /// Adds the matched GPU records of `trace` (trace `ti` of the report) to `top`.
-pub(crate) fn launch_latency_into(top: &mut crate::stream::latency::Top, ti: usize, trace: &Trace) {
-    use crate::stream::latency::Work;
+pub(crate) fn launch_latency_into(top: &mut super::latency::Top, ti: usize, trace: &Trace) {
+    use super::latency::Work;
     let kernels = trace
         .kernels
         .iter()

@@ -8,8 +8,8 @@
 use crate::gpu_summary::resources;
 use crate::model::{Duration, Trace};
 use crate::output::iso8601_utc;
-use crate::stream::fold::Counts;
-use crate::stream::Sections;
+use crate::report::fold::Counts;
+use crate::report::Sections;
 use std::fmt::Write;
 
 mod occupancy;

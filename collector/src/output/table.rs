@@ -6,8 +6,8 @@
 use crate::gpu_summary::{resources, MemorySummary, SyncSummary};
 use crate::model::{Duration, Trace};
 use crate::output::{human_bytes, human_ns, iso8601_utc, shell_join};
-use crate::stream::fold::Counts;
-use crate::stream::Sections;
+use crate::report::fold::Counts;
+use crate::report::Sections;
 use crate::summary::FunctionSummary;
 use std::fmt::Write;
 

@@ -3,7 +3,7 @@
 
 use super::{array, opt, string};
 use crate::occupancy::OccupancyRow;
-use crate::stream::Sections;
+use crate::report::Sections;
 use std::fmt::Write;
 
 /// Writes `,\n"occupancy":[...]`; an empty array when no trace has both kernel

@@ -26,31 +26,31 @@
 //! samples, notices) are kept as [`Trace::read`] keeps them: they grow with what the program
 //! loads and creates, not with how long it runs. A trace holding
 //! NVTX events is read twice more, to project its ranges and external ids onto the GPU work
-//! of the calls inside them in time order ([`crate::export::merge::project`]).
+//! of the calls inside them in time order ([`crate::nvtx::project`]).
 //! Memory grows with the number of distinct functions, kernels, launch configurations,
 //! devices and streams, and of the chunks, not with the number of records.
 
-pub mod dist;
 pub mod fold;
 mod join;
-pub mod latency;
-pub mod union;
 
-use crate::filter::Filter;
+pub use crate::read::index::StreamError;
+
+use crate::filter::{Filter, RecordFilter};
+use crate::gpu_summary::{latency, union};
 use crate::gpu_summary::{linked, MemoryFold, SyncFold};
 use crate::gpu_summary::{Latencies, Utilisation, LATENCY_ROWS};
-use crate::model::{LoadError, Loaded, RecordSink, ThreadTrace, Trace};
+use crate::model::Trace;
 use crate::occupancy::OccupancyRows;
+use crate::read::first::hold_names;
+use crate::read::index::{ChunkRef, Kind, Rereader};
+use crate::read::inputs::expand_inputs;
+use crate::read::merge::{merge, read_error, Sources};
+use crate::read::records::{decode, FileSource, Rec, Records};
+use crate::read::trace::{kernel_names_kept, read_light, Loaded, RecordSink};
 use crate::summary::FunctionSummary;
 use fold::{Counts, KeyMap, Merged, TraceFold};
-use rtrace_format::{
-    ApiRecord, Chunk, ChunkHeader, KernelRecord, MemcpyRecord, MemoryRecord, MemsetRecord,
-    PeerCopyRecord, SyncRecord, CHUNK_HEADER_LEN, FLAG_CORRELATED,
-};
+use rtrace_format::{Chunk, MemcpyRecord, FLAG_CORRELATED};
 use std::collections::HashMap;
-use std::fmt;
-use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 /// Correlation ids looked up at once by the latency join: a table of 16 bytes per id (64 MiB).
@@ -136,199 +136,10 @@ fn select_in_memory(merged: &mut Merged, p: fold::Pending, t: &Trace, k: &KeyMap
     }
 }
 
-/// Why a streamed report could not be made.
-#[derive(Debug)]
-pub enum StreamError {
-    Load(LoadError),
-    /// The filter keeps nothing (no trace of the processes asked for).
-    Filter(String),
-    /// A file read a second time no longer holds what the first read found.
-    Changed {
-        path: PathBuf,
-        why: String,
-    },
-}
-
-impl fmt::Display for StreamError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StreamError::Load(e) => write!(f, "{e}"),
-            StreamError::Filter(e) => f.write_str(e),
-            StreamError::Changed { path, why } => {
-                write!(f, "{}: changed while it was read: {why}", path.display())
-            }
-        }
-    }
-}
-
-impl From<LoadError> for StreamError {
-    fn from(e: LoadError) -> Self {
-        StreamError::Load(e)
-    }
-}
-
-/// The kind of record a chunk of the index holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Api,
-    Kernels,
-    Memcpys,
-    PeerCopies,
-    Memsets,
-    Nvtx,
-    Memory,
-    Syncs,
-}
-
-impl Kind {
-    /// Kernels, copies and memsets: the GPU work of the utilisation and latency sections.
-    pub(crate) fn gpu_work(self) -> bool {
-        matches!(
-            self,
-            Kind::Kernels | Kind::Memcpys | Kind::PeerCopies | Kind::Memsets
-        )
-    }
-}
-
-/// A chunk of API or GPU records, as found on the first pass (its kept records only).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct ChunkRef {
-    pub(crate) offset: u64,
-    pub(crate) kind: Kind,
-    pub(crate) thread: u64,
-    /// Index of its first kept record among the trace's kept records of its activity.
-    pub(crate) first: u64,
-    /// Least and greatest correlation id of its (correlated) records; min > max for none.
-    min_id: u64,
-    max_id: u64,
-    /// Earliest start of its records.
-    pub(crate) min_start: u64,
-}
-
-impl ChunkRef {
-    pub(crate) fn new(chunk: &Chunk, kind: Kind, first: u64) -> ChunkRef {
-        ChunkRef {
-            offset: chunk.offset,
-            kind,
-            thread: chunk.header.thread,
-            first,
-            min_id: u64::MAX,
-            max_id: 0,
-            min_start: u64::MAX,
-        }
-    }
-
-    #[inline]
-    fn id(&mut self, id: u64) {
-        self.min_id = self.min_id.min(id);
-        self.max_id = self.max_id.max(id);
-    }
-
-    fn reaches(&self, lo: u64, hi: u64) -> bool {
-        self.min_id <= hi && self.max_id >= lo && self.min_id <= self.max_id
-    }
-}
-
-/// The filter as it applies to single records ([`Filter::apply`]), and the trace's clock
-/// shift, applied first.
-pub(crate) struct Keep<'a> {
-    shift: i64,
-    from: u64,
-    to: u64,
-    filter: &'a Filter,
-    /// Kernel name id → kept, when the filter has a kernel regex.
-    names: Option<HashMap<u32, bool>>,
-}
-
-impl<'a> Keep<'a> {
-    /// What `filter` keeps of a trace whose times are shifted by `shift` ns: records
-    /// starting in `from..to`; `names`: kernel name id → kept, when it has a kernel regex.
-    pub(crate) fn new(
-        shift: i64,
-        from: u64,
-        to: u64,
-        filter: &'a Filter,
-        names: Option<HashMap<u32, bool>>,
-    ) -> Keep<'a> {
-        Keep {
-            shift,
-            from,
-            to,
-            filter,
-            names,
-        }
-    }
-
-    #[inline]
-    pub(crate) fn time(&self, t: u64) -> u64 {
-        if self.shift == 0 {
-            t
-        } else {
-            crate::clocks::shifted(t, self.shift)
-        }
-    }
-    #[inline]
-    fn window(&self, start: u64) -> bool {
-        start >= self.from && start < self.to
-    }
-    /// The (shifted) times a record must start in to be kept.
-    pub(crate) fn window_range(&self) -> (u64, u64) {
-        (self.from, self.to)
-    }
-    #[inline]
-    fn place(&self, device: u32, stream: u32) -> bool {
-        (self.filter.devices.is_empty() || self.filter.devices.contains(&device))
-            && (self.filter.streams.is_empty() || self.filter.streams.contains(&stream))
-    }
-    #[inline]
-    pub(crate) fn api(&self, mut r: ApiRecord) -> Option<ApiRecord> {
-        r.start_ns = self.time(r.start_ns);
-        r.end_ns = self.time(r.end_ns);
-        self.window(r.start_ns).then_some(r)
-    }
-    #[inline]
-    pub(crate) fn kernel(&self, mut k: KernelRecord) -> Option<KernelRecord> {
-        k.start_ns = self.time(k.start_ns);
-        k.end_ns = self.time(k.end_ns);
-        let named = self
-            .names
-            .as_ref()
-            .is_none_or(|n| n.get(&k.name) == Some(&true));
-        (self.window(k.start_ns) && self.place(k.device, k.stream) && named).then_some(k)
-    }
-    #[inline]
-    pub(crate) fn memcpy(&self, mut m: MemcpyRecord) -> Option<MemcpyRecord> {
-        m.start_ns = self.time(m.start_ns);
-        m.end_ns = self.time(m.end_ns);
-        (self.window(m.start_ns) && self.place(m.device, m.stream)).then_some(m)
-    }
-    #[inline]
-    pub(crate) fn memset(&self, mut s: MemsetRecord) -> Option<MemsetRecord> {
-        s.start_ns = self.time(s.start_ns);
-        s.end_ns = self.time(s.end_ns);
-        (self.window(s.start_ns) && self.place(s.device, s.stream)).then_some(s)
-    }
-    /// An allocation or free: kept by its time and device (streams do not apply).
-    #[inline]
-    pub(crate) fn memory(&self, mut m: MemoryRecord) -> Option<MemoryRecord> {
-        m.timestamp_ns = self.time(m.timestamp_ns);
-        let device = self.filter.devices.is_empty() || self.filter.devices.contains(&m.device);
-        (self.window(m.timestamp_ns) && device).then_some(m)
-    }
-    /// A synchronization: kept by its start and stream (devices do not apply).
-    #[inline]
-    pub(crate) fn sync(&self, mut y: SyncRecord) -> Option<SyncRecord> {
-        y.start_ns = self.time(y.start_ns);
-        y.end_ns = self.time(y.end_ns);
-        let stream = self.filter.streams.is_empty() || self.filter.streams.contains(&y.stream);
-        (self.window(y.start_ns) && stream).then_some(y)
-    }
-}
-
 /// The first pass's sink: folds the kept records, indexes their chunks, notes whether there
 /// are NVTX ranges, marks or external ids (streamed later, not held).
 struct FirstPass<'a> {
-    keep: &'a Keep<'a>,
+    keep: &'a RecordFilter<'a>,
     fold: TraceFold,
     index: Vec<ChunkRef>,
     nvtx: bool,
@@ -337,78 +148,77 @@ struct FirstPass<'a> {
 }
 
 impl RecordSink for FirstPass<'_> {
-    fn nvtx(&mut self, thread: &mut ThreadTrace, _: &Chunk, events: Vec<rtrace_format::NvtxEvent>) {
-        self.nvtx |= crate::nvtx::hold_names(thread, events);
-    }
-    fn api(&mut self, thread: &mut ThreadTrace, chunk: &Chunk, records: Vec<ApiRecord>) {
-        let mut c = ChunkRef::new(chunk, Kind::Api, 0);
-        let keep = self.keep;
-        let kept = records
-            .into_iter()
-            .filter_map(|r| keep.api(r))
-            .inspect(|r| {
-                c.id(r.correlation);
-                c.min_start = c.min_start.min(r.start_ns);
-            });
-        self.fold.api_chunk(thread.tid, kept);
-        if c.min_start != u64::MAX {
-            self.index.push(c);
-        }
-    }
-    fn kernels(&mut self, _: &mut Trace, chunk: &Chunk, records: Vec<KernelRecord>) {
-        let mut c = ChunkRef::new(chunk, Kind::Kernels, self.fold.counts.kernels);
-        for k in records.into_iter().filter_map(|k| self.keep.kernel(k)) {
-            if k.flags & FLAG_CORRELATED != 0 {
-                c.id(k.correlation);
+    fn records(&mut self, trace: &mut Trace, chunk: &Chunk, records: Records) {
+        match records {
+            Records::Nvtx(v) => {
+                self.nvtx |= hold_names(trace.thread_mut(chunk.header.thread), v);
             }
-            c.min_start = c.min_start.min(k.start_ns);
-            self.fold.kernel(&k);
-        }
-        if c.min_start != u64::MAX {
-            self.index.push(c);
-        }
-    }
-    fn memcpys(&mut self, _: &mut Trace, chunk: &Chunk, records: Vec<MemcpyRecord>) {
-        self.copies(chunk, Kind::Memcpys, records.into_iter());
-    }
-    fn peer_copies(&mut self, _: &mut Trace, chunk: &Chunk, records: Vec<PeerCopyRecord>) {
-        self.copies(chunk, Kind::PeerCopies, records.into_iter().map(|p| p.copy));
-    }
-    fn memsets(&mut self, _: &mut Trace, chunk: &Chunk, records: Vec<MemsetRecord>) {
-        let mut c = ChunkRef::new(chunk, Kind::Memsets, self.fold.counts.memsets);
-        for s in records.into_iter().filter_map(|s| self.keep.memset(s)) {
-            if s.correlation != 0 {
-                c.id(s.correlation);
+            Records::Api(v) => {
+                let mut c = ChunkRef::new(chunk, Kind::Api, 0);
+                let keep = self.keep;
+                let kept = v.into_iter().filter_map(|r| keep.api(r)).inspect(|r| {
+                    c.id(r.correlation);
+                    c.min_start = c.min_start.min(r.start_ns);
+                });
+                self.fold.api_chunk(chunk.header.thread, kept);
+                if c.min_start != u64::MAX {
+                    self.index.push(c);
+                }
             }
-            c.min_start = c.min_start.min(s.start_ns);
-            self.fold.memset(&s);
-        }
-        if c.min_start != u64::MAX {
-            self.index.push(c);
-        }
-    }
-    fn memory(&mut self, _: &mut Trace, chunk: &Chunk, records: Vec<MemoryRecord>) {
-        let mut c = ChunkRef::new(chunk, Kind::Memory, self.fold.counts.memory);
-        for m in records.into_iter().filter_map(|m| self.keep.memory(m)) {
-            c.min_start = c.min_start.min(m.timestamp_ns);
-            self.fold.counts.memory += 1;
-        }
-        if c.min_start != u64::MAX {
-            self.index.push(c);
-        }
-    }
-    fn syncs(&mut self, _: &mut Trace, chunk: &Chunk, records: Vec<SyncRecord>) {
-        let mut c = ChunkRef::new(chunk, Kind::Syncs, self.fold.counts.syncs);
-        for y in records.into_iter().filter_map(|y| self.keep.sync(y)) {
-            self.fold.counts.syncs += 1;
-            if linked(y.flags) {
-                c.id(y.correlation);
-            } else {
-                self.syncs.add(y.kind.name(), &y);
+            Records::Kernels(v) => {
+                let mut c = ChunkRef::new(chunk, Kind::Kernels, self.fold.counts.kernels);
+                for k in v.into_iter().filter_map(|k| self.keep.kernel(k)) {
+                    if k.flags & FLAG_CORRELATED != 0 {
+                        c.id(k.correlation);
+                    }
+                    c.min_start = c.min_start.min(k.start_ns);
+                    self.fold.kernel(&k);
+                }
+                if c.min_start != u64::MAX {
+                    self.index.push(c);
+                }
             }
-        }
-        if c.min_id <= c.max_id {
-            self.index.push(c);
+            Records::Memcpys(v) => self.copies(chunk, Kind::Memcpys, v.into_iter()),
+            Records::PeerCopies(v) => {
+                self.copies(chunk, Kind::PeerCopies, v.into_iter().map(|p| p.copy))
+            }
+            Records::Memsets(v) => {
+                let mut c = ChunkRef::new(chunk, Kind::Memsets, self.fold.counts.memsets);
+                for s in v.into_iter().filter_map(|s| self.keep.memset(s)) {
+                    if s.correlation != 0 {
+                        c.id(s.correlation);
+                    }
+                    c.min_start = c.min_start.min(s.start_ns);
+                    self.fold.memset(&s);
+                }
+                if c.min_start != u64::MAX {
+                    self.index.push(c);
+                }
+            }
+            Records::Memory(v) => {
+                let mut c = ChunkRef::new(chunk, Kind::Memory, self.fold.counts.memory);
+                for m in v.into_iter().filter_map(|m| self.keep.memory(m)) {
+                    c.min_start = c.min_start.min(m.timestamp_ns);
+                    self.fold.counts.memory += 1;
+                }
+                if c.min_start != u64::MAX {
+                    self.index.push(c);
+                }
+            }
+            Records::Syncs(v) => {
+                let mut c = ChunkRef::new(chunk, Kind::Syncs, self.fold.counts.syncs);
+                for y in v.into_iter().filter_map(|y| self.keep.sync(y)) {
+                    self.fold.counts.syncs += 1;
+                    if linked(y.flags) {
+                        c.id(y.correlation);
+                    } else {
+                        self.syncs.add(y.kind.name(), &y);
+                    }
+                }
+                if c.min_id <= c.max_id {
+                    self.index.push(c);
+                }
+            }
         }
     }
 }
@@ -432,92 +242,9 @@ impl FirstPass<'_> {
 /// One input as the report reads it.
 struct Input<'a> {
     path: PathBuf,
-    keep: Keep<'a>,
+    keep: RecordFilter<'a>,
     index: Vec<ChunkRef>,
     keys: KeyMap,
-}
-
-/// Reads the chunks of one file again, by offset.
-pub(crate) struct Rereader {
-    path: PathBuf,
-    file: BufReader<File>,
-}
-
-impl Rereader {
-    pub(crate) fn open(path: &Path) -> Result<Rereader, StreamError> {
-        let file = File::open(path).map_err(|error| LoadError::Io {
-            path: path.to_path_buf(),
-            error,
-        })?;
-        Ok(Rereader {
-            path: path.to_path_buf(),
-            file: BufReader::with_capacity(1 << 16, file),
-        })
-    }
-
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The chunk at `offset`, checked as on the first read.
-    pub(crate) fn chunk(&mut self, offset: u64) -> Result<Chunk, StreamError> {
-        let changed = |why: String| StreamError::Changed {
-            path: self.path.clone(),
-            why: format!("the chunk at byte {offset}: {why}"),
-        };
-        self.file
-            .seek(SeekFrom::Start(offset))
-            .map_err(|e| changed(e.to_string()))?;
-        let mut hb = [0u8; CHUNK_HEADER_LEN];
-        self.file
-            .read_exact(&mut hb)
-            .map_err(|e| changed(e.to_string()))?;
-        let header = ChunkHeader::decode(&hb).ok_or_else(|| changed("bad chunk magic".into()))?;
-        let mut payload = vec![0u8; header.payload_len as usize];
-        self.file
-            .read_exact(&mut payload)
-            .map_err(|e| changed(e.to_string()))?;
-        if header.checksum(&payload) != header.crc {
-            return Err(changed("checksum mismatch".into()));
-        }
-        crate::progress::advance((CHUNK_HEADER_LEN + payload.len()) as u64);
-        Ok(Chunk {
-            offset,
-            header,
-            payload,
-        })
-    }
-}
-
-/// The records of an indexed chunk, decoded (damaged payloads were skipped on the first
-/// pass and are not indexed).
-pub(crate) enum Records {
-    Api(Vec<ApiRecord>),
-    Kernels(Vec<KernelRecord>),
-    Memcpys(Vec<MemcpyRecord>),
-    Memsets(Vec<MemsetRecord>),
-    Nvtx(Vec<rtrace_format::NvtxEvent>),
-    Memory(Vec<MemoryRecord>),
-    Syncs(Vec<SyncRecord>),
-}
-
-pub(crate) fn decode(c: &ChunkRef, chunk: &Chunk, path: &Path) -> Result<Records, StreamError> {
-    let r = match c.kind {
-        Kind::Api => chunk.api_records().map(Records::Api),
-        Kind::Kernels => chunk.kernel_records().map(Records::Kernels),
-        Kind::Memcpys => chunk.memcpy_records().map(Records::Memcpys),
-        Kind::PeerCopies => chunk
-            .peer_copy_records()
-            .map(|p| Records::Memcpys(p.into_iter().map(|p| p.copy).collect())),
-        Kind::Memsets => chunk.memset_records().map(Records::Memsets),
-        Kind::Nvtx => chunk.nvtx_events().map(Records::Nvtx),
-        Kind::Memory => chunk.memory_records().map(Records::Memory),
-        Kind::Syncs => chunk.sync_records().map(Records::Syncs),
-    };
-    r.map_err(|why| StreamError::Changed {
-        path: path.to_path_buf(),
-        why,
-    })
 }
 
 /// The report's traces (held without their API and GPU records, unless they have NVTX
@@ -536,7 +263,7 @@ fn report_inputs_with(
     filter: &Filter,
     id_range: u64,
 ) -> Result<(Loaded, Sections), StreamError> {
-    let found = crate::export::expand_inputs(paths)?;
+    let found = expand_inputs(paths)?;
     let headers = crate::filter::read_headers(&found.files)?;
     let refs: Vec<&rtrace_format::ProcessHeader> = headers.iter().collect();
     let shifts = crate::clocks::shifts(&refs);
@@ -576,13 +303,7 @@ fn report_inputs_with(
             Some(re) => Some(kernel_names_kept(path, re)?),
             None => None,
         };
-        let keep = Keep {
-            shift: shift.as_ref().map_or(0, |s| s.ns),
-            from,
-            to,
-            filter,
-            names,
-        };
+        let keep = RecordFilter::new(shift.as_ref().map_or(0, |s| s.ns), from, to, filter, names);
         let mut first = FirstPass {
             keep: &keep,
             fold: TraceFold::default(),
@@ -602,7 +323,7 @@ fn report_inputs_with(
         if nvtx {
             // NVTX ranges are built and projected onto the GPU work of the calls inside them
             // as the events and records stream by again, in time order.
-            let (projected, chunks) = crate::export::merge::project(path, &t, &keep)?;
+            let (projected, chunks) = crate::nvtx::project(path, &t, &keep)?;
             nvtx_ids.push((nvtx_stats.add(projected), chunks));
         } else {
             nvtx_ids.push((HashMap::new(), Vec::new()));
@@ -634,7 +355,7 @@ fn report_inputs_with(
     while nvtx_stats.end_pass() {
         for ((t, input), (ids, chunks)) in loaded.traces.iter().zip(&inputs).zip(&nvtx_ids) {
             if !chunks.is_empty() {
-                crate::export::merge::nvtx_pass(&input.path, t, &input.keep, chunks, |k, v| {
+                crate::nvtx::nvtx_pass(&input.path, t, &input.keep, chunks, |k, v| {
                     if let Some(&row) = ids.get(&k) {
                         nvtx_stats.select(row, v);
                     }
@@ -678,44 +399,6 @@ fn report_inputs_with(
         sync: syncs.rows(),
     };
     Ok((loaded, sections))
-}
-
-/// Reads the trace at `path` through `sink` (the records it folds are not kept).
-pub(crate) fn read_light(path: &Path, sink: &mut dyn RecordSink) -> Result<Trace, LoadError> {
-    let file = File::open(path).map_err(|error| LoadError::Io {
-        path: path.to_path_buf(),
-        error,
-    })?;
-    Trace::read_with(
-        path,
-        crate::progress::Counting(BufReader::with_capacity(1 << 16, file)),
-        sink,
-    )
-}
-
-/// Which kernel name ids of the file at `path` the regex keeps (by the names the whole
-/// file gives them, later entries winning, as [`Trace::read`] reads them).
-pub(crate) fn kernel_names_kept(
-    path: &Path,
-    re: &regex::Regex,
-) -> Result<HashMap<u32, bool>, LoadError> {
-    struct Skip;
-    impl RecordSink for Skip {
-        fn api(&mut self, _: &mut ThreadTrace, _: &Chunk, _: Vec<ApiRecord>) {}
-        fn kernels(&mut self, _: &mut Trace, _: &Chunk, _: Vec<KernelRecord>) {}
-        fn memcpys(&mut self, _: &mut Trace, _: &Chunk, _: Vec<MemcpyRecord>) {}
-        fn peer_copies(&mut self, _: &mut Trace, _: &Chunk, _: Vec<PeerCopyRecord>) {}
-        fn memsets(&mut self, _: &mut Trace, _: &Chunk, _: Vec<MemsetRecord>) {}
-        fn nvtx(&mut self, _: &mut ThreadTrace, _: &Chunk, _: Vec<rtrace_format::NvtxEvent>) {}
-    }
-    let t = read_light(path, &mut Skip)?;
-    Ok(t.kernel_names
-        .keys()
-        .map(|&id| {
-            let keep = re.is_match(&t.kernel_display_name(id)) || re.is_match(&t.kernel_name(id));
-            (id, keep)
-        })
-        .collect())
 }
 
 /// Puts into `t` the kept API records whose correlation ids its linked streams and modules
@@ -796,7 +479,11 @@ fn select_streamed(
                     merged.memcpy_select(&m);
                 }
             }
-            Records::Memsets(_) | Records::Nvtx(_) | Records::Memory(_) | Records::Syncs(_) => {}
+            Records::PeerCopies(_)
+            | Records::Memsets(_)
+            | Records::Nvtx(_)
+            | Records::Memory(_)
+            | Records::Syncs(_) => {}
         }
     }
     Ok(())
@@ -972,7 +659,6 @@ fn sync_records(
 /// [`crate::gpu_summary::memory_summary`] orders them; one file open per input that has any,
 /// memory bounded by the chunks that overlap in time and the allocations in use.
 fn memory_pass(inputs: &[Input]) -> Result<Vec<crate::gpu_summary::MemorySummary>, StreamError> {
-    use crate::export::merge::{merge, FileSource, Rec, Sources};
     let mut sources = Vec::new();
     for (ti, input) in inputs.iter().enumerate() {
         let chunks: Vec<ChunkRef> = input
@@ -986,7 +672,7 @@ fn memory_pass(inputs: &[Input]) -> Result<Vec<crate::gpu_summary::MemorySummary
         }
     }
     let mut fold = MemoryFold::default();
-    let mut src = Sources::new(sources);
+    let mut src = Sources::new(sources, Rec::tag_trace);
     merge(&mut src, |rec| {
         if let Rec::Memory { trace, m, .. } = rec {
             fold.add(trace, &m);
@@ -994,7 +680,7 @@ fn memory_pass(inputs: &[Input]) -> Result<Vec<crate::gpu_summary::MemorySummary
         Ok(())
     })
     // The fold writes nothing: a failure is a read's.
-    .map_err(|e| crate::export::merge::read_error(Path::new(""), e))?;
+    .map_err(|e| read_error(Path::new(""), e))?;
     Ok(fold.rows())
 }
 
@@ -1106,7 +792,11 @@ fn gpu_records(
                 i += 1;
             }
         }
-        Records::Api(_) | Records::Nvtx(_) | Records::Memory(_) | Records::Syncs(_) => {}
+        Records::Api(_)
+        | Records::PeerCopies(_)
+        | Records::Nvtx(_)
+        | Records::Memory(_)
+        | Records::Syncs(_) => {}
     }
 }
 
