@@ -7,9 +7,8 @@
 //! ids from [`SYNTHETIC_TID_BASE`] up, named `GPU 0 context 1 stream 7`. Times are in
 //! µs with three decimals (whole ns).
 
+use super::emitter::{Emitter, Stats, Track};
 use super::layout::{self, Device, Flow, Gpu, KernelNames, Value, ARG_NAMES};
-use super::merge::{Emitter, Track};
-use super::Stats;
 use crate::model::Trace;
 use crate::read::first::CounterKey;
 use rtrace_format::ApiRecord;

@@ -4,71 +4,19 @@
 //! memory counters are written once per distinct time; NVTX ranges are built as the records
 //! come ([`crate::nvtx::Projector`]) and drawn on their tracks ([`NvtxTracks`]).
 
-use super::layout::{self, Device, Lanes, Step};
+use super::emitter::{Emitter, Track};
+use super::layout::{self, Lanes, Step};
 use super::nvtx_tracks::NvtxTracks;
-use super::Stats;
 use crate::model::Trace;
 use crate::read::first::{counter_change, CounterKey, Places};
-use crate::read::links::{Flow, LinkTable};
+use crate::read::links::LinkTable;
 use crate::read::merge::{merge, Failure, Source};
 use crate::read::records::{Gpu, Rec};
-use rtrace_format::ApiRecord;
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::io;
 
 // The unit tests reach the in-memory projection here, where it was.
 #[cfg(test)]
 pub(crate) use crate::nvtx::project_in_memory;
-
-/// A track of the timeline.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Track {
-    /// A thread's API calls.
-    Thread(u64),
-    /// A (device, context, stream)'s GPU work.
-    Stream(u32, u32, u32),
-    /// The NVTX track of this index.
-    Nvtx(usize),
-}
-
-/// What a writer does with a trace's tracks, slices, flows and counters.
-pub trait Emitter {
-    fn stats(&mut self) -> &mut Stats;
-    /// Starts a trace: its process and threads, and `devices` with their
-    /// streams and counters.
-    fn begin_trace(&mut self, trace: &Trace, devices: &[Device]) -> io::Result<()>;
-    /// NVTX track `track` is named `name` (before its first slice).
-    fn nvtx_track(&mut self, track: usize, name: &str) -> io::Result<()>;
-    /// API call `r` of thread `tid`, on `lane` of its track, ending at `end`;
-    /// it starts the flows `flows`.
-    fn api(
-        &mut self,
-        trace: &Trace,
-        tid: u64,
-        lane: u32,
-        r: &ApiRecord,
-        end: u64,
-        flows: std::ops::Range<u64>,
-    ) -> io::Result<()>;
-    /// GPU record `g`, on `lane` of its stream's track, ending at `end`.
-    fn gpu(
-        &mut self,
-        trace: &Trace,
-        lane: u32,
-        g: Gpu,
-        end: u64,
-        flow: Option<Flow>,
-    ) -> io::Result<()>;
-    /// A slice of NVTX track `track` begins on `lane` (its end comes through
-    /// [`Emitter::end`], or never for a range that never ended).
-    fn nvtx(&mut self, track: usize, lane: u32, name: &str, start: u64) -> io::Result<()>;
-    /// A slice of `track`'s `lane` ends (the innermost open there).
-    fn end(&mut self, track: Track, lane: u32, end: u64) -> io::Result<()>;
-    /// Memory counter `counter` holds `value` bytes from `ts` on.
-    fn counter(&mut self, counter: CounterKey, ts: u64, value: i64) -> io::Result<()>;
-    /// Ends the trace (NVTX slices still open stay so).
-    fn end_trace(&mut self, trace: &Trace) -> io::Result<()>;
-}
 
 /// Writes one trace through `e`: `trace` holds all but its API, GPU and
 /// memory records and NVTX events (which may be there too: they are not

@@ -18,6 +18,7 @@
 //! ```
 
 mod chrome;
+mod emitter;
 mod layout;
 pub(crate) mod merge;
 mod nvtx_tracks;
@@ -27,6 +28,7 @@ mod proto;
 mod tests;
 
 pub use chrome::{ChromeWriter, SYNTHETIC_TID_BASE};
+pub use emitter::Stats;
 pub use layout::{binary_bytes, MAX_LANES};
 pub use perfetto::PerfettoWriter;
 
@@ -59,37 +61,6 @@ pub enum ExportFormat {
 /// Chrome JSON output larger than this draws a warning: Chrome's trace
 /// viewer fails on files around this size.
 pub const CHROME_SIZE_WARNING: u64 = 256 << 20;
-
-/// What an export wrote.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Stats {
-    /// Bytes of output.
-    pub bytes: u64,
-    /// Traces (processes) written.
-    pub traces: u64,
-    /// Slices: API calls, kernels, copies, memsets.
-    pub slices: u64,
-    /// Flows from API calls to GPU work.
-    pub flows: u64,
-    /// Counter values (memory in use).
-    pub counter_values: u64,
-    /// Slices whose end was clipped because too many overlapped on one track
-    /// (more than [`MAX_LANES`]).
-    pub clipped: u64,
-    /// NVTX ranges (or their GPU spans) not drawn because more than [`MAX_LANES`] overlapped
-    /// on one track.
-    pub nvtx_unplaced: u64,
-    /// The most NVTX ranges and GPU spans held at once to lay them out (open ranges, and
-    /// spans waiting until no earlier one can come), in any one trace.
-    pub nvtx_held: u64,
-    /// Perfetto: packets written.
-    pub packets: u64,
-    /// Perfetto: track descriptors; Chrome: synthetic threads (GPU streams
-    /// and extra lanes).
-    pub tracks: u64,
-    /// Chrome: events written.
-    pub events: u64,
-}
 
 /// A writer of either format.
 pub enum Writer<W: Write> {
