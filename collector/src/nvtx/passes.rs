@@ -8,10 +8,11 @@ use super::stats::Projected;
 use crate::filter::RecordFilter;
 use crate::model::Trace;
 use crate::read::first::FirstRead;
-use crate::read::index::{ChunkRef, Kind, StreamError};
+use crate::read::index::{ChunkRef, FileSource};
+use crate::read::inputs::StreamError;
 use crate::read::links::LinkTable;
 use crate::read::merge::{merge, read_error, Failure, Source};
-use crate::read::records::{self, FileSource, Rec};
+use crate::read::records::{self, Kind, Rec};
 use crate::read::trace::read_light;
 use std::path::Path;
 

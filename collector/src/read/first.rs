@@ -3,11 +3,11 @@
 //! earliest start, every record's correlation id noted in a [`LinkTable`], and where its
 //! records go ([`Places`]: the streams its GPU work ran on, the memory counters its
 //! allocations and frees change). The chunks are then read again in order of earliest start
-//! ([`super::records::FileSource`]) and merged ([`super::merge`]).
+//! ([`super::index::FileSource`]) and merged ([`super::merge`]).
 
-use super::index::{ChunkRef, Kind};
+use super::index::ChunkRef;
 use super::links::LinkTable;
-use super::records::{Gpu, Place, Records};
+use super::records::{Gpu, Kind, Place, Records};
 use super::trace::RecordSink;
 use crate::filter::RecordFilter;
 use crate::model::{ThreadTrace, Trace};
@@ -161,7 +161,7 @@ impl RecordSink for FirstRead<'_> {
                 }
             }
             // Synchronizations are not drawn.
-            Records::Syncs(_) => {}
+            _ => {}
         }
     }
 }

@@ -1,84 +1,16 @@
 //! The chunks of a trace file found on its first read ([`ChunkRef`]: offset, kind, thread,
-//! correlation-id range, earliest start), and reading them again by offset ([`Rereader`]),
-//! checked as on the first read.
+//! correlation-id range, earliest start), reading them again by offset ([`Rereader`]),
+//! checked as on the first read, and decoding them again ([`decode`]); a file's indexed chunks
+//! read again in order of earliest start, as a source for the merge ([`FileSource`]).
 
-use super::inputs::LoadError;
-use rtrace_format::{Chunk, ChunkHeader, ChunkKind, CHUNK_HEADER_LEN, MAX_CHUNK_PAYLOAD};
-use std::fmt;
+use super::inputs::{LoadError, StreamError};
+use super::merge::Source;
+use super::records::{Kind, Rec, Records};
+use crate::filter::RecordFilter;
+use rtrace_format::{Chunk, ChunkHeader, CHUNK_HEADER_LEN, MAX_CHUNK_PAYLOAD};
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-
-/// Why a trace could not be read in bounded memory (for a report or an export).
-#[derive(Debug)]
-pub enum StreamError {
-    Load(LoadError),
-    /// The filter keeps nothing (no trace of the processes asked for).
-    Filter(String),
-    /// A file read a second time no longer holds what the first read found.
-    Changed {
-        path: PathBuf,
-        why: String,
-    },
-}
-
-impl fmt::Display for StreamError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StreamError::Load(e) => write!(f, "{e}"),
-            StreamError::Filter(e) => f.write_str(e),
-            StreamError::Changed { path, why } => {
-                write!(f, "{}: changed while it was read: {why}", path.display())
-            }
-        }
-    }
-}
-
-impl From<LoadError> for StreamError {
-    fn from(e: LoadError) -> Self {
-        StreamError::Load(e)
-    }
-}
-
-/// The kind of record a chunk holds, for the chunks of records ([`super::records::Records`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Api,
-    Kernels,
-    Memcpys,
-    PeerCopies,
-    Memsets,
-    Nvtx,
-    Memory,
-    Syncs,
-}
-
-impl Kind {
-    /// The kind of records a chunk of kind `kind` holds; `None` for the chunks that are not
-    /// records (names, resources, images, ...).
-    #[inline]
-    pub fn of(kind: ChunkKind) -> Option<Kind> {
-        Some(match kind {
-            ChunkKind::ApiRecords => Kind::Api,
-            ChunkKind::Kernels => Kind::Kernels,
-            ChunkKind::Memcpys => Kind::Memcpys,
-            ChunkKind::PeerCopies => Kind::PeerCopies,
-            ChunkKind::Memsets => Kind::Memsets,
-            ChunkKind::NvtxEvents => Kind::Nvtx,
-            ChunkKind::Memory => Kind::Memory,
-            ChunkKind::Sync => Kind::Syncs,
-            _ => return None,
-        })
-    }
-
-    /// Kernels, copies and memsets: the GPU work of the utilisation and latency sections.
-    pub fn gpu_work(self) -> bool {
-        matches!(
-            self,
-            Kind::Kernels | Kind::Memcpys | Kind::PeerCopies | Kind::Memsets
-        )
-    }
-}
 
 /// A chunk of records, as found on the first pass (its kept records only).
 #[derive(Clone, Copy, Debug)]
@@ -177,5 +109,110 @@ impl Rereader {
             header,
             payload,
         })
+    }
+}
+
+/// The records of indexed chunk `c`, read again as `chunk` from the file at `path`
+/// (damaged payloads were skipped on the first pass and are not indexed); peer-to-peer copies
+/// as the copies they are.
+pub fn decode(c: &ChunkRef, chunk: &Chunk, path: &Path) -> Result<Records, StreamError> {
+    match Records::decode(c.kind, chunk) {
+        Ok(Records::PeerCopies(p)) => Ok(Records::Memcpys(p.into_iter().map(|p| p.copy).collect())),
+        Ok(r) => Ok(r),
+        Err(why) => Err(StreamError::Changed {
+            path: path.to_path_buf(),
+            why,
+        }),
+    }
+}
+
+/// A trace file's indexed chunks, read again in order of earliest start.
+pub struct FileSource<'a> {
+    chunks: Vec<ChunkRef>,
+    next: usize,
+    file: Rereader,
+    keep: &'a RecordFilter<'a>,
+}
+
+impl<'a> FileSource<'a> {
+    pub fn open(
+        path: &Path,
+        mut chunks: Vec<ChunkRef>,
+        keep: &'a RecordFilter<'a>,
+    ) -> Result<Self, StreamError> {
+        chunks.sort_by_key(|c| (c.min_start, c.offset));
+        Ok(FileSource {
+            chunks,
+            next: 0,
+            file: Rereader::open(path)?,
+            keep,
+        })
+    }
+}
+
+impl Source<Rec> for FileSource<'_> {
+    fn next_start(&self) -> Option<u64> {
+        self.chunks.get(self.next).map(|c| c.min_start)
+    }
+
+    fn read(&mut self, out: &mut Vec<Rec>) -> Result<(), StreamError> {
+        let Some(c) = self.chunks.get(self.next).copied() else {
+            return Ok(());
+        };
+        self.next += 1;
+        let chunk = self.file.chunk(c.offset)?;
+        let keep = self.keep;
+        let index = |i: usize| c.first + i as u64;
+        match decode(&c, &chunk, self.file.path())? {
+            Records::Api(v) => out.extend(
+                v.into_iter()
+                    .filter_map(|r| keep.api(r))
+                    .enumerate()
+                    .map(|(i, r)| Rec::Api {
+                        tid: c.thread,
+                        index: index(i),
+                        r,
+                    }),
+            ),
+            Records::Kernels(v) => out.extend(
+                v.into_iter()
+                    .filter_map(|k| keep.kernel(k))
+                    .enumerate()
+                    .map(|(i, k)| Rec::Kernel(index(i), k)),
+            ),
+            Records::Memcpys(v) => out.extend(
+                v.into_iter()
+                    .filter_map(|m| keep.memcpy(m))
+                    .enumerate()
+                    .map(|(i, m)| Rec::Memcpy(index(i), m)),
+            ),
+            Records::Memsets(v) => out.extend(
+                v.into_iter()
+                    .filter_map(|s| keep.memset(s))
+                    .enumerate()
+                    .map(|(i, s)| Rec::Memset(index(i), s)),
+            ),
+            // Every event: a range begun outside the time window still pairs its end.
+            Records::Nvtx(v) => out.extend(v.into_iter().enumerate().map(|(i, mut e)| {
+                e.time_ns = keep.time(e.time_ns);
+                Rec::Nvtx {
+                    tid: c.thread,
+                    index: index(i),
+                    e,
+                }
+            })),
+            Records::Memory(v) => out.extend(
+                v.into_iter()
+                    .filter_map(|m| keep.memory(m))
+                    .enumerate()
+                    .map(|(i, m)| Rec::Memory {
+                        trace: 0,
+                        index: index(i),
+                        m,
+                    }),
+            ),
+            _ => {}
+        }
+        Ok(())
     }
 }

@@ -190,3 +190,34 @@ fn bin_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
 fn identity(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
+
+/// Why a trace could not be read in bounded memory (for a report or an export).
+#[derive(Debug)]
+pub enum StreamError {
+    Load(LoadError),
+    /// The filter keeps nothing (no trace of the processes asked for).
+    Filter(String),
+    /// A file read a second time no longer holds what the first read found.
+    Changed {
+        path: PathBuf,
+        why: String,
+    },
+}
+
+impl fmt::Display for StreamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StreamError::Load(e) => write!(f, "{e}"),
+            StreamError::Filter(e) => f.write_str(e),
+            StreamError::Changed { path, why } => {
+                write!(f, "{}: changed while it was read: {why}", path.display())
+            }
+        }
+    }
+}
+
+impl From<LoadError> for StreamError {
+    fn from(e: LoadError) -> Self {
+        StreamError::Load(e)
+    }
+}

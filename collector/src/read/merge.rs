@@ -4,7 +4,7 @@
 //! read that sorts before its time is handed on, least key first. Memory is bounded by the
 //! batches that overlap in time, not by the number of items.
 
-use super::index::StreamError;
+use super::inputs::StreamError;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;

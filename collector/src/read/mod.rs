@@ -3,21 +3,24 @@
 //!
 //! - [`inputs`]: the command line's inputs as trace files (files, directories of `*.bin`
 //!   traces; standard input and pipes spooled to a file first by [`crate::spool`]), and why
-//!   one could not be read;
+//!   one could not be read ([`LoadError`], [`StreamError`]);
 //! - [`trace`]: the first read of a file through the format crate's reader, its small chunks
 //!   kept in a [`Trace`](crate::model::Trace), its records handed to a [`RecordSink`];
-//! - [`index`]: the chunks of records found on a first read, and reading them again by offset
-//!   ([`Rereader`](index::Rereader));
-//! - [`records`]: the records as one typed enum, a chunk's worth ([`Records`]) or one with its
-//!   place in the trace ([`Rec`](records::Rec)), and the sources of those for the merge;
+//! - [`records`]: the records as one typed enum: the kinds of chunk that hold records
+//!   ([`Kind`](records::Kind)), a chunk's worth ([`Records`]), one record with its place in
+//!   the trace ([`Rec`](records::Rec));
+//! - [`index`]: the chunks of records found on a first read, read again by offset
+//!   ([`Rereader`](index::Rereader)) and in time order ([`FileSource`](index::FileSource));
 //! - [`merge`]: a k-way merge in time order that knows nothing of what it merges;
 //! - [`links`]: the links from API calls to their GPU work, by correlation id
 //!   ([`LinkTable`](links::LinkTable));
 //! - [`first`]: the first read of the passes that merge a file's records in time order (its
 //!   chunks indexed, its links noted).
 //!
-//! A new record kind is declared in the format crate, decoded in [`records`] (and named in
-//! [`index::Kind`]), and used by the consumer that needs it.
+//! Files here read top-down: `inputs` ← `merge` ← `records` ← `index`, `links` ← `trace` ←
+//! `first`. A new record kind is declared in the format crate, named and decoded in
+//! [`records`] (kept in the [`Trace`](crate::model::Trace) by [`KeepAll`]), and used by the
+//! consumer that needs it; the other consumers' sinks pass it by.
 
 pub mod first;
 pub mod index;
@@ -27,7 +30,6 @@ pub mod merge;
 pub mod records;
 pub mod trace;
 
-pub use index::StreamError;
-pub use inputs::{expand_inputs, Inputs, LoadError};
+pub use inputs::{expand_inputs, Inputs, LoadError, StreamError};
 pub use records::Records;
 pub use trace::{load_inputs, load_trace, KeepAll, Loaded, RecordSink};

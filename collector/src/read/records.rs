@@ -1,18 +1,56 @@
-//! The records of a trace as one typed enum: a chunk's worth ([`Records`], decoded by kind),
-//! one record with its place in the trace ([`Rec`], in the order the time-ordered passes
-//! hand them on), a GPU record as a slice shows it ([`Gpu`]); and the sources of [`Rec`]s for
-//! the merge ([`FileSource`]: indexed chunks read again; [`in_memory`]: a trace held whole).
+//! The records of a trace as one typed enum: the kinds of chunk that hold records ([`Kind`]),
+//! a chunk's worth ([`Records`], decoded by kind), one record with its place in the trace
+//! ([`Rec`], in the order the time-ordered passes hand them on), a GPU record as a slice shows
+//! it ([`Gpu`]); and the records of a trace held whole as a source for the merge
+//! ([`in_memory`]). A new kind of record is named and decoded here.
 
-use super::index::{ChunkRef, Kind, Rereader, StreamError};
-use super::merge::{InMemory, Sorted, Source};
-use crate::filter::RecordFilter;
+use super::merge::{InMemory, Sorted};
 use crate::model::Trace;
 use rtrace_format::{
-    ApiRecord, Chunk, KernelRecord, MemcpyRecord, MemoryRecord, MemsetRecord, NvtxEvent,
+    ApiRecord, Chunk, ChunkKind, KernelRecord, MemcpyRecord, MemoryRecord, MemsetRecord, NvtxEvent,
     PeerCopyRecord, SyncRecord, FLAG_CORRELATED,
 };
 use std::cmp::Reverse;
-use std::path::Path;
+
+/// The kind of record a chunk holds, for the chunks of records ([`Records`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Api,
+    Kernels,
+    Memcpys,
+    PeerCopies,
+    Memsets,
+    Nvtx,
+    Memory,
+    Syncs,
+}
+
+impl Kind {
+    /// The kind of records a chunk of kind `kind` holds; `None` for the chunks that are not
+    /// records (names, resources, images, ...).
+    #[inline]
+    pub fn of(kind: ChunkKind) -> Option<Kind> {
+        Some(match kind {
+            ChunkKind::ApiRecords => Kind::Api,
+            ChunkKind::Kernels => Kind::Kernels,
+            ChunkKind::Memcpys => Kind::Memcpys,
+            ChunkKind::PeerCopies => Kind::PeerCopies,
+            ChunkKind::Memsets => Kind::Memsets,
+            ChunkKind::NvtxEvents => Kind::Nvtx,
+            ChunkKind::Memory => Kind::Memory,
+            ChunkKind::Sync => Kind::Syncs,
+            _ => return None,
+        })
+    }
+
+    /// Kernels, copies and memsets: the GPU work of the utilisation and latency sections.
+    pub fn gpu_work(self) -> bool {
+        matches!(
+            self,
+            Kind::Kernels | Kind::Memcpys | Kind::PeerCopies | Kind::Memsets
+        )
+    }
+}
 
 /// The records of a chunk, decoded.
 pub enum Records {
@@ -41,39 +79,6 @@ impl Records {
             Kind::Memory => chunk.memory_records().map(Records::Memory),
             Kind::Syncs => chunk.sync_records().map(Records::Syncs),
         }
-    }
-
-    /// How many records.
-    pub fn len(&self) -> usize {
-        match self {
-            Records::Api(v) => v.len(),
-            Records::Kernels(v) => v.len(),
-            Records::Memcpys(v) => v.len(),
-            Records::PeerCopies(v) => v.len(),
-            Records::Memsets(v) => v.len(),
-            Records::Nvtx(v) => v.len(),
-            Records::Memory(v) => v.len(),
-            Records::Syncs(v) => v.len(),
-        }
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-/// The records of indexed chunk `c`, read again as `chunk` from the file at `path`
-/// (damaged payloads were skipped on the first pass and are not indexed); peer-to-peer copies
-/// as the copies they are.
-pub fn decode(c: &ChunkRef, chunk: &Chunk, path: &Path) -> Result<Records, StreamError> {
-    match Records::decode(c.kind, chunk) {
-        Ok(Records::PeerCopies(p)) => Ok(Records::Memcpys(p.into_iter().map(|p| p.copy).collect())),
-        Ok(r) => Ok(r),
-        Err(why) => Err(StreamError::Changed {
-            path: path.to_path_buf(),
-            why,
-        }),
     }
 }
 
@@ -275,95 +280,4 @@ fn nvtx_recs(trace: &Trace) -> impl Iterator<Item = Rec> + '_ {
             e,
         })
     })
-}
-
-/// A trace file's indexed chunks, read again in order of earliest start.
-pub struct FileSource<'a> {
-    chunks: Vec<ChunkRef>,
-    next: usize,
-    file: Rereader,
-    keep: &'a RecordFilter<'a>,
-}
-
-impl<'a> FileSource<'a> {
-    pub fn open(
-        path: &Path,
-        mut chunks: Vec<ChunkRef>,
-        keep: &'a RecordFilter<'a>,
-    ) -> Result<Self, StreamError> {
-        chunks.sort_by_key(|c| (c.min_start, c.offset));
-        Ok(FileSource {
-            chunks,
-            next: 0,
-            file: Rereader::open(path)?,
-            keep,
-        })
-    }
-}
-
-impl Source<Rec> for FileSource<'_> {
-    fn next_start(&self) -> Option<u64> {
-        self.chunks.get(self.next).map(|c| c.min_start)
-    }
-
-    fn read(&mut self, out: &mut Vec<Rec>) -> Result<(), StreamError> {
-        let Some(c) = self.chunks.get(self.next).copied() else {
-            return Ok(());
-        };
-        self.next += 1;
-        let chunk = self.file.chunk(c.offset)?;
-        let keep = self.keep;
-        let index = |i: usize| c.first + i as u64;
-        match decode(&c, &chunk, self.file.path())? {
-            Records::Api(v) => out.extend(
-                v.into_iter()
-                    .filter_map(|r| keep.api(r))
-                    .enumerate()
-                    .map(|(i, r)| Rec::Api {
-                        tid: c.thread,
-                        index: index(i),
-                        r,
-                    }),
-            ),
-            Records::Kernels(v) => out.extend(
-                v.into_iter()
-                    .filter_map(|k| keep.kernel(k))
-                    .enumerate()
-                    .map(|(i, k)| Rec::Kernel(index(i), k)),
-            ),
-            Records::Memcpys(v) => out.extend(
-                v.into_iter()
-                    .filter_map(|m| keep.memcpy(m))
-                    .enumerate()
-                    .map(|(i, m)| Rec::Memcpy(index(i), m)),
-            ),
-            Records::Memsets(v) => out.extend(
-                v.into_iter()
-                    .filter_map(|s| keep.memset(s))
-                    .enumerate()
-                    .map(|(i, s)| Rec::Memset(index(i), s)),
-            ),
-            // Every event: a range begun outside the time window still pairs its end.
-            Records::Nvtx(v) => out.extend(v.into_iter().enumerate().map(|(i, mut e)| {
-                e.time_ns = keep.time(e.time_ns);
-                Rec::Nvtx {
-                    tid: c.thread,
-                    index: index(i),
-                    e,
-                }
-            })),
-            Records::Memory(v) => out.extend(
-                v.into_iter()
-                    .filter_map(|m| keep.memory(m))
-                    .enumerate()
-                    .map(|(i, m)| Rec::Memory {
-                        trace: 0,
-                        index: index(i),
-                        m,
-                    }),
-            ),
-            Records::PeerCopies(_) | Records::Syncs(_) => {}
-        }
-        Ok(())
-    }
 }

@@ -5,9 +5,8 @@
 //! truncated or corrupt chunk) ends the read, and the chunks before it are kept, with the
 //! damage described in [`Trace::damage`].
 
-use super::index::Kind;
 use super::inputs::{each_input, open_trace_file, LoadError};
-use super::records::Records;
+use super::records::{Kind, Records};
 use crate::model::Trace;
 use rtrace_format::{
     Chunk, ChunkKind, DeviceInfo, Notice, ProcessEnd, ProcessHeader, ThreadInfo, TraceReader,

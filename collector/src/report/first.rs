@@ -6,8 +6,8 @@ use crate::filter::RecordFilter;
 use crate::gpu_summary::{linked, SyncFold};
 use crate::model::Trace;
 use crate::read::first::hold_names;
-use crate::read::index::{ChunkRef, Kind};
-use crate::read::records::Records;
+use crate::read::index::ChunkRef;
+use crate::read::records::{Kind, Records};
 use crate::read::trace::RecordSink;
 use rtrace_format::{Chunk, MemcpyRecord, FLAG_CORRELATED};
 

@@ -75,10 +75,6 @@ pub(super) fn gpu_records(
                 i += 1;
             }
         }
-        Records::Api(_)
-        | Records::PeerCopies(_)
-        | Records::Nvtx(_)
-        | Records::Memory(_)
-        | Records::Syncs(_) => {}
+        _ => {}
     }
 }

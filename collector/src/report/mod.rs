@@ -37,7 +37,7 @@ mod join;
 mod passes;
 mod shared;
 
-pub use crate::read::index::StreamError;
+pub use crate::read::inputs::StreamError;
 
 use crate::filter::{Filter, RecordFilter};
 use crate::gpu_summary::{latency, SyncFold};

@@ -8,8 +8,9 @@ use super::input::{gpu_records, Input};
 use super::join;
 use crate::gpu_summary::{latency, linked, union, SyncFold, Utilisation};
 use crate::model::Trace;
-use crate::read::index::{ChunkRef, Kind, Rereader, StreamError};
-use crate::read::records::{decode, Records};
+use crate::read::index::{decode, ChunkRef, Rereader};
+use crate::read::inputs::StreamError;
+use crate::read::records::{Kind, Records};
 use std::collections::HashMap;
 
 /// Puts into `t` the kept API records whose correlation ids its linked streams and modules
@@ -94,11 +95,7 @@ pub(super) fn select_streamed(
                     merged.memcpy_select(&m);
                 }
             }
-            Records::PeerCopies(_)
-            | Records::Memsets(_)
-            | Records::Nvtx(_)
-            | Records::Memory(_)
-            | Records::Syncs(_) => {}
+            _ => {}
         }
     }
     Ok(())

@@ -5,9 +5,10 @@
 use super::input::{gpu_records, Input};
 use crate::gpu_summary::{union, MemoryFold};
 use crate::model::Trace;
-use crate::read::index::{ChunkRef, Kind, Rereader, StreamError};
+use crate::read::index::{decode, ChunkRef, FileSource, Rereader};
+use crate::read::inputs::StreamError;
 use crate::read::merge::{merge, read_error, Sources};
-use crate::read::records::{decode, FileSource, Rec};
+use crate::read::records::{Kind, Rec};
 use std::collections::HashMap;
 use std::path::Path;
 
