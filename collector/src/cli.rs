@@ -384,7 +384,7 @@ fn run_report(args: &ReportArgs) -> u8 {
     };
     start_progress(spooled.paths(), 1);
     let filter = args.filter.filter();
-    // Read as streams: memory bounded by the distinct keys, not the records (crate::stream).
+    // Read as streams: memory bounded by the distinct keys, not the records (crate::report).
     let read = crate::report::report_inputs(spooled.paths(), &filter);
     crate::progress::finish();
     let (loaded, sections) = match read {

@@ -1,6 +1,6 @@
 //! AFL++ target: bytes → `Trace::read` → every report format and section →
 //! both exports; then the same bytes as a file → the streamed report
-//! (`stream::report_inputs`, which seeks back to chunks) in every format and
+//! (`report::report_inputs`, which seeks back to chunks) in every format and
 //! section → both streamed exports (`export_filtered`), as `rtrace report` and
 //! `rtrace export` read files. A panic, an abort or an allocation over
 //! [`LIMIT`] is a finding.

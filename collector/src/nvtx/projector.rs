@@ -26,7 +26,7 @@ pub enum Mode {
 /// Builds a trace's NVTX ranges and projects them and its external ids onto its GPU work as
 /// its NVTX events, API and GPU records stream by in time order (a merge of the trace's
 /// chunks by time, NVTX events first at one time, then calls, then GPU work: what
-/// `export::merge` gives), holding only what is open: ranges not yet ended, or whose calls'
+/// `read::merge` gives), holding only what is open: ranges not yet ended, or whose calls'
 /// GPU work is still to come, calls whose work is still to come, and the work of calls still
 /// to come (only for work that started before its call).
 ///
