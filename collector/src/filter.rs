@@ -181,14 +181,7 @@ pub fn read_headers(
             path: path.clone(),
             error,
         })?;
-        let reader =
-            rtrace_format::TraceReader::new(std::io::BufReader::new(file)).map_err(|error| {
-                LoadError::Header {
-                    path: path.clone(),
-                    error,
-                }
-            })?;
-        out.push(reader.header().clone());
+        out.push(crate::read::inputs::read_header(path, file)?);
     }
     Ok(out)
 }

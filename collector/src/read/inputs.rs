@@ -2,7 +2,7 @@
 //! `*.bin` traces directly in it ([`expand_inputs`]); and why an input could not be read
 //! ([`LoadError`]). Standard input and pipes are first copied to a file by [`crate::spool`].
 
-use rtrace_format::{ReadError, TraceReader};
+use rtrace_format::{ProcessHeader, ReadError, TraceReader};
 use std::collections::HashSet;
 use std::fmt;
 use std::fs::File;
@@ -160,12 +160,16 @@ pub(crate) fn open_trace_file(path: &Path) -> Result<File, LoadError> {
 /// Checks that `path` is a readable trace: a regular, non-empty file with a
 /// valid header.
 fn probe(path: &Path) -> Result<(), LoadError> {
-    let file = open_trace_file(path)?;
-    TraceReader::new(BufReader::new(file)).map_err(|error| LoadError::Header {
+    read_header(path, open_trace_file(path)?).map(drop)
+}
+
+/// The header of the trace file `file` (at `path`), read alone.
+pub(crate) fn read_header(path: &Path, file: File) -> Result<ProcessHeader, LoadError> {
+    let reader = TraceReader::new(BufReader::new(file)).map_err(|error| LoadError::Header {
         path: path.to_path_buf(),
         error,
     })?;
-    Ok(())
+    Ok(reader.header().clone())
 }
 
 /// The `*.bin` regular files directly in `dir`, sorted.
