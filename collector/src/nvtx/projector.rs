@@ -14,7 +14,7 @@ use rtrace_format::{NvtxEvent, NvtxKind};
 pub enum Mode {
     /// Their statistics per name.
     Summary,
-    /// Their statistics, and the ranges themselves ([`ranges`]).
+    /// Their statistics, and the ranges themselves ([`super::ranges`]).
     Collect,
     /// Their statistics, and what a timeline shows of them ([`Shown`]).
     Tracks,

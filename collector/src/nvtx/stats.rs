@@ -100,7 +100,7 @@ pub struct NvtxSection {
     pub rows: Vec<NvtxSummary>,
     pub open: u64,
     pub marks: u64,
-    /// This section's external-id rows ([`external_summary`]).
+    /// This section's external-id rows ([`super::external_summary`]).
     pub external: Vec<ExternalSummary>,
 }
 
@@ -238,20 +238,20 @@ pub struct ExternalSummary {
 /// A range name's (domain id, message id), its (domain, name), and what its ranges add up to.
 pub type NameAcc = ((u32, u32), (String, String), RangeAcc);
 
-/// What a [`Projector`] worked out for one trace.
+/// What a [`super::Projector`] worked out for one trace.
 #[derive(Clone, Debug, Default)]
 pub struct Projected {
     /// Per (domain id, message id): the names, and what their ranges add up to.
     pub summary: Vec<NameAcc>,
     pub open: u64,
     pub marks: u64,
-    /// The trace's rows of [`external_summary`], unsorted.
+    /// The trace's rows of [`super::external_summary`], unsorted.
     pub external: Vec<ExternalSummary>,
-    /// The ranges themselves, in order of start ([`Mode::Collect`] only).
+    /// The ranges themselves, in order of start ([`super::Mode::Collect`] only).
     pub ranges: Ranges,
 }
 
-/// What a timeline shows of the ranges, as the stream comes to it ([`Mode::Tracks`] only):
+/// What a timeline shows of the ranges, as the stream comes to it ([`super::Mode::Tracks`] only):
 /// ranges beginning and ending on their thread, and ranges over with the spans of their GPU
 /// work. `slot` names a range while it is held (reused once it is over); `id` names it for
 /// good (its order of beginning).
@@ -269,7 +269,7 @@ pub enum Shown {
     /// Range `slot` ended at `end`.
     End { slot: u32, end: u64 },
     /// Range `id` of `tid` is over: per device, (device, first start, last end) of its GPU
-    /// work ([`Projector::gpu_spans`] may have given them already, their ends unknown).
+    /// work ([`super::Projector::gpu_spans`] may have given them already, their ends unknown).
     Over {
         id: u64,
         tid: u64,
@@ -279,7 +279,7 @@ pub enum Shown {
 }
 
 /// A span of a range's GPU work on one device that can no longer start earlier
-/// ([`Projector::gpu_spans`]).
+/// ([`super::Projector::gpu_spans`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LiveSpan {
     pub id: u64,

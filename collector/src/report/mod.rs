@@ -1,24 +1,25 @@
 //! `rtrace report` in bounded memory: the trace files are read as streams of chunks, and
 //! every API, kernel, copy and memset record is folded into per-key accumulators
 //! ([`fold`]) as it is read, then dropped. What the report needs beyond folds comes from
-//! reading chunks again, found through an index of them kept on the first pass (a few words
-//! per chunk):
+//! reading chunks again (through [`crate::read`]), found through an index of them kept on the
+//! first pass (a few words per chunk; `first.rs`), by the passes of `passes.rs` and
+//! `shared.rs`:
 //!
 //! - exact medians: a duration distribution with many distinct values narrows the range
-//!   holding its median pass by pass ([`dist`]);
+//!   holding its median pass by pass ([`crate::gpu_summary::dist`]);
 //! - utilisation: each device's and stream's records are merged into the union of their
 //!   intervals in any order; an interval is settled once no chunk still to read starts
-//!   before its end ([`union`]);
+//!   before its end ([`crate::gpu_summary::union`]);
 //! - launch latency: API records are looked up by correlation id in a table of a window of
 //!   ids at a time (`ID_RANGE` ids, each window starting at the least id a call has that no
 //!   window held yet: `join.rs`), filled from the API chunks whose ids reach into it, while
-//!   the GPU chunks whose ids do are matched against it ([`latency`]);
+//!   the GPU chunks whose ids do are matched against it ([`crate::gpu_summary::latency`]);
 //! - synchronizations: each is folded into its kind's row once the same join has found the
 //!   call it is linked to (a `cuStreamQuery` or `cuEventQuery` makes it a query);
 //! - the calls that created streams and loaded modules: only the API records with those
 //!   correlation ids are kept;
 //! - memory in use: the allocation and free chunks of every file are merged by time
-//!   ([`memory_pass`]), holding the allocations in use, not the records.
+//!   (`memory_pass`), holding the allocations in use, not the records.
 //!
 //! Every section but the memory one is per process or a sum over processes, so files are
 //! read one after the other; no merge by time across files is needed but for memory in use
