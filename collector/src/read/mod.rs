@@ -20,7 +20,9 @@
 //! Files here read top-down: `inputs` ← `merge` ← `records` ← `index`, `links` ← `trace` ←
 //! `first`. A new record kind is declared in the format crate, named and decoded in
 //! [`records`] (kept in the [`Trace`](crate::model::Trace) by [`KeepAll`]), and used by the
-//! consumer that needs it; the other consumers' sinks pass it by.
+//! consumer that needs it; the export's first read and the passes that reread chunks pass
+//! other kinds by (a wildcard arm), while the report's first pass matches every kind and so
+//! must say what it does with a new one.
 
 pub mod first;
 pub mod index;
