@@ -9,7 +9,6 @@
 //! That is as exact as the hosts' realtime clocks agree (NTP: typically within a millisecond;
 //! PTP: microseconds); processes of one boot are never shifted.
 
-use crate::model::Trace;
 use rtrace_format::ProcessHeader;
 
 /// How one trace is put on the reference clock.
@@ -48,19 +47,6 @@ pub fn shifts(headers: &[&ProcessHeader]) -> Vec<Option<Shift>> {
             })
         })
         .collect()
-}
-
-/// Puts every trace on the clock of the reference boot ([`shifts`]); sets each shifted
-/// trace's [`Trace::clock_shift`].
-pub fn align(traces: &mut [Trace]) {
-    let headers: Vec<&ProcessHeader> = traces.iter().map(|t| &t.header).collect();
-    let shifts = shifts(&headers);
-    for (t, s) in traces.iter_mut().zip(shifts) {
-        if let Some(s) = s {
-            t.shift_times(s.ns);
-            t.clock_shift = Some(s);
-        }
-    }
 }
 
 /// `t + delta`, kept in `0..=u64::MAX`; 0 (an unknown time) stays 0.

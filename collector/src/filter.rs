@@ -11,8 +11,13 @@
 //!   device; synchronizations by stream) on those; API records stay, as they have neither.
 //! - Kernels: only kernels whose demangled or mangled name matches; copies and memsets stay.
 
-use crate::model::{LoadError, Trace};
+use crate::model::Trace;
+use crate::read::inputs::LoadError;
 use regex::Regex;
+use rtrace_format::{
+    ApiRecord, KernelRecord, MemcpyRecord, MemoryRecord, MemsetRecord, SyncRecord,
+};
+use std::collections::HashMap;
 use std::fmt;
 
 /// A filter; the default keeps everything.
@@ -176,14 +181,7 @@ pub fn read_headers(
             path: path.clone(),
             error,
         })?;
-        let reader =
-            rtrace_format::TraceReader::new(std::io::BufReader::new(file)).map_err(|error| {
-                LoadError::Header {
-                    path: path.clone(),
-                    error,
-                }
-            })?;
-        out.push(reader.header().clone());
+        out.push(crate::read::inputs::read_header(path, file)?);
     }
     Ok(out)
 }
@@ -247,6 +245,102 @@ pub fn parse_time(s: &str) -> Result<u64, String> {
 /// Parses a kernel-name regular expression.
 pub fn parse_regex(s: &str) -> Result<Regex, String> {
     Regex::new(s).map_err(|e| format!("not a regular expression: {e}"))
+}
+
+/// What a [`Filter`] keeps of single records as they are read (what [`Filter::apply`] keeps
+/// of a trace held whole), after the trace's clock shift, applied first.
+pub struct RecordFilter<'a> {
+    shift: i64,
+    from: u64,
+    to: u64,
+    filter: &'a Filter,
+    /// Kernel name id → kept, when the filter has a kernel regex.
+    names: Option<HashMap<u32, bool>>,
+}
+
+impl<'a> RecordFilter<'a> {
+    /// What `filter` keeps of a trace whose times are shifted by `shift` ns: records
+    /// starting in `from..to`; `names`: kernel name id → kept, when it has a kernel regex.
+    pub fn new(
+        shift: i64,
+        from: u64,
+        to: u64,
+        filter: &'a Filter,
+        names: Option<HashMap<u32, bool>>,
+    ) -> RecordFilter<'a> {
+        RecordFilter {
+            shift,
+            from,
+            to,
+            filter,
+            names,
+        }
+    }
+
+    #[inline]
+    pub fn time(&self, t: u64) -> u64 {
+        if self.shift == 0 {
+            t
+        } else {
+            crate::clocks::shifted(t, self.shift)
+        }
+    }
+    #[inline]
+    fn window(&self, start: u64) -> bool {
+        start >= self.from && start < self.to
+    }
+    /// The (shifted) times a record must start in to be kept.
+    pub fn window_range(&self) -> (u64, u64) {
+        (self.from, self.to)
+    }
+    #[inline]
+    fn place(&self, device: u32, stream: u32) -> bool {
+        (self.filter.devices.is_empty() || self.filter.devices.contains(&device))
+            && (self.filter.streams.is_empty() || self.filter.streams.contains(&stream))
+    }
+    #[inline]
+    pub fn api(&self, mut r: ApiRecord) -> Option<ApiRecord> {
+        r.start_ns = self.time(r.start_ns);
+        r.end_ns = self.time(r.end_ns);
+        self.window(r.start_ns).then_some(r)
+    }
+    #[inline]
+    pub fn kernel(&self, mut k: KernelRecord) -> Option<KernelRecord> {
+        k.start_ns = self.time(k.start_ns);
+        k.end_ns = self.time(k.end_ns);
+        let named = self
+            .names
+            .as_ref()
+            .is_none_or(|n| n.get(&k.name) == Some(&true));
+        (self.window(k.start_ns) && self.place(k.device, k.stream) && named).then_some(k)
+    }
+    #[inline]
+    pub fn memcpy(&self, mut m: MemcpyRecord) -> Option<MemcpyRecord> {
+        m.start_ns = self.time(m.start_ns);
+        m.end_ns = self.time(m.end_ns);
+        (self.window(m.start_ns) && self.place(m.device, m.stream)).then_some(m)
+    }
+    #[inline]
+    pub fn memset(&self, mut s: MemsetRecord) -> Option<MemsetRecord> {
+        s.start_ns = self.time(s.start_ns);
+        s.end_ns = self.time(s.end_ns);
+        (self.window(s.start_ns) && self.place(s.device, s.stream)).then_some(s)
+    }
+    /// An allocation or free: kept by its time and device (streams do not apply).
+    #[inline]
+    pub fn memory(&self, mut m: MemoryRecord) -> Option<MemoryRecord> {
+        m.timestamp_ns = self.time(m.timestamp_ns);
+        let device = self.filter.devices.is_empty() || self.filter.devices.contains(&m.device);
+        (self.window(m.timestamp_ns) && device).then_some(m)
+    }
+    /// A synchronization: kept by its start and stream (devices do not apply).
+    #[inline]
+    pub fn sync(&self, mut y: SyncRecord) -> Option<SyncRecord> {
+        y.start_ns = self.time(y.start_ns);
+        y.end_ns = self.time(y.end_ns);
+        let stream = self.filter.streams.is_empty() || self.filter.streams.contains(&y.stream);
+        (self.window(y.start_ns) && stream).then_some(y)
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,11 @@
 //! writes, summarises them, and runs programs under the tracer.
 //!
 //! The parts, each usable on its own:
-//! - [`model`]: a trace file → [`Trace`] ([`load_trace`], [`load_inputs`]);
+//! - [`model`]: a trace in memory ([`Trace`]);
+//! - [`read`]: the reading layer: inputs, the first read of a file ([`load_trace`],
+//!   [`load_inputs`]), chunk rereads, the records as one enum, the time-ordered merge, the
+//!   call-to-GPU-work links; the report and the export both read through it;
+//! - [`report`]: `rtrace report`'s sections, computed as the traces stream by;
 //! - [`summary`]: per-function statistics ([`api_summary`]);
 //! - [`gpu_summary`]: GPU kernels, copies, memsets, utilisation and
 //!   launch-to-start latency ([`kernel_summary`], [`memcpy_summary`],
@@ -45,10 +49,11 @@ pub mod occupancy;
 pub mod output;
 pub mod pcsamp;
 pub mod progress;
+pub mod read;
 pub mod record;
+pub mod report;
 pub mod sass;
 pub mod spool;
-pub mod stream;
 pub mod summary;
 mod sys;
 pub mod text;
@@ -58,8 +63,9 @@ pub use gpu_summary::{
     Hundredths, KernelSummary, Latencies, LaunchLatency, MemcpySummary, MemsetSummary, Utilisation,
     LATENCY_ROWS,
 };
-pub use model::{load_inputs, load_trace, LoadError, Loaded, ThreadTrace, Trace};
+pub use model::{ThreadTrace, Trace};
 pub use output::{render_report, render_report_section, Format, Section};
+pub use read::{load_inputs, load_trace, LoadError, Loaded};
 pub use summary::{api_summary, FunctionSummary};
 
 #[cfg(test)]

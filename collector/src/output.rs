@@ -13,7 +13,7 @@ mod table;
 pub use options::{Format, RenderOptions, Section, TABLE_WIDTH};
 
 use crate::model::Trace;
-use crate::stream::Sections;
+use crate::report::Sections;
 
 /// The whole report over `traces` in `format`, ending with a newline; CSV
 /// gives the API summary.
@@ -28,7 +28,7 @@ pub fn render_report_section(traces: &[Trace], format: Format, section: Section)
 }
 
 /// Like [`render_report_section`], with the sections computed from the records already
-/// (`rtrace report` streams them: [`crate::stream::report_inputs`]); `traces` give the
+/// (`rtrace report` streams them: [`crate::report::report_inputs`]); `traces` give the
 /// processes, names and the records other than API and GPU ones. The other options are
 /// [`RenderOptions`]' defaults.
 pub fn render_sections(

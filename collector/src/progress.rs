@@ -1,7 +1,7 @@
 //! A progress line on standard error while long reads go on: `rtrace: reading  45%
 //! (245.3 MB of 545.0 MB)`, rewritten in place at most four times a second, shown only when
 //! standard error is a terminal and the read has taken half a second, and erased when done.
-//! The CLI starts it ([`start`]); [`load_trace`](crate::model::load_trace) counts what it
+//! The CLI starts it ([`start`]); [`load_trace`](crate::read::load_trace) counts what it
 //! reads ([`Counting`]).
 
 use std::cell::RefCell;

@@ -7,7 +7,7 @@ mod signals;
 pub use pattern::OutputPattern;
 pub use signals::signal_name;
 
-use crate::model::io_message;
+use crate::read::inputs::io_message;
 use rtrace_format::{env, DEFAULT_OUTPUT};
 use std::ffi::{OsStr, OsString};
 use std::fmt;

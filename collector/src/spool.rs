@@ -80,7 +80,7 @@ pub fn inputs_in(paths: &[PathBuf], dir: &Path) -> Result<Spooled, String> {
                 "{what}: could not copy it into a temporary file in {} (it is read more than \
                  once; set TMPDIR to a directory with room): {}",
                 dir.display(),
-                crate::model::io_message(&e)
+                crate::read::inputs::io_message(&e)
             )
         })?;
         let read_as = format!("/proc/self/fd/{}", copy.as_raw_fd());

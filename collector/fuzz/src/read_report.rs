@@ -1,6 +1,6 @@
 //! AFL++ target: bytes → `Trace::read` → every report format and section →
 //! both exports; then the same bytes as a file → the streamed report
-//! (`stream::report_inputs`, which seeks back to chunks) in every format and
+//! (`report::report_inputs`, which seeks back to chunks) in every format and
 //! section → both streamed exports (`export_filtered`), as `rtrace report` and
 //! `rtrace export` read files. A panic, an abort or an allocation over
 //! [`LIMIT`] is a finding.
@@ -149,7 +149,7 @@ fn streamed(bytes: &[u8], filtered: bool) {
     };
     let files = [path];
     let mut n = 0;
-    if let Ok((loaded, sections)) = rtrace_collector::stream::report_inputs(&files, &filter) {
+    if let Ok((loaded, sections)) = rtrace_collector::report::report_inputs(&files, &filter) {
         for format in [Format::Table, Format::Json] {
             n += render_sections(&loaded.traces, &sections, format, Section::Api).len();
         }

@@ -46,8 +46,8 @@ pub(super) fn run(args: &ReportArgs) -> u8 {
     };
     start_progress(spooled.paths(), 1);
     let filter = args.filter.filter();
-    // Read as streams: memory bounded by the distinct keys, not the records (crate::stream).
-    let read = crate::stream::report_inputs(spooled.paths(), &filter);
+    // Read as streams: memory bounded by the distinct keys, not the records (crate::report).
+    let read = crate::report::report_inputs(spooled.paths(), &filter);
     crate::progress::finish();
     let (loaded, sections) = match read {
         Ok(r) => r,
@@ -80,7 +80,7 @@ pub(super) fn run(args: &ReportArgs) -> u8 {
         }
         eprintln!(
             "rtrace: writing the report: {}",
-            crate::model::io_message(&e)
+            crate::read::inputs::io_message(&e)
         );
         return 1;
     }

@@ -1,7 +1,7 @@
 //! `rtrace sass`: the SASS of the traces' kernels ([`crate::sass`]).
 
 use super::inputs::spool;
-use crate::model::load_inputs;
+use crate::read::load_inputs;
 use clap::Args;
 use std::io::{self, Write};
 use std::path::PathBuf;

@@ -7,10 +7,10 @@
 //! ids from [`SYNTHETIC_TID_BASE`] up, named `GPU 0 context 1 stream 7`. Times are in
 //! µs with three decimals (whole ns).
 
+use super::emitter::{Emitter, Stats, Track};
 use super::layout::{self, Device, Flow, Gpu, KernelNames, Value, ARG_NAMES};
-use super::merge::{CounterKey, Emitter, Track};
-use super::Stats;
 use crate::model::Trace;
+use crate::read::first::CounterKey;
 use crate::text::push_json_string as string;
 use rtrace_format::ApiRecord;
 use std::collections::HashMap;

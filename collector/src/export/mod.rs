@@ -18,6 +18,7 @@
 //! ```
 
 mod chrome;
+mod emitter;
 mod layout;
 pub(crate) mod merge;
 mod nvtx_tracks;
@@ -27,18 +28,24 @@ mod proto;
 mod tests;
 
 pub use chrome::{ChromeWriter, SYNTHETIC_TID_BASE};
+pub use emitter::Stats;
 pub use layout::{binary_bytes, MAX_LANES};
 pub use perfetto::PerfettoWriter;
 
-use crate::model::{io_message, LoadError, Trace};
-use crate::stream::{Keep, StreamError};
-use layout::LinkTable;
-use merge::{Failure, FileSource, FirstRead, InMemory, Source};
-use rtrace_format::TraceReader;
-use std::collections::HashSet;
+pub use crate::read::inputs::{expand_inputs, Inputs};
+
+use crate::filter::RecordFilter;
+use crate::model::Trace;
+use crate::read::first::{places_of, FirstRead, Places};
+use crate::read::index::FileSource;
+use crate::read::inputs::{io_message, LoadError, StreamError};
+use crate::read::links::LinkTable;
+use crate::read::merge::{Failure, Source};
+use crate::read::records::{in_memory, Rec};
+use crate::read::trace::{kernel_names_kept, read_light};
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufReader, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 /// Output format of `rtrace export`.
@@ -54,37 +61,6 @@ pub enum ExportFormat {
 /// Chrome JSON output larger than this draws a warning: Chrome's trace
 /// viewer fails on files around this size.
 pub const CHROME_SIZE_WARNING: u64 = 256 << 20;
-
-/// What an export wrote.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Stats {
-    /// Bytes of output.
-    pub bytes: u64,
-    /// Traces (processes) written.
-    pub traces: u64,
-    /// Slices: API calls, kernels, copies, memsets.
-    pub slices: u64,
-    /// Flows from API calls to GPU work.
-    pub flows: u64,
-    /// Counter values (memory in use).
-    pub counter_values: u64,
-    /// Slices whose end was clipped because too many overlapped on one track
-    /// (more than [`MAX_LANES`]).
-    pub clipped: u64,
-    /// NVTX ranges (or their GPU spans) not drawn because more than [`MAX_LANES`] overlapped
-    /// on one track.
-    pub nvtx_unplaced: u64,
-    /// The most NVTX ranges and GPU spans held at once to lay them out (open ranges, and
-    /// spans waiting until no earlier one can come), in any one trace.
-    pub nvtx_held: u64,
-    /// Perfetto: packets written.
-    pub packets: u64,
-    /// Perfetto: track descriptors; Chrome: synthetic threads (GPU streams
-    /// and extra lanes).
-    pub tracks: u64,
-    /// Chrome: events written.
-    pub events: u64,
-}
 
 /// A writer of either format.
 pub enum Writer<W: Write> {
@@ -103,9 +79,9 @@ impl<W: Write> Writer<W> {
     /// Writes one trace (one process) held in memory.
     pub fn write_trace(&mut self, trace: &Trace) -> io::Result<()> {
         let nvtx = crate::nvtx::has_nvtx(trace).then(|| tracks_projector(trace, None));
-        let places = merge::places_of(trace);
+        let places = places_of(trace);
         let mut links = LinkTable::of(trace, self.next_flow());
-        let mut src = InMemory::of(trace);
+        let mut src = in_memory(trace);
         self.write_with(trace, &places, nvtx, &mut links, &mut src)
             .map_err(|e| match e {
                 Failure::Write(e) => e,
@@ -124,10 +100,10 @@ impl<W: Write> Writer<W> {
     fn write_with(
         &mut self,
         trace: &Trace,
-        places: &merge::Places,
+        places: &Places,
         nvtx: Option<Box<crate::nvtx::Projector>>,
         links: &mut LinkTable,
-        src: &mut dyn Source,
+        src: &mut dyn Source<Rec>,
     ) -> Result<(), Failure> {
         match self {
             Writer::Perfetto(w) => merge::write(w, trace, places, nvtx, links, src),
@@ -155,104 +131,6 @@ pub fn export_traces<W: Write>(
         w.write_trace(t)?;
     }
     w.finish()
-}
-
-/// The trace files named by the command line.
-#[derive(Debug, Default)]
-pub struct Inputs {
-    /// In input order (a directory's traces sorted by name), each once.
-    pub files: Vec<PathBuf>,
-    /// Files in directories skipped as not traces, one line each (`PATH: why; skipped`).
-    pub skipped: Vec<String>,
-}
-
-/// The trace files among `paths`, as `rtrace report` takes them: a file is
-/// one trace; a directory stands for every `*.bin` trace directly in it, in
-/// name order, skipping files there that are not rtrace traces; a file named
-/// twice is taken once. Each file's header is read to check that it is a
-/// trace, so that an export fails before it writes anything.
-pub fn expand_inputs(paths: &[PathBuf]) -> Result<Inputs, LoadError> {
-    let mut inputs = Inputs::default();
-    let mut seen = HashSet::new();
-    for path in paths {
-        let meta = std::fs::metadata(path).map_err(|error| LoadError::Io {
-            path: path.clone(),
-            error,
-        })?;
-        if !meta.is_dir() {
-            if seen.insert(identity(path)) {
-                probe(path)?;
-                inputs.files.push(path.clone());
-            }
-            continue;
-        }
-        let mut found = false;
-        for file in bin_files(path)? {
-            if !seen.insert(identity(&file)) {
-                found = true;
-                continue;
-            }
-            match probe(&file) {
-                Ok(()) => {
-                    found = true;
-                    inputs.files.push(file);
-                }
-                Err(e) if e.is_not_a_trace() => inputs.skipped.push(format!("{e}; skipped")),
-                Err(e) => return Err(e),
-            }
-        }
-        if !found {
-            return Err(LoadError::NoTraces { path: path.clone() });
-        }
-    }
-    Ok(inputs)
-}
-
-/// Checks that `path` is a readable trace: a regular, non-empty file with a
-/// valid header.
-fn probe(path: &Path) -> Result<(), LoadError> {
-    let io_err = |error| LoadError::Io {
-        path: path.to_path_buf(),
-        error,
-    };
-    let file = File::open(path).map_err(io_err)?;
-    let meta = file.metadata().map_err(io_err)?;
-    if meta.is_dir() {
-        return Err(io_err(io::Error::from_raw_os_error(libc::EISDIR)));
-    }
-    if meta.len() == 0 {
-        return Err(LoadError::Empty {
-            path: path.to_path_buf(),
-        });
-    }
-    TraceReader::new(BufReader::new(file)).map_err(|error| LoadError::Header {
-        path: path.to_path_buf(),
-        error,
-    })?;
-    Ok(())
-}
-
-/// The `*.bin` regular files directly in `dir`, sorted.
-fn bin_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
-    let io_err = |error| LoadError::Io {
-        path: dir.to_path_buf(),
-        error,
-    };
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(io_err)? {
-        let path = entry.map_err(io_err)?.path();
-        let is_bin = path.extension().is_some_and(|e| e == "bin");
-        if is_bin && std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
-            files.push(path);
-        }
-    }
-    files.sort();
-    Ok(files)
-}
-
-/// A key that is the same for two spellings of one file.
-fn identity(path: &Path) -> PathBuf {
-    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// Why an export failed.
@@ -401,14 +279,12 @@ fn write_all<W: Write>(
         // A first read indexes the API and GPU chunks and notes their links, keeping the
         // rest; the chunks are then read again in time order ([`merge`]).
         let names = match &filter.kernel {
-            Some(re) => {
-                Some(crate::stream::kernel_names_kept(file, re).map_err(ExportError::Load)?)
-            }
+            Some(re) => Some(kernel_names_kept(file, re).map_err(ExportError::Load)?),
             None => None,
         };
-        let keep = Keep::new(shift.as_ref().map_or(0, |s| s.ns), from, to, filter, names);
+        let keep = RecordFilter::new(shift.as_ref().map_or(0, |s| s.ns), from, to, filter, names);
         let mut first = FirstRead::new(&keep);
-        let mut trace = crate::stream::read_light(file, &mut first).map_err(ExportError::Load)?;
+        let mut trace = read_light(file, &mut first).map_err(ExportError::Load)?;
         if !filter.keeps_process(trace.header.pid) {
             continue;
         }

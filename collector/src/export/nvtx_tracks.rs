@@ -15,8 +15,8 @@
 //! - A range that never ended stays open on its thread's track (Perfetto shows it as not
 //!   ended); its span ends where its GPU work ended.
 
+use super::emitter::{Emitter, Track};
 use super::layout::{device_name, MAX_LANES};
-use super::merge::{Emitter, Track};
 use crate::model::Trace;
 use crate::nvtx::{LiveSpan, Projector, Shown};
 use std::cmp::Reverse;

@@ -1315,7 +1315,8 @@ fn perfetto_shows_nvtx_ranges_and_their_gpu_projection() {
 /// records of one id).
 #[test]
 fn link_table_fans_a_call_out_to_each_of_its_records() {
-    use super::layout::{Flow, Gpu, LinkTable};
+    use super::layout::{Flow, Gpu};
+    use crate::read::links::LinkTable;
     use rtrace_format::{ApiRecord, KernelRecord};
     let api = |c| ApiRecord {
         correlation: c,
@@ -1410,7 +1411,7 @@ fn linked_records(t: &Trace) -> usize {
 }
 
 fn rtrace_collector_load(path: &Path) -> Trace {
-    crate::model::load_trace(path).unwrap()
+    crate::read::load_trace(path).unwrap()
 }
 
 /// The tracks of one thread's NVTX ranges, drawn as they begin: a push goes on the lane of

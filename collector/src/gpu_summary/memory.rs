@@ -1,6 +1,6 @@
 //! Memory in use per memory kind, and host waits per kind of synchronization.
 
-use super::*;
+use super::common::*;
 
 /// Allocations and frees of one kind of memory, merged over every trace.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

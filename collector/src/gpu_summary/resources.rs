@@ -1,6 +1,6 @@
 //! The resources of the traced processes: devices, contexts, streams, modules, functions.
 
-use super::*;
+use super::common::*;
 
 /// A device a trace describes (its DeviceInfo).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

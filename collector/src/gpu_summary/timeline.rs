@@ -1,34 +1,6 @@
 //! Time on the GPU: per-device and per-stream utilisation, and launch-to-start latency.
 
-use super::*;
-
-/// How busy one device, or one stream of it, was in one traced process.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Utilisation {
-    /// The traced process (from its trace's header).
-    pub pid: u32,
-    /// The device id of the records.
-    pub device: u32,
-    /// The stream id; `None` for the row of the whole device (all its streams).
-    pub stream: Option<u32>,
-    /// GPU records (kernels, copies, memsets) on the device or stream.
-    pub records: u64,
-    /// The earliest start of those records, ns.
-    pub start_ns: u64,
-    /// The latest end of those records, ns.
-    pub end_ns: u64,
-    /// `end_ns - start_ns`.
-    pub span_ns: u64,
-    /// Length of the union of the records' intervals, ns: time when at least
-    /// one of them ran.
-    pub busy_ns: u64,
-    /// `busy_ns / span_ns`, %, rounded half up (0.00 for an empty span).
-    pub busy_percent: Hundredths,
-    /// Idle gaps: stretches inside the span when none of the records ran.
-    pub gaps: u64,
-    /// Total length of the gaps: `span_ns - busy_ns`.
-    pub idle_ns: u64,
-}
+use super::common::*;
 
 /// The union of `intervals` (sorted in place): (busy ns, number of gaps
 /// between the merged intervals). Touching intervals merge (no gap).
@@ -176,7 +148,7 @@ pub fn shared_groups(
 pub fn shared_row(
     traces: &[Trace],
     group: &[(usize, u32)],
-    union: crate::stream::union::Union,
+    union: super::union::Union,
 ) -> SharedDevice {
     let (ti, ordinal) = group[0];
     let t = &traces[ti];
@@ -207,7 +179,7 @@ pub fn shared_devices(traces: &[Trace]) -> Vec<SharedDevice> {
     shared_groups(traces, ran)
         .into_iter()
         .map(|group| {
-            let mut u = crate::stream::union::Union::default();
+            let mut u = super::union::Union::default();
             for &(ti, ordinal) in &group {
                 let t = &traces[ti];
                 let k = t.kernels.iter().filter(|k| k.device == ordinal);
@@ -225,67 +197,13 @@ pub fn shared_devices(traces: &[Trace]) -> Vec<SharedDevice> {
         .collect()
 }
 
-/// What kind of GPU work a record is.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Activity {
-    #[default]
-    Kernel,
-    Memcpy,
-    Memset,
-}
-
-impl Activity {
-    /// `kernel`, `memcpy` or `memset`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Activity::Kernel => "kernel",
-            Activity::Memcpy => "memcpy",
-            Activity::Memset => "memset",
-        }
-    }
-}
-
-/// The time from an API call's start to the start of the GPU work it caused.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LaunchLatency {
-    /// The traced process.
-    pub pid: u32,
-    pub activity: Activity,
-    /// The kernel's demangled name; `memcpy KIND` (e.g. `memcpy HtoD`) for a
-    /// copy; `memset` for a memset.
-    pub name: String,
-    /// The API function of the call (`function#ID` without a name).
-    pub function: String,
-    /// The correlation id linking the two.
-    pub correlation: u64,
-    /// When the API call was entered (host clock), ns.
-    pub api_start_ns: u64,
-    /// When the GPU work started (host clock), ns.
-    pub gpu_start_ns: u64,
-    /// `gpu_start_ns - api_start_ns`; negative if the clocks disagree.
-    pub latency_ns: i64,
-}
-
-/// The launch-to-start latencies of `traces`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Latencies {
-    /// GPU records matched with an API record.
-    pub correlated: u64,
-    /// The largest latencies, largest first (ties in trace and file order:
-    /// kernels, then copies, then memsets).
-    pub slowest: Vec<LaunchLatency>,
-}
-
-/// How many of the largest latencies the report lists.
-pub const LATENCY_ROWS: usize = 10;
-
 /// The `limit` largest launch-to-start latencies over all `traces`.
 ///
 /// A kernel or copy is matched when it has [`FLAG_CORRELATED`] and its
 /// `correlation` is that of an API record of the same trace. Memset records
 /// carry no flags, so a memset is matched by a non-zero `correlation`.
 pub fn launch_latency(traces: &[Trace], limit: usize) -> Latencies {
-    let mut top = crate::stream::latency::Top::new(limit);
+    let mut top = super::latency::Top::new(limit);
     for (ti, trace) in traces.iter().enumerate() {
         launch_latency_into(&mut top, ti, trace);
     }
@@ -293,8 +211,8 @@ pub fn launch_latency(traces: &[Trace], limit: usize) -> Latencies {
 }
 
 /// Adds the matched GPU records of `trace` (trace `ti` of the report) to `top`.
-pub(crate) fn launch_latency_into(top: &mut crate::stream::latency::Top, ti: usize, trace: &Trace) {
-    use crate::stream::latency::Work;
+pub(crate) fn launch_latency_into(top: &mut super::latency::Top, ti: usize, trace: &Trace) {
+    use super::latency::Work;
     let kernels = trace
         .kernels
         .iter()

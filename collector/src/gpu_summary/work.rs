@@ -1,6 +1,6 @@
 //! Kernels, memory copies and memsets: per-name and per-kind statistics.
 
-use super::*;
+use super::common::*;
 
 /// Statistics for one kernel (by demangled name), merged over every trace.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

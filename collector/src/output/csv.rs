@@ -2,7 +2,7 @@
 //! another; one line per row, RFC 4180 quoting.
 
 use super::options::Section;
-use crate::stream::Sections;
+use crate::report::Sections;
 use crate::summary::FunctionSummary;
 use std::fmt::Write;
 

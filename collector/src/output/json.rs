@@ -7,8 +7,8 @@
 
 use crate::gpu_summary::resources;
 use crate::model::{Duration, Trace};
-use crate::stream::fold::Counts;
-use crate::stream::Sections;
+use crate::report::fold::Counts;
+use crate::report::Sections;
 use crate::text::{iso8601_utc, json_string};
 use std::fmt::Write;
 use std::path::Path;

@@ -8,7 +8,7 @@
 
 use super::options::RenderOptions;
 use crate::model::Trace;
-use crate::stream::Sections;
+use crate::report::Sections;
 use layout::Page;
 
 mod api;

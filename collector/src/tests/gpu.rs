@@ -1236,7 +1236,7 @@ fn nvtx_ranges_are_summarised_as_they_end() {
             .bytes,
     );
     let mut p = crate::nvtx::Projector::new(&t, None, crate::nvtx::Mode::Summary);
-    crate::export::merge::project_in_memory(&mut p, &t);
+    crate::nvtx::project_in_memory(&mut p, &t);
     assert_eq!(p.held(), 2);
     durations.sort_unstable();
     let (rows, open, marks) = crate::nvtx::nvtx_summary(std::slice::from_ref(&t));

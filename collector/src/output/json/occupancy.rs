@@ -3,7 +3,7 @@
 
 use super::syntax::{array, opt};
 use crate::occupancy::OccupancyRow;
-use crate::stream::Sections;
+use crate::report::Sections;
 use crate::text::json_string;
 use std::fmt::Write;
 

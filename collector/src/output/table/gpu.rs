@@ -4,7 +4,7 @@
 use super::layout::{columns, plural, Align::Left, Page};
 use super::occupancy;
 use crate::model::Trace;
-use crate::stream::Sections;
+use crate::report::Sections;
 use crate::text::{human_bytes, human_ns};
 use std::fmt::Write;
 

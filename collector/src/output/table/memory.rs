@@ -2,7 +2,7 @@
 
 use super::layout::{columns, plural, Align::Left, Page};
 use crate::gpu_summary::{MemorySummary, SyncSummary};
-use crate::stream::Sections;
+use crate::report::Sections;
 use crate::text::{human_bytes, human_ns};
 use std::fmt::Write;
 

@@ -5,7 +5,7 @@
 use super::layout::{columns, plural, Align, Align::Left, Page};
 use crate::model::Trace;
 use crate::occupancy::{OccupancyRow, OCCUPANCY_ROWS};
-use crate::stream::Sections;
+use crate::report::Sections;
 use rtrace_format::attr;
 use std::collections::BTreeMap;
 use std::fmt::Write;

@@ -3,7 +3,7 @@
 
 use super::layout::{plural, Page};
 use crate::model::{Duration, Trace};
-use crate::stream::fold::Counts;
+use crate::report::fold::Counts;
 use crate::text::{human_bytes, human_ns, iso8601_utc, shell_join};
 use std::fmt::Write;
 

@@ -1,7 +1,7 @@
 //! The largest launch-to-start latencies, kept as GPU records are matched with their API
 //! calls, in whatever order that happens.
 
-use crate::gpu_summary::{Activity, Latencies, LaunchLatency};
+use super::common::{Activity, Latencies, LaunchLatency};
 use crate::model::Trace;
 use rtrace_format::CopyKind;
 use std::cmp::Reverse;

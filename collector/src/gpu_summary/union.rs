@@ -1,7 +1,7 @@
 //! GPU utilisation from records fed in any order: the union of their intervals, settled as
 //! far as a watermark (no record still to come starts before it) allows.
 
-use crate::gpu_summary::{Hundredths, Utilisation};
+use super::common::{Hundredths, Utilisation};
 use std::collections::{BTreeMap, BinaryHeap};
 
 /// The union of the intervals of one device or stream, built incrementally.

@@ -286,9 +286,9 @@ impl Dist {
     }
 
     /// The statistics, once the passes are over.
-    pub(crate) fn stats(&self) -> crate::gpu_summary::Stats {
+    pub(crate) fn stats(&self) -> super::common::Stats {
         let n = u128::from(self.count.max(1));
-        crate::gpu_summary::Stats {
+        super::common::Stats {
             count: self.count,
             total: self.total,
             mean: (self.total / n) as u64,

@@ -329,7 +329,7 @@ const MEMORY_ROWS: [(&str, u64, u64); 2] = [("device", 1178, 1164), ("pinned", 3
 
 fn check(files: &[PathBuf], filter: &Filter, id_range: u64) {
     let (streamed, sections) = report_inputs_with(files, filter, id_range).unwrap();
-    let mut whole = crate::model::load_inputs(files).unwrap();
+    let mut whole = crate::read::load_inputs(files).unwrap();
     crate::filter::apply_all(filter, &mut whole.traces).unwrap();
     for (format, section) in [(Format::Table, Section::Api), (Format::Json, Section::Api)]
         .into_iter()
@@ -405,7 +405,7 @@ fn streamed_reports_are_the_in_memory_ones() {
     // The export streams the same traces: the bytes it writes are those of the traces
     // exported from memory (NVTX ranges and their projections onto each device included).
     for path in &files {
-        let whole = crate::model::load_trace(path).unwrap();
+        let whole = crate::read::load_trace(path).unwrap();
         for format in [ExportFormat::Perfetto, ExportFormat::Chrome] {
             let out = dir.join("out");
             crate::export::export_files(std::slice::from_ref(path), format, Some(&out)).unwrap();
@@ -538,7 +538,7 @@ fn a_gpu_shared_by_processes_is_busy_over_all_their_work() {
         },
     }];
     assert_eq!(sections.shared, want);
-    let whole = crate::model::load_inputs(&files).unwrap();
+    let whole = crate::read::load_inputs(&files).unwrap();
     assert_eq!(Sections::of(&whole.traces).shared, want);
     let csv = render_sections(&whole.traces, &sections, Format::Csv, Section::Shared);
     assert_eq!(

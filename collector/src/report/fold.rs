@@ -3,7 +3,7 @@
 //! folded on its own ([`TraceFold`]), then merged by name into the report's rows
 //! ([`Merged`]), so memory grows with the number of distinct keys, not of records.
 
-use super::dist::{Dist, FastMap};
+use crate::gpu_summary::dist::{Dist, FastMap};
 use crate::gpu_summary::{grid_block, Hundredths, KernelSummary, MemcpySummary, MemsetSummary};
 use crate::model::Trace;
 use crate::occupancy::{occupancy, KernelLaunch, OccupancyRow, OccupancyRows};

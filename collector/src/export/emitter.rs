@@ -1,0 +1,89 @@
+//! What an export writes through ([`Emitter`], implemented by both formats' writers), on
+//! which tracks ([`Track`]), and what it counts as it writes ([`Stats`]).
+
+use super::layout::{Device, Flow, Gpu};
+use crate::model::Trace;
+use crate::read::first::CounterKey;
+use rtrace_format::ApiRecord;
+use std::io;
+
+/// What an export wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Bytes of output.
+    pub bytes: u64,
+    /// Traces (processes) written.
+    pub traces: u64,
+    /// Slices: API calls, kernels, copies, memsets.
+    pub slices: u64,
+    /// Flows from API calls to GPU work.
+    pub flows: u64,
+    /// Counter values (memory in use).
+    pub counter_values: u64,
+    /// Slices whose end was clipped because too many overlapped on one track
+    /// (more than [`super::MAX_LANES`]).
+    pub clipped: u64,
+    /// NVTX ranges (or their GPU spans) not drawn because more than [`super::MAX_LANES`] overlapped
+    /// on one track.
+    pub nvtx_unplaced: u64,
+    /// The most NVTX ranges and GPU spans held at once to lay them out (open ranges, and
+    /// spans waiting until no earlier one can come), in any one trace.
+    pub nvtx_held: u64,
+    /// Perfetto: packets written.
+    pub packets: u64,
+    /// Perfetto: track descriptors; Chrome: synthetic threads (GPU streams
+    /// and extra lanes).
+    pub tracks: u64,
+    /// Chrome: events written.
+    pub events: u64,
+}
+
+/// A track of the timeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Track {
+    /// A thread's API calls.
+    Thread(u64),
+    /// A (device, context, stream)'s GPU work.
+    Stream(u32, u32, u32),
+    /// The NVTX track of this index.
+    Nvtx(usize),
+}
+
+/// What a writer does with a trace's tracks, slices, flows and counters.
+pub trait Emitter {
+    fn stats(&mut self) -> &mut Stats;
+    /// Starts a trace: its process and threads, and `devices` with their
+    /// streams and counters.
+    fn begin_trace(&mut self, trace: &Trace, devices: &[Device]) -> io::Result<()>;
+    /// NVTX track `track` is named `name` (before its first slice).
+    fn nvtx_track(&mut self, track: usize, name: &str) -> io::Result<()>;
+    /// API call `r` of thread `tid`, on `lane` of its track, ending at `end`;
+    /// it starts the flows `flows`.
+    fn api(
+        &mut self,
+        trace: &Trace,
+        tid: u64,
+        lane: u32,
+        r: &ApiRecord,
+        end: u64,
+        flows: std::ops::Range<u64>,
+    ) -> io::Result<()>;
+    /// GPU record `g`, on `lane` of its stream's track, ending at `end`.
+    fn gpu(
+        &mut self,
+        trace: &Trace,
+        lane: u32,
+        g: Gpu,
+        end: u64,
+        flow: Option<Flow>,
+    ) -> io::Result<()>;
+    /// A slice of NVTX track `track` begins on `lane` (its end comes through
+    /// [`Emitter::end`], or never for a range that never ended).
+    fn nvtx(&mut self, track: usize, lane: u32, name: &str, start: u64) -> io::Result<()>;
+    /// A slice of `track`'s `lane` ends (the innermost open there).
+    fn end(&mut self, track: Track, lane: u32, end: u64) -> io::Result<()>;
+    /// Memory counter `counter` holds `value` bytes from `ts` on.
+    fn counter(&mut self, counter: CounterKey, ts: u64, value: i64) -> io::Result<()>;
+    /// Ends the trace (NVTX slices still open stay so).
+    fn end_trace(&mut self, trace: &Trace) -> io::Result<()>;
+}

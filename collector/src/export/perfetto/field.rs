@@ -1,0 +1,56 @@
+//! Field numbers of the messages written (from Perfetto's .proto files).
+
+/// `Trace`.
+pub const TRACE_PACKET: u32 = 1;
+/// `TracePacket`.
+pub const CLOCK_SNAPSHOT: u32 = 6;
+pub const TIMESTAMP: u32 = 8;
+pub const TRUSTED_PACKET_SEQUENCE_ID: u32 = 10;
+pub const TRACK_EVENT: u32 = 11;
+pub const INTERNED_DATA: u32 = 12;
+pub const SEQUENCE_FLAGS: u32 = 13;
+pub const TRACE_PACKET_DEFAULTS: u32 = 59;
+pub const TRACK_DESCRIPTOR: u32 = 60;
+pub const FIRST_PACKET_ON_SEQUENCE: u32 = 87;
+/// `ClockSnapshot`.
+pub const PRIMARY_TRACE_CLOCK: u32 = 2;
+/// `TracePacketDefaults`.
+pub const TIMESTAMP_CLOCK_ID: u32 = 58;
+/// `InternedData`.
+pub const EVENT_NAMES: u32 = 2;
+pub const DEBUG_ANNOTATION_NAMES: u32 = 3;
+/// `EventName`, `DebugAnnotationName`.
+pub const IID: u32 = 1;
+pub const NAME: u32 = 2;
+/// `TrackDescriptor`.
+pub const UUID: u32 = 1;
+pub const TRACK_NAME: u32 = 2;
+pub const PROCESS: u32 = 3;
+pub const THREAD: u32 = 4;
+pub const PARENT_UUID: u32 = 5;
+pub const COUNTER: u32 = 8;
+pub const CHILD_ORDERING: u32 = 11;
+pub const SIBLING_ORDER_RANK: u32 = 12;
+pub const SIBLING_MERGE_BEHAVIOR: u32 = 15;
+/// `ProcessDescriptor`.
+pub const PROCESS_PID: u32 = 1;
+pub const CMDLINE: u32 = 2;
+pub const PROCESS_NAME: u32 = 6;
+/// `ThreadDescriptor`.
+pub const THREAD_PID: u32 = 1;
+pub const TID: u32 = 2;
+pub const THREAD_NAME: u32 = 5;
+/// `CounterDescriptor`.
+pub const UNIT: u32 = 3;
+/// `TrackEvent`.
+pub const DEBUG_ANNOTATIONS: u32 = 4;
+pub const TYPE: u32 = 9;
+pub const NAME_IID: u32 = 10;
+pub const TRACK_UUID: u32 = 11;
+pub const COUNTER_VALUE: u32 = 30;
+pub const FLOW_IDS: u32 = 47;
+pub const TERMINATING_FLOW_IDS: u32 = 48;
+/// `DebugAnnotation`.
+pub const ANNOTATION_NAME_IID: u32 = 1;
+pub const UINT_VALUE: u32 = 3;
+pub const STRING_VALUE: u32 = 6;

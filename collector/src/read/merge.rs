@@ -1,0 +1,166 @@
+//! A k-way merge in time order, knowing nothing of what it merges (in the spirit of samply's
+//! `EventSorter`): items with a sort key ([`Sorted`]) come from a [`Source`] a batch at a
+//! time, batches in order of their earliest time; before a batch is read, every item already
+//! read that sorts before its time is handed on, least key first. Memory is bounded by the
+//! batches that overlap in time, not by the number of items.
+
+use super::inputs::StreamError;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io;
+use std::path::Path;
+
+/// An item of the merge: its key orders the items; the key's time (its first part) is what
+/// a source's batches are ordered by.
+pub trait Sorted {
+    type Key: Ord + Copy;
+    fn key(&self) -> Self::Key;
+    /// The time of `key`: no item with a key of an earlier time comes after a batch whose
+    /// earliest time is later.
+    fn time(key: &Self::Key) -> u64;
+}
+
+/// Where items come from, a batch at a time, batches in order of their earliest time.
+pub trait Source<T> {
+    /// The earliest time among the items still to read; `None` when all were read.
+    fn next_start(&self) -> Option<u64>;
+    /// Reads the next batch into `out`.
+    fn read(&mut self, out: &mut Vec<T>) -> Result<(), StreamError>;
+}
+
+/// Why a merge stopped: a source could not be read, or what the items were handed to failed.
+#[derive(Debug)]
+pub enum Failure {
+    Read(StreamError),
+    Write(io::Error),
+}
+
+impl From<io::Error> for Failure {
+    fn from(e: io::Error) -> Self {
+        Failure::Write(e)
+    }
+}
+
+/// A failure to read as the stream error it is.
+pub fn read_error(path: &Path, e: Failure) -> StreamError {
+    match e {
+        Failure::Read(e) => e,
+        Failure::Write(e) => StreamError::Changed {
+            path: path.to_path_buf(),
+            why: e.to_string(),
+        },
+    }
+}
+
+/// Hands `src`'s items to `emit` in key order: each batch is sorted (batches come mostly
+/// sorted already), and the batches read are merged through a heap of their first items not
+/// yet handed on.
+pub fn merge<T: Sorted>(
+    src: &mut dyn Source<T>,
+    mut emit: impl FnMut(T) -> io::Result<()>,
+) -> Result<(), Failure> {
+    // Batches being merged, each as the items not yet handed on; freed slots.
+    let mut runs: Vec<std::vec::IntoIter<T>> = Vec::new();
+    let mut free: Vec<usize> = Vec::new();
+    let mut heap: BinaryHeap<Reverse<(T::Key, usize)>> = BinaryHeap::new();
+    loop {
+        let next = src.next_start();
+        while let Some(&Reverse((key, run))) = heap.peek() {
+            if next.is_some_and(|n| T::time(&key) >= n) {
+                break;
+            }
+            heap.pop();
+            let items = &mut runs[run];
+            let Some(item) = items.next() else {
+                continue;
+            };
+            match items.as_slice().first() {
+                Some(r) => heap.push(Reverse((r.key(), run))),
+                None => {
+                    *items = Vec::new().into_iter();
+                    free.push(run);
+                }
+            }
+            emit(item)?;
+        }
+        if next.is_none() {
+            return Ok(());
+        }
+        let mut batch = Vec::new();
+        src.read(&mut batch).map_err(Failure::Read)?;
+        if batch.is_empty() {
+            continue;
+        }
+        batch.sort_unstable_by_key(T::key);
+        let key = batch[0].key();
+        let run = match free.pop() {
+            Some(r) => {
+                runs[r] = batch.into_iter();
+                r
+            }
+            None => {
+                runs.push(batch.into_iter());
+                runs.len() - 1
+            }
+        };
+        heap.push(Reverse((key, run)));
+    }
+}
+
+/// Items held in memory, as one batch.
+pub struct InMemory<T>(Option<Vec<T>>);
+
+impl<T> InMemory<T> {
+    pub fn new(items: Vec<T>) -> Self {
+        InMemory(Some(items))
+    }
+}
+
+impl<T> Source<T> for InMemory<T> {
+    fn next_start(&self) -> Option<u64> {
+        self.0.as_ref().map(|_| 0)
+    }
+    fn read(&mut self, out: &mut Vec<T>) -> Result<(), StreamError> {
+        out.extend(self.0.take().unwrap_or_default());
+        Ok(())
+    }
+}
+
+/// Several sources read as one, a batch of the one with the earliest time at a time; each
+/// source's items tagged with its number by `tag`.
+pub struct Sources<S, T> {
+    sources: Vec<(usize, S)>,
+    tag: fn(&mut T, usize),
+}
+
+impl<S: Source<T>, T> Sources<S, T> {
+    /// `sources`, each with its number.
+    pub fn new(sources: Vec<(usize, S)>, tag: fn(&mut T, usize)) -> Self {
+        Sources { sources, tag }
+    }
+
+    fn next(&self) -> Option<usize> {
+        (0..self.sources.len())
+            .filter_map(|i| self.sources[i].1.next_start().map(|s| (s, i)))
+            .min()
+            .map(|(_, i)| i)
+    }
+}
+
+impl<S: Source<T>, T> Source<T> for Sources<S, T> {
+    fn next_start(&self) -> Option<u64> {
+        self.next().and_then(|i| self.sources[i].1.next_start())
+    }
+    fn read(&mut self, out: &mut Vec<T>) -> Result<(), StreamError> {
+        let Some(i) = self.next() else {
+            return Ok(());
+        };
+        let (n, src) = &mut self.sources[i];
+        let from = out.len();
+        src.read(out)?;
+        for item in &mut out[from..] {
+            (self.tag)(item, *n);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,306 @@
+//! The first read of a trace file, through the format crate's [`TraceReader`]: its header,
+//! names, resources and other small chunks kept in a [`Trace`], its records handed to a
+//! [`RecordSink`] a chunk at a time ([`KeepAll`] keeps them too: [`load_trace`]). A file
+//! whose header cannot be read is an error ([`LoadError`]); damage after the header (a
+//! truncated or corrupt chunk) ends the read, and the chunks before it are kept, with the
+//! damage described in [`Trace::damage`].
+
+use super::inputs::{each_input, open_trace_file, LoadError};
+use super::records::{Kind, Records};
+use crate::model::Trace;
+use rtrace_format::{
+    Chunk, ChunkKind, DeviceInfo, Notice, ProcessEnd, ProcessHeader, ThreadInfo, TraceReader,
+};
+use std::collections::HashMap;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+
+/// Where [`Trace::read_with`] hands the records (API, GPU, NVTX, memory, synchronization) it
+/// does not keep itself, a chunk's worth at a time. The chunk's thread (for API records and
+/// NVTX events) is in the trace's threads already.
+pub trait RecordSink {
+    fn records(&mut self, trace: &mut Trace, chunk: &Chunk, records: Records);
+}
+
+/// The [`RecordSink`] of [`Trace::read`]: every record kept in the [`Trace`].
+pub struct KeepAll;
+
+impl RecordSink for KeepAll {
+    fn records(&mut self, trace: &mut Trace, chunk: &Chunk, records: Records) {
+        match records {
+            Records::Api(v) => trace.thread_mut(chunk.header.thread).records.extend(v),
+            Records::Nvtx(v) => trace.thread_mut(chunk.header.thread).nvtx.extend(v),
+            Records::Kernels(v) => trace.kernels.extend(v),
+            Records::Memcpys(v) => trace.memcpys.extend(v),
+            Records::PeerCopies(v) => {
+                trace.memcpys.extend(v.iter().map(|p| p.copy));
+                trace.peer_copies.extend(v);
+            }
+            Records::Memsets(v) => trace.memsets.extend(v),
+            Records::Memory(v) => trace.memory.extend(v),
+            Records::Syncs(v) => trace.syncs.extend(v),
+        }
+    }
+}
+
+impl Trace {
+    /// Reads a trace from `input`; `path` names it in messages.
+    ///
+    /// Fails only when the file header cannot be read; later damage is
+    /// recorded in [`Trace::damage`].
+    pub fn read<R: Read>(path: &Path, input: R) -> Result<Trace, LoadError> {
+        Trace::read_with(path, input, &mut KeepAll)
+    }
+
+    /// [`Trace::read`], handing the records to `sink` instead of keeping them ([`KeepAll`]
+    /// keeps them): what `rtrace report` folds as it reads ([`crate::report`]).
+    pub fn read_with<R: Read>(
+        path: &Path,
+        input: R,
+        sink: &mut dyn RecordSink,
+    ) -> Result<Trace, LoadError> {
+        let mut api_read = 0u64;
+        let mut reader = TraceReader::new(input).map_err(|error| LoadError::Header {
+            path: path.to_path_buf(),
+            error,
+        })?;
+        let mut trace = Trace {
+            path: path.to_path_buf(),
+            format_version: reader.version(),
+            header: reader.header().clone(),
+            ..Default::default()
+        };
+        loop {
+            match reader.next_chunk() {
+                Ok(Some(chunk)) => {
+                    trace.chunks += 1;
+                    trace.dropped = trace.dropped.saturating_add(chunk.header.dropped);
+                    let thread = chunk.header.thread;
+                    if chunk.header.dropped > 0 && thread != 0 {
+                        let t = trace.thread_mut(thread);
+                        t.dropped = t.dropped.saturating_add(chunk.header.dropped);
+                    }
+                    if let Some(kind) = Kind::of(chunk.header.kind) {
+                        match Records::decode(kind, &chunk) {
+                            Ok(records) => {
+                                if let Records::Api(v) = &records {
+                                    api_read += v.len() as u64;
+                                }
+                                if matches!(kind, Kind::Api | Kind::Nvtx) {
+                                    trace.thread_mut(thread);
+                                }
+                                sink.records(&mut trace, &chunk, records);
+                            }
+                            Err(why) => {
+                                let bad = format!("chunk at byte {}: {why}", chunk.offset);
+                                trace.bad_chunks.push(bad);
+                            }
+                        }
+                    } else {
+                        read_other(&mut trace, &chunk);
+                    }
+                }
+                Ok(None) => break,
+                Err(error) => {
+                    let records = api_read;
+                    trace.damage = Some(format!(
+                        "{error}; reported the {} {} ({records} {}) before it",
+                        trace.chunks,
+                        plural(trace.chunks, "chunk", "chunks"),
+                        plural(records, "record", "records"),
+                    ));
+                    break;
+                }
+            }
+        }
+        trace.name_threads_from_nvtx();
+        Ok(trace)
+    }
+}
+
+/// Keeps in `trace` what a chunk that holds no records ([`Kind::of`]) says.
+fn read_other(trace: &mut Trace, chunk: &Chunk) {
+    let thread = chunk.header.thread;
+    let bad = |why: String| format!("chunk at byte {}: {why}", chunk.offset);
+    match chunk.header.kind {
+        ChunkKind::FunctionNames => match chunk.function_names() {
+            Ok(names) => trace
+                .functions
+                .extend(names.into_iter().map(|n| (n.id, n.name))),
+            Err(why) => trace.bad_chunks.push(bad(why)),
+        },
+        ChunkKind::ThreadInfo => match chunk.value::<ThreadInfo>() {
+            Ok(info) => {
+                let tid = if info.tid != 0 { info.tid } else { thread };
+                trace.thread_mut(tid).name = Some(info.name);
+            }
+            Err(why) => trace.bad_chunks.push(bad(format!("thread info: {why}"))),
+        },
+        ChunkKind::ProcessEnd => match chunk.value::<ProcessEnd>() {
+            Ok(end) => trace.end = Some(end),
+            Err(why) => trace.bad_chunks.push(bad(format!("process end: {why}"))),
+        },
+        ChunkKind::Notice => match chunk.value::<Notice>() {
+            Ok(notice) => trace.notices.push(notice),
+            Err(why) => trace.bad_chunks.push(bad(format!("notice: {why}"))),
+        },
+        ChunkKind::KernelNames => match chunk.function_names() {
+            Ok(names) => trace
+                .kernel_names
+                .extend(names.into_iter().map(|n| (n.id, n.name))),
+            Err(why) => trace.bad_chunks.push(bad(format!("kernel names: {why}"))),
+        },
+        ChunkKind::Contexts => match chunk.context_records() {
+            Ok(records) => trace.contexts.extend(records),
+            Err(why) => trace.bad_chunks.push(bad(why)),
+        },
+        ChunkKind::Streams => match chunk.stream_records() {
+            Ok(records) => trace.streams.extend(records),
+            Err(why) => trace.bad_chunks.push(bad(why)),
+        },
+        ChunkKind::Modules => match chunk.module_records() {
+            Ok(records) => {
+                for m in records {
+                    if u32::from(m.flags) & rtrace_format::FLAG_UNLOADED != 0 {
+                        trace.module_unloads.push(m);
+                    } else {
+                        trace.modules.push(m);
+                    }
+                }
+            }
+            Err(why) => trace.bad_chunks.push(bad(why)),
+        },
+        ChunkKind::NvtxStrings => match chunk.function_names() {
+            Ok(names) => trace
+                .nvtx_strings
+                .extend(names.into_iter().map(|n| (n.id, n.name))),
+            Err(why) => trace.bad_chunks.push(bad(why)),
+        },
+        ChunkKind::ModuleImage => match rtrace_format::ModuleImage::decode(&chunk.payload) {
+            Ok(mut image) => {
+                if let Some(bytes) = image.bytes.take() {
+                    trace.images.insert(image.hash, bytes);
+                }
+                trace.module_images.push(image);
+            }
+            Err(why) => trace.bad_chunks.push(bad(why)),
+        },
+        ChunkKind::Functions => match chunk.function_records() {
+            Ok(records) => trace.gpu_functions.extend(records),
+            Err(why) => trace.bad_chunks.push(bad(why)),
+        },
+        ChunkKind::DeviceInfo => match chunk.value::<DeviceInfo>() {
+            Ok(device) => {
+                trace.devices.insert(device.ordinal, device);
+            }
+            Err(why) => trace.bad_chunks.push(bad(format!("device info: {why}"))),
+        },
+        ChunkKind::PcSamplingConfig => match chunk.value() {
+            Ok(config) => trace.pc_configs.push(config),
+            Err(why) => trace
+                .bad_chunks
+                .push(bad(format!("PC sampling set-up: {why}"))),
+        },
+        ChunkKind::PcSamples => match chunk.value() {
+            Ok(batch) => trace.pc_batches.push(batch),
+            Err(why) => trace.bad_chunks.push(bad(format!("PC samples: {why}"))),
+        },
+        ChunkKind::Unknown(_) => trace.unknown_chunks += 1,
+        // The chunks of records go to the sink.
+        ChunkKind::ApiRecords
+        | ChunkKind::Kernels
+        | ChunkKind::Memcpys
+        | ChunkKind::PeerCopies
+        | ChunkKind::Memsets
+        | ChunkKind::NvtxEvents
+        | ChunkKind::Memory
+        | ChunkKind::Sync => {}
+    }
+}
+
+fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
+}
+
+/// Loads the trace file at `path`.
+pub fn load_trace(path: &Path) -> Result<Trace, LoadError> {
+    let file = open_trace_file(path)?;
+    Trace::read(
+        path,
+        crate::progress::Counting(BufReader::with_capacity(1 << 16, file)),
+    )
+}
+
+/// Reads the trace at `path` through `sink` (the records it takes are not kept).
+pub fn read_light(path: &Path, sink: &mut dyn RecordSink) -> Result<Trace, LoadError> {
+    let file = std::fs::File::open(path).map_err(|error| LoadError::Io {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    Trace::read_with(
+        path,
+        crate::progress::Counting(BufReader::with_capacity(1 << 16, file)),
+        sink,
+    )
+}
+
+/// Which kernel name ids of the file at `path` the regex keeps (by the names the whole
+/// file gives them, later entries winning, as [`Trace::read`] reads them).
+pub fn kernel_names_kept(path: &Path, re: &regex::Regex) -> Result<HashMap<u32, bool>, LoadError> {
+    struct Skip;
+    impl RecordSink for Skip {
+        fn records(&mut self, _: &mut Trace, _: &Chunk, _: Records) {}
+    }
+    let t = read_light(path, &mut Skip)?;
+    Ok(t.kernel_names
+        .keys()
+        .map(|&id| {
+            let keep = re.is_match(&t.kernel_display_name(id)) || re.is_match(&t.kernel_name(id));
+            (id, keep)
+        })
+        .collect())
+}
+
+/// Traces loaded from the command line's inputs, with the warnings met on the way.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// The traces, in input order (a directory's files sorted by name).
+    pub traces: Vec<Trace>,
+    /// Files skipped, one line each (`PATH: why; skipped`).
+    pub skipped: Vec<String>,
+}
+
+/// Loads every input: a file is one trace; a directory contributes each
+/// `*.bin` file directly in it, sorted by name, skipping files in it that are
+/// not rtrace traces. A path given twice is loaded once.
+pub fn load_inputs(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
+    let mut loaded = Loaded::default();
+    let mut traces = Vec::new();
+    each_input(
+        paths,
+        load_trace,
+        |_, t| traces.push(t),
+        &mut loaded.skipped,
+    )?;
+    loaded.traces = traces;
+    // Traces from several hosts: on the clock of the first-started process's host.
+    align(&mut loaded.traces);
+    Ok(loaded)
+}
+
+/// Puts every trace on the clock of the reference boot ([`crate::clocks::shifts`]); sets each
+/// shifted trace's [`Trace::clock_shift`].
+fn align(traces: &mut [Trace]) {
+    let headers: Vec<&ProcessHeader> = traces.iter().map(|t| &t.header).collect();
+    let shifts = crate::clocks::shifts(&headers);
+    for (t, s) in traces.iter_mut().zip(shifts) {
+        if let Some(s) = s {
+            t.shift_times(s.ns);
+            t.clock_shift = Some(s);
+        }
+    }
+}

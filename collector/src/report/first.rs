@@ -1,0 +1,115 @@
+//! The report's first read of a file ([`FirstPass`]): its kept records folded, their chunks
+//! indexed, the synchronizations linked to no call folded, NVTX events noted (streamed later).
+
+use super::fold::TraceFold;
+use crate::filter::RecordFilter;
+use crate::gpu_summary::{linked, SyncFold};
+use crate::model::Trace;
+use crate::read::first::hold_names;
+use crate::read::index::ChunkRef;
+use crate::read::records::{Kind, Records};
+use crate::read::trace::RecordSink;
+use rtrace_format::{Chunk, MemcpyRecord, FLAG_CORRELATED};
+
+/// The first pass's sink: folds the kept records, indexes their chunks, notes whether there
+/// are NVTX ranges, marks or external ids (streamed later, not held).
+pub(super) struct FirstPass<'a> {
+    pub(super) keep: &'a RecordFilter<'a>,
+    pub(super) fold: TraceFold,
+    pub(super) index: Vec<ChunkRef>,
+    pub(super) nvtx: bool,
+    /// The synchronizations linked to no call (those linked to one wait for the join).
+    pub(super) syncs: SyncFold,
+}
+
+impl RecordSink for FirstPass<'_> {
+    fn records(&mut self, trace: &mut Trace, chunk: &Chunk, records: Records) {
+        match records {
+            Records::Nvtx(v) => {
+                self.nvtx |= hold_names(trace.thread_mut(chunk.header.thread), v);
+            }
+            Records::Api(v) => {
+                let mut c = ChunkRef::new(chunk, Kind::Api, 0);
+                let keep = self.keep;
+                let kept = v.into_iter().filter_map(|r| keep.api(r)).inspect(|r| {
+                    c.id(r.correlation);
+                    c.min_start = c.min_start.min(r.start_ns);
+                });
+                self.fold.api_chunk(chunk.header.thread, kept);
+                if c.min_start != u64::MAX {
+                    self.index.push(c);
+                }
+            }
+            Records::Kernels(v) => {
+                let mut c = ChunkRef::new(chunk, Kind::Kernels, self.fold.counts.kernels);
+                for k in v.into_iter().filter_map(|k| self.keep.kernel(k)) {
+                    if k.flags & FLAG_CORRELATED != 0 {
+                        c.id(k.correlation);
+                    }
+                    c.min_start = c.min_start.min(k.start_ns);
+                    self.fold.kernel(&k);
+                }
+                if c.min_start != u64::MAX {
+                    self.index.push(c);
+                }
+            }
+            Records::Memcpys(v) => self.copies(chunk, Kind::Memcpys, v.into_iter()),
+            Records::PeerCopies(v) => {
+                self.copies(chunk, Kind::PeerCopies, v.into_iter().map(|p| p.copy))
+            }
+            Records::Memsets(v) => {
+                let mut c = ChunkRef::new(chunk, Kind::Memsets, self.fold.counts.memsets);
+                for s in v.into_iter().filter_map(|s| self.keep.memset(s)) {
+                    if s.correlation != 0 {
+                        c.id(s.correlation);
+                    }
+                    c.min_start = c.min_start.min(s.start_ns);
+                    self.fold.memset(&s);
+                }
+                if c.min_start != u64::MAX {
+                    self.index.push(c);
+                }
+            }
+            Records::Memory(v) => {
+                let mut c = ChunkRef::new(chunk, Kind::Memory, self.fold.counts.memory);
+                for m in v.into_iter().filter_map(|m| self.keep.memory(m)) {
+                    c.min_start = c.min_start.min(m.timestamp_ns);
+                    self.fold.counts.memory += 1;
+                }
+                if c.min_start != u64::MAX {
+                    self.index.push(c);
+                }
+            }
+            Records::Syncs(v) => {
+                let mut c = ChunkRef::new(chunk, Kind::Syncs, self.fold.counts.syncs);
+                for y in v.into_iter().filter_map(|y| self.keep.sync(y)) {
+                    self.fold.counts.syncs += 1;
+                    if linked(y.flags) {
+                        c.id(y.correlation);
+                    } else {
+                        self.syncs.add(y.kind.name(), &y);
+                    }
+                }
+                if c.min_id <= c.max_id {
+                    self.index.push(c);
+                }
+            }
+        }
+    }
+}
+
+impl FirstPass<'_> {
+    fn copies(&mut self, chunk: &Chunk, kind: Kind, records: impl Iterator<Item = MemcpyRecord>) {
+        let mut c = ChunkRef::new(chunk, kind, self.fold.counts.memcpys);
+        for m in records.filter_map(|m| self.keep.memcpy(m)) {
+            if u32::from(m.flags) & FLAG_CORRELATED != 0 {
+                c.id(m.correlation);
+            }
+            c.min_start = c.min_start.min(m.start_ns);
+            self.fold.memcpy(&m);
+        }
+        if c.min_start != u64::MAX {
+            self.index.push(c);
+        }
+    }
+}

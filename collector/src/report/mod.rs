@@ -1,0 +1,297 @@
+//! `rtrace report` in bounded memory: the trace files are read as streams of chunks, and
+//! every API, kernel, copy and memset record is folded into per-key accumulators
+//! ([`fold`]) as it is read, then dropped. What the report needs beyond folds comes from
+//! reading chunks again (through [`crate::read`]), found through an index of them kept on the
+//! first pass (a few words per chunk; `first.rs`), by the passes of `passes.rs` and
+//! `shared.rs`:
+//!
+//! - exact medians: a duration distribution with many distinct values narrows the range
+//!   holding its median pass by pass ([`crate::gpu_summary::dist`]);
+//! - utilisation: each device's and stream's records are merged into the union of their
+//!   intervals in any order; an interval is settled once no chunk still to read starts
+//!   before its end ([`crate::gpu_summary::union`]);
+//! - launch latency: API records are looked up by correlation id in a table of a window of
+//!   ids at a time (`ID_RANGE` ids, each window starting at the least id a call has that no
+//!   window held yet: `join.rs`), filled from the API chunks whose ids reach into it, while
+//!   the GPU chunks whose ids do are matched against it ([`crate::gpu_summary::latency`]);
+//! - synchronizations: each is folded into its kind's row once the same join has found the
+//!   call it is linked to (a `cuStreamQuery` or `cuEventQuery` makes it a query);
+//! - the calls that created streams and loaded modules: only the API records with those
+//!   correlation ids are kept;
+//! - memory in use: the allocation and free chunks of every file are merged by time
+//!   (`memory_pass`), holding the allocations in use, not the records.
+//!
+//! Every section but the memory one is per process or a sum over processes, so files are
+//! read one after the other; no merge by time across files is needed but for memory in use
+//! and the GPUs that processes shared. The other records (resources, module images, PC
+//! samples, notices) are kept as [`Trace::read`] keeps them: they grow with what the program
+//! loads and creates, not with how long it runs. A trace holding
+//! NVTX events is read twice more, to project its ranges and external ids onto the GPU work
+//! of the calls inside them in time order ([`crate::nvtx::project`]).
+//! Memory grows with the number of distinct functions, kernels, launch configurations,
+//! devices and streams, and of the chunks, not with the number of records.
+
+mod first;
+pub mod fold;
+mod input;
+mod join;
+mod passes;
+mod shared;
+
+pub use crate::read::inputs::StreamError;
+
+use crate::filter::{Filter, RecordFilter};
+use crate::gpu_summary::{latency, SyncFold};
+use crate::gpu_summary::{Latencies, Utilisation, LATENCY_ROWS};
+use crate::model::Trace;
+use crate::occupancy::OccupancyRows;
+use crate::read::inputs::expand_inputs;
+use crate::read::trace::{kernel_names_kept, read_light, Loaded};
+use crate::summary::FunctionSummary;
+use first::FirstPass;
+use fold::{Counts, KeyMap, Merged, TraceFold};
+use input::Input;
+use passes::{gpu_pass, linked_calls, select_streamed, Join};
+use shared::{memory_pass, shared_pass};
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// Correlation ids looked up at once by the latency join: a table of 16 bytes per id (64 MiB).
+const ID_RANGE: u64 = 1 << 22;
+
+/// Everything the report prints that is computed from the API and GPU records.
+#[derive(Clone, Debug, Default)]
+pub struct Sections {
+    /// Per trace (in order): what it held.
+    pub counts: Vec<Counts>,
+    pub api: Vec<FunctionSummary>,
+    pub kernels: Vec<crate::gpu_summary::KernelSummary>,
+    pub memcpy: Vec<crate::gpu_summary::MemcpySummary>,
+    pub memset: Option<crate::gpu_summary::MemsetSummary>,
+    pub utilisation: Vec<Utilisation>,
+    /// GPUs that several traced processes of one host ran work on.
+    pub shared: Vec<crate::gpu_summary::SharedDevice>,
+    pub latency: Latencies,
+    /// Every configuration (no row limit).
+    pub occupancy: OccupancyRows,
+    /// NVTX ranges and external ids.
+    pub nvtx: crate::nvtx::NvtxSection,
+    /// Memory in use per kind, over every trace.
+    pub memory: Vec<crate::gpu_summary::MemorySummary>,
+    /// Host waits per kind of synchronization, over every trace.
+    pub sync: Vec<crate::gpu_summary::SyncSummary>,
+}
+
+impl Sections {
+    /// The sections of traces held in memory.
+    pub fn of(traces: &[Trace]) -> Sections {
+        let mut merged = Merged::default();
+        let mut counts = Vec::new();
+        let mut keys = Vec::new();
+        for (ti, t) in traces.iter().enumerate() {
+            let f = TraceFold::of(t);
+            counts.push(f.counts.clone());
+            keys.push(merged.add(ti, t, f));
+        }
+        loop {
+            let p = merged.end_pass();
+            if !p.any() {
+                break;
+            }
+            for (t, k) in traces.iter().zip(&keys) {
+                select_in_memory(&mut merged, p, t, k);
+            }
+        }
+        Sections {
+            counts,
+            api: merged.api_rows(),
+            kernels: merged.kernel_rows(),
+            memcpy: merged.memcpy_rows(),
+            memset: merged.memset(),
+            utilisation: crate::gpu_summary::utilisation(traces),
+            shared: crate::gpu_summary::shared_devices(traces),
+            latency: crate::gpu_summary::launch_latency(traces, LATENCY_ROWS),
+            occupancy: merged.occupancy(usize::MAX),
+            nvtx: crate::nvtx::section(traces),
+            memory: crate::gpu_summary::memory_summary(traces),
+            sync: crate::gpu_summary::sync_summary(traces),
+        }
+    }
+}
+
+fn select_in_memory(merged: &mut Merged, p: fold::Pending, t: &Trace, k: &KeyMap) {
+    if p.api {
+        for r in t.threads.values().flat_map(|th| &th.records) {
+            if let Some(&row) = k.api.get(&r.function) {
+                merged.api_select(row, r);
+            }
+        }
+    }
+    if p.kernels {
+        for r in &t.kernels {
+            if let Some(&row) = k.kernels.get(&r.name) {
+                merged.kernel_select(row, r);
+            }
+        }
+    }
+    if p.memcpys {
+        t.memcpys.iter().for_each(|m| merged.memcpy_select(m));
+    }
+}
+
+/// The report's traces (held without their API and GPU records, unless they have NVTX
+/// events) and its sections, reading `paths` (files, or directories of `*.bin` files) as
+/// streams; `filter` applied as [`crate::filter::apply_all`] would.
+pub fn report_inputs(
+    paths: &[PathBuf],
+    filter: &Filter,
+) -> Result<(Loaded, Sections), StreamError> {
+    report_inputs_with(paths, filter, ID_RANGE)
+}
+
+/// [`report_inputs`], looking correlation ids up `id_range` at a time.
+fn report_inputs_with(
+    paths: &[PathBuf],
+    filter: &Filter,
+    id_range: u64,
+) -> Result<(Loaded, Sections), StreamError> {
+    let found = expand_inputs(paths)?;
+    let headers = crate::filter::read_headers(&found.files)?;
+    let refs: Vec<&rtrace_format::ProcessHeader> = headers.iter().collect();
+    let shifts = crate::clocks::shifts(&refs);
+    let shift_of = |i: usize| shifts.get(i).cloned().flatten();
+    let base = crate::filter::earliest_start(headers.iter().enumerate().map(|(i, h)| {
+        let delta = shift_of(i).map_or(0, |s| s.ns);
+        crate::clocks::shifted(h.start.monotonic_ns, delta)
+    }));
+    let kept: Vec<usize> = (0..found.files.len())
+        .filter(|&i| filter.keeps_process(headers[i].pid))
+        .collect();
+    if kept.is_empty() && !filter.pids.is_empty() {
+        let all: Vec<String> = headers.iter().map(|h| h.pid.to_string()).collect();
+        let pids: Vec<String> = filter.pids.iter().map(u32::to_string).collect();
+        return Err(StreamError::Filter(format!(
+            "no trace of process {} among the inputs (their processes: {})",
+            pids.join(", "),
+            all.join(", ")
+        )));
+    }
+    let from = filter.from_ns.map_or(0, |f| base.saturating_add(f));
+    let to = filter.to_ns.map_or(u64::MAX, |v| base.saturating_add(v));
+    let mut loaded = Loaded {
+        traces: Vec::new(),
+        skipped: found.skipped,
+    };
+    let mut merged = Merged::default();
+    let mut counts = Vec::new();
+    let mut inputs: Vec<Input> = Vec::new();
+    let mut nvtx_stats = crate::nvtx::NvtxStats::default();
+    let mut nvtx_ids = Vec::new();
+    let mut syncs = SyncFold::default();
+    for &i in &kept {
+        let path = &found.files[i];
+        let shift = shift_of(i);
+        let names = match &filter.kernel {
+            Some(re) => Some(kernel_names_kept(path, re)?),
+            None => None,
+        };
+        let keep = RecordFilter::new(shift.as_ref().map_or(0, |s| s.ns), from, to, filter, names);
+        let mut first = FirstPass {
+            keep: &keep,
+            fold: TraceFold::default(),
+            index: Vec::new(),
+            nvtx: false,
+            syncs: SyncFold::default(),
+        };
+        let mut t = read_light(path, &mut first)?;
+        let index = std::mem::take(&mut first.index);
+        let (fold, nvtx) = (first.fold, first.nvtx);
+        syncs.merge(first.syncs);
+        if let Some(s) = shift {
+            t.shift_times(s.ns);
+            t.clock_shift = Some(s);
+        }
+        filter.apply(&mut t, base);
+        if nvtx {
+            // NVTX ranges are built and projected onto the GPU work of the calls inside them
+            // as the events and records stream by again, in time order.
+            let (projected, chunks) = crate::nvtx::project(path, &t, &keep)?;
+            nvtx_ids.push((nvtx_stats.add(projected), chunks));
+        } else {
+            nvtx_ids.push((HashMap::new(), Vec::new()));
+        }
+        counts.push(fold.counts.clone());
+        let keys = merged.add(loaded.traces.len(), &t, fold);
+        loaded.traces.push(t);
+        inputs.push(Input {
+            path: path.clone(),
+            keep,
+            index,
+            keys,
+        });
+    }
+    // The API calls that created streams, loaded or unloaded modules.
+    for (t, input) in loaded.traces.iter_mut().zip(&inputs) {
+        linked_calls(t, input, &input.index)?;
+    }
+    loop {
+        let p = merged.end_pass();
+        if !p.any() {
+            break;
+        }
+        for input in &inputs {
+            select_streamed(&mut merged, p, input, &input.index)?;
+        }
+    }
+    // Exact medians of NVTX range durations: the ranges' events read again while needed.
+    while nvtx_stats.end_pass() {
+        for ((t, input), (ids, chunks)) in loaded.traces.iter().zip(&inputs).zip(&nvtx_ids) {
+            if !chunks.is_empty() {
+                crate::nvtx::nvtx_pass(&input.path, t, &input.keep, chunks, |k, v| {
+                    if let Some(&row) = ids.get(&k) {
+                        nvtx_stats.select(row, v);
+                    }
+                })?;
+            }
+        }
+    }
+    let mut utilisation = Vec::new();
+    let mut top = latency::Top::new(LATENCY_ROWS);
+    let mut ran = Vec::new();
+    for (ti, (t, input)) in loaded.traces.iter().zip(&inputs).enumerate() {
+        let mut join = Join {
+            top: &mut top,
+            syncs: &mut syncs,
+            ti,
+            trace: t,
+        };
+        let rows = gpu_pass(&mut join, input, &input.index, id_range)?;
+        ran.extend(
+            rows.iter()
+                .filter(|u| u.stream.is_none())
+                .map(|u| (ti, u.device)),
+        );
+        utilisation.extend(rows);
+    }
+    let groups = crate::gpu_summary::shared_groups(&loaded.traces, ran);
+    let shared = shared_pass(&loaded.traces, &inputs, groups)?;
+    let memory = memory_pass(&inputs)?;
+    let sections = Sections {
+        counts,
+        api: merged.api_rows(),
+        kernels: merged.kernel_rows(),
+        memcpy: merged.memcpy_rows(),
+        memset: merged.memset(),
+        utilisation,
+        shared,
+        latency: top.finish(&loaded.traces),
+        occupancy: merged.occupancy(usize::MAX),
+        nvtx: nvtx_stats.finish(),
+        memory,
+        sync: syncs.rows(),
+    };
+    Ok((loaded, sections))
+}
+
+#[cfg(test)]
+mod tests;

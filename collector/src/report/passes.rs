@@ -1,0 +1,267 @@
+//! The passes over a streamed trace's indexed chunks after its first read: the calls behind
+//! its streams and modules ([`linked_calls`]), the selection passes of exact medians
+//! ([`select_streamed`]), and the GPU pass ([`gpu_pass`]: utilisation, launch latency, and
+//! the synchronizations linked to calls, joined by correlation id in windows of ids).
+
+use super::fold::{self, Merged};
+use super::input::{gpu_records, Input};
+use super::join;
+use crate::gpu_summary::{latency, linked, union, SyncFold, Utilisation};
+use crate::model::Trace;
+use crate::read::index::{decode, ChunkRef, Rereader};
+use crate::read::inputs::StreamError;
+use crate::read::records::{Kind, Records};
+use std::collections::HashMap;
+
+/// Puts into `t` the kept API records whose correlation ids its linked streams and modules
+/// name (what [`Trace::api_records_for`] is asked for about them).
+pub(super) fn linked_calls(
+    t: &mut Trace,
+    input: &Input,
+    index: &[ChunkRef],
+) -> Result<(), StreamError> {
+    let wanted: std::collections::HashSet<u64> = t
+        .streams
+        .iter()
+        .filter(|s| linked(s.flags))
+        .map(|s| s.correlation)
+        .chain(
+            t.modules
+                .iter()
+                .chain(&t.module_unloads)
+                .filter(|m| linked(m.flags))
+                .map(|m| m.correlation),
+        )
+        .collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let (lo, hi) = (
+        wanted.iter().min().copied().unwrap_or(0),
+        wanted.iter().max().copied().unwrap_or(0),
+    );
+    let mut file = Rereader::open(&input.path)?;
+    for c in index
+        .iter()
+        .filter(|c| c.kind == Kind::Api && c.reaches(lo, hi))
+    {
+        let chunk = file.chunk(c.offset)?;
+        if let Records::Api(records) = decode(c, &chunk, &input.path)? {
+            let found = records
+                .into_iter()
+                .filter_map(|r| input.keep.api(r))
+                .filter(|r| wanted.contains(&r.correlation));
+            if let Some(th) = t.threads.get_mut(&c.thread) {
+                th.records.extend(found);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A selection pass over the streamed trace's records of the kinds `p` names.
+pub(super) fn select_streamed(
+    merged: &mut Merged,
+    p: fold::Pending,
+    input: &Input,
+    index: &[ChunkRef],
+) -> Result<(), StreamError> {
+    let wanted = |k: Kind| match k {
+        Kind::Api => p.api,
+        Kind::Kernels => p.kernels,
+        Kind::Memcpys | Kind::PeerCopies => p.memcpys,
+        Kind::Memsets | Kind::Nvtx | Kind::Memory | Kind::Syncs => false,
+    };
+    let mut file = Rereader::open(&input.path)?;
+    for c in index.iter().filter(|c| wanted(c.kind)) {
+        let chunk = file.chunk(c.offset)?;
+        match decode(c, &chunk, &input.path)? {
+            Records::Api(v) => {
+                for r in v.into_iter().filter_map(|r| input.keep.api(r)) {
+                    if let Some(&row) = input.keys.api.get(&r.function) {
+                        merged.api_select(row, &r);
+                    }
+                }
+            }
+            Records::Kernels(v) => {
+                for k in v.into_iter().filter_map(|k| input.keep.kernel(k)) {
+                    if let Some(&row) = input.keys.kernels.get(&k.name) {
+                        merged.kernel_select(row, &k);
+                    }
+                }
+            }
+            Records::Memcpys(v) => {
+                for m in v.into_iter().filter_map(|m| input.keep.memcpy(m)) {
+                    merged.memcpy_select(&m);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// What the join of [`gpu_pass`] adds its matches to.
+pub(super) struct Join<'a> {
+    pub(super) top: &'a mut latency::Top,
+    pub(super) syncs: &'a mut SyncFold,
+    /// The trace's index among the report's, and the trace (its function names).
+    pub(super) ti: usize,
+    pub(super) trace: &'a Trace,
+}
+
+/// The GPU pass over a streamed trace: utilisation, launch latency, and the synchronizations
+/// linked to calls (each one's kind depends on its call).
+pub(super) fn gpu_pass(
+    join: &mut Join,
+    input: &Input,
+    index: &[ChunkRef],
+    id_range: u64,
+) -> Result<Vec<Utilisation>, StreamError> {
+    let gpu: Vec<&ChunkRef> = index.iter().filter(|c| c.kind.gpu_work()).collect();
+    let sync: Vec<&ChunkRef> = index.iter().filter(|c| c.kind == Kind::Syncs).collect();
+    if gpu.is_empty() && sync.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut api: Vec<&ChunkRef> = index.iter().filter(|c| c.kind == Kind::Api).collect();
+    // A repeated id: the last in thread, then file order, wins (as `api_records_for`).
+    api.sort_by_key(|c| (c.thread, c.offset));
+    let ranks: HashMap<u64, u32> = api
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.offset, u32::try_from(i).unwrap_or(u32::MAX - 1)))
+        .collect();
+    api.sort_by_key(|c| c.offset);
+    let mut devices = union::Devices::new(gpu.iter().map(|c| c.min_start));
+    let mut file = Rereader::open(&input.path)?;
+    let id_lo = api.iter().map(|c| c.min_id).min().unwrap_or(u64::MAX);
+    let id_hi = api.iter().map(|c| c.max_id).max().unwrap_or(0);
+    let span = id_hi.saturating_sub(id_lo).saturating_add(1);
+    let mut table = join::IdTable::new(span.min(id_range.max(1)) as usize);
+    // The id ranges joined, ascending.
+    let mut joined: Vec<(u64, u64)> = Vec::new();
+    // Each window starts at the least id an API record has that no window held yet.
+    let mut next = (id_lo <= id_hi).then_some(id_lo);
+    while let Some(lo) = next.take() {
+        table.window(lo);
+        let hi = table.hi();
+        for c in &api {
+            if c.min_id > hi {
+                next = Some(next.map_or(c.min_id, |n| n.min(c.min_id)));
+                continue;
+            }
+            if !c.reaches(lo, hi) {
+                continue;
+            }
+            let rank = ranks.get(&c.offset).copied().unwrap_or(0);
+            let chunk = file.chunk(c.offset)?;
+            if let Records::Api(v) = decode(c, &chunk, &input.path)? {
+                for r in v.into_iter().filter_map(|r| input.keep.api(r)) {
+                    let id = r.correlation;
+                    if id > hi {
+                        next = Some(next.map_or(id, |n| n.min(id)));
+                    }
+                    let slot = join::Slot {
+                        start: r.start_ns,
+                        function: r.function,
+                        rank,
+                    };
+                    table.note(id, slot);
+                }
+            }
+        }
+        for (gi, c) in gpu.iter().enumerate() {
+            if !c.reaches(lo, hi) {
+                continue;
+            }
+            let first_visit = !devices.was_fed(gi);
+            let chunk = file.chunk(c.offset)?;
+            let records = decode(c, &chunk, &input.path)?;
+            gpu_records(
+                input,
+                c,
+                records,
+                &mut |work, i, id, dev, stream, start, end| {
+                    if first_visit {
+                        devices.add(dev, stream, start, end);
+                    }
+                    if let Some((id, s)) = id.and_then(|id| Some((id, table.get(id)?))) {
+                        join.top
+                            .matched(join.ti, work, i, id, start, s.start, s.function);
+                    }
+                },
+            );
+            if first_visit {
+                devices.fed(gi);
+            }
+        }
+        for c in sync.iter().filter(|c| c.reaches(lo, hi)) {
+            sync_records(&mut file, input, c, join, |id| {
+                table.holds(id).then(|| table.get(id))
+            })?;
+        }
+        joined.push((lo, hi));
+    }
+    drop(table);
+    // Synchronizations whose ids no range joined: linked to no call the trace holds.
+    for c in sync.iter().filter(|c| !covers(&joined, c.min_id, c.max_id)) {
+        sync_records(&mut file, input, c, join, |id| {
+            (!covers(&joined, id, id)).then_some(None)
+        })?;
+    }
+    // Chunks no id range reached: utilisation only.
+    for (gi, c) in gpu.iter().enumerate() {
+        if devices.was_fed(gi) {
+            continue;
+        }
+        let chunk = file.chunk(c.offset)?;
+        let records = decode(c, &chunk, &input.path)?;
+        gpu_records(
+            input,
+            c,
+            records,
+            &mut |_, _, _, dev, stream, start, end| devices.add(dev, stream, start, end),
+        );
+        devices.fed(gi);
+    }
+    Ok(devices.rows(join.trace.header.pid))
+}
+
+/// Whether the ascending, disjoint id ranges `ranges` hold every id of `lo..=hi`.
+fn covers(ranges: &[(u64, u64)], lo: u64, hi: u64) -> bool {
+    let mut need = lo;
+    for &(a, b) in ranges {
+        if a <= need && need <= b {
+            if b >= hi {
+                return true;
+            }
+            need = b.saturating_add(1);
+        }
+    }
+    false
+}
+
+/// Folds the linked synchronizations of sync chunk `c` whose call `slot(id)` says (`None`: not
+/// this time; `Some(None)`: linked to no call the trace holds).
+fn sync_records(
+    file: &mut Rereader,
+    input: &Input,
+    c: &ChunkRef,
+    join: &mut Join,
+    slot: impl Fn(u64) -> Option<Option<join::Slot>>,
+) -> Result<(), StreamError> {
+    let chunk = file.chunk(c.offset)?;
+    if let Records::Syncs(v) = decode(c, &chunk, &input.path)? {
+        for y in v.into_iter().filter_map(|y| input.keep.sync(y)) {
+            if !linked(y.flags) {
+                continue;
+            }
+            if let Some(s) = slot(y.correlation) {
+                let function = s.and_then(|s| join.trace.functions.get(&s.function));
+                let kind = crate::gpu_summary::sync_kind(y.kind, function.map(String::as_str));
+                join.syncs.add(kind, &y);
+            }
+        }
+    }
+    Ok(())
+}
