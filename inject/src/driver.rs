@@ -1,8 +1,8 @@
 //! The real driver: its handle, its functions by id, and the reverse map from a
 //! real function's address to the id of the wrapper that stands for it.
 
-use crate::hook::internal;
-use crate::{generated, interpose, lifecycle};
+use crate::thread::{internal, with_errno_saved};
+use crate::{generated, interpose, state};
 use std::ffi::{c_void, CString};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -16,7 +16,7 @@ pub fn handle(load: bool) -> *mut c_void {
     if !h.is_null() {
         return h;
     }
-    let Ok(name) = CString::new(lifecycle::config().cuda_library.as_bytes()) else {
+    let Ok(name) = CString::new(state::config().cuda_library.as_bytes()) else {
         return std::ptr::null_mut();
     };
     let mut flags = libc::RTLD_LAZY | libc::RTLD_LOCAL | libc::RTLD_NOLOAD;
@@ -31,6 +31,33 @@ pub fn handle(load: bool) -> *mut c_void {
         HANDLE.store(h, Ordering::Release);
     }
     h
+}
+
+/// Real driver functions, by function id; null until resolved.
+static REAL: [AtomicPtr<c_void>; generated::FUNCTION_COUNT] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; generated::FUNCTION_COUNT];
+
+/// The real driver function `id`, resolved from the driver on first use;
+/// null when the driver does not export it.
+#[inline(always)]
+pub fn real(id: u32) -> *mut c_void {
+    let Some(slot) = REAL.get(id as usize) else {
+        return std::ptr::null_mut();
+    };
+    let p = slot.load(Ordering::Acquire);
+    if !p.is_null() {
+        return p;
+    }
+    resolve_real(id)
+}
+
+#[cold]
+fn resolve_real(id: u32) -> *mut c_void {
+    let p = with_errno_saved(|| lookup(id)).unwrap_or(std::ptr::null_mut());
+    if !p.is_null() {
+        REAL[id as usize].store(p, Ordering::Release);
+    }
+    p
 }
 
 /// The function a wrapper calls for `id`: the next definition of its name after

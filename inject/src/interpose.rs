@@ -6,7 +6,9 @@
 //! binary must keep libc's own.
 #![cfg_attr(test, allow(dead_code))]
 
-use crate::{driver, hook, lifecycle};
+use crate::session::{self, Ending};
+use crate::state::{self, State};
+use crate::{driver, thread};
 use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
@@ -71,15 +73,12 @@ extern "C" fn dlsym_hook(handle: *mut c_void, symbol: *const c_char) -> *mut c_v
     // SAFETY: the caller's NUL-terminated name.
     let name = unsafe { CStr::from_ptr(symbol) }.to_bytes();
     if !name.starts_with(b"cu")
-        || hook::in_rtrace()
-        || matches!(
-            lifecycle::state(),
-            lifecycle::State::Disabled | lifecycle::State::Finished
-        )
+        || thread::in_rtrace()
+        || matches!(state::state(), State::Disabled | State::Finished)
     {
         return p;
     }
-    hook::with_errno_saved(|| hook::internal(|| driver::wrapper_for_export(name, p)))
+    thread::with_errno_saved(|| thread::internal(|| driver::wrapper_for_export(name, p)))
         .flatten()
         .unwrap_or(p)
 }
@@ -129,7 +128,7 @@ fn exit_now(status: c_int) -> ! {
 #[cfg(not(test))]
 #[no_mangle]
 pub extern "C" fn _exit(status: c_int) -> ! {
-    lifecycle::finish("_exit");
+    session::drain_and_finish(Ending::Exit("_exit"));
     exit_now(status)
 }
 
@@ -137,7 +136,7 @@ pub extern "C" fn _exit(status: c_int) -> ! {
 #[cfg(not(test))]
 #[no_mangle]
 pub extern "C" fn _Exit(status: c_int) -> ! {
-    lifecycle::finish("_exit");
+    session::drain_and_finish(Ending::Exit("_exit"));
     exit_now(status)
 }
 
@@ -215,14 +214,13 @@ fn install_ours(sig: c_int, i: usize) -> bool {
 }
 
 extern "C" fn on_fatal_signal(sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_void) {
-    // SAFETY: errno of this thread.
-    let errno = unsafe { *libc::__errno_location() };
+    let errno = crate::sys::errno();
     let mut reason = *b"signal   ";
     let mut digits = [0u8; 20];
     let d = crate::diag::format_u64(sig as u64, &mut digits);
     reason[7..7 + d.len().min(2)].copy_from_slice(&d[..d.len().min(2)]);
     let text = std::str::from_utf8(&reason[..7 + d.len().min(2)]).unwrap_or("signal");
-    let _ = std::panic::catch_unwind(|| lifecycle::finish(text));
+    let _ = std::panic::catch_unwind(|| session::drain_and_finish(Ending::Signal(text)));
     // The program's disposition is the default one: apply it.
     if let Some(i) = slot(sig) {
         OURS[i].store(false, Ordering::Release);
@@ -237,8 +235,8 @@ extern "C" fn on_fatal_signal(sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mu
         libc::sigaddset(&mut set, sig);
         libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
         libc::raise(sig);
-        *libc::__errno_location() = errno;
     }
+    crate::sys::set_errno(errno);
 }
 
 /// The `sigaction` the program sees: for SIGINT and SIGTERM, while the program's
@@ -273,7 +271,7 @@ fn sigaction_impl(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigac
         rc
     } else {
         let rc = real_sigaction(sig, act, old);
-        if rc == 0 && !act.is_null() && lifecycle::state() == lifecycle::State::Running {
+        if rc == 0 && !act.is_null() && state::state() == State::Running {
             // SAFETY: the caller's sigaction.
             let new = unsafe { *act };
             if is_default(&new) && install_ours(sig, i) {
@@ -330,7 +328,7 @@ pub unsafe extern "C" fn bsd_signal(sig: c_int, handler: libc::sighandler_t) -> 
 }
 
 unsafe extern "C" fn fork_child() {
-    lifecycle::after_fork_in_child();
+    session::after_fork_in_child();
 }
 
 /// Arms the fatal-signal handlers and the fork handler (once, at start-up).
@@ -359,13 +357,22 @@ pub fn arm_process_hooks() {
 // ---- ELF constructor and destructor -------------------------------------------
 
 extern "C" fn on_load() {
-    let _ = std::panic::catch_unwind(lifecycle::init);
+    let _ = std::panic::catch_unwind(start);
+}
+
+/// Starts the session and, with tracing running, arms the process hooks (fatal signals,
+/// fork). Idempotent.
+pub fn start() {
+    session::start();
+    if state::state() == State::Running {
+        arm_process_hooks();
+    }
 }
 
 /// Runs in `_dl_fini`, after the program's atexit handlers (libcudart's
 /// teardown included), so its calls are in the trace.
 extern "C" fn on_unload() {
-    let _ = std::panic::catch_unwind(|| lifecycle::finish("exit"));
+    let _ = std::panic::catch_unwind(|| session::drain_and_finish(Ending::Exit("exit")));
 }
 
 #[cfg(not(test))]

@@ -6,7 +6,7 @@
 //! is set already, or `RTRACE_NVTX=0`), so `dlopen` hands NVTX the copy already loaded, and
 //! fills the CORE and CORE2 callback tables of each image that asks.
 //!
-//! - Events go into the calling thread's ring as tagged records ([`crate::ring::NVTX`]): no
+//! - Events go into the calling thread's ring as [`crate::ring::Entry::Nvtx`] entries: no
 //!   lock, no allocation once the thread has a ring and the message's text has an id.
 //! - Texts get ids from a table of the process ([`intern`]); each thread keeps the ids it has
 //!   used, so a text seen before costs one hash lookup; a new text takes a lock, once.
@@ -14,9 +14,10 @@
 //!   0: NULL is the default domain, 0 what NVTX returns without a tool).
 //! - Push and pop return the nesting level per thread and domain, from 0, as NVTX says.
 
-use crate::ring::{NVTX, NVTX_ATTRIBUTES};
-use crate::{hook, lifecycle};
-use rtrace_format::{ApiRecord, NvtxKind};
+use crate::ring::{Entry, NvtxEntry};
+use crate::state::{self, State};
+use crate::thread;
+use rtrace_format::NvtxKind;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr};
@@ -62,8 +63,8 @@ const NVTX_VERSION: u32 = 3;
 #[no_mangle]
 pub unsafe extern "C" fn InitializeInjectionNvtx2(get: Option<GetExportTable>) -> i32 {
     guard(0, || {
-        lifecycle::init();
-        if lifecycle::state() != lifecycle::State::Running || !lifecycle::config().nvtx {
+        crate::interpose::start();
+        if state::state() != State::Running || !state::config().nvtx {
             return 0;
         }
         let Some(get) = get else { return 0 };
@@ -430,19 +431,19 @@ fn domain_id(d: Domain) -> u32 {
 
 /// Records an event of `kind` on this thread.
 fn record(kind: NvtxKind, domain: u32, a: &Attributes, value: u64) {
-    let rec = ApiRecord {
-        function: NVTX | u32::from(kind.to_u16()),
-        result: a.message,
-        start_ns: 0,
-        end_ns: value,
-        correlation: (u64::from(domain) << 32) | u64::from(a.category),
-    };
-    let extra = (a.color_type != 0 || a.payload_type != 0).then_some(ApiRecord {
-        function: NVTX_ATTRIBUTES,
-        result: a.color,
-        start_ns: a.payload,
-        end_ns: (u64::from(a.payload_type) << 8) | u64::from(a.color_type),
-        correlation: 0,
+    let rec = Entry::Nvtx(NvtxEntry {
+        kind,
+        message: a.message,
+        time: 0,
+        value,
+        domain,
+        category: a.category,
+    });
+    let extra = (a.color_type != 0 || a.payload_type != 0).then_some(Entry::NvtxAttributes {
+        color: a.color,
+        color_type: a.color_type,
+        payload: a.payload,
+        payload_type: a.payload_type,
     });
     // Names and domains are kept even outside a capture range: later events use them.
     let always = matches!(
@@ -453,7 +454,7 @@ fn record(kind: NvtxKind, domain: u32, a: &Attributes, value: u64) {
             | NvtxKind::NameCategory
             | NvtxKind::NameThread
     );
-    hook::push_event(rec, extra, always);
+    thread::push_event(rec, extra, always);
 }
 
 fn message(id: u32) -> Attributes {
@@ -465,7 +466,7 @@ fn message(id: u32) -> Attributes {
 
 /// Runs an NVTX callback: no unwinding into the program, `errno` kept.
 fn guard<R>(fallback: R, f: impl FnOnce() -> R) -> R {
-    hook::with_errno_saved(f).unwrap_or(fallback)
+    thread::with_errno_saved(f).unwrap_or(fallback)
 }
 
 static NEXT_RANGE: AtomicU64 = AtomicU64::new(1);
@@ -687,7 +688,7 @@ unsafe extern "C" fn initialize(_reserved: *const c_void) {}
 /// Points `NVTX_INJECTION64_PATH` at this library, unless it is set or `RTRACE_NVTX=0`.
 /// Called once, when the library loads (before the program's threads).
 pub fn announce() {
-    if !lifecycle::config().nvtx || std::env::var_os("NVTX_INJECTION64_PATH").is_some() {
+    if !state::config().nvtx || std::env::var_os("NVTX_INJECTION64_PATH").is_some() {
         return;
     }
     let mut info = libc::Dl_info {

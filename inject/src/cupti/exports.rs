@@ -34,7 +34,7 @@ fn serve(
     // rtrace's own CUPTI calls never come here (they use CUPTI's functions directly), so every
     // caller is the program's code, also inside a driver call (a CUDA_INJECTION64_PATH client
     // starts inside cuInit) or a callback rtrace forwards.
-    let served = crate::hook::with_errno_saved(|| {
+    let served = crate::thread::with_errno_saved(|| {
         internal(|| {
             if take {
                 share::take_early();

@@ -39,9 +39,9 @@ mod tests;
 use records::convert;
 pub use records::{GpuBatch, Links};
 
-use crate::hook::internal;
 use crate::output::Sink;
-use crate::{clock, diag, interpose, lifecycle};
+use crate::thread::internal;
+use crate::{clock, diag, interpose, state};
 use rtrace_format::{
     ChunkKind, ContextRecord, CopyKind, FunctionRecord, KernelRecord, MemcpyRecord, MemoryKind,
     MemoryOperation, MemoryPoolType, MemoryRecord, MemsetRecord, ModuleRecord, PeerCopyRecord,
@@ -182,7 +182,7 @@ fn open_library() -> Result<*mut c_void, String> {
     }
     let mut tried = Vec::new();
     let mut candidates: Vec<Vec<u8>> = Vec::new();
-    if let Some(p) = &lifecycle::config().cupti_library {
+    if let Some(p) = &state::config().cupti_library {
         candidates.push(p.as_bytes().to_vec());
     } else {
         candidates.push(b"libcupti.so.13".to_vec());
@@ -256,7 +256,7 @@ fn load() -> Result<Api, String> {
             cubin_crc: sym(c"cuptiGetCubinCrc")
                 .ok()
                 .map(|p| std::mem::transmute::<*mut c_void, GetCubinCrcFn>(p)),
-            pc_sampling: lifecycle::config()
+            pc_sampling: state::config()
                 .pc_sampling
                 .on
                 .then(|| pcsampling::PcApi::load(sym)),
@@ -323,7 +323,7 @@ extern "C" fn complete(ctx: *mut c_void, stream: u32, buf: *mut u8, _size: usize
 
 /// Enables GPU activity once, after the program's first successful `cuInit`.
 pub fn after_cuinit() {
-    if !lifecycle::config().gpu_activity.any() {
+    if !state::config().gpu_activity.any() {
         return;
     }
     ENABLE.call_once(enable);
@@ -346,7 +346,7 @@ fn enable() {
 
 /// GPU activity could not start: says why, for PC sampling too when it was asked for.
 fn off(why: String) {
-    if lifecycle::config().pc_sampling.on {
+    if state::config().pc_sampling.on {
         notice(format!("PC sampling off: {why}"));
     }
     notice(format!("GPU activity off: {why}"));
@@ -392,7 +392,7 @@ fn enable_now() {
             describe(api, rc)
         ));
     }
-    let want = lifecycle::config().gpu_activity;
+    let want = state::config().gpu_activity;
     // What the configuration asks for; a kind CUPTI refuses is said in a notice and the rest
     // stays on.
     let mut kinds = Vec::new();
@@ -665,7 +665,7 @@ fn our_callback(_user: *mut c_void, domain: u32, cbid: u32, data: *const u8) {
         )
     };
     if site == CB_SITE_ENTER {
-        crate::hook::link_current(correlation);
+        crate::thread::link_current(correlation);
     }
 }
 
@@ -733,7 +733,7 @@ fn on_module(data: *const u8, unloading: bool) {
             context_id = 0;
         }
     }
-    let correlation = crate::hook::current_correlation();
+    let correlation = crate::thread::current_correlation();
     let mut flags = if correlation != 0 { FLAG_CORRELATED } else { 0 };
     if unloading {
         flags |= FLAG_UNLOADED;
@@ -749,7 +749,7 @@ fn on_module(data: *const u8, unloading: bool) {
     if let Ok(mut m) = MODULES.lock() {
         m.push(rec);
     }
-    if !unloading && lifecycle::config().module_images && !cubin.is_null() && cubin_size > 0 {
+    if !unloading && state::config().module_images && !cubin.is_null() && cubin_size > 0 {
         // SAFETY: CUPTI's image of the module, `cubin_size` bytes, valid during the callback.
         let bytes = unsafe { std::slice::from_raw_parts(cubin, cubin_size as usize) };
         keep_image(module, context_id, bytes);
@@ -839,22 +839,21 @@ pub fn finish_pc_sampling() {
     }
 }
 
+/// What [`at_exit`] runs: the session's drain-and-finish sequence for CUPTI going away.
+static EXIT_SEQUENCE: OnceLock<fn()> = OnceLock::new();
+
+/// Sets what runs when CUPTI is about to go away (once, at start-up).
+pub fn set_exit_sequence(sequence: fn()) {
+    let _ = EXIT_SEQUENCE.set(sequence);
+}
+
 extern "C" fn at_exit() {
     if !in_enabling_process() {
         return;
     }
     let _ = std::panic::catch_unwind(|| {
-        finish_pc_sampling();
-        flush(true);
-        if let Some(p) = lifecycle::current_process() {
-            p.with_consumer(std::time::Duration::from_secs(2), |sink| {
-                // The rings first: their links name the GPU records.
-                let _ = crate::worker::drain(p, sink, crate::worker::Drain::Periodic);
-                drain_into(sink);
-                for msg in crate::capture::final_notices() {
-                    sink.notice(&msg);
-                }
-            });
+        if let Some(sequence) = EXIT_SEQUENCE.get() {
+            sequence();
         }
         STATE.store(DONE, Ordering::Release);
     });

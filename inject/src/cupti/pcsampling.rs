@@ -19,8 +19,8 @@
 
 use super::{describe, notice, Api};
 use crate::clock;
-use crate::hook::internal;
 use crate::output::Sink;
+use crate::thread::internal;
 use rtrace_format::{ChunkKind, PcSample, PcSampleBatch, PcSamplingConfig};
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr};
@@ -511,7 +511,7 @@ fn enable(api: &Api, pc: &PcApi, ctx: *mut c_void) -> Result<(Sampled, PcSamplin
             (indices[i], String::from_utf8_lossy(&name).into_owned())
         })
         .collect();
-    let cfg = &crate::lifecycle::config().pc_sampling;
+    let cfg = &crate::state::config().pc_sampling;
     let (chosen, unknown) = choose_stalls(&all, &cfg.stalls);
     if !unknown.is_empty() {
         notice(format!(

@@ -92,7 +92,7 @@ pub(super) fn sharing() -> bool {
 /// Takes CUPTI for rtrace now if its GPU activity is asked for and not yet on (the program
 /// called CUPTI before its first `cuInit`), so that the program becomes the second client.
 pub(super) fn take_early() {
-    if lifecycle::config().gpu_activity.any() {
+    if state::config().gpu_activity.any() {
         ENABLE.call_once(enable);
     }
 }

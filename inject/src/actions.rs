@@ -1,0 +1,88 @@
+//! What the hot path runs after a recorded call of particular functions (GPU activity starts
+//! after `cuInit`, a profiler-API capture range ends at `cuProfilerStop`): a table by function
+//! id that the session fills once at start-up. The hot path reads one flag with a relaxed load
+//! and calls out only when it is set: no function id is written into it.
+
+use crate::generated::FUNCTION_COUNT;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::OnceLock;
+
+/// Per function id: 0, or 1 + the index of its action in [`ACTIONS`].
+static FLAGS: [AtomicU8; FUNCTION_COUNT] = [const { AtomicU8::new(0) }; FUNCTION_COUNT];
+static ACTIONS: OnceLock<Vec<Action>> = OnceLock::new();
+
+#[derive(Clone, Copy)]
+struct Action {
+    function: u32,
+    /// Only after a successful call (`CUDA_SUCCESS`).
+    on_success_only: bool,
+    run: fn(),
+}
+
+/// The actions the session registers, built before tracing starts.
+#[derive(Default)]
+pub struct EndActions {
+    list: Vec<Action>,
+}
+
+impl EndActions {
+    pub fn new() -> EndActions {
+        EndActions::default()
+    }
+
+    /// Runs `run` after every successful recorded call of `function`.
+    pub fn on_success(&mut self, function: u32, run: fn()) {
+        self.list.push(Action {
+            function,
+            on_success_only: true,
+            run,
+        });
+    }
+
+    /// Runs `run` after every recorded call of `function`.
+    pub fn always(&mut self, function: u32, run: fn()) {
+        self.list.push(Action {
+            function,
+            on_success_only: false,
+            run,
+        });
+    }
+}
+
+/// Installs `actions` (once; later calls are ignored). At most 255 actions, one per function.
+pub fn install(actions: EndActions) {
+    if ACTIONS.set(actions.list).is_err() {
+        return;
+    }
+    let Some(list) = ACTIONS.get() else {
+        return;
+    };
+    for (i, a) in list.iter().enumerate().take(usize::from(u8::MAX)) {
+        if let Some(flag) = FLAGS.get(a.function as usize) {
+            flag.store(i as u8 + 1, Ordering::Release);
+        }
+    }
+}
+
+/// Runs the action registered for `function`, if any, after a recorded call that returned
+/// `result`. Hot path: one relaxed load when there is none.
+#[inline(always)]
+pub fn after_call(function: u32, result: u32) {
+    let Some(flag) = FLAGS.get(function as usize) else {
+        return;
+    };
+    let k = flag.load(Ordering::Relaxed);
+    if k != 0 {
+        run(k, result);
+    }
+}
+
+#[cold]
+fn run(k: u8, result: u32) {
+    let Some(a) = ACTIONS.get().and_then(|l| l.get(usize::from(k) - 1)) else {
+        return;
+    };
+    if !a.on_success_only || result == 0 {
+        (a.run)();
+    }
+}
