@@ -3,7 +3,7 @@
 //! id that the session fills once at start-up. The hot path reads one flag with a relaxed load
 //! and calls out only when it is set: no function id is written into it.
 
-use crate::generated::FUNCTION_COUNT;
+use crate::generated::id::FUNCTION_COUNT;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 

@@ -35,7 +35,8 @@ fn open(bit: u8) {
 }
 
 /// Sets the gates from the configuration and starts the window's timer. Once, at start-up.
-pub fn configure() {
+/// Returns the notices to write (configuration errors, what is gated).
+pub fn configure() -> Vec<String> {
     let c = &state::config().capture;
     let mut gate = 0;
     if c.delay_ns > 0 {
@@ -61,12 +62,11 @@ pub fn configure() {
     if c.delay_ns > 0 || c.duration_ns.is_some() {
         spawn_timer(c.delay_ns, c.duration_ns);
     }
-    for e in &c.errors {
-        crate::cupti::notice(format!("capture: {e}"));
-    }
+    let mut notices: Vec<String> = c.errors.iter().map(|e| format!("capture: {e}")).collect();
     if let Some(what) = describe(c) {
-        crate::cupti::notice(format!("capture: {what}"));
+        notices.push(format!("capture: {what}"));
     }
+    notices
 }
 
 /// What the configuration gates and filters, in words; `None` for everything recorded.
@@ -139,7 +139,7 @@ pub fn final_notices() -> Vec<String> {
 
 /// Opens the window after `delay`, closes it for good `duration` later.
 fn spawn_timer(delay: u64, duration: Option<u64>) {
-    let spawned = crate::worker::spawn_quiet("rtrace-capture", 64 << 10, move || {
+    let spawned = crate::thread::spawn_quiet("rtrace-capture", 64 << 10, move || {
         std::thread::sleep(std::time::Duration::from_nanos(delay));
         open(WINDOW);
         if let Some(d) = duration {

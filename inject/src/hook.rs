@@ -72,7 +72,7 @@ fn begin_paused(function: u32) -> Option<CallToken> {
 #[cold]
 fn begin_not_running(function: u32) -> Option<CallToken> {
     if state::state() == State::Uninit {
-        crate::interpose::start();
+        crate::session::start();
         if state::state() == State::Running {
             return begin_running(function);
         }

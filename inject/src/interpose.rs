@@ -8,18 +8,12 @@
 
 use crate::session::{self, Ending};
 use crate::state::{self, State};
-use crate::{driver, thread};
+use crate::{driver, generated, nvtx, thread};
 use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
-
-/// libc's `dlsym`, resolved on first use.
-static REAL_DLSYM: AtomicUsize = AtomicUsize::new(0);
-
-type DlsymFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut c_void;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 extern "C" {
-    fn dlvsym(handle: *mut c_void, symbol: *const c_char, version: *const c_char) -> *mut c_void;
     fn __register_atfork(
         prepare: Option<unsafe extern "C" fn()>,
         parent: Option<unsafe extern "C" fn()>,
@@ -28,45 +22,11 @@ extern "C" {
     ) -> c_int;
 }
 
-unsafe extern "C" fn dlsym_unavailable(_: *mut c_void, _: *const c_char) -> *mut c_void {
-    std::ptr::null_mut()
-}
-
-/// Finds libc's `dlsym` (the next definition after this library).
-extern "C" fn rtrace_resolve_dlsym() -> usize {
-    let cur = REAL_DLSYM.load(Ordering::Acquire);
-    if cur != 0 {
-        return cur;
-    }
-    let mut p = std::ptr::null_mut();
-    for v in [c"GLIBC_2.34", c"GLIBC_2.2.5"] {
-        // SAFETY: dlvsym with valid C strings.
-        p = unsafe { dlvsym(libc::RTLD_NEXT, c"dlsym".as_ptr(), v.as_ptr()) };
-        if !p.is_null() {
-            break;
-        }
-    }
-    let f = if p.is_null() {
-        dlsym_unavailable as *const () as usize
-    } else {
-        p as usize
-    };
-    REAL_DLSYM.store(f, Ordering::Release);
-    f
-}
-
-/// Calls libc's `dlsym` (the pointers are only passed on).
-pub(crate) fn real_dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void {
-    let f = rtrace_resolve_dlsym();
-    // SAFETY: `f` is libc's dlsym (or a stub returning null).
-    unsafe { std::mem::transmute::<usize, DlsymFn>(f)(handle, symbol) }
-}
-
 /// `dlsym` for every handle except `RTLD_NEXT`: a driver function found in the
 /// driver library is swapped for its wrapper. `RTLD_NEXT` lookups never get here:
 /// the entry stub jumps straight to libc so that the caller's position is kept.
 extern "C" fn dlsym_hook(handle: *mut c_void, symbol: *const c_char) -> *mut c_void {
-    let p = real_dlsym(handle, symbol);
+    let p = driver::real_dlsym(handle, symbol);
     if p.is_null() || symbol.is_null() {
         return p;
     }
@@ -78,9 +38,22 @@ extern "C" fn dlsym_hook(handle: *mut c_void, symbol: *const c_char) -> *mut c_v
     {
         return p;
     }
-    thread::with_errno_saved(|| thread::internal(|| driver::wrapper_for_export(name, p)))
+    thread::with_errno_saved(|| thread::internal(|| wrapper_for_export(name, p)))
         .flatten()
         .unwrap_or(p)
+}
+
+/// If `p` is the driver's export `name`, returns the wrapper to hand out instead.
+fn wrapper_for_export(name: &[u8], p: *mut c_void) -> Option<*mut c_void> {
+    let id = generated::id::function_id(name)?;
+    let wrapper = generated::wrapper_address(id as usize);
+    if p == wrapper {
+        return None;
+    }
+    if driver::driver_export(id) != p {
+        return None;
+    }
+    Some(wrapper)
 }
 
 /// The exported `dlsym`: a tail-jumping stub, so libc sees the original return
@@ -109,8 +82,8 @@ pub unsafe extern "C" fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *m
         "jmp {hook}",
         "3:",
         "jmp rax",
-        real = sym REAL_DLSYM,
-        resolve = sym rtrace_resolve_dlsym,
+        real = sym crate::driver::REAL_DLSYM,
+        resolve = sym crate::driver::rtrace_resolve_dlsym,
         hook = sym dlsym_hook,
     )
 }
@@ -162,7 +135,7 @@ type SigactionFn =
 fn real_sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int {
     let mut p = REAL_SIGACTION.load(Ordering::Acquire);
     if p.is_null() {
-        p = real_dlsym(libc::RTLD_NEXT, c"sigaction".as_ptr());
+        p = driver::real_dlsym(libc::RTLD_NEXT, c"sigaction".as_ptr());
         if p.is_null() {
             // SAFETY: sets errno like a failed sigaction would.
             unsafe { *libc::__errno_location() = libc::ENOSYS };
@@ -356,17 +329,35 @@ pub fn arm_process_hooks() {
 
 // ---- ELF constructor and destructor -------------------------------------------
 
+/// Starts the session and, with tracing running, arms the process hooks (fatal signals, fork).
+/// A session started earlier (by a driver or NVTX call from another library's constructor)
+/// gets its hooks here, still before `main`.
 extern "C" fn on_load() {
-    let _ = std::panic::catch_unwind(start);
+    let _ = std::panic::catch_unwind(|| {
+        session::start();
+        if state::state() == State::Running {
+            arm_process_hooks();
+        }
+    });
 }
 
-/// Starts the session and, with tracing running, arms the process hooks (fatal signals,
-/// fork). Idempotent.
-pub fn start() {
-    session::start();
-    if state::state() == State::Running {
-        arm_process_hooks();
+/// NVTX's entry point for a tool: starts the session if need be and, with tracing running and
+/// NVTX on (`RTRACE_NVTX`), fills the calling image's callback tables ([`nvtx::attach`]).
+/// Returns 1 (attached) or 0, in which case NVTX turns that image's calls into no-ops.
+///
+/// # Safety
+/// Called by NVTX with its `getExportTable` function.
+#[no_mangle]
+pub unsafe extern "C" fn InitializeInjectionNvtx2(get: Option<nvtx::GetExportTable>) -> i32 {
+    let on = thread::with_errno_saved(|| {
+        session::start();
+        state::state() == State::Running && state::config().nvtx
+    });
+    if on != Some(true) {
+        return 0;
     }
+    // SAFETY: NVTX's own `getExportTable`, passed on.
+    unsafe { nvtx::attach(get) }
 }
 
 /// Runs in `_dl_fini`, after the program's atexit handlers (libcudart's

@@ -15,7 +15,7 @@
 //! - Push and pop return the nesting level per thread and domain, from 0, as NVTX says.
 
 use crate::ring::{Entry, NvtxEntry};
-use crate::state::{self, State};
+use crate::state;
 use crate::thread;
 use rtrace_format::NvtxKind;
 use std::cell::RefCell;
@@ -28,7 +28,7 @@ use std::sync::Mutex;
 const MAX_TEXT: usize = 4096;
 
 type Fn0 = unsafe extern "C" fn();
-type GetExportTable = unsafe extern "C" fn(u32) -> *const c_void;
+pub type GetExportTable = unsafe extern "C" fn(u32) -> *const c_void;
 type GetModuleFunctionTable =
     unsafe extern "C" fn(u32, *mut *mut *mut Option<Fn0>, *mut u32) -> i32;
 
@@ -54,19 +54,15 @@ const MODULE_CORE: u32 = 1;
 const MODULE_CORE2: u32 = 5;
 const NVTX_VERSION: u32 = 3;
 
-/// NVTX's entry point for a tool: fills the callback tables of the calling image. Returns 1
-/// (attached) or 0 (not: rtrace is off, `RTRACE_NVTX=0`, or NVTX's tables are not as
-/// expected), in which case NVTX turns that image's calls into no-ops.
+/// Behind NVTX's entry point for a tool (`InitializeInjectionNvtx2`, exported by
+/// `crate::interpose` once tracing runs with NVTX on): fills the callback tables of the
+/// calling image. Returns 1 (attached) or 0 (not: NVTX's tables are not as expected), in which
+/// case NVTX turns that image's calls into no-ops.
 ///
 /// # Safety
-/// Called by NVTX with its `getExportTable` function.
-#[no_mangle]
-pub unsafe extern "C" fn InitializeInjectionNvtx2(get: Option<GetExportTable>) -> i32 {
+/// Called with NVTX's `getExportTable` function.
+pub unsafe fn attach(get: Option<GetExportTable>) -> i32 {
     guard(0, || {
-        crate::interpose::start();
-        if state::state() != State::Running || !state::config().nvtx {
-            return 0;
-        }
         let Some(get) = get else { return 0 };
         // SAFETY: NVTX's getExportTable returns its static tables or NULL.
         let callbacks = unsafe { get(ETID_CALLBACKS) } as *const ExportTableCallbacks;
@@ -454,7 +450,9 @@ fn record(kind: NvtxKind, domain: u32, a: &Attributes, value: u64) {
             | NvtxKind::NameCategory
             | NvtxKind::NameThread
     );
-    thread::push_event(rec, extra, always);
+    if always || crate::capture::recording() {
+        thread::push_event(rec, extra);
+    }
 }
 
 fn message(id: u32) -> Attributes {

@@ -1,8 +1,9 @@
 //! The trace file: its path, its header and the buffered writer the consumer uses.
 
+use crate::generated::id::FUNCTION_NAMES;
 use crate::ring::Ring;
 use crate::state::{self, UNWRAPPED_LOOKUPS};
-use crate::{clock, generated, sys};
+use crate::{clock, sys};
 use rtrace_format::{
     encode_file_header, encode_function_names, ChunkHeader, ChunkKind, ClockAnchor, ProcessHeader,
 };
@@ -153,7 +154,7 @@ impl Sink {
         };
         sink.pending.extend_from_slice(&encode_file_header(&header));
         let names = encode_function_names(
-            generated::FUNCTION_NAMES
+            FUNCTION_NAMES
                 .iter()
                 .enumerate()
                 .map(|(i, n)| (i as u32, *n)),

@@ -26,8 +26,8 @@ const FINAL_FLUSH_WAIT: Duration = Duration::from_secs(2);
 const BUSY_POLL: Duration = Duration::from_micros(500);
 
 /// Reads the configuration and moves to `Running` (or `Disabled` with `RTRACE_DISABLE=1`).
-/// Idempotent. The process hooks (signals, fork) are armed by the caller once this returns
-/// with tracing running (`interpose::start`).
+/// Idempotent. The process hooks (signals, fork) are armed by `interpose`'s constructor once
+/// tracing runs.
 pub fn start() {
     START.call_once(|| {
         let cfg = state::config();
@@ -43,7 +43,9 @@ pub fn start() {
         cupti::set_exit_sequence(|| drain_and_finish(Ending::CuptiExit));
         state::advance(State::Uninit, State::Running);
         diag::log(&["tracing armed"]);
-        capture::configure();
+        for msg in capture::configure() {
+            cupti::notice(msg);
+        }
         nvtx::announce();
         if let Some(e) = &cfg.pc_sampling.error {
             cupti::notice(e.clone());
@@ -88,7 +90,7 @@ fn open(process: &'static Process) -> bool {
 
 /// Starts the worker for `process`, with all signals blocked.
 fn spawn_worker(process: &'static Process) -> std::io::Result<std::thread::Thread> {
-    worker::spawn_quiet("rtrace-worker", 256 << 10, move || {
+    thread::spawn_quiet("rtrace-worker", 256 << 10, move || {
         if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_worker(process))).is_err() {
             state::disable("internal error (panic) in the worker");
         }

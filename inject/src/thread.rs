@@ -127,13 +127,9 @@ pub fn link_current(source: u32) {
 
 /// Pushes `event` (an NVTX event), and its `attributes` after it if any, into the calling
 /// thread's ring, giving the thread one first if it has none; the event is stamped with the
-/// tick counter now. Nothing when tracing is off, this is rtrace's worker, or capture control
-/// keeps recording off (unless `always`: names and domains, which later events need). No
+/// tick counter now. Nothing when tracing is off or this is one of rtrace's threads. No
 /// allocation or lock after the thread's first record.
-pub fn push_event(event: Entry, attributes: Option<Entry>, always: bool) {
-    if !always && !crate::capture::recording() {
-        return;
-    }
+pub fn push_event(event: Entry, attributes: Option<Entry>) {
     if state::state() != State::Running {
         return;
     }
@@ -179,6 +175,25 @@ pub fn exclude_this_thread() {
 pub fn forget_this_thread() {
     let _ = TLS.try_with(|t| t.ring.forget());
     let _ = EXIT_GUARD.try_with(|g| g.ring.forget());
+}
+
+/// Starts a thread of rtrace's own: every signal blocked (it never takes the program's), never
+/// traced.
+pub fn spawn_quiet(
+    name: &str,
+    stack: usize,
+    f: impl FnOnce() + Send + 'static,
+) -> std::io::Result<std::thread::Thread> {
+    let mask = sys::block_all_signals();
+    let r = std::thread::Builder::new()
+        .name(name.into())
+        .stack_size(stack)
+        .spawn(move || {
+            exclude_this_thread();
+            f();
+        });
+    sys::restore_signals(mask);
+    r.map(|h| h.thread().clone())
 }
 
 /// Runs `f` with errno preserved, catching any panic (which disables tracing).

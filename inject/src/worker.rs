@@ -1,11 +1,11 @@
-//! The worker's mechanisms: rtrace's own threads (named, started with every signal blocked,
-//! never traced) and the drain pass that moves the per-thread rings' records into the trace
-//! file's writer in batches. The worker's loop, and when it drains what, is the session's.
+//! The worker's drain pass: moves the per-thread rings' entries into the trace file's writer in
+//! batches (calls as API record chunks, NVTX events as NVTX chunks, links into the link table).
+//! The worker's loop, and when it drains what, is the session's.
 
+use crate::diag;
 use crate::output::Sink;
 use crate::process::Process;
 use crate::ring::Entry;
-use crate::{diag, sys, thread};
 use rtrace_format::ChunkKind;
 use std::sync::atomic::Ordering;
 
@@ -18,25 +18,6 @@ pub enum Drain {
     Periodic,
     /// Everything, for the end of the trace.
     Final,
-}
-
-/// Starts a thread of rtrace's own: every signal blocked (it never takes the program's), never
-/// traced.
-pub fn spawn_quiet(
-    name: &str,
-    stack: usize,
-    f: impl FnOnce() + Send + 'static,
-) -> std::io::Result<std::thread::Thread> {
-    let mask = sys::block_all_signals();
-    let r = std::thread::Builder::new()
-        .name(name.into())
-        .stack_size(stack)
-        .spawn(move || {
-            thread::exclude_this_thread();
-            f();
-        });
-    sys::restore_signals(mask);
-    r.map(|h| h.thread().clone())
 }
 
 /// Appends ring entry `e` (an NVTX event, or the attributes of the one before it) to `out` as

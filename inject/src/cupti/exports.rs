@@ -388,10 +388,10 @@ fn next_cupti(slot: &std::sync::atomic::AtomicUsize, name: &CStr) -> usize {
         let mut p = if h.is_null() {
             std::ptr::null_mut()
         } else {
-            interpose::real_dlsym(h, name.as_ptr())
+            driver::real_dlsym(h, name.as_ptr())
         };
         if p.is_null() {
-            p = interpose::real_dlsym(libc::RTLD_NEXT, name.as_ptr());
+            p = driver::real_dlsym(libc::RTLD_NEXT, name.as_ptr());
         }
         p as usize
     });

@@ -41,7 +41,7 @@ pub use records::{GpuBatch, Links};
 
 use crate::output::Sink;
 use crate::thread::internal;
-use crate::{clock, diag, interpose, state};
+use crate::{clock, diag, driver, state};
 use rtrace_format::{
     ChunkKind, ContextRecord, CopyKind, FunctionRecord, KernelRecord, MemcpyRecord, MemoryKind,
     MemoryOperation, MemoryPoolType, MemoryRecord, MemsetRecord, ModuleRecord, PeerCopyRecord,
@@ -210,7 +210,7 @@ fn open_library() -> Result<*mut c_void, String> {
 fn load() -> Result<Api, String> {
     let h = open_library()?;
     let sym = |name: &CStr| -> Result<*mut c_void, String> {
-        let p = interpose::real_dlsym(h, name.as_ptr());
+        let p = driver::real_dlsym(h, name.as_ptr());
         if p.is_null() {
             Err(format!("CUPTI lacks {}", name.to_string_lossy()))
         } else {
