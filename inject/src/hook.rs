@@ -7,6 +7,10 @@
 //! opens the trace and starts the worker): that slow path ([`crate::thread`]) may allocate
 //! and lock, saves and restores `errno`, and never unwinds into the caller. What runs after
 //! particular functions is the session's table ([`crate::actions`]).
+//!
+//! One `unsafe` block stays here, outside the FFI and system-call modules: [`CallToken`]
+//! points at the thread's state, so that [`end`] reaches it without a second thread-local
+//! lookup (in a shared library, a call to `__tls_get_addr`).
 
 use crate::ring::Entry;
 use crate::state::{self, State};

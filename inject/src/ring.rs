@@ -1,11 +1,21 @@
-//! A single-producer single-consumer ring of API records: one per traced thread.
+//! A single-producer single-consumer ring of [`Entry`]s: one per traced thread.
 //!
 //! The owning thread pushes with one atomic load and one store (it re-reads the
 //! consumer's `tail` only when its own copy says the ring is full); when the ring
 //! is full it counts the loss and returns (it never blocks). The consumer (the
 //! worker, or the thread doing the final flush under the consumer lock) copies
-//! records out and advances `tail`. The producer's and the consumer's positions
+//! entries out and advances `tail`. The producer's and the consumer's positions
 //! live on cache lines of their own, so a drain does not slow the next pushes.
+//! An entry is a call, a link or an NVTX event ([`Entry`]); how it is laid out in a
+//! slot is this module's business alone.
+//!
+//! Why `unsafe` here, outside the FFI and system-call modules: the slots are written by
+//! one thread and read by another without a lock (`UnsafeCell` slots, published by the
+//! release/acquire pair on `head` and `tail`); a safe ring would need a lock or an atomic
+//! per field, on the hot path. And [`RingRef`], a thread's handle on its ring, is a raw
+//! pointer holding one strong reference, so the hot path reaches the ring with one plain
+//! load: an `Arc` in a `Cell` cannot be borrowed, and a thread-local with a destructor costs
+//! a check on every access.
 
 use rtrace_format::{ApiRecord, NvtxKind};
 use std::cell::{Cell, UnsafeCell};

@@ -173,14 +173,15 @@ pub enum Ending<'a> {
 /// (or, when CUPTI goes away, its final notices); then stops the worker. An ending of the
 /// process happens once (`Running → Finished`); repeated calls do nothing.
 pub fn drain_and_finish(how: Ending) {
-    let Some(process) = process::current() else {
-        return;
-    };
+    let process = process::current();
     let reason = match how {
         Ending::CuptiExit => None,
         Ending::Exit(r) | Ending::Signal(r) => Some(r),
     };
     if reason.is_some() {
+        let Some(process) = process else {
+            return;
+        };
         // A vfork child shares our memory: it must neither write nor change our state.
         if process.pid != sys::getpid() || !process.is_started() {
             return;
@@ -193,6 +194,10 @@ pub fn drain_and_finish(how: Ending) {
         cupti::finish_pc_sampling();
         cupti::flush(true);
     }
+    // CUPTI going away before any record was made: there is no trace to write into.
+    let Some(process) = process else {
+        return;
+    };
     let mode = if reason.is_some() {
         Drain::Final
     } else {
