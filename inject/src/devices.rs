@@ -2,8 +2,8 @@
 //! attributes ([`rtrace_format::DEVICE_ATTRIBUTES`]) that the collector needs for
 //! theoretical occupancy and a profiler-style device description.
 //!
-//! Read through the real driver entry points ([`crate::hook::real`]) inside
-//! [`crate::hook::internal`], so none of these calls is recorded. Needs an
+//! Read through the real driver entry points ([`crate::driver::real`]) inside
+//! [`crate::thread::internal`], so none of these calls is recorded. Needs an
 //! initialised driver (`cuInit` done): before that, or without a driver, there
 //! are no devices.
 //!

@@ -8,10 +8,10 @@
 //! a process that never calls the driver is left alone.
 
 use crate::actions::{self, EndActions};
+use crate::drain::{drain_rings, Drain, Drained};
 use crate::output::Sink;
 use crate::process::{self, Process};
 use crate::state::{self, State};
-use crate::worker::{self, Drain, Drained};
 use crate::{capture, clock, cupti, diag, nvtx, sys, thread};
 use rtrace_format::ChunkKind;
 use std::sync::atomic::Ordering;
@@ -150,7 +150,7 @@ fn drain(process: &Process, sink: &mut Sink, mode: Drain) -> Drained {
             rtrace_format::encode_function_names(strings.iter().map(|(id, s)| (*id, &**s)));
         sink.chunk(ChunkKind::NvtxStrings, 0, 0, 0, &payload);
     }
-    worker::drain(process, sink, mode)
+    drain_rings(process, sink, mode)
 }
 
 /// How the trace ends, or what ends part of it.

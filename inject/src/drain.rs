@@ -1,6 +1,6 @@
-//! The worker's drain pass: moves the per-thread rings' entries into the trace file's writer in
+//! The drain pass: moves the per-thread rings' entries into the trace file's writer in
 //! batches (calls as API record chunks, NVTX events as NVTX chunks, links into the link table).
-//! The worker's loop, and when it drains what, is the session's.
+//! The worker's loop and the final flush, and when they drain what, are the session's.
 
 use crate::diag;
 use crate::output::Sink;
@@ -75,7 +75,7 @@ pub struct Drained {
 
 /// Moves records from the rings into `sink`'s pending output. Consumer only. The NVTX texts
 /// the events name must be in `sink` before (the session's drain sequence sees to it).
-pub fn drain(process: &Process, sink: &mut Sink, mode: Drain) -> Drained {
+pub fn drain_rings(process: &Process, sink: &mut Sink, mode: Drain) -> Drained {
     let mut busy_rings = 0;
     let mut rings = std::mem::take(&mut sink.scratch);
     sink.calibration.sample();
