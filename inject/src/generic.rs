@@ -176,11 +176,7 @@ extern "C" fn rtrace_generic_exit(rax: u64, entry_sp: usize) -> usize {
 #[cold]
 fn lost_return_address() -> ! {
     const MSG: &[u8] = b"rtrace: generic trampoline: return address lost, aborting\n";
-    // SAFETY: writes a static buffer to fd 2, then ends the process; neither allocates.
-    unsafe {
-        libc::write(2, MSG.as_ptr().cast(), MSG.len());
-        libc::abort()
-    }
+    crate::sys::die(MSG)
 }
 
 /// The shared body of every stub in `generated/generic_stubs.rs`: entered by `jmp` with the

@@ -89,12 +89,7 @@ pub unsafe extern "C" fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *m
 }
 
 fn exit_now(status: c_int) -> ! {
-    // SAFETY: exit_group ends the process; it does not return.
-    unsafe {
-        libc::syscall(libc::SYS_exit_group, status);
-    }
-    #[allow(clippy::empty_loop)]
-    loop {}
+    crate::sys::exit_group(status)
 }
 
 /// `_exit`: flush the trace, then end the process as libc would.
@@ -137,8 +132,8 @@ fn real_sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigac
     if p.is_null() {
         p = driver::real_dlsym(libc::RTLD_NEXT, c"sigaction".as_ptr());
         if p.is_null() {
-            // SAFETY: sets errno like a failed sigaction would.
-            unsafe { *libc::__errno_location() = libc::ENOSYS };
+            // As a failed sigaction would.
+            crate::sys::set_errno(libc::ENOSYS);
             return -1;
         }
         REAL_SIGACTION.store(p, Ordering::Release);
@@ -198,17 +193,12 @@ extern "C" fn on_fatal_signal(sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mu
     if let Some(i) = slot(sig) {
         OURS[i].store(false, Ordering::Release);
     }
-    // SAFETY: restoring SIG_DFL, unblocking and re-raising `sig`: the default action ends the process.
-    unsafe {
-        let mut dfl: libc::sigaction = std::mem::zeroed();
-        dfl.sa_sigaction = libc::SIG_DFL;
-        real_sigaction(sig, &dfl, std::ptr::null_mut());
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, sig);
-        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
-        libc::raise(sig);
-    }
+    // Restoring SIG_DFL, unblocking and re-raising `sig`: the default action ends the process.
+    // SAFETY: a zeroed sigaction is valid; SIG_DFL is set below.
+    let mut dfl: libc::sigaction = unsafe { std::mem::zeroed() };
+    dfl.sa_sigaction = libc::SIG_DFL;
+    real_sigaction(sig, &dfl, std::ptr::null_mut());
+    crate::sys::unblock_and_raise(sig);
     crate::sys::set_errno(errno);
 }
 

@@ -2,8 +2,9 @@
 //! paths need ([`Leaked`]): the only `unsafe` outside the FFI modules (`generated/`,
 //! `interpose`, `procaddr`, `generic`, `driver`, `devices`, `cupti/`, `nvtx`) and the ring.
 //!
-//! Every function here is safe to call; each `unsafe` block says why it holds. None
-//! allocates, so all may run in a forked child or a signal handler.
+//! Every function here is safe to call; each `unsafe` block says why it holds. Apart from
+//! [`thread_name`] and [`create_private`] (slow paths: a thread's first record, the trace's
+//! creation), none allocates, so the others may run in a forked child or a signal handler.
 
 use std::ffi::{CString, OsStr};
 use std::io;
@@ -76,6 +77,37 @@ pub fn restore_signals(mask: SignalMask) {
     unsafe {
         libc::pthread_sigmask(libc::SIG_SETMASK, &mask.0, std::ptr::null_mut());
     }
+}
+
+/// Ends the process now with `status` (`exit_group`, as `_exit` does): no atexit handlers,
+/// no destructors.
+pub fn exit_group(status: i32) -> ! {
+    // SAFETY: exit_group ends the process; it does not return.
+    unsafe {
+        libc::syscall(libc::SYS_exit_group, status);
+    }
+    #[allow(clippy::empty_loop)]
+    loop {}
+}
+
+/// Unblocks `sig` on the calling thread and raises it (after its disposition was set).
+pub fn unblock_and_raise(sig: i32) {
+    // SAFETY: a zeroed sigset is valid; these calls only touch the calling thread's mask and
+    // send it `sig`.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::raise(sig);
+    }
+}
+
+/// Writes `message` to stderr and aborts the process. No allocation.
+pub fn die(message: &[u8]) -> ! {
+    write_stderr(message);
+    // SAFETY: abort has no preconditions; it does not return.
+    unsafe { libc::abort() }
 }
 
 /// Writes `buf` to stderr with one raw `write(2)`, ignoring failures (diagnostics).

@@ -458,8 +458,7 @@ fn enable_now() {
     if kinds.is_empty() {
         return off("CUPTI enabled none of the kinds asked for".into());
     }
-    // SAFETY: getpid has no preconditions.
-    ENABLED_BY.store(unsafe { libc::getpid() } as u32, Ordering::Release);
+    ENABLED_BY.store(crate::sys::getpid(), Ordering::Release);
     STATE.store(ON, Ordering::Release);
     // SAFETY: registers a plain extern "C" function.
     unsafe { libc::atexit(at_exit) };
@@ -799,8 +798,7 @@ fn keep_image(module: u32, context: u32, bytes: &[u8]) {
 static ENABLED_BY: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 fn in_enabling_process() -> bool {
-    // SAFETY: getpid has no preconditions.
-    ENABLED_BY.load(Ordering::Acquire) == unsafe { libc::getpid() } as u32
+    ENABLED_BY.load(Ordering::Acquire) == crate::sys::getpid()
 }
 
 /// The worker's periodic flush: asks CUPTI for its buffers only when it handed back none since
