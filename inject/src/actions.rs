@@ -86,3 +86,29 @@ fn run(k: u8, result: u32) {
         (a.run)();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU32;
+
+    static RAN: AtomicU32 = AtomicU32::new(0);
+
+    #[test]
+    fn registered_actions_run_after_their_functions_only() {
+        let mut a = EndActions::new();
+        a.on_success(3, || {
+            RAN.fetch_add(1, Ordering::Relaxed);
+        });
+        a.always(5, || {
+            RAN.fetch_add(10, Ordering::Relaxed);
+        });
+        install(a);
+        after_call(3, 1); // failed: not run
+        after_call(3, 0);
+        after_call(5, 7);
+        after_call(4, 0);
+        after_call(u32::MAX, 0);
+        assert_eq!(RAN.load(Ordering::Relaxed), 11);
+    }
+}

@@ -170,3 +170,34 @@ impl Process {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn process() -> Process {
+        Process {
+            pid: 1,
+            forked_from: None,
+            generation: 1,
+            rings: Mutex::new(Vec::new()),
+            start: Once::new(),
+            started: AtomicBool::new(false),
+            sink: Mutex::new(None),
+            worker: OnceLock::new(),
+            stop: AtomicBool::new(false),
+        }
+    }
+
+    #[test]
+    fn the_consumer_waits_a_bounded_time_for_the_buffers() {
+        let p = process();
+        // No writer yet: nothing to run `f` on.
+        assert_eq!(p.with_consumer(Duration::from_millis(1), |_| 1), None);
+        let held = p.sink.lock().unwrap();
+        let t0 = std::time::Instant::now();
+        assert_eq!(p.with_consumer(Duration::from_millis(20), |_| 1), None);
+        assert!(t0.elapsed() >= Duration::from_millis(20));
+        drop(held);
+    }
+}
