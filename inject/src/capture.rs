@@ -7,7 +7,7 @@
 //! GPU records are kept only when linked to a recorded call ([`drop_unlinked`]); kernels can
 //! further be chosen by name, skip and count ([`KernelFilter`], in the worker).
 
-use crate::lifecycle;
+use crate::state;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 
@@ -35,8 +35,9 @@ fn open(bit: u8) {
 }
 
 /// Sets the gates from the configuration and starts the window's timer. Once, at start-up.
-pub fn configure() {
-    let c = &lifecycle::config().capture;
+/// Returns the notices to write (configuration errors, what is gated).
+pub fn configure() -> Vec<String> {
+    let c = &state::config().capture;
     let mut gate = 0;
     if c.delay_ns > 0 {
         gate |= WINDOW;
@@ -61,12 +62,11 @@ pub fn configure() {
     if c.delay_ns > 0 || c.duration_ns.is_some() {
         spawn_timer(c.delay_ns, c.duration_ns);
     }
-    for e in &c.errors {
-        crate::cupti::notice(format!("capture: {e}"));
-    }
+    let mut notices: Vec<String> = c.errors.iter().map(|e| format!("capture: {e}")).collect();
     if let Some(what) = describe(c) {
-        crate::cupti::notice(format!("capture: {what}"));
+        notices.push(format!("capture: {what}"));
     }
+    notices
 }
 
 /// What the configuration gates and filters, in words; `None` for everything recorded.
@@ -139,7 +139,7 @@ pub fn final_notices() -> Vec<String> {
 
 /// Opens the window after `delay`, closes it for good `duration` later.
 fn spawn_timer(delay: u64, duration: Option<u64>) {
-    let spawned = crate::worker::spawn_quiet("rtrace-capture", 64 << 10, move || {
+    let spawned = crate::thread::spawn_quiet("rtrace-capture", 64 << 10, move || {
         std::thread::sleep(std::time::Duration::from_nanos(delay));
         open(WINDOW);
         if let Some(d) = duration {
@@ -159,7 +159,7 @@ fn spawn_timer(delay: u64, duration: Option<u64>) {
 #[cold]
 pub fn paused_call(function: u32) -> bool {
     use crate::generated::id;
-    if function == id::cuProfilerStart && lifecycle::config().capture.profiler_api {
+    if function == id::cuProfilerStart && state::config().capture.profiler_api {
         open(RANGE);
         return recording();
     }
@@ -169,7 +169,7 @@ pub fn paused_call(function: u32) -> bool {
 /// After a recorded call: `cuProfilerStop` closes a `cudaProfilerApi` range.
 #[cold]
 pub fn after_stop() {
-    if lifecycle::config().capture.profiler_api {
+    if state::config().capture.profiler_api {
         close(RANGE);
     }
 }
@@ -177,7 +177,7 @@ pub fn after_stop() {
 /// Whether a GPU record with these flags is left out: something gates recording and the
 /// record is not linked to a recorded call.
 pub fn drop_unlinked(flags: u32) -> bool {
-    flags & rtrace_format::FLAG_CORRELATED == 0 && lifecycle::config().capture.gates()
+    flags & rtrace_format::FLAG_CORRELATED == 0 && state::config().capture.gates()
 }
 
 // ---- NVTX capture and exclude ranges -----------------------------------------------------
@@ -204,14 +204,14 @@ const UNRESOLVED: Rule = Rule {
 static RULE: [Rule; RULES] = [UNRESOLVED; RULES];
 
 fn rules() -> (usize, usize) {
-    let c = &lifecycle::config().capture;
+    let c = &state::config().capture;
     let include = c.nvtx_include.len().min(RULES);
     (include, (include + c.nvtx_exclude.len()).min(RULES))
 }
 
 /// A text got NVTX string id `id`: resolves the rules that name it.
 pub fn text_interned(id: u32, text: &str) {
-    let c = &lifecycle::config().capture;
+    let c = &state::config().capture;
     // The rules' texts are the configuration's, in RULE's order.
     for (i, (name, domain)) in c
         .nvtx_include
@@ -341,7 +341,7 @@ impl KernelFilter {
     /// The filter the configuration asks for; `None` keeps every kernel. An invalid regular
     /// expression is said in `error` and keeps every kernel.
     pub fn from_config(error: &mut Option<String>) -> Option<KernelFilter> {
-        let c = &lifecycle::config().capture;
+        let c = &state::config().capture;
         if c.kernel_regex.is_none() && c.kernel_skip == 0 && c.kernel_count.is_none() {
             return None;
         }

@@ -6,6 +6,7 @@
 //! (ticks, ns) read back to back at every drain, interpolated piecewise linearly, so the
 //! conversion is exact at each pair and follows the kernel's own clock adjustments.
 
+use crate::sys::{clock_ns as read, rdtsc};
 use rtrace_format::ClockAnchor;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,29 +14,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Whether [`ticks`] reads the TSC (decided once, at start-up).
 static USE_TSC: AtomicBool = AtomicBool::new(false);
 
-#[inline(always)]
-fn read(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out-pointer; clock_gettime cannot fail for these clocks.
-    unsafe {
-        libc::clock_gettime(clock, &mut ts);
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// Now on the trace clock, in ns.
 #[inline(always)]
 pub fn now_ns() -> u64 {
     read(libc::CLOCK_MONOTONIC)
-}
-
-#[inline(always)]
-fn rdtsc() -> u64 {
-    // SAFETY: rdtsc has no preconditions on x86-64.
-    unsafe { core::arch::x86_64::_rdtsc() }
 }
 
 /// A raw timestamp for a record: TSC ticks or ns (see [`Calibration::to_ns`]).

@@ -2,8 +2,8 @@
 //! attributes ([`rtrace_format::DEVICE_ATTRIBUTES`]) that the collector needs for
 //! theoretical occupancy and a profiler-style device description.
 //!
-//! Read through the real driver entry points ([`crate::hook::real`]) inside
-//! [`crate::hook::internal`], so none of these calls is recorded. Needs an
+//! Read through the real driver entry points ([`crate::driver::real`]) inside
+//! [`crate::thread::internal`], so none of these calls is recorded. Needs an
 //! initialised driver (`cuInit` done): before that, or without a driver, there
 //! are no devices.
 //!
@@ -17,7 +17,7 @@
 //! `COMPUTE_MODE` (0 is the default mode anyway).
 
 use crate::generated::id;
-use crate::hook;
+use crate::{driver, thread};
 use rtrace_format::{DeviceInfo, DEVICE_ATTRIBUTES};
 use std::ffi::{c_char, c_int, c_void, CStr};
 
@@ -46,7 +46,7 @@ struct Driver {
 impl Driver {
     fn load() -> Option<Driver> {
         let real = |f: u32| {
-            let p = hook::real(f);
+            let p = driver::real(f);
             (!p.is_null()).then_some(p)
         };
         let (count, get, name, total_mem, attribute) = (
@@ -118,8 +118,8 @@ impl Driver {
 /// memory query leaves `""` or 0. Nothing here is recorded in the trace.
 // Called by the GPU activity code when it starts (one DeviceInfo chunk per device).
 pub fn device_infos() -> Vec<DeviceInfo> {
-    hook::internal(|| {
-        hook::with_errno_saved(|| {
+    thread::internal(|| {
+        thread::with_errno_saved(|| {
             let Some(driver) = Driver::load() else {
                 return Vec::new();
             };
@@ -192,7 +192,7 @@ mod tests {
         assert!(device_infos().is_empty(), "devices before cuInit");
         // SAFETY: the real cuInit(unsigned int), as declared in cuda.h.
         let init = unsafe {
-            std::mem::transmute::<*mut c_void, unsafe extern "C" fn(u32) -> u32>(hook::real(
+            std::mem::transmute::<*mut c_void, unsafe extern "C" fn(u32) -> u32>(driver::real(
                 id::cuInit,
             ))
         };

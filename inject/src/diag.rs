@@ -33,10 +33,7 @@ pub fn log(parts: &[&str]) {
         push(p.as_bytes());
     }
     push(b"\n");
-    // SAFETY: writing an initialised buffer to fd 2; failures are ignored on purpose.
-    unsafe {
-        libc::write(2, buf.as_ptr().cast(), n);
-    }
+    crate::sys::write_stderr(&buf[..n]);
 }
 
 /// Formats `v` in decimal into `out` without allocating.

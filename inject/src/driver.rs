@@ -1,12 +1,56 @@
 //! The real driver: its handle, its functions by id, and the reverse map from a
 //! real function's address to the id of the wrapper that stands for it.
 
-use crate::hook::internal;
-use crate::{generated, interpose, lifecycle};
-use std::ffi::{c_void, CString};
+use crate::generated::id::{FUNCTION_COUNT, FUNCTION_NAMES};
+use crate::state;
+use crate::thread::{internal, with_errno_saved};
+use std::ffi::{c_char, c_void, CString};
 use std::os::unix::ffi::OsStrExt;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::OnceLock;
+
+/// libc's `dlsym`, resolved on first use.
+pub(crate) static REAL_DLSYM: AtomicUsize = AtomicUsize::new(0);
+
+type DlsymFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut c_void;
+
+extern "C" {
+    fn dlvsym(handle: *mut c_void, symbol: *const c_char, version: *const c_char) -> *mut c_void;
+}
+
+unsafe extern "C" fn dlsym_unavailable(_: *mut c_void, _: *const c_char) -> *mut c_void {
+    std::ptr::null_mut()
+}
+
+/// Finds libc's `dlsym` (the next definition after this library).
+pub(crate) extern "C" fn rtrace_resolve_dlsym() -> usize {
+    let cur = REAL_DLSYM.load(Ordering::Acquire);
+    if cur != 0 {
+        return cur;
+    }
+    let mut p = std::ptr::null_mut();
+    for v in [c"GLIBC_2.34", c"GLIBC_2.2.5"] {
+        // SAFETY: dlvsym with valid C strings.
+        p = unsafe { dlvsym(libc::RTLD_NEXT, c"dlsym".as_ptr(), v.as_ptr()) };
+        if !p.is_null() {
+            break;
+        }
+    }
+    let f = if p.is_null() {
+        dlsym_unavailable as *const () as usize
+    } else {
+        p as usize
+    };
+    REAL_DLSYM.store(f, Ordering::Release);
+    f
+}
+
+/// Calls libc's `dlsym` (the pointers are only passed on).
+pub(crate) fn real_dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void {
+    let f = rtrace_resolve_dlsym();
+    // SAFETY: `f` is libc's dlsym (or a stub returning null).
+    unsafe { std::mem::transmute::<usize, DlsymFn>(f)(handle, symbol) }
+}
 
 static HANDLE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 
@@ -16,7 +60,7 @@ pub fn handle(load: bool) -> *mut c_void {
     if !h.is_null() {
         return h;
     }
-    let Ok(name) = CString::new(lifecycle::config().cuda_library.as_bytes()) else {
+    let Ok(name) = CString::new(state::config().cuda_library.as_bytes()) else {
         return std::ptr::null_mut();
     };
     let mut flags = libc::RTLD_LAZY | libc::RTLD_LOCAL | libc::RTLD_NOLOAD;
@@ -33,18 +77,45 @@ pub fn handle(load: bool) -> *mut c_void {
     h
 }
 
+/// Real driver functions, by function id; null until resolved.
+static REAL: [AtomicPtr<c_void>; FUNCTION_COUNT] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; FUNCTION_COUNT];
+
+/// The real driver function `id`, resolved from the driver on first use;
+/// null when the driver does not export it.
+#[inline(always)]
+pub fn real(id: u32) -> *mut c_void {
+    let Some(slot) = REAL.get(id as usize) else {
+        return std::ptr::null_mut();
+    };
+    let p = slot.load(Ordering::Acquire);
+    if !p.is_null() {
+        return p;
+    }
+    resolve_real(id)
+}
+
+#[cold]
+fn resolve_real(id: u32) -> *mut c_void {
+    let p = with_errno_saved(|| lookup(id)).unwrap_or(std::ptr::null_mut());
+    if !p.is_null() {
+        REAL[id as usize].store(p, Ordering::Release);
+    }
+    p
+}
+
 /// The function a wrapper calls for `id`: the next definition of its name after
 /// librtrace.so in the global scope (the driver, or another interposer preloaded after us,
 /// so that stacked tools keep working), else the driver's own (a driver opened with
 /// `RTLD_LOCAL` is not in the global scope). Null if neither has it.
 pub fn lookup(id: u32) -> *mut c_void {
-    let Some(name) = generated::FUNCTION_NAMES.get(id as usize) else {
+    let Some(name) = FUNCTION_NAMES.get(id as usize) else {
         return std::ptr::null_mut();
     };
     let Ok(c) = CString::new(*name) else {
         return std::ptr::null_mut();
     };
-    let next = internal(|| interpose::real_dlsym(libc::RTLD_NEXT, c.as_ptr()));
+    let next = internal(|| real_dlsym(libc::RTLD_NEXT, c.as_ptr()));
     if !next.is_null() {
         return next;
     }
@@ -52,8 +123,8 @@ pub fn lookup(id: u32) -> *mut c_void {
 }
 
 /// The driver library's own export `id` (null if absent or the driver is not loaded).
-fn driver_export(id: u32) -> *mut c_void {
-    match generated::FUNCTION_NAMES.get(id as usize) {
+pub fn driver_export(id: u32) -> *mut c_void {
+    match FUNCTION_NAMES.get(id as usize) {
         Some(name) => lookup_name(name, false),
         None => std::ptr::null_mut(),
     }
@@ -67,7 +138,7 @@ fn lookup_name(name: &str, load: bool) -> *mut c_void {
     let Ok(c) = CString::new(name) else {
         return std::ptr::null_mut();
     };
-    internal(|| interpose::real_dlsym(h, c.as_ptr()))
+    internal(|| real_dlsym(h, c.as_ptr()))
 }
 
 /// Driver export address → wrapper id, for every export the driver has; built
@@ -75,7 +146,7 @@ fn lookup_name(name: &str, load: bool) -> *mut c_void {
 fn address_map() -> &'static [(usize, u32)] {
     static MAP: OnceLock<Box<[(usize, u32)]>> = OnceLock::new();
     MAP.get_or_init(|| {
-        let mut v: Vec<(usize, u32)> = (0..generated::FUNCTION_COUNT as u32)
+        let mut v: Vec<(usize, u32)> = (0..FUNCTION_COUNT as u32)
             .filter_map(|id| {
                 let p = driver_export(id);
                 (!p.is_null()).then_some((p as usize, id))
@@ -110,17 +181,4 @@ pub fn is_own_address(p: *mut c_void) -> bool {
     };
     let own = base_of(is_own_address as *const c_void);
     !own.is_null() && base_of(p) == own
-}
-
-/// If `p` is the driver's export `name`, returns the wrapper to hand out instead.
-pub fn wrapper_for_export(name: &[u8], p: *mut c_void) -> Option<*mut c_void> {
-    let id = generated::function_id(name)?;
-    let wrapper = generated::wrapper_address(id as usize);
-    if p == wrapper {
-        return None;
-    }
-    if driver_export(id) != p {
-        return None;
-    }
-    Some(wrapper)
 }

@@ -176,11 +176,7 @@ extern "C" fn rtrace_generic_exit(rax: u64, entry_sp: usize) -> usize {
 #[cold]
 fn lost_return_address() -> ! {
     const MSG: &[u8] = b"rtrace: generic trampoline: return address lost, aborting\n";
-    // SAFETY: writes a static buffer to fd 2, then ends the process; neither allocates.
-    unsafe {
-        libc::write(2, MSG.as_ptr().cast(), MSG.len());
-        libc::abort()
-    }
+    crate::sys::die(MSG)
 }
 
 /// The shared body of every stub in `generated/generic_stubs.rs`: entered by `jmp` with the
@@ -310,7 +306,7 @@ mod tests {
         pub type Token = u32;
 
         pub fn real(id: u32) -> *mut c_void {
-            let name = generated::FUNCTION_NAMES[id as usize];
+            let name = generated::id::FUNCTION_NAMES[id as usize];
             let i = OPAQUE.iter().position(|&n| n == name).unwrap();
             TARGETS.with(|t| t[i].get()) as *mut c_void
         }
@@ -326,7 +322,7 @@ mod tests {
 
     /// The stub of `name` with `target` as its real function (null: the driver lacks it).
     fn stub(name: &str, target: *const ()) -> (*const (), u32) {
-        let id = generated::function_id(name.as_bytes()).unwrap();
+        let id = generated::id::function_id(name.as_bytes()).unwrap();
         let i = OPAQUE.iter().position(|&n| n == name).unwrap();
         TARGETS.with(|t| t[i].set(target as usize));
         (generated::wrapper_address(id as usize) as *const (), id)

@@ -6,18 +6,14 @@
 //! binary must keep libc's own.
 #![cfg_attr(test, allow(dead_code))]
 
-use crate::{driver, hook, lifecycle};
+use crate::session::{self, Ending};
+use crate::state::{self, State};
+use crate::{driver, generated, nvtx, thread};
 use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
-
-/// libc's `dlsym`, resolved on first use.
-static REAL_DLSYM: AtomicUsize = AtomicUsize::new(0);
-
-type DlsymFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut c_void;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 extern "C" {
-    fn dlvsym(handle: *mut c_void, symbol: *const c_char, version: *const c_char) -> *mut c_void;
     fn __register_atfork(
         prepare: Option<unsafe extern "C" fn()>,
         parent: Option<unsafe extern "C" fn()>,
@@ -26,62 +22,38 @@ extern "C" {
     ) -> c_int;
 }
 
-unsafe extern "C" fn dlsym_unavailable(_: *mut c_void, _: *const c_char) -> *mut c_void {
-    std::ptr::null_mut()
-}
-
-/// Finds libc's `dlsym` (the next definition after this library).
-extern "C" fn rtrace_resolve_dlsym() -> usize {
-    let cur = REAL_DLSYM.load(Ordering::Acquire);
-    if cur != 0 {
-        return cur;
-    }
-    let mut p = std::ptr::null_mut();
-    for v in [c"GLIBC_2.34", c"GLIBC_2.2.5"] {
-        // SAFETY: dlvsym with valid C strings.
-        p = unsafe { dlvsym(libc::RTLD_NEXT, c"dlsym".as_ptr(), v.as_ptr()) };
-        if !p.is_null() {
-            break;
-        }
-    }
-    let f = if p.is_null() {
-        dlsym_unavailable as *const () as usize
-    } else {
-        p as usize
-    };
-    REAL_DLSYM.store(f, Ordering::Release);
-    f
-}
-
-/// Calls libc's `dlsym` (the pointers are only passed on).
-pub(crate) fn real_dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void {
-    let f = rtrace_resolve_dlsym();
-    // SAFETY: `f` is libc's dlsym (or a stub returning null).
-    unsafe { std::mem::transmute::<usize, DlsymFn>(f)(handle, symbol) }
-}
-
 /// `dlsym` for every handle except `RTLD_NEXT`: a driver function found in the
 /// driver library is swapped for its wrapper. `RTLD_NEXT` lookups never get here:
 /// the entry stub jumps straight to libc so that the caller's position is kept.
 extern "C" fn dlsym_hook(handle: *mut c_void, symbol: *const c_char) -> *mut c_void {
-    let p = real_dlsym(handle, symbol);
+    let p = driver::real_dlsym(handle, symbol);
     if p.is_null() || symbol.is_null() {
         return p;
     }
     // SAFETY: the caller's NUL-terminated name.
     let name = unsafe { CStr::from_ptr(symbol) }.to_bytes();
     if !name.starts_with(b"cu")
-        || hook::in_rtrace()
-        || matches!(
-            lifecycle::state(),
-            lifecycle::State::Disabled | lifecycle::State::Finished
-        )
+        || thread::in_rtrace()
+        || matches!(state::state(), State::Disabled | State::Finished)
     {
         return p;
     }
-    hook::with_errno_saved(|| hook::internal(|| driver::wrapper_for_export(name, p)))
+    thread::with_errno_saved(|| thread::internal(|| wrapper_for_export(name, p)))
         .flatten()
         .unwrap_or(p)
+}
+
+/// If `p` is the driver's export `name`, returns the wrapper to hand out instead.
+fn wrapper_for_export(name: &[u8], p: *mut c_void) -> Option<*mut c_void> {
+    let id = generated::id::function_id(name)?;
+    let wrapper = generated::wrapper_address(id as usize);
+    if p == wrapper {
+        return None;
+    }
+    if driver::driver_export(id) != p {
+        return None;
+    }
+    Some(wrapper)
 }
 
 /// The exported `dlsym`: a tail-jumping stub, so libc sees the original return
@@ -110,26 +82,21 @@ pub unsafe extern "C" fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *m
         "jmp {hook}",
         "3:",
         "jmp rax",
-        real = sym REAL_DLSYM,
-        resolve = sym rtrace_resolve_dlsym,
+        real = sym crate::driver::REAL_DLSYM,
+        resolve = sym crate::driver::rtrace_resolve_dlsym,
         hook = sym dlsym_hook,
     )
 }
 
 fn exit_now(status: c_int) -> ! {
-    // SAFETY: exit_group ends the process; it does not return.
-    unsafe {
-        libc::syscall(libc::SYS_exit_group, status);
-    }
-    #[allow(clippy::empty_loop)]
-    loop {}
+    crate::sys::exit_group(status)
 }
 
 /// `_exit`: flush the trace, then end the process as libc would.
 #[cfg(not(test))]
 #[no_mangle]
 pub extern "C" fn _exit(status: c_int) -> ! {
-    lifecycle::finish("_exit");
+    session::drain_and_finish(Ending::Exit("_exit"));
     exit_now(status)
 }
 
@@ -137,7 +104,7 @@ pub extern "C" fn _exit(status: c_int) -> ! {
 #[cfg(not(test))]
 #[no_mangle]
 pub extern "C" fn _Exit(status: c_int) -> ! {
-    lifecycle::finish("_exit");
+    session::drain_and_finish(Ending::Exit("_exit"));
     exit_now(status)
 }
 
@@ -163,10 +130,10 @@ type SigactionFn =
 fn real_sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int {
     let mut p = REAL_SIGACTION.load(Ordering::Acquire);
     if p.is_null() {
-        p = real_dlsym(libc::RTLD_NEXT, c"sigaction".as_ptr());
+        p = driver::real_dlsym(libc::RTLD_NEXT, c"sigaction".as_ptr());
         if p.is_null() {
-            // SAFETY: sets errno like a failed sigaction would.
-            unsafe { *libc::__errno_location() = libc::ENOSYS };
+            // As a failed sigaction would.
+            crate::sys::set_errno(libc::ENOSYS);
             return -1;
         }
         REAL_SIGACTION.store(p, Ordering::Release);
@@ -215,30 +182,24 @@ fn install_ours(sig: c_int, i: usize) -> bool {
 }
 
 extern "C" fn on_fatal_signal(sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_void) {
-    // SAFETY: errno of this thread.
-    let errno = unsafe { *libc::__errno_location() };
+    let errno = crate::sys::errno();
     let mut reason = *b"signal   ";
     let mut digits = [0u8; 20];
     let d = crate::diag::format_u64(sig as u64, &mut digits);
     reason[7..7 + d.len().min(2)].copy_from_slice(&d[..d.len().min(2)]);
     let text = std::str::from_utf8(&reason[..7 + d.len().min(2)]).unwrap_or("signal");
-    let _ = std::panic::catch_unwind(|| lifecycle::finish(text));
+    let _ = std::panic::catch_unwind(|| session::drain_and_finish(Ending::Signal(text)));
     // The program's disposition is the default one: apply it.
     if let Some(i) = slot(sig) {
         OURS[i].store(false, Ordering::Release);
     }
-    // SAFETY: restoring SIG_DFL, unblocking and re-raising `sig`: the default action ends the process.
-    unsafe {
-        let mut dfl: libc::sigaction = std::mem::zeroed();
-        dfl.sa_sigaction = libc::SIG_DFL;
-        real_sigaction(sig, &dfl, std::ptr::null_mut());
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, sig);
-        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
-        libc::raise(sig);
-        *libc::__errno_location() = errno;
-    }
+    // Restoring SIG_DFL, unblocking and re-raising `sig`: the default action ends the process.
+    // SAFETY: a zeroed sigaction is valid; SIG_DFL is set below.
+    let mut dfl: libc::sigaction = unsafe { std::mem::zeroed() };
+    dfl.sa_sigaction = libc::SIG_DFL;
+    real_sigaction(sig, &dfl, std::ptr::null_mut());
+    crate::sys::unblock_and_raise(sig);
+    crate::sys::set_errno(errno);
 }
 
 /// The `sigaction` the program sees: for SIGINT and SIGTERM, while the program's
@@ -273,7 +234,7 @@ fn sigaction_impl(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigac
         rc
     } else {
         let rc = real_sigaction(sig, act, old);
-        if rc == 0 && !act.is_null() && lifecycle::state() == lifecycle::State::Running {
+        if rc == 0 && !act.is_null() && state::state() == State::Running {
             // SAFETY: the caller's sigaction.
             let new = unsafe { *act };
             if is_default(&new) && install_ours(sig, i) {
@@ -330,7 +291,7 @@ pub unsafe extern "C" fn bsd_signal(sig: c_int, handler: libc::sighandler_t) -> 
 }
 
 unsafe extern "C" fn fork_child() {
-    lifecycle::after_fork_in_child();
+    session::after_fork_in_child();
 }
 
 /// Arms the fatal-signal handlers and the fork handler (once, at start-up).
@@ -358,14 +319,41 @@ pub fn arm_process_hooks() {
 
 // ---- ELF constructor and destructor -------------------------------------------
 
+/// Starts the session and, with tracing running, arms the process hooks (fatal signals, fork).
+/// A session started earlier (by a driver or NVTX call from another library's constructor)
+/// gets its hooks here, still before `main`.
 extern "C" fn on_load() {
-    let _ = std::panic::catch_unwind(lifecycle::init);
+    let _ = std::panic::catch_unwind(|| {
+        session::start();
+        if state::state() == State::Running {
+            arm_process_hooks();
+        }
+    });
+}
+
+/// NVTX's entry point for a tool: starts the session if need be and, with tracing running and
+/// NVTX on (`RTRACE_NVTX`), fills the calling image's callback tables ([`nvtx::attach`]).
+/// Returns 1 (attached) or 0, in which case NVTX turns that image's calls into no-ops.
+///
+/// # Safety
+/// Called by NVTX with its `getExportTable` function.
+#[no_mangle]
+pub unsafe extern "C" fn InitializeInjectionNvtx2(get: Option<nvtx::GetExportTable>) -> i32 {
+    let on = thread::with_errno_saved(|| {
+        session::start();
+        state::state() == State::Running && state::config().nvtx
+    });
+    if on != Some(true) {
+        return 0;
+    }
+    // SAFETY: NVTX's own `getExportTable`, passed on.
+    unsafe { nvtx::attach(get) }
 }
 
 /// Runs in `_dl_fini`, after the program's atexit handlers (libcudart's
 /// teardown included), so its calls are in the trace.
 extern "C" fn on_unload() {
-    let _ = std::panic::catch_unwind(|| lifecycle::finish("exit"));
+    let _ = std::panic::catch_unwind(|| session::drain_and_finish(Ending::Exit("exit")));
 }
 
 #[cfg(not(test))]

@@ -2,33 +2,57 @@
 //! preloaded into (`LD_PRELOAD=librtrace.so ./app`) and writes them to a
 //! `trace.bin` file (see the `rtrace-format` crate).
 //!
-//! Architecture (shims → guard → real function → record → core):
-//! - [`generated`]: one exported wrapper per driver entry point, generated from
-//!   `cuda.h` by `tools/gen-wrappers/gen.py`. Each calls [`hook::begin`], the real
-//!   function ([`hook::real`]) and [`hook::end`].
-//! - [`procaddr`] and [`interpose`]: the routes by which programs reach the driver
-//!   other than direct binding (`cuGetProcAddress*`, `dlsym`), and the process
-//!   lifecycle hooks (`_exit`, fatal signals, fork).
-//! - [`hook`]: the hot path: a per-thread reentrancy guard and lock-free ring.
-//! - [`worker`]: the named, never-traced thread that drains rings into the file.
-//! - [`lifecycle`]: one atomic state, start-up, and the bounded final flush.
+//! Layers, top-down; a module imports only modules below it (two exceptions, at the end):
+//! - Shims (FFI, no policy): [`generated`] (one exported wrapper per driver entry point,
+//!   generated from `cuda.h` by `tools/gen-wrappers/gen.py`; each calls [`hook::begin`], the
+//!   real function and [`hook::end`]), [`generic`] (the assembly trampoline for the exports no
+//!   header declares), [`procaddr`] (`cuGetProcAddress*`) and [`interpose`] (`dlsym`, `_exit`,
+//!   fatal signals, fork, NVTX's entry point, the ELF constructor and destructor).
+//! - [`hook`]: the hot path: begin → real call → end; the token that ends a call once.
+//! - [`session`]: start-up, the worker's loop, the one drain-and-finish sequence (exit,
+//!   `_exit`, fatal signals, CUPTI going away) and the fork path.
+//! - Sources and policies the session asks: [`nvtx`] (the injection tables), [`cupti`] (GPU
+//!   activity, PC sampling), [`capture`] (capture ranges, kernel filters; the hot path and
+//!   CUPTI's records read it too), [`devices`].
+//! - [`drain`]: the drain pass from the rings to the writer. [`actions`]: what the hot path
+//!   runs after particular functions, a table the session fills at start-up.
+//! - [`driver`]: the real driver: libc's `dlsym`, the driver's handle, its functions by id.
+//! - [`thread`]: each thread's state (reentrancy flag, ring, correlation ids), `internal`, and
+//!   rtrace's own threads (`spawn_quiet`: named, every signal blocked, never traced).
+//! - [`process`]: one process's rings, writer and worker; replaced in a forked child.
+//! - Mechanisms with no knowledge of CUDA: [`output`] (the trace file's writer), [`ring`] (the
+//!   per-thread lock-free ring of [`ring::Entry`]), [`clock`].
+//! - [`state`]: the atomic lifecycle state and the configuration ([`config`]), read once.
+//! - [`diag`]: diagnostics through raw `write(2)`.
+//! - [`sys`]: the system calls. `unsafe` lives in the shims, `driver`, `devices`, `cupti`,
+//!   `nvtx`, `sys` and `ring` (its module doc says why), plus one block in `hook`.
+//! - The `rtrace-format` crate: records, chunks, codecs: the contract with the collector.
+//!
+//! The exceptions: `output` and `drain` name `cupti::GpuBatch` and `cupti::Links` (the writer
+//! carries CUPTI's batch and link table until they move into CUPTI's state as one value), and
+//! the wrapper table in `generated` names `procaddr`'s hand-written `cuGetProcAddress`, which
+//! hands out the table's entries.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod actions;
 mod capture;
 mod clock;
 mod config;
 mod cupti;
 mod devices;
 mod diag;
+mod drain;
 mod driver;
-
 mod generated;
 mod generic;
 mod hook;
 mod interpose;
-mod lifecycle;
 mod nvtx;
 mod output;
 mod procaddr;
+mod process;
 mod ring;
-mod worker;
+mod session;
+mod state;
+mod sys;
+mod thread;

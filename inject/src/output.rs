@@ -1,13 +1,14 @@
 //! The trace file: its path, its header and the buffered writer the consumer uses.
 
-use crate::lifecycle::{self, Process};
+use crate::generated::id::FUNCTION_NAMES;
 use crate::ring::Ring;
-use crate::{clock, generated};
+use crate::state::{self, UNWRAPPED_LOOKUPS};
+use crate::{clock, sys};
 use rtrace_format::{
     encode_file_header, encode_function_names, encode_value_into, expand_output, hostname,
     ChunkHeader, ChunkKind, ProcessEndRef, ProcessHeader, ThreadInfoRef,
 };
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::OsString;
 use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::sync::atomic::Ordering;
@@ -26,43 +27,6 @@ fn command_line() -> Vec<String> {
         .filter(|s| !s.is_empty())
         .map(|s| String::from_utf8_lossy(s).into_owned())
         .collect()
-}
-
-/// Opens `path` for writing without following a symlink, mode 0600.
-pub fn open_trace(path: &OsStr) -> io::Result<i32> {
-    let c =
-        CString::new(path.as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // SAFETY: `c` is a valid NUL-terminated path.
-    let fd = unsafe {
-        libc::open(
-            c.as_ptr(),
-            libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            0o600 as libc::c_uint,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is open; an existing file keeps its mode otherwise.
-    unsafe { libc::fchmod(fd, 0o600) };
-    Ok(fd)
-}
-
-/// Writes all of `buf` to `fd`, retrying on EINTR and short writes.
-pub fn write_all(fd: i32, mut buf: &[u8]) -> io::Result<()> {
-    while !buf.is_empty() {
-        // SAFETY: writing from a valid slice.
-        let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        buf = &buf[n as usize..];
-    }
-    Ok(())
 }
 
 /// The consumer's side of the trace file: the descriptor and reusable buffers.
@@ -92,22 +56,18 @@ pub struct Sink {
 const FLUSH_AT: usize = 1 << 20;
 
 impl Sink {
-    /// Creates the trace file of `process` and writes its header and function table.
-    pub fn create(process: &Process) -> Result<Sink, String> {
-        let cfg = lifecycle::config();
+    /// Creates the trace file of process `pid` (forked from `forked_from`) and writes its
+    /// header and function table.
+    pub fn create(pid: u32, forked_from: Option<u32>) -> Result<Sink, String> {
+        let cfg = state::config();
         let host = hostname();
-        let path = OsString::from_vec(expand_output(
-            cfg.output.as_bytes(),
-            process.pid,
-            host.as_bytes(),
-        ));
-        let fd = open_trace(&path)
+        let path = OsString::from_vec(expand_output(cfg.output.as_bytes(), pid, host.as_bytes()));
+        let fd = sys::create_private(&path)
             .map_err(|e| format!("cannot create {}: {e}", path.to_string_lossy()))?;
         let header = ProcessHeader {
-            pid: process.pid,
-            // SAFETY: getppid has no preconditions.
-            ppid: unsafe { libc::getppid() } as u32,
-            forked_from: process.forked_from,
+            pid,
+            ppid: sys::getppid(),
+            forked_from,
             command_line: command_line(),
             executable: std::fs::read_link("/proc/self/exe")
                 .map(|p| p.to_string_lossy().into_owned())
@@ -134,7 +94,7 @@ impl Sink {
         };
         sink.pending.extend_from_slice(&encode_file_header(&header));
         let names = encode_function_names(
-            generated::FUNCTION_NAMES
+            FUNCTION_NAMES
                 .iter()
                 .enumerate()
                 .map(|(i, n)| (i as u32, *n)),
@@ -189,7 +149,7 @@ impl Sink {
             self.pending.clear();
             return Err(io::Error::other("an earlier write failed"));
         }
-        let r = write_all(self.fd, &self.pending);
+        let r = sys::write_all(self.fd, &self.pending);
         self.pending.clear();
         if r.is_err() {
             self.broken = true;
@@ -204,7 +164,7 @@ impl Sink {
             reason,
             records: self.records,
             dropped: self.dropped,
-            unwrapped_lookups: lifecycle::UNWRAPPED_LOOKUPS.load(Ordering::Relaxed),
+            unwrapped_lookups: UNWRAPPED_LOOKUPS.load(Ordering::Relaxed),
             threads: self.threads,
         };
         let mut buf = [0u8; 512];

@@ -4,8 +4,8 @@
 //! the wrapper of exactly the export it picked (matched by address), so the
 //! caller gets the ABI it asked for.
 
-use crate::lifecycle::{self, State, UNWRAPPED_LOOKUPS};
-use crate::{diag, driver, generated, hook};
+use crate::state::{self, State, UNWRAPPED_LOOKUPS};
+use crate::{diag, driver, generated, hook, thread};
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::Ordering;
 
@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 /// # Safety
 /// `pfn` must be the pointer the caller passed to cuGetProcAddress and `symbol` its name.
 unsafe fn substitute(symbol: *const c_char, pfn: *mut *mut c_void) {
-    if pfn.is_null() || matches!(lifecycle::state(), State::Disabled | State::Finished) {
+    if pfn.is_null() || matches!(state::state(), State::Disabled | State::Finished) {
         return;
     }
     // SAFETY: the driver just wrote a function pointer here.
@@ -23,7 +23,8 @@ unsafe fn substitute(symbol: *const c_char, pfn: *mut *mut c_void) {
     if p.is_null() || driver::is_own_address(p) {
         return;
     }
-    let found = hook::with_errno_saved(|| hook::internal(|| driver::id_of_address(p))).flatten();
+    let found =
+        thread::with_errno_saved(|| thread::internal(|| driver::id_of_address(p))).flatten();
     match found {
         Some(id) => {
             // SAFETY: as above; a wrapper has the same ABI as the function it wraps.

@@ -1,15 +1,26 @@
-//! A single-producer single-consumer ring of API records: one per traced thread.
+//! A single-producer single-consumer ring of [`Entry`]s: one per traced thread.
 //!
 //! The owning thread pushes with one atomic load and one store (it re-reads the
 //! consumer's `tail` only when its own copy says the ring is full); when the ring
 //! is full it counts the loss and returns (it never blocks). The consumer (the
 //! worker, or the thread doing the final flush under the consumer lock) copies
-//! records out and advances `tail`. The producer's and the consumer's positions
+//! entries out and advances `tail`. The producer's and the consumer's positions
 //! live on cache lines of their own, so a drain does not slow the next pushes.
+//! An entry is a call, a link or an NVTX event ([`Entry`]); how it is laid out in a
+//! slot is this module's business alone.
+//!
+//! Why `unsafe` here, outside the FFI and system-call modules: the slots are written by
+//! one thread and read by another without a lock (`UnsafeCell` slots, published by the
+//! release/acquire pair on `head` and `tail`); a safe ring would need a lock or an atomic
+//! per field, on the hot path. And [`RingRef`], a thread's handle on its ring, is a raw
+//! pointer holding one strong reference, so the hot path reaches the ring with one plain
+//! load: an `Arc` in a `Cell` cannot be borrowed, and a thread-local with a destructor costs
+//! a check on every access.
 
-use rtrace_format::ApiRecord;
+use rtrace_format::{ApiRecord, NvtxKind};
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// A value alone on its cache line(s) (128 bytes: adjacent-line prefetch pairs lines).
 #[repr(align(128))]
@@ -23,22 +34,123 @@ struct Producer {
     tail_seen: Cell<u64>,
 }
 
-/// `ApiRecord::function` of a link record: `correlation` is rtrace's id of the call in
-/// progress and `result` the GPU-activity source's (CUPTI's) id for it. Links travel in the
-/// thread's ring and never reach the file as API records.
-pub const LINK: u32 = u32::MAX;
+/// What a thread's ring carries, in order. Only the ring knows how an entry is laid out in
+/// its slots (one [`ApiRecord`] each, so a push stays one slot write).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Entry {
+    /// A recorded driver call; timestamps are raw ticks ([`crate::clock::ticks`]).
+    Call(ApiRecord),
+    /// The call in progress `call` (rtrace's correlation id) is `source` for the GPU-activity
+    /// source (CUPTI's correlation id). Links never reach the file as API records.
+    Link { call: u64, source: u32 },
+    /// An NVTX event (reaches the file in an NvtxEvents chunk).
+    Nvtx(NvtxEntry),
+    /// The colour and payload of the NVTX event just before.
+    NvtxAttributes {
+        color: u32,
+        color_type: u8,
+        payload: u64,
+        payload_type: u8,
+    },
+}
 
-/// `ApiRecord::function` of an NVTX event is `NVTX | kind` (`rtrace_format::NvtxKind`, below
-/// 0x100), or [`NVTX_ATTRIBUTES`] for the colour and payload of the event just before:
-/// `result` the message's string id (the colour), `start_ns` the time in ticks (the
-/// payload), `end_ns` the value (payload type << 8 | colour type), `correlation` domain << 32
-/// | category. NVTX events travel in the thread's ring and reach the file as NvtxEvents chunks.
-pub const NVTX: u32 = 0xFFFF_FE00;
-pub const NVTX_ATTRIBUTES: u32 = NVTX | 0xFF;
+/// An NVTX event as it travels in the ring.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct NvtxEntry {
+    pub kind: NvtxKind,
+    /// The message's string id.
+    pub message: u32,
+    /// When, in raw ticks (stamped by [`Entry::stamped`]).
+    pub time: u64,
+    pub value: u64,
+    pub domain: u32,
+    pub category: u32,
+}
 
-/// Whether `function` tags an NVTX event or its attributes.
-pub fn is_nvtx(function: u32) -> bool {
-    function & 0xFFFF_FF00 == NVTX
+/// The slot encoding: a slot's `function` tells the entry. Calls have the driver's function
+/// ids (far below these tags); a link is [`LINK`] (`correlation` the call, `result` the
+/// source's id); an NVTX event is `NVTX | kind` (kind below 0x100; `result` the message,
+/// `start_ns` the time, `end_ns` the value, `correlation` domain << 32 | category); its
+/// attributes are [`NVTX_ATTRIBUTES`] (`result` the colour, `start_ns` the payload, `end_ns`
+/// payload type << 8 | colour type).
+const LINK: u32 = u32::MAX;
+const NVTX: u32 = 0xFFFF_FE00;
+const NVTX_ATTRIBUTES: u32 = NVTX | 0xFF;
+
+impl Entry {
+    /// The entry with its time set to `ticks` (NVTX events; others unchanged).
+    #[inline(always)]
+    pub fn stamped(self, ticks: u64) -> Entry {
+        match self {
+            Entry::Nvtx(mut e) => {
+                e.time = ticks;
+                Entry::Nvtx(e)
+            }
+            other => other,
+        }
+    }
+
+    #[inline(always)]
+    fn encode(self) -> ApiRecord {
+        match self {
+            Entry::Call(rec) => rec,
+            Entry::Link { call, source } => ApiRecord {
+                function: LINK,
+                result: source,
+                start_ns: 0,
+                end_ns: 0,
+                correlation: call,
+            },
+            Entry::Nvtx(e) => ApiRecord {
+                function: NVTX | u32::from(e.kind.to_u16()),
+                result: e.message,
+                start_ns: e.time,
+                end_ns: e.value,
+                correlation: (u64::from(e.domain) << 32) | u64::from(e.category),
+            },
+            Entry::NvtxAttributes {
+                color,
+                color_type,
+                payload,
+                payload_type,
+            } => ApiRecord {
+                function: NVTX_ATTRIBUTES,
+                result: color,
+                start_ns: payload,
+                end_ns: (u64::from(payload_type) << 8) | u64::from(color_type),
+                correlation: 0,
+            },
+        }
+    }
+
+    #[inline(always)]
+    fn decode(rec: ApiRecord) -> Entry {
+        if rec.function == LINK {
+            return Entry::Link {
+                call: rec.correlation,
+                source: rec.result,
+            };
+        }
+        if rec.function == NVTX_ATTRIBUTES {
+            return Entry::NvtxAttributes {
+                color: rec.result,
+                color_type: rec.end_ns as u8,
+                payload: rec.start_ns,
+                payload_type: (rec.end_ns >> 8) as u8,
+            };
+        }
+        if rec.function & 0xFFFF_FF00 == NVTX {
+            return Entry::Nvtx(NvtxEntry {
+                kind: NvtxKind::from_u16((rec.function & 0xFF) as u16),
+                message: rec.result,
+                time: rec.start_ns,
+                value: rec.end_ns,
+                domain: (rec.correlation >> 32) as u32,
+                category: rec.correlation as u32,
+            });
+        }
+        Entry::Call(rec)
+    }
 }
 
 pub struct Ring {
@@ -98,10 +210,11 @@ impl Ring {
         self.slots.len()
     }
 
-    /// Appends `rec`; returns false (and counts a loss) when full.
+    /// Appends `entry`; returns false (and counts a loss) when full.
     /// Producer only.
     #[inline(always)]
-    pub fn push(&self, rec: ApiRecord) -> bool {
+    pub fn push(&self, entry: Entry) -> bool {
+        let rec = entry.encode();
         let p = &self.producer.0;
         let h = p.head.load(Ordering::Relaxed);
         if h.wrapping_sub(p.tail_seen.get()) > self.mask {
@@ -130,27 +243,15 @@ impl Ring {
         self.len() == 0
     }
 
-    /// Appends every waiting API record, encoded, to `out` and frees their slots; returns
-    /// how many it appended. Timestamps go through `to_ns` (raw ticks → ns). Link records
-    /// ([`LINK`]) are handed to `on_link` instead. Consumer only.
-    #[cfg(test)]
-    pub fn drain_into(
+    /// Appends every waiting call, encoded as an API record, to `out` and frees their slots;
+    /// returns how many it appended. Timestamps go through `to_ns` (raw ticks → ns). Every
+    /// other entry (links, NVTX events) is handed to `other` instead, in order, with raw
+    /// timestamps. Consumer only.
+    pub fn drain(
         &self,
         out: &mut Vec<u8>,
         to_ns: impl Fn(u64) -> u64,
-        on_link: impl FnMut(&ApiRecord),
-    ) -> usize {
-        self.drain_all(out, to_ns, on_link, |_| {})
-    }
-
-    /// [`Ring::drain_into`], handing NVTX events ([`NVTX`]) to `on_nvtx`, in order, with raw
-    /// timestamps.
-    pub fn drain_all(
-        &self,
-        out: &mut Vec<u8>,
-        to_ns: impl Fn(u64) -> u64,
-        mut on_link: impl FnMut(&ApiRecord),
-        mut on_nvtx: impl FnMut(&ApiRecord),
+        mut other: impl FnMut(Entry),
     ) -> usize {
         let h = self.producer.0.head.load(Ordering::Acquire);
         let t = self.tail.0.load(Ordering::Relaxed);
@@ -159,19 +260,16 @@ impl Ring {
         for i in 0..n {
             let slot = &self.slots[(t.wrapping_add(i) & self.mask) as usize];
             // SAFETY: slots t..h were published by the producer's release store of head.
-            let mut rec = unsafe { *slot.get() };
-            if rec.function == LINK {
-                on_link(&rec);
-                continue;
+            let rec = unsafe { *slot.get() };
+            match Entry::decode(rec) {
+                Entry::Call(mut rec) => {
+                    rec.start_ns = to_ns(rec.start_ns);
+                    rec.end_ns = to_ns(rec.end_ns);
+                    out.extend_from_slice(&rec.to_bytes());
+                    written += 1;
+                }
+                e => other(e),
             }
-            if is_nvtx(rec.function) {
-                on_nvtx(&rec);
-                continue;
-            }
-            rec.start_ns = to_ns(rec.start_ns);
-            rec.end_ns = to_ns(rec.end_ns);
-            out.extend_from_slice(&rec.to_bytes());
-            written += 1;
         }
         self.tail.0.store(h, Ordering::Release);
         written
@@ -188,6 +286,74 @@ impl Ring {
 
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
+    }
+}
+
+/// A thread's handle on its own ring, kept in its thread-local state: one strong reference to
+/// the ring (or none), behind a `Cell` so the hot path reads it with one plain load. No `Drop`:
+/// a thread-local with a destructor costs a check on every access; the thread's exit guard
+/// closes and releases it instead, and a forked child [`forget`](RingRef::forget)s it.
+pub struct RingRef(Cell<*const Ring>);
+
+impl RingRef {
+    pub const fn none() -> RingRef {
+        RingRef(Cell::new(std::ptr::null()))
+    }
+
+    /// Holds `ring`, releasing the ring held before, if any.
+    pub fn hold(&self, ring: Arc<Ring>) {
+        self.release_ptr(self.0.replace(Arc::into_raw(ring)));
+    }
+
+    fn release_ptr(&self, p: *const Ring) {
+        if !p.is_null() {
+            // SAFETY: `p` came from `Arc::into_raw` in `hold`, and its strong reference was
+            // released by no one else (each RingRef gives up its pointer when releasing it).
+            drop(unsafe { Arc::from_raw(p) });
+        }
+    }
+
+    pub fn is_some(&self) -> bool {
+        !self.0.get().is_null()
+    }
+
+    /// Whether both hold the same ring.
+    pub fn same(&self, other: &RingRef) -> bool {
+        self.0.get() == other.0.get()
+    }
+
+    /// Releases the ring held, if any.
+    pub fn release(&self) {
+        self.release_ptr(self.0.replace(std::ptr::null()));
+    }
+
+    /// Closes the ring held (its thread has exited: the worker drains it and lets it go), and
+    /// releases it.
+    pub fn close(&self) {
+        let p = self.0.get();
+        if !p.is_null() {
+            // SAFETY: this handle holds a strong reference to the ring.
+            unsafe { (*p).close() };
+        }
+        self.release();
+    }
+
+    /// Lets go of the ring without touching it (in a forked child: the parent's). Leaks
+    /// one reference; no allocation, no atomic operation.
+    pub fn forget(&self) {
+        self.0.set(std::ptr::null());
+    }
+
+    /// Appends `entry` to the ring held; false when none is held, or it is full. Producer
+    /// (the owning thread) only.
+    #[inline(always)]
+    pub fn push(&self, entry: Entry) -> bool {
+        let p = self.0.get();
+        if p.is_null() {
+            return false;
+        }
+        // SAFETY: this handle holds a strong reference to the ring, so it is alive.
+        unsafe { &*p }.push(entry)
     }
 }
 
@@ -210,21 +376,21 @@ mod tests {
         let r = Ring::new(4, 1, String::new());
         assert_eq!(r.capacity(), 4);
         for i in 0..6 {
-            assert_eq!(r.push(rec(i)), i < 4);
+            assert_eq!(r.push(Entry::Call(rec(i))), i < 4);
         }
         assert_eq!(r.len(), 4);
         assert_eq!(r.take_dropped(), 2);
         assert_eq!(r.take_dropped(), 0);
         let mut out = Vec::new();
-        assert_eq!(r.drain_into(&mut out, |t| t, |_| {}), 4);
+        assert_eq!(r.drain(&mut out, |t| t, |_| {}), 4);
         let got: Vec<u32> = out
             .chunks_exact(ApiRecord::SIZE)
             .map(|b| ApiRecord::from_bytes(b.try_into().unwrap()).function)
             .collect();
         assert_eq!(got, vec![0, 1, 2, 3]);
-        assert!(r.push(rec(9)));
+        assert!(r.push(Entry::Call(rec(9))));
         out.clear();
-        assert_eq!(r.drain_into(&mut out, |t| t * 10, |_| {}), 1);
+        assert_eq!(r.drain(&mut out, |t| t * 10, |_| {}), 1);
         let back = ApiRecord::from_bytes(out[..32].try_into().unwrap());
         assert_eq!((back.start_ns, back.end_ns), (90, 100));
     }
@@ -232,22 +398,64 @@ mod tests {
     #[test]
     fn links_are_handed_over_not_written() {
         let r = Ring::new(8, 1, String::new());
-        r.push(rec(1));
-        r.push(ApiRecord {
-            function: LINK,
-            result: 77,
-            correlation: 5,
-            ..Default::default()
+        r.push(Entry::Call(rec(1)));
+        r.push(Entry::Link {
+            call: 5,
+            source: 77,
         });
-        r.push(rec(2));
+        r.push(Entry::Call(rec(2)));
         let mut out = Vec::new();
         let mut links = Vec::new();
         assert_eq!(
-            r.drain_into(&mut out, |t| t, |l| links.push((l.correlation, l.result))),
+            r.drain(
+                &mut out,
+                |t| t,
+                |e| if let Entry::Link { call, source } = e {
+                    links.push((call, source))
+                }
+            ),
             2
         );
         assert_eq!(out.len(), 2 * ApiRecord::SIZE);
         assert_eq!(links, vec![(5, 77)]);
+    }
+
+    #[test]
+    fn entries_round_trip_through_a_slot() {
+        let entries = [
+            Entry::Call(rec(3)),
+            Entry::Link { call: 9, source: 4 },
+            Entry::Nvtx(NvtxEntry {
+                kind: NvtxKind::Push,
+                message: 7,
+                time: 11,
+                value: 2,
+                domain: 5,
+                category: 6,
+            }),
+            Entry::NvtxAttributes {
+                color: 0xff00ff,
+                color_type: 1,
+                payload: 42,
+                payload_type: 3,
+            },
+        ];
+        for e in entries {
+            assert_eq!(Entry::decode(e.encode()), e);
+        }
+    }
+
+    #[test]
+    fn a_ring_ref_holds_and_closes() {
+        let ring = Arc::new(Ring::new(4, 1, String::new()));
+        let r = RingRef::none();
+        assert!(!r.push(Entry::Call(rec(1))));
+        r.hold(ring.clone());
+        assert!(r.push(Entry::Call(rec(1))));
+        assert_eq!(Arc::strong_count(&ring), 2);
+        r.close();
+        assert!(ring.is_closed() && !r.is_some());
+        assert_eq!(Arc::strong_count(&ring), 1);
     }
 
     #[test]
@@ -257,14 +465,14 @@ mod tests {
         let total = 200_000u64;
         let prod = std::thread::spawn(move || {
             for i in 0..total {
-                p.push(rec(i));
+                p.push(Entry::Call(rec(i)));
             }
         });
         let mut seen = Vec::new();
         let mut out = Vec::new();
         loop {
             out.clear();
-            r.drain_into(&mut out, |t| t, |_| {});
+            r.drain(&mut out, |t| t, |_| {});
             seen.extend(
                 out.chunks_exact(32)
                     .map(|b| ApiRecord::from_bytes(b.try_into().unwrap()).start_ns),

@@ -527,7 +527,8 @@ MOD_TEMPLATE = """\
 //! cuda.h, cudaGL.h, cudaEGL.h, cudaVDPAU.h and the profiler API, parsed with
 //! `__CUDA_API_VERSION_INTERNAL` so that each function appears under the name the driver exports
 //! (`_v2` names, the legacy names, the `_ptds`/`_ptsz` variants). A function's id is its index in
-//! [`FUNCTION_NAMES`] (sorted, byte order). Each wrapper looks up the real function with
+//! [`id::FUNCTION_NAMES`] (sorted, byte order; the id table is a leaf, `id.rs`, so that the code
+//! below the wrappers reads it without importing them). Each wrapper looks up the real function with
 //! `crate::hook::real(id)`, brackets the call with `crate::hook::begin`/`end` and returns the
 //! driver's result unchanged; [`HANDWRITTEN`] functions live in `crate::procaddr` instead.
 //!
@@ -550,14 +551,6 @@ pub mod types;
 #[cfg(target_arch = "x86_64")]
 mod generic_stubs;
 
-/// How many functions there are; ids run from 0 to `FUNCTION_COUNT - 1`.
-pub const FUNCTION_COUNT: usize = {count};
-
-/// The exported name of each function, sorted in byte order; the index is the id.
-pub static FUNCTION_NAMES: [&str; FUNCTION_COUNT] = [
-{names}
-];
-
 /// The functions written by hand in `crate::procaddr` rather than generated here.
 #[allow(dead_code)] // for tests and tools; the hand-written code need not name it
 pub const HANDWRITTEN: [&str; {handwritten_count}] = [{handwritten}];
@@ -576,13 +569,9 @@ pub fn wrapper_address(id: usize) -> *mut c_void {{
     }}
 }}
 
-/// The id of the function exported as `name`, if it is one of ours (binary search, no allocation).
-pub fn function_id(name: &[u8]) -> Option<u32> {{
-    FUNCTION_NAMES.binary_search_by(|probe| probe.as_bytes().cmp(name)).ok().map(|id| id as u32)
-}}
-
 #[cfg(test)]
 mod tests {{
+    use super::id::{{function_id, FUNCTION_COUNT, FUNCTION_NAMES}};
     use super::*;
 
     #[test]
@@ -625,8 +614,6 @@ def render_mod(version, functions, modules):
     opaque = [f.name for f in functions if f.opaque]
     return file_header(version, what) + MOD_TEMPLATE.format(
         modules="\n".join(f"mod {m};" for m, _, _ in MODULES if m in modules),
-        count=len(functions),
-        names="\n".join(f'"{f.name}",' for f in functions),
         handwritten_count=len(HANDWRITTEN),
         handwritten=", ".join(f'"{h}"' for h in sorted(HANDWRITTEN)),
         opaque_count=len(opaque),
@@ -635,11 +622,32 @@ def render_mod(version, functions, modules):
     )
 
 
+IDS_TEMPLATE = """\
+/// How many functions there are; ids run from 0 to `FUNCTION_COUNT - 1`.
+pub const FUNCTION_COUNT: usize = {count};
+
+/// The exported name of each function, sorted in byte order; the index is the id.
+pub static FUNCTION_NAMES: [&str; FUNCTION_COUNT] = [
+{names}
+];
+
+/// The id of the function exported as `name`, if it is one of ours (binary search, no allocation).
+pub fn function_id(name: &[u8]) -> Option<u32> {{
+    FUNCTION_NAMES.binary_search_by(|probe| probe.as_bytes().cmp(name)).ok().map(|id| id as u32)
+}}
+
+"""
+
+
 def render_ids(version, functions):
     what = "The id of each function, by its exported name: its index in `FUNCTION_NAMES`."
     out = [file_header(version, what)]
     out.append("\n// For hand-written code and tests; the wrappers use the numbers.\n")
     out.append("#![allow(dead_code)]\n\n")
+    out.append(IDS_TEMPLATE.format(
+        count=len(functions),
+        names="\n".join(f'"{f.name}",' for f in functions),
+    ))
     out.extend(f"/// `{f.name}`\npub const {f.name}: u32 = {i};\n" for i, f in enumerate(functions))
     return "".join(out)
 

@@ -5,7 +5,7 @@ use super::api::{describe, Api, ATTR_ZEROED_OUT_ACTIVITY_BUFFER};
 use super::buffers;
 use super::layout;
 use super::state::CUPTI;
-use crate::{clock, lifecycle};
+use crate::clock;
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 
@@ -48,7 +48,7 @@ pub(super) fn start(api: &Api) -> Result<Vec<&'static str>, String> {
             describe(api, rc)
         ));
     }
-    let want = lifecycle::config().gpu_activity;
+    let want = crate::state::config().gpu_activity;
     // What the configuration asks for; a kind CUPTI refuses is said in a notice and the rest
     // stays on.
     let mut kinds = Vec::new();

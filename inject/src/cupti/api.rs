@@ -2,7 +2,7 @@
 //! the PC Sampling API when asked for), looked up at run time.
 
 use super::pcsampling::api::PcApi;
-use crate::{interpose, lifecycle};
+use crate::driver;
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::os::unix::ffi::OsStrExt;
 
@@ -87,7 +87,7 @@ fn open_library() -> Result<*mut c_void, String> {
     }
     let mut tried = Vec::new();
     let mut candidates: Vec<Vec<u8>> = Vec::new();
-    if let Some(p) = &lifecycle::config().cupti_library {
+    if let Some(p) = &crate::state::config().cupti_library {
         candidates.push(p.as_bytes().to_vec());
     } else {
         candidates.push(b"libcupti.so.13".to_vec());
@@ -115,7 +115,7 @@ fn open_library() -> Result<*mut c_void, String> {
 pub(super) fn load() -> Result<Api, String> {
     let h = open_library()?;
     let sym = |name: &CStr| -> Result<*mut c_void, String> {
-        let p = interpose::real_dlsym(h, name.as_ptr());
+        let p = driver::real_dlsym(h, name.as_ptr());
         if p.is_null() {
             Err(format!("CUPTI lacks {}", name.to_string_lossy()))
         } else {
@@ -161,7 +161,10 @@ pub(super) fn load() -> Result<Api, String> {
             cubin_crc: sym(c"cuptiGetCubinCrc")
                 .ok()
                 .map(|p| std::mem::transmute::<*mut c_void, GetCubinCrcFn>(p)),
-            pc_sampling: lifecycle::config().pc_sampling.on.then(|| PcApi::load(sym)),
+            pc_sampling: crate::state::config()
+                .pc_sampling
+                .on
+                .then(|| PcApi::load(sym)),
         })
     }
 }

@@ -173,7 +173,7 @@ fn our_callback(_user: *mut c_void, domain: u32, cbid: u32, data: *const u8) {
         )
     };
     if site == CB_SITE_ENTER {
-        crate::hook::link_current(correlation);
+        crate::thread::link_current(correlation);
     }
 }
 

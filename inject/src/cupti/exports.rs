@@ -11,8 +11,8 @@ use super::api::{
 use super::layout;
 use super::share;
 use super::state::CUPTI;
-use crate::hook::internal;
-use crate::interpose;
+use crate::driver;
+use crate::thread::internal;
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -45,7 +45,7 @@ fn serve(
     // rtrace's own CUPTI calls never come here (they use CUPTI's functions directly), so every
     // caller is the program's code, also inside a driver call (a CUDA_INJECTION64_PATH client
     // starts inside cuInit) or a callback rtrace forwards.
-    let served = crate::hook::with_errno_saved(|| {
+    let served = crate::thread::with_errno_saved(|| {
         internal(|| {
             if take {
                 super::take_early();
@@ -399,10 +399,10 @@ fn next_cupti(slot: &AtomicUsize, name: &CStr) -> usize {
         let mut p = if h.is_null() {
             std::ptr::null_mut()
         } else {
-            interpose::real_dlsym(h, name.as_ptr())
+            driver::real_dlsym(h, name.as_ptr())
         };
         if p.is_null() {
-            p = interpose::real_dlsym(libc::RTLD_NEXT, name.as_ptr());
+            p = driver::real_dlsym(libc::RTLD_NEXT, name.as_ptr());
         }
         p as usize
     });

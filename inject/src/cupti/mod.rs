@@ -52,11 +52,12 @@ mod tests;
 pub use buffers::flush_if_idle;
 pub use records::{GpuBatch, Links};
 
-use crate::hook::internal;
-use crate::lifecycle;
+use crate::thread::internal;
+
 use crate::output::Sink;
 use state::{CUPTI, DONE};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
 
 /// A status line for the trace (GPU activity on, or why it is off).
 pub(crate) fn notice(msg: String) {
@@ -65,7 +66,7 @@ pub(crate) fn notice(msg: String) {
 
 /// Enables GPU activity once, after the program's first successful `cuInit`.
 pub fn after_cuinit() {
-    if !lifecycle::config().gpu_activity.any() {
+    if !crate::state::config().gpu_activity.any() {
         return;
     }
     CUPTI.enable.call_once(enable);
@@ -80,7 +81,7 @@ pub fn after_cuinit() {
 /// called CUPTI before its first `cuInit`), so that the program becomes the second client.
 #[cfg_attr(test, allow(dead_code))]
 fn take_early() {
-    if lifecycle::config().gpu_activity.any() {
+    if crate::state::config().gpu_activity.any() {
         CUPTI.enable.call_once(enable);
     }
 }
@@ -91,7 +92,7 @@ fn enable() {
 
 /// GPU activity could not start: says why, for PC sampling too when it was asked for.
 fn off(why: String) {
-    if lifecycle::config().pc_sampling.on {
+    if crate::state::config().pc_sampling.on {
         notice(format!("PC sampling off: {why}"));
     }
     notice(format!("GPU activity off: {why}"));
@@ -111,7 +112,7 @@ fn enable_now() {
     CUPTI.start_here();
     // SAFETY: registers a plain extern "C" function.
     unsafe { libc::atexit(at_exit) };
-    let want = lifecycle::config().gpu_activity;
+    let want = crate::state::config().gpu_activity;
     // Modules come through the subscriber's resource callback.
     let subscribed = callbacks::subscribe(api, want);
     let mut module_error = None;
@@ -148,14 +149,6 @@ fn enable_now() {
     }
 }
 
-/// `at_exit`'s name for CUPTI's on/off state (an alias, so that its body, which the session
-/// work rewrites, stays as it was).
-static STATE: &AtomicU8 = &CUPTI.state;
-
-fn in_enabling_process() -> bool {
-    CUPTI.in_enabling_process()
-}
-
 /// Asks CUPTI to hand over its buffers (`force`: also records still being written).
 pub fn flush(force: bool) {
     CUPTI.flush(force);
@@ -171,24 +164,23 @@ pub fn finish_pc_sampling() {
     }
 }
 
+/// What [`at_exit`] runs: the session's drain-and-finish sequence for CUPTI going away.
+static EXIT_SEQUENCE: OnceLock<fn()> = OnceLock::new();
+
+/// Sets what runs when CUPTI is about to go away (once, at start-up).
+pub fn set_exit_sequence(sequence: fn()) {
+    let _ = EXIT_SEQUENCE.set(sequence);
+}
+
 extern "C" fn at_exit() {
-    if !in_enabling_process() {
+    if !CUPTI.in_enabling_process() {
         return;
     }
     let _ = std::panic::catch_unwind(|| {
-        finish_pc_sampling();
-        flush(true);
-        if let Some(p) = lifecycle::current_process() {
-            p.with_consumer(std::time::Duration::from_secs(2), |sink| {
-                // The rings first: their links name the GPU records.
-                let _ = crate::worker::drain(p, sink, crate::worker::Drain::Periodic);
-                drain_into(sink);
-                for msg in crate::capture::final_notices() {
-                    sink.notice(&msg);
-                }
-            });
+        if let Some(sequence) = EXIT_SEQUENCE.get() {
+            sequence();
         }
-        STATE.store(DONE, Ordering::Release);
+        CUPTI.state.store(DONE, Ordering::Release);
     });
 }
 

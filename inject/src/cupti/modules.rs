@@ -5,9 +5,9 @@
 use super::api::CubinCrcParams;
 use super::layout;
 use super::state::CUPTI;
-use crate::hook::internal;
+use crate::clock;
 use crate::output::Sink;
-use crate::{clock, lifecycle};
+use crate::thread::internal;
 use rtrace_format::{ChunkKind, ModuleRecord, FLAG_CORRELATED, FLAG_UNLOADED};
 use std::ffi::c_void;
 
@@ -51,7 +51,7 @@ pub(super) fn on_module(data: *const u8, unloading: bool) {
             context_id = 0;
         }
     }
-    let correlation = crate::hook::current_correlation();
+    let correlation = crate::thread::current_correlation();
     let mut flags = if correlation != 0 { FLAG_CORRELATED } else { 0 };
     if unloading {
         flags |= FLAG_UNLOADED;
@@ -67,7 +67,7 @@ pub(super) fn on_module(data: *const u8, unloading: bool) {
     if let Ok(mut m) = CUPTI.found.modules.lock() {
         m.push(rec);
     }
-    if !unloading && lifecycle::config().module_images && !cubin.is_null() && cubin_size > 0 {
+    if !unloading && crate::state::config().module_images && !cubin.is_null() && cubin_size > 0 {
         // SAFETY: CUPTI's image of the module, `cubin_size` bytes, valid during the callback.
         let bytes = unsafe { std::slice::from_raw_parts(cubin, cubin_size as usize) };
         keep_image(module, context_id, bytes);

@@ -10,7 +10,7 @@
 use super::api::Api;
 use super::clockmap::ClockMap;
 use super::pcsampling::data::PcState;
-use crate::{diag, hook::internal};
+use crate::{diag, thread::internal};
 use rtrace_format::{DeviceInfo, ModuleImage, ModuleRecord};
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
@@ -240,15 +240,13 @@ impl Cupti {
 
     /// This process enabled CUPTI (see [`Cupti::enabled_by`]).
     pub fn in_enabling_process(&self) -> bool {
-        // SAFETY: getpid has no preconditions.
-        self.enabled_by.load(Ordering::Acquire) == unsafe { libc::getpid() } as u32
+        self.enabled_by.load(Ordering::Acquire) == crate::sys::getpid()
     }
 
     /// GPU activity is on now, enabled by this process.
     pub fn start_here(&self) {
-        // SAFETY: getpid has no preconditions.
         self.enabled_by
-            .store(unsafe { libc::getpid() } as u32, Ordering::Release);
+            .store(crate::sys::getpid(), Ordering::Release);
         self.state.store(ON, Ordering::Release);
     }
 

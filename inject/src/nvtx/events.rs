@@ -1,11 +1,11 @@
-//! NVTX's callbacks: each event recorded on the calling thread, into its ring as tagged records
-//! ([`crate::ring::NVTX`]); push and pop nesting kept per thread and domain; range and domain
+//! NVTX's callbacks: each event recorded on the calling thread, into its ring as
+//! [`crate::ring::Entry::Nvtx`] entries; push and pop nesting kept per thread and domain; range and domain
 //! ids numbered by rtrace.
 
 use super::text::{c_text, w_text, WChar};
-use crate::hook;
-use crate::ring::{NVTX, NVTX_ATTRIBUTES};
-use rtrace_format::{ApiRecord, NvtxKind};
+use crate::ring::{Entry, NvtxEntry};
+use crate::thread;
+use rtrace_format::NvtxKind;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -81,19 +81,19 @@ fn domain_id(d: Domain) -> u32 {
 
 /// Records an event of `kind` on this thread.
 pub(super) fn record(kind: NvtxKind, domain: u32, a: &Attributes, value: u64) {
-    let rec = ApiRecord {
-        function: NVTX | u32::from(kind.to_u16()),
-        result: a.message,
-        start_ns: 0,
-        end_ns: value,
-        correlation: (u64::from(domain) << 32) | u64::from(a.category),
-    };
-    let extra = (a.color_type != 0 || a.payload_type != 0).then_some(ApiRecord {
-        function: NVTX_ATTRIBUTES,
-        result: a.color,
-        start_ns: a.payload,
-        end_ns: (u64::from(a.payload_type) << 8) | u64::from(a.color_type),
-        correlation: 0,
+    let rec = Entry::Nvtx(NvtxEntry {
+        kind,
+        message: a.message,
+        time: 0,
+        value,
+        domain,
+        category: a.category,
+    });
+    let extra = (a.color_type != 0 || a.payload_type != 0).then_some(Entry::NvtxAttributes {
+        color: a.color,
+        color_type: a.color_type,
+        payload: a.payload,
+        payload_type: a.payload_type,
     });
     // Names and domains are kept even outside a capture range: later events use them.
     let always = matches!(
@@ -104,7 +104,9 @@ pub(super) fn record(kind: NvtxKind, domain: u32, a: &Attributes, value: u64) {
             | NvtxKind::NameCategory
             | NvtxKind::NameThread
     );
-    hook::push_event(rec, extra, always);
+    if always || crate::capture::recording() {
+        thread::push_event(rec, extra);
+    }
 }
 
 fn message(id: u32) -> Attributes {
@@ -116,7 +118,7 @@ fn message(id: u32) -> Attributes {
 
 /// Runs an NVTX callback: no unwinding into the program, `errno` kept.
 pub(super) fn guard<R>(fallback: R, f: impl FnOnce() -> R) -> R {
-    hook::with_errno_saved(f).unwrap_or(fallback)
+    thread::with_errno_saved(f).unwrap_or(fallback)
 }
 
 /// Range and domain ids, for the process (statics: NVTX's callbacks carry no pointer of

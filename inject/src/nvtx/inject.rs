@@ -3,12 +3,11 @@
 
 use super::events::*;
 use super::text::WChar;
-use crate::lifecycle;
 use rtrace_format::env;
 use std::ffi::{c_char, c_void, CStr};
 
 type Fn0 = unsafe extern "C" fn();
-type GetExportTable = unsafe extern "C" fn(u32) -> *const c_void;
+pub type GetExportTable = unsafe extern "C" fn(u32) -> *const c_void;
 type GetModuleFunctionTable =
     unsafe extern "C" fn(u32, *mut *mut *mut Option<Fn0>, *mut u32) -> i32;
 
@@ -34,19 +33,15 @@ const MODULE_CORE: u32 = 1;
 const MODULE_CORE2: u32 = 5;
 const NVTX_VERSION: u32 = 3;
 
-/// NVTX's entry point for a tool: fills the callback tables of the calling image. Returns 1
-/// (attached) or 0 (not: rtrace is off, `RTRACE_NVTX=0`, or NVTX's tables are not as
-/// expected), in which case NVTX turns that image's calls into no-ops.
+/// Behind NVTX's entry point for a tool (`InitializeInjectionNvtx2`, exported by
+/// `crate::interpose` once tracing runs with NVTX on): fills the callback tables of the
+/// calling image. Returns 1 (attached) or 0 (not: NVTX's tables are not as expected), in which
+/// case NVTX turns that image's calls into no-ops.
 ///
 /// # Safety
-/// Called by NVTX with its `getExportTable` function.
-#[no_mangle]
-pub unsafe extern "C" fn InitializeInjectionNvtx2(get: Option<GetExportTable>) -> i32 {
+/// Called with NVTX's `getExportTable` function.
+pub unsafe fn attach(get: Option<GetExportTable>) -> i32 {
     guard(0, || {
-        lifecycle::init();
-        if lifecycle::state() != lifecycle::State::Running || !lifecycle::config().nvtx {
-            return 0;
-        }
         let Some(get) = get else { return 0 };
         // SAFETY: NVTX's getExportTable returns its static tables or NULL.
         let callbacks = unsafe { get(ETID_CALLBACKS) } as *const ExportTableCallbacks;
@@ -239,7 +234,7 @@ fn core2_slots() -> [(usize, Fn0); 13] {
 /// Points `NVTX_INJECTION64_PATH` at this library, unless it is set or `RTRACE_NVTX=0`.
 /// Called once, when the library loads (before the program's threads).
 pub fn announce() {
-    if !lifecycle::config().nvtx || std::env::var_os(env::NVTX_INJECTION64_PATH).is_some() {
+    if !crate::state::config().nvtx || std::env::var_os(env::NVTX_INJECTION64_PATH).is_some() {
         return;
     }
     let mut info = libc::Dl_info {

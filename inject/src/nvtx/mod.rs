@@ -23,5 +23,5 @@ mod external;
 mod inject;
 mod text;
 
-pub use inject::announce;
+pub use inject::{announce, attach, GetExportTable};
 pub use text::take_new_strings;

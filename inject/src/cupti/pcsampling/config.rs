@@ -94,7 +94,7 @@ pub(super) fn enable(
             (indices[i], String::from_utf8_lossy(&name).into_owned())
         })
         .collect();
-    let cfg = &crate::lifecycle::config().pc_sampling;
+    let cfg = &crate::state::config().pc_sampling;
     let (chosen, unknown) = choose_stalls(&all, &cfg.stalls);
     if !unknown.is_empty() {
         CUPTI.notice(format!(

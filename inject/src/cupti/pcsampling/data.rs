@@ -3,7 +3,7 @@
 
 use super::api::{GetDataParams, PcApi, PcData, SamplingData, StallReason, ERROR_OUT_OF_MEMORY};
 use crate::clock;
-use crate::hook::internal;
+use crate::thread::internal;
 use rtrace_format::{ChunkKind, PcSample, PcSampleBatch};
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr};

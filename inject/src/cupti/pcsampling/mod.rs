@@ -26,8 +26,8 @@ pub(super) mod data;
 
 use super::api::{describe, Api};
 use super::state::CUPTI;
-use crate::hook::internal;
 use crate::output::Sink;
+use crate::thread::internal;
 use api::{disable, PcApi, ERROR_OUT_OF_MEMORY};
 use config::enable;
 use data::{queue, read, take_config, NameCache, PcState, ReadStats, Sampled};

@@ -1,0 +1,247 @@
+//! The system calls rtrace's core makes, and the one memory primitive its async-signal-safe
+//! paths need ([`Leaked`]): the only `unsafe` outside the FFI modules (`generated/`,
+//! `interpose`, `procaddr`, `generic`, `driver`, `devices`, `cupti/`, `nvtx`) and the ring.
+//!
+//! Every function here is safe to call; each `unsafe` block says why it holds. Apart from
+//! [`thread_name`] and [`create_private`] (slow paths: a thread's first record, the trace's
+//! creation), none allocates, so the others may run in a forked child or a signal handler.
+
+use std::ffi::{CString, OsStr};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+/// The calling thread's kernel id.
+pub fn gettid() -> u64 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::syscall(libc::SYS_gettid) as u64 }
+}
+
+/// The calling process's id (read from the kernel, not cached: right in a forked child).
+pub fn getpid() -> u32 {
+    // SAFETY: getpid has no preconditions.
+    unsafe { libc::getpid() as u32 }
+}
+
+/// The parent process's id.
+pub fn getppid() -> u32 {
+    // SAFETY: getppid has no preconditions.
+    unsafe { libc::getppid() as u32 }
+}
+
+/// The calling thread's name (its `comm`); empty if it cannot be read.
+pub fn thread_name() -> String {
+    let mut buf = [0u8; 32];
+    // SAFETY: PR_GET_NAME writes at most 16 bytes into `buf`.
+    let rc = unsafe { libc::prctl(libc::PR_GET_NAME, buf.as_mut_ptr()) };
+    if rc != 0 {
+        return String::new();
+    }
+    let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+/// The calling thread's `errno`.
+#[inline]
+pub fn errno() -> i32 {
+    // SAFETY: __errno_location returns this thread's errno slot.
+    unsafe { *libc::__errno_location() }
+}
+
+/// Sets the calling thread's `errno`.
+#[inline]
+pub fn set_errno(value: i32) {
+    // SAFETY: __errno_location returns this thread's errno slot.
+    unsafe { *libc::__errno_location() = value };
+}
+
+/// The calling thread's signal mask before [`block_all_signals`] changed it.
+pub struct SignalMask(libc::sigset_t);
+
+/// Blocks every signal on the calling thread; returns the mask to [`restore_signals`].
+pub fn block_all_signals() -> SignalMask {
+    // SAFETY: zeroed sigsets are valid out-buffers; sigfillset fills `all`, and
+    // pthread_sigmask only changes the calling thread's mask.
+    unsafe {
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        SignalMask(old)
+    }
+}
+
+/// Restores a mask saved by [`block_all_signals`].
+pub fn restore_signals(mask: SignalMask) {
+    // SAFETY: `mask` holds a mask pthread_sigmask returned.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_SETMASK, &mask.0, std::ptr::null_mut());
+    }
+}
+
+/// Ends the process now with `status` (`exit_group`, as `_exit` does): no atexit handlers,
+/// no destructors.
+pub fn exit_group(status: i32) -> ! {
+    // SAFETY: exit_group ends the process; it does not return.
+    unsafe {
+        libc::syscall(libc::SYS_exit_group, status);
+    }
+    #[allow(clippy::empty_loop)]
+    loop {}
+}
+
+/// Unblocks `sig` on the calling thread and raises it (after its disposition was set).
+pub fn unblock_and_raise(sig: i32) {
+    // SAFETY: a zeroed sigset is valid; these calls only touch the calling thread's mask and
+    // send it `sig`.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::raise(sig);
+    }
+}
+
+/// Writes `message` to stderr and aborts the process. No allocation.
+pub fn die(message: &[u8]) -> ! {
+    write_stderr(message);
+    // SAFETY: abort has no preconditions; it does not return.
+    unsafe { libc::abort() }
+}
+
+/// Writes `buf` to stderr with one raw `write(2)`, ignoring failures (diagnostics).
+pub fn write_stderr(buf: &[u8]) {
+    // SAFETY: writing an initialised buffer to fd 2; failures are ignored on purpose.
+    unsafe {
+        libc::write(2, buf.as_ptr().cast(), buf.len());
+    }
+}
+
+/// Opens `path` for writing without following a symlink, mode 0600, truncating it.
+pub fn create_private(path: &OsStr) -> io::Result<i32> {
+    let c =
+        CString::new(path.as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `c` is a valid NUL-terminated path.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0o600 as libc::c_uint,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is open; an existing file keeps its mode otherwise.
+    unsafe { libc::fchmod(fd, 0o600) };
+    Ok(fd)
+}
+
+/// Writes all of `buf` to `fd`, retrying on EINTR and short writes.
+pub fn write_all(fd: i32, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        // SAFETY: writing from a valid slice.
+        let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        buf = &buf[n as usize..];
+    }
+    Ok(())
+}
+
+/// `clock`'s time in ns (`clock_gettime`, served by the vDSO: no system call in practice).
+#[inline(always)]
+pub fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer; clock_gettime cannot fail for the clocks rtrace reads.
+    unsafe {
+        libc::clock_gettime(clock, &mut ts);
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The CPU's time-stamp counter.
+#[inline(always)]
+pub fn rdtsc() -> u64 {
+    // SAFETY: rdtsc has no preconditions on x86-64.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+/// A value leaked for the rest of the process, published through an atomic pointer, so that
+/// a signal handler or a forked child can read or drop the reference without a lock or an
+/// allocation. Values are never freed: a reference stays valid after [`Leaked::forget`].
+pub struct Leaked<T>(AtomicPtr<T>);
+
+impl<T> Leaked<T> {
+    pub const fn new() -> Leaked<T> {
+        Leaked(AtomicPtr::new(std::ptr::null_mut()))
+    }
+
+    /// The published value, if any.
+    pub fn get(&self) -> Option<&'static T> {
+        let p = self.0.load(Ordering::Acquire);
+        // SAFETY: published values are leaked boxes, never freed.
+        (!p.is_null()).then(|| unsafe { &*p })
+    }
+
+    /// The published value, or `make()` leaked and published (the first of racing callers wins).
+    pub fn get_or_publish(&self, make: impl FnOnce() -> T) -> &'static T {
+        if let Some(v) = self.get() {
+            return v;
+        }
+        let fresh = Box::into_raw(Box::new(make()));
+        match self.0.compare_exchange(
+            std::ptr::null_mut(),
+            fresh,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            // SAFETY: just leaked, never freed.
+            Ok(_) => unsafe { &*fresh },
+            Err(existing) => {
+                // SAFETY: `fresh` was never shared.
+                drop(unsafe { Box::from_raw(fresh) });
+                // SAFETY: published values are leaked boxes, never freed.
+                unsafe { &*existing }
+            }
+        }
+    }
+
+    /// Unpublishes the value (without freeing it); the next [`Leaked::get_or_publish`] makes
+    /// a new one. No allocation.
+    pub fn forget(&self) {
+        self.0.store(std::ptr::null_mut(), Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leaked_publishes_once_and_forgets() {
+        static L: Leaked<u32> = Leaked::new();
+        assert!(L.get().is_none());
+        let a = L.get_or_publish(|| 1);
+        assert_eq!(*L.get_or_publish(|| 2), 1);
+        L.forget();
+        assert!(L.get().is_none());
+        assert_eq!(*L.get_or_publish(|| 3), 3);
+        assert_eq!(*a, 1);
+    }
+
+    #[test]
+    fn errno_round_trips() {
+        set_errno(42);
+        assert_eq!(errno(), 42);
+    }
+}
