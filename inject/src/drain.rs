@@ -25,7 +25,7 @@ pub enum Drain {
 fn other_entry(
     e: Entry,
     out: &mut Vec<u8>,
-    links: &mut crate::cupti::Links,
+    links: &mut crate::gpu_batch::Links,
     to_ns: impl Fn(u64) -> u64,
 ) {
     use rtrace_format::NvtxEvent;

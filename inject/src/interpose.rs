@@ -46,7 +46,7 @@ extern "C" fn dlsym_hook(handle: *mut c_void, symbol: *const c_char) -> *mut c_v
 /// If `p` is the driver's export `name`, returns the wrapper to hand out instead.
 fn wrapper_for_export(name: &[u8], p: *mut c_void) -> Option<*mut c_void> {
     let id = generated::id::function_id(name)?;
-    let wrapper = generated::wrapper_address(id as usize);
+    let wrapper = crate::procaddr::wrapper_address(id as usize);
     if p == wrapper {
         return None;
     }

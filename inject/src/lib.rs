@@ -45,6 +45,7 @@ mod drain;
 mod driver;
 mod generated;
 mod generic;
+mod gpu_batch;
 mod hook;
 mod interpose;
 mod nvtx;

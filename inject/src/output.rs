@@ -41,9 +41,9 @@ pub struct Sink {
     /// Converts the rings' raw timestamps to ns.
     pub calibration: crate::clock::Calibration,
     /// GPU records waiting to become chunks.
-    pub gpu_batch: crate::cupti::GpuBatch,
+    pub gpu_batch: crate::gpu_batch::GpuBatch,
     /// CUPTI correlation id → rtrace correlation id, from link records.
-    pub links: crate::cupti::Links,
+    pub links: crate::gpu_batch::Links,
     /// Scratch space for one thread's NVTX events.
     pub nvtx: Vec<u8>,
     pub records: u64,
@@ -104,6 +104,13 @@ impl Sink {
             .map_err(|e| format!("cannot write {}: {e}", path.to_string_lossy()))?;
         crate::diag::log(&["writing ", &path.to_string_lossy()]);
         Ok(sink)
+    }
+
+    /// Appends the GPU records converted so far as chunks ([`crate::gpu_batch::GpuBatch::emit`]).
+    pub fn write_gpu_batch(&mut self) {
+        let mut batch = std::mem::take(&mut self.gpu_batch);
+        batch.emit(|kind, payload| self.chunk(kind, 0, 0, 0, payload));
+        self.gpu_batch = batch;
     }
 
     /// Appends one chunk to the pending output.

@@ -9,6 +9,19 @@ use crate::{diag, driver, generated, hook, thread};
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::Ordering;
 
+/// The address of the exported wrapper for function `id` (what cuGetProcAddress and dlsym hand
+/// out): the generated table's, or this file's for the two functions written here; null for an
+/// id out of range.
+pub fn wrapper_address(id: usize) -> *mut c_void {
+    if id == generated::id::cuGetProcAddress as usize {
+        cuGetProcAddress as *mut c_void
+    } else if id == generated::id::cuGetProcAddress_v2 as usize {
+        cuGetProcAddress_v2 as *mut c_void
+    } else {
+        generated::wrapper_address(id)
+    }
+}
+
 /// Replaces the driver function in `*pfn` by its wrapper.
 ///
 /// # Safety
@@ -28,7 +41,7 @@ unsafe fn substitute(symbol: *const c_char, pfn: *mut *mut c_void) {
     match found {
         Some(id) => {
             // SAFETY: as above; a wrapper has the same ABI as the function it wraps.
-            unsafe { *pfn = generated::wrapper_address(id as usize) };
+            unsafe { *pfn = wrapper_address(id as usize) };
         }
         None => {
             UNWRAPPED_LOOKUPS.fetch_add(1, Ordering::Relaxed);

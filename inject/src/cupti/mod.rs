@@ -50,7 +50,6 @@ mod state;
 mod tests;
 
 pub use buffers::flush_if_idle;
-pub use records::{GpuBatch, Links};
 
 use crate::thread::internal;
 
@@ -201,11 +200,11 @@ pub fn drain_into(sink: &mut Sink) {
         return;
     };
     let Some(api) = CUPTI.api.get() else {
-        GpuBatch::emit(sink);
+        sink.write_gpu_batch();
         return;
     };
     buffers::convert_full(api, full, sink);
-    GpuBatch::emit(sink);
+    sink.write_gpu_batch();
     // After the module images, which the samples name.
     pcsampling::drain_into(api, sink);
     buffers::report_dropped(sink);

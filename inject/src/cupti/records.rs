@@ -1,47 +1,20 @@
-//! CUPTI activity records → rtrace records: the kernel-name table, the links from CUPTI's
-//! correlation ids to rtrace's, and one conversion per record kind, declared once in
-//! [`KINDS`] with the least size of its record and its time fields.
+//! CUPTI activity records → rtrace records, into a [`GpuBatch`] with the ids the [`Links`]
+//! give: one conversion per record kind, declared once in [`KINDS`] with the least size of its
+//! record and its time fields.
 
 use super::api::Api;
 use super::clockmap::ClockMap;
 use super::layout;
 use super::state::{Buffer, CUPTI};
+use crate::gpu_batch::{GpuBatch, Links};
 use crate::output::Sink;
 use rtrace_format::{
-    ChunkKind, ContextRecord, CopyKind, FunctionRecord, KernelRecord, MemcpyRecord, MemoryKind,
+    ContextRecord, CopyKind, FunctionRecord, KernelRecord, MemcpyRecord, MemoryKind,
     MemoryOperation, MemoryPoolType, MemoryRecord, MemsetRecord, PeerCopyRecord, StreamFlag,
     StreamRecord, SyncKind, SyncRecord, FLAG_CORRELATED, FLAG_IN_GRAPH,
 };
-use std::collections::HashMap;
 use std::ffi::{c_char, CStr};
 use std::sync::atomic::Ordering;
-
-/// CUPTI correlation id → rtrace correlation id, for the most recent links.
-#[derive(Default)]
-pub struct Links {
-    map: HashMap<u32, u64>,
-    order: std::collections::VecDeque<u32>,
-}
-
-impl Links {
-    /// Links kept; older ones are forgotten (their GPU work is long done).
-    const CAPACITY: usize = 1 << 20;
-
-    pub fn insert(&mut self, source: u32, correlation: u64) {
-        if self.map.insert(source, correlation).is_none() {
-            self.order.push_back(source);
-            if self.order.len() > Self::CAPACITY {
-                if let Some(old) = self.order.pop_front() {
-                    self.map.remove(&old);
-                }
-            }
-        }
-    }
-
-    fn get(&self, source: u32) -> Option<u64> {
-        self.map.get(&source).copied()
-    }
-}
 
 pub(super) fn rd<const N: usize>(rec: &[u8], at: usize) -> [u8; N] {
     rec[at..at + N].try_into().unwrap()
@@ -54,65 +27,6 @@ pub(super) fn i32_at(rec: &[u8], at: usize) -> i32 {
 }
 pub(super) fn u64_at(rec: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(rd(rec, at))
-}
-
-/// GPU records being collected for the next chunks, and the kernel-name table.
-#[derive(Default)]
-pub struct GpuBatch {
-    pub(super) kernels: Vec<u8>,
-    pub(super) memcpys: Vec<u8>,
-    pub(super) memsets: Vec<u8>,
-    pub(super) memory: Vec<u8>,
-    pub(super) syncs: Vec<u8>,
-    pub(super) peer_copies: Vec<u8>,
-    pub(super) contexts: Vec<u8>,
-    pub(super) streams: Vec<u8>,
-    pub(super) modules: Vec<u8>,
-    pub(super) functions: Vec<u8>,
-    pub(super) new_names: Vec<(u32, String)>,
-    pub(super) names: HashMap<String, u32>,
-}
-
-impl GpuBatch {
-    fn name_id(&mut self, name: &str) -> u32 {
-        if let Some(&id) = self.names.get(name) {
-            return id;
-        }
-        let id = self.names.len() as u32;
-        self.names.insert(name.to_string(), id);
-        self.new_names.push((id, name.to_string()));
-        id
-    }
-
-    /// Appends the collected records as chunks to `sink`.
-    pub fn emit(sink: &mut Sink) {
-        let mut b = std::mem::take(&mut sink.gpu_batch);
-        if !b.new_names.is_empty() {
-            let payload = rtrace_format::encode_function_names(
-                b.new_names.iter().map(|(id, n)| (*id, n.as_str())),
-            );
-            sink.chunk(ChunkKind::KernelNames, 0, 0, 0, &payload);
-            b.new_names.clear();
-        }
-        for (kind, data) in [
-            (ChunkKind::Kernels, &mut b.kernels),
-            (ChunkKind::Memcpys, &mut b.memcpys),
-            (ChunkKind::Memsets, &mut b.memsets),
-            (ChunkKind::Memory, &mut b.memory),
-            (ChunkKind::Sync, &mut b.syncs),
-            (ChunkKind::PeerCopies, &mut b.peer_copies),
-            (ChunkKind::Contexts, &mut b.contexts),
-            (ChunkKind::Streams, &mut b.streams),
-            (ChunkKind::Modules, &mut b.modules),
-            (ChunkKind::Functions, &mut b.functions),
-        ] {
-            if !data.is_empty() {
-                sink.chunk(kind, 0, 0, 0, data);
-                data.clear();
-            }
-        }
-        sink.gpu_batch = b;
-    }
 }
 
 /// One CUPTI activity kind rtrace converts: CUPTI's kind, the least size of its record, its

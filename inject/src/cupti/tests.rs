@@ -3,6 +3,7 @@
 use super::callbacks::makes_gpu_work;
 use super::layout;
 use super::records::*;
+use crate::gpu_batch::{GpuBatch, Links};
 use rtrace_format::{
     ContextRecord, CopyKind, FunctionRecord, MemcpyRecord, MemoryKind, MemoryOperation,
     MemoryPoolType, MemoryRecord, PeerCopyRecord, StreamFlag, StreamRecord, SyncKind, SyncRecord,
