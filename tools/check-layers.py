@@ -26,8 +26,8 @@ CRATES = {
         "generated/", "interpose.rs", "procaddr.rs", "generic.rs", "driver.rs", "devices.rs",
         "cupti/", "nvtx/", "sys.rs", "ring.rs", "hook.rs", "lib.rs",
     ],
-    "inject/format/src": [],
-    "collector/src": ["sys.rs"],
+    "inject/format/src": ["crc.rs"],  # the SSE4.2 crc32 instruction
+    "collector/src": ["sys/"],
 }
 GENERATED = ("generated/",)
 
@@ -45,9 +45,19 @@ def module_of(rel):
 
 
 def strip(src):
-    """The source without comments and inline test modules."""
-    src = re.split(r"#\[cfg\(test\)\]\s*mod tests\s*\{", src)[0]
-    return "\n".join(line.split("//")[0] for line in src.split("\n"))
+    """The source without comments and inline test modules (`#[cfg(test)] mod name { ... }`)."""
+    src = "\n".join(line.split("//")[0] for line in src.split("\n"))
+    while True:
+        m = re.search(r"#\[cfg\(test\)\]\s*mod \w+\s*\{", src)
+        if not m:
+            return src
+        depth, end = 0, len(src)
+        for i in range(m.end() - 1, len(src)):
+            depth += {"{": 1, "}": -1}.get(src[i], 0)
+            if depth == 0:
+                end = i + 1
+                break
+        src = src[: m.start()] + src[end:]
 
 
 def use_paths(tree):

@@ -2,10 +2,10 @@
 //! traces it wrote.
 
 mod pattern;
-mod signals;
 
+use crate::sys::signals;
+pub use crate::sys::signals::signal_name;
 pub use pattern::OutputPattern;
-pub use signals::signal_name;
 
 use crate::read::inputs::io_message;
 use rtrace_format::{env, DEFAULT_OUTPUT};

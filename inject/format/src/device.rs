@@ -1,7 +1,7 @@
 //! The device attributes a [`DeviceInfo`] carries: their `CUdevice_attribute`
 //! numbers (cuda.h of CUDA 13.0) and names, and lookups by number.
 
-use crate::DeviceInfo;
+use crate::values::DeviceInfo;
 
 /// `CU_DEVICE_ATTRIBUTE_*` numbers (cuda.h, CUDA 13.0) of the attributes rtrace reads.
 pub mod attr {

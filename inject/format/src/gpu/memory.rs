@@ -1,6 +1,6 @@
 //! Memory allocations and frees, and host synchronizations.
 
-use super::MemoryKind;
+use super::work::MemoryKind;
 use crate::codec::{record, u8_enum};
 
 /// A memory record's or sync record's `stream` (or `event`) when it names none: CUPTI's

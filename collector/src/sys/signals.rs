@@ -23,14 +23,14 @@ use std::process::Command;
 const FORWARDED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
 /// The blocked set, for [`Signals::wait`].
-pub(super) struct Signals {
+pub(crate) struct Signals {
     set: libc::sigset_t,
     /// The mask before [`Signals::block`], for the child.
     old: libc::sigset_t,
 }
 
 /// What [`Signals::wait`] saw.
-pub(super) enum Event {
+pub(crate) enum Event {
     /// A child changed state (or nothing happened before the timeout): look at it.
     Child,
     /// A signal to pass on to the child.
@@ -42,7 +42,7 @@ pub(super) enum Event {
 impl Signals {
     /// Blocks [`FORWARDED`] and SIGCHLD in the calling thread. Meant for the
     /// main thread of the single-threaded `rtrace` command.
-    pub(super) fn block() -> io::Result<Signals> {
+    pub(crate) fn block() -> io::Result<Signals> {
         let mut set = MaybeUninit::<libc::sigset_t>::uninit();
         let mut old = MaybeUninit::<libc::sigset_t>::uninit();
         // SAFETY: sigemptyset initialises the set it is given; sigaddset and
@@ -69,7 +69,7 @@ impl Signals {
 
     /// Makes `cmd`'s child start with the signal mask rtrace had before
     /// [`Signals::block`].
-    pub(super) fn unblock_in_child(&self, cmd: &mut Command) {
+    pub(crate) fn unblock_in_child(&self, cmd: &mut Command) {
         let old = self.old;
         // SAFETY: the hook runs in the forked child before exec and only calls
         // pthread_sigmask, which is async-signal-safe, on a set it owns.
@@ -86,7 +86,7 @@ impl Signals {
 
     /// Waits up to `timeout_ms` for one of the blocked signals. The timeout is
     /// a safety net: the caller polls the child after every return.
-    pub(super) fn wait(&self, timeout_ms: u64) -> io::Result<Event> {
+    pub(crate) fn wait(&self, timeout_ms: u64) -> io::Result<Event> {
         let timeout = libc::timespec {
             tv_sec: (timeout_ms / 1000) as libc::time_t,
             tv_nsec: ((timeout_ms % 1000) * 1_000_000) as libc::c_long,
@@ -119,7 +119,7 @@ impl Signals {
 
 /// Sends `sig` to the process `pid` (the child, not yet reaped, so its pid
 /// cannot have been reused). A failure (it just exited) is ignored.
-pub(super) fn forward(pid: u32, sig: libc::c_int) {
+pub(crate) fn forward(pid: u32, sig: libc::c_int) {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
         return;
     };

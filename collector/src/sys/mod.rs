@@ -1,7 +1,9 @@
-//! The system calls the command line makes itself: glibc's malloc thresholds and the
-//! terminal's width (`record/signals.rs` holds those of waiting for a traced program).
-//! The crate's unsafe code lives in these two modules.
+//! The system calls the command line makes itself: glibc's malloc thresholds, the
+//! terminal's width, and (`signals`) waiting for a traced program while passing on the signals
+//! meant for it. The crate's unsafe code lives here and nowhere else.
 #![allow(unsafe_code)]
+
+pub mod signals;
 
 /// Keeps large freed blocks in the heap, for the next chunk, instead of giving them back.
 ///
