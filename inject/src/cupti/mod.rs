@@ -56,7 +56,6 @@ use crate::thread::internal;
 use crate::output::Sink;
 use state::{CUPTI, DONE};
 use std::sync::atomic::Ordering;
-use std::sync::OnceLock;
 
 /// A status line for the trace (GPU activity on, or why it is off).
 pub(crate) fn notice(msg: String) {
@@ -163,12 +162,9 @@ pub fn finish_pc_sampling() {
     }
 }
 
-/// What [`at_exit`] runs: the session's drain-and-finish sequence for CUPTI going away.
-static EXIT_SEQUENCE: OnceLock<fn()> = OnceLock::new();
-
 /// Sets what runs when CUPTI is about to go away (once, at start-up).
 pub fn set_exit_sequence(sequence: fn()) {
-    let _ = EXIT_SEQUENCE.set(sequence);
+    let _ = CUPTI.exit_sequence.set(sequence);
 }
 
 extern "C" fn at_exit() {
@@ -176,7 +172,7 @@ extern "C" fn at_exit() {
         return;
     }
     let _ = std::panic::catch_unwind(|| {
-        if let Some(sequence) = EXIT_SEQUENCE.get() {
+        if let Some(sequence) = CUPTI.exit_sequence.get() {
             sequence();
         }
         CUPTI.state.store(DONE, Ordering::Release);

@@ -26,6 +26,9 @@ pub(super) struct Cupti {
     /// GPU activity is enabled once: after the program's first successful `cuInit`, or at its
     /// first CUPTI call.
     pub enable: Once,
+    /// What the `atexit` handler runs: the session's drain-and-finish sequence for CUPTI going
+    /// away (set once, at start-up).
+    pub exit_sequence: OnceLock<fn()>,
     /// The process that enabled CUPTI: a forked child inherits rtrace's memory (and its
     /// `atexit` handler) but not CUPTI's threads, and must never touch the parent's collection.
     pub enabled_by: AtomicU32,
@@ -171,6 +174,7 @@ pub(super) static CUPTI: Cupti = Cupti {
     api: OnceLock::new(),
     state: AtomicU8::new(OFF),
     enable: Once::new(),
+    exit_sequence: OnceLock::new(),
     enabled_by: AtomicU32::new(0),
     subscriber: AtomicPtr::new(std::ptr::null_mut()),
     notices: Mutex::new(Vec::new()),
