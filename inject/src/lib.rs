@@ -2,7 +2,7 @@
 //! preloaded into (`LD_PRELOAD=librtrace.so ./app`) and writes them to a
 //! `trace.bin` file (see the `rtrace-format` crate).
 //!
-//! Layers, top-down; a module imports only modules below it (two exceptions, at the end):
+//! Layers, top-down; a module imports only modules below it (`tools/check-layers.py` checks):
 //! - Shims (FFI, no policy): [`generated`] (one exported wrapper per driver entry point,
 //!   generated from `cuda.h` by `tools/gen-wrappers/gen.py`; each calls [`hook::begin`], the
 //!   real function and [`hook::end`]), [`generic`] (the assembly trampoline for the exports no
@@ -20,18 +20,14 @@
 //! - [`thread`]: each thread's state (reentrancy flag, ring, correlation ids), `internal`, and
 //!   rtrace's own threads (`spawn_quiet`: named, every signal blocked, never traced).
 //! - [`process`]: one process's rings, writer and worker; replaced in a forked child.
-//! - Mechanisms with no knowledge of CUDA: [`output`] (the trace file's writer), [`ring`] (the
+//! - Mechanisms with no knowledge of CUDA: [`output`] (the trace file's writer), [`gpu_batch`]
+//!   (the worker's link table and GPU records waiting to become chunks), [`ring`] (the
 //!   per-thread lock-free ring of [`ring::Entry`]), [`clock`].
 //! - [`state`]: the atomic lifecycle state and the configuration ([`config`]), read once.
 //! - [`diag`]: diagnostics through raw `write(2)`.
 //! - [`sys`]: the system calls. `unsafe` lives in the shims, `driver`, `devices`, `cupti`,
 //!   `nvtx`, `sys` and `ring` (its module doc says why), plus one block in `hook`.
 //! - The `rtrace-format` crate: records, chunks, codecs: the contract with the collector.
-//!
-//! The exceptions: `output` and `drain` name `cupti::GpuBatch` and `cupti::Links` (the writer
-//! carries CUPTI's batch and link table until they move into CUPTI's state as one value), and
-//! the wrapper table in `generated` names `procaddr`'s hand-written `cuGetProcAddress`, which
-//! hands out the table's entries.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod actions;
