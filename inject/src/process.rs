@@ -46,17 +46,8 @@ pub fn current() -> Option<&'static Process> {
 
 /// The current process's state, created on first use.
 pub fn get_or_create() -> &'static Process {
-    PROCESS.get_or_publish(|| Process {
-        pid: sys::getpid(),
-        forked_from: state::forked_from(),
-        generation: state::generation(),
-        rings: Mutex::new(Vec::new()),
-        start: Once::new(),
-        started: AtomicBool::new(false),
-        sink: Mutex::new(None),
-        worker: OnceLock::new(),
-        stop: AtomicBool::new(false),
-    })
+    PROCESS
+        .get_or_publish(|| Process::new(sys::getpid(), state::forked_from(), state::generation()))
 }
 
 /// In a forked child: forgets the parent's state (its buffers, file and worker) without
@@ -66,6 +57,21 @@ pub fn forget() {
 }
 
 impl Process {
+    /// A process with no rings, writer or worker yet.
+    fn new(pid: u32, forked_from: Option<u32>, generation: u64) -> Process {
+        Process {
+            pid,
+            forked_from,
+            generation,
+            rings: Mutex::new(Vec::new()),
+            start: Once::new(),
+            started: AtomicBool::new(false),
+            sink: Mutex::new(None),
+            worker: OnceLock::new(),
+            stop: AtomicBool::new(false),
+        }
+    }
+
     /// Adds a thread's ring; the first one runs the opener the session set with [`set_opener`]
     /// (which gives the process its writer and worker, and says whether it did). False when
     /// the ring is not taken: the trace could not be opened, or tracing is no longer running.
@@ -176,17 +182,7 @@ mod tests {
     use super::*;
 
     fn process() -> Process {
-        Process {
-            pid: 1,
-            forked_from: None,
-            generation: 1,
-            rings: Mutex::new(Vec::new()),
-            start: Once::new(),
-            started: AtomicBool::new(false),
-            sink: Mutex::new(None),
-            worker: OnceLock::new(),
-            stop: AtomicBool::new(false),
-        }
+        Process::new(1, None, 1)
     }
 
     #[test]
