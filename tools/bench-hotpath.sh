@@ -6,7 +6,8 @@
 # default where the kernel's clocksource is tsc), traced with
 # RTRACE_CLOCK=monotonic (clock_gettime on every call), with RTRACE_DISABLE=1, and paused
 # (RTRACE_CAPTURE_RANGE=cudaProfilerApi, never started: outside a capture range),
-# alternating, PAIRS times each; every process times ROUNDS rounds of CALLS calls.
+# alternating (the order rotating each pass), PAIRS times each; every process times ROUNDS
+# rounds of CALLS calls.
 # Prints the median ns per call of each mode and the median added by tracing.
 #
 # Usage: tools/bench-hotpath.sh [PAIRS] [CALLS] [ROUNDS]
@@ -61,8 +62,13 @@ run() { # mode -> ns-per-call lines
 }
 modes=(untraced traced traced-monotonic disabled paused nvtx-untraced nvtx-traced)
 [ -z "${OLD_LIB:-}" ] || modes+=(traced-old disabled-old nvtx-traced-old)
+# The order of the modes rotates from one pass to the next, so that no mode always follows
+# another (a process inherits its predecessor's cache and frequency state).
 for ((i = 0; i < PAIRS; i++)); do
-    for m in "${modes[@]}"; do run "$m" >>"$work/$m.txt"; done
+    for ((j = 0; j < ${#modes[@]}; j++)); do
+        m=${modes[$(((i + j) % ${#modes[@]}))]}
+        run "$m" >>"$work/$m.txt"
+    done
 done
 median() { sort -g "$1" | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 u=$(median "$work/untraced.txt")
