@@ -80,6 +80,7 @@ fn domain_id(d: Domain) -> u32 {
 }
 
 /// Records an event of `kind` on this thread.
+#[inline]
 pub(super) fn record(kind: NvtxKind, domain: u32, a: &Attributes, value: u64) {
     let rec = Entry::Nvtx(NvtxEntry {
         kind,
