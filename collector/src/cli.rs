@@ -1,8 +1,8 @@
 //! The `rtrace` command line: clap definitions and the code that runs each
 //! subcommand and turns its outcome into messages and an exit code.
 //!
-//! This file holds the command and `rtrace record`; `report.rs`, `export.rs` and `sass.rs`
-//! the other subcommands, over `inputs.rs` (the inputs they read and the filters they take).
+//! This file holds the command and `rtrace record`; `report.rs`, `export.rs`, `sass.rs` and
+//! `metrics.rs` the other subcommands, over `inputs.rs` (the inputs they read and the filters they take).
 
 use crate::record::{self, RecordOptions};
 use clap::{Args, Parser, Subcommand};
@@ -12,11 +12,13 @@ use std::path::PathBuf;
 
 mod export;
 mod inputs;
+mod metrics;
 mod report;
 mod sass;
 
 pub use export::ExportArgs;
 pub use inputs::FilterArgs;
+pub use metrics::MetricsArgs;
 pub use report::ReportArgs;
 pub use sass::SassArgs;
 
@@ -59,6 +61,13 @@ pub enum Command {
     /// Exits 0, 2 when an input cannot be read, holds no module image, or nvdisasm is missing
     /// or fails.
     Sass(SassArgs),
+    /// List Nsight Compute-like metric sets (SpeedOfLight, MemoryWorkloadAnalysis, ...) and
+    /// their metrics for a chip, and how many replay passes a choice of sets and metrics costs.
+    /// Needs no GPU: CUPTI's Profiler Host API answers from the chip's name.
+    ///
+    /// Exits 0, 2 when CUPTI cannot be loaded or the chip, a set or a metric is unknown.
+    #[command(override_usage = "rtrace metrics --chip <CHIP> [--all] [--format <FORMAT>] [LIST]")]
+    Metrics(MetricsArgs),
 }
 
 /// Options of `rtrace record`.
@@ -163,6 +172,7 @@ pub fn run(cli: Cli) -> u8 {
         Command::Report(args) => report::run(&args),
         Command::Export(args) => export::run(&args),
         Command::Sass(args) => sass::run(&args),
+        Command::Metrics(args) => metrics::run(&args),
     }
 }
 

@@ -22,6 +22,7 @@
 //! - [`record`]: running a program with librtrace.so preloaded;
 //! - [`nvdisasm`]: kernels' SASS and source lines from a module image, through nvdisasm;
 //! - [`sass`]: the SASS of the kernels in stored module images, with source lines;
+//! - [`metrics`]: metric sets and their replay passes for a chip, through CUPTI's host API;
 //! - [`cli`]: the `rtrace` command line on top of them.
 //!
 //! ```no_run
@@ -42,6 +43,7 @@ pub mod demangle;
 pub mod export;
 pub mod filter;
 pub mod gpu_summary;
+pub mod metrics;
 pub mod model;
 pub mod nvdisasm;
 pub mod nvtx;

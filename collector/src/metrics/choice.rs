@@ -1,0 +1,164 @@
+//! A choice of metrics for a chip: a LIST of set names and raw metric names resolved to
+//! metrics, each checked against the chip through CUPTI's host API, and the replay passes the
+//! whole choice costs; also the sets' own costs and the chip's base metrics.
+
+use super::host::{Cupti, Host, METRIC_TYPES};
+use super::sets::{self, SETS};
+
+/// One metric of a choice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chosen {
+    /// The set it came from; `None` for a metric named by itself.
+    pub set: Option<&'static str>,
+    /// CUPTI's name.
+    pub name: String,
+    /// Nsight Compute's label (empty for a metric named by itself).
+    pub label: &'static str,
+}
+
+/// A LIST resolved for a chip.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    pub chip: String,
+    /// The metrics the chip has, each once, in the LIST's order.
+    pub metrics: Vec<Chosen>,
+    /// Metrics of the chosen sets that the chip does not have (left out of the passes).
+    pub unavailable: Vec<Chosen>,
+    /// Replay passes collecting `metrics` costs (range profiler, one pass per replay).
+    pub passes: usize,
+}
+
+/// One set's cost on a chip.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetCost {
+    pub name: &'static str,
+    pub about: &'static str,
+    /// Metrics the chip has, of `total`.
+    pub available: usize,
+    pub total: usize,
+    pub passes: usize,
+}
+
+/// The chip to use: `requested` matched (in any case) against the chips CUPTI supports.
+pub fn chip(cupti: &Cupti, requested: Option<&str>) -> Result<String, String> {
+    let chips = cupti.supported_chips()?;
+    let Some(requested) = requested else {
+        return Err(format!(
+            "give the chip with --chip (rtrace metrics asks no GPU); supported chips: {}",
+            chips.join(", ")
+        ));
+    };
+    chips
+        .iter()
+        .find(|c| c.eq_ignore_ascii_case(requested))
+        .cloned()
+        .ok_or_else(|| {
+            format!(
+                "unknown chip '{requested}'; supported chips: {}",
+                chips.join(", ")
+            )
+        })
+}
+
+/// The metrics a LIST names, each once, before any chip is asked: set names expand to their
+/// metrics; a name with `__` is a raw metric name; anything else is an error naming it.
+pub fn resolve(list: &str) -> Result<Vec<Chosen>, String> {
+    let mut out: Vec<Chosen> = Vec::new();
+    let mut push = |c: Chosen| {
+        if !out.iter().any(|o| o.name == c.name) {
+            out.push(c);
+        }
+    };
+    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        if let Some(set) = sets::find(item) {
+            for m in set.metrics {
+                push(Chosen {
+                    set: Some(set.name),
+                    name: m.name.to_string(),
+                    label: m.label,
+                });
+            }
+        } else if item.contains("__") {
+            push(Chosen {
+                set: None,
+                name: item.to_string(),
+                label: "",
+            });
+        } else {
+            let names: Vec<&str> = SETS.iter().map(|s| s.name).collect();
+            return Err(format!(
+                "unknown set or metric '{item}'; sets: {}; a metric is named like \
+                 sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                names.join(", ")
+            ));
+        }
+    }
+    if out.is_empty() {
+        return Err("no set or metric named".to_string());
+    }
+    Ok(out)
+}
+
+/// Whether `chip` has metric `name`: added to a host object of its own (a failed add spoils
+/// the object). Err for a failure that is not about the name.
+fn has(cupti: &Cupti, chip: &str, name: &str) -> Result<Result<(), String>, String> {
+    let mut host = cupti.host(chip)?;
+    Ok(host.add_metrics(&[name]))
+}
+
+fn passes(host: &mut Host<'_>, names: &[&str]) -> Result<usize, String> {
+    if names.is_empty() {
+        return Ok(0);
+    }
+    host.add_metrics(names)?;
+    host.passes()
+}
+
+/// Resolves `list` for `chip` and counts the passes. A raw metric the chip does not have is an
+/// error; a set's metric the chip does not have is listed in `unavailable`.
+pub fn choose(cupti: &Cupti, chip: &str, list: &str) -> Result<Choice, String> {
+    let mut metrics = Vec::new();
+    let mut unavailable = Vec::new();
+    for c in resolve(list)? {
+        match has(cupti, chip, &c.name)? {
+            Ok(()) => metrics.push(c),
+            Err(_) if c.set.is_some() => unavailable.push(c),
+            Err(e) => return Err(format!("unknown metric '{}' for {chip} ({e})", c.name)),
+        }
+    }
+    let names: Vec<&str> = metrics.iter().map(|c| c.name.as_str()).collect();
+    let passes = passes(&mut cupti.host(chip)?, &names)?;
+    Ok(Choice {
+        chip: chip.to_string(),
+        metrics,
+        unavailable,
+        passes,
+    })
+}
+
+/// Every set's cost on `chip`, in [`SETS`]' order.
+pub fn set_costs(cupti: &Cupti, chip: &str) -> Result<Vec<SetCost>, String> {
+    SETS.iter()
+        .map(|s| {
+            let c = choose(cupti, chip, s.name)?;
+            Ok(SetCost {
+                name: s.name,
+                about: s.about,
+                available: c.metrics.len(),
+                total: s.metrics.len(),
+                passes: c.passes,
+            })
+        })
+        .collect()
+}
+
+/// The chip's base metrics, by type (`counter`, `ratio`, `throughput`), each type's names in
+/// CUPTI's order. A base metric takes a rollup and a submetric (`.sum`, `.avg.per_second`, ...).
+pub fn base_metrics(cupti: &Cupti, chip: &str) -> Result<Vec<(&'static str, String)>, String> {
+    let host = cupti.host(chip)?;
+    let mut out = Vec::new();
+    for (t, type_name) in METRIC_TYPES {
+        out.extend(host.base_metrics(t)?.into_iter().map(|n| (type_name, n)));
+    }
+    Ok(out)
+}

@@ -1,0 +1,393 @@
+//! CUPTI's Profiler Host API (`cupti_profiler_host.h`, CUDA 13.0), loaded at run time: the part
+//! of CUPTI that works from a chip name, with no GPU. It lists the chips and their base
+//! metrics, builds a range profiler configuration from metric names and counts the replay
+//! passes the configuration costs.
+//!
+//! `libcupti.so.13` loads `libnvperf_host.so` by name when a host call first needs it; when
+//! CUPTI is opened by a path, the `libnvperf_host.so` beside it is opened first (global), so
+//! that lookup finds it. Every failing call becomes an error naming the call and CUPTI's own
+//! text for the result (`cuptiGetResultString`).
+#![allow(unsafe_code)]
+
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::mem::{offset_of, size_of};
+use std::path::{Path, PathBuf};
+use std::ptr;
+
+type CuptiResult = u32;
+
+/// `CUpti_ProfilerType`.
+const PROFILER_TYPE_RANGE_PROFILER: u32 = 0;
+
+/// `CUpti_MetricType`: the kinds of base metric a chip lists.
+pub const METRIC_TYPES: [(u32, &str); 3] = [(0, "counter"), (1, "ratio"), (2, "throughput")];
+
+/// `CUPTI_PROFILER_STRUCT_SIZE(type, last)`: the size up to and including the last field,
+/// without the tail padding.
+macro_rules! struct_size {
+    ($t:ty, $last:ident) => {{
+        const fn field<T>(_: fn(&$t) -> &T) -> usize {
+            size_of::<T>()
+        }
+        offset_of!($t, $last) + field(|p: &$t| &p.$last)
+    }};
+}
+
+#[repr(C)]
+struct InitializeParams {
+    struct_size: usize,
+    p_priv: *mut c_void,
+    profiler_type: u32,
+    chip_name: *const c_char,
+    counter_availability_image: *const u8,
+    host_object: *mut c_void,
+}
+
+#[repr(C)]
+struct DeinitializeParams {
+    struct_size: usize,
+    p_priv: *mut c_void,
+    host_object: *mut c_void,
+}
+
+#[repr(C)]
+struct GetSupportedChipsParams {
+    struct_size: usize,
+    p_priv: *mut c_void,
+    num_chips: usize,
+    chip_names: *const *const c_char,
+}
+
+#[repr(C)]
+struct GetBaseMetricsParams {
+    struct_size: usize,
+    p_priv: *mut c_void,
+    host_object: *mut c_void,
+    metric_type: u32,
+    metric_names: *mut *const c_char,
+    num_metrics: usize,
+}
+
+#[repr(C)]
+struct ConfigAddMetricsParams {
+    struct_size: usize,
+    p_priv: *mut c_void,
+    host_object: *mut c_void,
+    metric_names: *mut *const c_char,
+    num_metrics: usize,
+}
+
+#[repr(C)]
+struct GetConfigImageSizeParams {
+    struct_size: usize,
+    p_priv: *mut c_void,
+    host_object: *mut c_void,
+    config_image_size: usize,
+}
+
+#[repr(C)]
+struct GetConfigImageParams {
+    struct_size: usize,
+    p_priv: *mut c_void,
+    host_object: *mut c_void,
+    config_image_size: usize,
+    config_image: *mut u8,
+}
+
+#[repr(C)]
+struct GetNumOfPassesParams {
+    struct_size: usize,
+    p_priv: *mut c_void,
+    config_image_size: usize,
+    config_image: *mut u8,
+    num_of_passes: usize,
+}
+
+type Call<P> = unsafe extern "C" fn(*mut P) -> CuptiResult;
+
+/// The loaded library and the entry points rtrace uses. The handle is never closed: CUPTI
+/// keeps state for the life of the process.
+pub struct Cupti {
+    path: String,
+    result_string: unsafe extern "C" fn(CuptiResult, *mut *const c_char) -> CuptiResult,
+    initialize: Call<InitializeParams>,
+    deinitialize: Call<DeinitializeParams>,
+    supported_chips: Call<GetSupportedChipsParams>,
+    base_metrics: Call<GetBaseMetricsParams>,
+    add_metrics: Call<ConfigAddMetricsParams>,
+    config_image_size: Call<GetConfigImageSizeParams>,
+    config_image: Call<GetConfigImageParams>,
+    num_passes: Call<GetNumOfPassesParams>,
+}
+
+fn dlerror() -> String {
+    // SAFETY: dlerror returns null or a NUL-terminated string owned by libc, read at once.
+    let e = unsafe { libc::dlerror() };
+    if e.is_null() {
+        "unknown error".to_string()
+    } else {
+        // SAFETY: not null, NUL-terminated (above).
+        unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
+    }
+}
+
+fn open(name: &str, flags: i32) -> Result<*mut c_void, String> {
+    let c = CString::new(name).map_err(|_| format!("{name:?}: a path with a NUL byte"))?;
+    // SAFETY: a NUL-terminated name; dlopen runs the library's constructors, which CUPTI's
+    // and nvperf's are made for.
+    let h = unsafe { libc::dlopen(c.as_ptr(), flags) };
+    if h.is_null() {
+        Err(dlerror())
+    } else {
+        Ok(h)
+    }
+}
+
+/// A symbol's address as the function pointer type `F`.
+///
+/// # Safety
+/// `F` is a function pointer type matching the symbol's C signature.
+unsafe fn as_fn<F: Copy>(p: *mut c_void) -> F {
+    assert_eq!(size_of::<F>(), size_of::<*mut c_void>());
+    // SAFETY: same size (checked); the caller vouches for the signature.
+    unsafe { std::mem::transmute_copy(&p) }
+}
+
+impl Cupti {
+    /// Loads CUPTI: `path` when given (and the `libnvperf_host.so` in its folder first), else
+    /// `libcupti.so.13` from the loader's search path.
+    pub fn load(path: Option<&Path>) -> Result<Cupti, String> {
+        let name = match path {
+            Some(p) => {
+                let nvperf = p
+                    .parent()
+                    .unwrap_or(Path::new("."))
+                    .join("libnvperf_host.so");
+                if nvperf.is_file() {
+                    open(
+                        &nvperf.to_string_lossy(),
+                        libc::RTLD_NOW | libc::RTLD_GLOBAL,
+                    )
+                    .map_err(|e| format!("cannot load {}: {e}", nvperf.display()))?;
+                }
+                p.to_string_lossy().into_owned()
+            }
+            None => "libcupti.so.13".to_string(),
+        };
+        let handle = open(&name, libc::RTLD_NOW | libc::RTLD_LOCAL).map_err(|e| {
+            format!(
+                "cannot load CUPTI ({e}); give --cupti PATH or set {}",
+                rtrace_format::env::CUPTI_LIBRARY
+            )
+        })?;
+        let sym = |s: &str| -> Result<*mut c_void, String> {
+            let c = CString::new(s).expect("a symbol name");
+            // SAFETY: a live handle from dlopen and a NUL-terminated name.
+            let f = unsafe { libc::dlsym(handle, c.as_ptr()) };
+            if f.is_null() {
+                Err(format!("{name} has no {s}: CUPTI 13 is needed"))
+            } else {
+                Ok(f)
+            }
+        };
+        // SAFETY (each as_fn): the symbol is the C function of that name declared in
+        // cupti_result.h / cupti_profiler_host.h, whose signature the field's type repeats.
+        unsafe {
+            Ok(Cupti {
+                result_string: as_fn(sym("cuptiGetResultString")?),
+                initialize: as_fn(sym("cuptiProfilerHostInitialize")?),
+                deinitialize: as_fn(sym("cuptiProfilerHostDeinitialize")?),
+                supported_chips: as_fn(sym("cuptiProfilerHostGetSupportedChips")?),
+                base_metrics: as_fn(sym("cuptiProfilerHostGetBaseMetrics")?),
+                add_metrics: as_fn(sym("cuptiProfilerHostConfigAddMetrics")?),
+                config_image_size: as_fn(sym("cuptiProfilerHostGetConfigImageSize")?),
+                config_image: as_fn(sym("cuptiProfilerHostGetConfigImage")?),
+                num_passes: as_fn(sym("cuptiProfilerHostGetNumOfPasses")?),
+                path: name,
+            })
+        }
+    }
+
+    /// The file or name CUPTI was loaded from.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// CUPTI's name for a result, e.g. `CUPTI_ERROR_INVALID_PARAMETER`.
+    fn result_text(&self, r: CuptiResult) -> String {
+        let mut s: *const c_char = ptr::null();
+        // SAFETY: CUPTI writes a pointer to a static string into `s`.
+        let ok = unsafe { (self.result_string)(r, &mut s) };
+        if ok != 0 || s.is_null() {
+            return format!("CUPTI error {r}");
+        }
+        // SAFETY: a static NUL-terminated string (above).
+        unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
+    }
+
+    fn check(&self, call: &str, r: CuptiResult) -> Result<(), String> {
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(format!("{call} failed: {}", self.result_text(r)))
+        }
+    }
+
+    /// The chips the library knows (`GA100`, `GH100`, ...), in its order.
+    pub fn supported_chips(&self) -> Result<Vec<String>, String> {
+        let mut p = GetSupportedChipsParams {
+            struct_size: struct_size!(GetSupportedChipsParams, chip_names),
+            p_priv: ptr::null_mut(),
+            num_chips: 0,
+            chip_names: ptr::null(),
+        };
+        // SAFETY: a params struct laid out as the header's, its size set.
+        let r = unsafe { (self.supported_chips)(&mut p) };
+        self.check("cuptiProfilerHostGetSupportedChips", r)?;
+        // SAFETY: CUPTI returns `num_chips` NUL-terminated names it owns.
+        Ok(unsafe { strings(p.chip_names, p.num_chips) })
+    }
+
+    /// A range profiler host object for `chip`.
+    pub fn host(&self, chip: &str) -> Result<Host<'_>, String> {
+        let name = CString::new(chip).map_err(|_| format!("{chip:?}: not a chip name"))?;
+        let mut p = InitializeParams {
+            struct_size: struct_size!(InitializeParams, host_object),
+            p_priv: ptr::null_mut(),
+            profiler_type: PROFILER_TYPE_RANGE_PROFILER,
+            chip_name: name.as_ptr(),
+            counter_availability_image: ptr::null(),
+            host_object: ptr::null_mut(),
+        };
+        // SAFETY: a params struct laid out as the header's; `name` outlives the call.
+        let r = unsafe { (self.initialize)(&mut p) };
+        self.check(&format!("cuptiProfilerHostInitialize for {chip}"), r)?;
+        Ok(Host {
+            cupti: self,
+            object: p.host_object,
+        })
+    }
+}
+
+/// `n` C strings from CUPTI, copied.
+///
+/// # Safety
+/// `names` points to `n` valid NUL-terminated strings (or `n` is 0).
+unsafe fn strings(names: *const *const c_char, n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| {
+            // SAFETY: the caller's promise.
+            unsafe { CStr::from_ptr(*names.add(i)) }
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect()
+}
+
+/// A host object (`CUpti_Profiler_Host_Object`) for one chip; deinitialized when dropped.
+/// A failed `add_metrics` leaves it unusable (later calls fail with `CUPTI_ERROR_UNKNOWN`):
+/// try a doubtful name on an object of its own.
+pub struct Host<'a> {
+    cupti: &'a Cupti,
+    object: *mut c_void,
+}
+
+impl Host<'_> {
+    /// The chip's base metrics of one `CUpti_MetricType` (see [`METRIC_TYPES`]).
+    pub fn base_metrics(&self, metric_type: u32) -> Result<Vec<String>, String> {
+        let mut p = GetBaseMetricsParams {
+            struct_size: struct_size!(GetBaseMetricsParams, num_metrics),
+            p_priv: ptr::null_mut(),
+            host_object: self.object,
+            metric_type,
+            metric_names: ptr::null_mut(),
+            num_metrics: 0,
+        };
+        // SAFETY: a params struct laid out as the header's, with a live host object.
+        let r = unsafe { (self.cupti.base_metrics)(&mut p) };
+        self.cupti.check("cuptiProfilerHostGetBaseMetrics", r)?;
+        // SAFETY: CUPTI returns `num_metrics` NUL-terminated names it owns.
+        Ok(unsafe { strings(p.metric_names, p.num_metrics) })
+    }
+
+    /// Adds metrics to the configuration.
+    pub fn add_metrics(&mut self, names: &[&str]) -> Result<(), String> {
+        let owned: Vec<CString> = names
+            .iter()
+            .map(|n| CString::new(*n).map_err(|_| format!("{n:?}: not a metric name")))
+            .collect::<Result<_, _>>()?;
+        let mut ptrs: Vec<*const c_char> = owned.iter().map(|c| c.as_ptr()).collect();
+        let mut p = ConfigAddMetricsParams {
+            struct_size: struct_size!(ConfigAddMetricsParams, num_metrics),
+            p_priv: ptr::null_mut(),
+            host_object: self.object,
+            metric_names: ptrs.as_mut_ptr(),
+            num_metrics: ptrs.len(),
+        };
+        // SAFETY: a params struct laid out as the header's; the names outlive the call.
+        let r = unsafe { (self.cupti.add_metrics)(&mut p) };
+        self.cupti.check("cuptiProfilerHostConfigAddMetrics", r)
+    }
+
+    /// The configuration image of the metrics added so far.
+    pub fn config_image(&self) -> Result<Vec<u8>, String> {
+        let mut s = GetConfigImageSizeParams {
+            struct_size: struct_size!(GetConfigImageSizeParams, config_image_size),
+            p_priv: ptr::null_mut(),
+            host_object: self.object,
+            config_image_size: 0,
+        };
+        // SAFETY: a params struct laid out as the header's, with a live host object.
+        let r = unsafe { (self.cupti.config_image_size)(&mut s) };
+        self.cupti.check("cuptiProfilerHostGetConfigImageSize", r)?;
+        let mut image = vec![0u8; s.config_image_size];
+        let mut p = GetConfigImageParams {
+            struct_size: struct_size!(GetConfigImageParams, config_image),
+            p_priv: ptr::null_mut(),
+            host_object: self.object,
+            config_image_size: image.len(),
+            config_image: image.as_mut_ptr(),
+        };
+        // SAFETY: as above; `image` holds `config_image_size` bytes.
+        let r = unsafe { (self.cupti.config_image)(&mut p) };
+        self.cupti.check("cuptiProfilerHostGetConfigImage", r)?;
+        Ok(image)
+    }
+
+    /// The replay passes the metrics added so far cost.
+    pub fn passes(&self) -> Result<usize, String> {
+        let mut image = self.config_image()?;
+        let mut p = GetNumOfPassesParams {
+            struct_size: struct_size!(GetNumOfPassesParams, num_of_passes),
+            p_priv: ptr::null_mut(),
+            config_image_size: image.len(),
+            config_image: image.as_mut_ptr(),
+            num_of_passes: 0,
+        };
+        // SAFETY: a params struct laid out as the header's; `image` outlives the call.
+        let r = unsafe { (self.cupti.num_passes)(&mut p) };
+        self.cupti.check("cuptiProfilerHostGetNumOfPasses", r)?;
+        Ok(p.num_of_passes)
+    }
+}
+
+impl Drop for Host<'_> {
+    fn drop(&mut self) {
+        let mut p = DeinitializeParams {
+            struct_size: struct_size!(DeinitializeParams, host_object),
+            p_priv: ptr::null_mut(),
+            host_object: self.object,
+        };
+        // SAFETY: the live host object this value owns, deinitialized once.
+        unsafe { (self.cupti.deinitialize)(&mut p) };
+    }
+}
+
+/// Where CUPTI is: `--cupti`, else `$RTRACE_CUPTI_LIBRARY`, else none (the loader's search).
+pub fn library_path(option: Option<&Path>) -> Option<PathBuf> {
+    option.map(Path::to_path_buf).or_else(|| {
+        std::env::var_os(rtrace_format::env::CUPTI_LIBRARY)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    })
+}

@@ -1,0 +1,21 @@
+//! `rtrace metrics`: Nsight Compute-like metric sets, and what a choice of them costs on a
+//! chip, with no GPU, through CUPTI's Profiler Host API.
+//!
+//! The files read top-down: `render` (table and JSON) over `choice` (a LIST resolved for a
+//! chip: sets expanded, each metric checked against the chip, the replay passes counted; the
+//! sets' costs; the chip's base metrics) over `sets` (the named sets) and `host` (the FFI).
+//!
+//! ```no_run
+//! use rtrace_collector::metrics::{choose, Cupti};
+//! let cupti = Cupti::load(None).unwrap();
+//! let c = choose(&cupti, "GH100", "SpeedOfLight").unwrap();
+//! println!("{} passes", c.passes);
+//! ```
+
+mod choice;
+mod host;
+pub mod render;
+pub mod sets;
+
+pub use choice::{base_metrics, chip, choose, resolve, set_costs, Choice, Chosen, SetCost};
+pub use host::{library_path, Cupti};
