@@ -13,6 +13,7 @@ use std::ffi::{c_char, c_void, CStr, CString};
 use std::mem::{offset_of, size_of};
 use std::path::{Path, PathBuf};
 use std::ptr;
+use std::sync::Mutex;
 
 type CuptiResult = u32;
 
@@ -104,6 +105,21 @@ struct GetNumOfPassesParams {
 }
 
 type Call<P> = unsafe extern "C" fn(*mut P) -> CuptiResult;
+
+/// Held for each host call: the host API is not safe to call from several threads at once
+/// (measured: two threads initializing host objects at once got `CUPTI_ERROR_UNKNOWN`). One
+/// lock for the process, as every `Cupti` value calls the same loaded library.
+static CALLS: Mutex<()> = Mutex::new(());
+
+/// Calls `f` with `p` under [`CALLS`].
+///
+/// # Safety
+/// `f` is the host API function whose params struct is `P`, and `p` is valid for it.
+unsafe fn call<P>(f: Call<P>, p: &mut P) -> CuptiResult {
+    let _held = CALLS.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: the caller's promise.
+    unsafe { f(p) }
+}
 
 /// The loaded library and the entry points rtrace uses. The handle is never closed: CUPTI
 /// keeps state for the life of the process.
@@ -242,7 +258,7 @@ impl Cupti {
             chip_names: ptr::null(),
         };
         // SAFETY: a params struct laid out as the header's, its size set.
-        let r = unsafe { (self.supported_chips)(&mut p) };
+        let r = unsafe { call(self.supported_chips, &mut p) };
         self.check("cuptiProfilerHostGetSupportedChips", r)?;
         // SAFETY: CUPTI returns `num_chips` NUL-terminated names it owns.
         Ok(unsafe { strings(p.chip_names, p.num_chips) })
@@ -260,7 +276,7 @@ impl Cupti {
             host_object: ptr::null_mut(),
         };
         // SAFETY: a params struct laid out as the header's; `name` outlives the call.
-        let r = unsafe { (self.initialize)(&mut p) };
+        let r = unsafe { call(self.initialize, &mut p) };
         self.check(&format!("cuptiProfilerHostInitialize for {chip}"), r)?;
         Ok(Host {
             cupti: self,
@@ -304,7 +320,7 @@ impl Host<'_> {
             num_metrics: 0,
         };
         // SAFETY: a params struct laid out as the header's, with a live host object.
-        let r = unsafe { (self.cupti.base_metrics)(&mut p) };
+        let r = unsafe { call(self.cupti.base_metrics, &mut p) };
         self.cupti.check("cuptiProfilerHostGetBaseMetrics", r)?;
         // SAFETY: CUPTI returns `num_metrics` NUL-terminated names it owns.
         Ok(unsafe { strings(p.metric_names, p.num_metrics) })
@@ -325,7 +341,7 @@ impl Host<'_> {
             num_metrics: ptrs.len(),
         };
         // SAFETY: a params struct laid out as the header's; the names outlive the call.
-        let r = unsafe { (self.cupti.add_metrics)(&mut p) };
+        let r = unsafe { call(self.cupti.add_metrics, &mut p) };
         self.cupti.check("cuptiProfilerHostConfigAddMetrics", r)
     }
 
@@ -338,7 +354,7 @@ impl Host<'_> {
             config_image_size: 0,
         };
         // SAFETY: a params struct laid out as the header's, with a live host object.
-        let r = unsafe { (self.cupti.config_image_size)(&mut s) };
+        let r = unsafe { call(self.cupti.config_image_size, &mut s) };
         self.cupti.check("cuptiProfilerHostGetConfigImageSize", r)?;
         let mut image = vec![0u8; s.config_image_size];
         let mut p = GetConfigImageParams {
@@ -349,7 +365,7 @@ impl Host<'_> {
             config_image: image.as_mut_ptr(),
         };
         // SAFETY: as above; `image` holds `config_image_size` bytes.
-        let r = unsafe { (self.cupti.config_image)(&mut p) };
+        let r = unsafe { call(self.cupti.config_image, &mut p) };
         self.cupti.check("cuptiProfilerHostGetConfigImage", r)?;
         Ok(image)
     }
@@ -365,7 +381,7 @@ impl Host<'_> {
             num_of_passes: 0,
         };
         // SAFETY: a params struct laid out as the header's; `image` outlives the call.
-        let r = unsafe { (self.cupti.num_passes)(&mut p) };
+        let r = unsafe { call(self.cupti.num_passes, &mut p) };
         self.cupti.check("cuptiProfilerHostGetNumOfPasses", r)?;
         Ok(p.num_of_passes)
     }
@@ -379,7 +395,7 @@ impl Drop for Host<'_> {
             host_object: self.object,
         };
         // SAFETY: the live host object this value owns, deinitialized once.
-        unsafe { (self.cupti.deinitialize)(&mut p) };
+        unsafe { call(self.cupti.deinitialize, &mut p) };
     }
 }
 
@@ -390,4 +406,25 @@ pub fn library_path(option: Option<&Path>) -> Option<PathBuf> {
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `CUPTI_PROFILER_STRUCT_SIZE` on x86-64 and aarch64 Linux (LP64), by the header's fields.
+    #[test]
+    fn struct_sizes_are_the_headers() {
+        assert_eq!(struct_size!(InitializeParams, host_object), 48);
+        assert_eq!(struct_size!(DeinitializeParams, host_object), 24);
+        assert_eq!(struct_size!(GetSupportedChipsParams, chip_names), 32);
+        assert_eq!(struct_size!(GetBaseMetricsParams, num_metrics), 48);
+        assert_eq!(struct_size!(ConfigAddMetricsParams, num_metrics), 40);
+        assert_eq!(
+            struct_size!(GetConfigImageSizeParams, config_image_size),
+            32
+        );
+        assert_eq!(struct_size!(GetConfigImageParams, config_image), 40);
+        assert_eq!(struct_size!(GetNumOfPassesParams, num_of_passes), 40);
+    }
 }

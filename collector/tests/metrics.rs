@@ -1,0 +1,284 @@
+//! `rtrace metrics` against the real CUPTI 13.0 host library of the nvidia-cuda-cupti 13.0.85
+//! wheel (tools/setup-cuda.sh): `$CUDA_INCLUDE/../lib/libcupti.so.13`, else the workspace's
+//! .venv. No GPU is needed: the host API answers from a chip's name. The pass counts are the
+//! library's own figures for that wheel; a newer CUPTI may schedule counters differently.
+
+use rtrace_collector::metrics::{self, sets::SETS, Cupti};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn cupti_path() -> PathBuf {
+    let lib = "libcupti.so.13";
+    if let Some(inc) = std::env::var_os("CUDA_INCLUDE") {
+        let p = Path::new(&inc).join("../lib").join(lib);
+        if p.is_file() {
+            return p;
+        }
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../.venv/lib/python3.11/site-packages/nvidia/cu13/lib")
+        .join(lib);
+    assert!(
+        venv.is_file(),
+        "no {lib}: set CUDA_INCLUDE to the wheel's include directory (tools/setup-cuda.sh)"
+    );
+    venv
+}
+
+fn cupti() -> Cupti {
+    Cupti::load(Some(&cupti_path())).expect("CUPTI loads")
+}
+
+/// The chips of the 13.0.85 wheel, in its order.
+const CHIPS: &str = "GV100, GV11B, TU102, TU104, TU106, TU116, TU117, GA100, GA102, GA103, \
+                     GA104, GA106, GA107, GA10B, GH100, AD102, AD103, AD104, AD106, AD107, GB100, \
+                     GB102, GB110, GB10B, GB202, GB203, GB205, GB206, GB207, GB20B";
+
+#[test]
+fn supported_chips_are_the_wheels() {
+    let chips = cupti().supported_chips().unwrap();
+    assert_eq!(chips.join(", "), CHIPS);
+    assert!(chips.iter().any(|c| c == "GA100") && chips.iter().any(|c| c == "GH100"));
+}
+
+#[test]
+fn chip_names_match_in_any_case_and_unknown_ones_are_refused() {
+    let c = cupti();
+    assert_eq!(metrics::chip(&c, Some("gh100")).unwrap(), "GH100");
+    assert_eq!(
+        metrics::chip(&c, Some("XX100")).unwrap_err(),
+        format!("unknown chip 'XX100'; supported chips: {CHIPS}")
+    );
+    assert_eq!(
+        metrics::chip(&c, None).unwrap_err(),
+        format!("give the chip with --chip (rtrace metrics asks no GPU); supported chips: {CHIPS}")
+    );
+}
+
+#[test]
+fn every_set_metric_is_accepted_for_gh100() {
+    let c = cupti();
+    let names: Vec<&str> = SETS.iter().map(|s| s.name).collect();
+    let all = metrics::choose(&c, "GH100", &names.join(",")).unwrap();
+    assert_eq!(all.unavailable, vec![]);
+    let total: usize = SETS.iter().map(|s| s.metrics.len()).sum();
+    assert_eq!(total, 64);
+    assert_eq!(all.metrics.len(), total, "no metric is in two sets");
+    assert_eq!(all.passes, 16);
+}
+
+#[test]
+fn speed_of_light_on_gh100() {
+    let choice = metrics::choose(&cupti(), "GH100", "SpeedOfLight").unwrap();
+    assert_eq!(choice.metrics.len(), 10);
+    assert_eq!(
+        choice.metrics[0].name,
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+    );
+    assert_eq!(choice.metrics[0].set, Some("SpeedOfLight"));
+    assert_eq!(choice.passes, 9);
+}
+
+#[test]
+fn set_costs_on_gh100_and_ga100() {
+    let c = cupti();
+    let costs = |chip| -> Vec<(&str, usize, usize, usize)> {
+        metrics::set_costs(&c, chip)
+            .unwrap()
+            .iter()
+            .map(|s| (s.name, s.available, s.total, s.passes))
+            .collect()
+    };
+    assert_eq!(
+        costs("GH100"),
+        vec![
+            ("SpeedOfLight", 10, 10, 9),
+            ("MemoryWorkloadAnalysis", 14, 14, 8),
+            ("ComputeWorkloadAnalysis", 12, 12, 8),
+            ("Occupancy", 2, 2, 1),
+            ("WarpStateStats", 20, 20, 7),
+            ("InstructionStats", 6, 6, 2),
+        ]
+    );
+    assert_eq!(
+        costs("GA100"),
+        vec![
+            ("SpeedOfLight", 10, 10, 9),
+            ("MemoryWorkloadAnalysis", 14, 14, 8),
+            ("ComputeWorkloadAnalysis", 12, 12, 5),
+            ("Occupancy", 2, 2, 1),
+            ("WarpStateStats", 19, 20, 6),
+            ("InstructionStats", 6, 6, 2),
+        ]
+    );
+    let names: Vec<&str> = SETS.iter().map(|s| s.name).collect();
+    let all = metrics::choose(&c, "GA100", &names.join(",")).unwrap();
+    assert_eq!(all.passes, 11);
+    assert_eq!(all.metrics.len(), 63);
+    let missing: Vec<&str> = all.unavailable.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(
+        missing,
+        ["smsp__average_warps_issue_stalled_gmma_per_issue_active.ratio"]
+    );
+}
+
+#[test]
+fn raw_metrics_sets_and_repeats_in_one_list() {
+    let c = metrics::choose(
+        &cupti(),
+        "GH100",
+        "Occupancy, dram__bytes_read.sum,occupancy,sm__warps_active.avg.per_cycle_active",
+    )
+    .unwrap();
+    let got: Vec<(Option<&str>, &str)> =
+        c.metrics.iter().map(|m| (m.set, m.name.as_str())).collect();
+    assert_eq!(
+        got,
+        [
+            (
+                Some("Occupancy"),
+                "sm__warps_active.avg.pct_of_peak_sustained_active"
+            ),
+            (Some("Occupancy"), "sm__warps_active.avg.per_cycle_active"),
+            (None, "dram__bytes_read.sum"),
+        ]
+    );
+    assert_eq!(c.passes, 1);
+}
+
+#[test]
+fn unknown_names_are_refused_naming_them() {
+    assert_eq!(
+        metrics::choose(&cupti(), "GH100", "SpeedOfLight,foo__bar.sum").unwrap_err(),
+        "unknown metric 'foo__bar.sum' for GH100 (cuptiProfilerHostConfigAddMetrics failed: \
+         CUPTI_ERROR_INVALID_PARAMETER)"
+    );
+    assert_eq!(
+        metrics::resolve("SpeedOfLight,Roofline").unwrap_err(),
+        "unknown set or metric 'Roofline'; sets: SpeedOfLight, MemoryWorkloadAnalysis, \
+         ComputeWorkloadAnalysis, Occupancy, WarpStateStats, InstructionStats; a metric is named \
+         like sm__throughput.avg.pct_of_peak_sustained_elapsed"
+    );
+}
+
+#[test]
+fn base_metrics_of_gh100() {
+    let base = metrics::base_metrics(&cupti(), "GH100").unwrap();
+    let count = |t: &str| base.iter().filter(|(k, _)| *k == t).count();
+    assert_eq!(
+        (count("counter"), count("ratio"), count("throughput")),
+        (3389, 205, 56)
+    );
+    assert!(base.contains(&("throughput", "sm__throughput".to_string())));
+}
+
+fn rtrace(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_rtrace"))
+        .arg("metrics")
+        .arg("--cupti")
+        .arg(cupti_path())
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn cli_lists_speed_of_light_for_gh100() {
+    let out = rtrace(&["--chip", "GH100", "SpeedOfLight"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "\
+set           metric                                                            shown as
+SpeedOfLight  sm__throughput.avg.pct_of_peak_sustained_elapsed                  Compute (SM) Throughput %
+SpeedOfLight  gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed  Memory Throughput %
+SpeedOfLight  l1tex__throughput.avg.pct_of_peak_sustained_active                L1/TEX Cache Throughput %
+SpeedOfLight  lts__throughput.avg.pct_of_peak_sustained_elapsed                 L2 Cache Throughput %
+SpeedOfLight  gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed            DRAM Throughput %
+SpeedOfLight  gpu__time_duration.sum                                            Duration
+SpeedOfLight  gpc__cycles_elapsed.max                                           Elapsed Cycles
+SpeedOfLight  sm__cycles_active.avg                                             SM Active Cycles
+SpeedOfLight  gpc__cycles_elapsed.avg.per_second                                SM Frequency
+SpeedOfLight  dram__cycles_elapsed.avg.per_second                               DRAM Frequency
+10 metrics on GH100: 9 replay passes
+"
+    );
+}
+
+#[test]
+fn cli_json_and_set_listing() {
+    let out = rtrace(&["--chip", "GA100", "--format", "json", "Occupancy"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "{\"chip\":\"GA100\",\"passes\":1,\"metrics\":[\
+         {\"set\":\"Occupancy\",\"name\":\"sm__warps_active.avg.pct_of_peak_sustained_active\",\
+         \"label\":\"Achieved Occupancy %\"},\
+         {\"set\":\"Occupancy\",\"name\":\"sm__warps_active.avg.per_cycle_active\",\
+         \"label\":\"Achieved Active Warps Per SM\"}],\"unavailable\":[]}\n"
+    );
+    let out = rtrace(&["--chip", "GA100"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("\nWarpStateStats           19/20    6       Warp State"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("all sets on GA100: 63 metrics, 11 replay passes\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn cli_errors_exit_2_with_one_line() {
+    for (args, line) in [
+        (
+            &["--chip", "XX100", "SpeedOfLight"][..],
+            format!("rtrace: unknown chip 'XX100'; supported chips: {CHIPS}\n"),
+        ),
+        (
+            &["SpeedOfLight"][..],
+            format!(
+                "rtrace: give the chip with --chip (rtrace metrics asks no GPU); supported \
+                 chips: {CHIPS}\n"
+            ),
+        ),
+        (
+            &["--chip", "GH100", "SpeedOfLight,foo__bar.sum"][..],
+            "rtrace: unknown metric 'foo__bar.sum' for GH100 (cuptiProfilerHostConfigAddMetrics \
+             failed: CUPTI_ERROR_INVALID_PARAMETER)\n"
+                .to_string(),
+        ),
+    ] {
+        let out = rtrace(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(String::from_utf8(out.stderr).unwrap(), line, "{args:?}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn cli_without_cupti_says_how_to_name_it() {
+    let out = Command::new(env!("CARGO_BIN_EXE_rtrace"))
+        .args([
+            "metrics",
+            "--cupti",
+            "/nonexistent/libcupti.so.13",
+            "--chip",
+            "GH100",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "rtrace: cannot load CUPTI (/nonexistent/libcupti.so.13: cannot open shared object \
+         file: No such file or directory); give --cupti PATH or set RTRACE_CUPTI_LIBRARY\n"
+    );
+}
