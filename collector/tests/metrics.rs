@@ -282,3 +282,50 @@ fn cli_without_cupti_says_how_to_name_it() {
          file: No such file or directory); give --cupti PATH or set RTRACE_CUPTI_LIBRARY\n"
     );
 }
+
+#[test]
+fn cli_finds_cupti_through_the_environment_and_says_when_nvperf_is_missing() {
+    let out = Command::new(env!("CARGO_BIN_EXE_rtrace"))
+        .args(["metrics", "--chip", "GH100", "Occupancy"])
+        .env("RTRACE_CUPTI_LIBRARY", cupti_path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .ends_with("2 metrics on GH100: 1 replay pass\n"));
+
+    // libcupti.so.13 alone in a folder: its host calls find no libnvperf_host.so (unless the
+    // system's loader cache has one: a CUDA toolkit installed there).
+    let cache = Command::new("ldconfig").arg("-p").output();
+    if cache.is_ok_and(|c| String::from_utf8_lossy(&c.stdout).contains("libnvperf_host.so")) {
+        eprintln!("libnvperf_host.so is in the loader's cache: the missing case is not tried");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("rtrace-metrics-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let alone = dir.join("libcupti.so.13");
+    std::fs::copy(cupti_path(), &alone).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rtrace"))
+        .args(["metrics", "--chip", "GH100"])
+        .arg("--cupti")
+        .arg(&alone)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        format!(
+            "rtrace: cuptiProfilerHostGetSupportedChips failed: CUPTI_ERROR_NOT_INITIALIZED \
+             (libcupti loads libnvperf_host.so by name: put it beside {} or on LD_LIBRARY_PATH)\n",
+            alone.display()
+        )
+    );
+}

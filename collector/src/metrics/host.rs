@@ -17,6 +17,9 @@ use std::sync::Mutex;
 
 type CuptiResult = u32;
 
+/// `CUPTI_ERROR_NOT_INITIALIZED`.
+const ERROR_NOT_INITIALIZED: CuptiResult = 15;
+
 /// `CUpti_ProfilerType`.
 const PROFILER_TYPE_RANGE_PROFILER: u32 = 0;
 
@@ -242,10 +245,16 @@ impl Cupti {
     }
 
     fn check(&self, call: &str, r: CuptiResult) -> Result<(), String> {
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(format!("{call} failed: {}", self.result_text(r)))
+        match r {
+            0 => Ok(()),
+            // What the host calls return when libcupti found no libnvperf_host.so.
+            ERROR_NOT_INITIALIZED => Err(format!(
+                "{call} failed: {} (libcupti loads libnvperf_host.so by name: put it beside {} \
+                 or on LD_LIBRARY_PATH)",
+                self.result_text(r),
+                self.path
+            )),
+            _ => Err(format!("{call} failed: {}", self.result_text(r))),
         }
     }
 
