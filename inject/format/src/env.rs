@@ -16,7 +16,7 @@ pub const DISABLE: &str = "RTRACE_DISABLE";
 pub const DEBUG: &str = "RTRACE_DEBUG";
 /// The real driver to load when the program has not loaded it.
 pub const CUDA_LIBRARY: &str = "RTRACE_CUDA_LIBRARY";
-/// The CUPTI library to load when the program has not loaded one.
+/// The CUPTI library to load when the program has not loaded one (and `rtrace metrics`'s).
 pub const CUPTI_LIBRARY: &str = "RTRACE_CUPTI_LIBRARY";
 /// Which GPU activity to record through CUPTI: `1`, `all`, or a list of kinds.
 pub const GPU_ACTIVITY: &str = "RTRACE_GPU_ACTIVITY";
