@@ -162,6 +162,40 @@ fn open(name: &str, flags: i32) -> Result<*mut c_void, String> {
     }
 }
 
+/// CUPTI at `path`, with the `libnvperf_host.so` in its folder opened first (global), where
+/// CUPTI's own lookup by name finds it.
+fn open_path(path: &Path) -> Result<*mut c_void, String> {
+    let nvperf = path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join("libnvperf_host.so");
+    if nvperf.is_file() {
+        open(
+            &nvperf.to_string_lossy(),
+            libc::RTLD_NOW | libc::RTLD_GLOBAL,
+        )
+        .map_err(|e| format!("cannot load {}: {e}", nvperf.display()))?;
+    }
+    open(&path.to_string_lossy(), libc::RTLD_NOW | libc::RTLD_LOCAL)
+}
+
+/// CUPTI by its name on the loader's search path, else in the toolkit's folders: the name of
+/// what was opened, or the first error.
+fn open_default() -> (String, Result<*mut c_void, String>) {
+    let soname = rtrace_format::CUPTI_SONAME;
+    let first = open(soname, libc::RTLD_NOW | libc::RTLD_LOCAL);
+    if first.is_ok() {
+        return (soname.to_string(), first);
+    }
+    for dir in rtrace_format::CUPTI_DIRS {
+        let path = Path::new(dir).join(soname);
+        if path.is_file() {
+            return (path.to_string_lossy().into_owned(), open_path(&path));
+        }
+    }
+    (soname.to_string(), first)
+}
+
 /// A symbol's address as the function pointer type `F`.
 ///
 /// # Safety
@@ -173,27 +207,15 @@ unsafe fn as_fn<F: Copy>(p: *mut c_void) -> F {
 }
 
 impl Cupti {
-    /// Loads CUPTI: `path` when given (and the `libnvperf_host.so` in its folder first), else
-    /// `libcupti.so.13` from the loader's search path.
+    /// Loads CUPTI: `path` when given, else `libcupti.so.13` from the loader's search path,
+    /// else from the CUDA toolkit's folders ([`rtrace_format::CUPTI_DIRS`], as the library
+    /// looks). CUPTI opened by a path gets the `libnvperf_host.so` in its folder opened first.
     pub fn load(path: Option<&Path>) -> Result<Cupti, String> {
-        let name = match path {
-            Some(p) => {
-                let nvperf = p
-                    .parent()
-                    .unwrap_or(Path::new("."))
-                    .join("libnvperf_host.so");
-                if nvperf.is_file() {
-                    open(
-                        &nvperf.to_string_lossy(),
-                        libc::RTLD_NOW | libc::RTLD_GLOBAL,
-                    )
-                    .map_err(|e| format!("cannot load {}: {e}", nvperf.display()))?;
-                }
-                p.to_string_lossy().into_owned()
-            }
-            None => "libcupti.so.13".to_string(),
+        let (name, handle) = match path {
+            Some(p) => (p.to_string_lossy().into_owned(), open_path(p)),
+            None => open_default(),
         };
-        let handle = open(&name, libc::RTLD_NOW | libc::RTLD_LOCAL).map_err(|e| {
+        let handle = handle.map_err(|e| {
             format!(
                 "cannot load CUPTI ({e}); give --cupti PATH or set {}",
                 rtrace_format::env::CUPTI_LIBRARY

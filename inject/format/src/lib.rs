@@ -40,6 +40,7 @@
 
 mod codec;
 mod crc;
+mod cupti;
 pub mod env;
 mod output;
 mod time;
@@ -56,6 +57,7 @@ mod pcsampling;
 pub use api::*;
 pub use chunk::*;
 pub use crc::crc32;
+pub use cupti::{CUPTI_DIRS, CUPTI_SONAME};
 pub use device::*;
 pub use gpu::*;
 pub use output::*;

@@ -3,6 +3,7 @@
 
 use super::pcsampling::api::PcApi;
 use crate::driver;
+use rtrace_format::{CUPTI_DIRS, CUPTI_SONAME};
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::os::unix::ffi::OsStrExt;
 
@@ -81,7 +82,7 @@ fn open_library() -> Result<*mut c_void, String> {
         // SAFETY: dlopen with a valid C string.
         unsafe { libc::dlopen(c.as_ptr(), flags) }
     };
-    let loaded = open(b"libcupti.so.13", libc::RTLD_NOW | libc::RTLD_NOLOAD);
+    let loaded = open(CUPTI_SONAME.as_bytes(), libc::RTLD_NOW | libc::RTLD_NOLOAD);
     if !loaded.is_null() {
         return Ok(loaded);
     }
@@ -90,13 +91,9 @@ fn open_library() -> Result<*mut c_void, String> {
     if let Some(p) = &crate::state::config().cupti_library {
         candidates.push(p.as_bytes().to_vec());
     } else {
-        candidates.push(b"libcupti.so.13".to_vec());
-        for dir in [
-            "/usr/local/cuda/extras/CUPTI/lib64",
-            "/usr/local/cuda/targets/x86_64-linux/lib",
-            "/usr/local/cuda-13.0/targets/x86_64-linux/lib",
-        ] {
-            candidates.push(format!("{dir}/libcupti.so.13").into_bytes());
+        candidates.push(CUPTI_SONAME.as_bytes().to_vec());
+        for dir in CUPTI_DIRS {
+            candidates.push(format!("{dir}/{CUPTI_SONAME}").into_bytes());
         }
     }
     for c in candidates {
