@@ -27,6 +27,7 @@ CRATES = {
         "cupti/", "nvtx/", "sys.rs", "ring.rs", "hook.rs", "lib.rs",
     ],
     "inject/format/src": ["crc.rs"],  # the SSE4.2 crc32 instruction
+    "inject/cupti-abi/src": [],  # structures only
     "collector/src": ["sys/", "metrics/host.rs"],
 }
 GENERATED = ("generated/",)

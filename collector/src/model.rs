@@ -61,6 +61,10 @@ pub struct Trace {
     pub pc_configs: Vec<rtrace_format::PcSamplingConfig>,
     /// PC samples as read, in file order.
     pub pc_batches: Vec<rtrace_format::PcSampleBatch>,
+    /// Kernel profiling as set up on each profiled context, in file order.
+    pub profiler_setups: Vec<rtrace_format::ProfilerSetup>,
+    /// Profiled launches (metric values and counter data), in file order.
+    pub kernel_profiles: Vec<rtrace_format::KernelProfile>,
     /// API records lost because a buffer was full: the sum of every chunk
     /// header's `dropped` count.
     pub dropped: u64,

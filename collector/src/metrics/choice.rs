@@ -3,18 +3,8 @@
 //! whole choice costs; also the sets' own costs and the chip's base metrics.
 
 use super::host::{Cupti, Host, METRIC_TYPES};
-use super::sets::{self, SETS};
-
-/// One metric of a choice.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Chosen {
-    /// The set it came from; `None` for a metric named by itself.
-    pub set: Option<&'static str>,
-    /// CUPTI's name.
-    pub name: String,
-    /// Nsight Compute's label (empty for a metric named by itself).
-    pub label: &'static str,
-}
+pub use rtrace_format::metric_sets::Chosen;
+use rtrace_format::metric_sets::{resolve, SETS};
 
 /// A LIST resolved for a chip.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,45 +48,6 @@ pub fn chip(cupti: &Cupti, requested: Option<&str>) -> Result<String, String> {
                 chips.join(", ")
             )
         })
-}
-
-/// The metrics a LIST names, each once, before any chip is asked: set names expand to their
-/// metrics; a name with `__` is a raw metric name; anything else is an error naming it.
-pub fn resolve(list: &str) -> Result<Vec<Chosen>, String> {
-    let mut out: Vec<Chosen> = Vec::new();
-    let mut push = |c: Chosen| {
-        if !out.iter().any(|o| o.name == c.name) {
-            out.push(c);
-        }
-    };
-    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        if let Some(set) = sets::find(item) {
-            for m in set.metrics {
-                push(Chosen {
-                    set: Some(set.name),
-                    name: m.name.to_string(),
-                    label: m.label,
-                });
-            }
-        } else if item.contains("__") {
-            push(Chosen {
-                set: None,
-                name: item.to_string(),
-                label: "",
-            });
-        } else {
-            let names: Vec<&str> = SETS.iter().map(|s| s.name).collect();
-            return Err(format!(
-                "unknown set or metric '{item}'; sets: {}; a metric is named like \
-                 sm__throughput.avg.pct_of_peak_sustained_elapsed",
-                names.join(", ")
-            ));
-        }
-    }
-    if out.is_empty() {
-        return Err("no set or metric named".to_string());
-    }
-    Ok(out)
 }
 
 /// Whether `chip` has metric `name`: added to a host object of its own (a failed add spoils

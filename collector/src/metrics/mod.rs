@@ -3,7 +3,7 @@
 //!
 //! The files read top-down: `render` (table and JSON) over `choice` (a LIST resolved for a
 //! chip: sets expanded, each metric checked against the chip, the replay passes counted; the
-//! sets' costs; the chip's base metrics) over `sets` (the named sets) and `host` (the FFI).
+//! sets' costs; the chip's base metrics) over `host` (the FFI); the named sets are the format crate's (`rtrace_format::metric_sets`).
 //!
 //! ```no_run
 //! use rtrace_collector::metrics::{choose, Cupti};
@@ -15,7 +15,7 @@
 mod choice;
 mod host;
 pub mod render;
-pub mod sets;
 
-pub use choice::{base_metrics, chip, choose, resolve, set_costs, Choice, Chosen, SetCost};
+pub use choice::{base_metrics, chip, choose, set_costs, Choice, Chosen, SetCost};
 pub use host::{library_path, Cupti};
+pub use rtrace_format::metric_sets::{self as sets, resolve};

@@ -205,6 +205,16 @@ fn read_other(trace: &mut Trace, chunk: &Chunk) {
             Ok(batch) => trace.pc_batches.push(batch),
             Err(why) => trace.bad_chunks.push(bad(format!("PC samples: {why}"))),
         },
+        ChunkKind::ProfilerSetup => match chunk.value() {
+            Ok(setup) => trace.profiler_setups.push(setup),
+            Err(why) => trace
+                .bad_chunks
+                .push(bad(format!("kernel profiling set-up: {why}"))),
+        },
+        ChunkKind::KernelProfile => match chunk.value() {
+            Ok(profile) => trace.kernel_profiles.push(profile),
+            Err(why) => trace.bad_chunks.push(bad(format!("kernel profile: {why}"))),
+        },
         ChunkKind::Unknown(_) => trace.unknown_chunks += 1,
         // The chunks of records go to the sink.
         ChunkKind::ApiRecords

@@ -60,6 +60,10 @@ u16_enum! {
         PcSamplingConfig = 21,
         /// One read of a context's PC samples ([`PcSampleBatch`](crate::PcSampleBatch), bincode).
         PcSamples = 22,
+        /// Kernel profiling set up on a context ([`ProfilerSetup`](crate::ProfilerSetup), bincode).
+        ProfilerSetup = 23,
+        /// One profiled launch's metrics and counter data ([`KernelProfile`](crate::KernelProfile), bincode).
+        KernelProfile = 24,
     }
     /// A kind this reader does not know; carried so it can be counted.
     Unknown(u16)

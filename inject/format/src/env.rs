@@ -36,6 +36,9 @@ pub const KERNEL_REGEX: &str = "RTRACE_KERNEL_REGEX";
 pub const KERNEL_SKIP: &str = "RTRACE_KERNEL_SKIP";
 /// Of the kernels kept, keep N (after those skipped).
 pub const KERNEL_COUNT: &str = "RTRACE_KERNEL_COUNT";
+/// Kernel profiling: comma-separated set names (`SpeedOfLight`, ...) and raw metric names;
+/// the kernels chosen by the kernel controls above are replayed and their metrics recorded.
+pub const METRICS: &str = "RTRACE_METRICS";
 /// `0`: do not store loaded modules' code images in the trace.
 pub const MODULE_IMAGES: &str = "RTRACE_MODULE_IMAGES";
 /// PC sampling: `1` at CUPTI's default period, `N` in 5..31 for one sample every 2^N cycles.

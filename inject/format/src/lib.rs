@@ -52,7 +52,9 @@ mod values;
 
 mod device;
 mod gpu;
+pub mod metric_sets;
 mod pcsampling;
+mod profiling;
 
 pub use api::*;
 pub use chunk::*;
@@ -62,6 +64,7 @@ pub use device::*;
 pub use gpu::*;
 pub use output::*;
 pub use pcsampling::*;
+pub use profiling::*;
 pub use reader::*;
 pub use time::*;
 pub use values::*;

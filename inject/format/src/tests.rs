@@ -182,3 +182,54 @@ fn borrowed_values_encode_as_the_owned_ones() {
     assert_eq!(buf[..n], encode_value(&info)[..]);
     assert!(encode_value_into(&info, &mut buf[..3]).is_err());
 }
+
+#[test]
+fn kernel_profiles_round_trip() {
+    let setup = ProfilerSetup {
+        context: 1,
+        device: 0,
+        time_ns: 5,
+        chip: "GH100".into(),
+        metrics: vec!["gpu__time_duration.sum".into()],
+        passes: 1,
+        replay: Replay::Kernel,
+    };
+    let p = KernelProfile {
+        context: 1,
+        correlation: 9,
+        launch: 0,
+        start_ns: 10,
+        end_ns: 20,
+        name: "_Z3addPf".into(),
+        range: "0".into(),
+        values: vec![1234.0],
+        counter_data: vec![1, 2, 3],
+    };
+    assert_eq!(
+        decode_value::<ProfilerSetup>(&encode_value(&setup)).unwrap(),
+        setup
+    );
+    assert_eq!(decode_value::<KernelProfile>(&encode_value(&p)).unwrap(), p);
+    assert_eq!(ChunkKind::from_u16(23), ChunkKind::ProfilerSetup);
+    assert_eq!(ChunkKind::KernelProfile.to_u16(), 24);
+}
+
+#[test]
+fn metric_lists_expand_sets_and_keep_raw_names_once() {
+    use metric_sets::resolve;
+    let r = resolve("SpeedOfLight, gpu__time_duration.sum,sm__warps_active.avg").unwrap();
+    assert_eq!(
+        r[0].name,
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+    );
+    assert_eq!(
+        r.iter()
+            .filter(|c| c.name == "gpu__time_duration.sum")
+            .count(),
+        1
+    );
+    assert_eq!(r.last().unwrap().name, "sm__warps_active.avg");
+    assert!(resolve("Roofline")
+        .unwrap_err()
+        .contains("unknown set or metric 'Roofline'"));
+}

@@ -1,8 +1,11 @@
 //! The named metric sets: Nsight Compute's sections by their identifiers, each with the
 //! metrics its section file reads (Nsight Compute's formulas, docs/cli.md#rtrace-metrics), as
 //! CUPTI's Perfworks names. Every metric here is accepted by CUPTI 13.0's host API for GH100
-//! (tests/metrics.rs checks it); a chip that lacks one (GA100 has no `gmma` stall) lists it as
+//! (collector/tests/metrics.rs checks it); a chip that lacks one (GA100 has no `gmma` stall) lists it as
 //! not available there.
+//!
+//! Both sides read them: the library expands `RTRACE_METRICS` with them, the collector lists
+//! them (`rtrace metrics`) and lays its report out by them.
 
 /// One metric of a set: CUPTI's name, and the label Nsight Compute shows for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,4 +201,54 @@ pub const SETS: &[Set] = &[
 /// The set of that name (exactly, or in any case).
 pub fn find(name: &str) -> Option<&'static Set> {
     SETS.iter().find(|s| s.name.eq_ignore_ascii_case(name))
+}
+
+/// One metric of a choice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chosen {
+    /// The set it came from; `None` for a metric named by itself.
+    pub set: Option<&'static str>,
+    /// CUPTI's name.
+    pub name: String,
+    /// Nsight Compute's label (empty for a metric named by itself).
+    pub label: &'static str,
+}
+
+/// The metrics a LIST names, each once, before any chip is asked: set names expand to their
+/// metrics; a name with `__` is a raw metric name; anything else is an error naming it.
+pub fn resolve(list: &str) -> Result<Vec<Chosen>, String> {
+    let mut out: Vec<Chosen> = Vec::new();
+    let mut push = |c: Chosen| {
+        if !out.iter().any(|o| o.name == c.name) {
+            out.push(c);
+        }
+    };
+    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        if let Some(set) = find(item) {
+            for m in set.metrics {
+                push(Chosen {
+                    set: Some(set.name),
+                    name: m.name.to_string(),
+                    label: m.label,
+                });
+            }
+        } else if item.contains("__") {
+            push(Chosen {
+                set: None,
+                name: item.to_string(),
+                label: "",
+            });
+        } else {
+            let names: Vec<&str> = SETS.iter().map(|s| s.name).collect();
+            return Err(format!(
+                "unknown set or metric '{item}'; sets: {}; a metric is named like \
+                 sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                names.join(", ")
+            ));
+        }
+    }
+    if out.is_empty() {
+        return Err("no set or metric named".to_string());
+    }
+    Ok(out)
 }
