@@ -27,7 +27,7 @@ CRATES = {
         "cupti/", "nvtx/", "sys.rs", "ring.rs", "hook.rs", "lib.rs",
     ],
     "inject/format/src": ["crc.rs"],  # the SSE4.2 crc32 instruction
-    "inject/cupti-abi/src": [],  # structures only
+    "inject/cupti-abi/src": ["lib.rs"],  # structures, and the entry points' `unsafe extern` type
     "collector/src": ["sys/", "metrics/host.rs"],
 }
 GENERATED = ("generated/",)
