@@ -154,3 +154,60 @@ def read_module_images(path):
             out.append(dict(module=module, context=context, hash=h, crc=crc, size=size,
                             bytes=payload[40:] if stored & 1 else None))
     return out
+
+
+class _Bincode:
+    """bincode 2's standard configuration, as the format crate writes serde values: varint
+    integers (< 251 one byte; 251/252/253: u16/u32/u64 follow), length-prefixed strings and
+    sequences, little-endian f64, enum variants as varint indices."""
+
+    def __init__(self, b):
+        self.b, self.at = b, 0
+
+    def uint(self):
+        v = self.b[self.at]
+        self.at += 1
+        if v < 251:
+            return v
+        size = {251: 2, 252: 4, 253: 8}[v]
+        (v,) = struct.unpack_from({2: "<H", 4: "<I", 8: "<Q"}[size], self.b, self.at)
+        self.at += size
+        return v
+
+    def bytes(self):
+        n = self.uint()
+        out = self.b[self.at: self.at + n]
+        self.at += n
+        return out
+
+    def string(self):
+        return self.bytes().decode("utf-8", "replace")
+
+    def f64(self):
+        (v,) = struct.unpack_from("<d", self.b, self.at)
+        self.at += 8
+        return v
+
+
+def read_profiles(path):
+    """Kernel profiling's chunks (23: set-up per context, 24: one per profiled launch), decoded
+    independently of the collector: (setups, profiles), lists of dicts. A profile's `values`
+    maps its set-up's metric names to the values the library evaluated."""
+    setups, profiles = [], []
+    for kind, _tid, payload in chunks(path):
+        d = _Bincode(payload)
+        if kind == 23:
+            setups.append(dict(context=d.uint(), device=d.uint(), time=d.uint(), chip=d.string(),
+                               metrics=[d.string() for _ in range(d.uint())], passes=d.uint(),
+                               replay=d.uint()))
+        elif kind == 24:
+            p = dict(context=d.uint(), correlation=d.uint(), launch=d.uint(), start=d.uint(),
+                     end=d.uint(), name=d.string(), range=d.string())
+            p["values"] = [d.f64() for _ in range(d.uint())]
+            p["counter_data"] = d.bytes()
+            profiles.append(p)
+    for p in profiles:
+        s = next((s for s in setups if s["context"] == p["context"]), None)
+        if s is not None:
+            p["values"] = dict(zip(s["metrics"], p["values"]))
+    return setups, profiles
