@@ -15,8 +15,9 @@ pub(crate) struct Launches {
     pub(super) filter: Option<KernelFilter>,
     /// Launches chosen so far.
     pub(super) chosen: u64,
-    /// Contexts seen by a chosen launch: their handle and their profiler (`None`: off there).
-    pub(super) contexts: Vec<(usize, Option<Profiled>)>,
+    /// Contexts seen by a chosen launch: their handle, CUPTI's id (a handle can be reused by
+    /// a later context; the id is not), and their profiler (`None`: off there).
+    pub(super) contexts: Vec<(usize, u32, Option<Profiled>)>,
     /// `cuptiProfilerInitialize` succeeded (called once per process, never undone).
     pub(super) initialized: bool,
 }

@@ -29,7 +29,7 @@ use crate::output::Sink;
 use crate::thread::internal;
 use launch::{profile, Launches};
 use rtrace_format::{ChunkKind, KernelProfile, PROFILING_NOTICE};
-use setup::{set_up, Profiled, Target};
+use setup::{release_host, set_up, Profiled, Target};
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
@@ -150,15 +150,30 @@ fn launch_chosen(correlation: u64, f: *mut c_void, run: &mut dyn FnMut() -> u32)
         return;
     }
     let mut notices = Vec::new();
-    let i = match l.contexts.iter().position(|(c, _)| *c == ctx as usize) {
+    let mut context = 0u32;
+    // SAFETY: `ctx` is the calling thread's current context; CUPTI writes its id.
+    unsafe { (api.context_id)(ctx, &mut context) };
+    // A handle reused by a new context: the old one's entry is dropped (its host object
+    // released; its range profiler went with the context).
+    if let Some(i) = l
+        .contexts
+        .iter()
+        .position(|(c, id, _)| *c == ctx as usize && *id != context)
+    {
+        let (_, _, old) = l.contexts.swap_remove(i);
+        if let Some(old) = old {
+            release_host(prof, old.host_object);
+        }
+    }
+    let i = match l.contexts.iter().position(|(c, _, _)| *c == ctx as usize) {
         Some(i) => i,
         None => {
-            let profiled = set_up_context(api, prof, l, ctx, &mut notices);
-            l.contexts.push((ctx as usize, profiled));
+            let profiled = set_up_context(api, prof, l, ctx, context, &mut notices);
+            l.contexts.push((ctx as usize, context, profiled));
             l.contexts.len() - 1
         }
     };
-    let Some((_, Some(p))) = l.contexts.get_mut(i) else {
+    let Some((_, _, Some(p))) = l.contexts.get_mut(i) else {
         drop(guard);
         say(notices);
         run();
@@ -194,11 +209,9 @@ fn set_up_context(
     prof: &api::ProfApi,
     l: &mut Launches,
     ctx: *mut c_void,
+    context: u32,
     notices: &mut Vec<String>,
 ) -> Option<Profiled> {
-    let mut context = 0u32;
-    // SAFETY: `ctx` is the calling thread's current context; CUPTI writes its id.
-    unsafe { (api.context_id)(ctx, &mut context) };
     let device = current_device();
     let metrics = CUPTI.prof.metrics.get().map(Vec::as_slice).unwrap_or(&[]);
     let target = Target {
@@ -209,11 +222,12 @@ fn set_up_context(
     match set_up(api, prof, target, metrics, &mut l.initialized, notices) {
         Ok((p, setup)) => {
             notices.push(format!(
-                "{PROFILING_NOTICE} on for context {context} (device {}, {}): {} metrics, {} passes",
+                "{PROFILING_NOTICE} on for context {context} (device {}, {}): {} metrics, {} replay pass{}",
                 setup.device,
                 setup.chip,
                 setup.metrics.len(),
-                setup.passes
+                setup.passes,
+                if setup.passes == 1 { "" } else { "es" }
             ));
             queue(
                 ChunkKind::ProfilerSetup,

@@ -107,7 +107,7 @@ fn host_object(
     Ok(init.host_object)
 }
 
-fn release_host(prof: &ProfApi, host_object: *mut c_void) {
+pub(super) fn release_host(prof: &ProfApi, host_object: *mut c_void) {
     let mut p = abi::HostDeinitialize::new();
     p.host_object = host_object;
     call(prof.host_deinitialize, &mut p);
