@@ -453,3 +453,50 @@ pub fn keep_kernel(key: usize, name: &str) -> bool {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KernelFilter;
+
+    #[test]
+    fn a_kernel_filter_asks_a_name_once_per_key_and_counts_after_the_regex() {
+        let mut f = KernelFilter {
+            regex: Some(regex::Regex::new("fill").unwrap()),
+            skip: 1,
+            count: Some(2),
+            seen: 0,
+            verdicts: Default::default(),
+        };
+        let mut asked = Vec::new();
+        let mut keep = |key: usize, name: &'static str| {
+            f.keep_by(key, || {
+                asked.push(key);
+                name
+            })
+        };
+        // Launches of functions 1 (fill_u32), 2 (add_u32), 1, 1, 2, 1.
+        let kept: Vec<bool> = [
+            (1, "fill_u32"),
+            (2, "add_u32"),
+            (1, ""),
+            (1, ""),
+            (2, ""),
+            (1, ""),
+        ]
+        .into_iter()
+        .map(|(k, n)| keep(k, n))
+        .collect();
+        assert_eq!(kept, vec![false, false, true, true, false, false]);
+        assert_eq!(asked, vec![1, 2]);
+        // Mangled names are matched demangled too.
+        let mut f = KernelFilter {
+            regex: Some(regex::Regex::new(r"^fill\(int\)$").unwrap()),
+            skip: 0,
+            count: None,
+            seen: 0,
+            verdicts: Default::default(),
+        };
+        assert!(f.keep(7, "_Z4filli"));
+        assert!(!f.keep(8, "_Z3addi"));
+    }
+}
