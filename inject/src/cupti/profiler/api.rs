@@ -87,20 +87,38 @@ pub(super) fn call<P>(f: Call<P>, p: &mut P) -> CuptiResult {
     unsafe { f(p) }
 }
 
+// `CUptiResult`s (cupti_result.h) that `rtrace-cupti-abi` does not name.
+const ERROR_INVALID_DEVICE: CuptiResult = 2;
+const ERROR_HARDWARE_BUSY: CuptiResult = 26;
+const ERROR_UM_PROFILING_NOT_SUPPORTED_WITH_MPS: CuptiResult = 31;
+const ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED: CuptiResult = 33;
+const ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: CuptiResult = 39;
+const ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES: CuptiResult = 40;
+/// `CONFIDENTIAL_COMPUTING_NOT_SUPPORTED` (41) to `INVALID_CHIP_NAME` (46): CMP, MIG, SLI, WSL.
+const ERROR_CONFIDENTIAL_COMPUTING_NOT_SUPPORTED: CuptiResult = 41;
+const ERROR_INVALID_CHIP_NAME: CuptiResult = 46;
+
 /// What a failed call means for the user.
 pub(super) fn meaning(rc: CuptiResult) -> &'static str {
     match rc {
-        abi::ERROR_INSUFFICIENT_PRIVILEGES | 40 => {
+        abi::ERROR_INSUFFICIENT_PRIVILEGES | ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES => {
             "no permission to read GPU counters: run as root or set NVreg_RestrictProfilingToAdminUsers=0"
         }
-        26 | abi::ERROR_OLD_PROFILER_API_INITIALIZED | 39 => {
+        ERROR_HARDWARE_BUSY
+        | abi::ERROR_OLD_PROFILER_API_INITIALIZED
+        | ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED => {
             "the GPU's counters are held by another tool (Nsight Compute, Nsight Systems' GPU metrics, DCGM profiling)"
         }
-        31 => "profiling is not supported under MPS",
-        abi::ERROR_NOT_SUPPORTED | 2 | 33 | 41..=46 => {
+        ERROR_UM_PROFILING_NOT_SUPPORTED_WITH_MPS => "profiling is not supported under MPS",
+        abi::ERROR_NOT_SUPPORTED
+        | ERROR_INVALID_DEVICE
+        | ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED
+        | ERROR_CONFIDENTIAL_COMPUTING_NOT_SUPPORTED..=ERROR_INVALID_CHIP_NAME => {
             "this device or configuration does not support profiling (MPS, vGPU, MIG, SLI, WSL, confidential computing)"
         }
-        abi::ERROR_NOT_INITIALIZED => "CUPTI's profiler host library (libnvperf_host.so) was not found",
-        _ => "profiling is off for this context",
+        abi::ERROR_NOT_INITIALIZED => {
+            "CUPTI's profiler host library (libnvperf_host.so) was not found"
+        }
+        _ => "CUPTI refused",
     }
 }

@@ -37,7 +37,7 @@ fn say(api: &Api, p: &mut Profiled, name: &'static str, rc: u32, notices: &mut V
     if !p.said.contains(&name) {
         p.said.push(name);
         notices.push(format!(
-            "{} (launches on this context are profiled no more until it succeeds)",
+            "{}: a launch's profile is lost (said once per context)",
             failed(api, p.context, name, rc).replacen(" off for", " failed for", 1)
         ));
     }
