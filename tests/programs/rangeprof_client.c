@@ -7,11 +7,13 @@
  * primary context, then runs three auto-range / kernel-replay sessions: one kernel per session
  * twice (one profile per launch), and one session of three launches with maxRangesPerPass 2
  * (the third is dropped). It evaluates every range, then one user-range / user-replay session.
- * It also checks the errors of misuse. Prints one line per result; exits 1 on anything
+ * It also checks the errors of misuse, and that every launch keeps its one kernel activity
+ * record, with the duration the profiler reported. Prints one line per result; exits 1 on anything
  * unexpected. With SIMCUPTI_PROFILER=privileges|busy|unsupported|mps it prints what fails and
  * checks that kernels still run. */
 #include "common.h"
 
+#include <cupti.h>
 #include <cupti_profiler_host.h>
 #include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
@@ -43,6 +45,41 @@ static const char *METRICS[NMETRICS] = {
     "sm__throughput.avg.pct_of_peak_sustained_elapsed",
     "smsp__inst_executed.sum",
 };
+
+/* Kernel activity records: name and end - start, in delivery order. */
+#define MAX_KERNELS 32
+static char kernel_names[MAX_KERNELS][32];
+static unsigned long long kernel_ns[MAX_KERNELS];
+static int nkernels;
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
+    *buffer = (uint8_t *)aligned_alloc(8, 1 << 16);
+    *size = 1 << 16;
+    *max_records = 0;
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
+                                      size_t valid) {
+    (void)ctx, (void)stream, (void)size;
+    CUpti_Activity *r = NULL;
+    while (cuptiActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) {
+        if (r->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+            continue;
+        CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)r;
+        REQUIRE(nkernels < MAX_KERNELS, "too many kernels");
+        snprintf(kernel_names[nkernels], sizeof kernel_names[0], "%s", k->name);
+        kernel_ns[nkernels++] = k->end - k->start;
+    }
+    free(buffer);
+}
+
+static void print_kernels(void) {
+    CUPTI_CHECK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+    printf("kernel records=%d:", nkernels);
+    for (int i = 0; i < nkernels; i++)
+        printf(" %s=%llu", kernel_names[i], kernel_ns[i]);
+    printf("\n");
+}
 
 static CUpti_RangeProfiler_Object *prof;
 static void *host_obj;
@@ -145,6 +182,8 @@ int main(void) {
     CUcontext ctx;
     CUmodule mod;
     CUfunction gemm, reduce, empty;
+    CUPTI_CHECK(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
+    CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     CHECK(cuInit(0));
     CHECK(cuDeviceGet(&dev, 0));
     CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
@@ -243,6 +282,7 @@ int main(void) {
         printf("enable error %d\n", (int)rc);
         CHECK(cuLaunchKernel(gemm, 8, 1, 1, 128, 1, 1, 0, NULL, NULL, NULL));
         CHECK(cuCtxSynchronize());
+        print_kernels();
         printf("rangeprof_client ok knob=%s calls=%ld\n", knob ? knob : "", calls);
         return 0;
     }
@@ -331,6 +371,7 @@ int main(void) {
     CUpti_Profiler_DeInitialize_Params deinit = {CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};
     CUPTI_CHECK(cuptiProfilerDeInitialize(&deinit));
     CHECK(cuCtxSynchronize());
+    print_kernels();
     printf("rangeprof_client ok knob=%s calls=%ld\n", knob ? knob : "", calls);
     return 0;
 }
