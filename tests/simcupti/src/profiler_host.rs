@@ -12,7 +12,7 @@ use rtrace_cupti_abi as abi;
 use crate::api::call;
 use crate::layout::*;
 use crate::profiler::{self, CHIPS};
-use crate::profiling::sized;
+use crate::profiling::{sized, Profiling};
 use crate::state;
 
 /// `CHIPS` as C strings, and the array of their pointers (static for the process's life).
@@ -184,12 +184,15 @@ pub unsafe extern "C" fn cuptiProfilerHostConfigAddMetrics(
                 Ok(host) => host,
                 Err(e) => return e,
             };
-            // As CUPTI 13.0: an invalid name fails with INVALID_PARAMETER (not
-            // INVALID_METRIC_NAME) and spoils the host object.
-            let Some(list) = list.filter(|l| l.iter().all(|n| profiler::metric_valid(n))) else {
-                host.spoiled = true;
+            // As CUPTI 13.0: no names is INVALID_PARAMETER; an invalid name too (not
+            // INVALID_METRIC_NAME), and it spoils the host object.
+            let Some(list) = list else {
                 return CUPTI_ERROR_INVALID_PARAMETER;
             };
+            if !list.iter().all(|n| profiler::metric_valid(n)) {
+                host.spoiled = true;
+                return CUPTI_ERROR_INVALID_PARAMETER;
+            }
             for n in list {
                 if !host.metrics.contains(&n) {
                     host.metrics.push(n);
@@ -198,6 +201,15 @@ pub unsafe extern "C" fn cuptiProfilerHostConfigAddMetrics(
             CUPTI_SUCCESS
         })
     })
+}
+
+/// The configuration image of a host object; one without metrics: `UNKNOWN` (as CUPTI 13.0).
+fn configured(prof: &mut Profiling, h: *mut std::ffi::c_void) -> Result<Vec<u8>, u32> {
+    let host = prof.host(h)?;
+    if host.metrics.is_empty() {
+        return Err(CUPTI_ERROR_UNKNOWN);
+    }
+    Ok(profiler::config_image(&host.metrics))
 }
 
 #[no_mangle]
@@ -211,11 +223,7 @@ pub unsafe extern "C" fn cuptiProfilerHostGetConfigImageSize(
         }
         // SAFETY: as above.
         let h = unsafe { (*p).host_object };
-        match state::with(|st| {
-            st.prof
-                .host(h)
-                .map(|h| profiler::config_image(&h.metrics).len())
-        }) {
+        match state::with(|st| configured(&mut st.prof, h).map(|img| img.len())) {
             Ok(n) => {
                 // SAFETY: as above.
                 unsafe { (*p).config_image_size = n };
@@ -236,11 +244,10 @@ pub unsafe extern "C" fn cuptiProfilerHostGetConfigImage(p: *mut abi::HostGetCon
         // SAFETY: as above.
         let (h, size, out) =
             unsafe { ((*p).host_object, (*p).config_image_size, (*p).config_image) };
-        let img =
-            match state::with(|st| st.prof.host(h).map(|h| profiler::config_image(&h.metrics))) {
-                Ok(img) => img,
-                Err(e) => return e,
-            };
+        let img = match state::with(|st| configured(&mut st.prof, h)) {
+            Ok(img) => img,
+            Err(e) => return e,
+        };
         if out.is_null() || size < img.len() {
             return CUPTI_ERROR_INVALID_PARAMETER;
         }

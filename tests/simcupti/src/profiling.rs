@@ -321,3 +321,6 @@ const _: () = {
     assert!(abi::ERROR_INSUFFICIENT_PRIVILEGES == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES);
     assert!(abi::ERROR_NOT_SUPPORTED == CUPTI_ERROR_NOT_SUPPORTED);
 };
+
+#[cfg(test)]
+mod tests;
