@@ -5,7 +5,8 @@
 //! of `RTRACE_NVTX_CAPTURE`) and NVTX exclude ranges (`RTRACE_NVTX_EXCLUDE`). While one is
 //! closed the hot path does one more relaxed load and passes the call through unrecorded.
 //! GPU records are kept only when linked to a recorded call ([`drop_unlinked`]); kernels can
-//! further be chosen by name, skip and count ([`KernelFilter`], in the worker).
+//! further be chosen by name, skip and count ([`KernelFilter`], in the worker; with
+//! `RTRACE_METRICS` the same controls choose the launches kernel profiling profiles instead).
 
 use crate::state;
 use std::cell::Cell;
@@ -100,20 +101,29 @@ fn describe(c: &crate::config::Capture) -> Option<String> {
     if let Some(d) = c.duration_ns {
         parts.push(format!("for {}", secs(d)));
     }
-    if c.kernel_regex.is_some() || c.kernel_skip > 0 || c.kernel_count.is_some() {
-        let mut k = String::from("kernels");
-        if let Some(r) = &c.kernel_regex {
-            k.push_str(&format!(" matching /{r}/"));
-        }
-        if c.kernel_skip > 0 {
-            k.push_str(&format!(", after the first {}", c.kernel_skip));
-        }
-        if let Some(n) = c.kernel_count {
-            k.push_str(&format!(", {n} of them"));
-        }
-        parts.push(k);
+    // With kernel profiling asked for, the kernel controls choose what is profiled instead.
+    if state::config().metrics.is_none() {
+        parts.extend(describe_kernels(c));
     }
     (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// What the kernel controls choose, in words; `None` for every kernel.
+pub fn describe_kernels(c: &crate::config::Capture) -> Option<String> {
+    if c.kernel_regex.is_none() && c.kernel_skip == 0 && c.kernel_count.is_none() {
+        return None;
+    }
+    let mut k = String::from("kernels");
+    if let Some(r) = &c.kernel_regex {
+        k.push_str(&format!(" matching /{r}/"));
+    }
+    if c.kernel_skip > 0 {
+        k.push_str(&format!(", after the first {}", c.kernel_skip));
+    }
+    if let Some(n) = c.kernel_count {
+        k.push_str(&format!(", {n} of them"));
+    }
+    Some(k)
 }
 
 /// Notices of what capture control left out, once GPU activity is converted at exit.
@@ -325,15 +335,16 @@ pub fn nvtx_end(domain: u32, level: Option<u64>, id: u64) {
 
 // ---- kernel filter ------------------------------------------------------------------------
 
-/// Which kernel records the worker keeps: names matching `RTRACE_KERNEL_REGEX` (demangled, or
-/// as they are), then after skipping `RTRACE_KERNEL_SKIP` of them, `RTRACE_KERNEL_COUNT`.
+/// Which kernels the kernel controls choose: names matching `RTRACE_KERNEL_REGEX` (demangled,
+/// or as they are), then after skipping `RTRACE_KERNEL_SKIP` of them, `RTRACE_KERNEL_COUNT`.
+/// The worker's kernel records use it, or, with `RTRACE_METRICS`, kernel profiling's launches.
 pub struct KernelFilter {
     regex: Option<regex::Regex>,
     skip: u64,
     count: Option<u64>,
     /// Kernels that matched so far.
     seen: u64,
-    /// Name pointer → whether it matches (CUPTI's names live as long as the process).
+    /// Key (a name pointer, or a function handle) → whether it matches.
     verdicts: std::collections::HashMap<usize, bool>,
 }
 
@@ -368,9 +379,18 @@ impl KernelFilter {
 
     /// Whether to keep a kernel named `name` (CUPTI's string, `key` its address).
     pub fn keep(&mut self, key: usize, name: &str) -> bool {
+        self.keep_by(key, || name)
+    }
+
+    /// Whether to keep a kernel of `key` (an address that names one kernel for the process's
+    /// life); `name` is asked for only the first time a regex must judge `key`. No allocation
+    /// once `key` has a verdict.
+    pub fn keep_by<N: AsRef<str>>(&mut self, key: usize, name: impl FnOnce() -> N) -> bool {
         let matches = match &self.regex {
             None => true,
             Some(re) => *self.verdicts.entry(key).or_insert_with(|| {
+                let name = name();
+                let name = name.as_ref();
                 let demangled = cpp_demangle::Symbol::new(name)
                     .ok()
                     .and_then(|s| s.demangle().ok());
@@ -405,7 +425,12 @@ pub fn keep_work(flags: u32) -> bool {
 }
 
 /// A kernel record named `name` (CUPTI's string at `key`): whether the kernel filter keeps it.
+/// With `RTRACE_METRICS` the kernel controls choose what is profiled and every kernel record is
+/// kept.
 pub fn keep_kernel(key: usize, name: &str) -> bool {
+    if state::config().metrics.is_some() {
+        return true;
+    }
     let Ok(mut f) = FILTER.lock() else {
         return true;
     };
@@ -426,5 +451,52 @@ pub fn keep_kernel(key: usize, name: &str) -> bool {
             }
             keep
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KernelFilter;
+
+    #[test]
+    fn a_kernel_filter_asks_a_name_once_per_key_and_counts_after_the_regex() {
+        let mut f = KernelFilter {
+            regex: Some(regex::Regex::new("fill").unwrap()),
+            skip: 1,
+            count: Some(2),
+            seen: 0,
+            verdicts: Default::default(),
+        };
+        let mut asked = Vec::new();
+        let mut keep = |key: usize, name: &'static str| {
+            f.keep_by(key, || {
+                asked.push(key);
+                name
+            })
+        };
+        // Launches of functions 1 (fill_u32), 2 (add_u32), 1, 1, 2, 1.
+        let kept: Vec<bool> = [
+            (1, "fill_u32"),
+            (2, "add_u32"),
+            (1, ""),
+            (1, ""),
+            (2, ""),
+            (1, ""),
+        ]
+        .into_iter()
+        .map(|(k, n)| keep(k, n))
+        .collect();
+        assert_eq!(kept, vec![false, false, true, true, false, false]);
+        assert_eq!(asked, vec![1, 2]);
+        // Mangled names are matched demangled too.
+        let mut f = KernelFilter {
+            regex: Some(regex::Regex::new(r"^fill\(int\)$").unwrap()),
+            skip: 0,
+            count: None,
+            seen: 0,
+            verdicts: Default::default(),
+        };
+        assert!(f.keep(7, "_Z4filli"));
+        assert!(!f.keep(8, "_Z3addi"));
     }
 }

@@ -36,6 +36,9 @@ pub struct Config {
     pub capture: Capture,
     /// PC sampling (`RTRACE_PC_SAMPLING`, `RTRACE_PC_SAMPLING_STALLS`).
     pub pc_sampling: PcSampling,
+    /// Kernel profiling's LIST of sets and metrics (`RTRACE_METRICS`), resolved at start-up;
+    /// `None`: off.
+    pub metrics: Option<String>,
 }
 
 /// PC sampling settings; off by default.
@@ -274,6 +277,13 @@ impl Config {
         if pc_sampling.on {
             gpu_activity.resources = true;
         }
+        let metrics = get(env::METRICS)
+            .map(|v| v.to_string_lossy().trim().to_string())
+            .filter(|v| !v.is_empty());
+        // Profiles are linked to kernel records, and profiling uses GPU activity's CUPTI.
+        if metrics.is_some() {
+            gpu_activity.kernel = true;
+        }
         Config {
             output: get(env::OUTPUT)
                 .filter(|v| !v.is_empty())
@@ -293,6 +303,7 @@ impl Config {
             module_images: get(env::MODULE_IMAGES).is_none_or(|v| v != "0"),
             capture: Capture::from_lookup(&get),
             pc_sampling,
+            metrics,
         }
     }
 }
@@ -357,6 +368,19 @@ mod tests {
                 Some(format!("RTRACE_PC_SAMPLING={bad}: expected 0, 1 or a period 5..31 (2^N cycles); PC sampling off").as_str())
             );
         }
+    }
+
+    #[test]
+    fn metrics() {
+        assert_eq!(cfg(&[]).metrics, None);
+        assert_eq!(cfg(&[("RTRACE_METRICS", " ")]).metrics, None);
+        let c = cfg(&[("RTRACE_METRICS", " SpeedOfLight,gpu__time_duration.sum ")]);
+        assert_eq!(
+            c.metrics.as_deref(),
+            Some("SpeedOfLight,gpu__time_duration.sum")
+        );
+        // Kernel records come on (profiles link to them), nothing else.
+        assert!(c.gpu_activity.kernel && !c.gpu_activity.memcpy && !c.gpu_activity.resources);
     }
 
     #[test]

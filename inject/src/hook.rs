@@ -17,6 +17,7 @@ use crate::state::{self, State};
 use crate::thread::{self, ThreadState};
 use crate::{actions, clock};
 use rtrace_format::ApiRecord;
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use crate::driver::real;
@@ -109,6 +110,21 @@ fn begin_running(function: u32) -> Option<CallToken> {
         })
     })
     .flatten()
+}
+
+/// Runs the real launch `run` of kernel `f` (a launch wrapper's call, after [`begin`]):
+/// exactly once, its result returned unchanged. Profiled when kernel profiling is on, the call
+/// is recorded and the kernel controls choose it; otherwise one relaxed load more than a plain
+/// call.
+#[inline(always)]
+pub fn launch(token: &Option<CallToken>, f: *mut c_void, run: impl FnOnce() -> u32) -> u32 {
+    if !crate::cupti::profiling() {
+        return run();
+    }
+    match token {
+        Some(t) => crate::cupti::profiled_launch(t.correlation, f, run),
+        None => run(),
+    }
 }
 
 /// Finishes a call started by [`begin`]: stores its record in the thread's ring.

@@ -50,6 +50,9 @@ pub fn start() {
         if let Some(e) = &cfg.pc_sampling.error {
             cupti::notice(e.clone());
         }
+        for msg in cupti::configure_profiling() {
+            cupti::notice(msg);
+        }
     });
 }
 
@@ -62,6 +65,8 @@ fn end_actions() -> EndActions {
         let _ = thread::with_errno_saved(cupti::after_cuinit);
     });
     actions.always(id::cuProfilerStop, capture::after_stop);
+    actions.always(id::cuGraphLaunch, cupti::graph_launched);
+    actions.always(id::cuGraphLaunch_ptsz, cupti::graph_launched);
     actions
 }
 

@@ -26,7 +26,7 @@ ln -sf "$target/debug/libcupti.so" "$work/lib/libcupti.so.13"
 ln -sf "$target/debug/libcupti.so" "$work/lib/libcupti.so"
 
 cflags=(-O1 -Wall -Werror -I"$inc")
-for p in direct threads fork exits killme errors; do
+for p in direct threads fork exits killme errors profile; do
     gcc "${cflags[@]}" -pthread "$here/$p.c" -o "$work/bin/$p" -L"$work/lib" -lcuda
 done
 for p in procaddr dlsym; do
@@ -36,6 +36,9 @@ gcc "${cflags[@]}" -pthread "$here/cupti_client.c" -o "$work/bin/cupti_client" -
     -lcupti -lcuda
 gcc "${cflags[@]}" "$here/pcsampling_client.c" -o "$work/bin/pcsampling_client" -L"$work/lib" \
     -lcupti -lcuda
+# cupti_profiler_host.h includes <string>: this client is compiled as C++.
+g++ -x c++ "${cflags[@]}" "$here/rangeprof_client.c" -o "$work/bin/rangeprof_client" \
+    -L"$work/lib" -lcupti -lcuda
 export LD_LIBRARY_PATH=$work/lib
 
 failures=0
@@ -73,6 +76,7 @@ expect exits-sigint-handler 0 "handled
 exits mode=sigint-handler calls=116" -- "$b/exits" sigint-handler
 expect errors 0 "errors ok failed=22 calls=43" -- env SIMCUDA_FAIL="$fail_spec" "$b/errors"
 expect errors-unset 2 "" -- "$b/errors"
+expect profile 0 "profile ok first=21 second=7 calls=35" -- "$b/profile"
 expect cupti_client 0 "streams legacy=2 s1=8 s2=9 per_thread=10
 memcpy corr=1 HtoD pageable->device async=0 bytes=4096 start=15000 end=15410 dev=0 ctx=1 stream=2
 memcpy corr=2 HtoD pinned->device async=1 bytes=4096 start=16410 end=16820 dev=0 ctx=1 stream=8
@@ -119,6 +123,35 @@ enable not supported
 context destroy starting
 context destroy starting
 pcsampling_client ok contexts=2 calls=16" -- env SIMCUPTI_PC_SAMPLING=unsupported "$b/pcsampling_client"
+expect rangeprof_client 0 "supported=3 architecture=3
+chip=GH100 availability=64 bytes
+config=160 bytes passes=2
+profile 0: all_passes=1
+gemm_tile: ranges=1 dropped=0
+  range 0: 2500.00 4950.00 4331.25 53.95 347798.00
+profile 1: all_passes=1
+reduce_rows: ranges=1 dropped=0
+  range 0: 1500.00 2970.00 2598.75 47.86 23387.00
+session: ranges=2 dropped=1
+  range 0: 1500.00 2970.00 2598.75 47.86 23387.00
+  range 1: 2500.00 4950.00 4331.25 53.95 347798.00
+user replay: passes=2 last_pass=1
+user: ranges=1 dropped=0
+  range step: 4000.00 7920.00 6930.00 68.54 452603.00
+kernel records=10: gemm_tile=2500 reduce_rows=1500 reduce_rows=1500 gemm_tile=2500 empty=1000 empty=1000 gemm_tile=2500 reduce_rows=1500 gemm_tile=2500 reduce_rows=1500
+rangeprof_client ok knob= calls=19" -- "$b/rangeprof_client"
+for knob in privileges:35 busy:26 unsupported:27 mps:27; do
+    k=${knob%:*} code=${knob#*:}
+    supported=3 avail="availability=64 bytes"
+    [ "$k" = unsupported ] && supported=1
+    case $k in privileges | busy) avail="availability error $code" ;; esac
+    expect "rangeprof_client-$k" 0 "supported=$supported architecture=$supported
+chip=GH100 $avail
+config=160 bytes passes=2
+enable error $code
+kernel records=1: gemm_tile=2500
+rangeprof_client ok knob=$k calls=10" -- env SIMCUPTI_PROFILER="$k" "$b/rangeprof_client"
+done
 
 # exits exit: status 3, calls >= 1156 (another thread is still calling)
 status=0

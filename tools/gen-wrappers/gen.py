@@ -48,6 +48,19 @@ INPUT_HEADERS = [
 # Written by hand in crate::procaddr; they keep their ids but get no generated body and no
 # entry in the generated wrapper table (procaddr::wrapper_address adds them).
 HANDWRITTEN = ("cuGetProcAddress", "cuGetProcAddress_v2")
+# The entry points that launch one kernel, its handle in parameter `f`: their wrappers run the
+# real call through `crate::hook::launch`, which profiles it when kernel profiling chooses it.
+LAUNCHES = (
+    "cuLaunch",
+    "cuLaunchCooperativeKernel",
+    "cuLaunchCooperativeKernel_ptsz",
+    "cuLaunchGrid",
+    "cuLaunchGridAsync",
+    "cuLaunchKernel",
+    "cuLaunchKernelEx",
+    "cuLaunchKernelEx_ptsz",
+    "cuLaunchKernel_ptsz",
+)
 
 # Wrapper modules by name prefix; the longest matching prefix wins, `context` takes the rest.
 MODULES = [
@@ -700,7 +713,39 @@ pub unsafe extern "C" fn {name}({params}){ret_sig} {{
 """
 
 
+LAUNCH_TEMPLATE = """\
+/// `{prototype}`
+#[no_mangle]
+pub unsafe extern "C" fn {name}({params}) -> u32 {{
+    let real = crate::hook::real({id});
+    if real.is_null() {{
+        return crate::hook::MISSING_RESULT;
+    }}
+    // SAFETY: `real` is the driver's own `{name}`; this signature is its ABI as declared in \
+{header}.
+    let func: unsafe extern "C" fn({types}) -> u32 = unsafe {{ core::mem::transmute(real) }};
+    let token = crate::hook::begin({id});
+    // SAFETY: the arguments are passed through unchanged from our caller (exactly once).
+    let ret = crate::hook::launch(&token, f, || unsafe {{ func({args}) }});
+    crate::hook::end(token, ret);
+    ret
+}}
+"""
+
+
 def wrapper(f, fid):
+    if f.name in LAUNCHES:
+        if f.ret != "u32" or not any(p.name == "f" for p in f.params):
+            sys.exit(f"{f.name}: a launch must return CUresult and take the function as `f`")
+        return LAUNCH_TEMPLATE.format(
+            prototype=f.prototype,
+            name=f.name,
+            header=f.header,
+            id=fid,
+            params=", ".join(f"{p.name}: {p.rust_type}" for p in f.params),
+            types=", ".join(p.rust_type for p in f.params),
+            args=", ".join(p.name for p in f.params),
+        )
     if f.ret == "()":
         on_missing, recorded, bind, tail = "return;", "0", "", ""
     elif f.ret == "u32":

@@ -1,7 +1,8 @@
 //! The CUPTI library and the entry points rtrace calls in it (Activity API, Callback API, and
-//! the PC Sampling API when asked for), looked up at run time.
+//! the PC Sampling API and the range profiler when asked for), looked up at run time.
 
 use super::pcsampling::api::PcApi;
+use super::profiler::api::ProfApi;
 use crate::driver;
 use rtrace_format::{CUPTI_DIRS, CUPTI_SONAME};
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -66,6 +67,8 @@ pub(super) struct Api {
     pub cubin_crc: Option<GetCubinCrcFn>,
     /// The PC Sampling API when PC sampling is asked for (`Err`: why it cannot be had).
     pub pc_sampling: Option<Result<PcApi, String>>,
+    /// The range profiler's entry points when kernel profiling is asked for.
+    pub profiler: Option<Result<ProfApi, String>>,
 }
 
 // SAFETY: plain function pointers into libcupti, callable from any thread.
@@ -162,6 +165,10 @@ pub(super) fn load() -> Result<Api, String> {
                 .pc_sampling
                 .on
                 .then(|| PcApi::load(sym)),
+            profiler: crate::state::config()
+                .metrics
+                .is_some()
+                .then(|| ProfApi::load(sym)),
         })
     }
 }

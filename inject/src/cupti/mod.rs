@@ -27,7 +27,7 @@
 //! library and its entry points), `state.rs` (the value), `records.rs` (activity records →
 //! rtrace's), `share.rs` (the program's own CUPTI client), `buffers.rs` (the activity buffers),
 //! `activity.rs` (the Activity API set up), `modules.rs` (devices and modules),
-//! `pcsampling/` (the PC Sampling API), `callbacks.rs` (the Callback API); here, start and end;
+//! `pcsampling/` (the PC Sampling API), `profiler/` (kernel profiling), `callbacks.rs` (the Callback API); here, start and end;
 //! above, `exports.rs` (the CUPTI entry points the program calls).
 
 /// CUPTI 13.0's record layouts and constants (generated from cupti_activity.h).
@@ -43,6 +43,7 @@ mod clockmap;
 mod exports;
 mod modules;
 mod pcsampling;
+mod profiler;
 mod records;
 mod share;
 mod state;
@@ -90,6 +91,7 @@ fn enable() {
 
 /// GPU activity could not start: says why, for PC sampling too when it was asked for.
 fn off(why: String) {
+    profiler::activity_off(&format!("GPU activity is off: {why}"));
     if crate::state::config().pc_sampling.on {
         notice(format!("PC sampling off: {why}"));
     }
@@ -121,6 +123,9 @@ fn enable_now() {
             None => {}
         }
     }
+    if let Some(Err(e)) = &api.profiler {
+        profiler::activity_off(e);
+    }
     let last = kinds.pop().unwrap_or_default();
     let listed = if kinds.is_empty() {
         last.to_string()
@@ -145,6 +150,33 @@ fn enable_now() {
     if let Some(e) = module_error {
         notice(format!("GPU activity without modules: {e}"));
     }
+}
+
+/// Kernel profiling at start-up: resolves `RTRACE_METRICS`; the notices to write.
+pub fn configure_profiling() -> Vec<String> {
+    profiler::configure()
+}
+
+/// Whether kernel profiling is on: the one relaxed load a launch wrapper adds.
+#[inline(always)]
+pub fn profiling() -> bool {
+    CUPTI.prof.on.load(Ordering::Relaxed)
+}
+
+/// A recorded launch of kernel `f` while profiling is on: runs `run` once (profiled if chosen)
+/// and returns its result.
+#[cold]
+pub fn profiled_launch(
+    correlation: u64,
+    f: *mut std::ffi::c_void,
+    run: impl FnOnce() -> u32,
+) -> u32 {
+    profiler::launch(correlation, f, run)
+}
+
+/// After a recorded `cuGraphLaunch`: graph kernels are not profiled (said once).
+pub fn graph_launched() {
+    profiler::graph_launched();
 }
 
 /// Asks CUPTI to hand over its buffers (`force`: also records still being written).
@@ -191,6 +223,7 @@ pub fn drain_into(sink: &mut Sink) {
             sink.notice(&msg);
         }
     }
+    profiler::drain_into(sink);
     modules::drain_into(sink);
     let Some(full) = buffers::take_full() else {
         return;

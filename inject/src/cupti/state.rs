@@ -10,6 +10,7 @@
 use super::api::Api;
 use super::clockmap::ClockMap;
 use super::pcsampling::data::PcState;
+use super::profiler::launch::Launches;
 use crate::{diag, thread::internal};
 use rtrace_format::{DeviceInfo, ModuleImage, ModuleRecord};
 use std::ffi::c_void;
@@ -45,9 +46,25 @@ pub(super) struct Cupti {
     /// PC sampling's contexts and what its callbacks read (`pcsampling/`); `None` until a
     /// context is sampled.
     pub pc: Mutex<Option<PcState>>,
+    /// Kernel profiling (`profiler/`).
+    pub prof: ProfilerState,
     /// CUPTI's own functions behind the entry points rtrace interposes (`exports.rs`).
     #[cfg_attr(test, allow(dead_code))]
     pub own: OwnFns,
+}
+
+/// Kernel profiling's state.
+pub(super) struct ProfilerState {
+    /// Profiling is on: the one relaxed load a launch wrapper adds.
+    pub on: AtomicBool,
+    /// The metrics asked for (`RTRACE_METRICS` resolved), in value order.
+    pub metrics: OnceLock<Vec<String>>,
+    /// The kernel controls' state and the profiled contexts, under the lock a launch takes.
+    pub launches: Mutex<Option<Launches>>,
+    /// `ProfilerSetup` and `KernelProfile` chunks for the worker to write, in order.
+    pub pending: Mutex<Vec<(rtrace_format::ChunkKind, Vec<u8>)>>,
+    /// The notice about graph launches was written.
+    pub graph_said: AtomicBool,
 }
 
 pub(super) const OFF: u8 = 0;
@@ -215,6 +232,13 @@ pub(super) static CUPTI: Cupti = Cupti {
         open: Mutex::new(None),
     },
     pc: Mutex::new(None),
+    prof: ProfilerState {
+        on: AtomicBool::new(false),
+        metrics: OnceLock::new(),
+        launches: Mutex::new(None),
+        pending: Mutex::new(Vec::new()),
+        graph_said: AtomicBool::new(false),
+    },
     own: OwnFns {
         register_callbacks: NONE,
         register_timestamp: NONE,

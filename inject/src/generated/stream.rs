@@ -234,8 +234,8 @@ pub unsafe extern "C" fn cuLaunch(f: *mut c_void) -> u32 {
     // SAFETY: `real` is the driver's own `cuLaunch`; this signature is its ABI as declared in cuda.h.
     let func: unsafe extern "C" fn(*mut c_void) -> u32 = unsafe { core::mem::transmute(real) };
     let token = crate::hook::begin(290);
-    // SAFETY: the arguments are passed through unchanged from our caller.
-    let ret = unsafe { func(f) };
+    // SAFETY: the arguments are passed through unchanged from our caller (exactly once).
+    let ret = crate::hook::launch(&token, f, || unsafe { func(f) });
     crate::hook::end(token, ret);
     ret
 }
@@ -272,8 +272,8 @@ pub unsafe extern "C" fn cuLaunchCooperativeKernel(
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
     let token = crate::hook::begin(291);
-    // SAFETY: the arguments are passed through unchanged from our caller.
-    let ret = unsafe {
+    // SAFETY: the arguments are passed through unchanged from our caller (exactly once).
+    let ret = crate::hook::launch(&token, f, || unsafe {
         func(
             f,
             gridDimX,
@@ -286,7 +286,7 @@ pub unsafe extern "C" fn cuLaunchCooperativeKernel(
             hStream,
             kernelParams,
         )
-    };
+    });
     crate::hook::end(token, ret);
     ret
 }
@@ -344,8 +344,8 @@ pub unsafe extern "C" fn cuLaunchCooperativeKernel_ptsz(
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
     let token = crate::hook::begin(293);
-    // SAFETY: the arguments are passed through unchanged from our caller.
-    let ret = unsafe {
+    // SAFETY: the arguments are passed through unchanged from our caller (exactly once).
+    let ret = crate::hook::launch(&token, f, || unsafe {
         func(
             f,
             gridDimX,
@@ -358,7 +358,7 @@ pub unsafe extern "C" fn cuLaunchCooperativeKernel_ptsz(
             hStream,
             kernelParams,
         )
-    };
+    });
     crate::hook::end(token, ret);
     ret
 }
@@ -374,8 +374,8 @@ pub unsafe extern "C" fn cuLaunchGrid(f: *mut c_void, grid_width: i32, grid_heig
     let func: unsafe extern "C" fn(*mut c_void, i32, i32) -> u32 =
         unsafe { core::mem::transmute(real) };
     let token = crate::hook::begin(294);
-    // SAFETY: the arguments are passed through unchanged from our caller.
-    let ret = unsafe { func(f, grid_width, grid_height) };
+    // SAFETY: the arguments are passed through unchanged from our caller (exactly once).
+    let ret = crate::hook::launch(&token, f, || unsafe { func(f, grid_width, grid_height) });
     crate::hook::end(token, ret);
     ret
 }
@@ -396,8 +396,10 @@ pub unsafe extern "C" fn cuLaunchGridAsync(
     let func: unsafe extern "C" fn(*mut c_void, i32, i32, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
     let token = crate::hook::begin(295);
-    // SAFETY: the arguments are passed through unchanged from our caller.
-    let ret = unsafe { func(f, grid_width, grid_height, hStream) };
+    // SAFETY: the arguments are passed through unchanged from our caller (exactly once).
+    let ret = crate::hook::launch(&token, f, || unsafe {
+        func(f, grid_width, grid_height, hStream)
+    });
     crate::hook::end(token, ret);
     ret
 }
@@ -478,8 +480,8 @@ pub unsafe extern "C" fn cuLaunchKernel(
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
     let token = crate::hook::begin(298);
-    // SAFETY: the arguments are passed through unchanged from our caller.
-    let ret = unsafe {
+    // SAFETY: the arguments are passed through unchanged from our caller (exactly once).
+    let ret = crate::hook::launch(&token, f, || unsafe {
         func(
             f,
             gridDimX,
@@ -493,7 +495,7 @@ pub unsafe extern "C" fn cuLaunchKernel(
             kernelParams,
             extra,
         )
-    };
+    });
     crate::hook::end(token, ret);
     ret
 }
@@ -514,8 +516,10 @@ pub unsafe extern "C" fn cuLaunchKernelEx(
     let func: unsafe extern "C" fn(*const c_void, *mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
     let token = crate::hook::begin(299);
-    // SAFETY: the arguments are passed through unchanged from our caller.
-    let ret = unsafe { func(config, f, kernelParams, extra) };
+    // SAFETY: the arguments are passed through unchanged from our caller (exactly once).
+    let ret = crate::hook::launch(&token, f, || unsafe {
+        func(config, f, kernelParams, extra)
+    });
     crate::hook::end(token, ret);
     ret
 }
@@ -536,8 +540,10 @@ pub unsafe extern "C" fn cuLaunchKernelEx_ptsz(
     let func: unsafe extern "C" fn(*const c_void, *mut c_void, *mut c_void, *mut c_void) -> u32 =
         unsafe { core::mem::transmute(real) };
     let token = crate::hook::begin(300);
-    // SAFETY: the arguments are passed through unchanged from our caller.
-    let ret = unsafe { func(config, f, kernelParams, extra) };
+    // SAFETY: the arguments are passed through unchanged from our caller (exactly once).
+    let ret = crate::hook::launch(&token, f, || unsafe {
+        func(config, f, kernelParams, extra)
+    });
     crate::hook::end(token, ret);
     ret
 }
@@ -576,8 +582,8 @@ pub unsafe extern "C" fn cuLaunchKernel_ptsz(
         *mut c_void,
     ) -> u32 = unsafe { core::mem::transmute(real) };
     let token = crate::hook::begin(301);
-    // SAFETY: the arguments are passed through unchanged from our caller.
-    let ret = unsafe {
+    // SAFETY: the arguments are passed through unchanged from our caller (exactly once).
+    let ret = crate::hook::launch(&token, f, || unsafe {
         func(
             f,
             gridDimX,
@@ -591,7 +597,7 @@ pub unsafe extern "C" fn cuLaunchKernel_ptsz(
             kernelParams,
             extra,
         )
-    };
+    });
     crate::hook::end(token, ret);
     ret
 }

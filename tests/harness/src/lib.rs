@@ -105,6 +105,7 @@ pub fn build() -> &'static Build {
             ("dlsym", &["-ldl"]),
             ("cupti_client", &["-lcupti", "-lcuda", "-pthread"]),
             ("capture", &["-lcuda", "-ldl"]),
+            ("profile", &["-lcuda"]),
         ];
         for (name, libs) in sources {
             compile(

@@ -337,6 +337,13 @@ pub extern "C" fn simcuda_host_now() -> u64 {
     HOST_NOW.load(Ordering::Acquire)
 }
 
+/// How many devices the virtual GPU has (`SIMCUDA_DEVICES`), whether or not `cuInit` was
+/// called: what `cuptiDeviceGetChipName` checks a device index against.
+#[no_mangle]
+pub extern "C" fn simcuda_device_count() -> c_int {
+    crate::config::get().devices
+}
+
 /// `cuptiGetContextId`: the id of `ctx` (simcuda's object id, as in its handle), as a CUPTI
 /// result code: `CUPTI_ERROR_INVALID_PARAMETER` for a NULL `id`, `CUPTI_ERROR_INVALID_CONTEXT`
 /// for a NULL, unknown or destroyed context.

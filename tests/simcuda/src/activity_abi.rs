@@ -30,6 +30,8 @@
 //! ```c
 //! // cuptiGetContextId's answer: a CUPTI result code, and the context's id in *id.
 //! uint32_t simcuda_context_id(CUcontext ctx, uint32_t *id);
+//! // SIMCUDA_DEVICES: the virtual GPU's device count (no cuInit needed).
+//! int simcuda_device_count(void);
 //! ```
 
 #![allow(dead_code)]

@@ -10,7 +10,8 @@
 //! Layout: `api` holds the exported functions; `state` the state behind one lock and what each
 //! reported call becomes; `records` the record encoders; `buffer` the client's buffers and
 //! record iteration; `worker` the thread that hands completed buffers back; `pcsampling` the
-//! PC Sampling API.
+//! PC Sampling API; `profiler` the kernel profiler's rules and images, `profiling` its state,
+//! `profiler_host` and `range_profiler` its exported functions.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -25,6 +26,10 @@ mod layout;
 #[path = "../../simcuda/src/lock.rs"]
 mod lock;
 mod pcsampling;
+mod profiler;
+mod profiler_host;
+mod profiling;
+mod range_profiler;
 mod records;
 /// The private interface to simcuda.
 #[path = "../../simcuda/src/activity_abi.rs"]

@@ -16,6 +16,7 @@ use crate::buffer::Buffer;
 use crate::layout::*;
 use crate::lock::Locked;
 use crate::pcsampling::PcSampling;
+use crate::profiling::Profiling;
 use crate::records::{self, Times};
 use crate::sim::*;
 use crate::worker;
@@ -35,6 +36,7 @@ pub struct Sim {
     host_now: unsafe extern "C" fn() -> u64,
     stream_id: unsafe extern "C" fn(*mut c_void, *mut c_void, u8, *mut u32) -> u32,
     context_id: unsafe extern "C" fn(*mut c_void, *mut u32) -> u32,
+    device_count: unsafe extern "C" fn() -> c_int,
 }
 
 /// simcuda, found in the process's `libcuda.so.1` (loaded if it is not yet).
@@ -56,16 +58,18 @@ pub fn sim() -> Option<&'static Sim> {
             let p = unsafe { libc::dlsym(h, s.as_ptr()) };
             (!p.is_null()).then_some(p)
         };
-        let (a, b, c, d) = (
+        let (a, b, c, d, e) = (
             sym(c"simcuda_activity_subscribe")?,
             sym(c"simcuda_host_now")?,
             sym(c"simcuda_stream_id")?,
             sym(c"simcuda_context_id")?,
+            sym(c"simcuda_device_count")?,
         );
         type Subscribe = unsafe extern "C" fn(u32, Option<SimCallback>) -> c_int;
         type HostNow = unsafe extern "C" fn() -> u64;
         type StreamId = unsafe extern "C" fn(*mut c_void, *mut c_void, u8, *mut u32) -> u32;
         type ContextId = unsafe extern "C" fn(*mut c_void, *mut u32) -> u32;
+        type DeviceCount = unsafe extern "C" fn() -> c_int;
         // SAFETY: simcuda's exports, with the signatures of activity_abi.rs.
         unsafe {
             Some(Sim {
@@ -73,6 +77,7 @@ pub fn sim() -> Option<&'static Sim> {
                 host_now: std::mem::transmute::<*mut c_void, HostNow>(b),
                 stream_id: std::mem::transmute::<*mut c_void, StreamId>(c),
                 context_id: std::mem::transmute::<*mut c_void, ContextId>(d),
+                device_count: std::mem::transmute::<*mut c_void, DeviceCount>(e),
             })
         }
     })
@@ -96,6 +101,12 @@ impl Sim {
     ) -> u32 {
         // SAFETY: the caller's contract.
         unsafe { (self.stream_id)(ctx, stream, pt, id) }
+    }
+
+    /// `SIMCUDA_DEVICES`.
+    pub fn device_count(&self) -> i32 {
+        // SAFETY: a plain simcuda export.
+        unsafe { (self.device_count)() }
     }
 
     /// # Safety
@@ -138,6 +149,8 @@ pub struct State {
     next_function_id: u32,
     /// The PC Sampling API's state.
     pub pcs: PcSampling,
+    /// The profiler's state (host objects, range profilers).
+    pub prof: Profiling,
 }
 
 /// The client hands over zeroed buffers (`CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER`).
@@ -158,6 +171,7 @@ static STATE: Locked<State> = Locked::new(State {
     names: BTreeMap::new(),
     next_function_id: 1,
     pcs: PcSampling::new(),
+    prof: Profiling::new(),
 });
 
 /// `CUpti_ExternalCorrelationKind` values are below this.
@@ -735,6 +749,7 @@ fn context_destroying(op: &SimOp) {
     }
     // SAFETY: a configured sampling buffer is the client's until sampling is disabled.
     with(|st| unsafe { st.pcs.context_destroyed(op.context_id) });
+    with(|st| st.prof.context_destroyed(op.context_id));
 }
 
 /// simcuda's callback (`SimCallback`): every driver call, at entry and at exit.
@@ -807,6 +822,7 @@ unsafe extern "C" fn on_sim_call(call: *const SimCall) -> u32 {
             let (cb, loaded) = with(|st| {
                 if let Some(op) = op {
                     st.pcs.observe(op);
+                    st.prof.observe(op);
                 }
                 st.record_call(call, name);
                 deliver(st, false, false);

@@ -1,0 +1,330 @@
+//! Kernel profiling through CUPTI's range profiler (`RTRACE_METRICS`): hardware metrics of the
+//! kernel launches the kernel controls choose (`RTRACE_KERNEL_REGEX`, `_SKIP`, `_COUNT`), each
+//! replayed by CUPTI (kernel replay, auto range: one range per launch).
+//!
+//! - At start-up ([`configure`]) the LIST is resolved, the kernel controls built into the
+//!   one [`KernelFilter`](crate::capture::KernelFilter), and the hot-path flag set. A bad LIST,
+//!   a bad regex or PC sampling leaves profiling off with a notice.
+//! - A launch wrapper with the flag set calls [`launch`]: it takes the profiler's lock, asks the
+//!   filter (whose verdict is cached by function handle: the driver's name is fetched once per
+//!   function), and runs an unchosen launch untouched. A chosen one sets its context up on
+//!   first use (`setup.rs`: a `ProfilerSetup` chunk, or a notice saying why the context is not
+//!   profiled), then is profiled (`launch.rs`) and becomes a `KernelProfile` chunk, queued for
+//!   the worker, which writes the queue at each drain.
+//! - The launch itself runs exactly once and its result is returned unchanged, whatever CUPTI
+//!   does; a panic in rtrace's part is caught.
+//! - Launches in CUDA graphs are not profiled: a notice says so at the first `cuGraphLaunch`.
+//!
+//! Rooms: `api.rs` (entry points), `setup.rs` (one context), `launch.rs` (one launch); here,
+//! the state's use, the driver queries, start-up and the worker's drain.
+
+pub(super) mod api;
+pub(super) mod launch;
+pub(super) mod setup;
+
+use super::api::Api;
+use super::state::CUPTI;
+use crate::capture::KernelFilter;
+use crate::output::Sink;
+use crate::thread::internal;
+use launch::{profile, Launches};
+use rtrace_format::{ChunkKind, KernelProfile, PROFILING_NOTICE};
+use setup::{release_host, set_up, Profiled, Target};
+use std::ffi::{c_char, c_void, CStr};
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::Ordering;
+
+/// `CUDA_ERROR_UNKNOWN`: what a launch returns had it been lost (it cannot be: the real call
+/// runs exactly once, and a C function does not unwind).
+const CUDA_ERROR_UNKNOWN: u32 = 999;
+
+/// At start-up: resolves `RTRACE_METRICS` and turns profiling on. Returns the notices.
+pub(super) fn configure() -> Vec<String> {
+    let cfg = crate::state::config();
+    let Some(list) = &cfg.metrics else {
+        return Vec::new();
+    };
+    let off = |why: String| vec![format!("{PROFILING_NOTICE} off: {why}")];
+    let chosen = match rtrace_format::metric_sets::resolve(list) {
+        Ok(c) => c,
+        Err(e) => return off(format!("RTRACE_METRICS: {e}")),
+    };
+    if cfg.pc_sampling.on {
+        return off("PC sampling is on; CUPTI cannot do both on one context".into());
+    }
+    let mut error = None;
+    let filter = KernelFilter::from_config(&mut error);
+    if let Some(e) = error {
+        return off(e);
+    }
+    let metrics: Vec<String> = chosen.into_iter().map(|c| c.name).collect();
+    let n = metrics.len();
+    let _ = CUPTI.prof.metrics.set(metrics);
+    if let Ok(mut g) = CUPTI.prof.launches.lock() {
+        *g = Some(Launches {
+            filter,
+            chosen: 0,
+            contexts: Vec::new(),
+            initialized: false,
+        });
+    }
+    CUPTI.prof.on.store(true, Ordering::Release);
+    let which = crate::capture::describe_kernels(&cfg.capture)
+        .unwrap_or_else(|| "every kernel".to_string());
+    vec![format!(
+        "{PROFILING_NOTICE} on: {n} metrics by kernel replay, for {which} (kernels in CUDA graphs are not profiled)"
+    )]
+}
+
+/// GPU activity could not start: profiling, which needs its CUPTI, is off.
+pub(super) fn activity_off(why: &str) {
+    if CUPTI.prof.on.swap(false, Ordering::AcqRel) {
+        CUPTI.notice(format!("{PROFILING_NOTICE} off: {why}"));
+    }
+}
+
+/// After a recorded `cuGraphLaunch`: says once that graph kernels are not profiled.
+pub(super) fn graph_launched() {
+    if CUPTI.prof.on.load(Ordering::Relaxed) && !CUPTI.prof.graph_said.swap(true, Ordering::AcqRel)
+    {
+        CUPTI.notice(format!(
+            "{PROFILING_NOTICE}: kernels launched by CUDA graphs (cuGraphLaunch) are not profiled"
+        ));
+    }
+}
+
+/// A recorded kernel launch of function handle `f` (its API record's `correlation`) while
+/// profiling is on: runs `run` exactly once, profiled if the kernel controls choose it, and
+/// returns its result.
+pub(super) fn launch(correlation: u64, f: *mut c_void, run: impl FnOnce() -> u32) -> u32 {
+    let mut run = Some(run);
+    let mut ret = None;
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        let mut once = || {
+            let r = run.take().map_or(CUDA_ERROR_UNKNOWN, |r| r());
+            ret = Some(r);
+            r
+        };
+        internal(|| launch_chosen(correlation, f, &mut once));
+    }));
+    match (ret, run.take()) {
+        (Some(r), _) => r,
+        (None, Some(r)) => r(),
+        (None, None) => CUDA_ERROR_UNKNOWN,
+    }
+}
+
+fn launch_chosen(correlation: u64, f: *mut c_void, run: &mut dyn FnMut() -> u32) {
+    let Some(api) = CUPTI.api.get() else {
+        run();
+        return;
+    };
+    let Some(Ok(prof)) = &api.profiler else {
+        run();
+        return;
+    };
+    let Ok(mut guard) = CUPTI.prof.launches.lock() else {
+        run();
+        return;
+    };
+    let Some(l) = guard.as_mut() else {
+        drop(guard);
+        run();
+        return;
+    };
+    let chosen = match &mut l.filter {
+        None => true,
+        Some(filter) => filter.keep_by(f as usize, || function_name(f).unwrap_or_default()),
+    };
+    if !chosen {
+        drop(guard);
+        run();
+        return;
+    }
+    let ordinal = l.chosen;
+    l.chosen += 1;
+    let ctx = current_context();
+    if ctx.is_null() {
+        drop(guard);
+        run();
+        return;
+    }
+    let mut notices = Vec::new();
+    let mut context = 0u32;
+    // SAFETY: `ctx` is the calling thread's current context; CUPTI writes its id.
+    unsafe { (api.context_id)(ctx, &mut context) };
+    // A handle reused by a new context: the old one's entry is dropped (its host object
+    // released; its range profiler went with the context).
+    if let Some(i) = l
+        .contexts
+        .iter()
+        .position(|(c, id, _)| *c == ctx as usize && *id != context)
+    {
+        let (_, _, old) = l.contexts.swap_remove(i);
+        if let Some(old) = old {
+            release_host(prof, old.host_object);
+        }
+    }
+    let i = match l.contexts.iter().position(|(c, _, _)| *c == ctx as usize) {
+        Some(i) => i,
+        None => {
+            let profiled = set_up_context(api, prof, l, ctx, context, &mut notices);
+            l.contexts.push((ctx as usize, context, profiled));
+            l.contexts.len() - 1
+        }
+    };
+    let Some((_, _, Some(p))) = l.contexts.get_mut(i) else {
+        drop(guard);
+        say(notices);
+        run();
+        return;
+    };
+    let start_ns = crate::clock::now_ns();
+    let (_, measured) = profile(api, prof, p, &mut *run, &mut notices);
+    let end_ns = crate::clock::now_ns();
+    if let Some(m) = measured {
+        let record = KernelProfile {
+            context: p.context,
+            correlation,
+            launch: ordinal,
+            start_ns,
+            end_ns,
+            name: function_name(f).unwrap_or_default(),
+            range: m.range,
+            values: m.values,
+            counter_data: m.counter_data,
+        };
+        queue(
+            ChunkKind::KernelProfile,
+            rtrace_format::encode_value(&record),
+        );
+    }
+    drop(guard);
+    say(notices);
+}
+
+/// Sets profiling up on `ctx`: a `ProfilerSetup` chunk and a notice, or a notice saying why not.
+fn set_up_context(
+    api: &Api,
+    prof: &api::ProfApi,
+    l: &mut Launches,
+    ctx: *mut c_void,
+    context: u32,
+    notices: &mut Vec<String>,
+) -> Option<Profiled> {
+    let device = current_device();
+    let metrics = CUPTI.prof.metrics.get().map(Vec::as_slice).unwrap_or(&[]);
+    let target = Target {
+        ctx,
+        context,
+        device,
+    };
+    match set_up(api, prof, target, metrics, &mut l.initialized, notices) {
+        Ok((p, setup)) => {
+            notices.push(format!(
+                "{PROFILING_NOTICE} on for context {context} (device {}, {}): {} metrics, {} replay pass{}",
+                setup.device,
+                setup.chip,
+                setup.metrics.len(),
+                setup.passes,
+                if setup.passes == 1 { "" } else { "es" }
+            ));
+            queue(
+                ChunkKind::ProfilerSetup,
+                rtrace_format::encode_value(&setup),
+            );
+            Some(p)
+        }
+        Err(e) => {
+            notices.push(e);
+            None
+        }
+    }
+}
+
+fn say(notices: Vec<String>) {
+    for n in notices {
+        CUPTI.notice(n);
+    }
+}
+
+fn queue(kind: ChunkKind, bytes: Vec<u8>) {
+    if let Ok(mut q) = CUPTI.prof.pending.lock() {
+        q.push((kind, bytes));
+    }
+}
+
+/// The worker's drain: the queued setups and profiles, in order.
+pub(super) fn drain_into(sink: &mut Sink) {
+    let pending = match CUPTI.prof.pending.lock() {
+        Ok(mut q) => std::mem::take(&mut *q),
+        Err(_) => return,
+    };
+    for (kind, bytes) in pending {
+        sink.chunk(kind, 0, 0, 0, &bytes);
+    }
+}
+
+// ---- the driver, through its real entry points ------------------------------------------
+
+type NameFn = unsafe extern "C" fn(*mut *const c_char, *mut c_void) -> u32;
+type CtxFn = unsafe extern "C" fn(*mut *mut c_void) -> u32;
+type DeviceFn = unsafe extern "C" fn(*mut i32) -> u32;
+
+/// The driver's name of function (or library kernel) handle `f`: `cuFuncGetName`, else
+/// `cuKernelGetName`.
+fn function_name(f: *mut c_void) -> Option<String> {
+    use crate::generated::id;
+    for fid in [id::cuFuncGetName, id::cuKernelGetName] {
+        let real = crate::driver::real(fid);
+        if real.is_null() {
+            continue;
+        }
+        // SAFETY: the driver's cuFuncGetName / cuKernelGetName, both
+        // `CUresult (const char **name, handle)`.
+        let get = unsafe { std::mem::transmute::<*mut c_void, NameFn>(real) };
+        let mut name: *const c_char = std::ptr::null();
+        // SAFETY: the driver writes a pointer to a string it owns.
+        if unsafe { get(&mut name, f) } == 0 && !name.is_null() {
+            // SAFETY: a NUL-terminated string owned by the driver.
+            return Some(
+                unsafe { CStr::from_ptr(name) }
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+        }
+    }
+    None
+}
+
+/// The calling thread's current context (null: none).
+fn current_context() -> *mut c_void {
+    let real = crate::driver::real(crate::generated::id::cuCtxGetCurrent);
+    if real.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: the driver's `CUresult cuCtxGetCurrent(CUcontext *)`.
+    let get = unsafe { std::mem::transmute::<*mut c_void, CtxFn>(real) };
+    let mut ctx = std::ptr::null_mut();
+    // SAFETY: the driver writes the handle.
+    if unsafe { get(&mut ctx) } != 0 {
+        return std::ptr::null_mut();
+    }
+    ctx
+}
+
+/// The current context's device ordinal (0 if the driver cannot say).
+fn current_device() -> i32 {
+    let real = crate::driver::real(crate::generated::id::cuCtxGetDevice);
+    if real.is_null() {
+        return 0;
+    }
+    // SAFETY: the driver's `CUresult cuCtxGetDevice(CUdevice *)`.
+    let get = unsafe { std::mem::transmute::<*mut c_void, DeviceFn>(real) };
+    let mut dev = 0;
+    // SAFETY: the driver writes the ordinal.
+    if unsafe { get(&mut dev) } != 0 {
+        return 0;
+    }
+    dev
+}
