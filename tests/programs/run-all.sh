@@ -138,7 +138,7 @@ session: ranges=2 dropped=1
 user replay: passes=2 last_pass=1
 user: ranges=1 dropped=0
   range step: 4000.00 7920.00 6930.00 68.54 452603.00
-kernel records=10: gemm_tile=2500 reduce_rows=1500 reduce_rows=1500 gemm_tile=2500 empty=1000 empty=1000 gemm_tile=2500 reduce_rows=1500 gemm_tile=2500 reduce_rows=1500
+kernel records=10: gemm_tile=0 reduce_rows=0 reduce_rows=0 gemm_tile=0 empty=1000 empty=1000 gemm_tile=2500 reduce_rows=1500 gemm_tile=2500 reduce_rows=1500
 rangeprof_client ok knob= calls=19" -- "$b/rangeprof_client"
 for knob in privileges:35 busy:26 unsupported:27 mps:27; do
     k=${knob%:*} code=${knob#*:}

@@ -11,7 +11,7 @@ use crate::output::Sink;
 use rtrace_format::{
     ContextRecord, CopyKind, FunctionRecord, KernelRecord, MemcpyRecord, MemoryKind,
     MemoryOperation, MemoryPoolType, MemoryRecord, MemsetRecord, PeerCopyRecord, StreamFlag,
-    StreamRecord, SyncKind, SyncRecord, FLAG_CORRELATED, FLAG_IN_GRAPH,
+    StreamRecord, SyncKind, SyncRecord, FLAG_CORRELATED, FLAG_IN_GRAPH, FLAG_PROFILED,
 };
 use std::ffi::{c_char, CStr};
 use std::sync::atomic::Ordering;
@@ -196,10 +196,16 @@ pub(super) fn kernel(r: &[u8], batch: &mut GpuBatch, links: &Links) {
     if !crate::capture::keep_work(flags) || !crate::capture::keep_kernel(name_ptr as usize, &name) {
         return;
     }
+    let (mut start_ns, mut end_ns, mut flags) = (u64_at(r, k::START), u64_at(r, k::END), flags);
+    if correlation != 0 && CUPTI.prof.on.load(Ordering::Relaxed) {
+        if let Some((start, end)) = super::profiler::take_profiled_times(correlation) {
+            (start_ns, end_ns, flags) = (start, end, flags | FLAG_PROFILED);
+        }
+    }
     let rec = KernelRecord {
         correlation,
-        start_ns: u64_at(r, k::START),
-        end_ns: u64_at(r, k::END),
+        start_ns,
+        end_ns,
         graph_node_id: u64_at(r, k::GRAPH_NODE_ID),
         source_correlation: u32_at(r, k::CORRELATION_ID),
         name: batch.name_id(&name),

@@ -65,6 +65,9 @@ pub(super) struct ProfilerState {
     pub pending: Mutex<Vec<(rtrace_format::ChunkKind, Vec<u8>)>>,
     /// The notice about graph launches was written.
     pub graph_said: AtomicBool,
+    /// Profiled launches whose kernel record has not been converted yet: (rtrace's
+    /// correlation, when profiling began, `gpu__time_duration.sum` in ns if collected).
+    pub profiled: Mutex<Vec<(u64, u64, Option<u64>)>>,
 }
 
 pub(super) const OFF: u8 = 0;
@@ -238,6 +241,7 @@ pub(super) static CUPTI: Cupti = Cupti {
         launches: Mutex::new(None),
         pending: Mutex::new(Vec::new()),
         graph_said: AtomicBool::new(false),
+        profiled: Mutex::new(Vec::new()),
     },
     own: OwnFns {
         register_callbacks: NONE,

@@ -103,6 +103,13 @@ fn check_profiles(t: &Trace, indices: &[usize]) {
             .map(|(_, r)| t.functions[&r.function].as_str())
             .collect();
         assert_eq!(calls, vec!["cuLaunchKernel"]);
+        // CUPTI gives a replayed launch's record no times: the library places it where
+        // profiling began, as long as the metric says it ran, and flags it.
+        assert_eq!(
+            k.flags & rtrace_format::FLAG_PROFILED,
+            rtrace_format::FLAG_PROFILED
+        );
+        assert_eq!(k.start_ns, p.start_ns);
         assert_eq!(k.end_ns - k.start_ns, duration(name));
         let cycles = (duration(name) * 1_980_000 / 1_000_000) as f64;
         assert_eq!(
@@ -115,6 +122,13 @@ fn check_profiles(t: &Trace, indices: &[usize]) {
         *n += 1;
         assert_eq!(p.counter_data.len(), COUNTER_DATA_BYTES);
         assert!(p.start_ns <= p.end_ns);
+    }
+    // Launches not profiled keep CUPTI's times, unflagged.
+    for (i, k) in t.kernels.iter().enumerate() {
+        if !indices.contains(&i) {
+            assert_eq!(k.flags & rtrace_format::FLAG_PROFILED, 0);
+            assert_eq!(k.end_ns - k.start_ns, duration(LAUNCHES[i].0));
+        }
     }
 }
 

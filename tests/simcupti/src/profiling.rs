@@ -85,6 +85,9 @@ pub struct Profiling {
     next_host: u32,
     /// Range-profiler objects by context id.
     pub objects: BTreeMap<u32, Object>,
+    /// The kernel just observed was replayed (auto range, kernel replay): as real CUPTI 13.0
+    /// does (measured on an H100), its activity record gets no times (start = end = 0).
+    replayed: bool,
 }
 
 /// Handles: fake addresses, never dereferenced (`BASE + 16·id`).
@@ -107,6 +110,7 @@ impl Profiling {
             hosts: BTreeMap::new(),
             next_host: 1,
             objects: BTreeMap::new(),
+            replayed: false,
         }
     }
 
@@ -167,7 +171,12 @@ impl Profiling {
                 .to_bytes()
                 .to_vec()
         };
-        obj.launch(&name, op.end_ns.saturating_sub(op.start_ns));
+        self.replayed = obj.launch(&name, op.end_ns.saturating_sub(op.start_ns));
+    }
+
+    /// Whether the kernel [`Profiling::observe`] saw last was replayed (once).
+    pub fn take_replayed(&mut self) -> bool {
+        std::mem::take(&mut self.replayed)
     }
 
     /// The context is being destroyed: its range profiler goes with it.
@@ -177,22 +186,23 @@ impl Profiling {
 }
 
 impl Object {
-    fn launch(&mut self, kernel: &[u8], duration_ns: u64) {
+    /// A kernel launched on the context; whether it was replayed (auto range, not dropped).
+    fn launch(&mut self, kernel: &[u8], duration_ns: u64) -> bool {
         let Some(cfg) = self.config.as_ref().filter(|_| self.started) else {
-            return;
+            return false;
         };
         if cfg.user_range {
             for o in &mut self.open {
                 o.duration_ns += duration_ns;
                 o.launches += 1;
             }
-            return;
+            return false;
         }
         let name = self.launches.to_string().into_bytes();
         self.launches += 1;
         if self.pending.len() >= cfg.max_per_pass {
             self.dropped += 1;
-            return;
+            return false;
         }
         self.pending.push(Range {
             name,
@@ -201,6 +211,7 @@ impl Object {
             passes: cfg.passes as u32,
             launches: 1,
         });
+        true
     }
 
     /// `SetConfig` (checked by the caller): a new session.

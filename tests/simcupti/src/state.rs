@@ -471,9 +471,13 @@ impl State {
         }
         // SAFETY: simcuda's op is valid during the callback.
         if let Some(op) = unsafe { call.op.as_ref() } {
-            let t = Times {
-                start: self.time(op.start_ns),
-                end: self.time(op.end_ns),
+            let t = if op.kind == SIMOP_KERNEL && self.prof.take_replayed() {
+                Times { start: 0, end: 0 }
+            } else {
+                Times {
+                    start: self.time(op.start_ns),
+                    end: self.time(op.end_ns),
+                }
             };
             let rec = match op.kind {
                 SIMOP_KERNEL => {

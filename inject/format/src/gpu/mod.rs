@@ -10,6 +10,11 @@ use crate::reader::{fixed_records, Chunk};
 pub const FLAG_IN_GRAPH: u32 = 1;
 /// Record flag: `correlation` links the record to an API record of the trace.
 pub const FLAG_CORRELATED: u32 = 2;
+/// Kernel record flag: the launch was profiled by kernel replay. CUPTI gives such a record no
+/// times; the library sets `start_ns` to when profiling the launch began and `end_ns` to
+/// `start_ns` plus the launch's `gpu__time_duration.sum` when that metric was collected (else
+/// `end_ns == start_ns`).
+pub const FLAG_PROFILED: u32 = 8;
 /// Module record flag: the record is the module's unload (its `timestamp_ns` is when the
 /// unload started; `correlation` names the unloading call), not its load.
 pub const FLAG_UNLOADED: u32 = 4;

@@ -180,9 +180,25 @@ fn launch_chosen(correlation: u64, f: *mut c_void, run: &mut dyn FnMut() -> u32)
         return;
     };
     let start_ns = crate::clock::now_ns();
+    // Before the launch: its kernel record may be converted as soon as the kernel ends.
+    if let Ok(mut times) = CUPTI.prof.profiled.lock() {
+        times.push((correlation, start_ns, None));
+    }
     let (_, measured) = profile(api, prof, p, &mut *run, &mut notices);
     let end_ns = crate::clock::now_ns();
     if let Some(m) = measured {
+        let duration = p
+            .names
+            .iter()
+            .position(|n| n.as_bytes() == b"gpu__time_duration.sum")
+            .and_then(|i| m.values.get(i))
+            .filter(|v| v.is_finite() && **v >= 0.0)
+            .map(|v| *v as u64);
+        if let Ok(mut times) = CUPTI.prof.profiled.lock() {
+            if let Some(t) = times.iter_mut().find(|t| t.0 == correlation) {
+                t.2 = duration;
+            }
+        }
         let record = KernelProfile {
             context: p.context,
             correlation,
@@ -252,6 +268,15 @@ fn queue(kind: ChunkKind, bytes: Vec<u8>) {
     if let Ok(mut q) = CUPTI.prof.pending.lock() {
         q.push((kind, bytes));
     }
+}
+
+/// The times of a profiled launch's kernel record (CUPTI gives it none): `(start, end)`, once
+/// per launch, for rtrace's `correlation`; `None` for a launch that was not profiled.
+pub(super) fn take_profiled_times(correlation: u64) -> Option<(u64, u64)> {
+    let mut times = CUPTI.prof.profiled.lock().ok()?;
+    let i = times.iter().position(|t| t.0 == correlation)?;
+    let (_, start, duration) = times.swap_remove(i);
+    Some((start, start + duration.unwrap_or(0)))
 }
 
 /// The worker's drain: the queued setups and profiles, in order.
