@@ -185,6 +185,26 @@ const RUNS: &[Run] = &[
         &["export", "--format", "chrome", "nvtx.bin"],
         "nvtx.chrome.json",
     ),
+    // Kernel profiles: the part and its CSV section.
+    run(
+        &["report", "--format", "table", "profiles.bin"],
+        "profiles.table.txt",
+    ),
+    run(
+        &[
+            "report",
+            "--format",
+            "csv",
+            "--section",
+            "profiles",
+            "profiles.bin",
+        ],
+        "profiles.csv",
+    ),
+    run(
+        &["report", "--format", "json", "profiles.bin"],
+        "profiles.json",
+    ),
     // A window keeps the NVTX ranges that begin in it, whole.
     run(
         &[

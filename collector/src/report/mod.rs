@@ -51,7 +51,7 @@ use crate::summary::FunctionSummary;
 use first::FirstPass;
 use fold::{Counts, KeyMap, Merged, TraceFold};
 use input::Input;
-use passes::{gpu_pass, linked_calls, select_streamed, Join};
+use passes::{gpu_pass, linked_calls, profiled_kernels, select_streamed, Join};
 use shared::{memory_pass, shared_pass};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -80,6 +80,8 @@ pub struct Sections {
     pub memory: Vec<crate::gpu_summary::MemorySummary>,
     /// Host waits per kind of synchronization, over every trace.
     pub sync: Vec<crate::gpu_summary::SyncSummary>,
+    /// Kernel profiles: empty when nothing was profiled and no notice says why not.
+    pub profiles: crate::profiles::ProfileSection,
 }
 
 impl Sections {
@@ -115,6 +117,13 @@ impl Sections {
             nvtx: crate::nvtx::section(traces),
             memory: crate::gpu_summary::memory_summary(traces),
             sync: crate::gpu_summary::sync_summary(traces),
+            profiles: crate::profiles::section(
+                traces,
+                &traces
+                    .iter()
+                    .map(crate::profiles::linked_in_memory)
+                    .collect(),
+            ),
         }
     }
 }
@@ -276,6 +285,10 @@ fn report_inputs_with(
     let groups = crate::gpu_summary::shared_groups(&loaded.traces, ran);
     let shared = shared_pass(&loaded.traces, &inputs, groups)?;
     let memory = memory_pass(&inputs)?;
+    let mut linked = Vec::new();
+    for (t, input) in loaded.traces.iter().zip(&inputs) {
+        linked.push(profiled_kernels(t, input, &input.index)?);
+    }
     let sections = Sections {
         counts,
         api: merged.api_rows(),
@@ -289,6 +302,7 @@ fn report_inputs_with(
         nvtx: nvtx_stats.finish(),
         memory,
         sync: syncs.rows(),
+        profiles: crate::profiles::section(&loaded.traces, &linked),
     };
     Ok((loaded, sections))
 }

@@ -265,3 +265,36 @@ fn sync_records(
     }
     Ok(())
 }
+
+/// The kept kernel records that `t`'s profiled launches link to, by correlation id.
+pub(super) fn profiled_kernels(
+    t: &Trace,
+    input: &Input,
+    index: &[ChunkRef],
+) -> Result<HashMap<u64, rtrace_format::KernelRecord>, StreamError> {
+    let wanted = crate::profiles::wanted(t);
+    let mut found = HashMap::new();
+    let (Some(&lo), Some(&hi)) = (wanted.iter().min(), wanted.iter().max()) else {
+        return Ok(found);
+    };
+    let mut file = Rereader::open(&input.path)?;
+    for c in index
+        .iter()
+        .filter(|c| c.kind == Kind::Kernels && c.reaches(lo, hi))
+    {
+        let chunk = file.chunk(c.offset)?;
+        if let Records::Kernels(records) = decode(c, &chunk, &input.path)? {
+            found.extend(
+                records
+                    .into_iter()
+                    .filter_map(|k| input.keep.kernel(k))
+                    .filter(|k| {
+                        k.flags & rtrace_format::FLAG_CORRELATED != 0
+                            && wanted.contains(&k.correlation)
+                    })
+                    .map(|k| (k.correlation, k)),
+            );
+        }
+    }
+    Ok(found)
+}
