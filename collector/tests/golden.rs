@@ -185,7 +185,7 @@ const RUNS: &[Run] = &[
         &["export", "--format", "chrome", "nvtx.bin"],
         "nvtx.chrome.json",
     ),
-    // Kernel profiles: the part and its CSV section.
+    // Kernel profiles: the part, its CSV section, and the metric args of the export.
     run(
         &["report", "--format", "table", "profiles.bin"],
         "profiles.table.txt",
@@ -204,6 +204,10 @@ const RUNS: &[Run] = &[
     run(
         &["report", "--format", "json", "profiles.bin"],
         "profiles.json",
+    ),
+    run(
+        &["export", "--format", "chrome", "profiles.bin"],
+        "profiles.chrome.json",
     ),
     // A window keeps the NVTX ranges that begin in it, whole.
     run(

@@ -322,3 +322,6 @@ fn blocks(launches: &[ProfiledLaunch]) -> Vec<Block> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests;
