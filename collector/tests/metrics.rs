@@ -329,3 +329,124 @@ fn cli_finds_cupti_through_the_environment_and_says_when_nvperf_is_missing() {
         )
     );
 }
+
+/// Counter data that is not an image: CUPTI crashes reading it, in the child the call runs
+/// in, and the evaluation and the range name fail with a clear error; an empty image is
+/// refused by CUPTI itself.
+#[test]
+fn garbage_counter_data_is_a_clear_error() {
+    let cupti = cupti();
+    let host = cupti.host("GH100").unwrap();
+    let garbage: Vec<u8> = (0..4096u32).map(|i| (i * 7 + 3) as u8).collect();
+    assert_eq!(
+        host.evaluate(&garbage, 0, &["gpu__time_duration.sum"]),
+        Err(
+            "cuptiProfilerHostEvaluateToGpuValues crashed (signal 11): the counter data is \
+             not an image CUPTI can read"
+                .to_string()
+        )
+    );
+    assert_eq!(
+        cupti.range_name(&garbage, 0),
+        Err(
+            "cuptiProfilerHostGetRangeName crashed (signal 11): the counter data is not an \
+             image CUPTI can read"
+                .to_string()
+        )
+    );
+    assert_eq!(
+        host.evaluate_each(&[], 0, &["gpu__time_duration.sum", "sm__cycles_active.avg"]),
+        [
+            Err(
+                "gpu__time_duration.sum: cuptiProfilerHostEvaluateToGpuValues failed: \
+                 CUPTI_ERROR_INVALID_PARAMETER"
+                    .to_string()
+            ),
+            Err(
+                "sm__cycles_active.avg: cuptiProfilerHostEvaluateToGpuValues failed: \
+                 CUPTI_ERROR_INVALID_PARAMETER"
+                    .to_string()
+            ),
+        ]
+    );
+    assert_eq!(
+        cupti.range_name(&[], 0),
+        Err("cuptiProfilerHostGetRangeName failed: CUPTI_ERROR_INVALID_PARAMETER".to_string())
+    );
+    // The host object still works after its child crashed.
+    assert!(host.base_metrics(0).unwrap().len() > 100);
+}
+
+/// `rtrace report --metrics`: the fixture's counter data is not a real image (real ones come
+/// from the GPU machine), so every launch says why nothing was evaluated, once per kernel,
+/// and the report goes on; a bad LIST and a CUPTI that is not there are one-line errors.
+#[test]
+fn report_metrics_evaluates_counter_data_or_says_why_not() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/profiles.bin");
+    let rtrace = env!("CARGO_BIN_EXE_rtrace");
+    let out = Command::new(rtrace)
+        .args([
+            "report",
+            "--metrics",
+            "gpu__time_duration.sum,SpeedOfLight",
+            "--cupti",
+        ])
+        .arg(cupti_path())
+        .arg(&fixture)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let table = String::from_utf8(out.stdout).unwrap();
+    let why = "  not evaluated: cuptiProfilerHostEvaluateToGpuValues crashed (signal 11): the \
+               counter data is not an image CUPTI can read";
+    assert_eq!(table.lines().filter(|l| *l == why).count(), 2, "{table}");
+    assert!(!table.contains("Evaluated from counter data"));
+    let out = Command::new(rtrace)
+        .args([
+            "report",
+            "--format",
+            "json",
+            "--metrics",
+            "sm__cycles_active.avg",
+            "--cupti",
+        ])
+        .arg(cupti_path())
+        .arg(&fixture)
+        .output()
+        .unwrap();
+    let json = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        json.matches(
+            "\"evaluated\":{\"sm__cycles_active.avg\":{\"error\":\"cuptiProfilerHostEvaluateToGpuValues \
+             crashed (signal 11): the counter data is not an image CUPTI can read\"}}"
+        )
+        .count(),
+        3
+    );
+    let out = Command::new(rtrace)
+        .args(["report", "--metrics", "NoSuchSet"])
+        .arg(&fixture)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .starts_with("rtrace: --metrics: unknown set or metric 'NoSuchSet'; sets: SpeedOfLight,"));
+    let out = Command::new(rtrace)
+        .args([
+            "report",
+            "--metrics",
+            "SpeedOfLight",
+            "--cupti",
+            "/nonexistent/libcupti.so.13",
+        ])
+        .arg(&fixture)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "rtrace: cannot load CUPTI (/nonexistent/libcupti.so.13: cannot open shared object \
+         file: No such file or directory); give --cupti PATH or set RTRACE_CUPTI_LIBRARY\n"
+    );
+    assert!(out.stdout.is_empty());
+}

@@ -14,7 +14,7 @@ pub mod units;
 use crate::model::Trace;
 use crate::occupancy::{occupancy, KernelLaunch, Theoretical};
 use rtrace_format::metric_sets::SETS;
-use rtrace_format::{KernelRecord, Replay, PROFILING_NOTICE};
+use rtrace_format::{KernelProfile, KernelRecord, ProfilerSetup, Replay, PROFILING_NOTICE};
 use rules::{Facts, Finding};
 use std::collections::HashMap;
 use units::Unit;
@@ -66,6 +66,9 @@ pub struct ProfiledKernel {
     /// is described.
     pub theoretical_occupancy: Option<f64>,
     pub findings: Vec<Finding>,
+    /// Why metrics asked for with `rtrace report --metrics` could not be evaluated, each
+    /// reason once.
+    pub evaluation_errors: Vec<String>,
 }
 
 /// One profiled launch.
@@ -84,6 +87,9 @@ pub struct ProfiledLaunch {
     pub kernel: Option<LinkedKernel>,
     /// The metric values, in the setup's order.
     pub values: Vec<(String, f64)>,
+    /// Metrics evaluated again from the launch's counter data (`rtrace report --metrics`):
+    /// each value, or why CUPTI could not evaluate it.
+    pub evaluated: Vec<(String, Result<f64, String>)>,
 }
 
 /// A profiled launch's kernel record, as the timeline shows it.
@@ -207,6 +213,7 @@ pub fn section(traces: &[Trace], linked: &Linked) -> ProfileSection {
                     .zip(p.values.iter().chain(std::iter::repeat(&f64::NAN)))
                     .map(|(n, &v)| (n.clone(), v))
                     .collect(),
+                evaluated: Vec::new(),
             };
             let name = crate::demangle::demangle(&p.name).into_owned();
             let i = *by_name.entry(name.clone()).or_insert_with(|| {
@@ -217,6 +224,7 @@ pub fn section(traces: &[Trace], linked: &Linked) -> ProfileSection {
                         blocks: Vec::new(),
                         theoretical_occupancy: None,
                         findings: Vec::new(),
+                        evaluation_errors: Vec::new(),
                     },
                     None,
                 ));
@@ -259,6 +267,72 @@ pub fn section(traces: &[Trace], linked: &Linked) -> ProfileSection {
         })
         .collect();
     s
+}
+
+/// The title of the block of metrics evaluated from counter data.
+pub const EVALUATED: &str = "Evaluated from counter data";
+
+/// Evaluates metrics from a profiled launch's counter data, for its set-up's chip.
+pub type Evaluate<'a> =
+    dyn Fn(&ProfilerSetup, &KernelProfile) -> Vec<(String, Result<f64, String>)> + 'a;
+
+/// Adds to each launch of `s` the metrics `evaluate` finds in its counter data, and to each
+/// kernel a block [`EVALUATED`] of them over its launches (labelled as the sets label them)
+/// and the reasons any could not be evaluated. The rules read the recorded values only.
+pub fn add_evaluated(s: &mut ProfileSection, traces: &[Trace], evaluate: &Evaluate) {
+    for k in &mut s.kernels {
+        for l in &mut k.launches {
+            let found = traces
+                .iter()
+                .filter(|t| t.header.pid == l.pid)
+                .find_map(|t| {
+                    let p = t.kernel_profiles.iter().find(|p| {
+                        (p.context, p.launch, p.correlation) == (l.context, l.launch, l.correlation)
+                    })?;
+                    let setup = t
+                        .profiler_setups
+                        .iter()
+                        .rev()
+                        .find(|s| s.context == p.context);
+                    Some((setup, p))
+                });
+            l.evaluated = match found {
+                Some((Some(setup), p)) => evaluate(setup, p),
+                _ => Vec::new(),
+            };
+            for (_, r) in &l.evaluated {
+                if let Err(e) = r {
+                    if !k.evaluation_errors.contains(e) {
+                        k.evaluation_errors.push(e.clone());
+                    }
+                }
+            }
+        }
+        let as_values: Vec<ProfiledLaunch> = k
+            .launches
+            .iter()
+            .map(|l| ProfiledLaunch {
+                values: l
+                    .evaluated
+                    .iter()
+                    .map(|(n, r)| (n.clone(), *r.as_ref().unwrap_or(&f64::NAN)))
+                    .collect(),
+                evaluated: Vec::new(),
+                ..l.clone()
+            })
+            .collect();
+        let rows: Vec<MetricRow> = blocks(&as_values)
+            .into_iter()
+            .flat_map(|b| b.rows)
+            .filter(|r| r.count > 0)
+            .collect();
+        if !rows.is_empty() {
+            k.blocks.push(Block {
+                title: EVALUATED.to_string(),
+                rows,
+            });
+        }
+    }
 }
 
 /// The blocks of a kernel's launches: each set's collected metrics in the set's order, then

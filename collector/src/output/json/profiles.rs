@@ -79,10 +79,23 @@ fn kernel(out: &mut String, k: &ProfiledKernel) {
             .iter()
             .map(|(n, v)| format!("{}:{}", json_string(n), number(*v)))
             .collect();
+        let evaluated = if l.evaluated.is_empty() {
+            String::new()
+        } else {
+            let items: Vec<String> = l
+                .evaluated
+                .iter()
+                .map(|(n, r)| match r {
+                    Ok(v) => format!("{}:{}", json_string(n), number(*v)),
+                    Err(e) => format!("{}:{{\"error\":{}}}", json_string(n), json_string(e)),
+                })
+                .collect();
+            format!(",\"evaluated\":{{{}}}", items.join(","))
+        };
         let _ = write!(
             out,
             "{sep}{{\"pid\":{},\"context\":{},\"correlation\":{},\"launch\":{},\"range\":{},\
-             \"profiling_ns\":{},\"kernel\":{kernel},\"metrics\":{{{}}}}}",
+             \"profiling_ns\":{},\"kernel\":{kernel},\"metrics\":{{{}}}{evaluated}}}",
             l.pid,
             l.context,
             l.correlation,
@@ -138,5 +151,10 @@ fn kernel(out: &mut String, k: &ProfiledKernel) {
             f.speedup_pct.map_or("null".to_string(), number)
         );
     }
-    out.push_str("]}");
+    out.push(']');
+    if !k.evaluation_errors.is_empty() {
+        let errors: Vec<String> = k.evaluation_errors.iter().map(|e| json_string(e)).collect();
+        let _ = write!(out, ",\"evaluation_errors\":[{}]", errors.join(","));
+    }
+    out.push('}');
 }

@@ -109,6 +109,9 @@ fn kernel(out: &mut Page, k: &ProfiledKernel) {
         };
         columns(out, headers, &[Left, Left], &rows);
     }
+    for e in &k.evaluation_errors {
+        let _ = writeln!(out, "  not evaluated: {e}");
+    }
     if let Some(t) = k.theoretical_occupancy {
         let _ = writeln!(out, "  theoretical occupancy {t:.2}%");
     }
