@@ -2,7 +2,7 @@
 //! them (its rule files `SpeedOfLight_*`, `SharedMemoryConflicts`, `AchievedOccupancy`,
 //! `CPIStall`), over the kernel's mean metric values. Each finding names the numbers behind
 //! it and, where Nsight Compute gives one, an estimated local speedup (the share of the
-//! kernel's time or work the issue costs). docs/report.md#rules lists every rule.
+//! kernel's time or work the issue costs). docs/cli.md, "Kernel profiles", lists every rule.
 
 use crate::occupancy::{Limiter, Theoretical};
 use std::collections::HashMap;

@@ -1,4 +1,4 @@
-//! A metric's unit, derived from its CUPTI name by one rule (docs/report.md#kernel-profiles),
+//! A metric's unit, derived from its CUPTI name by one rule (docs/cli.md, "Kernel profiles"),
 //! and its value written for people. The first rule that matches wins:
 //!
 //! 1. the name holds `pct` → `%`;
