@@ -377,9 +377,10 @@ fn garbage_counter_data_is_a_clear_error() {
     assert!(host.base_metrics(0).unwrap().len() > 100);
 }
 
-/// `rtrace report --metrics`: the fixture's counter data is not a real image (real ones come
-/// from the GPU machine), so every launch says why nothing was evaluated, once per kernel,
-/// and the report goes on; a bad LIST and a CUPTI that is not there are one-line errors.
+/// `rtrace report --metrics`: the fixture keeps no counter data image (real ones come from
+/// the GPU machine), so CUPTI refuses every metric of every launch, each reason said once per
+/// kernel, and the report goes on; a bad LIST and a CUPTI that is not there are one-line
+/// errors.
 #[test]
 fn report_metrics_evaluates_counter_data_or_says_why_not() {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/profiles.bin");
@@ -388,7 +389,7 @@ fn report_metrics_evaluates_counter_data_or_says_why_not() {
         .args([
             "report",
             "--metrics",
-            "gpu__time_duration.sum,SpeedOfLight",
+            "gpu__time_duration.sum,sm__cycles_active.avg",
             "--cupti",
         ])
         .arg(cupti_path())
@@ -397,9 +398,21 @@ fn report_metrics_evaluates_counter_data_or_says_why_not() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let table = String::from_utf8(out.stdout).unwrap();
-    let why = "  not evaluated: cuptiProfilerHostEvaluateToGpuValues crashed (signal 11): the \
-               counter data is not an image CUPTI can read";
-    assert_eq!(table.lines().filter(|l| *l == why).count(), 2, "{table}");
+    let reasons: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("  not evaluated: "))
+        .collect();
+    let refused = |m: &str| {
+        format!(
+            "  not evaluated: {m}: cuptiProfilerHostEvaluateToGpuValues failed: \
+             CUPTI_ERROR_INVALID_PARAMETER"
+        )
+    };
+    let (a, b) = (
+        refused("gpu__time_duration.sum"),
+        refused("sm__cycles_active.avg"),
+    );
+    assert_eq!(reasons, [&a, &b, &a, &b], "{table}");
     assert!(!table.contains("Evaluated from counter data"));
     let out = Command::new(rtrace)
         .args([
@@ -417,11 +430,12 @@ fn report_metrics_evaluates_counter_data_or_says_why_not() {
     let json = String::from_utf8(out.stdout).unwrap();
     assert_eq!(
         json.matches(
-            "\"evaluated\":{\"sm__cycles_active.avg\":{\"error\":\"cuptiProfilerHostEvaluateToGpuValues \
-             crashed (signal 11): the counter data is not an image CUPTI can read\"}}"
+            "\"evaluated\":{\"sm__cycles_active.avg\":{\"error\":\"sm__cycles_active.avg: \
+             cuptiProfilerHostEvaluateToGpuValues failed: CUPTI_ERROR_INVALID_PARAMETER\"}}"
         )
         .count(),
-        3
+        3,
+        "{json}"
     );
     let out = Command::new(rtrace)
         .args(["report", "--metrics", "NoSuchSet"])

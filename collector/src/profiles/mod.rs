@@ -87,6 +87,8 @@ pub struct ProfiledLaunch {
     pub kernel: Option<LinkedKernel>,
     /// The metric values, in the setup's order.
     pub values: Vec<(String, f64)>,
+    /// The NVTX ranges open around its launch call, outermost first.
+    pub nvtx: Vec<String>,
     /// Metrics evaluated again from the launch's counter data (`rtrace report --metrics`):
     /// each value, or why CUPTI could not evaluate it.
     pub evaluated: Vec<(String, Result<f64, String>)>,
@@ -126,9 +128,19 @@ pub struct MetricRow {
     pub max: f64,
 }
 
-/// The kernel records of profiled launches, per trace (as `traces` are ordered), by
-/// correlation id.
-pub type Linked = Vec<HashMap<u64, KernelRecord>>;
+/// What one trace's profiled launches link to.
+#[derive(Clone, Debug, Default)]
+pub struct TraceLinks {
+    /// Their kernel records, by correlation id.
+    pub kernels: HashMap<u64, KernelRecord>,
+    /// Their launch calls' thread and start, by correlation id.
+    pub calls: HashMap<u64, (u64, u64)>,
+    /// The trace's NVTX ranges (empty without NVTX events).
+    pub nvtx: Vec<crate::nvtx::NvtxRange>,
+}
+
+/// What profiled launches link to, per trace (as `traces` are ordered).
+pub type Linked = Vec<TraceLinks>;
 
 /// The correlation ids of a trace's profiled launches (what to link).
 pub fn wanted(t: &Trace) -> std::collections::HashSet<u64> {
@@ -139,16 +151,50 @@ pub fn wanted(t: &Trace) -> std::collections::HashSet<u64> {
         .collect()
 }
 
-/// The kernel records of `t` held in memory that profiled launches link to.
-pub fn linked_in_memory(t: &Trace) -> HashMap<u64, KernelRecord> {
+/// What the profiled launches of `t`, held in memory, link to.
+pub fn linked_in_memory(t: &Trace) -> TraceLinks {
     let want = wanted(t);
     if want.is_empty() {
-        return HashMap::new();
+        return TraceLinks::default();
     }
-    t.kernels
+    TraceLinks {
+        kernels: t
+            .kernels
+            .iter()
+            .filter(|k| {
+                k.flags & rtrace_format::FLAG_CORRELATED != 0 && want.contains(&k.correlation)
+            })
+            .map(|k| (k.correlation, *k))
+            .collect(),
+        calls: t
+            .threads
+            .values()
+            .flat_map(|th| th.records.iter().map(move |r| (th.tid, r)))
+            .filter(|(_, r)| want.contains(&r.correlation))
+            .map(|(tid, r)| (r.correlation, (tid, r.start_ns)))
+            .collect(),
+        nvtx: if crate::nvtx::has_nvtx(t) {
+            crate::nvtx::ranges(t).ranges
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+/// The NVTX ranges open when the call on thread `tid` started at `at`, outermost first:
+/// push/pop ranges of that thread, start/end ranges of any. Each named `name`, or
+/// `name@domain` outside the default domain.
+fn open_ranges(ranges: &[crate::nvtx::NvtxRange], (tid, at): (u64, u64)) -> Vec<String> {
+    ranges
         .iter()
-        .filter(|k| k.flags & rtrace_format::FLAG_CORRELATED != 0 && want.contains(&k.correlation))
-        .map(|k| (k.correlation, *k))
+        .filter(|r| (r.level.is_none() || r.tid == tid) && r.start_ns <= at && at < r.end_ns)
+        .map(|r| {
+            if r.domain == "(default)" {
+                r.name.clone()
+            } else {
+                format!("{}@{}", r.name, r.domain)
+            }
+        })
         .collect()
 }
 
@@ -160,7 +206,7 @@ pub fn section(traces: &[Trace], linked: &Linked) -> ProfileSection {
     let mut s = ProfileSection::default();
     let mut kernels: Vec<(ProfiledKernel, Option<Config>)> = Vec::new();
     let mut by_name: HashMap<String, usize> = HashMap::new();
-    let none = HashMap::new();
+    let none = TraceLinks::default();
     for (ti, t) in traces.iter().enumerate() {
         let pid = t.header.pid;
         s.setups.extend(t.profiler_setups.iter().map(|p| SetupRow {
@@ -192,7 +238,15 @@ pub fn section(traces: &[Trace], linked: &Linked) -> ProfileSection {
                 .rev()
                 .find(|s| s.context == p.context);
             let names = setup.map_or(&[][..], |s| &s.metrics[..]);
-            let record = records.get(&p.correlation).filter(|_| p.correlation != 0);
+            let record = records
+                .kernels
+                .get(&p.correlation)
+                .filter(|_| p.correlation != 0);
+            let nvtx = records
+                .calls
+                .get(&p.correlation)
+                .filter(|_| p.correlation != 0)
+                .map_or_else(Vec::new, |&call| open_ranges(&records.nvtx, call));
             let launch = ProfiledLaunch {
                 pid,
                 context: p.context,
@@ -214,6 +268,7 @@ pub fn section(traces: &[Trace], linked: &Linked) -> ProfileSection {
                     .map(|(n, &v)| (n.clone(), v))
                     .collect(),
                 evaluated: Vec::new(),
+                nvtx,
             };
             let name = crate::demangle::demangle(&p.name).into_owned();
             let i = *by_name.entry(name.clone()).or_insert_with(|| {

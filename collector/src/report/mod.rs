@@ -51,7 +51,7 @@ use crate::summary::FunctionSummary;
 use first::FirstPass;
 use fold::{Counts, KeyMap, Merged, TraceFold};
 use input::Input;
-use passes::{gpu_pass, linked_calls, profiled_kernels, select_streamed, Join};
+use passes::{gpu_pass, linked_calls, profiled_links, select_streamed, Join};
 use shared::{memory_pass, shared_pass};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -197,6 +197,7 @@ fn report_inputs_with(
     let mut nvtx_stats = crate::nvtx::NvtxStats::default();
     let mut nvtx_ids = Vec::new();
     let mut syncs = SyncFold::default();
+    let mut profiled_ranges = Vec::new();
     for &i in &kept {
         let path = &found.files[i];
         let shift = shift_of(i);
@@ -224,9 +225,18 @@ fn report_inputs_with(
         if nvtx {
             // NVTX ranges are built and projected onto the GPU work of the calls inside them
             // as the events and records stream by again, in time order.
-            let (projected, chunks) = crate::nvtx::project(path, &t, &keep)?;
+            // With kernel profiles, the ranges themselves too: those open around each
+            // profiled launch.
+            let mode = if t.kernel_profiles.is_empty() {
+                crate::nvtx::Mode::Summary
+            } else {
+                crate::nvtx::Mode::Collect
+            };
+            let (mut projected, chunks) = crate::nvtx::project(path, &t, &keep, mode)?;
+            profiled_ranges.push(std::mem::take(&mut projected.ranges.ranges));
             nvtx_ids.push((nvtx_stats.add(projected), chunks));
         } else {
+            profiled_ranges.push(Vec::new());
             nvtx_ids.push((HashMap::new(), Vec::new()));
         }
         counts.push(fold.counts.clone());
@@ -286,8 +296,8 @@ fn report_inputs_with(
     let shared = shared_pass(&loaded.traces, &inputs, groups)?;
     let memory = memory_pass(&inputs)?;
     let mut linked = Vec::new();
-    for (t, input) in loaded.traces.iter().zip(&inputs) {
-        linked.push(profiled_kernels(t, input, &input.index)?);
+    for ((t, input), nvtx) in loaded.traces.iter().zip(&inputs).zip(profiled_ranges) {
+        linked.push(profiled_links(t, input, &input.index, nvtx)?);
     }
     let sections = Sections {
         counts,

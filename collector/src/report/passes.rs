@@ -266,25 +266,28 @@ fn sync_records(
     Ok(())
 }
 
-/// The kept kernel records that `t`'s profiled launches link to, by correlation id.
-pub(super) fn profiled_kernels(
+/// What `t`'s profiled launches link to: their kept kernel records and launch calls, by
+/// correlation id, and `nvtx`, the trace's NVTX ranges.
+pub(super) fn profiled_links(
     t: &Trace,
     input: &Input,
     index: &[ChunkRef],
-) -> Result<HashMap<u64, rtrace_format::KernelRecord>, StreamError> {
+    nvtx: Vec<crate::nvtx::NvtxRange>,
+) -> Result<crate::profiles::TraceLinks, StreamError> {
     let wanted = crate::profiles::wanted(t);
-    let mut found = HashMap::new();
+    let mut found = crate::profiles::TraceLinks::default();
     let (Some(&lo), Some(&hi)) = (wanted.iter().min(), wanted.iter().max()) else {
         return Ok(found);
     };
+    found.nvtx = nvtx;
     let mut file = Rereader::open(&input.path)?;
     for c in index
         .iter()
-        .filter(|c| c.kind == Kind::Kernels && c.reaches(lo, hi))
+        .filter(|c| matches!(c.kind, Kind::Kernels | Kind::Api) && c.reaches(lo, hi))
     {
         let chunk = file.chunk(c.offset)?;
-        if let Records::Kernels(records) = decode(c, &chunk, &input.path)? {
-            found.extend(
+        match decode(c, &chunk, &input.path)? {
+            Records::Kernels(records) => found.kernels.extend(
                 records
                     .into_iter()
                     .filter_map(|k| input.keep.kernel(k))
@@ -293,7 +296,15 @@ pub(super) fn profiled_kernels(
                             && wanted.contains(&k.correlation)
                     })
                     .map(|k| (k.correlation, k)),
-            );
+            ),
+            Records::Api(records) => found.calls.extend(
+                records
+                    .into_iter()
+                    .filter_map(|r| input.keep.api(r))
+                    .filter(|r| wanted.contains(&r.correlation))
+                    .map(|r| (r.correlation, (c.thread, r.start_ns))),
+            ),
+            _ => {}
         }
     }
     Ok(found)

@@ -980,10 +980,30 @@ pub fn profiles() -> Vec<u8> {
             name: name.into(),
             range: format!("{launch}"),
             values: values.to_vec(),
-            counter_data: vec![0xC0, 0xDA, launch as u8],
+            // No image: real ones come from the GPU machine; CUPTI refuses an empty one
+            // (a few arbitrary bytes would be read past their end, with no set outcome).
+            counter_data: Vec::new(),
         };
         encode_value(&p)
     };
+    // "train" around every launch; "step" around the second.
+    let nvtx: Vec<u8> = [
+        (NvtxKind::Push, 1, 500_000),
+        (NvtxKind::Push, 2, 2_900_000),
+        (NvtxKind::Pop, 0, 4_350_000),
+        (NvtxKind::Pop, 0, 8_500_000),
+    ]
+    .into_iter()
+    .flat_map(|(kind, message, at)| {
+        NvtxEvent {
+            kind,
+            message,
+            time_ns: T0 + at,
+            ..Default::default()
+        }
+        .to_bytes()
+    })
+    .collect();
     let conflicts = "_Z12bankConflictPfi";
     let stride = "_Z6stridePKfPfi";
     Builder::new(&header(4300, 4299, &["./profiled"], 0))
@@ -991,6 +1011,13 @@ pub fn profiles() -> Vec<u8> {
         .kernel_names(&[(1, conflicts), (2, stride)])
         .device(&h100(0))
         .thread(4300, "profiled")
+        .chunk(
+            ChunkKind::NvtxStrings,
+            0,
+            0,
+            &encode_function_names([(1, "train"), (2, "step")]),
+        )
+        .chunk(ChunkKind::NvtxEvents, 4300, 0, &nvtx)
         .chunk(ChunkKind::ProfilerSetup, 0, 0, &encode_value(&setup))
         .records(
             4300,

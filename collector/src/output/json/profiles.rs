@@ -95,13 +95,18 @@ fn kernel(out: &mut String, k: &ProfiledKernel) {
         let _ = write!(
             out,
             "{sep}{{\"pid\":{},\"context\":{},\"correlation\":{},\"launch\":{},\"range\":{},\
-             \"profiling_ns\":{},\"kernel\":{kernel},\"metrics\":{{{}}}{evaluated}}}",
+             \"profiling_ns\":{},\"kernel\":{kernel},\"nvtx\":[{}],\"metrics\":{{{}}}{evaluated}}}",
             l.pid,
             l.context,
             l.correlation,
             l.launch,
             json_string(&l.range),
             l.profiling_ns,
+            l.nvtx
+                .iter()
+                .map(|n| json_string(n))
+                .collect::<Vec<_>>()
+                .join(","),
             values.join(",")
         );
     }

@@ -78,6 +78,9 @@ fn kernel(out: &mut Page, k: &ProfiledKernel) {
             }
             None => out.push_str("; no kernel record\n"),
         }
+        if !l.nvtx.is_empty() {
+            let _ = writeln!(out, "    inside NVTX {}", l.nvtx.join(" > "));
+        }
     }
     if n > LAUNCHES_SHOWN {
         let _ = writeln!(out, "  ... {} more launches", n - LAUNCHES_SHOWN);
