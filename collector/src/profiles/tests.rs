@@ -193,3 +193,66 @@ fn dominant_stall_at_twenty_percent() {
     assert_eq!(f[0].speedup_pct, Some(20.0));
     assert!(run(&[(WARP_LATENCY, 0.0), (&long, 2.0)], None).is_empty());
 }
+
+/// A trace without profiles, set-ups or profiling notices has no part, and the rest of its
+/// report is byte for byte the report of the same trace with them.
+#[test]
+fn the_part_is_absent_without_profiles_and_changes_nothing_else() {
+    use crate::output::{render, Format, RenderOptions, Section};
+    use crate::report::Sections;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/profiles.bin");
+    let with = crate::load_trace(&path).unwrap();
+    let mut without = with.clone();
+    without.kernel_profiles.clear();
+    without.profiler_setups.clear();
+    without
+        .notices
+        .retain(|n| !n.message.starts_with(rtrace_format::PROFILING_NOTICE));
+    let (with, without) = ([with], [without]);
+    let (s_with, s_without) = (Sections::of(&with), Sections::of(&without));
+    assert!(
+        render(&with, &s_with, &RenderOptions::default()).contains("\nKernel profiles: 3 launches")
+    );
+    assert_eq!(s_with.profiles.kernels.len(), 2);
+    assert!(s_without.profiles.is_empty());
+    for (format, section) in [
+        (Format::Table, Section::Api),
+        (Format::Json, Section::Api),
+        (Format::Csv, Section::Kernels),
+        (Format::Csv, Section::Profiles),
+    ] {
+        let options = RenderOptions {
+            format,
+            section,
+            ..RenderOptions::default()
+        };
+        let plain = render(&without, &s_without, &options);
+        assert!(!plain.contains("Kernel profiles") && !plain.contains("kernel_profiles"));
+        // Every other section is what it is without the profiles and set-ups (the notice
+        // kept: the process section lists every notice).
+        let masked = |t: &[crate::Trace]| Sections {
+            profiles: Default::default(),
+            ..Sections::of(t)
+        };
+        let mut notices_kept = without.clone();
+        notices_kept[0].notices = with[0].notices.clone();
+        assert_eq!(
+            render(&with, &masked(&with), &options),
+            render(&notices_kept, &masked(&notices_kept), &options),
+            "{format:?} {section:?}"
+        );
+    }
+    let csv = render(
+        &without,
+        &s_without,
+        &RenderOptions {
+            format: Format::Csv,
+            section: Section::Profiles,
+            ..RenderOptions::default()
+        },
+    );
+    assert_eq!(
+        csv,
+        "kernel,section,metric,label,unit,launches,mean,min,max\n"
+    );
+}
