@@ -1,7 +1,11 @@
 //! CUPTI's Profiler Host API (`cupti_profiler_host.h`, CUDA 13.0), loaded at run time: the part
 //! of CUPTI that works from a chip name, with no GPU. It lists the chips and their base
 //! metrics, builds a range profiler configuration from metric names and counts the replay
-//! passes the configuration costs.
+//! passes the configuration costs, and evaluates metrics from a counter data image recorded
+//! elsewhere (a host object for the chip, no counter availability image) and names its ranges.
+//! The parameter structures are those of `rtrace-cupti-abi`. The calls that read a counter
+//! data image run in a forked child ([`crate::sys::isolate`]): CUPTI 13.0 does not check the
+//! image and crashes on one that is not.
 //!
 //! `libcupti.so.13` loads `libnvperf_host.so` by name when a host call first needs it; when
 //! CUPTI is opened by a path, the `libnvperf_host.so` beside it is opened first (global), so

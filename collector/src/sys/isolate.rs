@@ -10,7 +10,8 @@ use std::os::fd::FromRawFd;
 /// Runs `f` in a forked child and returns the bytes it produced, or why the child gave none
 /// (the signal that killed it, its exit status, or the failed system call).
 ///
-/// The child runs only `f` and `_exit`s: no destructors, no buffered output flushed twice.
+/// The child runs only `f` (with no core file size, so a crash leaves no core) and `_exit`s:
+/// no destructors, no buffered output flushed twice.
 /// The caller holds whatever locks `f` needs (the child has only the calling thread; a lock
 /// another thread held at the fork stays held in the child).
 pub fn in_child(f: impl FnOnce() -> Vec<u8>) -> Result<Vec<u8>, String> {
@@ -32,6 +33,13 @@ pub fn in_child(f: impl FnOnce() -> Vec<u8>) -> Result<Vec<u8>, String> {
         return Err(format!("fork: {e}"));
     }
     if pid == 0 {
+        // No core file for a crash this module exists to contain.
+        let none = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: setrlimit reads the struct it is given; only the child's limit changes.
+        unsafe { libc::setrlimit(libc::RLIMIT_CORE, &none) };
         let out = f();
         let mut done = 0;
         while done < out.len() {
