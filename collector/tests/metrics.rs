@@ -464,3 +464,35 @@ fn report_metrics_evaluates_counter_data_or_says_why_not() {
     );
     assert!(out.stdout.is_empty());
 }
+
+/// Without --cupti, $RTRACE_CUPTI_LIBRARY or a CUPTI on the loader's path or in the toolkit's
+/// folders, `rtrace report --metrics` says where it looked, in one line (skipped where a
+/// toolkit is installed).
+#[test]
+fn report_metrics_without_cupti_names_where_it_looked() {
+    if rtrace_format::CUPTI_DIRS
+        .iter()
+        .any(|d| Path::new(d).join(rtrace_format::CUPTI_SONAME).is_file())
+    {
+        eprintln!("skipped: a CUDA toolkit's CUPTI is installed");
+        return;
+    }
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/profiles.bin");
+    let out = Command::new(env!("CARGO_BIN_EXE_rtrace"))
+        .args(["report", "--metrics", "SpeedOfLight"])
+        .arg(&fixture)
+        .env_remove("RTRACE_CUPTI_LIBRARY")
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "rtrace: cannot load CUPTI (libcupti.so.13: cannot open shared object file: No such \
+             file or directory; not in {} either); give --cupti PATH or set \
+             RTRACE_CUPTI_LIBRARY\n",
+            rtrace_format::CUPTI_DIRS.join(", ")
+        )
+    );
+}

@@ -131,7 +131,13 @@ fn open_default() -> (String, Result<*mut c_void, String>) {
             return (path.to_string_lossy().into_owned(), open_path(&path));
         }
     }
-    (soname.to_string(), first)
+    let looked = first.map_err(|e| {
+        format!(
+            "{e}; not in {} either",
+            rtrace_format::CUPTI_DIRS.join(", ")
+        )
+    });
+    (soname.to_string(), looked)
 }
 
 /// A symbol's address as the function pointer type `F`.
