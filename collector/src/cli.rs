@@ -130,6 +130,13 @@ pub struct RecordArgs {
     /// RTRACE_PC_SAMPLING_STALLS).
     #[arg(long, value_name = "REASONS", requires = "pc_sampling")]
     pub pc_stalls: Option<String>,
+    /// Profile the kernels kept (by --kernel-regex, --kernel-skip and --kernel-count) with
+    /// CUPTI's range profiler, replaying each to collect LIST: set names (SpeedOfLight,
+    /// MemoryWorkloadAnalysis, ComputeWorkloadAnalysis, Occupancy, WarpStateStats,
+    /// InstructionStats) and raw metric names, comma-separated, as `rtrace metrics` lists
+    /// them (sets RTRACE_METRICS). Checked before the program starts.
+    #[arg(long, value_name = "LIST", value_parser = check_metrics)]
+    pub metrics: Option<String>,
     /// The program to run, and its arguments (put them after `--`).
     #[arg(
         value_name = "PROGRAM",
@@ -143,6 +150,10 @@ pub struct RecordArgs {
 
 fn check_time(s: &str) -> Result<String, String> {
     rtrace_format::parse_time(s).map(|_| s.to_string())
+}
+
+fn check_metrics(s: &str) -> Result<String, String> {
+    rtrace_format::metric_sets::resolve(s).map(|_| s.trim().to_string())
 }
 
 fn check_regex(s: &str) -> Result<String, String> {
@@ -203,6 +214,7 @@ fn run_record(args: RecordArgs) -> u8 {
     set(env::KERNEL_COUNT, args.kernel_count.map(|n| n.to_string()));
     set(env::PC_SAMPLING, args.pc_sampling);
     set(env::PC_SAMPLING_STALLS, args.pc_stalls);
+    set(env::METRICS, args.metrics);
     let opts = RecordOptions {
         output: Some(args.output),
         lib: args.lib,

@@ -50,6 +50,7 @@ pub mod nvtx;
 pub mod occupancy;
 pub mod output;
 pub mod pcsamp;
+pub mod profiles;
 pub mod progress;
 pub mod read;
 pub mod record;

@@ -489,3 +489,48 @@ fn command_line_errors() {
     assert_eq!(run.stdout[0], 0x0a, "a Trace's first packet");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A profiled launch's metric values are arguments `metrics.<name>` of its kernel's slice, as
+/// Perfetto's schema reads them (double values named by string); the unprofiled launches'
+/// slices have none. (The Chrome form is the golden `profiles.chrome.json`.)
+#[test]
+fn perfetto_kernel_slices_carry_profiled_metrics() {
+    let Some(python) = python_with_perfetto() else {
+        eprintln!("skipped: no python3 with perfetto_trace_pb2 (pip install perfetto; see tools/setup-cuda.sh)");
+        return;
+    };
+    let dir = temp_dir("profiles");
+    let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/profiles.bin");
+    let out = dir.join("profiles.pftrace");
+    let status = rtrace()
+        .args(["export", "--format", "perfetto", "--output"])
+        .arg(&out)
+        .arg(&input)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let lines = decode(&python, &out);
+    let kernels: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.starts_with("slice GPU"))
+        .collect();
+    assert_eq!(kernels.len(), 5, "{lines:#?}");
+    let with = |needle: &str| kernels.iter().filter(|l| l.contains(needle)).count();
+    assert_eq!(
+        with("metrics.sm__throughput.avg.pct_of_peak_sustained_elapsed=30.0"),
+        1,
+        "{kernels:#?}"
+    );
+    assert_eq!(
+        with("metrics.gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed=91.5"),
+        1
+    );
+    assert_eq!(
+        with("metrics.smsp__sass_inst_executed_op_shared_ld.sum=4096.0"),
+        2
+    );
+    // The value CUPTI could not evaluate (NaN) is left out; launches 4 and 5 were not
+    // profiled.
+    assert_eq!(with("metrics.smsp__average_warps_issue_stalled_barrier"), 2);
+    assert_eq!(with("metrics."), 3);
+}

@@ -185,6 +185,30 @@ const RUNS: &[Run] = &[
         &["export", "--format", "chrome", "nvtx.bin"],
         "nvtx.chrome.json",
     ),
+    // Kernel profiles: the part, its CSV section, and the metric args of the export.
+    run(
+        &["report", "--format", "table", "profiles.bin"],
+        "profiles.table.txt",
+    ),
+    run(
+        &[
+            "report",
+            "--format",
+            "csv",
+            "--section",
+            "profiles",
+            "profiles.bin",
+        ],
+        "profiles.csv",
+    ),
+    run(
+        &["report", "--format", "json", "profiles.bin"],
+        "profiles.json",
+    ),
+    run(
+        &["export", "--format", "chrome", "profiles.bin"],
+        "profiles.chrome.json",
+    ),
     // A window keeps the NVTX ranges that begin in it, whole.
     run(
         &[

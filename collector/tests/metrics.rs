@@ -329,3 +329,170 @@ fn cli_finds_cupti_through_the_environment_and_says_when_nvperf_is_missing() {
         )
     );
 }
+
+/// Counter data that is not an image: CUPTI crashes reading it, in the child the call runs
+/// in, and the evaluation and the range name fail with a clear error; an empty image is
+/// refused by CUPTI itself.
+#[test]
+fn garbage_counter_data_is_a_clear_error() {
+    let cupti = cupti();
+    let host = cupti.host("GH100").unwrap();
+    let garbage: Vec<u8> = (0..4096u32).map(|i| (i * 7 + 3) as u8).collect();
+    assert_eq!(
+        host.evaluate(&garbage, 0, &["gpu__time_duration.sum"]),
+        Err(
+            "cuptiProfilerHostEvaluateToGpuValues crashed (signal 11): the counter data is \
+             not an image CUPTI can read"
+                .to_string()
+        )
+    );
+    assert_eq!(
+        cupti.range_name(&garbage, 0),
+        Err(
+            "cuptiProfilerHostGetRangeName crashed (signal 11): the counter data is not an \
+             image CUPTI can read"
+                .to_string()
+        )
+    );
+    assert_eq!(
+        host.evaluate_each(&[], 0, &["gpu__time_duration.sum", "sm__cycles_active.avg"]),
+        [
+            Err(
+                "gpu__time_duration.sum: cuptiProfilerHostEvaluateToGpuValues failed: \
+                 CUPTI_ERROR_INVALID_PARAMETER"
+                    .to_string()
+            ),
+            Err(
+                "sm__cycles_active.avg: cuptiProfilerHostEvaluateToGpuValues failed: \
+                 CUPTI_ERROR_INVALID_PARAMETER"
+                    .to_string()
+            ),
+        ]
+    );
+    assert_eq!(
+        cupti.range_name(&[], 0),
+        Err("cuptiProfilerHostGetRangeName failed: CUPTI_ERROR_INVALID_PARAMETER".to_string())
+    );
+    // The host object still works after its child crashed.
+    assert!(host.base_metrics(0).unwrap().len() > 100);
+}
+
+/// `rtrace report --metrics`: the fixture keeps no counter data image (real ones come from
+/// the GPU machine), so CUPTI refuses every metric of every launch, each reason said once per
+/// kernel, and the report goes on; a bad LIST and a CUPTI that is not there are one-line
+/// errors.
+#[test]
+fn report_metrics_evaluates_counter_data_or_says_why_not() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/profiles.bin");
+    let rtrace = env!("CARGO_BIN_EXE_rtrace");
+    let out = Command::new(rtrace)
+        .args([
+            "report",
+            "--metrics",
+            "gpu__time_duration.sum,sm__cycles_active.avg",
+            "--cupti",
+        ])
+        .arg(cupti_path())
+        .arg(&fixture)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let table = String::from_utf8(out.stdout).unwrap();
+    let reasons: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("  not evaluated: "))
+        .collect();
+    let refused = |m: &str| {
+        format!(
+            "  not evaluated: {m}: cuptiProfilerHostEvaluateToGpuValues failed: \
+             CUPTI_ERROR_INVALID_PARAMETER"
+        )
+    };
+    let (a, b) = (
+        refused("gpu__time_duration.sum"),
+        refused("sm__cycles_active.avg"),
+    );
+    assert_eq!(reasons, [&a, &b, &a, &b], "{table}");
+    assert!(!table.contains("Evaluated from counter data"));
+    let out = Command::new(rtrace)
+        .args([
+            "report",
+            "--format",
+            "json",
+            "--metrics",
+            "sm__cycles_active.avg",
+            "--cupti",
+        ])
+        .arg(cupti_path())
+        .arg(&fixture)
+        .output()
+        .unwrap();
+    let json = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        json.matches(
+            "\"evaluated\":{\"sm__cycles_active.avg\":{\"error\":\"sm__cycles_active.avg: \
+             cuptiProfilerHostEvaluateToGpuValues failed: CUPTI_ERROR_INVALID_PARAMETER\"}}"
+        )
+        .count(),
+        3,
+        "{json}"
+    );
+    let out = Command::new(rtrace)
+        .args(["report", "--metrics", "NoSuchSet"])
+        .arg(&fixture)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .starts_with("rtrace: --metrics: unknown set or metric 'NoSuchSet'; sets: SpeedOfLight,"));
+    let out = Command::new(rtrace)
+        .args([
+            "report",
+            "--metrics",
+            "SpeedOfLight",
+            "--cupti",
+            "/nonexistent/libcupti.so.13",
+        ])
+        .arg(&fixture)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "rtrace: cannot load CUPTI (/nonexistent/libcupti.so.13: cannot open shared object \
+         file: No such file or directory); give --cupti PATH or set RTRACE_CUPTI_LIBRARY\n"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+/// Without --cupti, $RTRACE_CUPTI_LIBRARY or a CUPTI on the loader's path or in the toolkit's
+/// folders, `rtrace report --metrics` says where it looked, in one line (skipped where a
+/// toolkit is installed).
+#[test]
+fn report_metrics_without_cupti_names_where_it_looked() {
+    if rtrace_format::CUPTI_DIRS
+        .iter()
+        .any(|d| Path::new(d).join(rtrace_format::CUPTI_SONAME).is_file())
+    {
+        eprintln!("skipped: a CUDA toolkit's CUPTI is installed");
+        return;
+    }
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/profiles.bin");
+    let out = Command::new(env!("CARGO_BIN_EXE_rtrace"))
+        .args(["report", "--metrics", "SpeedOfLight"])
+        .arg(&fixture)
+        .env_remove("RTRACE_CUPTI_LIBRARY")
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "rtrace: cannot load CUPTI (libcupti.so.13: cannot open shared object file: No such \
+             file or directory; not in {} either); give --cupti PATH or set \
+             RTRACE_CUPTI_LIBRARY\n",
+            rtrace_format::CUPTI_DIRS.join(", ")
+        )
+    );
+}

@@ -110,7 +110,8 @@ def main(path):
                     args = []
                     for a in e.debug_annotations:
                         which = a.WhichOneof("value")
-                        args.append(f"{arg_names[(seq, a.name_iid)]}={getattr(a, which)}")
+                        key = a.name if a.HasField("name") else arg_names[(seq, a.name_iid)]
+                        args.append(f"{key}={getattr(a, which)}")
                 except KeyError as k:
                     fail(f"packet {i}: unknown interned id {k}")
                 resolved["args"] = ",".join(args)

@@ -9,7 +9,7 @@
 # Needs target/release/{librtrace.so,rtrace} carried along, the CUDA toolkit (nvcc, ncu, cuBLAS),
 # python3 with PyTorch. Prints PASS/FAIL lines and ends with "N passed, N failed".
 # Files: $OUT/profile.tgz (reports, ncu output, logs), $OUT/profile-fixture.bin.
-# PROFILE_STEPS (default "metrics rules cost unprofiled"): the parts to run.
+# PROFILE_STEPS (default "metrics busy cost unprofiled"): the parts to run.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
@@ -18,7 +18,7 @@ mkdir -p "$OUT"
 C=${CUDA_HOME:-/usr/local/cuda-13.0}
 T=$C/targets/x86_64-linux
 RTRACE=$ROOT/target/release/rtrace
-STEPS=${PROFILE_STEPS:-metrics rules cost unprofiled}
+STEPS=${PROFILE_STEPS:-metrics busy cost unprofiled}
 W=$(mktemp -d /tmp/rtrace-profile.XXXXXX)
 export LD_LIBRARY_PATH=$T/lib:$C/extras/CUPTI/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 unset LD_PRELOAD CUDA_INJECTION64_PATH RTRACE_OUTPUT RTRACE_PC_SAMPLING RTRACE_METRICS
@@ -75,6 +75,117 @@ if want metrics; then
         -o "$OUT/profile-fixture.bin" -- ./kernels 1 > /dev/null 2> fixture.err
     [ -s "$OUT/profile-fixture.bin" ] && pass profile.fixture "$(stat -c %s "$OUT/profile-fixture.bin") bytes" ||
         fail profile.fixture "$(tail -3 fixture.err | tr '\n' ' ')"
+fi
+
+if want busy; then
+    # Counters held by another tool: the program traced by rtrace with metrics, under ncu.
+    # Tracing must go on, and the trace must say why profiling is off.
+    ncu --metrics gpu__time_duration.sum -k regex:increment -c 1 \
+        env RTRACE_METRICS=SpeedOfLight RTRACE_OUTPUT="$W/busy-%p.bin" LD_PRELOAD="$ROOT/target/release/librtrace.so" \
+        ./kernels 1 > busy.out 2> busy.err
+    rc=$?
+    "$RTRACE" report --format json "$W"/busy-*.bin > busy.json 2> busy-report.err
+    out=$(python3 -c '
+import json, glob, tracefile
+kernels = sum(len(tracefile.read_gpu(f)[0]) for f in glob.glob("busy-*.bin"))
+_s, profiles = zip(*[tracefile.read_profiles(f) for f in glob.glob("busy-*.bin")]) if glob.glob("busy-*.bin") else ((), ())
+n = sum(len(p) for p in profiles)
+text = json.dumps(json.load(open("busy.json")))
+import re
+why = re.findall(r"kernel profiling off[^\"]*", text)
+print(kernels, n, (why or ["-"])[0][:200])' 2>&1)
+    read -r nk np why <<< "$out"
+    detail="under ncu: exit $rc, $nk kernel records, $np profiles, notice: $why"
+    if [ "$rc" = 0 ] && [ "${nk:-0}" -ge 7 ] && [ "${np:-1}" = 0 ] && [[ "$why" == "kernel profiling off"* ]]; then
+        pass profile.counters-busy "$detail"
+    else
+        fail profile.counters-busy "$detail"
+    fi
+fi
+
+if want cost; then
+    # What profiling every kernel of a PyTorch training step costs: untraced, rtrace with the
+    # Speed Of Light set, `ncu --set basic`; processes alternate, each pinned to the same cores.
+    cp "$ROOT/tests/gpu/profile_step.py" .
+    : > cost.txt
+    for i in 1 2 3; do
+        for mode in plain rtrace ncu; do
+            t0=$(now)
+            case $mode in
+            plain) taskset -c 2-5 python3 profile_step.py > cost-$mode-$i.out 2> cost-$mode-$i.err ;;
+            rtrace) taskset -c 2-5 "$RTRACE" record --metrics SpeedOfLight -o cost-$i.bin -- \
+                python3 profile_step.py > cost-$mode-$i.out 2> cost-$mode-$i.err ;;
+            ncu) taskset -c 2-5 ncu --set basic python3 profile_step.py > cost-$mode-$i.out 2> cost-$mode-$i.err ;;
+            esac
+            echo "$mode $i $(echo "$(now) - $t0" | bc)" >> cost.txt
+        done
+    done
+    out=$(python3 - <<'PY'
+import statistics, tracefile
+runs = {}
+for line in open("cost.txt"):
+    mode, _i, t = line.split()
+    runs.setdefault(mode, []).append(float(t))
+med = {m: statistics.median(v) for m, v in runs.items()}
+for m, v in runs.items():
+    print(f"{m}: min {min(v):.1f} s, median {med[m]:.1f} s, max {max(v):.1f} s")
+_s, profiles = tracefile.read_profiles("cost-1.bin")
+ncu = sum(1 for l in open("cost-ncu-1.out") if l.startswith("==PROF== Profiling"))
+print(f"kernels profiled: rtrace {len(profiles)}, ncu {ncu}")
+print(f"RATIO {med['rtrace'] / med['ncu']:.3f} {(med['rtrace'] - med['plain']) / (med['ncu'] - med['plain']):.3f} {len(profiles)} {ncu}")
+PY
+)
+    printf '%s\n' "$out" | sed 's/^/    /'
+    read -r _ ratio extra nr nn <<< "$(printf '%s\n' "$out" | grep '^RATIO')"
+    same=yes
+    for i in 1 2 3; do cmp -s cost-plain-1.out cost-rtrace-$i.out || same=no; done
+    [ "$same" = yes ] && pass profile.cost-same-output "$(tail -2 cost-rtrace-1.out | head -1)" ||
+        fail profile.cost-same-output "$(diff cost-plain-1.out cost-rtrace-1.out | head -3 | tr '\n' ' ')"
+    detail="rtrace/ncu wall ${ratio:-?} (added time ${extra:-?}); kernels profiled rtrace ${nr:-?}, ncu ${nn:-?}; goal <= 0.333"
+    if [ -n "${ratio:-}" ] && [ "$(echo "$ratio <= 0.3334" | bc)" = 1 ]; then
+        pass profile.cost-vs-ncu "$detail"
+    else
+        fail profile.cost-vs-ncu "$detail"
+    fi
+fi
+
+if want unprofiled; then
+    # Unprofiled kernels in a profiled run: one compute_bound launch profiled, every other
+    # launch's duration against a run that profiles nothing (3 processes of each, alternating).
+    for i in 1 2 3; do
+        taskset -c 2 "$RTRACE" record -o un-off-$i.bin -- ./kernels 20 > /dev/null 2>&1
+        taskset -c 2 "$RTRACE" record --metrics SpeedOfLight --kernel-regex compute_bound --kernel-count 1 \
+            -o un-on-$i.bin -- ./kernels 20 > /dev/null 2>&1
+    done
+    out=$(python3 - <<'PY'
+import statistics, tracefile
+def durations(prefix):
+    by = {}
+    for i in (1, 2, 3):
+        kernels, _copies, _sets = tracefile.read_gpu(f"{prefix}-{i}.bin")
+        for k in kernels:
+            if k["flags"] & 8:
+                continue
+            by.setdefault(k["name"], []).append(k["end"] - k["start"])
+    return by
+off, on = durations("un-off"), durations("un-on")
+ratios = []
+for name in sorted(off):
+    if name in on and len(on[name]) > 5:
+        r = statistics.median(on[name]) / statistics.median(off[name])
+        ratios.append(r)
+        print(f"{str(name)[:50]:50} off {statistics.median(off[name]):>10.0f} ns  on {statistics.median(on[name]):>10.0f} ns  x{r:.3f}")
+print(f"RATIO {statistics.median(ratios):.4f} {min(ratios):.4f} {max(ratios):.4f} {len(ratios)}")
+PY
+)
+    printf '%s\n' "$out" | sed 's/^/    /'
+    read -r _ med lo hi n <<< "$(printf '%s\n' "$out" | grep '^RATIO')"
+    detail="median unprofiled kernel duration, profiled run / unprofiled run: x${med:-?} over ${n:-?} kernels (min x${lo:-?}, max x${hi:-?})"
+    if [ -n "${med:-}" ] && [ "$(echo "$med < 1.02 && $med > 0.98" | bc)" = 1 ]; then
+        pass profile.unprofiled-untouched "$detail"
+    else
+        fail profile.unprofiled-untouched "$detail"
+    fi
 fi
 
 tar -C "$W" -czf "$OUT/profile.tgz" --exclude='*.bin' --exclude=kernels . 2>/dev/null

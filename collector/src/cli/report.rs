@@ -24,6 +24,15 @@ pub struct ReportArgs {
     /// on PATH; without one, the PC sampling section gives offsets only and says why].
     #[arg(long, value_name = "PATH")]
     pub nvdisasm: Option<PathBuf>,
+    /// Evaluate LIST (set names and raw metric names, comma-separated, as `rtrace metrics`
+    /// takes them) from each profiled launch's counter data with CUPTI's host API, for its
+    /// set-up's chip, and show them beside the recorded values (no GPU needed).
+    #[arg(long, value_name = "LIST")]
+    pub metrics: Option<String>,
+    /// The libcupti.so.13 that evaluates --metrics [default: $RTRACE_CUPTI_LIBRARY, else
+    /// libcupti.so.13 on the loader's path, else in the CUDA toolkit's folders].
+    #[arg(long, value_name = "PATH", requires = "metrics")]
+    pub cupti: Option<PathBuf>,
     #[command(flatten)]
     pub filter: FilterArgs,
     /// Trace files, or directories: every *.bin trace directly in one is read,
@@ -41,6 +50,27 @@ pub(super) fn run(args: &ReportArgs) -> u8 {
         );
         return 2;
     }
+    // The metrics and CUPTI are checked before any trace is read.
+    let evaluate = match &args.metrics {
+        None => None,
+        Some(list) => {
+            let chosen = match crate::metrics::resolve(list) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("rtrace: --metrics: {e}");
+                    return 2;
+                }
+            };
+            let path = crate::metrics::library_path(args.cupti.as_deref());
+            match crate::metrics::Cupti::load(path.as_deref()) {
+                Ok(cupti) => Some((cupti, chosen)),
+                Err(e) => {
+                    eprintln!("rtrace: {e}");
+                    return 2;
+                }
+            }
+        }
+    };
     let Some(spooled) = spool(&args.files) else {
         return 2;
     };
@@ -49,7 +79,7 @@ pub(super) fn run(args: &ReportArgs) -> u8 {
     // Read as streams: memory bounded by the distinct keys, not the records (crate::report).
     let read = crate::report::report_inputs(spooled.paths(), &filter);
     crate::progress::finish();
-    let (loaded, sections) = match read {
+    let (loaded, mut sections) = match read {
         Ok(r) => r,
         Err(e) => {
             eprintln!("rtrace: {e}");
@@ -58,6 +88,13 @@ pub(super) fn run(args: &ReportArgs) -> u8 {
     };
     if !filter.is_empty() {
         eprintln!("rtrace: filter: {filter}");
+    }
+    if let Some((cupti, chosen)) = &evaluate {
+        let names = chosen.iter().map(|c| c.name.clone()).collect();
+        let evaluator = crate::metrics::Evaluator::new(cupti, names);
+        crate::profiles::add_evaluated(&mut sections.profiles, &loaded.traces, &|setup, p| {
+            evaluator.evaluate(setup, p)
+        });
     }
     let options = RenderOptions {
         format: args.format,

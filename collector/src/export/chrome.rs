@@ -112,6 +112,7 @@ impl<W: Write> ChromeWriter<W> {
         start: u64,
         end: u64,
         args: &[layout::Arg],
+        metrics: &[(String, f64)],
     ) {
         self.event("X");
         let _ = write!(
@@ -133,6 +134,13 @@ impl<W: Write> ChromeWriter<W> {
                 }
                 Value::Str(s) => string(&mut self.buf, s),
             }
+        }
+        for (i, (key, value)) in metrics.iter().enumerate() {
+            if i > 0 || !args.is_empty() {
+                self.buf.push(',');
+            }
+            string(&mut self.buf, key);
+            let _ = write!(self.buf, ":{value}");
         }
         self.buf.push_str("}}");
     }
@@ -190,6 +198,8 @@ struct TraceState {
     /// Kernel name id → its demangled name as JSON.
     kernel_json: HashMap<u32, String>,
     kernels: KernelNames,
+    /// Profiled launches' metric values.
+    metrics: layout::MetricArgs,
 }
 
 impl<W: Write> Emitter for ChromeWriter<W> {
@@ -203,6 +213,7 @@ impl<W: Write> Emitter for ChromeWriter<W> {
         self.t = TraceState {
             pid,
             next_tid: SYNTHETIC_TID_BASE,
+            metrics: layout::MetricArgs::of(trace),
             ..Default::default()
         };
         self.name("process_name", pid, 0, &layout::process_name(trace));
@@ -261,7 +272,7 @@ impl<W: Write> Emitter for ChromeWriter<W> {
         let mut args = std::mem::take(&mut self.args);
         layout::api_args(r, &mut args);
         let pid = self.t.pid;
-        self.complete("api", name, pid, lane_tid, r.start_ns, end, &args);
+        self.complete("api", name, pid, lane_tid, r.start_ns, end, &args, &[]);
         for id in flows {
             self.flow("s", id, pid, lane_tid, r.start_ns);
         }
@@ -310,7 +321,9 @@ impl<W: Write> Emitter for ChromeWriter<W> {
         layout::gpu_args(g, &mut args);
         let pid = self.t.pid;
         let start = g.span().0;
-        self.complete(cat, name, pid, tid, start, end, &args);
+        let metrics = std::mem::take(&mut self.t.metrics);
+        self.complete(cat, name, pid, tid, start, end, &args, metrics.of_record(g));
+        self.t.metrics = metrics;
         self.t.kernel_json = kernel_json;
         self.args = args;
         if let Some(flow) = flow {
@@ -339,7 +352,7 @@ impl<W: Write> Emitter for ChromeWriter<W> {
             return Ok(());
         };
         let pid = self.t.pid;
-        self.complete("nvtx", &json, pid, tid, start, end, &[]);
+        self.complete("nvtx", &json, pid, tid, start, end, &[], &[]);
         self.stats.slices += 1;
         self.flush_if_full()
     }

@@ -307,6 +307,48 @@ pub fn gpu_args(record: Gpu, out: &mut Vec<Arg>) {
     }
 }
 
+/// The metric values of a trace's profiled kernel launches, by correlation id: their kernel
+/// slices' arguments `metrics.<metric name>` (values CUPTI could not evaluate left out).
+#[derive(Clone, Debug, Default)]
+pub struct MetricArgs(HashMap<u64, Vec<(String, f64)>>);
+
+impl MetricArgs {
+    /// The values of `trace`'s kernel profiles, named by their set-up's metrics.
+    pub fn of(trace: &Trace) -> MetricArgs {
+        let mut by_correlation = HashMap::new();
+        for p in trace.kernel_profiles.iter().filter(|p| p.correlation != 0) {
+            let Some(setup) = trace
+                .profiler_setups
+                .iter()
+                .rev()
+                .find(|s| s.context == p.context)
+            else {
+                continue;
+            };
+            let values: Vec<(String, f64)> = setup
+                .metrics
+                .iter()
+                .zip(&p.values)
+                .filter(|(_, v)| v.is_finite())
+                .map(|(n, v)| (format!("metrics.{n}"), *v))
+                .collect();
+            by_correlation.insert(p.correlation, values);
+        }
+        MetricArgs(by_correlation)
+    }
+
+    /// The arguments of GPU record `g`'s slice: those of its profiled launch, for a
+    /// correlated kernel.
+    pub fn of_record(&self, g: Gpu) -> &[(String, f64)] {
+        match g {
+            Gpu::Kernel(k) if k.flags & rtrace_format::FLAG_CORRELATED != 0 => {
+                self.0.get(&k.correlation).map_or(&[][..], Vec::as_slice)
+            }
+            _ => &[],
+        }
+    }
+}
+
 /// A copy's or memset's slice name: `memcpy HtoD 4 KiB`, `memset 1 MiB`
 /// (kernels are named by [`KernelNames`]).
 pub fn copy_or_set_name(record: Gpu) -> Option<String> {

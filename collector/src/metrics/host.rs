@@ -1,7 +1,11 @@
 //! CUPTI's Profiler Host API (`cupti_profiler_host.h`, CUDA 13.0), loaded at run time: the part
 //! of CUPTI that works from a chip name, with no GPU. It lists the chips and their base
 //! metrics, builds a range profiler configuration from metric names and counts the replay
-//! passes the configuration costs.
+//! passes the configuration costs, and evaluates metrics from a counter data image recorded
+//! elsewhere (a host object for the chip, no counter availability image) and names its ranges.
+//! The parameter structures are those of `rtrace-cupti-abi`. The calls that read a counter
+//! data image run in a forked child ([`crate::sys::isolate`]): CUPTI 13.0 does not check the
+//! image and crashes on one that is not.
 //!
 //! `libcupti.so.13` loads `libnvperf_host.so` by name when a host call first needs it; when
 //! CUPTI is opened by a path, the `libnvperf_host.so` beside it is opened first (global), so
@@ -10,104 +14,22 @@
 #![allow(unsafe_code)]
 
 use std::ffi::{c_char, c_void, CStr, CString};
-use std::mem::{offset_of, size_of};
+use std::mem::size_of;
 use std::path::{Path, PathBuf};
 use std::ptr;
 use std::sync::Mutex;
 
-type CuptiResult = u32;
-
-/// `CUPTI_ERROR_NOT_INITIALIZED`.
-const ERROR_NOT_INITIALIZED: CuptiResult = 15;
-
-/// `CUpti_ProfilerType`.
-const PROFILER_TYPE_RANGE_PROFILER: u32 = 0;
+use rtrace_cupti_abi::{
+    Call, CuptiResult, HostConfigAddMetrics as ConfigAddMetricsParams,
+    HostDeinitialize as DeinitializeParams, HostEvaluateToGpuValues as EvaluateParams,
+    HostGetBaseMetrics as GetBaseMetricsParams, HostGetConfigImage as GetConfigImageParams,
+    HostGetConfigImageSize as GetConfigImageSizeParams, HostGetNumOfPasses as GetNumOfPassesParams,
+    HostGetRangeName as GetRangeNameParams, HostGetSupportedChips as GetSupportedChipsParams,
+    HostInitialize as InitializeParams, ERROR_NOT_INITIALIZED, PROFILER_TYPE_RANGE_PROFILER,
+};
 
 /// `CUpti_MetricType`: the kinds of base metric a chip lists.
-pub const METRIC_TYPES: [(u32, &str); 3] = [(0, "counter"), (1, "ratio"), (2, "throughput")];
-
-/// `CUPTI_PROFILER_STRUCT_SIZE(type, last)`: the size up to and including the last field,
-/// without the tail padding.
-macro_rules! struct_size {
-    ($t:ty, $last:ident) => {{
-        const fn field<T>(_: fn(&$t) -> &T) -> usize {
-            size_of::<T>()
-        }
-        offset_of!($t, $last) + field(|p: &$t| &p.$last)
-    }};
-}
-
-#[repr(C)]
-struct InitializeParams {
-    struct_size: usize,
-    p_priv: *mut c_void,
-    profiler_type: u32,
-    chip_name: *const c_char,
-    counter_availability_image: *const u8,
-    host_object: *mut c_void,
-}
-
-#[repr(C)]
-struct DeinitializeParams {
-    struct_size: usize,
-    p_priv: *mut c_void,
-    host_object: *mut c_void,
-}
-
-#[repr(C)]
-struct GetSupportedChipsParams {
-    struct_size: usize,
-    p_priv: *mut c_void,
-    num_chips: usize,
-    chip_names: *const *const c_char,
-}
-
-#[repr(C)]
-struct GetBaseMetricsParams {
-    struct_size: usize,
-    p_priv: *mut c_void,
-    host_object: *mut c_void,
-    metric_type: u32,
-    metric_names: *mut *const c_char,
-    num_metrics: usize,
-}
-
-#[repr(C)]
-struct ConfigAddMetricsParams {
-    struct_size: usize,
-    p_priv: *mut c_void,
-    host_object: *mut c_void,
-    metric_names: *mut *const c_char,
-    num_metrics: usize,
-}
-
-#[repr(C)]
-struct GetConfigImageSizeParams {
-    struct_size: usize,
-    p_priv: *mut c_void,
-    host_object: *mut c_void,
-    config_image_size: usize,
-}
-
-#[repr(C)]
-struct GetConfigImageParams {
-    struct_size: usize,
-    p_priv: *mut c_void,
-    host_object: *mut c_void,
-    config_image_size: usize,
-    config_image: *mut u8,
-}
-
-#[repr(C)]
-struct GetNumOfPassesParams {
-    struct_size: usize,
-    p_priv: *mut c_void,
-    config_image_size: usize,
-    config_image: *mut u8,
-    num_of_passes: usize,
-}
-
-type Call<P> = unsafe extern "C" fn(*mut P) -> CuptiResult;
+pub use rtrace_cupti_abi::METRIC_TYPES;
 
 /// Held for each host call: the host API is not safe to call from several threads at once
 /// (measured: two threads initializing host objects at once got `CUPTI_ERROR_UNKNOWN`). One
@@ -124,6 +46,20 @@ unsafe fn call<P>(f: Call<P>, p: &mut P) -> CuptiResult {
     unsafe { f(p) }
 }
 
+/// Runs a host call that reads a counter data image in a forked child, under [`CALLS`]:
+/// CUPTI does not check the image and crashes on one that is not
+/// ([`crate::sys::isolate`]). `f` returns the call's result (4 bytes, little-endian) and
+/// then what it wrote; a child that gave no answer becomes an error naming `call`.
+fn isolated(call: &str, f: impl FnOnce() -> Vec<u8>) -> Result<Vec<u8>, String> {
+    let _held = CALLS.lock().unwrap_or_else(|e| e.into_inner());
+    let answer = crate::sys::isolate::in_child(f)
+        .map_err(|why| format!("{call} {why}: the counter data is not an image CUPTI can read"))?;
+    if answer.len() < 4 {
+        return Err(format!("{call}: no answer from the child that ran it"));
+    }
+    Ok(answer)
+}
+
 /// The loaded library and the entry points rtrace uses. The handle is never closed: CUPTI
 /// keeps state for the life of the process.
 pub struct Cupti {
@@ -137,6 +73,8 @@ pub struct Cupti {
     config_image_size: Call<GetConfigImageSizeParams>,
     config_image: Call<GetConfigImageParams>,
     num_passes: Call<GetNumOfPassesParams>,
+    range_name: Call<GetRangeNameParams>,
+    evaluate: Call<EvaluateParams>,
 }
 
 fn dlerror() -> String {
@@ -193,7 +131,13 @@ fn open_default() -> (String, Result<*mut c_void, String>) {
             return (path.to_string_lossy().into_owned(), open_path(&path));
         }
     }
-    (soname.to_string(), first)
+    let looked = first.map_err(|e| {
+        format!(
+            "{e}; not in {} either",
+            rtrace_format::CUPTI_DIRS.join(", ")
+        )
+    });
+    (soname.to_string(), looked)
 }
 
 /// A symbol's address as the function pointer type `F`.
@@ -244,6 +188,8 @@ impl Cupti {
                 config_image_size: as_fn(sym("cuptiProfilerHostGetConfigImageSize")?),
                 config_image: as_fn(sym("cuptiProfilerHostGetConfigImage")?),
                 num_passes: as_fn(sym("cuptiProfilerHostGetNumOfPasses")?),
+                range_name: as_fn(sym("cuptiProfilerHostGetRangeName")?),
+                evaluate: as_fn(sym("cuptiProfilerHostEvaluateToGpuValues")?),
                 path: name,
             })
         }
@@ -282,12 +228,7 @@ impl Cupti {
 
     /// The chips the library knows (`GA100`, `GH100`, ...), in its order.
     pub fn supported_chips(&self) -> Result<Vec<String>, String> {
-        let mut p = GetSupportedChipsParams {
-            struct_size: struct_size!(GetSupportedChipsParams, chip_names),
-            p_priv: ptr::null_mut(),
-            num_chips: 0,
-            chip_names: ptr::null(),
-        };
+        let mut p = GetSupportedChipsParams::new();
         // SAFETY: a params struct laid out as the header's, its size set.
         let r = unsafe { call(self.supported_chips, &mut p) };
         self.check("cuptiProfilerHostGetSupportedChips", r)?;
@@ -295,16 +236,44 @@ impl Cupti {
         Ok(unsafe { strings(p.chip_names, p.num_chips) })
     }
 
+    /// CUPTI's name for range `range` of a counter data image (`0`, `1`, ... in auto range
+    /// mode, the pushed names in user range mode).
+    pub fn range_name(&self, counter_data: &[u8], range: usize) -> Result<String, String> {
+        let delimiter = c"/";
+        let mut p = GetRangeNameParams {
+            counter_data_image: counter_data.as_ptr(),
+            counter_data_image_size: counter_data.len(),
+            range_index: range,
+            delimiter: delimiter.as_ptr(),
+            ..GetRangeNameParams::new()
+        };
+        let call = "cuptiProfilerHostGetRangeName";
+        let answer = isolated(call, || {
+            // SAFETY: a params struct laid out as the header's; the image and the delimiter
+            // outlive the call.
+            let r = unsafe { (self.range_name)(&mut p) };
+            let mut out = r.to_le_bytes().to_vec();
+            if r == 0 && !p.range_name.is_null() {
+                // SAFETY: CUPTI returned a NUL-terminated string it allocated for the caller
+                // (the header says so); copied, in the child, which exits right after.
+                out.extend(unsafe { CStr::from_ptr(p.range_name) }.to_bytes());
+            }
+            out
+        })?;
+        let (r, name) = answer.split_at(4);
+        self.check(call, u32::from_le_bytes(r.try_into().expect("4 bytes")))?;
+        Ok(String::from_utf8_lossy(name).into_owned())
+    }
+
     /// A range profiler host object for `chip`.
     pub fn host(&self, chip: &str) -> Result<Host<'_>, String> {
         let name = CString::new(chip).map_err(|_| format!("{chip:?}: not a chip name"))?;
         let mut p = InitializeParams {
-            struct_size: struct_size!(InitializeParams, host_object),
-            p_priv: ptr::null_mut(),
             profiler_type: PROFILER_TYPE_RANGE_PROFILER,
             chip_name: name.as_ptr(),
+            // No counter availability image: a host object for a chip, not a device.
             counter_availability_image: ptr::null(),
-            host_object: ptr::null_mut(),
+            ..InitializeParams::new()
         };
         // SAFETY: a params struct laid out as the header's; `name` outlives the call.
         let r = unsafe { call(self.initialize, &mut p) };
@@ -343,12 +312,9 @@ impl Host<'_> {
     /// The chip's base metrics of one `CUpti_MetricType` (see [`METRIC_TYPES`]).
     pub fn base_metrics(&self, metric_type: u32) -> Result<Vec<String>, String> {
         let mut p = GetBaseMetricsParams {
-            struct_size: struct_size!(GetBaseMetricsParams, num_metrics),
-            p_priv: ptr::null_mut(),
             host_object: self.object,
             metric_type,
-            metric_names: ptr::null_mut(),
-            num_metrics: 0,
+            ..GetBaseMetricsParams::new()
         };
         // SAFETY: a params struct laid out as the header's, with a live host object.
         let r = unsafe { call(self.cupti.base_metrics, &mut p) };
@@ -363,13 +329,12 @@ impl Host<'_> {
             .iter()
             .map(|n| CString::new(*n).map_err(|_| format!("{n:?}: not a metric name")))
             .collect::<Result<_, _>>()?;
-        let mut ptrs: Vec<*const c_char> = owned.iter().map(|c| c.as_ptr()).collect();
+        let ptrs: Vec<*const c_char> = owned.iter().map(|c| c.as_ptr()).collect();
         let mut p = ConfigAddMetricsParams {
-            struct_size: struct_size!(ConfigAddMetricsParams, num_metrics),
-            p_priv: ptr::null_mut(),
             host_object: self.object,
-            metric_names: ptrs.as_mut_ptr(),
+            metric_names: ptrs.as_ptr(),
             num_metrics: ptrs.len(),
+            ..ConfigAddMetricsParams::new()
         };
         // SAFETY: a params struct laid out as the header's; the names outlive the call.
         let r = unsafe { call(self.cupti.add_metrics, &mut p) };
@@ -379,21 +344,18 @@ impl Host<'_> {
     /// The configuration image of the metrics added so far.
     pub fn config_image(&self) -> Result<Vec<u8>, String> {
         let mut s = GetConfigImageSizeParams {
-            struct_size: struct_size!(GetConfigImageSizeParams, config_image_size),
-            p_priv: ptr::null_mut(),
             host_object: self.object,
-            config_image_size: 0,
+            ..GetConfigImageSizeParams::new()
         };
         // SAFETY: a params struct laid out as the header's, with a live host object.
         let r = unsafe { call(self.cupti.config_image_size, &mut s) };
         self.cupti.check("cuptiProfilerHostGetConfigImageSize", r)?;
         let mut image = vec![0u8; s.config_image_size];
         let mut p = GetConfigImageParams {
-            struct_size: struct_size!(GetConfigImageParams, config_image),
-            p_priv: ptr::null_mut(),
             host_object: self.object,
             config_image_size: image.len(),
             config_image: image.as_mut_ptr(),
+            ..GetConfigImageParams::new()
         };
         // SAFETY: as above; `image` holds `config_image_size` bytes.
         let r = unsafe { call(self.cupti.config_image, &mut p) };
@@ -401,15 +363,111 @@ impl Host<'_> {
         Ok(image)
     }
 
+    /// The values of `metrics` in range `range` of `counter_data`, an image recorded on this
+    /// host object's chip. Fails as a whole when one of them cannot be evaluated (its counters
+    /// were not collected, or the image is not one): [`Host::evaluate_each`] says which.
+    pub fn evaluate(
+        &self,
+        counter_data: &[u8],
+        range: usize,
+        metrics: &[&str],
+    ) -> Result<Vec<f64>, String> {
+        self.evaluate_image(counter_data, range, metrics)?
+    }
+
+    /// [`Host::evaluate`]: the outer error when the image cannot be read at all (CUPTI
+    /// crashed on it), the inner one when CUPTI refused the call.
+    fn evaluate_image(
+        &self,
+        counter_data: &[u8],
+        range: usize,
+        metrics: &[&str],
+    ) -> Result<Result<Vec<f64>, String>, String> {
+        let owned: Result<Vec<CString>, String> = metrics
+            .iter()
+            .map(|n| CString::new(*n).map_err(|_| format!("{n:?}: not a metric name")))
+            .collect::<Result<_, _>>();
+        let owned: Vec<CString> = match owned {
+            Ok(o) => o,
+            Err(e) => return Ok(Err(e)),
+        };
+        let ptrs: Vec<*const c_char> = owned.iter().map(|c| c.as_ptr()).collect();
+        let mut values = vec![f64::NAN; ptrs.len()];
+        let mut p = EvaluateParams {
+            host_object: self.object,
+            counter_data_image: counter_data.as_ptr(),
+            counter_data_image_size: counter_data.len(),
+            range_index: range,
+            metric_names: ptrs.as_ptr(),
+            num_metrics: ptrs.len(),
+            metric_values: values.as_mut_ptr(),
+            ..EvaluateParams::new()
+        };
+        let call = "cuptiProfilerHostEvaluateToGpuValues";
+        let answer = isolated(call, || {
+            // SAFETY: a params struct laid out as the header's; the image, the names and
+            // `values` (one f64 per name) outlive the call.
+            let r = unsafe { (self.cupti.evaluate)(&mut p) };
+            let mut out = r.to_le_bytes().to_vec();
+            if r == 0 {
+                // SAFETY: `values` is written by the call above through `p`, read after it.
+                let written = unsafe { std::slice::from_raw_parts(p.metric_values, values.len()) };
+                written.iter().for_each(|v| out.extend(v.to_le_bytes()));
+            }
+            out
+        })?;
+        let (r, rest) = answer.split_at(4);
+        if let Err(e) = self
+            .cupti
+            .check(call, u32::from_le_bytes(r.try_into().expect("4 bytes")))
+        {
+            return Ok(Err(e));
+        }
+        if rest.len() != values.len() * 8 {
+            return Err(format!(
+                "{call}: {} bytes of values for {} metrics",
+                rest.len(),
+                values.len()
+            ));
+        }
+        for (v, b) in values.iter_mut().zip(rest.chunks_exact(8)) {
+            *v = f64::from_le_bytes(b.try_into().expect("8 bytes"));
+        }
+        Ok(Ok(values))
+    }
+
+    /// Each of `metrics` in range `range` of `counter_data`: its value, or why CUPTI could not
+    /// evaluate it from that image (the metrics are tried one by one when CUPTI refuses them
+    /// together; an image CUPTI cannot read at all gives every metric that one reason).
+    pub fn evaluate_each(
+        &self,
+        counter_data: &[u8],
+        range: usize,
+        metrics: &[&str],
+    ) -> Vec<Result<f64, String>> {
+        match self.evaluate_image(counter_data, range, metrics) {
+            Ok(Ok(all)) => return all.into_iter().map(Ok).collect(),
+            // Unreadable: the same reason for each, without a try per metric.
+            Err(unreadable) => return metrics.iter().map(|_| Err(unreadable.clone())).collect(),
+            Ok(Err(_)) => {}
+        }
+        metrics
+            .iter()
+            .map(|m| {
+                self.evaluate(counter_data, range, &[m])
+                    .map(|v| v[0])
+                    .map_err(|e| format!("{m}: {e}"))
+            })
+            .collect()
+    }
+
     /// The replay passes the metrics added so far cost.
     pub fn passes(&self) -> Result<usize, String> {
         let mut image = self.config_image()?;
         let mut p = GetNumOfPassesParams {
-            struct_size: struct_size!(GetNumOfPassesParams, num_of_passes),
-            p_priv: ptr::null_mut(),
             config_image_size: image.len(),
             config_image: image.as_mut_ptr(),
-            num_of_passes: 0,
+            ..GetNumOfPassesParams::new()
         };
         // SAFETY: a params struct laid out as the header's; `image` outlives the call.
         let r = unsafe { call(self.cupti.num_passes, &mut p) };
@@ -421,9 +479,8 @@ impl Host<'_> {
 impl Drop for Host<'_> {
     fn drop(&mut self) {
         let mut p = DeinitializeParams {
-            struct_size: struct_size!(DeinitializeParams, host_object),
-            p_priv: ptr::null_mut(),
             host_object: self.object,
+            ..DeinitializeParams::new()
         };
         // SAFETY: the live host object this value owns, deinitialized once.
         unsafe { call(self.cupti.deinitialize, &mut p) };
@@ -437,25 +494,4 @@ pub fn library_path(option: Option<&Path>) -> Option<PathBuf> {
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `CUPTI_PROFILER_STRUCT_SIZE` on x86-64 and aarch64 Linux (LP64), by the header's fields.
-    #[test]
-    fn struct_sizes_are_the_headers() {
-        assert_eq!(struct_size!(InitializeParams, host_object), 48);
-        assert_eq!(struct_size!(DeinitializeParams, host_object), 24);
-        assert_eq!(struct_size!(GetSupportedChipsParams, chip_names), 32);
-        assert_eq!(struct_size!(GetBaseMetricsParams, num_metrics), 48);
-        assert_eq!(struct_size!(ConfigAddMetricsParams, num_metrics), 40);
-        assert_eq!(
-            struct_size!(GetConfigImageSizeParams, config_image_size),
-            32
-        );
-        assert_eq!(struct_size!(GetConfigImageParams, config_image), 40);
-        assert_eq!(struct_size!(GetNumOfPassesParams, num_of_passes), 40);
-    }
 }

@@ -3,7 +3,8 @@
 //!
 //! The files read top-down: `render` (table and JSON) over `choice` (a LIST resolved for a
 //! chip: sets expanded, each metric checked against the chip, the replay passes counted; the
-//! sets' costs; the chip's base metrics) over `host` (the FFI); the named sets are the format crate's (`rtrace_format::metric_sets`).
+//! sets' costs; the chip's base metrics) and `evaluate` (metrics evaluated from a trace's
+//! counter data, `rtrace report --metrics`) over `host` (the FFI); the named sets are the format crate's (`rtrace_format::metric_sets`).
 //!
 //! ```no_run
 //! use rtrace_collector::metrics::{choose, Cupti};
@@ -13,9 +14,11 @@
 //! ```
 
 mod choice;
+mod evaluate;
 mod host;
 pub mod render;
 
 pub use choice::{base_metrics, chip, choose, set_costs, Choice, Chosen, SetCost};
-pub use host::{library_path, Cupti};
+pub use evaluate::Evaluator;
+pub use host::{library_path, Cupti, Host};
 pub use rtrace_format::metric_sets::{self as sets, resolve};

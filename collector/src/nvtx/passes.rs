@@ -40,16 +40,18 @@ pub(crate) fn project_rec(p: &mut Projector, links: &LinkTable, rec: &Rec) {
 /// The NVTX summaries and external-id rows of `trace`, read from `path` without its API and
 /// GPU records or NVTX events (as `trace` is held): a first read notes the links and indexes
 /// the chunks, a second merges them by time into a [`Projector`]. Also gives the
-/// trace's NVTX chunks, for [`nvtx_pass`].
+/// trace's NVTX chunks, for [`nvtx_pass`]. `mode` is [`Mode::Summary`], or
+/// [`Mode::Collect`] for the ranges themselves too.
 pub fn project(
     path: &Path,
     trace: &Trace,
     keep: &RecordFilter,
+    mode: Mode,
 ) -> Result<(Projected, Vec<ChunkRef>), StreamError> {
     let mut first = FirstRead::new(keep);
     read_light(path, &mut first)?;
     let window = Some(keep.window_range());
-    let mut p = Projector::new(trace, window, Mode::Summary);
+    let mut p = Projector::new(trace, window, mode);
     let links = first.links;
     let nvtx: Vec<ChunkRef> = first
         .index

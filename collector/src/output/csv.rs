@@ -30,6 +30,8 @@ pub const MEMORY_HEADER: &str =
     "kind,allocations,frees,bytes_allocated,peak_bytes,largest_bytes,live_bytes";
 /// The header of `--section sync`.
 pub const SYNC_HEADER: &str = "type,count,total_wait_ns,mean_wait_ns,max_wait_ns";
+/// The header of `--section profiles`.
+pub const PROFILES_HEADER: &str = "kernel,section,metric,label,unit,launches,mean,min,max";
 
 pub(super) fn render(s: &Sections, section: Section) -> String {
     match section {
@@ -42,7 +44,39 @@ pub(super) fn render(s: &Sections, section: Section) -> String {
         Section::Latency => latency(s),
         Section::Memory => memory(s),
         Section::Sync => sync(s),
+        Section::Profiles => profiles(s),
     }
+}
+
+fn profiles(s: &Sections) -> String {
+    let mut out = format!("{PROFILES_HEADER}\n");
+    let num = |v: f64| {
+        if v.is_finite() {
+            format!("{v}")
+        } else {
+            String::new()
+        }
+    };
+    for k in &s.profiles.kernels {
+        for b in &k.blocks {
+            for r in &b.rows {
+                let _ = writeln!(
+                    out,
+                    "{},{},{},{},{},{},{},{},{}",
+                    field(&k.name),
+                    field(&b.title),
+                    field(&r.metric),
+                    field(&r.label),
+                    field(r.unit.name()),
+                    r.count,
+                    num(r.mean),
+                    num(r.min),
+                    num(r.max)
+                );
+            }
+        }
+    }
+    out
 }
 
 fn memory(s: &Sections) -> String {

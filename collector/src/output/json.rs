@@ -2,8 +2,9 @@
 //! "contexts":[...],"streams":[...],"modules":[...],"functions":[...]},
 //! "kernels":[...],"memcpy":[...],"memset":[...],"utilisation":[...],
 //! "latency":[...],"occupancy":[...]}`, then `"memory":[...],"sync":[...]` when
-//! a trace holds memory or synchronization records; written by hand (the shapes
-//! are small and fixed).
+//! a trace holds memory or synchronization records, `"kernel_profiles":{...}` when
+//! kernels were profiled or a notice says why not; written by hand (the shapes are small
+//! and fixed).
 
 use crate::gpu_summary::resources;
 use crate::model::{Duration, Trace};
@@ -15,6 +16,7 @@ use std::path::Path;
 
 mod occupancy;
 mod pcsamp;
+mod profiles;
 mod syntax;
 
 use syntax::{array, list, opt};
@@ -284,6 +286,7 @@ pub(super) fn render(traces: &[Trace], s: &Sections, nvdisasm: Option<&Path>) ->
     gpu(&mut out, s);
     nvtx_key(&mut out, &s.nvtx);
     external_key(&mut out, &s.nvtx.external);
+    profiles::key(&mut out, &s.profiles);
     pcsamp::key(&mut out, traces, nvdisasm);
     out.push_str("}\n");
     out

@@ -41,11 +41,14 @@ pub enum Section {
     Memory,
     /// Host synchronizations, one line per kind of synchronization.
     Sync,
+    /// Kernel profiles: one line per profiled kernel and metric (mean, min, max over its
+    /// launches).
+    Profiles,
 }
 
 impl Section {
     /// Every section, in the order the table report prints them.
-    pub const ALL: [Section; 9] = [
+    pub const ALL: [Section; 10] = [
         Section::Api,
         Section::Kernels,
         Section::Memcpy,
@@ -55,6 +58,7 @@ impl Section {
         Section::Latency,
         Section::Memory,
         Section::Sync,
+        Section::Profiles,
     ];
 }
 

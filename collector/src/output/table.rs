@@ -1,7 +1,7 @@
 //! `--format table`: process sections, the API summary, then (when the traces
 //! hold them) NVTX ranges and external correlation ids, the resources (devices, contexts,
-//! streams, modules, functions), the GPU sections, the memory and synchronization sections
-//! and PC sampling, as aligned columns that fit in [`RenderOptions::width`] columns.
+//! streams, modules, functions), the GPU sections, the memory and synchronization sections,
+//! kernel profiles and PC sampling, as aligned columns that fit in [`RenderOptions::width`] columns.
 //!
 //! Each section is written by its own file on a [`layout::Page`] (the text and the width);
 //! the files read top-down: this one, then the sections, then `layout.rs`.
@@ -19,6 +19,7 @@ mod nvtx;
 mod occupancy;
 mod pcsamp;
 mod process;
+mod profiles;
 mod resources;
 
 pub(super) fn render(traces: &[Trace], s: &Sections, options: &RenderOptions) -> String {
@@ -33,6 +34,7 @@ pub(super) fn render(traces: &[Trace], s: &Sections, options: &RenderOptions) ->
     resources::section(&mut out, traces);
     gpu::sections(&mut out, traces, s);
     memory::sections(&mut out, s);
+    profiles::section(&mut out, &s.profiles);
     pcsamp::section(&mut out, traces, options.nvdisasm.as_deref());
     out.into_text()
 }

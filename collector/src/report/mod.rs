@@ -51,7 +51,7 @@ use crate::summary::FunctionSummary;
 use first::FirstPass;
 use fold::{Counts, KeyMap, Merged, TraceFold};
 use input::Input;
-use passes::{gpu_pass, linked_calls, select_streamed, Join};
+use passes::{gpu_pass, linked_calls, profiled_links, select_streamed, Join};
 use shared::{memory_pass, shared_pass};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -80,6 +80,8 @@ pub struct Sections {
     pub memory: Vec<crate::gpu_summary::MemorySummary>,
     /// Host waits per kind of synchronization, over every trace.
     pub sync: Vec<crate::gpu_summary::SyncSummary>,
+    /// Kernel profiles: empty when nothing was profiled and no notice says why not.
+    pub profiles: crate::profiles::ProfileSection,
 }
 
 impl Sections {
@@ -115,6 +117,13 @@ impl Sections {
             nvtx: crate::nvtx::section(traces),
             memory: crate::gpu_summary::memory_summary(traces),
             sync: crate::gpu_summary::sync_summary(traces),
+            profiles: crate::profiles::section(
+                traces,
+                &traces
+                    .iter()
+                    .map(crate::profiles::linked_in_memory)
+                    .collect(),
+            ),
         }
     }
 }
@@ -188,6 +197,7 @@ fn report_inputs_with(
     let mut nvtx_stats = crate::nvtx::NvtxStats::default();
     let mut nvtx_ids = Vec::new();
     let mut syncs = SyncFold::default();
+    let mut profiled_ranges = Vec::new();
     for &i in &kept {
         let path = &found.files[i];
         let shift = shift_of(i);
@@ -215,9 +225,18 @@ fn report_inputs_with(
         if nvtx {
             // NVTX ranges are built and projected onto the GPU work of the calls inside them
             // as the events and records stream by again, in time order.
-            let (projected, chunks) = crate::nvtx::project(path, &t, &keep)?;
+            // With kernel profiles, the ranges themselves too: those open around each
+            // profiled launch.
+            let mode = if t.kernel_profiles.is_empty() {
+                crate::nvtx::Mode::Summary
+            } else {
+                crate::nvtx::Mode::Collect
+            };
+            let (mut projected, chunks) = crate::nvtx::project(path, &t, &keep, mode)?;
+            profiled_ranges.push(std::mem::take(&mut projected.ranges.ranges));
             nvtx_ids.push((nvtx_stats.add(projected), chunks));
         } else {
+            profiled_ranges.push(Vec::new());
             nvtx_ids.push((HashMap::new(), Vec::new()));
         }
         counts.push(fold.counts.clone());
@@ -276,6 +295,10 @@ fn report_inputs_with(
     let groups = crate::gpu_summary::shared_groups(&loaded.traces, ran);
     let shared = shared_pass(&loaded.traces, &inputs, groups)?;
     let memory = memory_pass(&inputs)?;
+    let mut linked = Vec::new();
+    for ((t, input), nvtx) in loaded.traces.iter().zip(&inputs).zip(profiled_ranges) {
+        linked.push(profiled_links(t, input, &input.index, nvtx)?);
+    }
     let sections = Sections {
         counts,
         api: merged.api_rows(),
@@ -289,6 +312,7 @@ fn report_inputs_with(
         nvtx: nvtx_stats.finish(),
         memory,
         sync: syncs.rows(),
+        profiles: crate::profiles::section(&loaded.traces, &linked),
     };
     Ok((loaded, sections))
 }

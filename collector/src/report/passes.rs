@@ -265,3 +265,47 @@ fn sync_records(
     }
     Ok(())
 }
+
+/// What `t`'s profiled launches link to: their kept kernel records and launch calls, by
+/// correlation id, and `nvtx`, the trace's NVTX ranges.
+pub(super) fn profiled_links(
+    t: &Trace,
+    input: &Input,
+    index: &[ChunkRef],
+    nvtx: Vec<crate::nvtx::NvtxRange>,
+) -> Result<crate::profiles::TraceLinks, StreamError> {
+    let wanted = crate::profiles::wanted(t);
+    let mut found = crate::profiles::TraceLinks::default();
+    let (Some(&lo), Some(&hi)) = (wanted.iter().min(), wanted.iter().max()) else {
+        return Ok(found);
+    };
+    found.nvtx = nvtx;
+    let mut file = Rereader::open(&input.path)?;
+    for c in index
+        .iter()
+        .filter(|c| matches!(c.kind, Kind::Kernels | Kind::Api) && c.reaches(lo, hi))
+    {
+        let chunk = file.chunk(c.offset)?;
+        match decode(c, &chunk, &input.path)? {
+            Records::Kernels(records) => found.kernels.extend(
+                records
+                    .into_iter()
+                    .filter_map(|k| input.keep.kernel(k))
+                    .filter(|k| {
+                        k.flags & rtrace_format::FLAG_CORRELATED != 0
+                            && wanted.contains(&k.correlation)
+                    })
+                    .map(|k| (k.correlation, k)),
+            ),
+            Records::Api(records) => found.calls.extend(
+                records
+                    .into_iter()
+                    .filter_map(|r| input.keep.api(r))
+                    .filter(|r| wanted.contains(&r.correlation))
+                    .map(|r| (r.correlation, (c.thread, r.start_ns))),
+            ),
+            _ => {}
+        }
+    }
+    Ok(found)
+}

@@ -3,6 +3,7 @@
 //! meant for it. The crate's unsafe code lives here and nowhere else.
 #![allow(unsafe_code)]
 
+pub mod isolate;
 pub mod signals;
 
 /// Keeps large freed blocks in the heap, for the next chunk, instead of giving them back.

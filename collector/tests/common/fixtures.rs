@@ -931,5 +931,225 @@ pub fn all() -> Vec<(&'static str, Vec<u8>)> {
         ("corrupt.bin", corrupt()),
         ("forked_child.bin", forked_child()),
         ("nvtx.bin", nvtx()),
+        ("profiles.bin", profiles()),
     ]
+}
+
+/// The metrics of the `profiles.bin` set-up: Speed Of Light's throughputs and duration, the
+/// hit rates and shared-memory wavefronts and conflicts, achieved occupancy, the warp
+/// latency and two stall reasons, and a raw metric of no set.
+pub const PROFILED_METRICS: &[&str] = &[
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__time_duration.sum",
+    "l1tex__t_sector_hit_rate.pct",
+    "lts__t_sector_hit_rate.pct",
+    "dram__bytes_read.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "smsp__average_warp_latency_per_inst_issued.ratio",
+    "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+    "smsp__sass_inst_executed_op_shared_ld.sum",
+];
+
+/// A process whose kernels were profiled: two launches of a memory-bound kernel with shared
+/// load bank conflicts (its stores just under the threshold), low achieved occupancy and a
+/// dominant stall; one launch of a latency-bound kernel (a value CUPTI could not evaluate);
+/// an unprofiled launch; and a notice on a launch profiling refused.
+pub fn profiles() -> Vec<u8> {
+    let setup = ProfilerSetup {
+        context: 1,
+        device: 0,
+        time_ns: T0 + 900_000,
+        chip: "GH100".into(),
+        metrics: PROFILED_METRICS.iter().map(|s| s.to_string()).collect(),
+        passes: 4,
+        replay: Replay::Kernel,
+    };
+    let profile = |correlation: u64, launch: u64, at: u64, name: &str, values: [f64; 15]| {
+        let p = KernelProfile {
+            context: 1,
+            correlation,
+            launch,
+            start_ns: T0 + at,
+            end_ns: T0 + at + 1_250_000,
+            name: name.into(),
+            range: format!("{launch}"),
+            values: values.to_vec(),
+            // No image: real ones come from the GPU machine; CUPTI refuses an empty one
+            // (a few arbitrary bytes would be read past their end, with no set outcome).
+            counter_data: Vec::new(),
+        };
+        encode_value(&p)
+    };
+    // "train" around every launch; "step" around the second.
+    let nvtx: Vec<u8> = [
+        (NvtxKind::Push, 1, 500_000),
+        (NvtxKind::Push, 2, 2_900_000),
+        (NvtxKind::Pop, 0, 4_350_000),
+        (NvtxKind::Pop, 0, 8_500_000),
+    ]
+    .into_iter()
+    .flat_map(|(kind, message, at)| {
+        NvtxEvent {
+            kind,
+            message,
+            time_ns: T0 + at,
+            ..Default::default()
+        }
+        .to_bytes()
+    })
+    .collect();
+    let conflicts = "_Z12bankConflictPfi";
+    let stride = "_Z6stridePKfPfi";
+    Builder::new(&header(4300, 4299, &["./profiled"], 0))
+        .names(FUNCTIONS)
+        .kernel_names(&[(1, conflicts), (2, stride)])
+        .device(&h100(0))
+        .thread(4300, "profiled")
+        .chunk(
+            ChunkKind::NvtxStrings,
+            0,
+            0,
+            &encode_function_names([(1, "train"), (2, "step")]),
+        )
+        .chunk(ChunkKind::NvtxEvents, 4300, 0, &nvtx)
+        .chunk(ChunkKind::ProfilerSetup, 0, 0, &encode_value(&setup))
+        .records(
+            4300,
+            0,
+            &[
+                call(7, 0, (1_000_000, 2_300_000), 1),
+                call(7, 0, (3_000_000, 4_300_000), 2),
+                call(7, 0, (5_000_000, 6_300_000), 3),
+                call(7, 0, (7_000_000, 7_010_000), 4),
+                call(7, 0, (8_000_000, 8_010_000), 5),
+            ],
+        )
+        .kernels(&[
+            kernel(1, 7, (2_400_000, 2_420_000), 1, [64, 1, 1], [256, 1, 1], 32),
+            kernel(1, 7, (4_400_000, 4_424_000), 2, [64, 1, 1], [256, 1, 1], 32),
+            kernel(
+                2,
+                7,
+                (6_400_000, 6_410_000),
+                3,
+                [128, 1, 1],
+                [128, 1, 1],
+                40,
+            ),
+            kernel(
+                2,
+                7,
+                (7_100_000, 7_110_000),
+                4,
+                [128, 1, 1],
+                [128, 1, 1],
+                40,
+            ),
+            kernel(
+                2,
+                7,
+                (8_100_000, 8_110_000),
+                5,
+                [128, 1, 1],
+                [128, 1, 1],
+                40,
+            ),
+        ])
+        .chunk(
+            ChunkKind::KernelProfile,
+            0,
+            0,
+            &profile(
+                1,
+                0,
+                1_020_000,
+                conflicts,
+                [
+                    30.0,
+                    92.5,
+                    20_000.0,
+                    20.0,
+                    75.0,
+                    1_048_576.0,
+                    1000.0,
+                    500.0,
+                    1000.0,
+                    99.0,
+                    40.0,
+                    20.0,
+                    12.0,
+                    2.0,
+                    4096.0,
+                ],
+            ),
+        )
+        .chunk(
+            ChunkKind::KernelProfile,
+            0,
+            0,
+            &profile(
+                2,
+                1,
+                3_020_000,
+                conflicts,
+                [
+                    32.0,
+                    91.5,
+                    24_000.0,
+                    22.0,
+                    77.0,
+                    1_048_576.0,
+                    1000.0,
+                    500.0,
+                    1000.0,
+                    99.0,
+                    42.0,
+                    22.0,
+                    13.0,
+                    2.0,
+                    4096.0,
+                ],
+            ),
+        )
+        .chunk(
+            ChunkKind::KernelProfile,
+            0,
+            0,
+            &profile(
+                3,
+                2,
+                5_020_000,
+                stride,
+                [
+                    50.0,
+                    55.0,
+                    10_000.0,
+                    60.0,
+                    80.0,
+                    524_288.0,
+                    0.0,
+                    0.0,
+                    0.0,
+                    0.0,
+                    85.0,
+                    10.0,
+                    1.5,
+                    f64::NAN,
+                    0.0,
+                ],
+            ),
+        )
+        .notice(
+            T0 + 7_005_000,
+            "kernel profiling: launch 3 (_Z6stridePKfPfi) was not profiled: \
+             cuptiRangeProfilerEnable failed: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES",
+        )
+        .end(&end(9_000_000, "exit", 5, 0, 1))
+        .bytes
 }

@@ -53,4 +53,7 @@ pub const TERMINATING_FLOW_IDS: u32 = 48;
 /// `DebugAnnotation`.
 pub const ANNOTATION_NAME_IID: u32 = 1;
 pub const UINT_VALUE: u32 = 3;
+pub const DOUBLE_VALUE: u32 = 5;
+/// The annotation's name as a string (instead of an interned one).
+pub const ANNOTATION_NAME: u32 = 10;
 pub const STRING_VALUE: u32 = 6;

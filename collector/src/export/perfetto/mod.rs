@@ -64,6 +64,8 @@ struct Sequence {
     /// (device, host) → counter track uuid.
     counters: HashMap<(u32, bool), u64>,
     names: Names,
+    /// Profiled launches' metric values.
+    metrics: layout::MetricArgs,
 }
 
 /// The lanes of a track (lane 0 first).
@@ -197,6 +199,7 @@ impl<W: Write> Emitter for PerfettoWriter<W> {
         self.stats.traces += 1;
         self.seq = Sequence {
             seq,
+            metrics: layout::MetricArgs::of(trace),
             ..Default::default()
         };
 
@@ -361,7 +364,7 @@ impl<W: Write> Emitter for PerfettoWriter<W> {
         });
         let mut args = std::mem::take(&mut self.args);
         layout::api_args(r, &mut args);
-        let result = self.begin(track, r.start_ns, name, &args, flows, None);
+        let result = self.begin(track, r.start_ns, name, &args, &[], flows, None);
         self.args = args;
         result
     }
@@ -391,7 +394,17 @@ impl<W: Write> Emitter for PerfettoWriter<W> {
         };
         let mut args = std::mem::take(&mut self.args);
         layout::gpu_args(g, &mut args);
-        let result = self.begin(track, g.span().0, iid, &args, 0..0, flow);
+        let metrics = std::mem::take(&mut self.seq.metrics);
+        let result = self.begin(
+            track,
+            g.span().0,
+            iid,
+            &args,
+            metrics.of_record(g),
+            0..0,
+            flow,
+        );
+        self.seq.metrics = metrics;
         self.args = args;
         result
     }
@@ -399,7 +412,7 @@ impl<W: Write> Emitter for PerfettoWriter<W> {
     fn nvtx(&mut self, track: usize, lane: u32, name: &str, start: u64) -> io::Result<()> {
         let uuid = self.track(Track::Nvtx(track), lane);
         let iid = intern_name(&mut self.seq.names.iids, name.to_string());
-        self.begin(uuid, start, iid, &[], 0..0, None)
+        self.begin(uuid, start, iid, &[], &[], 0..0, None)
     }
 
     fn end(&mut self, track: Track, lane: u32, end: u64) -> io::Result<()> {
@@ -454,6 +467,7 @@ impl<W: Write> PerfettoWriter<W> {
         ts: u64,
         name: (u64, Option<String>),
         args: &[layout::Arg],
+        metrics: &[(String, f64)],
         flows: std::ops::Range<u64>,
         flow: Option<Flow>,
     ) -> io::Result<()> {
@@ -483,6 +497,12 @@ impl<W: Write> PerfettoWriter<W> {
                 Value::Uint(v) => self.p.varint(field::UINT_VALUE, *v),
                 Value::Str(s) => self.p.string(field::STRING_VALUE, s),
             }
+            self.p.end(a);
+        }
+        for (name, value) in metrics {
+            let a = self.p.begin(field::DEBUG_ANNOTATIONS);
+            self.p.string(field::ANNOTATION_NAME, name);
+            self.p.fixed64(field::DOUBLE_VALUE, value.to_bits());
             self.p.end(a);
         }
         for id in flows {
