@@ -165,33 +165,41 @@ fn hit_rates_only_when_memory_bound() {
 }
 
 #[test]
-fn dominant_stall_at_twenty_percent() {
+fn dominant_stall_over_thirty_percent_while_issue_is_not_busy() {
     let stall =
         |reason: &str| format!("smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio");
-    let (long, mio, selected) = (
+    let (long, mio, selected, not_selected) = (
         stall("long_scoreboard"),
         stall("mio_throttle"),
         stall("selected"),
+        stall("not_selected"),
     );
+    // Neither `selected` nor `not_selected` is a stall.
     let f = run(
         &[
             (WARP_LATENCY, 10.0),
-            (&long, 1.99),
+            (&long, 3.0),
             (&mio, 1.0),
             (&selected, 5.0),
+            (&not_selected, 6.0),
         ],
         None,
     );
     assert!(f.is_empty(), "{f:?}");
-    let f = run(&[(WARP_LATENCY, 10.0), (&long, 2.0), (&mio, 1.0)], None);
+    let f = run(&[(WARP_LATENCY, 10.0), (&long, 3.01), (&mio, 1.0)], None);
     assert_eq!(rules(&f), ["DominantStall"]);
     assert_eq!(
         f[0].message,
-        "warps stall most on long_scoreboard: 2.00 of the 10.00 cycles between issued \
-         instructions (20.00%; at least 20% is a finding)"
+        "warps stall most on long_scoreboard: 3.01 of the 10.00 cycles between issued \
+         instructions (30.10%; over 30% is a finding)"
     );
-    assert_eq!(f[0].speedup_pct, Some(20.0));
-    assert!(run(&[(WARP_LATENCY, 0.0), (&long, 2.0)], None).is_empty());
+    assert_eq!(f[0].speedup_pct, Some(30.099999999999998));
+    assert!(run(&[(WARP_LATENCY, 0.0), (&long, 3.01)], None).is_empty());
+    // A kernel whose schedulers issue in 80% of cycles or more is not held back by stalls.
+    let busy = "sm__inst_issued.avg.pct_of_peak_sustained_active";
+    assert!(run(&[(WARP_LATENCY, 10.0), (&long, 5.0), (busy, 80.0)], None).is_empty());
+    let f = run(&[(WARP_LATENCY, 10.0), (&long, 5.0), (busy, 79.9)], None);
+    assert_eq!(rules(&f), ["DominantStall"]);
 }
 
 /// A trace without profiles, set-ups or profiling notices has no part, and the rest of its
