@@ -496,3 +496,57 @@ fn report_metrics_without_cupti_names_where_it_looked() {
         )
     );
 }
+
+/// Counter data recorded on an H100 (tests/gpu/profile_check.sh, `profile.fixture`: the Speed
+/// Of Light set on `bank_conflicts` and `increment` of tests/gpu/profile_kernels.cu, by
+/// librtrace.so with the toolkit's CUPTI 13.0), evaluated here, with no GPU, by the wheel's host
+/// library: every value the library evaluated on the GPU comes out again, bit for bit, and a
+/// metric the trace did not ask for comes from the same counters.
+#[test]
+fn counter_data_recorded_on_an_h100_evaluates_to_the_recorded_values() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/profiles/h100_speedoflight.bin");
+    let trace = rtrace_collector::read::load_trace(&path).expect("the fixture reads");
+    let setup = &trace.profiler_setups[0];
+    assert_eq!(
+        (setup.chip.as_str(), setup.passes, setup.metrics.len()),
+        ("GH100", 9, 10)
+    );
+    let names: Vec<&str> = setup.metrics.iter().map(String::as_str).collect();
+    let cupti = cupti();
+    let host = cupti.host(&setup.chip).unwrap();
+    let kernels: Vec<&str> = trace
+        .kernel_profiles
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(kernels, ["_Z14bank_conflictsPfi", "_Z9incrementPii"]);
+    for p in &trace.kernel_profiles {
+        assert_eq!(p.counter_data.len(), 824_160);
+        assert_eq!(cupti.range_name(&p.counter_data, 0).unwrap(), p.range);
+        let values = host.evaluate(&p.counter_data, 0, &names).unwrap();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&values), bits(&p.values), "{}", p.name);
+    }
+    // What the kernels did, as the GPU counted it: shared-memory bound, and memory-latency bound.
+    let v = |i: usize, m: &str| {
+        let p = &trace.kernel_profiles[i];
+        p.values[names.iter().position(|n| *n == m).unwrap()]
+    };
+    assert_eq!(v(0, "gpu__time_duration.sum"), 1_064_256.0);
+    assert_eq!(
+        v(0, "l1tex__throughput.avg.pct_of_peak_sustained_active"),
+        99.98301868002513
+    );
+    assert_eq!(v(1, "gpu__time_duration.sum"), 16_256.0);
+    assert_eq!(v(1, "gpc__cycles_elapsed.max"), 32_172.0);
+    // More from the same counters: the elapsed cycles' other roll-ups.
+    let more = host
+        .evaluate(
+            &trace.kernel_profiles[1].counter_data,
+            0,
+            &["gpc__cycles_elapsed.avg"],
+        )
+        .unwrap();
+    assert_eq!(more.len(), 1);
+    assert_eq!(more, [32_080.5]);
+}

@@ -227,7 +227,9 @@ fn hit_rates(f: &Facts) -> Vec<Finding> {
 /// stall rule leaves them out too; measured on the H100 against its output).
 fn dominant_stall(f: &Facts) -> Option<Finding> {
     let latency = f.get(WARP_LATENCY).filter(|&v| v > 0.0)?;
-    if f.get(ISSUE_BUSY).is_some_and(|busy| busy >= STALL_ISSUE_BUSY_PCT) {
+    if f.get(ISSUE_BUSY)
+        .is_some_and(|busy| busy >= STALL_ISSUE_BUSY_PCT)
+    {
         return None;
     }
     let (reason, cycles) = f
