@@ -28,7 +28,7 @@
 # RTRACE_DEBUG=1 in traced runs, its stderr kept in all.tgz); CUDA_HOME
 # (default /usr/local/cuda-13.0); LIBCUDA (default: found); RTRACE_GPU_STEPS (default
 # all: the steps to run, of build programs profiler activity shared peer nvtx memsync pcsamp
-# record; the environment is always checked); RTRACE_OLD (an rtrace of the build before, for
+# profile record; the environment is always checked); RTRACE_OLD (an rtrace of the build before, for
 # memsync's byte-for-byte comparison; without it that check is skipped and said).
 
 set -u
@@ -639,6 +639,15 @@ step_memsync() {
 # PC sampling (tests/gpu/pcsamp_check.sh): kernels with known problems sampled by rtrace and
 # by Nsight Compute, same ranking of stall reasons, same hottest instructions and lines; the
 # cost of sampling. Its own archive goes into the work directory.
+step_profile() {
+    section "Kernel profiling: rtrace against Nsight Compute"
+    local out
+    out=$(bounded 560 env OUT="$WORK/profile" bash tests/gpu/profile_check.sh 2>&1)
+    printf '%s\n' "$out" | grep -v -E '^(PASS|FAIL) ' | tail -n 60
+    checks_from "$(printf '%s\n' "$out" | grep -E '^(PASS|FAIL) ')"
+    cp "$WORK/profile/profile-fixture.bin" "$OUT/" 2>/dev/null
+}
+
 step_pcsamp() {
     section "PC sampling: rtrace against Nsight Compute"
     local out
@@ -674,6 +683,7 @@ main() {
     want nvtx && step_nvtx
     want memsync && step_memsync
     want pcsamp && step_pcsamp
+    want profile && step_profile
     if want record; then
         if [ -x "$BIN/vector_add" ]; then
             step_record vector_add_shared 60 "$BIN/vector_add"
