@@ -11,6 +11,7 @@ use super::api::Api;
 use super::clockmap::ClockMap;
 use super::pcsampling::data::PcState;
 use super::profiler::launch::Launches;
+use super::profiler::range::Ranges;
 use crate::{diag, thread::internal};
 use rtrace_format::{DeviceInfo, ModuleImage, ModuleRecord};
 use std::ffi::c_void;
@@ -65,6 +66,12 @@ pub(super) struct ProfilerState {
     pub pending: Mutex<Vec<(rtrace_format::ChunkKind, Vec<u8>)>>,
     /// The notice about graph launches was written.
     pub graph_said: AtomicBool,
+    /// Application replay (`profiler/range.rs`): launches then pass through, counted.
+    pub application: AtomicBool,
+    /// Kernel launches so far while application replay is on.
+    pub range_launches: AtomicU64,
+    /// Application replay's contexts and open ranges.
+    pub ranges: Mutex<Option<Ranges>>,
 }
 
 pub(super) const OFF: u8 = 0;
@@ -238,6 +245,9 @@ pub(super) static CUPTI: Cupti = Cupti {
         launches: Mutex::new(None),
         pending: Mutex::new(Vec::new()),
         graph_said: AtomicBool::new(false),
+        application: AtomicBool::new(false),
+        range_launches: AtomicU64::new(0),
+        ranges: Mutex::new(None),
     },
     own: OwnFns {
         register_callbacks: NONE,

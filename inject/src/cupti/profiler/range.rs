@@ -1,0 +1,535 @@
+//! Application replay (`RTRACE_METRICS_REPLAY=application`): each occurrence of the capture
+//! range (`cuProfilerStart`..`cuProfilerStop`, or an NVTX range of `RTRACE_NVTX_CAPTURE`) is
+//! profiled as one unit, one CUPTI user range, and `rtrace record --replay application` runs
+//! the whole program once per replay pass (`RTRACE_REPLAY_PASS`), the passes sharing a
+//! directory (`RTRACE_REPLAY_DIR`). Kernel launches run untouched (only counted).
+//!
+//! - At a range's start, on the calling thread's context (set up on first use, its counter
+//!   data image sized for [`RANGE_CAPACITY`] ranges: in pass 0 freshly initialized, in later
+//!   passes loaded as the previous pass left it): `SetConfig` (user range, application replay
+//!   (user replay if CUPTI refuses it), this run's pass), `Start`, `PushRange(name)`.
+//! - At its end: `PopRange`, `Stop`, `DecodeData`; the image is saved, and the range appended
+//!   to this pass's list (`ranges.<pass>`: context, kernel launches, Stop's pass index and
+//!   all-passes flag, name), which `rtrace record` compares with pass 0's.
+//! - In the last pass, the range's metrics are evaluated: one `KernelProfile` (correlation 0,
+//!   `launch` = the range's index in the image, name = the NVTX range's text, or
+//!   `cuProfilerStart N`).
+//! - Pass 0 writes `setup` (one line per context: id, passes, chip), from which `rtrace record`
+//!   learns how many runs to make. Every failure is a notice; tracing goes on.
+//!
+//! A range nested in an open one is part of it. Ranges of one run are one per `SetConfig`, so
+//! a context's image gathers them in order across runs.
+
+use super::api::{call, ProfApi};
+use super::driver::{current_context, current_device};
+use super::launch::evaluate;
+use super::output::{queue, say};
+use super::setup::{failed, set_up_for, Profiled, Target, RANGE_CAPACITY};
+use crate::cupti::api::{describe, Api};
+use crate::cupti::state::CUPTI;
+use rtrace_cupti_abi as abi;
+use rtrace_format::{ChunkKind, KernelProfile, Replay, PROFILING_NOTICE};
+use std::ffi::{c_void, CStr, CString};
+use std::io::Write;
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+/// Application replay's state, under the state's `ranges` lock.
+pub(crate) struct Ranges {
+    pass: u32,
+    dir: PathBuf,
+    /// `cuptiProfilerInitialize` succeeded (once per process).
+    initialized: bool,
+    contexts: Vec<Context>,
+    open: Option<Open>,
+    /// `cuProfilerStart` ranges so far (they are named by number, from 1).
+    numbered: u32,
+    /// The replay mode `SetConfig` took (`None`: not tried yet).
+    mode: Option<u32>,
+    /// Notices said once: a range without a context, or before GPU activity.
+    said: Vec<&'static str>,
+}
+
+/// One context seen at a range's start.
+struct Context {
+    ctx: usize,
+    id: u32,
+    /// `None`: profiling is off there (a notice said why).
+    profiled: Option<Profiled>,
+    passes: u32,
+    /// Ranges profiled on it so far in this run: the next one's index in the image.
+    ranges: usize,
+}
+
+/// The range being profiled.
+struct Open {
+    context: usize,
+    name: String,
+    /// `range_launches` at its start.
+    launches: u64,
+    start_ns: u64,
+}
+
+/// At start-up, with `RTRACE_METRICS_REPLAY=application`: the notices; profiling is on when
+/// the settings hold.
+pub(super) fn configure(
+    cfg: &crate::config::Config,
+    settings: &crate::config::AppReplay,
+    metrics: Vec<String>,
+) -> Vec<String> {
+    let off = |why: String| vec![format!("{PROFILING_NOTICE} off: {why}")];
+    let (pass, dir) = match settings {
+        Ok(s) => s.clone(),
+        Err(e) => return off(e.clone()),
+    };
+    let c = &cfg.capture;
+    let unit = match (c.profiler_api, c.nvtx_include.is_empty()) {
+        (true, _) => "each cuProfilerStart..cuProfilerStop range".to_string(),
+        (false, false) => format!(
+            "each NVTX range {}",
+            c.nvtx_include
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        (false, true) => {
+            return off(format!(
+                "application replay profiles capture ranges: set {}=cudaProfilerApi or {}",
+                rtrace_format::env::CAPTURE_RANGE,
+                rtrace_format::env::NVTX_CAPTURE
+            ))
+        }
+    };
+    if !dir.is_dir() {
+        return off(format!(
+            "{}: {} is not a directory",
+            rtrace_format::env::REPLAY_DIR,
+            dir.display()
+        ));
+    }
+    let n = metrics.len();
+    let _ = CUPTI.prof.metrics.set(metrics);
+    if let Ok(mut g) = CUPTI.prof.ranges.lock() {
+        *g = Some(Ranges {
+            pass,
+            dir,
+            initialized: false,
+            contexts: Vec::new(),
+            open: None,
+            numbered: 0,
+            mode: None,
+            said: Vec::new(),
+        });
+    }
+    CUPTI.prof.application.store(true, Ordering::Release);
+    CUPTI.prof.on.store(true, Ordering::Release);
+    vec![format!(
+        "{PROFILING_NOTICE} on: {n} metrics by application replay (pass {pass}), for {unit}; kernels run unprofiled"
+    )]
+}
+
+/// A capture range begins on the calling thread: `name` (an NVTX range's), or `None` for
+/// `cuProfilerStart`.
+pub(crate) fn begin(name: Option<&str>) {
+    guarded(|notices| begin_range(name, notices));
+}
+
+/// The capture range ends.
+pub(crate) fn end() {
+    guarded(end_range);
+}
+
+/// Runs `f` as rtrace's own code (its driver calls unrecorded), no panic escaping, then
+/// writes its notices.
+fn guarded(f: impl FnOnce(&mut Vec<String>)) {
+    if !CUPTI.prof.application.load(Ordering::Acquire) {
+        return;
+    }
+    let mut notices = Vec::new();
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        crate::thread::internal(|| f(&mut notices))
+    }));
+    say(notices);
+}
+
+fn begin_range(name: Option<&str>, notices: &mut Vec<String>) {
+    let Ok(mut guard) = CUPTI.prof.ranges.lock() else {
+        return;
+    };
+    let Some(r) = guard.as_mut() else {
+        return;
+    };
+    if r.open.is_some() {
+        return;
+    }
+    let name = match name {
+        Some(n) => n.to_string(),
+        None => {
+            r.numbered += 1;
+            format!("cuProfilerStart {}", r.numbered)
+        }
+    };
+    let Some(api) = CUPTI.api.get() else {
+        once(r, notices, "no GPU activity", || {
+            format!("{PROFILING_NOTICE}: range {name} began before GPU activity started: not profiled (said once)")
+        });
+        return;
+    };
+    let Some(Ok(prof)) = &api.profiler else {
+        return;
+    };
+    let ctx = current_context();
+    if ctx.is_null() {
+        once(r, notices, "no context", || {
+            format!("{PROFILING_NOTICE}: range {name} began with no current CUDA context: not profiled (said once)")
+        });
+        return;
+    }
+    let mut id = 0u32;
+    // SAFETY: `ctx` is the calling thread's current context; CUPTI writes its id.
+    unsafe { (api.context_id)(ctx, &mut id) };
+    let i = match r
+        .contexts
+        .iter()
+        .position(|c| c.ctx == ctx as usize && c.id == id)
+    {
+        Some(i) => i,
+        None => {
+            let c = set_up_context(api, prof, r, ctx, id, notices);
+            r.contexts.push(c);
+            r.contexts.len() - 1
+        }
+    };
+    let pass = r.pass;
+    let c = &mut r.contexts[i];
+    let Some(p) = c.profiled.as_mut() else {
+        return;
+    };
+    if c.ranges >= RANGE_CAPACITY {
+        if c.ranges == RANGE_CAPACITY {
+            notices.push(format!(
+                "{PROFILING_NOTICE}: context {id}: ranges past the first {RANGE_CAPACITY} are not profiled"
+            ));
+            c.ranges += 1;
+        }
+        return;
+    }
+    if let Err((call_name, rc)) = set_config(api, prof, p, pass, &mut r.mode, notices) {
+        notices.push(lost(api, id, &name, call_name, rc));
+        return;
+    }
+    let object = p.range_object;
+    let mut s = abi::RangeProfilerStart::new();
+    s.range_profiler_object = object;
+    let rc = call(prof.start, &mut s);
+    if rc != abi::SUCCESS {
+        notices.push(lost(api, id, &name, "cuptiRangeProfilerStart", rc));
+        return;
+    }
+    let text = CString::new(name.replace('\0', " ")).unwrap_or_default();
+    let mut push = abi::RangeProfilerPushRange::new();
+    push.range_profiler_object = object;
+    push.range_name = text.as_ptr();
+    let rc = call(prof.push_range, &mut push);
+    if rc != abi::SUCCESS {
+        notices.push(lost(api, id, &name, "cuptiRangeProfilerPushRange", rc));
+        let mut s = abi::RangeProfilerStop::new();
+        s.range_profiler_object = object;
+        call(prof.stop, &mut s);
+        return;
+    }
+    r.open = Some(Open {
+        context: i,
+        name,
+        launches: CUPTI.prof.range_launches.load(Ordering::Acquire),
+        start_ns: crate::clock::now_ns(),
+    });
+}
+
+fn end_range(notices: &mut Vec<String>) {
+    let Ok(mut guard) = CUPTI.prof.ranges.lock() else {
+        return;
+    };
+    let Some(r) = guard.as_mut() else {
+        return;
+    };
+    let Some(open) = r.open.take() else {
+        return;
+    };
+    let (Some(api), Some(c)) = (CUPTI.api.get(), r.contexts.get_mut(open.context)) else {
+        return;
+    };
+    let (Some(Ok(prof)), Some(p)) = (&api.profiler, c.profiled.as_mut()) else {
+        return;
+    };
+    let launches = CUPTI.prof.range_launches.load(Ordering::Acquire) - open.launches;
+    let object = p.range_object;
+    let mut pop = abi::RangeProfilerPopRange::new();
+    pop.range_profiler_object = object;
+    let pop_rc = call(prof.pop_range, &mut pop);
+    let mut s = abi::RangeProfilerStop::new();
+    s.range_profiler_object = object;
+    let stop_rc = call(prof.stop, &mut s);
+    let id = c.id;
+    for (name, rc) in [
+        ("cuptiRangeProfilerPopRange", pop_rc),
+        ("cuptiRangeProfilerStop", stop_rc),
+    ] {
+        if rc != abi::SUCCESS {
+            notices.push(lost(api, id, &open.name, name, rc));
+            return;
+        }
+    }
+    let mut d = abi::RangeProfilerDecodeData::new();
+    d.range_profiler_object = object;
+    let rc = call(prof.decode, &mut d);
+    if rc != abi::SUCCESS {
+        notices.push(lost(
+            api,
+            id,
+            &open.name,
+            "cuptiRangeProfilerDecodeData",
+            rc,
+        ));
+        return;
+    }
+    if d.num_of_range_dropped > 0 {
+        notices.push(format!(
+            "{PROFILING_NOTICE}: context {id}: CUPTI dropped range {} ({} dropped)",
+            open.name, d.num_of_range_dropped
+        ));
+    }
+    let index = c.ranges;
+    c.ranges += 1;
+    let line = format!(
+        "{id}\t{launches}\t{}\t{}\t{}\n",
+        s.pass_index,
+        s.is_all_pass_submitted,
+        open.name.replace(['\n', '\t'], " ")
+    );
+    let saved = write_file(&r.dir.join(format!("image.{id}")), &p.counter_data).and_then(|()| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(r.dir.join(format!("ranges.{}", r.pass)))
+            .and_then(|mut f| f.write_all(line.as_bytes()))
+    });
+    if let Err(e) = saved {
+        notices.push(format!(
+            "{PROFILING_NOTICE}: context {id}: range {}: cannot write to {}: {e}",
+            open.name,
+            r.dir.display()
+        ));
+        return;
+    }
+    if r.pass + 1 < c.passes && s.is_all_pass_submitted == 0 {
+        return;
+    }
+    let values = evaluate(prof, p, index);
+    let record = KernelProfile {
+        context: id,
+        correlation: 0,
+        launch: index as u64,
+        start_ns: open.start_ns,
+        end_ns: crate::clock::now_ns(),
+        range: range_name(prof, p, index),
+        name: open.name,
+        values,
+        counter_data: p.counter_data.clone(),
+    };
+    queue(
+        ChunkKind::KernelProfile,
+        rtrace_format::encode_value(&record),
+    );
+}
+
+/// Sets application replay up on `ctx`: a `ProfilerSetup` chunk and a notice (in pass 0 also
+/// the `setup` line; in later passes the image loaded), or a notice saying why not.
+fn set_up_context(
+    api: &Api,
+    prof: &ProfApi,
+    r: &mut Ranges,
+    ctx: *mut c_void,
+    id: u32,
+    notices: &mut Vec<String>,
+) -> Context {
+    let metrics = CUPTI.prof.metrics.get().map(Vec::as_slice).unwrap_or(&[]);
+    let target = Target {
+        ctx,
+        context: id,
+        device: current_device(),
+    };
+    let replay = Replay::Application;
+    let mut context = Context {
+        ctx: ctx as usize,
+        id,
+        profiled: None,
+        passes: 0,
+        ranges: 0,
+    };
+    let (mut p, setup) = match set_up_for(
+        api,
+        prof,
+        target,
+        metrics,
+        &mut r.initialized,
+        notices,
+        replay,
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            notices.push(e);
+            return context;
+        }
+    };
+    let image = r.dir.join(format!("image.{id}"));
+    let prepared = if r.pass == 0 {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(r.dir.join("setup"))
+            .and_then(|mut f| writeln!(f, "{id}\t{}\t{}", setup.passes, setup.chip))
+            .map_err(|e| format!("cannot write to {}: {e}", r.dir.display()))
+    } else {
+        match std::fs::read(&image) {
+            Ok(bytes) if bytes.len() == p.counter_data.len() => {
+                p.counter_data = bytes;
+                Ok(())
+            }
+            Ok(bytes) => Err(format!(
+                "{} holds {} bytes, not the {} of this context's image (the runs differ)",
+                image.display(),
+                bytes.len(),
+                p.counter_data.len()
+            )),
+            Err(e) => Err(format!(
+                "pass {} finds no counter data of the earlier passes ({}: {e})",
+                r.pass,
+                image.display()
+            )),
+        }
+    };
+    if let Err(e) = prepared {
+        notices.push(format!("{PROFILING_NOTICE} off for context {id}: {e}"));
+        return context;
+    }
+    notices.push(format!(
+        "{PROFILING_NOTICE} on for context {id} (device {}, {}): {} metrics, {} replay pass{} (application replay, pass {})",
+        setup.device,
+        setup.chip,
+        setup.metrics.len(),
+        setup.passes,
+        if setup.passes == 1 { "" } else { "es" },
+        r.pass
+    ));
+    context.passes = setup.passes;
+    queue(
+        ChunkKind::ProfilerSetup,
+        rtrace_format::encode_value(&setup),
+    );
+    context.profiled = Some(p);
+    context
+}
+
+/// `SetConfig` for one user range of pass `pass`: application replay, or user replay when
+/// CUPTI refuses it (tried once; the mode that worked is kept, and a notice says which).
+fn set_config(
+    api: &Api,
+    prof: &ProfApi,
+    p: &mut Profiled,
+    pass: u32,
+    mode: &mut Option<u32>,
+    notices: &mut Vec<String>,
+) -> Result<(), (&'static str, u32)> {
+    let mut with = |replay: u32| {
+        let mut c = abi::RangeProfilerSetConfig::new();
+        c.range_profiler_object = p.range_object;
+        c.config_size = p.config.len();
+        c.config = p.config.as_ptr();
+        c.counter_data_image_size = p.counter_data.len();
+        c.counter_data_image = p.counter_data.as_mut_ptr();
+        c.range = abi::USER_RANGE;
+        c.replay_mode = replay;
+        c.max_ranges_per_pass = RANGE_CAPACITY;
+        c.num_nesting_levels = 1;
+        c.min_nesting_level = 1;
+        c.pass_index = pass as usize;
+        c.target_nesting_level = 1;
+        call(prof.set_config, &mut c)
+    };
+    let name = "cuptiRangeProfilerSetConfig";
+    if let Some(m) = *mode {
+        return match with(m) {
+            abi::SUCCESS => Ok(()),
+            rc => Err((name, rc)),
+        };
+    }
+    let refused = match with(abi::APPLICATION_REPLAY) {
+        abi::SUCCESS => {
+            *mode = Some(abi::APPLICATION_REPLAY);
+            notices.push(format!(
+                "{PROFILING_NOTICE}: ranges profiled by CUPTI's application replay (pass {pass})"
+            ));
+            return Ok(());
+        }
+        rc => rc,
+    };
+    match with(abi::USER_REPLAY) {
+        abi::SUCCESS => {
+            *mode = Some(abi::USER_REPLAY);
+            notices.push(format!(
+                "{PROFILING_NOTICE}: CUPTI refused application replay ({}): ranges profiled by user replay (pass {pass})",
+                describe(api, refused as i32)
+            ));
+            Ok(())
+        }
+        rc => Err((name, rc)),
+    }
+}
+
+/// CUPTI's name of range `index` in `p`'s image (empty if it cannot say).
+fn range_name(prof: &ProfApi, p: &Profiled, index: usize) -> String {
+    let mut r = abi::RangeProfilerCounterDataGetRangeInfo::new();
+    r.counter_data_image = p.counter_data.as_ptr();
+    r.counter_data_image_size = p.counter_data.len();
+    r.range_index = index;
+    r.range_delimiter = c"/".as_ptr();
+    match call(prof.range_info, &mut r) {
+        abi::SUCCESS if !r.range_name.is_null() => {
+            // SAFETY: CUPTI returned a NUL-terminated string.
+            unsafe { CStr::from_ptr(r.range_name) }
+                .to_string_lossy()
+                .into_owned()
+        }
+        _ => String::new(),
+    }
+}
+
+/// A range lost to a failed call: the notice.
+fn lost(api: &Api, context: u32, range: &str, name: &str, rc: u32) -> String {
+    format!(
+        "{}: range {range} is not profiled",
+        failed(api, context, name, rc).replacen(" off for", " failed for", 1)
+    )
+}
+
+fn once(
+    r: &mut Ranges,
+    notices: &mut Vec<String>,
+    key: &'static str,
+    text: impl FnOnce() -> String,
+) {
+    if !r.said.contains(&key) {
+        r.said.push(key);
+        notices.push(text());
+    }
+}
+
+/// Writes `bytes` to `path` whole (a temporary file renamed over it).
+fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
