@@ -130,6 +130,21 @@ pub struct RecordArgs {
     /// RTRACE_PC_SAMPLING_STALLS).
     #[arg(long, value_name = "REASONS", requires = "pc_sampling")]
     pub pc_stalls: Option<String>,
+    /// Kernel profiling: comma-separated metric set names (`SpeedOfLight`, ...) and raw
+    /// metric names (sets RTRACE_METRICS); the kernels the kernel controls choose are
+    /// replayed and their metrics recorded (see `rtrace metrics`).
+    #[arg(long, value_name = "LIST")]
+    pub metrics: Option<String>,
+    /// How kernel profiling replays: `kernel` (each chosen launch, by CUPTI) or
+    /// `application`: each capture range (--capture-range or --nvtx-capture) is profiled
+    /// as one unit by running the whole program once per replay pass; the last pass's
+    /// trace is kept, and the runs must make the same ranges.
+    #[arg(long, value_name = "MODE", value_parser = ["kernel", "application"], default_value = "kernel", requires = "metrics")]
+    pub replay: String,
+    /// With --replay application: let the program's stdout and stderr through in every
+    /// pass (by default only the first pass's; later ones go to /dev/null).
+    #[arg(long, requires = "metrics")]
+    pub replay_output: bool,
     /// The program to run, and its arguments (put them after `--`).
     #[arg(
         value_name = "PROGRAM",
@@ -187,6 +202,16 @@ fn check_period(v: &str) -> Result<String, String> {
 }
 
 fn run_record(args: RecordArgs) -> u8 {
+    let application = args.replay == "application";
+    if application
+        && args.capture_range.as_deref().is_none_or(|r| r == "none")
+        && args.nvtx_capture.is_none()
+    {
+        eprintln!(
+            "rtrace: --replay application profiles capture ranges: give --capture-range cudaProfilerApi or --nvtx-capture NAME"
+        );
+        return 2;
+    }
     let mut env: Vec<(String, String)> = Vec::new();
     let mut set = |k: &str, v: Option<String>| {
         if let Some(v) = v {
@@ -203,6 +228,7 @@ fn run_record(args: RecordArgs) -> u8 {
     set(env::KERNEL_COUNT, args.kernel_count.map(|n| n.to_string()));
     set(env::PC_SAMPLING, args.pc_sampling);
     set(env::PC_SAMPLING_STALLS, args.pc_stalls);
+    set(env::METRICS, args.metrics);
     let opts = RecordOptions {
         output: Some(args.output),
         lib: args.lib,
@@ -211,8 +237,21 @@ fn run_record(args: RecordArgs) -> u8 {
         gpu_activity: args.gpu_activity,
         env,
         command: args.command,
+        quiet: false,
     };
-    let rec = match record::record(&opts) {
+    let recorded = if application {
+        record::record_replayed(&opts, args.replay_output).map(|r| {
+            eprintln!(
+                "rtrace: application replay: the program ran {} time{} (one per replay pass)",
+                r.runs,
+                if r.runs == 1 { "" } else { "s" }
+            );
+            r.last
+        })
+    } else {
+        record::record(&opts)
+    };
+    let rec = match recorded {
         Ok(rec) => rec,
         Err(e) => {
             eprintln!("rtrace: {e}");
