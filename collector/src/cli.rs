@@ -38,7 +38,7 @@ pub enum Command {
     /// Exits with the program's exit status (128+S if signal S killed it), 127
     /// if it could not be started, 2 if rtrace could not set up the run.
     #[command(override_usage = "rtrace record [OPTIONS] [--] <PROGRAM> [ARGS]...")]
-    Record(RecordArgs),
+    Record(Box<RecordArgs>),
     /// Summarise traces: each process, one row per driver function, then GPU
     /// kernels, copies, memsets, utilisation and launch latency when recorded.
     ///
@@ -183,7 +183,7 @@ pub fn main() -> std::process::ExitCode {
 /// Runs a parsed command line; returns the exit code.
 pub fn run(cli: Cli) -> u8 {
     match cli.command {
-        Command::Record(args) => run_record(args),
+        Command::Record(args) => run_record(*args),
         Command::Report(args) => report::run(&args),
         Command::Export(args) => export::run(&args),
         Command::Sass(args) => sass::run(&args),
@@ -240,7 +240,7 @@ fn run_record(args: RecordArgs) -> u8 {
         quiet: false,
     };
     let recorded = if application {
-        record::record_replayed(&opts, args.replay_output).map(|r| {
+        crate::record_replay::record_replayed(&opts, args.replay_output).map(|r| {
             eprintln!(
                 "rtrace: application replay: the program ran {} time{} (one per replay pass)",
                 r.runs,

@@ -53,6 +53,7 @@ pub mod pcsamp;
 pub mod progress;
 pub mod read;
 pub mod record;
+pub mod record_replay;
 pub mod report;
 pub mod sass;
 pub mod spool;

@@ -2,12 +2,10 @@
 //! traces it wrote.
 
 mod pattern;
-mod replay;
 
 use crate::sys::signals;
 pub use crate::sys::signals::signal_name;
 pub use pattern::OutputPattern;
-pub use replay::{record_replayed, Replayed};
 
 use crate::read::inputs::io_message;
 use rtrace_format::{env, DEFAULT_OUTPUT};

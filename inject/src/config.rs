@@ -419,6 +419,42 @@ mod tests {
     }
 
     #[test]
+    fn application_replay() {
+        assert_eq!(cfg(&[]).application_replay, None);
+        assert_eq!(
+            cfg(&[("RTRACE_METRICS_REPLAY", "kernel")]).application_replay,
+            None
+        );
+        let app = |extra: &[(&str, &str)]| {
+            let mut v = vec![("RTRACE_METRICS_REPLAY", "application")];
+            v.extend_from_slice(extra);
+            cfg(&v).application_replay
+        };
+        assert_eq!(
+            app(&[("RTRACE_REPLAY_PASS", "2"), ("RTRACE_REPLAY_DIR", "/tmp/r")]),
+            Some(Ok((2, "/tmp/r".into())))
+        );
+        assert_eq!(
+            app(&[("RTRACE_REPLAY_DIR", "/tmp/r")]),
+            Some(Ok((0, "/tmp/r".into())))
+        );
+        assert_eq!(
+            app(&[("RTRACE_REPLAY_PASS", "x"), ("RTRACE_REPLAY_DIR", "/tmp/r")]),
+            Some(Err("RTRACE_REPLAY_PASS: not a pass number".into()))
+        );
+        assert_eq!(
+            app(&[]),
+            Some(Err("RTRACE_REPLAY_DIR is not set (run the program with rtrace record --replay application)".into()))
+        );
+        assert_eq!(
+            cfg(&[("RTRACE_METRICS_REPLAY", "app")]).application_replay,
+            Some(Err(
+                "RTRACE_METRICS_REPLAY: give kernel or application".into()
+            ))
+        );
+    }
+
+    #[test]
     fn gpu_kinds() {
         let k = |v: &str| {
             let g = GpuKinds::parse(v);

@@ -11,7 +11,7 @@ use super::api::Api;
 use super::clockmap::ClockMap;
 use super::pcsampling::data::PcState;
 use super::profiler::launch::Launches;
-use super::profiler::range::Ranges;
+use super::profiler::range_state::Ranges;
 use crate::{diag, thread::internal};
 use rtrace_format::{DeviceInfo, ModuleImage, ModuleRecord};
 use std::ffi::c_void;

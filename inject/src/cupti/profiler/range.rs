@@ -24,6 +24,7 @@ use super::api::{call, ProfApi};
 use super::driver::{current_context, current_device};
 use super::launch::evaluate;
 use super::output::{queue, say};
+use super::range_state::{Context, Open, Ranges};
 use super::setup::{failed, set_up_for, Profiled, Target, RANGE_CAPACITY};
 use crate::cupti::api::{describe, Api};
 use crate::cupti::state::CUPTI;
@@ -32,44 +33,8 @@ use rtrace_format::{ChunkKind, KernelProfile, Replay, PROFILING_NOTICE};
 use std::ffi::{c_void, CStr, CString};
 use std::io::Write;
 use std::panic::AssertUnwindSafe;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::Ordering;
-
-/// Application replay's state, under the state's `ranges` lock.
-pub(crate) struct Ranges {
-    pass: u32,
-    dir: PathBuf,
-    /// `cuptiProfilerInitialize` succeeded (once per process).
-    initialized: bool,
-    contexts: Vec<Context>,
-    open: Option<Open>,
-    /// `cuProfilerStart` ranges so far (they are named by number, from 1).
-    numbered: u32,
-    /// The replay mode `SetConfig` took (`None`: not tried yet).
-    mode: Option<u32>,
-    /// Notices said once: a range without a context, or before GPU activity.
-    said: Vec<&'static str>,
-}
-
-/// One context seen at a range's start.
-struct Context {
-    ctx: usize,
-    id: u32,
-    /// `None`: profiling is off there (a notice said why).
-    profiled: Option<Profiled>,
-    passes: u32,
-    /// Ranges profiled on it so far in this run: the next one's index in the image.
-    ranges: usize,
-}
-
-/// The range being profiled.
-struct Open {
-    context: usize,
-    name: String,
-    /// `range_launches` at its start.
-    launches: u64,
-    start_ns: u64,
-}
 
 /// At start-up, with `RTRACE_METRICS_REPLAY=application`: the notices; profiling is on when
 /// the settings hold.
@@ -112,16 +77,7 @@ pub(super) fn configure(
     let n = metrics.len();
     let _ = CUPTI.prof.metrics.set(metrics);
     if let Ok(mut g) = CUPTI.prof.ranges.lock() {
-        *g = Some(Ranges {
-            pass,
-            dir,
-            initialized: false,
-            contexts: Vec::new(),
-            open: None,
-            numbered: 0,
-            mode: None,
-            said: Vec::new(),
-        });
+        *g = Some(Ranges::new(pass, dir));
     }
     CUPTI.prof.application.store(true, Ordering::Release);
     CUPTI.prof.on.store(true, Ordering::Release);

@@ -7,7 +7,7 @@
 //! is written in a temporary directory; the last pass's is moved to the output, or the
 //! first's when the runs diverge.
 
-use super::{record, RecordError, RecordOptions, Recording};
+use crate::record::{record, RecordError, RecordOptions, Recording};
 use rtrace_format::env;
 use std::path::{Path, PathBuf};
 
