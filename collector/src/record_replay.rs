@@ -11,8 +11,9 @@ use crate::record::{record, RecordError, RecordOptions, Recording};
 use rtrace_format::env;
 use std::path::{Path, PathBuf};
 
-/// Librtrace.so's list of one pass's ranges: one per line, `context \t launches \t Stop's
-/// pass \t Stop's all-passes flag \t name`.
+/// Librtrace.so's list of one pass's ranges, profiled or not: one per line, `context \t
+/// launches \t Stop's pass \t Stop's all-passes flag \t name` (`-` for Stop's when the range
+/// was not profiled).
 fn ranges_file(dir: &Path, pass: u32) -> PathBuf {
     dir.join(format!("ranges.{pass}"))
 }

@@ -50,6 +50,11 @@ fn sim_value(metric: &str, subject: &str, d: u64) -> f64 {
 /// Runs `rtrace record` with `options` on ranges.c (`mode`, counting runs in `dir/runs`),
 /// traces in `dir/out`, the state directory under `dir/tmp` (TMPDIR).
 fn record(dir: &Path, options: &[&str], mode: &str) -> Output {
+    record_with(dir, options, mode, &[])
+}
+
+/// [`record`] with more environment for the program.
+fn record_with(dir: &Path, options: &[&str], mode: &str, env: &[(&str, &str)]) -> Output {
     let b = build();
     for d in ["out", "tmp"] {
         std::fs::create_dir_all(dir.join(d)).unwrap();
@@ -69,6 +74,7 @@ fn record(dir: &Path, options: &[&str], mode: &str) -> Output {
         .env("TMPDIR", dir.join("tmp"))
         .env_remove("LD_PRELOAD")
         .env_remove("NVTX_INJECTION64_PATH")
+        .envs(env.iter().copied())
         .output()
         .unwrap()
 }
@@ -263,4 +269,36 @@ fn application_replay_needs_a_capture_range() {
         "rtrace: --replay application profiles capture ranges: give --capture-range cudaProfilerApi or --nvtx-capture NAME\n"
     );
     assert!(!dir.join("runs").exists());
+}
+
+/// Counters that cannot be read: the first run profiles nothing, so it is the only one; its
+/// trace says why, and the program ran and exited as it does.
+#[test]
+fn without_counters_the_program_runs_once_and_the_trace_says_why() {
+    let dir = fresh_dir("range-privileges");
+    let out = record_with(
+        &dir,
+        &["--capture-range", "cudaProfilerApi"],
+        "same",
+        &[("SIMCUPTI_PROFILER", "privileges")],
+    );
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    assert_eq!(runs(&dir), "1\n");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "ranges ok run=0 calls=28\n"
+    );
+    assert!(stderr(&out)
+        .contains("rtrace: application replay: the program ran 1 time (one per replay pass)\n"));
+    let traces = files(&dir.join("out"));
+    assert_eq!(traces.len(), 1);
+    let t = rtrace_collector::load_trace(&traces[0]).unwrap();
+    check_invariants(&t);
+    assert_eq!(t.profiler_setups.len(), 0);
+    assert_eq!(t.kernel_profiles.len(), 0);
+    assert_eq!(t.kernels.len(), 6);
+    let c = t.kernels[0].context;
+    assert!(messages(&t).contains(&format!(
+        "kernel profiling off for context {c}: cuptiProfilerGetCounterAvailability: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES (35): no permission to read GPU counters: run as root or set NVreg_RestrictProfilingToAdminUsers=0"
+    )), "{:?}", messages(&t));
 }

@@ -8,9 +8,10 @@
 //!   data image sized for [`RANGE_CAPACITY`] ranges: in pass 0 freshly initialized, in later
 //!   passes loaded as the previous pass left it): `SetConfig` (user range, application replay
 //!   (user replay if CUPTI refuses it), this run's pass), `Start`, `PushRange(name)`.
-//! - At its end: `PopRange`, `Stop`, `DecodeData`; the image is saved, and the range appended
-//!   to this pass's list (`ranges.<pass>`: context, kernel launches, Stop's pass index and
-//!   all-passes flag, name), which `rtrace record` compares with pass 0's.
+//! - At its end: `PopRange`, `Stop`, `DecodeData`; the image is saved. Every range, profiled or
+//!   not, is appended to this pass's list (`ranges.<pass>`: context, kernel launches, Stop's
+//!   pass index and all-passes flag (`-` when not profiled), name), which `rtrace record`
+//!   compares with pass 0's.
 //! - In the last pass, the range's metrics are evaluated: one `KernelProfile` (correlation 0,
 //!   `launch` = the range's index in the image, name = the NVTX range's text, or
 //!   `cuProfilerStart N`).
@@ -127,21 +128,35 @@ fn begin_range(name: Option<&str>, notices: &mut Vec<String>) {
             format!("cuProfilerStart {}", r.numbered)
         }
     };
+    // Every range is listed, profiled or not: the list says what the program did.
+    let (id, context) = start_profiling(r, &name, notices);
+    r.open = Some(Open {
+        context,
+        id,
+        name,
+        launches: CUPTI.prof.range_launches.load(Ordering::Acquire),
+        start_ns: crate::clock::now_ns(),
+    });
+}
+
+/// Starts profiling range `name` on the calling thread's context: (CUPTI's id of the context,
+/// 0 if none; the context's index in `r.contexts` when the range is being profiled).
+fn start_profiling(r: &mut Ranges, name: &str, notices: &mut Vec<String>) -> (u32, Option<usize>) {
     let Some(api) = CUPTI.api.get() else {
         once(r, notices, "no GPU activity", || {
             format!("{PROFILING_NOTICE}: range {name} began before GPU activity started: not profiled (said once)")
         });
-        return;
+        return (0, None);
     };
     let Some(Ok(prof)) = &api.profiler else {
-        return;
+        return (0, None);
     };
     let ctx = current_context();
     if ctx.is_null() {
         once(r, notices, "no context", || {
             format!("{PROFILING_NOTICE}: range {name} began with no current CUDA context: not profiled (said once)")
         });
-        return;
+        return (0, None);
     }
     let mut id = 0u32;
     // SAFETY: `ctx` is the calling thread's current context; CUPTI writes its id.
@@ -161,8 +176,12 @@ fn begin_range(name: Option<&str>, notices: &mut Vec<String>) {
     let pass = r.pass;
     let c = &mut r.contexts[i];
     let Some(p) = c.profiled.as_mut() else {
-        return;
+        return (id, None);
     };
+    // A context whose metrics cost fewer passes than another's is done.
+    if pass >= c.passes {
+        return (id, None);
+    }
     if c.ranges >= RANGE_CAPACITY {
         if c.ranges == RANGE_CAPACITY {
             notices.push(format!(
@@ -170,19 +189,19 @@ fn begin_range(name: Option<&str>, notices: &mut Vec<String>) {
             ));
             c.ranges += 1;
         }
-        return;
+        return (id, None);
     }
     if let Err((call_name, rc)) = set_config(api, prof, p, pass, &mut r.mode, notices) {
-        notices.push(lost(api, id, &name, call_name, rc));
-        return;
+        notices.push(lost(api, id, name, call_name, rc));
+        return (id, None);
     }
     let object = p.range_object;
     let mut s = abi::RangeProfilerStart::new();
     s.range_profiler_object = object;
     let rc = call(prof.start, &mut s);
     if rc != abi::SUCCESS {
-        notices.push(lost(api, id, &name, "cuptiRangeProfilerStart", rc));
-        return;
+        notices.push(lost(api, id, name, "cuptiRangeProfilerStart", rc));
+        return (id, None);
     }
     let text = CString::new(name.replace('\0', " ")).unwrap_or_default();
     let mut push = abi::RangeProfilerPushRange::new();
@@ -190,18 +209,13 @@ fn begin_range(name: Option<&str>, notices: &mut Vec<String>) {
     push.range_name = text.as_ptr();
     let rc = call(prof.push_range, &mut push);
     if rc != abi::SUCCESS {
-        notices.push(lost(api, id, &name, "cuptiRangeProfilerPushRange", rc));
+        notices.push(lost(api, id, name, "cuptiRangeProfilerPushRange", rc));
         let mut s = abi::RangeProfilerStop::new();
         s.range_profiler_object = object;
         call(prof.stop, &mut s);
-        return;
+        return (id, None);
     }
-    r.open = Some(Open {
-        context: i,
-        name,
-        launches: CUPTI.prof.range_launches.load(Ordering::Acquire),
-        start_ns: crate::clock::now_ns(),
-    });
+    (id, Some(i))
 }
 
 fn end_range(notices: &mut Vec<String>) {
@@ -214,13 +228,81 @@ fn end_range(notices: &mut Vec<String>) {
     let Some(open) = r.open.take() else {
         return;
     };
-    let (Some(api), Some(c)) = (CUPTI.api.get(), r.contexts.get_mut(open.context)) else {
+    let launches = CUPTI.prof.range_launches.load(Ordering::Acquire) - open.launches;
+    let stopped = open
+        .context
+        .and_then(|i| finish_profiling(r, i, &open, notices));
+    let (stop_pass, all) = match &stopped {
+        Some(s) => (s.pass.to_string(), s.all.to_string()),
+        None => ("-".to_string(), "-".to_string()),
+    };
+    let line = format!(
+        "{}\t{launches}\t{stop_pass}\t{all}\t{}\n",
+        open.id,
+        open.name.replace(['\n', '\t'], " ")
+    );
+    let listed = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(r.dir.join(format!("ranges.{}", r.pass)))
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+    if let Err(e) = listed {
+        notices.push(format!(
+            "{PROFILING_NOTICE}: range {}: cannot write to {}: {e}",
+            open.name,
+            r.dir.display()
+        ));
+    }
+    let (Some(stopped), Some(i)) = (stopped, open.context) else {
+        return;
+    };
+    let (Some(api), Some(c)) = (CUPTI.api.get(), r.contexts.get_mut(i)) else {
         return;
     };
     let (Some(Ok(prof)), Some(p)) = (&api.profiler, c.profiled.as_mut()) else {
         return;
     };
-    let launches = CUPTI.prof.range_launches.load(Ordering::Acquire) - open.launches;
+    if r.pass + 1 < c.passes && stopped.all == 0 {
+        return;
+    }
+    let values = evaluate(prof, p, stopped.index);
+    let record = KernelProfile {
+        context: c.id,
+        correlation: 0,
+        launch: stopped.index as u64,
+        start_ns: open.start_ns,
+        end_ns: crate::clock::now_ns(),
+        range: range_name(prof, p, stopped.index),
+        name: open.name,
+        values,
+        counter_data: p.counter_data.clone(),
+    };
+    queue(
+        ChunkKind::KernelProfile,
+        rtrace_format::encode_value(&record),
+    );
+}
+
+/// What `Stop` said of a profiled range, and its index in the image.
+struct Stopped {
+    pass: usize,
+    all: u8,
+    index: usize,
+}
+
+/// Ends profiling `open` on context `i`: `PopRange`, `Stop`, `DecodeData`, the image saved.
+/// `None` (with a notice) when a call fails.
+fn finish_profiling(
+    r: &mut Ranges,
+    i: usize,
+    open: &Open,
+    notices: &mut Vec<String>,
+) -> Option<Stopped> {
+    let api = CUPTI.api.get()?;
+    let c = r.contexts.get_mut(i)?;
+    let (Some(Ok(prof)), Some(p)) = (&api.profiler, c.profiled.as_mut()) else {
+        return None;
+    };
     let object = p.range_object;
     let mut pop = abi::RangeProfilerPopRange::new();
     pop.range_profiler_object = object;
@@ -235,7 +317,7 @@ fn end_range(notices: &mut Vec<String>) {
     ] {
         if rc != abi::SUCCESS {
             notices.push(lost(api, id, &open.name, name, rc));
-            return;
+            return None;
         }
     }
     let mut d = abi::RangeProfilerDecodeData::new();
@@ -249,7 +331,7 @@ fn end_range(notices: &mut Vec<String>) {
             "cuptiRangeProfilerDecodeData",
             rc,
         ));
-        return;
+        return None;
     }
     if d.num_of_range_dropped > 0 {
         notices.push(format!(
@@ -259,46 +341,19 @@ fn end_range(notices: &mut Vec<String>) {
     }
     let index = c.ranges;
     c.ranges += 1;
-    let line = format!(
-        "{id}\t{launches}\t{}\t{}\t{}\n",
-        s.pass_index,
-        s.is_all_pass_submitted,
-        open.name.replace(['\n', '\t'], " ")
-    );
-    let saved = write_file(&r.dir.join(format!("image.{id}")), &p.counter_data).and_then(|()| {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(r.dir.join(format!("ranges.{}", r.pass)))
-            .and_then(|mut f| f.write_all(line.as_bytes()))
-    });
-    if let Err(e) = saved {
+    if let Err(e) = write_file(&r.dir.join(format!("image.{id}")), &p.counter_data) {
         notices.push(format!(
             "{PROFILING_NOTICE}: context {id}: range {}: cannot write to {}: {e}",
             open.name,
             r.dir.display()
         ));
-        return;
+        return None;
     }
-    if r.pass + 1 < c.passes && s.is_all_pass_submitted == 0 {
-        return;
-    }
-    let values = evaluate(prof, p, index);
-    let record = KernelProfile {
-        context: id,
-        correlation: 0,
-        launch: index as u64,
-        start_ns: open.start_ns,
-        end_ns: crate::clock::now_ns(),
-        range: range_name(prof, p, index),
-        name: open.name,
-        values,
-        counter_data: p.counter_data.clone(),
-    };
-    queue(
-        ChunkKind::KernelProfile,
-        rtrace_format::encode_value(&record),
-    );
+    Some(Stopped {
+        pass: s.pass_index,
+        all: s.is_all_pass_submitted,
+        index,
+    })
 }
 
 /// Sets application replay up on `ctx`: a `ProfilerSetup` chunk and a notice (in pass 0 also

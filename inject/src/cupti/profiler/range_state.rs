@@ -31,9 +31,12 @@ pub(super) struct Context {
     pub(super) ranges: usize,
 }
 
-/// The range being profiled.
+/// The range open (profiled or not).
 pub(super) struct Open {
-    pub(super) context: usize,
+    /// The context's index in `contexts` while the range is being profiled.
+    pub(super) context: Option<usize>,
+    /// CUPTI's id of the context it began on (0: none).
+    pub(super) id: u32,
     pub(super) name: String,
     /// `range_launches` at its start.
     pub(super) launches: u64,
