@@ -9,6 +9,7 @@
 
 use crate::record::{record, RecordError, RecordOptions, Recording};
 use rtrace_format::env;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 
 /// Librtrace.so's list of one pass's ranges, profiled or not: one per line, `context \t
@@ -152,9 +153,20 @@ fn run_passes(
         if pass == 0 {
             total = passes(state).unwrap_or(1).max(1);
             first = rec.traces.clone();
-        } else if let Some(why) =
-            divergence(&read_ranges(state, 0), &read_ranges(state, pass), pass)
-        {
+        }
+        if let (Some(sig), true) = (rec.status.signal(), pass + 1 < total) {
+            let kept = move_all(&first, out_dir)?;
+            let kept: Vec<String> = kept.iter().map(|p| p.display().to_string()).collect();
+            return Err(RecordError::Diverged(format!(
+                "application replay: pass {pass}: the program was killed by signal {sig} ({}); the first pass's trace is kept: {}",
+                crate::record::signal_name(sig),
+                kept.join(", ")
+            )));
+        }
+        let diverged = (pass > 0)
+            .then(|| divergence(&read_ranges(state, 0), &read_ranges(state, pass), pass))
+            .flatten();
+        if let Some(why) = diverged {
             let kept = move_all(&first, out_dir)?;
             let kept: Vec<String> = kept.iter().map(|p| p.display().to_string()).collect();
             return Err(RecordError::Diverged(format!(
