@@ -302,3 +302,34 @@ fn without_counters_the_program_runs_once_and_the_trace_says_why() {
         "kernel profiling off for context {c}: cuptiProfilerGetCounterAvailability: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES (35): no permission to read GPU counters: run as root or set NVreg_RestrictProfilingToAdminUsers=0"
     )), "{:?}", messages(&t));
 }
+
+/// A CUPTI that refuses a second configuration of one range profiler (simcupti's `once`):
+/// each range enables the range profiler anew, keeping the counter data, and says so once.
+#[test]
+fn a_range_profiler_refusing_a_second_configuration_is_enabled_anew() {
+    let dir = fresh_dir("range-once");
+    let out = record_with(
+        &dir,
+        &["--capture-range", "cudaProfilerApi"],
+        "same",
+        &[("SIMCUPTI_PROFILER", "once")],
+    );
+    let t = replayed(&dir, &out, "ranges ok run=0 calls=28\n");
+    check_profiles(
+        &t,
+        &[
+            "cuProfilerStart 1",
+            "cuProfilerStart 2",
+            "cuProfilerStart 3",
+        ],
+    );
+    let c = t.profiler_setups[0].context;
+    let said: Vec<String> = messages(&t)
+        .into_iter()
+        .filter(|m| m.contains("refused a second configuration"))
+        .collect();
+    assert_eq!(
+        said,
+        vec![format!("kernel profiling: context {c}: cuptiRangeProfilerSetConfig refused a second configuration (CUPTI_ERROR_INVALID_OPERATION (7)): the range profiler is enabled anew for each range")]
+    );
+}

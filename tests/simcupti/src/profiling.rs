@@ -19,6 +19,9 @@ pub enum Knob {
     Busy,
     Unsupported,
     Mps,
+    /// `once`: profiling works, but `SetConfig` refuses a second configuration of one range
+    /// profiler object (a lever for clients' fallback; not a CUPTI behaviour seen).
+    Once,
 }
 
 pub fn knob() -> Knob {
@@ -28,6 +31,7 @@ pub fn knob() -> Knob {
         Ok("busy") => Knob::Busy,
         Ok("unsupported") => Knob::Unsupported,
         Ok("mps") => Knob::Mps,
+        Ok("once") => Knob::Once,
         _ => Knob::Works,
     })
 }

@@ -172,7 +172,7 @@ pub unsafe extern "C" fn cuptiRangeProfilerEnable(p: *mut abi::RangeProfilerEnab
             Knob::Privileges => return CUPTI_ERROR_INSUFFICIENT_PRIVILEGES,
             Knob::Busy => return CUPTI_ERROR_HARDWARE_BUSY,
             Knob::Unsupported | Knob::Mps => return CUPTI_ERROR_NOT_SUPPORTED,
-            Knob::Works => {}
+            Knob::Works | Knob::Once => {}
         }
         // SAFETY: as above.
         let id = match live_context(unsafe { (*p).ctx }) {
@@ -329,7 +329,7 @@ pub unsafe extern "C" fn cuptiRangeProfilerSetConfig(p: *mut abi::RangeProfilerS
         };
         let pass = if user_range { p.pass_index } else { 0 };
         let r = with_object(p.range_profiler_object, |obj| {
-            if obj.started {
+            if obj.started || (knob() == Knob::Once && obj.config.is_some()) {
                 return Err(CUPTI_ERROR_INVALID_OPERATION);
             }
             obj.set_config(cfg, pass);

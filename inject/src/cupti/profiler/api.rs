@@ -20,6 +20,7 @@ pub(crate) struct ProfApi {
     pub(super) num_passes: Call<abi::HostGetNumOfPasses>,
     pub(super) evaluate: Call<abi::HostEvaluateToGpuValues>,
     pub(super) enable: Call<abi::RangeProfilerEnable>,
+    pub(super) disable: Call<abi::RangeProfilerDisable>,
     pub(super) counter_data_size: Call<abi::RangeProfilerGetCounterDataSize>,
     pub(super) counter_data_initialize: Call<abi::RangeProfilerCounterDataImageInitialize>,
     pub(super) set_config: Call<abi::RangeProfilerSetConfig>,
@@ -66,6 +67,7 @@ impl ProfApi {
                 num_passes: entry(&sym, c"cuptiProfilerHostGetNumOfPasses")?,
                 evaluate: entry(&sym, c"cuptiProfilerHostEvaluateToGpuValues")?,
                 enable: entry(&sym, c"cuptiRangeProfilerEnable")?,
+                disable: entry(&sym, c"cuptiRangeProfilerDisable")?,
                 counter_data_size: entry(&sym, c"cuptiRangeProfilerGetCounterDataSize")?,
                 counter_data_initialize: entry(
                     &sym,

@@ -191,7 +191,22 @@ fn start_profiling(r: &mut Ranges, name: &str, notices: &mut Vec<String>) -> (u3
         }
         return (id, None);
     }
-    if let Err((call_name, rc)) = set_config(api, prof, p, pass, &mut r.mode, notices) {
+    let mut configured = set_config(api, prof, p, pass, &mut r.mode, notices);
+    // CUPTI may refuse a configuration on an object configured before: enabled anew (the
+    // counter data image is rtrace's, so nothing is lost), it is tried once more.
+    if let (Err((_, refused)), true) = (configured, c.ranges > 0) {
+        if renew(prof, p, ctx).is_ok() {
+            configured = set_config(api, prof, p, pass, &mut r.mode, notices);
+            if configured.is_ok() && !c.renewed {
+                c.renewed = true;
+                notices.push(format!(
+                    "{PROFILING_NOTICE}: context {id}: cuptiRangeProfilerSetConfig refused a second configuration ({}): the range profiler is enabled anew for each range",
+                    describe(api, refused as i32)
+                ));
+            }
+        }
+    }
+    if let Err((call_name, rc)) = configured {
         notices.push(lost(api, id, name, call_name, rc));
         return (id, None);
     }
@@ -379,6 +394,7 @@ fn set_up_context(
         profiled: None,
         passes: 0,
         ranges: 0,
+        renewed: false,
     };
     let (mut p, setup) = match set_up_for(
         api,
@@ -497,6 +513,30 @@ fn set_config(
             Ok(())
         }
         rc => Err((name, rc)),
+    }
+}
+
+/// Disables `p`'s range profiler and enables a new one on `ctx`, sized for the same metrics
+/// and ranges; `Err` with CUPTI's result of the failed call.
+fn renew(prof: &ProfApi, p: &mut Profiled, ctx: *mut c_void) -> Result<(), u32> {
+    let mut d = abi::RangeProfilerDisable::new();
+    d.range_profiler_object = p.range_object;
+    call(prof.disable, &mut d);
+    let mut e = abi::RangeProfilerEnable::new();
+    e.ctx = ctx;
+    match call(prof.enable, &mut e) {
+        abi::SUCCESS => p.range_object = e.range_profiler_object,
+        rc => return Err(rc),
+    }
+    let mut s = abi::RangeProfilerGetCounterDataSize::new();
+    s.range_profiler_object = p.range_object;
+    s.metric_names = p.name_ptrs.as_ptr();
+    s.num_metrics = p.name_ptrs.len();
+    s.max_num_of_ranges = RANGE_CAPACITY;
+    s.max_num_range_tree_nodes = RANGE_CAPACITY as u32;
+    match call(prof.counter_data_size, &mut s) {
+        abi::SUCCESS => Ok(()),
+        rc => Err(rc),
     }
 }
 

@@ -29,6 +29,9 @@ pub(super) struct Context {
     pub(super) passes: u32,
     /// Ranges profiled on it so far in this run: the next one's index in the image.
     pub(super) ranges: usize,
+    /// Its range profiler was enabled anew for a range (`SetConfig` refused a second
+    /// configuration): said once.
+    pub(super) renewed: bool,
 }
 
 /// The range open (profiled or not).
