@@ -158,8 +158,13 @@ fn check_profiles(t: &Trace, names: &[&str]) {
     assert_eq!(t.kernel_profiles.len(), 3, "{:?}", messages(t));
     for (i, (p, &(d, _))) in t.kernel_profiles.iter().zip(&RANGES).enumerate() {
         assert_eq!((p.context, p.correlation, p.launch), (context, 0, i as u64));
-        assert_eq!((p.name.as_str(), p.range.as_str()), (names[i], names[i]));
-        let want: Vec<f64> = METRICS.iter().map(|m| sim_value(m, names[i], d)).collect();
+        // CUPTI's name (simcupti's subject): the name and the range's index.
+        let pushed = format!("{} [{i}]", names[i]);
+        assert_eq!(
+            (p.name.as_str(), p.range.as_str()),
+            (names[i], pushed.as_str())
+        );
+        let want: Vec<f64> = METRICS.iter().map(|m| sim_value(m, &pushed, d)).collect();
         assert_eq!(p.values, want, "range {i}");
         // The image as the range's end left it: the ranges up to this one have the last
         // pass, the later ones not yet.

@@ -27,6 +27,7 @@ mod driver;
 pub(super) mod launch;
 mod output;
 pub(crate) mod range;
+mod range_setup;
 pub(super) mod range_state;
 pub(super) mod setup;
 

@@ -7,7 +7,8 @@
 //! - At a range's start, on the calling thread's context (set up on first use, its counter
 //!   data image sized for [`RANGE_CAPACITY`] ranges: in pass 0 freshly initialized, in later
 //!   passes loaded as the previous pass left it): `SetConfig` (user range, application replay
-//!   (user replay if CUPTI refuses it), this run's pass), `Start`, `PushRange(name)`.
+//!   (user replay if CUPTI refuses it), this run's pass), `Start`, `PushRange("NAME [i]")` (i: the range's index on
+//!   the context, so that no two ranges share a name in CUPTI's range tree).
 //! - At its end: `PopRange`, `Stop`, `DecodeData`; the image is saved. Every range, profiled or
 //!   not, is appended to this pass's list (`ranges.<pass>`: context, kernel launches, Stop's
 //!   pass index and all-passes flag (`-` when not profiled), name), which `rtrace record`
@@ -21,17 +22,18 @@
 //! A range nested in an open one is part of it. Ranges of one run are one per `SetConfig`, so
 //! a context's image gathers them in order across runs.
 
-use super::api::{call, ProfApi};
-use super::driver::{current_context, current_device};
+use super::api::call;
+use super::driver::current_context;
 use super::launch::evaluate;
 use super::output::{queue, say};
-use super::range_state::{Context, Open, Ranges};
-use super::setup::{failed, set_up_for, Profiled, Target, RANGE_CAPACITY};
+use super::range_setup::{range_name, renew, set_config, set_up_context};
+use super::range_state::{Open, Ranges};
+use super::setup::{failed, RANGE_CAPACITY};
 use crate::cupti::api::{describe, Api};
 use crate::cupti::state::CUPTI;
 use rtrace_cupti_abi as abi;
-use rtrace_format::{ChunkKind, KernelProfile, Replay, PROFILING_NOTICE};
-use std::ffi::{c_void, CStr, CString};
+use rtrace_format::{ChunkKind, KernelProfile, PROFILING_NOTICE};
+use std::ffi::CString;
 use std::io::Write;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
@@ -218,7 +220,9 @@ fn start_profiling(r: &mut Ranges, name: &str, notices: &mut Vec<String>) -> (u3
         notices.push(lost(api, id, name, "cuptiRangeProfilerStart", rc));
         return (id, None);
     }
-    let text = CString::new(name.replace('\0', " ")).unwrap_or_default();
+    // Unique on the context (the same NVTX range recurs): `NAME [index]`.
+    let text =
+        CString::new(format!("{} [{}]", name.replace('\0', " "), c.ranges)).unwrap_or_default();
     let mut push = abi::RangeProfilerPushRange::new();
     push.range_profiler_object = object;
     push.range_name = text.as_ptr();
@@ -369,193 +373,6 @@ fn finish_profiling(
         all: s.is_all_pass_submitted,
         index,
     })
-}
-
-/// Sets application replay up on `ctx`: a `ProfilerSetup` chunk and a notice (in pass 0 also
-/// the `setup` line; in later passes the image loaded), or a notice saying why not.
-fn set_up_context(
-    api: &Api,
-    prof: &ProfApi,
-    r: &mut Ranges,
-    ctx: *mut c_void,
-    id: u32,
-    notices: &mut Vec<String>,
-) -> Context {
-    let metrics = CUPTI.prof.metrics.get().map(Vec::as_slice).unwrap_or(&[]);
-    let target = Target {
-        ctx,
-        context: id,
-        device: current_device(),
-    };
-    let replay = Replay::Application;
-    let mut context = Context {
-        ctx: ctx as usize,
-        id,
-        profiled: None,
-        passes: 0,
-        ranges: 0,
-        renewed: false,
-    };
-    let (mut p, setup) = match set_up_for(
-        api,
-        prof,
-        target,
-        metrics,
-        &mut r.initialized,
-        notices,
-        replay,
-    ) {
-        Ok(s) => s,
-        Err(e) => {
-            notices.push(e);
-            return context;
-        }
-    };
-    let image = r.dir.join(format!("image.{id}"));
-    let prepared = if r.pass == 0 {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(r.dir.join("setup"))
-            .and_then(|mut f| writeln!(f, "{id}\t{}\t{}", setup.passes, setup.chip))
-            .map_err(|e| format!("cannot write to {}: {e}", r.dir.display()))
-    } else {
-        match std::fs::read(&image) {
-            Ok(bytes) if bytes.len() == p.counter_data.len() => {
-                p.counter_data = bytes;
-                Ok(())
-            }
-            Ok(bytes) => Err(format!(
-                "{} holds {} bytes, not the {} of this context's image (the runs differ)",
-                image.display(),
-                bytes.len(),
-                p.counter_data.len()
-            )),
-            Err(e) => Err(format!(
-                "pass {} finds no counter data of the earlier passes ({}: {e})",
-                r.pass,
-                image.display()
-            )),
-        }
-    };
-    if let Err(e) = prepared {
-        notices.push(format!("{PROFILING_NOTICE} off for context {id}: {e}"));
-        return context;
-    }
-    notices.push(format!(
-        "{PROFILING_NOTICE} on for context {id} (device {}, {}): {} metrics, {} replay pass{} (application replay, pass {})",
-        setup.device,
-        setup.chip,
-        setup.metrics.len(),
-        setup.passes,
-        if setup.passes == 1 { "" } else { "es" },
-        r.pass
-    ));
-    context.passes = setup.passes;
-    queue(
-        ChunkKind::ProfilerSetup,
-        rtrace_format::encode_value(&setup),
-    );
-    context.profiled = Some(p);
-    context
-}
-
-/// `SetConfig` for one user range of pass `pass`: application replay, or user replay when
-/// CUPTI refuses it (tried once; the mode that worked is kept, and a notice says which).
-fn set_config(
-    api: &Api,
-    prof: &ProfApi,
-    p: &mut Profiled,
-    pass: u32,
-    mode: &mut Option<u32>,
-    notices: &mut Vec<String>,
-) -> Result<(), (&'static str, u32)> {
-    let mut with = |replay: u32| {
-        let mut c = abi::RangeProfilerSetConfig::new();
-        c.range_profiler_object = p.range_object;
-        c.config_size = p.config.len();
-        c.config = p.config.as_ptr();
-        c.counter_data_image_size = p.counter_data.len();
-        c.counter_data_image = p.counter_data.as_mut_ptr();
-        c.range = abi::USER_RANGE;
-        c.replay_mode = replay;
-        c.max_ranges_per_pass = RANGE_CAPACITY;
-        c.num_nesting_levels = 1;
-        c.min_nesting_level = 1;
-        c.pass_index = pass as usize;
-        c.target_nesting_level = 1;
-        call(prof.set_config, &mut c)
-    };
-    let name = "cuptiRangeProfilerSetConfig";
-    if let Some(m) = *mode {
-        return match with(m) {
-            abi::SUCCESS => Ok(()),
-            rc => Err((name, rc)),
-        };
-    }
-    let refused = match with(abi::APPLICATION_REPLAY) {
-        abi::SUCCESS => {
-            *mode = Some(abi::APPLICATION_REPLAY);
-            notices.push(format!(
-                "{PROFILING_NOTICE}: ranges profiled by CUPTI's application replay (pass {pass})"
-            ));
-            return Ok(());
-        }
-        rc => rc,
-    };
-    match with(abi::USER_REPLAY) {
-        abi::SUCCESS => {
-            *mode = Some(abi::USER_REPLAY);
-            notices.push(format!(
-                "{PROFILING_NOTICE}: CUPTI refused application replay ({}): ranges profiled by user replay (pass {pass})",
-                describe(api, refused as i32)
-            ));
-            Ok(())
-        }
-        rc => Err((name, rc)),
-    }
-}
-
-/// Disables `p`'s range profiler and enables a new one on `ctx`, sized for the same metrics
-/// and ranges; `Err` with CUPTI's result of the failed call.
-fn renew(prof: &ProfApi, p: &mut Profiled, ctx: *mut c_void) -> Result<(), u32> {
-    let mut d = abi::RangeProfilerDisable::new();
-    d.range_profiler_object = p.range_object;
-    call(prof.disable, &mut d);
-    let mut e = abi::RangeProfilerEnable::new();
-    e.ctx = ctx;
-    match call(prof.enable, &mut e) {
-        abi::SUCCESS => p.range_object = e.range_profiler_object,
-        rc => return Err(rc),
-    }
-    let mut s = abi::RangeProfilerGetCounterDataSize::new();
-    s.range_profiler_object = p.range_object;
-    s.metric_names = p.name_ptrs.as_ptr();
-    s.num_metrics = p.name_ptrs.len();
-    s.max_num_of_ranges = RANGE_CAPACITY;
-    s.max_num_range_tree_nodes = RANGE_CAPACITY as u32;
-    match call(prof.counter_data_size, &mut s) {
-        abi::SUCCESS => Ok(()),
-        rc => Err(rc),
-    }
-}
-
-/// CUPTI's name of range `index` in `p`'s image (empty if it cannot say).
-fn range_name(prof: &ProfApi, p: &Profiled, index: usize) -> String {
-    let mut r = abi::RangeProfilerCounterDataGetRangeInfo::new();
-    r.counter_data_image = p.counter_data.as_ptr();
-    r.counter_data_image_size = p.counter_data.len();
-    r.range_index = index;
-    r.range_delimiter = c"/".as_ptr();
-    match call(prof.range_info, &mut r) {
-        abi::SUCCESS if !r.range_name.is_null() => {
-            // SAFETY: CUPTI returned a NUL-terminated string.
-            unsafe { CStr::from_ptr(r.range_name) }
-                .to_string_lossy()
-                .into_owned()
-        }
-        _ => String::new(),
-    }
 }
 
 /// A range lost to a failed call: the notice.
