@@ -11,7 +11,8 @@
 // MODE `session` (the default; what librtrace.so does): SetConfig (user range, application
 // replay, passIndex = PASS) + Start + PushRange ... PopRange + Stop + DecodeData per range.
 // MODE `run`: one SetConfig + Start before the first range, both ranges pushed and popped,
-// one Stop + DecodeData after the last.
+// one Stop + DecodeData after the last. MODE `samename`: as `session`, both ranges named
+// "rangeA" (does CUPTI keep two ranges of one name apart? librtrace.so pushes "NAME [i]").
 // If SetConfig refuses CUPTI_ApplicationReplay, CUPTI_UserReplay is tried, and said.
 // Prints, per Stop: passIndex, targetNestingLevel, isAllPassSubmitted; after each decode the
 // ranges the image holds and their names; in pass 0 the passes the configuration costs
@@ -218,7 +219,8 @@ int main(int argc, char **argv) {
     probe.pass = (size_t)atoi(argv[1]);
     probe.dir = argv[2];
     const char *mode = argc > 3 ? argv[3] : "session";
-    bool per_range = strcmp(mode, "session") == 0;
+    bool same_name = strcmp(mode, "samename") == 0;
+    bool per_range = strcmp(mode, "session") == 0 || same_name;
 
     const int n = 1 << 22;
     float *a, *b;
@@ -309,7 +311,7 @@ int main(int argc, char **argv) {
         probe.set_config();
         probe.start();
     }
-    const char *names[] = {"rangeA", "rangeB"};
+    const char *names[] = {"rangeA", same_name ? "rangeA" : "rangeB"};
     const char *which[] = {"A", "B"};
     for (int r = 0; r < 2; r++) {
         if (per_range) {
