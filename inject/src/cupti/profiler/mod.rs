@@ -19,8 +19,9 @@
 //! replaying the whole program (`range.rs`).
 //!
 //! Rooms: `api.rs` (entry points), `driver.rs` (the driver's queries), `output.rs` (chunks
-//! and notices handed on), `setup.rs` (one context), `launch.rs` (one launch), `range.rs`
-//! (application replay); here, the state's use, start-up and the worker's drain.
+//! and notices handed on), `setup.rs` (one context), `launch.rs` (one launch), `range_state.rs`,
+//! `range_setup.rs` and `range.rs` (application replay: its state, one context, the ranges);
+//! here, the state's use, start-up and the worker's drain.
 
 pub(super) mod api;
 mod driver;
