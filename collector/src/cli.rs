@@ -38,7 +38,7 @@ pub enum Command {
     /// Exits with the program's exit status (128+S if signal S killed it), 127
     /// if it could not be started, 2 if rtrace could not set up the run.
     #[command(override_usage = "rtrace record [OPTIONS] [--] <PROGRAM> [ARGS]...")]
-    Record(RecordArgs),
+    Record(Box<RecordArgs>),
     /// Summarise traces: each process, one row per driver function, then GPU
     /// kernels, copies, memsets, utilisation and launch latency when recorded.
     ///
@@ -137,6 +137,16 @@ pub struct RecordArgs {
     /// them (sets RTRACE_METRICS). Checked before the program starts.
     #[arg(long, value_name = "LIST", value_parser = check_metrics)]
     pub metrics: Option<String>,
+    /// How kernel profiling replays: `kernel` (each chosen launch, by CUPTI) or
+    /// `application`: each capture range (--capture-range or --nvtx-capture) is profiled
+    /// as one unit by running the whole program once per replay pass; the last pass's
+    /// trace is kept, and the runs must make the same ranges.
+    #[arg(long, value_name = "MODE", value_parser = ["kernel", "application"], default_value = "kernel", requires = "metrics")]
+    pub replay: String,
+    /// With --replay application: let the program's stdout and stderr through in every
+    /// pass (by default only the first pass's; later ones go to /dev/null).
+    #[arg(long, requires = "metrics")]
+    pub replay_output: bool,
     /// The program to run, and its arguments (put them after `--`).
     #[arg(
         value_name = "PROGRAM",
@@ -179,7 +189,7 @@ pub fn main() -> std::process::ExitCode {
 /// Runs a parsed command line; returns the exit code.
 pub fn run(cli: Cli) -> u8 {
     match cli.command {
-        Command::Record(args) => run_record(args),
+        Command::Record(args) => run_record(*args),
         Command::Report(args) => report::run(&args),
         Command::Export(args) => export::run(&args),
         Command::Sass(args) => sass::run(&args),
@@ -198,6 +208,16 @@ fn check_period(v: &str) -> Result<String, String> {
 }
 
 fn run_record(args: RecordArgs) -> u8 {
+    let application = args.replay == "application";
+    if application
+        && args.capture_range.as_deref().is_none_or(|r| r == "none")
+        && args.nvtx_capture.is_none()
+    {
+        eprintln!(
+            "rtrace: --replay application profiles capture ranges: give --capture-range cudaProfilerApi or --nvtx-capture NAME"
+        );
+        return 2;
+    }
     let mut env: Vec<(String, String)> = Vec::new();
     let mut set = |k: &str, v: Option<String>| {
         if let Some(v) = v {
@@ -223,8 +243,21 @@ fn run_record(args: RecordArgs) -> u8 {
         gpu_activity: args.gpu_activity,
         env,
         command: args.command,
+        quiet: false,
     };
-    let rec = match record::record(&opts) {
+    let recorded = if application {
+        crate::record_replay::record_replayed(&opts, args.replay_output).map(|r| {
+            eprintln!(
+                "rtrace: application replay: the program ran {} time{} (one per replay pass)",
+                r.runs,
+                if r.runs == 1 { "" } else { "s" }
+            );
+            r.last
+        })
+    } else {
+        record::record(&opts)
+    };
+    let rec = match recorded {
         Ok(rec) => rec,
         Err(e) => {
             eprintln!("rtrace: {e}");

@@ -54,6 +54,7 @@ pub mod profiles;
 pub mod progress;
 pub mod read;
 pub mod record;
+pub mod record_replay;
 pub mod report;
 pub mod sass;
 pub mod spool;

@@ -39,6 +39,8 @@ pub struct RecordOptions {
     pub env: Vec<(String, String)>,
     /// The program and its arguments.
     pub command: Vec<OsString>,
+    /// The program's stdout and stderr go to /dev/null.
+    pub quiet: bool,
 }
 
 /// A finished recording.
@@ -62,6 +64,8 @@ pub enum RecordError {
     Spawn { program: OsString, error: io::Error },
     /// Waiting for the program failed (exit 2).
     Wait(io::Error),
+    /// Application replay: a run's ranges differ from the first run's (exit 2).
+    Diverged(String),
 }
 
 impl RecordError {
@@ -69,7 +73,7 @@ impl RecordError {
     pub fn exit_code(&self) -> u8 {
         match self {
             RecordError::Spawn { .. } => 127,
-            RecordError::Setup(_) | RecordError::Wait(_) => 2,
+            RecordError::Setup(_) | RecordError::Wait(_) | RecordError::Diverged(_) => 2,
         }
     }
 }
@@ -77,7 +81,7 @@ impl RecordError {
 impl fmt::Display for RecordError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RecordError::Setup(why) => f.write_str(why),
+            RecordError::Setup(why) | RecordError::Diverged(why) => f.write_str(why),
             RecordError::Spawn { program, error } => write!(
                 f,
                 "cannot run {}: {}",
@@ -211,6 +215,10 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
     for (k, v) in &opts.env {
         cmd.env(k, v);
     }
+    if opts.quiet {
+        cmd.stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+    }
 
     let sigs = signals::Signals::block()
         .map_err(|e| RecordError::Setup(format!("blocking signals: {}", io_message(&e))))?;
@@ -342,6 +350,7 @@ mod tests {
             gpu_activity: None,
             env: vec![("RTRACE_DELAY".into(), "0".into())],
             command: vec!["sh".into(), "-c".into(), script.into()],
+            quiet: false,
         };
         let rec = record(&opts).unwrap();
         assert_eq!(exit_code(OsStr::new("sh"), rec.status), (3, None));

@@ -249,12 +249,23 @@ pub fn domain_created(domain: u32, name: u32) {
     }
 }
 
-/// The rule (index) a range of `message` in `domain` matches, among `range`.
+/// Whether a range of `message` in `domain` matches a rule among `range`.
 fn matching(range: std::ops::Range<usize>, domain: u32, message: u32) -> bool {
-    message != 0
-        && RULE[range].iter().any(|r| {
+    matched(range, domain, message).is_some()
+}
+
+/// The first rule (index) among `range` that a range of `message` in `domain` matches.
+fn matched(range: std::ops::Range<usize>, domain: u32, message: u32) -> Option<usize> {
+    let start = range.start;
+    if message == 0 {
+        return None;
+    }
+    RULE[range]
+        .iter()
+        .position(|r| {
             r.name.load(Ordering::Acquire) == message && r.domain.load(Ordering::Acquire) == domain
         })
+        .map(|i| start + i)
 }
 
 thread_local! {
@@ -268,16 +279,23 @@ static STARTED_INCLUDE: AtomicU64 = AtomicU64::new(0);
 static STARTED_EXCLUDE: AtomicU64 = AtomicU64::new(0);
 
 /// An NVTX range begins: a push at `level` (`Some`) or a start with id `id`. Call before the
-/// event is recorded (so an opening range's own event is).
-pub fn nvtx_begin(domain: u32, message: u32, level: Option<u64>, id: u64) {
+/// event is recorded (so an opening range's own event is). Returns the capture range's name
+/// when this range opens it.
+pub fn nvtx_begin(domain: u32, message: u32, level: Option<u64>, id: u64) -> Option<&'static str> {
     let (include, all) = rules();
     if all == 0 {
-        return;
+        return None;
     }
-    if include > 0
-        && GATE.load(Ordering::Relaxed) & RANGE != 0
-        && matching(0..include, domain, message)
-    {
+    let mut opened = None;
+    let rule = (include > 0 && GATE.load(Ordering::Relaxed) & RANGE != 0)
+        .then(|| matched(0..include, domain, message))
+        .flatten();
+    if let Some(i) = rule {
+        opened = state::config()
+            .capture
+            .nvtx_include
+            .get(i)
+            .map(|(n, _)| n.as_str());
         match level {
             Some(l) => {
                 let _ = PUSHED_INCLUDE.try_with(|p| p.set(Some((domain, l))));
@@ -298,14 +316,16 @@ pub fn nvtx_begin(domain: u32, message: u32, level: Option<u64>, id: u64) {
         }
         close(EXCLUDED);
     }
+    opened
 }
 
 /// An NVTX range ends: a pop back to `level` (`Some`) or the end of start/end range `id`.
-/// Call after the event is recorded (so a closing range's own event is).
-pub fn nvtx_end(domain: u32, level: Option<u64>, id: u64) {
+/// Call after the event is recorded (so a closing range's own event is). Returns whether it
+/// closes the capture range.
+pub fn nvtx_end(domain: u32, level: Option<u64>, id: u64) -> bool {
     let (include, all) = rules();
     if all == 0 {
-        return;
+        return false;
     }
     let ends = |pushed: &'static std::thread::LocalKey<Cell<Option<(u32, u64)>>>,
                 started: &AtomicU64| match level {
@@ -325,12 +345,14 @@ pub fn nvtx_end(domain: u32, level: Option<u64>, id: u64) {
                     .is_ok()
         }
     };
-    if include > 0 && ends(&PUSHED_INCLUDE, &STARTED_INCLUDE) {
+    let closed = include > 0 && ends(&PUSHED_INCLUDE, &STARTED_INCLUDE);
+    if closed {
         close(RANGE);
     }
     if all > include && ends(&PUSHED_EXCLUDE, &STARTED_EXCLUDE) {
         open(EXCLUDED);
     }
+    closed
 }
 
 // ---- kernel filter ------------------------------------------------------------------------

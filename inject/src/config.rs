@@ -39,7 +39,13 @@ pub struct Config {
     /// Kernel profiling's LIST of sets and metrics (`RTRACE_METRICS`), resolved at start-up;
     /// `None`: off.
     pub metrics: Option<String>,
+    /// Application replay (`RTRACE_METRICS_REPLAY=application`): the pass and the shared
+    /// directory (`RTRACE_REPLAY_PASS`, `RTRACE_REPLAY_DIR`); `None`: kernel replay.
+    pub application_replay: Option<AppReplay>,
 }
+
+/// Application replay's settings: `Err` for a setting that cannot be read (said in a notice).
+pub type AppReplay = Result<(u32, std::path::PathBuf), String>;
 
 /// PC sampling settings; off by default.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -304,7 +310,36 @@ impl Config {
             capture: Capture::from_lookup(&get),
             pc_sampling,
             metrics,
+            application_replay: app_replay(&get),
         }
+    }
+}
+
+/// `RTRACE_METRICS_REPLAY`, `RTRACE_REPLAY_PASS`, `RTRACE_REPLAY_DIR`.
+fn app_replay(get: &dyn Fn(&str) -> Option<OsString>) -> Option<AppReplay> {
+    match get(env::METRICS_REPLAY)?.to_str() {
+        Some("application") => {}
+        Some("" | "kernel") => return None,
+        _ => {
+            return Some(Err(format!(
+                "{}: give kernel or application",
+                env::METRICS_REPLAY
+            )))
+        }
+    }
+    let pass = match get(env::REPLAY_PASS) {
+        None => 0,
+        Some(v) => match v.to_str().and_then(|v| v.trim().parse().ok()) {
+            Some(n) => n,
+            None => return Some(Err(format!("{}: not a pass number", env::REPLAY_PASS))),
+        },
+    };
+    match get(env::REPLAY_DIR).filter(|d| !d.is_empty()) {
+        Some(d) => Some(Ok((pass, d.into()))),
+        None => Some(Err(format!(
+            "{} is not set (run the program with rtrace record --replay application)",
+            env::REPLAY_DIR
+        ))),
     }
 }
 
@@ -381,6 +416,42 @@ mod tests {
         );
         // Kernel records come on (profiles link to them), nothing else.
         assert!(c.gpu_activity.kernel && !c.gpu_activity.memcpy && !c.gpu_activity.resources);
+    }
+
+    #[test]
+    fn application_replay() {
+        assert_eq!(cfg(&[]).application_replay, None);
+        assert_eq!(
+            cfg(&[("RTRACE_METRICS_REPLAY", "kernel")]).application_replay,
+            None
+        );
+        let app = |extra: &[(&str, &str)]| {
+            let mut v = vec![("RTRACE_METRICS_REPLAY", "application")];
+            v.extend_from_slice(extra);
+            cfg(&v).application_replay
+        };
+        assert_eq!(
+            app(&[("RTRACE_REPLAY_PASS", "2"), ("RTRACE_REPLAY_DIR", "/tmp/r")]),
+            Some(Ok((2, "/tmp/r".into())))
+        );
+        assert_eq!(
+            app(&[("RTRACE_REPLAY_DIR", "/tmp/r")]),
+            Some(Ok((0, "/tmp/r".into())))
+        );
+        assert_eq!(
+            app(&[("RTRACE_REPLAY_PASS", "x"), ("RTRACE_REPLAY_DIR", "/tmp/r")]),
+            Some(Err("RTRACE_REPLAY_PASS: not a pass number".into()))
+        );
+        assert_eq!(
+            app(&[]),
+            Some(Err("RTRACE_REPLAY_DIR is not set (run the program with rtrace record --replay application)".into()))
+        );
+        assert_eq!(
+            cfg(&[("RTRACE_METRICS_REPLAY", "app")]).application_replay,
+            Some(Err(
+                "RTRACE_METRICS_REPLAY: give kernel or application".into()
+            ))
+        );
     }
 
     #[test]

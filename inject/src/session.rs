@@ -64,10 +64,27 @@ fn end_actions() -> EndActions {
     actions.on_success(id::cuInit, || {
         let _ = thread::with_errno_saved(cupti::after_cuinit);
     });
-    actions.always(id::cuProfilerStop, capture::after_stop);
+    actions.always(id::cuProfilerStart, profiler_start);
+    actions.always(id::cuProfilerStop, profiler_stop);
     actions.always(id::cuGraphLaunch, cupti::graph_launched);
     actions.always(id::cuGraphLaunch_ptsz, cupti::graph_launched);
     actions
+}
+
+/// After `cuProfilerStart`: a profiler-API capture range begins (kernel profiling's
+/// application replay profiles it).
+fn profiler_start() {
+    if state::config().capture.profiler_api {
+        cupti::capture_range_begin(None);
+    }
+}
+
+/// After `cuProfilerStop`: the profiler-API capture range ends.
+fn profiler_stop() {
+    if state::config().capture.profiler_api {
+        cupti::capture_range_end();
+    }
+    capture::after_stop();
 }
 
 /// The first ring of `process`: creates its trace file and starts its worker.

@@ -29,6 +29,7 @@ cflags=(-O1 -Wall -Werror -I"$inc")
 for p in direct threads fork exits killme errors profile; do
     gcc "${cflags[@]}" -pthread "$here/$p.c" -o "$work/bin/$p" -L"$work/lib" -lcuda
 done
+gcc "${cflags[@]}" "$here/ranges.c" -o "$work/bin/ranges" -L"$work/lib" -lcuda -ldl
 for p in procaddr dlsym; do
     gcc "${cflags[@]}" "$here/$p.c" -o "$work/bin/$p" -ldl
 done
@@ -77,6 +78,10 @@ exits mode=sigint-handler calls=116" -- "$b/exits" sigint-handler
 expect errors 0 "errors ok failed=22 calls=43" -- env SIMCUDA_FAIL="$fail_spec" "$b/errors"
 expect errors-unset 2 "" -- "$b/errors"
 expect profile 0 "profile ok first=21 second=7 calls=35" -- "$b/profile"
+expect ranges 0 "ranges ok run=0 calls=28" -- "$b/ranges"
+rm -f "$work/ranges-count"
+expect ranges-run0 10 "ranges ok run=0 calls=28" -- "$b/ranges" same "$work/ranges-count"
+expect ranges-run1 11 "ranges ok run=1 calls=32" -- "$b/ranges" extra-range "$work/ranges-count"
 expect cupti_client 0 "streams legacy=2 s1=8 s2=9 per_thread=10
 memcpy corr=1 HtoD pageable->device async=0 bytes=4096 start=15000 end=15410 dev=0 ctx=1 stream=2
 memcpy corr=2 HtoD pinned->device async=1 bytes=4096 start=16410 end=16820 dev=0 ctx=1 stream=8

@@ -39,6 +39,16 @@ pub const KERNEL_COUNT: &str = "RTRACE_KERNEL_COUNT";
 /// Kernel profiling: comma-separated set names (`SpeedOfLight`, ...) and raw metric names;
 /// the kernels chosen by the kernel controls above are replayed and their metrics recorded.
 pub const METRICS: &str = "RTRACE_METRICS";
+/// Kernel profiling's replay: `kernel` (the default: each chosen launch replayed by CUPTI) or
+/// `application`: each capture range (`RTRACE_CAPTURE_RANGE` or `RTRACE_NVTX_CAPTURE`) is
+/// profiled as one unit, the whole program being run once per pass (`rtrace record --replay
+/// application` runs it; docs/configuration.md, "Kernel profiling").
+pub const METRICS_REPLAY: &str = "RTRACE_METRICS_REPLAY";
+/// Application replay: this run's pass, from 0.
+pub const REPLAY_PASS: &str = "RTRACE_REPLAY_PASS";
+/// Application replay: the directory the passes share (the pass count and chip, each
+/// context's counter data image, each pass's list of ranges), kept by `rtrace record`.
+pub const REPLAY_DIR: &str = "RTRACE_REPLAY_DIR";
 /// `0`: do not store loaded modules' code images in the trace.
 pub const MODULE_IMAGES: &str = "RTRACE_MODULE_IMAGES";
 /// PC sampling: `1` at CUPTI's default period, `N` in 5..31 for one sample every 2^N cycles.

@@ -174,6 +174,17 @@ pub fn profiled_launch(
     profiler::launch(correlation, f, run)
 }
 
+/// A capture range begins on the calling thread (`name`: the NVTX range's; `None`:
+/// `cuProfilerStart`): in application replay, its profiling starts.
+pub fn capture_range_begin(name: Option<&str>) {
+    profiler::range::begin(name);
+}
+
+/// The capture range ends: in application replay, its profiling ends.
+pub fn capture_range_end() {
+    profiler::range::end();
+}
+
 /// After a recorded `cuGraphLaunch`: graph kernels are not profiled (said once).
 pub fn graph_launched() {
     profiler::graph_launched();

@@ -11,6 +11,7 @@ use super::api::Api;
 use super::clockmap::ClockMap;
 use super::pcsampling::data::PcState;
 use super::profiler::launch::Launches;
+use super::profiler::range_state::Ranges;
 use crate::{diag, thread::internal};
 use rtrace_format::{DeviceInfo, ModuleImage, ModuleRecord};
 use std::ffi::c_void;
@@ -68,6 +69,12 @@ pub(super) struct ProfilerState {
     /// Profiled launches whose kernel record has not been converted yet: (rtrace's
     /// correlation, when profiling began, `gpu__time_duration.sum` in ns if collected).
     pub profiled: Mutex<Vec<(u64, u64, Option<u64>)>>,
+    /// Application replay (`profiler/range.rs`): launches then pass through, counted.
+    pub application: AtomicBool,
+    /// Kernel launches so far while application replay is on.
+    pub range_launches: AtomicU64,
+    /// Application replay's contexts and open ranges.
+    pub ranges: Mutex<Option<Ranges>>,
 }
 
 pub(super) const OFF: u8 = 0;
@@ -242,6 +249,9 @@ pub(super) static CUPTI: Cupti = Cupti {
         pending: Mutex::new(Vec::new()),
         graph_said: AtomicBool::new(false),
         profiled: Mutex::new(Vec::new()),
+        application: AtomicBool::new(false),
+        range_launches: AtomicU64::new(0),
+        ranges: Mutex::new(None),
     },
     own: OwnFns {
         register_callbacks: NONE,

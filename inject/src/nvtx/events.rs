@@ -143,7 +143,9 @@ fn push(domain: u32, a: Attributes) -> i32 {
             }
         })
         .unwrap_or(0);
-    crate::capture::nvtx_begin(domain, a.message, Some(level as u64), 0);
+    if let Some(name) = crate::capture::nvtx_begin(domain, a.message, Some(level as u64), 0) {
+        crate::cupti::capture_range_begin(Some(name));
+    }
     record(NvtxKind::Push, domain, &a, level as u64);
     level
 }
@@ -163,21 +165,27 @@ fn pop(domain: u32) -> i32 {
         .unwrap_or(-1);
     if level >= 0 {
         record(NvtxKind::Pop, domain, &Attributes::default(), level as u64);
-        crate::capture::nvtx_end(domain, Some(level as u64), 0);
+        if crate::capture::nvtx_end(domain, Some(level as u64), 0) {
+            crate::cupti::capture_range_end();
+        }
     }
     level
 }
 
 fn start(domain: u32, a: Attributes) -> u64 {
     let id = NEXT_RANGE.fetch_add(1, Ordering::Relaxed);
-    crate::capture::nvtx_begin(domain, a.message, None, id);
+    if let Some(name) = crate::capture::nvtx_begin(domain, a.message, None, id) {
+        crate::cupti::capture_range_begin(Some(name));
+    }
     record(NvtxKind::Start, domain, &a, id);
     id
 }
 
 fn end(domain: u32, id: u64) {
     record(NvtxKind::End, domain, &Attributes::default(), id);
-    crate::capture::nvtx_end(domain, None, id);
+    if crate::capture::nvtx_end(domain, None, id) {
+        crate::cupti::capture_range_end();
+    }
 }
 
 pub(super) unsafe extern "C" fn mark_ex(a: Attr) {

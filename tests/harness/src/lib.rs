@@ -106,6 +106,7 @@ pub fn build() -> &'static Build {
             ("cupti_client", &["-lcupti", "-lcuda", "-pthread"]),
             ("capture", &["-lcuda", "-ldl"]),
             ("profile", &["-lcuda"]),
+            ("ranges", &["-lcuda", "-ldl"]),
         ];
         for (name, libs) in sources {
             compile(

@@ -235,6 +235,23 @@ pub fn data_append(img: &mut [u8], ranges: &[Range]) -> usize {
     ranges.len() - fit
 }
 
+/// Application replay, pass `pass` (> 0): the first range of the image collected in `pass`
+/// passes so far gets one more. False when no range awaits that pass.
+pub fn data_add_pass(img: &mut [u8], pass: usize) -> bool {
+    let Some((_, filled, slots)) = read_data(img) else {
+        return false;
+    };
+    for i in 0..filled {
+        let at = slots + i * SLOT + 8;
+        let passes = u32_at(img, at);
+        if passes as usize == pass {
+            img[at..at + 4].copy_from_slice(&(passes + 1).to_ne_bytes());
+            return true;
+        }
+    }
+    false
+}
+
 /// Range `index` of an image, if it holds one.
 pub fn data_range(img: &[u8], index: usize) -> Option<Range> {
     let (_, filled, slots) = read_data(img)?;

@@ -19,6 +19,9 @@ pub enum Knob {
     Busy,
     Unsupported,
     Mps,
+    /// `once`: profiling works, but `SetConfig` refuses a second configuration of one range
+    /// profiler object (a lever for clients' fallback; not a CUPTI behaviour seen).
+    Once,
 }
 
 pub fn knob() -> Knob {
@@ -28,6 +31,7 @@ pub fn knob() -> Knob {
         Ok("busy") => Knob::Busy,
         Ok("unsupported") => Knob::Unsupported,
         Ok("mps") => Knob::Mps,
+        Ok("once") => Knob::Once,
         _ => Knob::Works,
     })
 }
@@ -47,6 +51,9 @@ pub struct Config {
     pub image: usize,
     pub image_size: usize,
     pub user_range: bool,
+    /// Application replay (user range): the session collects pass `passIndex` only, whatever
+    /// Start/Stop it sees, and later passes add to the ranges the image holds.
+    pub application: bool,
     pub max_per_pass: usize,
     pub target_level: u16,
 }
@@ -75,6 +82,9 @@ pub struct Object {
     pass: usize,
     closed_in_pass: usize,
     open: Vec<Open>,
+    /// Application replay, pass > 0: ranges closed since the last decode (each adds a pass to
+    /// the image's first range still awaiting this pass).
+    credits: usize,
 }
 
 #[derive(Default)]
@@ -223,6 +233,7 @@ impl Object {
         self.pass = pass_index;
         self.closed_in_pass = 0;
         self.open.clear();
+        self.credits = 0;
     }
 
     pub fn start(&mut self) -> u32 {
@@ -248,6 +259,9 @@ impl Object {
             return Ok((0, level, 1));
         }
         let pass = self.pass;
+        if cfg.application {
+            return Ok((pass, level, u8::from(pass + 1 >= cfg.passes)));
+        }
         self.pass += 1;
         Ok((pass, level, u8::from(self.pass >= cfg.passes)))
     }
@@ -277,7 +291,15 @@ impl Object {
         let Some(o) = self.open.pop() else {
             return CUPTI_ERROR_INVALID_OPERATION;
         };
-        let index = self.closed_in_pass;
+        if cfg.application && self.pass > 0 {
+            self.credits += 1;
+            return CUPTI_SUCCESS;
+        }
+        let index = if cfg.application {
+            self.pending.len()
+        } else {
+            self.closed_in_pass
+        };
         self.closed_in_pass += 1;
         if index >= cfg.max_per_pass {
             if self.pass == 0 {
@@ -307,11 +329,18 @@ impl Object {
         };
         // SAFETY: the client keeps the image given to SetConfig valid while it profiles.
         let img = unsafe { std::slice::from_raw_parts_mut(cfg.image as *mut u8, cfg.image_size) };
-        let lost = profiler::data_append(img, &self.pending);
+        let mut lost = profiler::data_append(img, &self.pending);
+        for _ in 0..std::mem::take(&mut self.credits) {
+            if !profiler::data_add_pass(img, self.pass) {
+                lost += 1;
+            }
+        }
         let dropped = self.dropped + lost;
         self.pending.clear();
         self.dropped = 0;
-        self.pass = 0;
+        if !cfg.application {
+            self.pass = 0;
+        }
         self.closed_in_pass = 0;
         Ok(dropped)
     }

@@ -172,7 +172,7 @@ pub unsafe extern "C" fn cuptiRangeProfilerEnable(p: *mut abi::RangeProfilerEnab
             Knob::Privileges => return CUPTI_ERROR_INSUFFICIENT_PRIVILEGES,
             Knob::Busy => return CUPTI_ERROR_HARDWARE_BUSY,
             Knob::Unsupported | Knob::Mps => return CUPTI_ERROR_NOT_SUPPORTED,
-            Knob::Works => {}
+            Knob::Works | Knob::Once => {}
         }
         // SAFETY: as above.
         let id = match live_context(unsafe { (*p).ctx }) {
@@ -302,9 +302,10 @@ pub unsafe extern "C" fn cuptiRangeProfilerSetConfig(p: *mut abi::RangeProfilerS
             };
             profiler::read_data(s).is_some()
         };
-        let user_range = match (p.range, p.replay_mode) {
-            (abi::AUTO_RANGE, abi::KERNEL_REPLAY) => false,
-            (abi::USER_RANGE, abi::USER_REPLAY) => true,
+        let (user_range, application) = match (p.range, p.replay_mode) {
+            (abi::AUTO_RANGE, abi::KERNEL_REPLAY) => (false, false),
+            (abi::USER_RANGE, abi::USER_REPLAY) => (true, false),
+            (abi::USER_RANGE, abi::APPLICATION_REPLAY) => (true, true),
             _ => return CUPTI_ERROR_INVALID_PARAMETER,
         };
         let (Some(Some((_, passes))), true) = (config, image_ok) else {
@@ -322,12 +323,13 @@ pub unsafe extern "C" fn cuptiRangeProfilerSetConfig(p: *mut abi::RangeProfilerS
             image: p.counter_data_image as usize,
             image_size: p.counter_data_image_size,
             user_range,
+            application,
             max_per_pass: p.max_ranges_per_pass,
             target_level: p.target_nesting_level.max(1),
         };
         let pass = if user_range { p.pass_index } else { 0 };
         let r = with_object(p.range_profiler_object, |obj| {
-            if obj.started {
+            if obj.started || (knob() == Knob::Once && obj.config.is_some()) {
                 return Err(CUPTI_ERROR_INVALID_OPERATION);
             }
             obj.set_config(cfg, pass);

@@ -121,7 +121,7 @@ pub(super) fn profile(
         }
         _ => String::new(),
     };
-    let values = evaluate(prof, p);
+    let values = evaluate(prof, p, 0);
     (
         result,
         Some(Measured {
@@ -132,14 +132,15 @@ pub(super) fn profile(
     )
 }
 
-/// The metrics' values for range 0: all at once, else one by one with NaN where one fails.
-fn evaluate(prof: &ProfApi, p: &Profiled) -> Vec<f64> {
+/// The metrics' values for range `index` of `p`'s counter data: all at once, else one by one
+/// with NaN where one fails.
+pub(super) fn evaluate(prof: &ProfApi, p: &Profiled, index: usize) -> Vec<f64> {
     let one_call = |names: &[*const c_char], out: &mut [f64]| -> bool {
         let mut e = abi::HostEvaluateToGpuValues::new();
         e.host_object = p.host_object;
         e.counter_data_image = p.counter_data.as_ptr();
         e.counter_data_image_size = p.counter_data.len();
-        e.range_index = 0;
+        e.range_index = index;
         e.metric_names = names.as_ptr();
         e.num_metrics = names.len();
         e.metric_values = out.as_mut_ptr();

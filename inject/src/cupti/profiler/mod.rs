@@ -15,11 +15,21 @@
 //!   does; a panic in rtrace's part is caught.
 //! - Launches in CUDA graphs are not profiled: a notice says so at the first `cuGraphLaunch`.
 //!
-//! Rooms: `api.rs` (entry points), `setup.rs` (one context), `launch.rs` (one launch); here,
-//! the state's use, the driver queries, start-up and the worker's drain.
+//! With `RTRACE_METRICS_REPLAY=application`, capture ranges are profiled instead, by
+//! replaying the whole program (`range.rs`).
+//!
+//! Rooms: `api.rs` (entry points), `driver.rs` (the driver's queries), `output.rs` (chunks
+//! and notices handed on), `setup.rs` (one context), `launch.rs` (one launch), `range_state.rs`,
+//! `range_setup.rs` and `range.rs` (application replay: its state, one context, the ranges);
+//! here, the state's use, start-up and the worker's drain.
 
 pub(super) mod api;
+mod driver;
 pub(super) mod launch;
+mod output;
+pub(crate) mod range;
+mod range_setup;
+pub(super) mod range_state;
 pub(super) mod setup;
 
 use super::api::Api;
@@ -27,10 +37,12 @@ use super::state::CUPTI;
 use crate::capture::KernelFilter;
 use crate::output::Sink;
 use crate::thread::internal;
+use driver::{current_context, current_device, function_name};
 use launch::{profile, Launches};
+use output::{queue, say};
 use rtrace_format::{ChunkKind, KernelProfile, PROFILING_NOTICE};
 use setup::{release_host, set_up, Profiled, Target};
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::c_void;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
 
@@ -51,6 +63,10 @@ pub(super) fn configure() -> Vec<String> {
     };
     if cfg.pc_sampling.on {
         return off("PC sampling is on; CUPTI cannot do both on one context".into());
+    }
+    if let Some(settings) = &cfg.application_replay {
+        let metrics = chosen.into_iter().map(|c| c.name).collect();
+        return range::configure(cfg, settings, metrics);
     }
     let mut error = None;
     let filter = KernelFilter::from_config(&mut error);
@@ -97,6 +113,11 @@ pub(super) fn graph_launched() {
 /// profiling is on: runs `run` exactly once, profiled if the kernel controls choose it, and
 /// returns its result.
 pub(super) fn launch(correlation: u64, f: *mut c_void, run: impl FnOnce() -> u32) -> u32 {
+    if CUPTI.prof.application.load(Ordering::Relaxed) {
+        // Application replay: launches run untouched, counted for the ranges.
+        CUPTI.prof.range_launches.fetch_add(1, Ordering::AcqRel);
+        return run();
+    }
     let mut run = Some(run);
     let mut ret = None;
     let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -258,18 +279,6 @@ fn set_up_context(
     }
 }
 
-fn say(notices: Vec<String>) {
-    for n in notices {
-        CUPTI.notice(n);
-    }
-}
-
-fn queue(kind: ChunkKind, bytes: Vec<u8>) {
-    if let Ok(mut q) = CUPTI.prof.pending.lock() {
-        q.push((kind, bytes));
-    }
-}
-
 /// The times of a profiled launch's kernel record (CUPTI gives it none): `(start, end)`, once
 /// per launch, for rtrace's `correlation`; `None` for a launch that was not profiled.
 pub(super) fn take_profiled_times(correlation: u64) -> Option<(u64, u64)> {
@@ -288,68 +297,4 @@ pub(super) fn drain_into(sink: &mut Sink) {
     for (kind, bytes) in pending {
         sink.chunk(kind, 0, 0, 0, &bytes);
     }
-}
-
-// ---- the driver, through its real entry points ------------------------------------------
-
-type NameFn = unsafe extern "C" fn(*mut *const c_char, *mut c_void) -> u32;
-type CtxFn = unsafe extern "C" fn(*mut *mut c_void) -> u32;
-type DeviceFn = unsafe extern "C" fn(*mut i32) -> u32;
-
-/// The driver's name of function (or library kernel) handle `f`: `cuFuncGetName`, else
-/// `cuKernelGetName`.
-fn function_name(f: *mut c_void) -> Option<String> {
-    use crate::generated::id;
-    for fid in [id::cuFuncGetName, id::cuKernelGetName] {
-        let real = crate::driver::real(fid);
-        if real.is_null() {
-            continue;
-        }
-        // SAFETY: the driver's cuFuncGetName / cuKernelGetName, both
-        // `CUresult (const char **name, handle)`.
-        let get = unsafe { std::mem::transmute::<*mut c_void, NameFn>(real) };
-        let mut name: *const c_char = std::ptr::null();
-        // SAFETY: the driver writes a pointer to a string it owns.
-        if unsafe { get(&mut name, f) } == 0 && !name.is_null() {
-            // SAFETY: a NUL-terminated string owned by the driver.
-            return Some(
-                unsafe { CStr::from_ptr(name) }
-                    .to_string_lossy()
-                    .into_owned(),
-            );
-        }
-    }
-    None
-}
-
-/// The calling thread's current context (null: none).
-fn current_context() -> *mut c_void {
-    let real = crate::driver::real(crate::generated::id::cuCtxGetCurrent);
-    if real.is_null() {
-        return std::ptr::null_mut();
-    }
-    // SAFETY: the driver's `CUresult cuCtxGetCurrent(CUcontext *)`.
-    let get = unsafe { std::mem::transmute::<*mut c_void, CtxFn>(real) };
-    let mut ctx = std::ptr::null_mut();
-    // SAFETY: the driver writes the handle.
-    if unsafe { get(&mut ctx) } != 0 {
-        return std::ptr::null_mut();
-    }
-    ctx
-}
-
-/// The current context's device ordinal (0 if the driver cannot say).
-fn current_device() -> i32 {
-    let real = crate::driver::real(crate::generated::id::cuCtxGetDevice);
-    if real.is_null() {
-        return 0;
-    }
-    // SAFETY: the driver's `CUresult cuCtxGetDevice(CUdevice *)`.
-    let get = unsafe { std::mem::transmute::<*mut c_void, DeviceFn>(real) };
-    let mut dev = 0;
-    // SAFETY: the driver writes the ordinal.
-    if unsafe { get(&mut dev) } != 0 {
-        return 0;
-    }
-    dev
 }

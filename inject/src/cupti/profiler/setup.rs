@@ -8,6 +8,10 @@ use rtrace_cupti_abi as abi;
 use rtrace_format::{ProfilerSetup, Replay};
 use std::ffi::{c_char, c_void, CStr, CString};
 
+/// Application replay: the ranges one context's counter data image holds (a run's ranges past
+/// it are not profiled; docs/configuration.md).
+pub(super) const RANGE_CAPACITY: usize = 64;
+
 /// The range profiler on one context, ready to profile launches.
 pub(super) struct Profiled {
     /// CUPTI's context id.
@@ -141,6 +145,29 @@ pub(super) fn set_up(
     initialized: &mut bool,
     notices: &mut Vec<String>,
 ) -> Result<(Profiled, ProfilerSetup), String> {
+    set_up_for(
+        api,
+        prof,
+        target,
+        metrics,
+        initialized,
+        notices,
+        Replay::Kernel,
+    )
+}
+
+/// [`set_up`] for `replay`: kernel replay configures auto range at once; application replay
+/// sizes the counter data image for [`RANGE_CAPACITY`] ranges and leaves the configuration to
+/// each range (`range.rs`).
+pub(super) fn set_up_for(
+    api: &Api,
+    prof: &ProfApi,
+    target: Target,
+    metrics: &[String],
+    initialized: &mut bool,
+    notices: &mut Vec<String>,
+    replay: Replay,
+) -> Result<(Profiled, ProfilerSetup), String> {
     let Target {
         ctx,
         context,
@@ -231,7 +258,7 @@ pub(super) fn set_up(
     let name_ptrs: Vec<*const c_char> = names.iter().map(|c| c.as_ptr()).collect();
     let host = host_object(prof, &chip, &availability, &name_ptrs)
         .map_err(|(n, rc)| failed(api, context, n, rc))?;
-    let built = configure(api, prof, ctx, context, host, &name_ptrs);
+    let built = configure(api, prof, ctx, context, host, &name_ptrs, replay);
     let Configured {
         object: range_object,
         config,
@@ -254,7 +281,7 @@ pub(super) fn set_up(
             .map(|c| c.to_string_lossy().into_owned())
             .collect(),
         passes,
-        replay: Replay::Kernel,
+        replay,
     };
     Ok((
         Profiled {
@@ -280,6 +307,7 @@ fn configure(
     context: u32,
     host: *mut c_void,
     names: &[*const c_char],
+    replay: Replay,
 ) -> Result<Configured, String> {
     let mut p = abi::HostGetConfigImageSize::new();
     p.host_object = host;
@@ -322,12 +350,24 @@ fn configure(
     p.range_profiler_object = object;
     p.metric_names = names.as_ptr();
     p.num_metrics = names.len();
-    p.max_num_of_ranges = 1;
-    p.max_num_range_tree_nodes = 1;
+    let ranges = match replay {
+        Replay::Kernel => 1,
+        Replay::Application => RANGE_CAPACITY,
+    };
+    p.max_num_of_ranges = ranges;
+    p.max_num_range_tree_nodes = ranges as u32;
     let name = "cuptiRangeProfilerGetCounterDataSize";
     check(api, context, name, prof.counter_data_size, &mut p)?;
     let mut counter_data = vec![0u8; p.counter_data_size];
     initialize_counter_data(api, prof, context, object, &mut counter_data)?;
+    if replay == Replay::Application {
+        return Ok(Configured {
+            object,
+            config,
+            counter_data,
+            passes,
+        });
+    }
     let mut p = abi::RangeProfilerSetConfig::new();
     p.range_profiler_object = object;
     p.config_size = config.len();

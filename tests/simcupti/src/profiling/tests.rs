@@ -7,6 +7,7 @@ fn cfg(img: &mut [u8], user_range: bool, passes: usize, max_per_pass: usize) -> 
         image: img.as_mut_ptr() as usize,
         image_size: img.len(),
         user_range,
+        application: false,
         max_per_pass,
         target_level: 1,
     }
@@ -100,6 +101,58 @@ fn user_range_user_replay() {
         (15, 2, 2)
     );
     assert_eq!(outer.subject, b"outer");
+}
+
+/// Application replay: each process (here, each object on a copy of the image, as a later
+/// process loads it) collects one pass; a session per range; later passes add to the image's
+/// ranges in order.
+#[test]
+fn user_range_application_replay_across_processes() {
+    let mut img = image(4);
+    let passes = 3;
+    for pass in 0..passes {
+        let mut o = Object::default();
+        let mut saved = img.clone();
+        for (name, ns) in [(&b"a"[..], 10), (b"b", 20)] {
+            let c = Config {
+                application: true,
+                ..cfg(&mut saved, true, passes, 4)
+            };
+            o.set_config(c, pass);
+            assert_eq!(o.start(), CUPTI_SUCCESS);
+            o.push(name);
+            o.launch(b"k", ns);
+            assert_eq!(o.pop(), CUPTI_SUCCESS);
+            // The pass does not advance at Stop; the last pass says all are submitted.
+            assert_eq!(o.stop(), Ok((pass, 1, u8::from(pass == passes - 1))));
+            assert_eq!(o.decode(), Ok(0));
+        }
+        // A range more than the first process made finds no range awaiting this pass.
+        if pass > 0 {
+            let c = Config {
+                application: true,
+                ..cfg(&mut saved, true, passes, 4)
+            };
+            o.set_config(c, pass);
+            o.start();
+            o.push(b"c");
+            o.pop();
+            o.stop().unwrap();
+            assert_eq!(o.decode(), Ok(1));
+        }
+        img = saved;
+    }
+    assert_eq!(read_data(&img).map(|d| d.1), Some(2));
+    let a = data_range(&img, 0).unwrap();
+    let b = data_range(&img, 1).unwrap();
+    assert_eq!(
+        (a.name.as_slice(), a.duration_ns, a.passes, a.launches),
+        (&b"a"[..], 10, 3, 1)
+    );
+    assert_eq!(
+        (b.name.as_slice(), b.duration_ns, b.passes, b.launches),
+        (&b"b"[..], 20, 3, 1)
+    );
 }
 
 #[test]
