@@ -409,3 +409,30 @@ fn next_cupti(slot: &AtomicUsize, name: &CStr) -> usize {
     slot.store(found, Ordering::Release);
     found
 }
+
+/// CUPTI's own `cuptiProfilerInitialize`, once resolved.
+#[cfg_attr(test, allow(dead_code))]
+static PROFILER_INITIALIZE: AtomicUsize = AtomicUsize::new(0);
+
+/// The program starts CUPTI's profiler API itself (its own range profiler, PM sampling, ...):
+/// rtrace's kernel profiling gives the counters up first (`profiler::yield_to_program`), so
+/// that the program's profiling works as it would without rtrace. rtrace's own call goes to
+/// CUPTI's function directly, never here.
+///
+/// # Safety
+/// CUPTI's contract for `cuptiProfilerInitialize`.
+#[cfg(not(test))]
+#[no_mangle]
+pub unsafe extern "C" fn cuptiProfilerInitialize(
+    p: *mut rtrace_cupti_abi::ProfilerInitialize,
+) -> i32 {
+    let _ = std::panic::catch_unwind(|| {
+        crate::thread::with_errno_saved(|| internal(super::profiler::yield_to_program))
+    });
+    let f = next_cupti(&PROFILER_INITIALIZE, c"cuptiProfilerInitialize");
+    if f == 0 {
+        return NOT_INITIALIZED;
+    }
+    // SAFETY: `f` is CUPTI's own cuptiProfilerInitialize; the program's argument as given.
+    unsafe { std::mem::transmute::<usize, rtrace_cupti_abi::Call<_>>(f)(p) as i32 }
+}

@@ -106,6 +106,7 @@ pub fn build() -> &'static Build {
             ("cupti_client", &["-lcupti", "-lcuda", "-pthread"]),
             ("capture", &["-lcuda", "-ldl"]),
             ("profile", &["-lcuda"]),
+            ("profile_self", &["-lcupti", "-lcuda"]),
             ("ranges", &["-lcuda", "-ldl"]),
         ];
         for (name, libs) in sources {

@@ -272,3 +272,33 @@ fn a_bad_list_or_pc_sampling_leaves_profiling_off() {
     assert!(t.profiler_setups.is_empty() && t.kernel_profiles.is_empty());
     assert_eq!(t.pc_configs.len(), 2);
 }
+
+/// A program that profiles with CUPTI's range profiler itself, after rtrace profiled one of its
+/// launches: rtrace gives its counters up when the program calls `cuptiProfilerInitialize`, so
+/// that the program's own `cuptiRangeProfilerEnable` works as it does untraced.
+#[test]
+fn a_program_that_profiles_itself_gets_the_counters() {
+    let r = run(Spec::traced("profile_self").env(&[("RTRACE_METRICS", METRICS)]));
+    let untraced = run(Spec::untraced("profile_self"));
+    assert_eq!(untraced.stdout(), "profile_self ok enable=0\n");
+    assert_eq!(
+        (r.code(), r.stdout()),
+        (Some(0), untraced.stdout()),
+        "{}",
+        r.stderr()
+    );
+    let t = r.trace();
+    assert_eq!(kernel_names(&t), ["fill_u32", "fill_u32"]);
+    assert_eq!(t.kernel_profiles.len(), 1);
+    assert_eq!(t.kernel_profiles[0].correlation, t.kernels[0].correlation);
+    assert!(
+        messages(&t).contains(
+            &"kernel profiling off: the program uses CUPTI's profiler itself \
+              (cuptiProfilerInitialize): rtrace leaves the GPU's counters to it (1 context \
+              released)"
+                .to_string()
+        ),
+        "{:?}",
+        messages(&t)
+    );
+}

@@ -279,6 +279,49 @@ fn set_up_context(
     }
 }
 
+/// The program calls `cuptiProfilerInitialize` itself (it profiles with CUPTI's profiler API):
+/// the GPU's counters are its own. rtrace's kernel profiling stops for good, before the
+/// program's call goes on: every range profiler rtrace enabled is disabled (so the program's
+/// own `cuptiRangeProfilerEnable` finds its context free), and a notice says why.
+#[cfg_attr(test, allow(dead_code))]
+pub(super) fn yield_to_program() {
+    let was_on = CUPTI.prof.on.swap(false, Ordering::AcqRel);
+    let was_application = CUPTI.prof.application.swap(false, Ordering::AcqRel);
+    if !was_on && !was_application {
+        return;
+    }
+    let mut released = Vec::new();
+    if let Ok(mut guard) = CUPTI.prof.launches.lock() {
+        if let Some(l) = guard.as_mut() {
+            released.extend(l.contexts.iter_mut().filter_map(|(_, _, p)| p.take()));
+        }
+    }
+    if let Ok(mut guard) = CUPTI.prof.ranges.lock() {
+        if let Some(r) = guard.as_mut() {
+            released.extend(r.contexts.iter_mut().filter_map(|c| c.profiled.take()));
+        }
+    }
+    let prof = CUPTI
+        .api
+        .get()
+        .and_then(|a| a.profiler.as_ref()?.as_ref().ok());
+    if let Some(prof) = prof {
+        for p in &released {
+            let mut d = rtrace_cupti_abi::RangeProfilerDisable::new();
+            d.range_profiler_object = p.range_object;
+            api::call(prof.disable, &mut d);
+            release_host(prof, p.host_object);
+        }
+    }
+    CUPTI.notice(format!(
+        "{PROFILING_NOTICE} off: the program uses CUPTI's profiler itself \
+         (cuptiProfilerInitialize): rtrace leaves the GPU's counters to it ({} context{} \
+         released)",
+        released.len(),
+        if released.len() == 1 { "" } else { "s" }
+    ));
+}
+
 /// The times of a profiled launch's kernel record (CUPTI gives it none): `(start, end)`, once
 /// per launch, for rtrace's `correlation`; `None` for a launch that was not profiled.
 pub(super) fn take_profiled_times(correlation: u64) -> Option<(u64, u64)> {
