@@ -13,8 +13,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 
 /// Librtrace.so's list of one pass's ranges, profiled or not: one per line, `context \t
-/// launches \t Stop's pass \t Stop's all-passes flag \t name` (`-` for Stop's when the range
-/// was not profiled).
+/// launches \t - \t - \t name` (the third and fourth fields are not read).
 fn ranges_file(dir: &Path, pass: u32) -> PathBuf {
     dir.join(format!("ranges.{pass}"))
 }

@@ -214,6 +214,7 @@ pub fn drain_and_finish(how: Ending) {
     }
     if !matches!(how, Ending::Signal(_)) {
         cupti::finish_pc_sampling();
+        cupti::finish_profiling();
         cupti::flush(true);
     }
     // CUPTI going away before any record was made: there is no trace to write into.

@@ -57,7 +57,7 @@ grep -A 30 "Kernel profiles" report.txt | head -40 | sed 's/^/    /'
 # Nsight Compute's range replay of the same range, for the same metrics.
 M=$(python3 -c 'import tracefile; s, p = tracefile.read_profiles("range.bin"); print(",".join(s[0]["metrics"]))' 2>/dev/null)
 if [ -n "$M" ]; then
-    timeout 300 ncu --replay-mode app-range --profile-from-start off --clock-control none --cache-control none \
+    timeout 300 ncu --replay-mode app-range --clock-control none --cache-control none \
         --metrics "$M" --csv --print-units base python3 profile_step.py 1 range > ncu.csv 2> ncu.err
     python3 - <<'PY'
 import csv, tracefile

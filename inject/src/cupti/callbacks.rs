@@ -6,6 +6,7 @@ use super::api::{describe, Api};
 use super::layout;
 use super::modules;
 use super::pcsampling;
+use super::profiler;
 use super::share;
 use super::state::CUPTI;
 use std::ffi::{c_char, c_void, CStr};
@@ -111,20 +112,31 @@ pub(super) fn subscribe(api: &Api, kinds: crate::config::GpuKinds) -> Result<Sub
                 "CONTEXT_DESTROY_STARTING",
             ),
         ]
+    } else if CUPTI.prof.application.load(Ordering::Acquire) {
+        // Application replay stops a context's profiling before the context goes.
+        &[(
+            layout::CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+            "CONTEXT_DESTROY_STARTING",
+        )]
     } else {
         &[]
     };
-    let modules = kinds.resources.then(|| {
-        for &(cbid, name) in [
+    let module_cbids: &[(u32, &str)] = if kinds.resources {
+        &[
             (layout::CUPTI_CBID_RESOURCE_MODULE_LOADED, "MODULE_LOADED"),
             (
                 layout::CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING,
                 "MODULE_UNLOAD_STARTING",
             ),
         ]
-        .iter()
-        .chain(contexts)
-        {
+    } else {
+        &[]
+    };
+    // The resource callbacks: modules when resources are asked for, contexts for PC sampling
+    // and application replay (`modules` says how enabling them went).
+    let wanted = kinds.resources || !contexts.is_empty();
+    let modules = wanted.then(|| {
+        for &(cbid, name) in module_cbids.iter().chain(contexts) {
             // SAFETY: plain CUPTI call on our subscriber.
             match unsafe { (api.enable_callback)(1, sub, CB_DOMAIN_RESOURCE, cbid) } {
                 0 => share::mark_ours(CB_DOMAIN_RESOURCE, cbid),
@@ -204,6 +216,7 @@ fn on_resource(cbid: u32, data: *const u8) {
         layout::CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING => {
             if let (false, Some(api)) = (context.is_null(), api) {
                 pcsampling::on_context_destroying(api, context);
+                profiler::range::context_destroying(context);
             }
         }
         _ => {}

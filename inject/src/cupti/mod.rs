@@ -118,7 +118,8 @@ fn enable_now() {
     let mut module_error = None;
     if let Ok(s) = &subscribed {
         match &s.modules {
-            Some(Ok(())) => kinds.push("modules"),
+            Some(Ok(())) if want.resources => kinds.push("modules"),
+            Some(Ok(())) => {}
             Some(Err(e)) => module_error = Some(e.clone()),
             None => {}
         }
@@ -183,6 +184,12 @@ pub fn capture_range_begin(name: Option<&str>) {
 /// The capture range ends: in application replay, its profiling ends.
 pub fn capture_range_end() {
     profiler::range::end();
+}
+
+/// The run ends (exit): in application replay, the run's profiling ends (`Stop`, the image
+/// saved; in the last pass, the ranges' profiles).
+pub fn finish_profiling() {
+    profiler::range::finish_run();
 }
 
 /// After a recorded `cuGraphLaunch`: graph kernels are not profiled (said once).

@@ -166,11 +166,9 @@ fn check_profiles(t: &Trace, names: &[&str]) {
         );
         let want: Vec<f64> = METRICS.iter().map(|m| sim_value(m, &pushed, d)).collect();
         assert_eq!(p.values, want, "range {i}");
-        // The image as the range's end left it: the ranges up to this one have the last
-        // pass, the later ones not yet.
+        // The image as the end of the last run left it: every range has every pass.
         for (r, &(d, launches)) in RANGES.iter().enumerate() {
-            let passes = if r <= i { PASSES } else { PASSES - 1 };
-            assert_eq!(slot(&p.counter_data, r), (d, passes, launches), "range {r}");
+            assert_eq!(slot(&p.counter_data, r), (d, PASSES, launches), "range {r}");
         }
         assert!(p.start_ns <= p.end_ns);
     }
@@ -308,10 +306,11 @@ fn without_counters_the_program_runs_once_and_the_trace_says_why() {
     )), "{:?}", messages(&t));
 }
 
-/// A CUPTI that refuses a second configuration of one range profiler (simcupti's `once`):
-/// each range enables the range profiler anew, keeping the counter data, and says so once.
+/// One `SetConfig` per run, as CUPTI's application replay wants one `Start`..`Stop` per run: a
+/// CUPTI that refuses a second configuration of one range profiler (simcupti's `once`) profiles
+/// every range, and nothing is said of it.
 #[test]
-fn a_range_profiler_refusing_a_second_configuration_is_enabled_anew() {
+fn one_configuration_per_run_is_all_cupti_is_asked_for() {
     let dir = fresh_dir("range-once");
     let out = record_with(
         &dir,
@@ -328,13 +327,9 @@ fn a_range_profiler_refusing_a_second_configuration_is_enabled_anew() {
             "cuProfilerStart 3",
         ],
     );
-    let c = t.profiler_setups[0].context;
-    let said: Vec<String> = messages(&t)
-        .into_iter()
-        .filter(|m| m.contains("refused a second configuration"))
-        .collect();
-    assert_eq!(
-        said,
-        vec![format!("kernel profiling: context {c}: cuptiRangeProfilerSetConfig refused a second configuration (CUPTI_ERROR_INVALID_OPERATION (7)): the range profiler is enabled anew for each range")]
+    assert!(
+        !messages(&t).iter().any(|m| m.contains("refused")),
+        "{:?}",
+        messages(&t)
     );
 }

@@ -4,32 +4,34 @@
 //! the whole program once per replay pass (`RTRACE_REPLAY_PASS`), the passes sharing a
 //! directory (`RTRACE_REPLAY_DIR`). Kernel launches run untouched (only counted).
 //!
-//! - At a range's start, on the calling thread's context (set up on first use, its counter
-//!   data image sized for [`RANGE_CAPACITY`] ranges: in pass 0 freshly initialized, in later
-//!   passes loaded as the previous pass left it): `SetConfig` (user range, application replay
-//!   (user replay if CUPTI refuses it), this run's pass), `Start`, `PushRange("NAME [i]")` (i: the range's index on
-//!   the context, so that no two ranges share a name in CUPTI's range tree).
-//! - At its end: `PopRange`, `Stop`, `DecodeData`; the image is saved. Every range, profiled or
-//!   not, is appended to this pass's list (`ranges.<pass>`: context, kernel launches, Stop's
-//!   pass index and all-passes flag (`-` when not profiled), name), which `rtrace record`
-//!   compares with pass 0's.
-//! - In the last pass, the range's metrics are evaluated: one `KernelProfile` (correlation 0,
-//!   `launch` = the range's index in the image, name = the NVTX range's text, or
-//!   `cuProfilerStart N`).
+//! CUPTI's application replay takes one `Start`..`Stop` per run (measured on an H100: a second
+//! `Start`..`Stop` in a run counts as the next pass, and its ranges evaluate to NaN). So:
+//!
+//! - At the first range of a run on the calling thread's context (set up on first use, its
+//!   counter data image sized for [`RANGE_CAPACITY`] ranges: in pass 0 freshly initialized, in
+//!   later passes loaded as the previous pass left it): `SetConfig` (user range, application
+//!   replay (user replay if CUPTI refuses it), this run's pass) and `Start`.
+//! - Each range: `PushRange("NAME [i]")` at its start (i: the range's index on the context, so
+//!   that no two ranges share a name in CUPTI's range tree), `PopRange` at its end. Every range,
+//!   profiled or not, is appended to this pass's list (`ranges.<pass>`: context, kernel
+//!   launches, `-`, `-`, name), which `rtrace record` compares with pass 0's.
+//! - At the end of the run ([`finish_run`], before the trace's last chunks): `Stop`,
+//!   `DecodeData`, the image saved; in the last pass, each range's metrics are evaluated: one
+//!   `KernelProfile` per range (correlation 0, `launch` = the range's index in the image,
+//!   name = the NVTX range's text, or `cuProfilerStart N`).
 //! - Pass 0 writes `setup` (one line per context: id, passes, chip), from which `rtrace record`
 //!   learns how many runs to make. Every failure is a notice; tracing goes on.
 //!
-//! A range nested in an open one is part of it. Ranges of one run are one per `SetConfig`, so
-//! a context's image gathers them in order across runs.
+//! A range nested in an open one is part of it.
 
 use super::api::call;
 use super::driver::current_context;
 use super::launch::evaluate;
 use super::output::{queue, say};
-use super::range_setup::{range_name, renew, set_config, set_up_context};
-use super::range_state::{Open, Ranges};
+use super::range_setup::{range_name, set_config, set_up_context};
+use super::range_state::{Context, Done, Open, Ranges};
 use super::setup::{failed, RANGE_CAPACITY};
-use crate::cupti::api::{describe, Api};
+use crate::cupti::api::Api;
 use crate::cupti::state::CUPTI;
 use rtrace_cupti_abi as abi;
 use rtrace_format::{ChunkKind, KernelProfile, PROFILING_NOTICE};
@@ -193,32 +195,20 @@ fn start_profiling(r: &mut Ranges, name: &str, notices: &mut Vec<String>) -> (u3
         }
         return (id, None);
     }
-    let mut configured = set_config(api, prof, p, pass, &mut r.mode, notices);
-    // CUPTI may refuse a configuration on an object configured before: enabled anew (the
-    // counter data image is rtrace's, so nothing is lost), it is tried once more.
-    if let (Err((_, refused)), true) = (configured, c.ranges > 0) {
-        if renew(prof, p, ctx).is_ok() {
-            configured = set_config(api, prof, p, pass, &mut r.mode, notices);
-            if configured.is_ok() && !c.renewed {
-                c.renewed = true;
-                notices.push(format!(
-                    "{PROFILING_NOTICE}: context {id}: cuptiRangeProfilerSetConfig refused a second configuration ({}): the range profiler is enabled anew for each range",
-                    describe(api, refused as i32)
-                ));
-            }
-        }
-    }
-    if let Err((call_name, rc)) = configured {
-        notices.push(lost(api, id, name, call_name, rc));
-        return (id, None);
-    }
     let object = p.range_object;
-    let mut s = abi::RangeProfilerStart::new();
-    s.range_profiler_object = object;
-    let rc = call(prof.start, &mut s);
-    if rc != abi::SUCCESS {
-        notices.push(lost(api, id, name, "cuptiRangeProfilerStart", rc));
-        return (id, None);
+    if !c.started {
+        if let Err((call_name, rc)) = set_config(api, prof, p, pass, &mut r.mode, notices) {
+            notices.push(lost(api, id, name, call_name, rc));
+            return (id, None);
+        }
+        let mut s = abi::RangeProfilerStart::new();
+        s.range_profiler_object = object;
+        let rc = call(prof.start, &mut s);
+        if rc != abi::SUCCESS {
+            notices.push(lost(api, id, name, "cuptiRangeProfilerStart", rc));
+            return (id, None);
+        }
+        c.started = true;
     }
     // Unique on the context (the same NVTX range recurs): `NAME [index]`.
     let text =
@@ -229,11 +219,9 @@ fn start_profiling(r: &mut Ranges, name: &str, notices: &mut Vec<String>) -> (u3
     let rc = call(prof.push_range, &mut push);
     if rc != abi::SUCCESS {
         notices.push(lost(api, id, name, "cuptiRangeProfilerPushRange", rc));
-        let mut s = abi::RangeProfilerStop::new();
-        s.range_profiler_object = object;
-        call(prof.stop, &mut s);
         return (id, None);
     }
+    c.ranges += 1;
     (id, Some(i))
 }
 
@@ -248,15 +236,11 @@ fn end_range(notices: &mut Vec<String>) {
         return;
     };
     let launches = CUPTI.prof.range_launches.load(Ordering::Acquire) - open.launches;
-    let stopped = open
-        .context
-        .and_then(|i| finish_profiling(r, i, &open, notices));
-    let (stop_pass, all) = match &stopped {
-        Some(s) => (s.pass.to_string(), s.all.to_string()),
-        None => ("-".to_string(), "-".to_string()),
-    };
+    if let Some(i) = open.context {
+        pop(r, i, &open, notices);
+    }
     let line = format!(
-        "{}\t{launches}\t{stop_pass}\t{all}\t{}\n",
+        "{}\t{launches}\t-\t-\t{}\n",
         open.id,
         open.name.replace(['\n', '\t'], " ")
     );
@@ -272,107 +256,136 @@ fn end_range(notices: &mut Vec<String>) {
             r.dir.display()
         ));
     }
-    let (Some(stopped), Some(i)) = (stopped, open.context) else {
-        return;
-    };
+}
+
+/// Ends profiling `open` on context `i`: `PopRange`; the range is kept for [`finish_run`].
+fn pop(r: &mut Ranges, i: usize, open: &Open, notices: &mut Vec<String>) {
     let (Some(api), Some(c)) = (CUPTI.api.get(), r.contexts.get_mut(i)) else {
         return;
     };
     let (Some(Ok(prof)), Some(p)) = (&api.profiler, c.profiled.as_mut()) else {
         return;
     };
-    if r.pass + 1 < c.passes && stopped.all == 0 {
+    let mut pop = abi::RangeProfilerPopRange::new();
+    pop.range_profiler_object = p.range_object;
+    let rc = call(prof.pop_range, &mut pop);
+    if rc != abi::SUCCESS {
+        notices.push(lost(
+            api,
+            c.id,
+            &open.name,
+            "cuptiRangeProfilerPopRange",
+            rc,
+        ));
         return;
     }
-    let values = evaluate(prof, p, stopped.index);
-    let record = KernelProfile {
-        context: c.id,
-        correlation: 0,
-        launch: stopped.index as u64,
+    c.done.push(Done {
+        index: c.ranges - 1,
+        name: open.name.clone(),
         start_ns: open.start_ns,
         end_ns: crate::clock::now_ns(),
-        range: range_name(prof, p, stopped.index),
-        name: open.name,
-        values,
-        counter_data: p.counter_data.clone(),
+    });
+}
+
+/// The end of the run: on each context profiling started on, `Stop`, `DecodeData`, the image
+/// saved for the next pass; in the last pass, each range's `KernelProfile`. Once (later calls
+/// find nothing started).
+pub(crate) fn finish_run() {
+    guarded(|notices| {
+        let Ok(mut guard) = CUPTI.prof.ranges.lock() else {
+            return;
+        };
+        let Some(r) = guard.as_mut() else {
+            return;
+        };
+        let pass = r.pass;
+        let dir = r.dir.clone();
+        for c in r.contexts.iter_mut().filter(|c| c.started) {
+            c.started = false;
+            finish_context(c, pass, &dir, notices);
+        }
+    });
+}
+
+/// A context is about to be destroyed: its profiling in this run ends now, as at the end of
+/// the run (its range profiler goes with it).
+pub(crate) fn context_destroying(ctx: *mut std::ffi::c_void) {
+    guarded(|notices| {
+        let Ok(mut guard) = CUPTI.prof.ranges.lock() else {
+            return;
+        };
+        let Some(r) = guard.as_mut() else {
+            return;
+        };
+        let (pass, dir) = (r.pass, r.dir.clone());
+        for c in r
+            .contexts
+            .iter_mut()
+            .filter(|c| c.started && c.ctx == ctx as usize)
+        {
+            c.started = false;
+            finish_context(c, pass, &dir, notices);
+        }
+    });
+}
+
+fn finish_context(c: &mut Context, pass: u32, dir: &Path, notices: &mut Vec<String>) {
+    let Some(api) = CUPTI.api.get() else {
+        return;
     };
-    queue(
-        ChunkKind::KernelProfile,
-        rtrace_format::encode_value(&record),
-    );
-}
-
-/// What `Stop` said of a profiled range, and its index in the image.
-struct Stopped {
-    pass: usize,
-    all: u8,
-    index: usize,
-}
-
-/// Ends profiling `open` on context `i`: `PopRange`, `Stop`, `DecodeData`, the image saved.
-/// `None` (with a notice) when a call fails.
-fn finish_profiling(
-    r: &mut Ranges,
-    i: usize,
-    open: &Open,
-    notices: &mut Vec<String>,
-) -> Option<Stopped> {
-    let api = CUPTI.api.get()?;
-    let c = r.contexts.get_mut(i)?;
     let (Some(Ok(prof)), Some(p)) = (&api.profiler, c.profiled.as_mut()) else {
-        return None;
+        return;
     };
+    let id = c.id;
+    let whole_run = "the run's ranges";
     let object = p.range_object;
-    let mut pop = abi::RangeProfilerPopRange::new();
-    pop.range_profiler_object = object;
-    let pop_rc = call(prof.pop_range, &mut pop);
     let mut s = abi::RangeProfilerStop::new();
     s.range_profiler_object = object;
-    let stop_rc = call(prof.stop, &mut s);
-    let id = c.id;
-    for (name, rc) in [
-        ("cuptiRangeProfilerPopRange", pop_rc),
-        ("cuptiRangeProfilerStop", stop_rc),
-    ] {
-        if rc != abi::SUCCESS {
-            notices.push(lost(api, id, &open.name, name, rc));
-            return None;
-        }
+    let rc = call(prof.stop, &mut s);
+    if rc != abi::SUCCESS {
+        notices.push(lost(api, id, whole_run, "cuptiRangeProfilerStop", rc));
+        return;
     }
     let mut d = abi::RangeProfilerDecodeData::new();
     d.range_profiler_object = object;
     let rc = call(prof.decode, &mut d);
     if rc != abi::SUCCESS {
-        notices.push(lost(
-            api,
-            id,
-            &open.name,
-            "cuptiRangeProfilerDecodeData",
-            rc,
-        ));
-        return None;
+        notices.push(lost(api, id, whole_run, "cuptiRangeProfilerDecodeData", rc));
+        return;
     }
     if d.num_of_range_dropped > 0 {
         notices.push(format!(
-            "{PROFILING_NOTICE}: context {id}: CUPTI dropped range {} ({} dropped)",
-            open.name, d.num_of_range_dropped
+            "{PROFILING_NOTICE}: context {id}: CUPTI dropped {} range(s)",
+            d.num_of_range_dropped
         ));
     }
-    let index = c.ranges;
-    c.ranges += 1;
-    if let Err(e) = write_file(&r.dir.join(format!("image.{id}")), &p.counter_data) {
+    if let Err(e) = write_file(&dir.join(format!("image.{id}")), &p.counter_data) {
         notices.push(format!(
-            "{PROFILING_NOTICE}: context {id}: range {}: cannot write to {}: {e}",
-            open.name,
-            r.dir.display()
+            "{PROFILING_NOTICE}: context {id}: cannot write to {}: {e}",
+            dir.display()
         ));
-        return None;
+        return;
     }
-    Some(Stopped {
-        pass: s.pass_index,
-        all: s.is_all_pass_submitted,
-        index,
-    })
+    if pass + 1 < c.passes && s.is_all_pass_submitted == 0 {
+        return;
+    }
+    for done in c.done.drain(..) {
+        let record = KernelProfile {
+            context: id,
+            correlation: 0,
+            launch: done.index as u64,
+            start_ns: done.start_ns,
+            end_ns: done.end_ns,
+            range: range_name(prof, p, done.index),
+            name: done.name,
+            values: evaluate(prof, p, done.index),
+            counter_data: p.counter_data.clone(),
+        };
+        queue(
+            ChunkKind::KernelProfile,
+            rtrace_format::encode_value(&record),
+        );
+    }
 }
 
 /// A range lost to a failed call: the notice.

@@ -1,7 +1,7 @@
 //! Application replay on one context (`range.rs`): set up (as kernel replay's `setup.rs`
-//! does, plus the shared directory's `setup` line or image), configured for one range
-//! (`SetConfig`: user range, application replay, else user replay), enabled anew when CUPTI
-//! refuses a second configuration, and the name CUPTI gives a range.
+//! does, plus the shared directory's `setup` line or image), configured once per run
+//! (`SetConfig`: user range, application replay, else user replay), and the name CUPTI gives a
+//! range.
 
 use super::api::{call, ProfApi};
 use super::driver::current_device;
@@ -38,7 +38,8 @@ pub(super) fn set_up_context(
         profiled: None,
         passes: 0,
         ranges: 0,
-        renewed: false,
+        started: false,
+        done: Vec::new(),
     };
     let (mut p, setup) = match set_up_for(
         api,
@@ -157,30 +158,6 @@ pub(super) fn set_config(
             Ok(())
         }
         rc => Err((name, rc)),
-    }
-}
-
-/// Disables `p`'s range profiler and enables a new one on `ctx`, sized for the same metrics
-/// and ranges; `Err` with CUPTI's result of the failed call.
-pub(super) fn renew(prof: &ProfApi, p: &mut Profiled, ctx: *mut c_void) -> Result<(), u32> {
-    let mut d = abi::RangeProfilerDisable::new();
-    d.range_profiler_object = p.range_object;
-    call(prof.disable, &mut d);
-    let mut e = abi::RangeProfilerEnable::new();
-    e.ctx = ctx;
-    match call(prof.enable, &mut e) {
-        abi::SUCCESS => p.range_object = e.range_profiler_object,
-        rc => return Err(rc),
-    }
-    let mut s = abi::RangeProfilerGetCounterDataSize::new();
-    s.range_profiler_object = p.range_object;
-    s.metric_names = p.name_ptrs.as_ptr();
-    s.num_metrics = p.name_ptrs.len();
-    s.max_num_of_ranges = RANGE_CAPACITY;
-    s.max_num_range_tree_nodes = RANGE_CAPACITY as u32;
-    match call(prof.counter_data_size, &mut s) {
-        abi::SUCCESS => Ok(()),
-        rc => Err(rc),
     }
 }
 

@@ -29,9 +29,18 @@ pub(super) struct Context {
     pub(super) passes: u32,
     /// Ranges profiled on it so far in this run: the next one's index in the image.
     pub(super) ranges: usize,
-    /// Its range profiler was enabled anew for a range (`SetConfig` refused a second
-    /// configuration): said once.
-    pub(super) renewed: bool,
+    /// `SetConfig` and `Start` were called in this run (`Stop` comes at its end).
+    pub(super) started: bool,
+    /// The run's ranges profiled on it, closed, in order.
+    pub(super) done: Vec<Done>,
+}
+
+/// A range profiled and closed: its index in the context's image, name and host times.
+pub(super) struct Done {
+    pub(super) index: usize,
+    pub(super) name: String,
+    pub(super) start_ns: u64,
+    pub(super) end_ns: u64,
 }
 
 /// The range open (profiled or not).
