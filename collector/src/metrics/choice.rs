@@ -29,14 +29,17 @@ pub struct SetCost {
     pub passes: usize,
 }
 
-/// The chip to use: `requested` matched (in any case) against the chips CUPTI supports.
+/// The chip to use: `requested` matched (in any case) against the chips CUPTI supports, else
+/// this machine's GPU's.
 pub fn chip(cupti: &Cupti, requested: Option<&str>) -> Result<String, String> {
     let chips = cupti.supported_chips()?;
     let Some(requested) = requested else {
-        return Err(format!(
-            "give the chip with --chip (rtrace metrics asks no GPU); supported chips: {}",
-            chips.join(", ")
-        ));
+        return cupti.local_chip().map_err(|why| {
+            format!(
+                "give the chip with --chip ({why}); supported chips: {}",
+                chips.join(", ")
+            )
+        });
     };
     chips
         .iter()

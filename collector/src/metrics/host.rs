@@ -27,6 +27,7 @@ use rtrace_cupti_abi::{
     HostGetRangeName as GetRangeNameParams, HostGetSupportedChips as GetSupportedChipsParams,
     HostInitialize as InitializeParams, ERROR_NOT_INITIALIZED, PROFILER_TYPE_RANGE_PROFILER,
 };
+use rtrace_cupti_abi::{DeviceGetChipName, ProfilerInitialize};
 
 /// `CUpti_MetricType`: the kinds of base metric a chip lists.
 pub use rtrace_cupti_abi::METRIC_TYPES;
@@ -75,6 +76,8 @@ pub struct Cupti {
     num_passes: Call<GetNumOfPassesParams>,
     range_name: Call<GetRangeNameParams>,
     evaluate: Call<EvaluateParams>,
+    profiler_initialize: Call<ProfilerInitialize>,
+    device_chip_name: Call<DeviceGetChipName>,
 }
 
 fn dlerror() -> String {
@@ -190,6 +193,8 @@ impl Cupti {
                 num_passes: as_fn(sym("cuptiProfilerHostGetNumOfPasses")?),
                 range_name: as_fn(sym("cuptiProfilerHostGetRangeName")?),
                 evaluate: as_fn(sym("cuptiProfilerHostEvaluateToGpuValues")?),
+                profiler_initialize: as_fn(sym("cuptiProfilerInitialize")?),
+                device_chip_name: as_fn(sym("cuptiDeviceGetChipName")?),
                 path: name,
             })
         }
@@ -224,6 +229,51 @@ impl Cupti {
             )),
             _ => Err(format!("{call} failed: {}", self.result_text(r))),
         }
+    }
+
+    /// The chip of this machine's first GPU, as CUPTI names it: the driver (`libcuda.so.1`,
+    /// opened here) must find a device (`cuInit`, `cuDeviceGetCount`), then CUPTI's target
+    /// API names it (`cuptiProfilerInitialize`, `cuptiDeviceGetChipName`). Err says why not.
+    pub fn local_chip(&self) -> Result<String, String> {
+        type InitFn = unsafe extern "C" fn(u32) -> u32;
+        type CountFn = unsafe extern "C" fn(*mut i32) -> u32;
+        let driver = open("libcuda.so.1", libc::RTLD_NOW | libc::RTLD_LOCAL)
+            .map_err(|e| format!("no CUDA driver here ({e})"))?;
+        let sym = |s: &CStr| {
+            // SAFETY: a live handle from dlopen and a NUL-terminated name.
+            let f = unsafe { libc::dlsym(driver, s.as_ptr()) };
+            (!f.is_null())
+                .then_some(f)
+                .ok_or_else(|| format!("libcuda.so.1 has no {}", s.to_string_lossy()))
+        };
+        // SAFETY: cuInit and cuDeviceGetCount as cuda.h declares them.
+        let (init, count): (InitFn, CountFn) =
+            unsafe { (as_fn(sym(c"cuInit")?), as_fn(sym(c"cuDeviceGetCount")?)) };
+        // SAFETY: plain driver calls with valid arguments.
+        let rc = unsafe { init(0) };
+        if rc != 0 {
+            return Err(format!("the CUDA driver finds no GPU (cuInit: error {rc})"));
+        }
+        let mut n = 0;
+        // SAFETY: as above; `n` is written.
+        if unsafe { count(&mut n) } != 0 || n < 1 {
+            return Err("the CUDA driver finds no GPU".to_string());
+        }
+        let mut init = ProfilerInitialize::new();
+        // SAFETY: a params struct laid out as the header's.
+        let r = unsafe { call(self.profiler_initialize, &mut init) };
+        self.check("cuptiProfilerInitialize", r)?;
+        let mut p = DeviceGetChipName::new();
+        // SAFETY: as above; CUPTI writes a pointer to a name it owns.
+        let r = unsafe { call(self.device_chip_name, &mut p) };
+        self.check("cuptiDeviceGetChipName", r)?;
+        if p.chip_name.is_null() {
+            return Err("cuptiDeviceGetChipName gave no name".to_string());
+        }
+        // SAFETY: a NUL-terminated name CUPTI owns.
+        Ok(unsafe { CStr::from_ptr(p.chip_name) }
+            .to_string_lossy()
+            .into_owned())
     }
 
     /// The chips the library knows (`GA100`, `GH100`, ...), in its order.
