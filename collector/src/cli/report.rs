@@ -92,9 +92,11 @@ pub(super) fn run(args: &ReportArgs) -> u8 {
     if let Some((cupti, chosen)) = &evaluate {
         let names = chosen.iter().map(|c| c.name.clone()).collect();
         let evaluator = crate::metrics::Evaluator::new(cupti, names);
-        crate::profiles::add_evaluated(&mut sections.profiles, &loaded.traces, &|setup, p| {
-            evaluator.evaluate(setup, p)
-        });
+        crate::profiles::add_evaluated(
+            &mut sections.profiles,
+            &loaded.traces,
+            &|setup, image, range| evaluator.evaluate(setup, image, range),
+        );
     }
     let options = RenderOptions {
         format: args.format,

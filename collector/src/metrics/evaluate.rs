@@ -1,11 +1,12 @@
 //! Metrics evaluated again from the counter data a trace keeps for each profiled launch
 //! (`rtrace report --metrics LIST`): CUPTI's host API, with a host object for the set-up's
-//! chip and no counter availability image, evaluates each metric of the range the image
-//! holds (range 0: one launch per image). A metric whose counters were not collected for that
-//! launch gets CUPTI's reason instead of a value.
+//! chip and no counter availability image, evaluates each metric of one range of an image
+//! (range 0 of a launch's own image in kernel replay; in application replay, the range's index
+//! in the image of its context's run). A metric whose counters were not collected for that
+//! range gets CUPTI's reason instead of a value.
 
 use super::host::{Cupti, Host};
-use rtrace_format::{KernelProfile, ProfilerSetup};
+use rtrace_format::ProfilerSetup;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -25,11 +26,13 @@ impl<'a> Evaluator<'a> {
         }
     }
 
-    /// Each metric's value in `profile`'s counter data, or why not.
+    /// Each metric's value in range `range` of counter data `image` (collected under `setup`),
+    /// or why not.
     pub fn evaluate(
         &self,
         setup: &ProfilerSetup,
-        profile: &KernelProfile,
+        image: &[u8],
+        range: usize,
     ) -> Vec<(String, Result<f64, String>)> {
         let mut hosts = self.hosts.borrow_mut();
         let host = hosts
@@ -37,7 +40,7 @@ impl<'a> Evaluator<'a> {
             .or_insert_with(|| self.cupti.host(&setup.chip));
         let names: Vec<&str> = self.metrics.iter().map(String::as_str).collect();
         let values = match host {
-            Ok(h) => h.evaluate_each(&profile.counter_data, 0, &names),
+            Ok(h) => h.evaluate_each(image, range, &names),
             Err(e) => names.iter().map(|n| Err(format!("{n}: {e}"))).collect(),
         };
         self.metrics.iter().cloned().zip(values).collect()

@@ -327,9 +327,33 @@ pub fn section(traces: &[Trace], linked: &Linked) -> ProfileSection {
 /// The title of the block of metrics evaluated from counter data.
 pub const EVALUATED: &str = "Evaluated from counter data";
 
-/// Evaluates metrics from a profiled launch's counter data, for its set-up's chip.
+/// Evaluates metrics from one range of a counter data image (the set-up's chip).
 pub type Evaluate<'a> =
-    dyn Fn(&ProfilerSetup, &KernelProfile) -> Vec<(String, Result<f64, String>)> + 'a;
+    dyn Fn(&ProfilerSetup, &[u8], usize) -> Vec<(String, Result<f64, String>)> + 'a;
+
+/// The counter data image `p` was evaluated from, and its range there: its own image (range 0,
+/// one launch per image), or in application replay, the image an earlier range of the same
+/// context carries (range `launch`: one image holds a run's ranges; the library keeps it once).
+fn counter_data<'t>(
+    t: &'t Trace,
+    setup: &ProfilerSetup,
+    p: &'t KernelProfile,
+) -> (&'t [u8], usize) {
+    if setup.replay != rtrace_format::Replay::Application {
+        return (&p.counter_data, 0);
+    }
+    let image = if p.counter_data.is_empty() {
+        t.kernel_profiles
+            .iter()
+            .take_while(|q| !std::ptr::eq(*q, p))
+            .filter(|q| q.context == p.context && !q.counter_data.is_empty())
+            .last()
+            .map_or(&[][..], |q| &q.counter_data[..])
+    } else {
+        &p.counter_data[..]
+    };
+    (image, p.launch as usize)
+}
 
 /// Adds to each launch of `s` the metrics `evaluate` finds in its counter data, and to each
 /// kernel a block [`EVALUATED`] of them over its launches (labelled as the sets label them)
@@ -349,10 +373,13 @@ pub fn add_evaluated(s: &mut ProfileSection, traces: &[Trace], evaluate: &Evalua
                         .iter()
                         .rev()
                         .find(|s| s.context == p.context);
-                    Some((setup, p))
+                    Some((t, setup, p))
                 });
             l.evaluated = match found {
-                Some((Some(setup), p)) => evaluate(setup, p),
+                Some((t, Some(setup), p)) => {
+                    let (image, range) = counter_data(t, setup, p);
+                    evaluate(setup, image, range)
+                }
                 _ => Vec::new(),
             };
             for (_, r) in &l.evaluated {

@@ -60,6 +60,9 @@ pub struct KernelProfile {
     pub range: String,
     /// The setup's metrics' values; NaN where CUPTI could not evaluate one.
     pub values: Vec<f64>,
-    /// The counter data image (one range), as CUPTI decoded it.
+    /// The counter data image the values were evaluated from, as CUPTI decoded it: in kernel
+    /// replay, the launch's own (one range); in application replay, one image holds every range
+    /// of a context's run (`launch` is the range's index in it), kept with the run's first range
+    /// only (empty in the others).
     pub counter_data: Vec<u8>,
 }

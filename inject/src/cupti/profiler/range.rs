@@ -369,7 +369,8 @@ fn finish_context(c: &mut Context, pass: u32, dir: &Path, notices: &mut Vec<Stri
     if pass + 1 < c.passes && s.is_all_pass_submitted == 0 {
         return;
     }
-    for done in c.done.drain(..) {
+    // The image holds every range of the run: kept once, with the first.
+    for (n, done) in c.done.drain(..).enumerate() {
         let record = KernelProfile {
             context: id,
             correlation: 0,
@@ -379,7 +380,11 @@ fn finish_context(c: &mut Context, pass: u32, dir: &Path, notices: &mut Vec<Stri
             range: range_name(prof, p, done.index),
             name: done.name,
             values: evaluate(prof, p, done.index),
-            counter_data: p.counter_data.clone(),
+            counter_data: if n == 0 {
+                p.counter_data.clone()
+            } else {
+                Vec::new()
+            },
         };
         queue(
             ChunkKind::KernelProfile,
