@@ -198,6 +198,37 @@ fn each_cuprofilerstart_range_is_profiled_over_one_run_per_pass() {
     );
     // Only the ranges are recorded: their six kernels, unprofiled.
     assert_eq!(t.kernels.len(), 6);
+
+    // `rtrace report --metrics` evaluates each range again at its index in the one image the
+    // run kept (simcupti's host API reads its own images): the recorded values come back.
+    let traces = files(&dir.join("out"));
+    let cupti = build().lib.join("libcupti.so.13");
+    let report = std::process::Command::new(rtrace_bin())
+        .args([
+            "report",
+            "--format",
+            "json",
+            "--metrics",
+            "gpu__time_duration.sum",
+            "--cupti",
+        ])
+        .arg(&cupti)
+        .arg(&traces[0])
+        .output()
+        .unwrap();
+    assert_eq!(report.status.code(), Some(0), "{}", stderr(&report));
+    let json = String::from_utf8(report.stdout).unwrap();
+    let duration = METRICS
+        .iter()
+        .position(|m| *m == "gpu__time_duration.sum")
+        .unwrap();
+    for p in &t.kernel_profiles {
+        let want = format!(
+            "\"evaluated\":{{\"gpu__time_duration.sum\":{}}}",
+            p.values[duration]
+        );
+        assert!(json.contains(&want), "{want} not in {json}");
+    }
 }
 
 #[test]

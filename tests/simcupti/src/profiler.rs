@@ -186,6 +186,17 @@ pub fn data_init(img: &mut [u8], metrics: &[String], max_ranges: usize) {
     img[DATA_HEADER..DATA_HEADER + block.len()].copy_from_slice(&block);
 }
 
+/// The metrics a counter data image was sized for (its counters were collected), if `img` is
+/// one.
+pub fn data_metrics(img: &[u8]) -> Option<Vec<String>> {
+    if img.len() < DATA_HEADER || &img[..8] != DATA_MAGIC {
+        return None;
+    }
+    let len = u32_at(img, 20) as usize;
+    let block = img.get(DATA_HEADER..DATA_HEADER + len)?;
+    read_names(block, u32_at(img, 16) as usize)
+}
+
 /// One range as held in a counter data image.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Range {

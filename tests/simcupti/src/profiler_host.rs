@@ -314,17 +314,21 @@ pub unsafe extern "C" fn cuptiProfilerHostEvaluateToGpuValues(
                 (*p).metric_values,
             )
         };
-        let configured = match state::with(|st| st.prof.host(h).map(|h| h.metrics.clone())) {
-            Ok(m) => m,
-            Err(e) => return e,
-        };
+        // As CUPTI's host API: any host object evaluates any image, offline; a metric whose
+        // counters the image does not hold cannot be evaluated.
+        if let Err(e) = state::with(|st| st.prof.host(h).map(|_| ())) {
+            return e;
+        }
         let (Some(img), Some(list), false) = (img, list, out.is_null()) else {
             return CUPTI_ERROR_INVALID_PARAMETER;
         };
         let Some(range) = profiler::data_range(img, index) else {
             return CUPTI_ERROR_INVALID_PARAMETER;
         };
-        if !list.iter().all(|n| configured.contains(n)) {
+        let Some(collected) = profiler::data_metrics(img) else {
+            return CUPTI_ERROR_INVALID_PARAMETER;
+        };
+        if !list.iter().all(|n| collected.contains(n)) {
             return CUPTI_ERROR_INVALID_PARAMETER;
         }
         for (i, n) in list.iter().enumerate() {
