@@ -256,7 +256,15 @@ fn set_up_context(
         context,
         device,
     };
-    match set_up(api, prof, target, metrics, &mut l.initialized, notices) {
+    match set_up(
+        api,
+        prof,
+        target,
+        metrics,
+        &mut l.initialized,
+        notices,
+        rtrace_format::Replay::Kernel,
+    ) {
         Ok((p, setup)) => {
             notices.push(format!(
                 "{PROFILING_NOTICE} on for context {context} (device {}, {}): {} metrics, {} replay pass{}",

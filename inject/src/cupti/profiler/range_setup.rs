@@ -7,7 +7,7 @@ use super::api::{call, ProfApi};
 use super::driver::current_device;
 use super::output::queue;
 use super::range_state::{Context, Ranges};
-use super::setup::{set_up_for, Profiled, Target, RANGE_CAPACITY};
+use super::setup::{set_up, Profiled, Target, RANGE_CAPACITY};
 use crate::cupti::api::{describe, Api};
 use crate::cupti::state::CUPTI;
 use rtrace_cupti_abi as abi;
@@ -41,7 +41,7 @@ pub(super) fn set_up_context(
         started: false,
         done: Vec::new(),
     };
-    let (mut p, setup) = match set_up_for(
+    let (mut p, setup) = match set_up(
         api,
         prof,
         target,

@@ -133,33 +133,13 @@ struct Configured {
     passes: u32,
 }
 
-/// Sets kernel profiling up on `target` for `metrics`.
+/// Sets profiling up on `target` for `metrics`, for `replay`: kernel replay configures auto
+/// range at once; application replay sizes the counter data image for [`RANGE_CAPACITY`]
+/// ranges and leaves the configuration to the run's first range (`range.rs`).
 /// `initialized`: whether `cuptiProfilerInitialize` succeeded already in this process (it is
 /// not reference-counted, so it is called once and never undone). Notices about metrics the
 /// chip lacks go to `notices`. `Err`: the notice saying why profiling is off on the context.
 pub(super) fn set_up(
-    api: &Api,
-    prof: &ProfApi,
-    target: Target,
-    metrics: &[String],
-    initialized: &mut bool,
-    notices: &mut Vec<String>,
-) -> Result<(Profiled, ProfilerSetup), String> {
-    set_up_for(
-        api,
-        prof,
-        target,
-        metrics,
-        initialized,
-        notices,
-        Replay::Kernel,
-    )
-}
-
-/// [`set_up`] for `replay`: kernel replay configures auto range at once; application replay
-/// sizes the counter data image for [`RANGE_CAPACITY`] ranges and leaves the configuration to
-/// each range (`range.rs`).
-pub(super) fn set_up_for(
     api: &Api,
     prof: &ProfApi,
     target: Target,
