@@ -9,7 +9,7 @@
 # Needs target/release/{librtrace.so,rtrace} carried along, the CUDA toolkit (nvcc, ncu, cuBLAS),
 # python3 with PyTorch. Prints PASS/FAIL lines and ends with "N passed, N failed".
 # Files: $OUT/profile.tgz (reports, ncu output, logs), $OUT/profile-fixture.bin.
-# PROFILE_STEPS (default "metrics busy cost unprofiled"): the parts to run.
+# PROFILE_STEPS (default "metrics pytorch busy cost unprofiled"): the parts to run.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
@@ -18,7 +18,7 @@ mkdir -p "$OUT"
 C=${CUDA_HOME:-/usr/local/cuda-13.0}
 T=$C/targets/x86_64-linux
 RTRACE=$ROOT/target/release/rtrace
-STEPS=${PROFILE_STEPS:-metrics busy cost unprofiled}
+STEPS=${PROFILE_STEPS:-metrics pytorch busy cost unprofiled}
 W=$(mktemp -d /tmp/rtrace-profile.XXXXXX)
 export LD_LIBRARY_PATH=$T/lib:$C/extras/CUPTI/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 unset LD_PRELOAD CUDA_INJECTION64_PATH RTRACE_OUTPUT RTRACE_PC_SAMPLING RTRACE_METRICS
@@ -100,6 +100,21 @@ print("ncu against itself (second run):", json.dumps(dict(compared=n, disagree=b
         -o "$OUT/profile-fixture.bin" -- ./kernels 1 > /dev/null 2> fixture.err
     [ -s "$OUT/profile-fixture.bin" ] && pass profile.fixture "$(stat -c %s "$OUT/profile-fixture.bin") bytes" ||
         fail profile.fixture "$(tail -3 fixture.err | tr '\n' ' ')"
+fi
+
+if want pytorch; then
+    # A PyTorch training step's kernels (cuDNN convolutions, PyTorch's own), every one
+    # profiled with the Speed Of Light and Memory Workload sets, against ncu on the same step.
+    cp "$ROOT/tests/gpu/profile_step.py" .
+    "$RTRACE" record --metrics SpeedOfLight,MemoryWorkloadAnalysis -o step.bin -- python3 profile_step.py 1 \
+        > step.out 2> step.err
+    M=$(python3 -c 'import tracefile; s, p = tracefile.read_profiles("step.bin"); print(",".join(s[0]["metrics"]))' 2>/dev/null)
+    ncu --metrics "$M" --clock-control none --cache-control none --csv --print-units base \
+        python3 profile_step.py 1 > step-ncu.csv 2> step-ncu.err
+    out=$(python3 profile_check.py step.bin step-ncu.csv 2>&1)
+    rc=$?
+    printf '%s\n' "$out" | tail -n 12 | sed 's/^/    /'
+    if [ $rc = 0 ]; then pass profile.pytorch-ncu-agrees "$(printf '%s\n' "$out" | tail -1)"; else fail profile.pytorch-ncu-agrees "$(printf '%s\n' "$out" | tail -1)"; fi
 fi
 
 if want busy; then
