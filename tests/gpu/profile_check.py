@@ -11,7 +11,8 @@ counts) is background traffic, not the kernel's; a hit rate is compared only whe
 moved at least 1 MiB (`l1tex__t_bytes.sum`, `lts__t_bytes.sum`).
 
 Usage: profile_check.py TRACE NCU_CSV  -> prints one line per disagreement and a summary JSON
-line; exit status 0 iff every compared metric agrees.
+line (with `by_class`: [compared, disagreeing] per class of metric); exit status 0 iff every
+compared metric agrees.
 """
 
 import csv
@@ -77,6 +78,19 @@ def verdict(metric, unit, ours, theirs, values):
     return diff <= 0.01 * scale, "1%"
 
 
+def metric_class(metric):
+    """The class a metric is summarized under."""
+    if metric.startswith(("dram__", "gpu__dram", "lts__")) or "memory" in metric:
+        return "dram_l2_memory"
+    if "duration" in metric or "cycles_elapsed" in metric or "per_second" in metric:
+        return "time_cycles_rates"
+    if "stalled" in metric or "latency" in metric:
+        return "warp_stalls"
+    if "inst" in metric or "wavefront" in metric or "conflict" in metric or "l1tex" in metric:
+        return "instructions_l1_shared"
+    return "sm_pipes_occupancy"
+
+
 def main():
     trace, ncu_csv = sys.argv[1], sys.argv[2]
     _setups, profiles = tracefile.read_profiles(trace)
@@ -84,7 +98,7 @@ def main():
     theirs = ncu_launches(ncu_csv)
     names = demangle([p["name"] for p in profiles])
     summary = dict(launches_rtrace=len(profiles), launches_ncu=len(theirs), compared=0,
-                   disagree=0, noise=0, skipped=0, name_mismatch=0)
+                   disagree=0, noise=0, skipped=0, name_mismatch=0, by_class={})
     if len(profiles) != len(theirs):
         print(f"launch counts differ: rtrace {len(profiles)}, ncu {len(theirs)}")
     for p, name, (ncu_name, metrics) in zip(profiles, names, theirs):
@@ -98,6 +112,9 @@ def main():
             unit, ncu_value = metrics[metric]
             ok, how = verdict(metric, unit, value, ncu_value, p["values"])
             summary["compared"] += 1
+            c = summary["by_class"].setdefault(metric_class(metric), [0, 0])
+            c[0] += 1
+            c[1] += not ok
             if how.startswith("noise"):
                 summary["noise"] += 1
             if how.startswith("skipped"):
