@@ -57,6 +57,15 @@ def demangle(names):
         return names
 
 
+def base_name(name):
+    """A kernel's own identifier: without `void`, template arguments, parameters and namespaces
+    (c++filt and Nsight Compute spell namespaces and template arguments differently)."""
+    name = name.removeprefix("void ").strip()
+    for stop in ("<", "("):
+        name = name.split(stop)[0]
+    return name.split("::")[-1].strip()
+
+
 def verdict(metric, unit, ours, theirs, values):
     """(agrees, how it was judged)."""
     diff = abs(ours - theirs)
@@ -102,7 +111,7 @@ def main():
     if len(profiles) != len(theirs):
         print(f"launch counts differ: rtrace {len(profiles)}, ncu {len(theirs)}")
     for p, name, (ncu_name, metrics) in zip(profiles, names, theirs):
-        if name.split("(")[0].split("<")[0] not in ncu_name and ncu_name.split("(")[0] not in name:
+        if base_name(name) != base_name(ncu_name):
             summary["name_mismatch"] += 1
             print(f"launch {p['launch']}: rtrace {name!r} vs ncu {ncu_name!r}")
             continue
