@@ -60,7 +60,9 @@ def demangle(names):
 def base_name(name):
     """A kernel's own identifier: without `void`, template arguments, parameters and namespaces
     (c++filt and Nsight Compute spell namespaces and template arguments differently)."""
-    name = name.removeprefix("void ").replace("(anonymous namespace)", "anon").strip()
+    for anonymous in ("(anonymous namespace)", "<unnamed>"):
+        name = name.replace(anonymous, "anon")
+    name = name.removeprefix("void ").strip()
     for stop in ("<", "("):
         name = name.split(stop)[0]
     return name.split("::")[-1].strip()
