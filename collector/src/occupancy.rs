@@ -313,7 +313,7 @@ pub fn occupancy_rows(traces: &[Trace], limit: usize) -> OccupancyRows {
                 .launches += 1;
         }
     }
-    let mut rows: Vec<OccupancyRow> = configs
+    let rows: Vec<OccupancyRow> = configs
         .into_iter()
         .map(|((name, device, device_name, launch), acc)| OccupancyRow {
             name,
@@ -324,10 +324,22 @@ pub fn occupancy_rows(traces: &[Trace], limit: usize) -> OccupancyRows {
             occupancy: acc.occupancy,
         })
         .collect();
+    let time = |name: &str| kernel_time.get(name).copied().unwrap_or(0);
+    ranked(rows, time, limit, undescribed)
+}
+
+/// The rows to show: the kernels with the most GPU time first (`time` of a kernel's name),
+/// then by name, launches (most first), device and launch configuration; `limit` of them, the
+/// rest counted.
+pub fn ranked(
+    mut rows: Vec<OccupancyRow>,
+    time: impl Fn(&str) -> u128,
+    limit: usize,
+    undescribed: u64,
+) -> OccupancyRows {
     rows.sort_by(|a, b| {
-        let time = |r: &OccupancyRow| kernel_time.get(&r.name).copied().unwrap_or(0);
-        time(b)
-            .cmp(&time(a))
+        time(&b.name)
+            .cmp(&time(&a.name))
             .then_with(|| a.name.cmp(&b.name))
             .then_with(|| b.launches.cmp(&a.launches))
             .then_with(|| a.device.cmp(&b.device))

@@ -72,28 +72,45 @@ pub fn kernel_summary(traces: &[Trace]) -> Vec<KernelSummary> {
         .values()
         .flat_map(|a| a.durations.iter().map(|&d| u128::from(d)))
         .sum();
-    let mut rows: Vec<KernelSummary> = by_name
+    let rows = by_name
         .into_iter()
         .map(|(name, mut acc)| {
             let s = Stats::of(&mut acc.durations);
-            let grid_block = match acc.launch {
-                Some((grid, block)) if acc.uniform => grid_block(grid, block),
-                _ => "various".to_string(),
-            };
-            KernelSummary {
-                name,
-                count: s.count,
-                total_ns: s.total_ns(),
-                mean_ns: s.mean,
-                median_ns: s.median,
-                min_ns: s.min,
-                max_ns: s.max,
-                stddev_ns: s.stddev,
-                share_percent: Hundredths::percent(s.total, all),
-                grid_block,
-            }
+            KernelSummary::new(name, &s, all, acc.launch.filter(|_| acc.uniform))
         })
         .collect();
+    ranked_kernels(rows)
+}
+
+impl KernelSummary {
+    /// Kernel `name`'s row from its durations' statistics `s`, `all` being every kernel's time
+    /// (ns); `launch`: the grid and block every launch had, `None` when they varied.
+    pub(crate) fn new(
+        name: String,
+        s: &Stats,
+        all: u128,
+        launch: Option<([i32; 3], [i32; 3])>,
+    ) -> KernelSummary {
+        KernelSummary {
+            name,
+            count: s.count,
+            total_ns: s.total_ns(),
+            mean_ns: s.mean,
+            median_ns: s.median,
+            min_ns: s.min,
+            max_ns: s.max,
+            stddev_ns: s.stddev,
+            share_percent: Hundredths::percent(s.total, all),
+            grid_block: match launch {
+                Some((grid, block)) => grid_block(grid, block),
+                None => "various".to_string(),
+            },
+        }
+    }
+}
+
+/// Kernel rows in the report's order: the most time first, then by name.
+pub fn ranked_kernels(mut rows: Vec<KernelSummary>) -> Vec<KernelSummary> {
     rows.sort_by(|a, b| {
         b.total_ns
             .cmp(&a.total_ns)

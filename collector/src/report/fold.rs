@@ -4,9 +4,9 @@
 //! ([`Merged`]), so memory grows with the number of distinct keys, not of records.
 
 use crate::gpu_summary::dist::{Dist, FastMap};
-use crate::gpu_summary::{grid_block, Hundredths, KernelSummary, MemcpySummary, MemsetSummary};
+use crate::gpu_summary::{ranked_kernels, Hundredths, KernelSummary, MemcpySummary, MemsetSummary};
 use crate::model::Trace;
-use crate::occupancy::{occupancy, KernelLaunch, OccupancyRow, OccupancyRows};
+use crate::occupancy::{occupancy, ranked, KernelLaunch, OccupancyRow, OccupancyRows};
 use crate::summary::FunctionSummary;
 use rtrace_format::{ApiRecord, CopyKind, KernelRecord, MemcpyRecord, MemsetRecord};
 use std::collections::{BTreeMap, HashMap};
@@ -367,34 +367,15 @@ impl Merged {
     /// The rows of the kernel summary ([`crate::gpu_summary::kernel_summary`]).
     pub fn kernel_rows(&self) -> Vec<KernelSummary> {
         let all: u128 = self.kernels.iter().map(|r| r.dist.total).sum();
-        let mut rows: Vec<KernelSummary> = self
+        let rows = self
             .kernels
             .iter()
             .map(|r| {
-                let s = r.dist.stats();
-                KernelSummary {
-                    name: r.name.clone(),
-                    count: s.count,
-                    total_ns: s.total_ns(),
-                    mean_ns: s.mean,
-                    median_ns: s.median,
-                    min_ns: s.min,
-                    max_ns: s.max,
-                    stddev_ns: s.stddev,
-                    share_percent: Hundredths::percent(s.total, all),
-                    grid_block: match r.first {
-                        Some((_, (grid, block))) if r.uniform => grid_block(grid, block),
-                        _ => "various".to_string(),
-                    },
-                }
+                let launch = r.first.filter(|_| r.uniform).map(|(_, launch)| launch);
+                KernelSummary::new(r.name.clone(), &r.dist.stats(), all, launch)
             })
             .collect();
-        rows.sort_by(|a, b| {
-            b.total_ns
-                .cmp(&a.total_ns)
-                .then_with(|| a.name.cmp(&b.name))
-        });
-        rows
+        ranked_kernels(rows)
     }
 
     /// The rows of the copy summary ([`crate::gpu_summary::memcpy_summary`]).
@@ -437,7 +418,7 @@ impl Merged {
 
     /// The occupancy rows ([`crate::occupancy::occupancy_rows`]).
     pub fn occupancy(&self, limit: usize) -> OccupancyRows {
-        let mut rows: Vec<OccupancyRow> = self
+        let rows: Vec<OccupancyRow> = self
             .configs
             .iter()
             .map(
@@ -451,22 +432,8 @@ impl Merged {
                 },
             )
             .collect();
-        let time = |r: &OccupancyRow| self.config_time.get(&r.name).copied().unwrap_or(0);
-        rows.sort_by(|a, b| {
-            time(b)
-                .cmp(&time(a))
-                .then_with(|| a.name.cmp(&b.name))
-                .then_with(|| b.launches.cmp(&a.launches))
-                .then_with(|| a.device.cmp(&b.device))
-                .then_with(|| a.launch.cmp(&b.launch))
-        });
-        let more = rows.len().saturating_sub(limit);
-        rows.truncate(limit);
-        OccupancyRows {
-            rows,
-            more,
-            undescribed_launches: self.undescribed,
-        }
+        let time = |name: &str| self.config_time.get(name).copied().unwrap_or(0);
+        ranked(rows, time, limit, self.undescribed)
     }
 }
 
