@@ -32,6 +32,7 @@
 //
 // Output (one fact a line, fields separated by single spaces, values never contain spaces):
 //   INFO key=value ...
+//   WARN ... / ERROR ...                     (what CUPTI refused; ERROR ends the run)
 //   METRIC MODE KERNEL REP NAME VALUE
 //   PASSES MODE KERNEL REP DONE CONFIG       (passes run by us / GetNumOfPasses of the config)
 //   COST MODE KERNEL REP total_ms=.. per_pass_ms=.. passes=.. setconfig_ms=.. save_ms=..
@@ -292,8 +293,9 @@ struct Profiler {
         image.resize(gs.counterDataSize);
     }
 
-    // A fresh image and a new session's configuration: once per profiled launch.
-    void configure(CUpti_ProfilerReplayMode replay, CUpti_ProfilerRange range) {
+    // A fresh image and a new session's configuration: once per profiled launch. Returns
+    // SetConfig's result (the caller decides what a refusal means).
+    CUptiResult configure(CUpti_ProfilerReplayMode replay, CUpti_ProfilerRange range) {
         CUpti_RangeProfiler_CounterDataImage_Initialize_Params ii = {
             CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
         ii.pPriv = nullptr;
@@ -315,7 +317,7 @@ struct Profiler {
         sc.minNestingLevel = 1;
         sc.passIndex = 0;
         sc.targetNestingLevel = 1;
-        CUPTI_CALL(cuptiRangeProfilerSetConfig(&sc));
+        return cuptiRangeProfilerSetConfig(&sc);
     }
 
     void start() {
@@ -426,7 +428,7 @@ int main(int argc, char **argv) {
     }
     const char *env_metrics = getenv("PROBE_METRICS");
     const std::vector<std::string> names = split(env_metrics && *env_metrics ? env_metrics : DEFAULT_METRICS);
-    const bool user_range = getenv("PROBE_RANGE") && strcmp(getenv("PROBE_RANGE"), "user") == 0;
+    bool user_range = getenv("PROBE_RANGE") && strcmp(getenv("PROBE_RANGE"), "user") == 0;
     const bool decode_each_pass = getenv("PROBE_DECODE") && strcmp(getenv("PROBE_DECODE"), "pass") == 0;
     const bool ckpt_transfer = getenv("PROBE_CKPT_TRANSFER") && atoi(getenv("PROBE_CKPT_TRANSFER")) != 0;
     const int flush_factor = getenv("PROBE_FLUSH_FACTOR") ? atoi(getenv("PROBE_FLUSH_FACTOR")) : 2;
@@ -496,7 +498,7 @@ int main(int argc, char **argv) {
                 c.run = now_ms() - t0;
             } else if (kernel_replay) {
                 double a = now_ms();
-                prof.configure(CUPTI_KernelReplay, CUPTI_AutoRange);
+                CUPTI_CALL(prof.configure(CUPTI_KernelReplay, CUPTI_AutoRange));
                 double bt = now_ms();
                 c.setconfig = bt - a;
                 prof.start();
@@ -513,7 +515,17 @@ int main(int argc, char **argv) {
                 if (!all) printf("WARN kernel replay: Stop says not all passes submitted (%s)\n", kname);
             } else {
                 double a = now_ms();
-                prof.configure(CUPTI_UserReplay, user_range ? CUPTI_UserRange : CUPTI_AutoRange);
+                CUptiResult r = prof.configure(CUPTI_UserReplay, user_range ? CUPTI_UserRange : CUPTI_AutoRange);
+                if (r != CUPTI_SUCCESS && !user_range) {
+                    // Auto range refused in user replay: say so, and go on with a user range
+                    // pushed around the launch (for every later launch too).
+                    const char *es = "?";
+                    cuptiGetResultString(r, &es);
+                    printf("WARN SetConfig(UserReplay, AutoRange) refused: %s (%d); using UserRange\n", es, (int)r);
+                    user_range = true;
+                    r = prof.configure(CUPTI_UserReplay, CUPTI_UserRange);
+                }
+                CUPTI_CALL(r);
                 double bt = now_ms();
                 c.setconfig = bt - a;
                 CUDA_CALL(cudaDeviceSynchronize());

@@ -128,14 +128,14 @@ done
 # The probe's default list (userreplay_probe.cu's DEFAULT_METRICS) unless PROBE_METRICS says.
 METRICS=${PROBE_METRICS:-dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,lts__t_sectors_srcunit_tex_op_read.sum,gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed}
 say "metrics: $METRICS"
-KREGEX='regex:^(increment|coalesced_load|coalesced_sum|strided_load|compute_bound)$'
 for cache in flush noflush; do
     budget "userreplay.ncu-$cache" 90 || continue
     if [ -z "$NCU" ]; then fail "userreplay.ncu-$cache" "ncu not found"; continue; fi
     extra=()
     [ $cache = noflush ] && extra=(--cache-control none)
     t0=$(date +%s.%N)
-    timeout 90 "$NCU" --metrics "$METRICS" --clock-control none "${extra[@]}" --kernel-name "$KREGEX" \
+    # Mode `none` launches only the five kernels (no flush kernel): ncu profiles every launch.
+    timeout 90 "$NCU" --metrics "$METRICS" --clock-control none ${extra[@]+"${extra[@]}"} \
         --csv --print-units base "$PROBE" none "$REPEATS" > "$W/ncu-$cache.csv" 2> "$W/ncu-$cache.err.txt"
     rc=$?
     t1=$(date +%s.%N)
