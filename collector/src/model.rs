@@ -84,6 +84,12 @@ pub struct Trace {
     /// e.g. `truncated: the file ends inside the chunk at byte 120; reported
     /// the 2 chunks (3 records) before it`. `None` for an undamaged file.
     pub damage: Option<String>,
+    /// API records rebuilt from the file's ring regions: recorded by the process but not yet
+    /// copied into a chunk when it ended (killed, crashed, `exec`, or still calling while its
+    /// trace's end was written).
+    pub salvaged: u64,
+    /// The `errno` of a failed write of the trace the library reported (28: the disk was full).
+    pub write_error: Option<u64>,
     /// How this trace's times were put on another host's clock ([`crate::clocks::shifts`]);
     /// `None` when they are its own host's.
     pub clock_shift: Option<crate::clocks::Shift>,
@@ -401,7 +407,13 @@ impl Trace {
     pub fn end_reason(&self) -> &str {
         match &self.end {
             Some(end) => &end.reason,
-            None => "no end record: the process was killed or crashed",
+            None if self.write_error == Some(libc::ENOSPC as u64) => {
+                "no end record: the disk was full (what the buffers held was kept)"
+            }
+            None if self.write_error.is_some() => {
+                "no end record: writing the trace failed (what the buffers held was kept)"
+            }
+            None => "no end record: the process was killed, crashed or replaced itself (exec)",
         }
     }
 }

@@ -152,6 +152,17 @@ impl Calibration {
         self.hint.set(None);
     }
 
+    /// The latest pair read (ticks, ns); with no time-stamp counter, ticks are ns.
+    pub fn latest(&self) -> (u64, u64) {
+        match self.samples.back() {
+            Some(&p) if self.tsc => p,
+            _ => {
+                let n = now_ns();
+                (n, n)
+            }
+        }
+    }
+
     /// `CLOCK_MONOTONIC` ns of a raw timestamp made by [`ticks`].
     pub fn to_ns(&self, t: u64) -> u64 {
         if !self.tsc {

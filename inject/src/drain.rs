@@ -20,53 +20,6 @@ pub enum Drain {
     Final,
 }
 
-/// Appends ring entry `e` (an NVTX event, or the attributes of the one before it) to `out` as
-/// [`rtrace_format::NvtxEvent`]s; links go to `links`.
-fn other_entry(
-    e: Entry,
-    out: &mut Vec<u8>,
-    links: &mut crate::gpu_batch::Links,
-    to_ns: impl Fn(u64) -> u64,
-) {
-    use rtrace_format::NvtxEvent;
-    const SIZE: usize = NvtxEvent::SIZE;
-    match e {
-        Entry::Link { call, source } => links.insert(source, call),
-        Entry::NvtxAttributes {
-            color,
-            color_type,
-            payload,
-            payload_type,
-        } => {
-            let Some(at) = out.len().checked_sub(SIZE) else {
-                return;
-            };
-            let Ok(bytes) = <&[u8; SIZE]>::try_from(&out[at..]) else {
-                return;
-            };
-            let mut last = NvtxEvent::from_bytes(bytes);
-            last.color = color;
-            last.payload = payload;
-            last.payload_type = payload_type;
-            last.color_type = color_type;
-            out[at..].copy_from_slice(&last.to_bytes());
-        }
-        Entry::Nvtx(n) => {
-            let ev = NvtxEvent {
-                kind: n.kind,
-                message: n.message,
-                time_ns: to_ns(n.time),
-                value: n.value,
-                domain: n.domain,
-                category: n.category,
-                ..Default::default()
-            };
-            out.extend_from_slice(&ev.to_bytes());
-        }
-        Entry::Call(_) => {}
-    }
-}
-
 /// What a drain pass found.
 pub struct Drained {
     /// Rings that were at least a quarter full.
@@ -79,6 +32,11 @@ pub fn drain_rings(process: &Process, sink: &mut Sink, mode: Drain) -> Drained {
     let mut busy_rings = 0;
     let mut rings = std::mem::take(&mut sink.scratch);
     sink.calibration.sample();
+    if let Some(msg) = process.take_region_notice() {
+        sink.notice(&msg);
+    }
+    let pair = sink.calibration.latest();
+    process.note_clock_pair(pair);
     if !process.snapshot_rings(&mut rings, mode != Drain::Final) {
         diag::log(&["could not list the buffers: another thread holds the list"]);
     }
@@ -98,27 +56,48 @@ pub fn drain_rings(process: &Process, sink: &mut Sink, mode: Drain) -> Drained {
         }
         sink.payload.clear();
         sink.nvtx.clear();
+        if waiting == 0 {
+            // Nothing to copy: only losses to report (in a chunk that names no position).
+            let dropped = ring.take_dropped();
+            if dropped > 0 {
+                sink.payload_chunk(ChunkKind::ApiRecords, ring.tid, 0, dropped);
+                sink.dropped += dropped;
+            }
+            continue;
+        }
         let calibration = &sink.calibration;
         let links = &mut sink.links;
         let nvtx = &mut sink.nvtx;
-        let n = ring.drain(
-            &mut sink.payload,
-            |t| calibration.to_ns(t),
-            |e| other_entry(e, nvtx, links, |t| calibration.to_ns(t)),
-        );
+        let to_ns = |t| calibration.to_ns(t);
+        let (n, end) = ring.drain(&mut sink.payload, to_ns, |e| match e {
+            Entry::Link { call, source } => links.insert(source, call),
+            e => e.append_nvtx(nvtx, to_ns),
+        });
+        ring.set_calibration(pair);
+        if let Some(errno) = ring.region().grow_error() {
+            if !sink.grow_error_said {
+                sink.grow_error_said = true;
+                sink.notice(&format!(
+                    "a thread's buffer could not grow in the trace file ({}): its later \
+                     records were counted as lost",
+                    std::io::Error::from_raw_os_error(errno as i32)
+                ));
+            }
+        }
         let dropped = ring.take_dropped();
+        // A chunk's `seq` is the ring position after its last entry: a reader of a file whose
+        // process died before `release` knows which of the ring's entries a chunk holds.
         if !sink.nvtx.is_empty() {
             let payload = std::mem::take(&mut sink.nvtx);
-            sink.chunk(ChunkKind::NvtxEvents, ring.tid, 0, 0, &payload);
+            sink.chunk(ChunkKind::NvtxEvents, ring.tid, end, 0, &payload);
             sink.nvtx = payload;
         }
-        if n == 0 && dropped == 0 {
-            continue;
+        if n > 0 || dropped > 0 {
+            sink.payload_chunk(ChunkKind::ApiRecords, ring.tid, end, dropped);
+            sink.records += n as u64;
+            sink.dropped += dropped;
         }
-        let seq = ring.seq.fetch_add(1, Ordering::Relaxed);
-        sink.payload_chunk(ChunkKind::ApiRecords, ring.tid, seq, dropped);
-        sink.records += n as u64;
-        sink.dropped += dropped;
+        sink.releases.push((ring.clone(), end));
         if sink.should_flush() && mode != Drain::Final {
             if let Err(e) = sink.flush() {
                 diag::log(&["write failed: ", &e.to_string()]);

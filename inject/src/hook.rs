@@ -76,13 +76,19 @@ fn begin_paused(function: u32) -> Option<CallToken> {
 
 #[cold]
 fn begin_not_running(function: u32) -> Option<CallToken> {
-    if state::state() == State::Uninit {
-        crate::session::start();
-        if state::state() == State::Running {
-            return begin_running(function);
+    match state::state() {
+        State::Uninit => {
+            crate::session::start();
+            if state::state() == State::Running {
+                return begin_running(function);
+            }
+            None
         }
+        // The trace's end is written; the rings are pages of the file: a reader finds calls
+        // other threads make while the process ends.
+        State::Finished if crate::capture::recording() => begin_running(function),
+        _ => None,
     }
-    None
 }
 
 #[inline(always)]

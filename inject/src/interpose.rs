@@ -32,10 +32,7 @@ extern "C" fn dlsym_hook(handle: *mut c_void, symbol: *const c_char) -> *mut c_v
     }
     // SAFETY: the caller's NUL-terminated name.
     let name = unsafe { CStr::from_ptr(symbol) }.to_bytes();
-    if !name.starts_with(b"cu")
-        || thread::in_rtrace()
-        || matches!(state::state(), State::Disabled | State::Finished)
-    {
+    if !name.starts_with(b"cu") || thread::in_rtrace() || state::state() == State::Disabled {
         return p;
     }
     thread::with_errno_saved(|| thread::internal(|| wrapper_for_export(name, p)))

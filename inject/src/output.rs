@@ -1,7 +1,7 @@
 //! The trace file: its path, its header and the buffered writer the consumer uses.
 
 use crate::generated::id::FUNCTION_NAMES;
-use crate::ring::Ring;
+use crate::ring::{Region, Ring, FIRST_SLOTS};
 use crate::state::{self, UNWRAPPED_LOOKUPS};
 use crate::{clock, sys};
 use rtrace_format::{
@@ -32,6 +32,10 @@ fn command_line() -> Vec<String> {
 /// The consumer's side of the trace file: the descriptor and reusable buffers.
 pub struct Sink {
     fd: i32,
+    /// Where the next chunk goes: the end of what was written and reserved.
+    end: u64,
+    /// Rings whose entries up to a position are in `pending`: released once it is written.
+    pub releases: Vec<(Arc<Ring>, u64)>,
     /// Encoded chunks waiting to be written.
     pending: Vec<u8>,
     /// Scratch space for one chunk's payload.
@@ -51,6 +55,8 @@ pub struct Sink {
     pub threads: u64,
     /// A write failed: nothing more is written.
     broken: bool,
+    /// Whether the notice that a ring could not grow was written.
+    pub grow_error_said: bool,
 }
 
 const FLUSH_AT: usize = 1 << 20;
@@ -80,6 +86,8 @@ impl Sink {
         };
         let mut sink = Sink {
             fd,
+            end: 0,
+            releases: Vec::with_capacity(256),
             pending: Vec::with_capacity(FLUSH_AT + (cfg.buffer_records * 32) + 4096),
             payload: Vec::with_capacity(cfg.buffer_records * 32),
             scratch: Vec::with_capacity(256),
@@ -91,6 +99,7 @@ impl Sink {
             dropped: 0,
             threads: 0,
             broken: false,
+            grow_error_said: false,
         };
         sink.pending.extend_from_slice(&encode_file_header(&header));
         let names = encode_function_names(
@@ -150,18 +159,77 @@ impl Sink {
         self.pending.len() >= FLUSH_AT
     }
 
-    /// Writes what is pending.
+    /// Writes what is pending, then lets the rings drained into it reuse those slots.
     pub fn flush(&mut self) -> io::Result<()> {
         if self.broken {
             self.pending.clear();
             return Err(io::Error::other("an earlier write failed"));
         }
-        let r = sys::write_all(self.fd, &self.pending);
-        self.pending.clear();
-        if r.is_err() {
-            self.broken = true;
+        let r = sys::pwrite_all(self.fd, &self.pending, self.end);
+        match &r {
+            Ok(()) => {
+                self.end += self.pending.len() as u64;
+                for (ring, to) in self.releases.drain(..) {
+                    ring.release(to);
+                }
+            }
+            Err(e) => {
+                // The entries stay in their rings, where a reader finds them.
+                let errno = e.raw_os_error().unwrap_or(libc::EIO) as u64;
+                for (ring, _) in self.releases.drain(..) {
+                    ring.region().set_write_error(errno);
+                }
+                self.broken = true;
+            }
         }
+        self.pending.clear();
         r
+    }
+
+    /// Whether a write of the trace failed (nothing more is written).
+    pub fn is_broken(&self) -> bool {
+        self.broken
+    }
+
+    /// Appends a ring region of `capacity` slots (a power of two) to the file, after what is
+    /// pending, and maps it: its live page and first [`FIRST_SLOTS`] slots get disk blocks.
+    pub fn reserve_region(&mut self, capacity: u64) -> io::Result<&'static Region> {
+        use rtrace_format::ring::{
+            region_layout, RingDescriptor, FLAG_LIVE, RING_LAYOUT, RING_PAGE,
+        };
+        if sys::page_size() != RING_PAGE {
+            return Err(io::Error::other("the page size is not 4 KiB"));
+        }
+        self.flush()?;
+        let at = self.end;
+        let (len, live_at) = region_layout(at, capacity);
+        let descriptor = RingDescriptor {
+            layout: RING_LAYOUT,
+            slot_size: rtrace_format::ApiRecord::SIZE as u32,
+            capacity,
+            live_at,
+            tsc: u32::from(clock::uses_tsc()),
+        }
+        .to_bytes();
+        let mut header = ChunkHeader::new(ChunkKind::RingRegion, 0, 0, 0, &descriptor);
+        header.flags = FLAG_LIVE;
+        header.payload_len = len;
+        header.crc = header.checksum(&descriptor);
+        let mut head = header.encode().to_vec();
+        head.extend_from_slice(&descriptor);
+        sys::pwrite_all(self.fd, &head, at)?;
+        // From here the file holds the chunk: what follows goes after it.
+        let region_end = at + rtrace_format::CHUNK_HEADER_LEN as u64 + u64::from(len);
+        self.end = region_end;
+        let live = at + rtrace_format::CHUNK_HEADER_LEN as u64 + u64::from(live_at);
+        let first = FIRST_SLOTS.min(capacity);
+        let slot = rtrace_format::ApiRecord::SIZE as u64;
+        sys::allocate(self.fd, live, RING_PAGE as u64 + first * slot)?;
+        sys::extend_to(self.fd, region_end)?;
+        let p = sys::map_file(self.fd, live, RING_PAGE + (capacity * slot) as usize)?;
+        let region = Region::new(p, capacity, Some((self.fd, live + RING_PAGE as u64)));
+        region.set_allocated(first);
+        Ok(Box::leak(Box::new(region)))
     }
 
     /// Writes the end record and everything pending (no allocation).

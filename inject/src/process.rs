@@ -4,10 +4,10 @@
 //! the worker) is the session's, handed in to [`Process::register`].
 
 use crate::output::Sink;
-use crate::ring::Ring;
+use crate::ring::{ClockPair, Region, Ring};
 use crate::state::{self, State};
 use crate::{clock, sys};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once, OnceLock, TryLockError};
 use std::time::Duration;
 
@@ -19,7 +19,15 @@ pub struct Process {
     pub pid: u32,
     pub forked_from: Option<u32>,
     pub generation: u64,
-    rings: Mutex<Vec<Arc<Ring>>>,
+    rings: Mutex<Rings>,
+    /// The next ring's positions begin at this << `POSITION_BITS`.
+    next_base: AtomicU64,
+    /// A clock pair read when the trace began, and the latest the consumer read: the pairs a
+    /// reader converts a ring's timestamps with.
+    clock_pairs: Mutex<(ClockPair, ClockPair)>,
+    /// Why a ring could not be put in the trace file (said once, by the consumer).
+    anonymous: Mutex<Option<String>>,
+    anonymous_said: AtomicBool,
     start: Once,
     started: AtomicBool,
     /// The trace file's writer, held by whoever drains the rings (the worker, or the final
@@ -29,6 +37,16 @@ pub struct Process {
     worker: OnceLock<std::thread::Thread>,
     pub stop: AtomicBool,
 }
+
+/// The rings of a process's threads, and the regions no ring uses now.
+#[derive(Default)]
+struct Rings {
+    live: Vec<Arc<Ring>>,
+    free: Vec<&'static Region>,
+}
+
+/// How long a thread's first record waits for the consumer to put a new region in the file.
+const REGION_WAIT: Duration = Duration::from_secs(1);
 
 /// What the first ring of a process runs (set by the session before tracing starts).
 static OPENER: OnceLock<fn(&'static Process) -> bool> = OnceLock::new();
@@ -63,7 +81,11 @@ impl Process {
             pid,
             forked_from,
             generation,
-            rings: Mutex::new(Vec::new()),
+            rings: Mutex::new(Rings::default()),
+            next_base: AtomicU64::new(1),
+            clock_pairs: Mutex::new(((0, 0), (0, 0))),
+            anonymous: Mutex::new(None),
+            anonymous_said: AtomicBool::new(false),
             start: Once::new(),
             started: AtomicBool::new(false),
             sink: Mutex::new(None),
@@ -72,24 +94,87 @@ impl Process {
         }
     }
 
-    /// Adds a thread's ring; the first one runs the opener the session set with [`set_opener`]
-    /// (which gives the process its writer and worker, and says whether it did). False when
-    /// the ring is not taken: the trace could not be opened, or tracing is no longer running.
-    pub fn register(&'static self, ring: Arc<Ring>) -> bool {
+    /// A ring for thread `tid`, registered with the process; the first one runs the opener
+    /// the session set with [`set_opener`] (which gives the process its writer and worker, and
+    /// says whether it did). Its region is a free one, else a new one in the file (waiting at
+    /// most [`REGION_WAIT`] for the consumer), else anonymous memory. `None` when the trace
+    /// could not be opened, or tracing is off.
+    pub fn new_ring(&'static self, tid: u64, name: String, capacity: usize) -> Option<Arc<Ring>> {
         self.start.call_once(|| {
             if OPENER.get().is_some_and(|open| open(self)) {
                 self.started.store(true, Ordering::Release);
             }
         });
-        if !self.is_started() || state::state() != State::Running {
-            return false;
+        if !self.is_started() || !matches!(state::state(), State::Running | State::Finished) {
+            return None;
         }
-        match self.rings.lock() {
-            Ok(mut rings) => {
-                rings.push(ring);
-                true
+        let capacity = capacity.max(2).next_power_of_two() as u64;
+        let free = self.rings.lock().ok()?.free.pop();
+        let region = match free {
+            Some(r) => r,
+            None => match self.with_consumer(REGION_WAIT, |sink| sink.reserve_region(capacity)) {
+                Some(Ok(r)) => r,
+                why => {
+                    let why = match why {
+                        Some(Err(e)) => e.to_string(),
+                        _ => "the writer was busy".to_string(),
+                    };
+                    if !self.anonymous_said.swap(true, Ordering::Relaxed) {
+                        if let Ok(mut a) = self.anonymous.lock() {
+                            *a = Some(format!(
+                                "a thread's buffer could not be put in the trace file ({why}): \
+                                 what it holds when the process ends abruptly is lost"
+                            ));
+                        }
+                    }
+                    Region::anonymous(capacity).ok()?
+                }
+            },
+        };
+        let base =
+            self.next_base.fetch_add(1, Ordering::Relaxed) << rtrace_format::ring::POSITION_BITS;
+        let (start, latest) = self.clock_pairs.lock().map(|p| *p).unwrap_or_default();
+        let ring = Arc::new(Ring::on(region, base, tid, name, start, latest));
+        self.rings.lock().ok()?.live.push(ring.clone());
+        Some(ring)
+    }
+
+    /// Why a ring could not be put in the trace file, once (for the consumer's notice).
+    pub fn take_region_notice(&self) -> Option<String> {
+        self.anonymous.try_lock().ok()?.take()
+    }
+
+    /// Notes the clock pair read when the trace began (the first) or the latest one.
+    pub fn note_clock_pair(&self, pair: ClockPair) {
+        if let Ok(mut p) = self.clock_pairs.lock() {
+            if p.0 == (0, 0) {
+                p.0 = pair;
             }
-            Err(_) => false,
+            p.1 = pair;
+        }
+    }
+
+    /// Keeps one free region ready in the file, so that a new thread need not wait for the
+    /// consumer. Consumer only.
+    pub fn keep_spare_region(&self, sink: &mut Sink, capacity: usize) {
+        let capacity = capacity.max(2).next_power_of_two() as u64;
+        let needed = self.rings.try_lock().is_ok_and(|r| r.free.is_empty());
+        if !needed || sink.is_broken() {
+            return;
+        }
+        if let Ok(region) = sink.reserve_region(capacity) {
+            if let Ok(mut r) = self.rings.lock() {
+                r.free.push(region);
+            }
+        }
+    }
+
+    /// Writes the `errno` of a failed write of the trace into every ring's region.
+    pub fn note_write_error(&self, errno: u64) {
+        if let Ok(r) = self.rings.lock() {
+            for ring in &r.live {
+                ring.region().set_write_error(errno);
+            }
         }
     }
 
@@ -150,17 +235,27 @@ impl Process {
         };
         match guard {
             Some(g) => {
-                out.extend(g.iter().cloned());
+                out.extend(g.live.iter().cloned());
                 true
             }
             None => false,
         }
     }
 
-    /// Drops rings that are closed and fully drained.
+    /// Drops rings that are closed and whose entries are all in the file; their regions
+    /// serve later threads.
     pub fn forget_finished_rings(&self) {
         if let Ok(mut rings) = self.rings.try_lock() {
-            rings.retain(|r| !(r.is_closed() && r.is_empty()));
+            let Rings { live, free } = &mut *rings;
+            live.retain(|r| {
+                let done = r.is_closed() && r.is_empty() && r.is_written();
+                // Only once nothing else holds the ring can its region serve another thread.
+                if done && Arc::strong_count(r) == 1 {
+                    free.push(r.region());
+                    return false;
+                }
+                true
+            });
         }
     }
 

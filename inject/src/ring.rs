@@ -1,287 +1,372 @@
-//! A single-producer single-consumer ring of [`Entry`]s: one per traced thread.
+//! A single-producer single-consumer ring of [`Entry`]s: one per traced thread, kept in a
+//! [`Region`] of the trace file itself (a shared mapping: see `rtrace_format::ring` for the
+//! layout), so that what a thread recorded is in the file however the process ends.
 //!
-//! The owning thread pushes with one atomic load and one store (it re-reads the
-//! consumer's `tail` only when its own copy says the ring is full); when the ring
-//! is full it counts the loss and returns (it never blocks). The consumer (the
-//! worker, or the thread doing the final flush under the consumer lock) copies
-//! entries out and advances `tail`. The producer's and the consumer's positions
-//! live on cache lines of their own, so a drain does not slow the next pushes.
-//! An entry is a call, a link or an NVTX event ([`Entry`]); how it is laid out in a
-//! slot is this module's business alone.
+//! The owning thread pushes with one atomic load and one store (it re-reads the consumer's
+//! `tail` only when its own limit says the ring is full); when the ring is full it counts the
+//! loss and returns (it never blocks). The consumer (the worker, or the thread doing the final
+//! flush under the consumer lock) copies entries out ([`Ring::drain`]) and, once the chunk
+//! holding them is written, lets the producer reuse their slots ([`Ring::release`]): until
+//! then a reader of the file finds them in the ring. The slots the file backs grow with use
+//! (from [`FIRST_SLOTS`] to the ring's capacity, on the producer's cold path).
 //!
-//! Why `unsafe` here, outside the FFI and system-call modules: the slots are written by
-//! one thread and read by another without a lock (`UnsafeCell` slots, published by the
-//! release/acquire pair on `head` and `tail`); a safe ring would need a lock or an atomic
-//! per field, on the hot path. And [`RingRef`], a thread's handle on its ring, is a raw
-//! pointer holding one strong reference, so the hot path reaches the ring with one plain
-//! load: an `Arc` in a `Cell` cannot be borrowed, and a thread-local with a destructor costs
-//! a check on every access.
+//! Why `unsafe` here, outside the FFI and system-call modules: the slots and the live page are
+//! memory the kernel mapped, written by one thread and read by another without a lock
+//! (published by the release/acquire pair on `head` and `tail`); a safe ring would need a lock
+//! or an atomic per field, on the hot path. And [`RingRef`], a thread's handle on its ring, is
+//! a raw pointer holding one strong reference, so the hot path reaches the ring with one plain
+//! load: an `Arc` in a `Cell` cannot be borrowed, and a thread-local with a destructor costs a
+//! check on every access.
 
-use rtrace_format::{ApiRecord, NvtxKind};
-use std::cell::{Cell, UnsafeCell};
+pub use rtrace_format::ring::{RingEntry as Entry, RingNvtx as NvtxEntry};
+
+use rtrace_format::ring::{live, REGION_CLOSED, REGION_IN_USE, RING_PAGE};
+use rtrace_format::ApiRecord;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// Slots the file backs when a region is made (32 KiB); the ring grows by four times.
+pub const FIRST_SLOTS: u64 = 1024;
 
 /// A value alone on its cache line(s) (128 bytes: adjacent-line prefetch pairs lines).
 #[repr(align(128))]
 struct Line<T>(T);
 
+/// Memory for one ring at a time: a live page and `capacity` slots, in the trace file (a shared
+/// mapping, backed by disk blocks as far as [`live::ALLOCATED`] says) or, where the file
+/// cannot hold it, in anonymous memory. Made once and never unmapped; reused by a later thread
+/// once its ring is drained.
+pub struct Region {
+    live: *mut u8,
+    slots: *mut u8,
+    capacity: u64,
+    /// The trace file and the offset of slot 0 in it: where more slots get disk blocks.
+    file: Option<(i32, u64)>,
+    /// Why the file could not back more slots (an `errno`); 0: it could.
+    grow_error: AtomicU64,
+}
+
+// SAFETY: the region's memory is shared by design: the producer and the consumer reach it
+// through atomics (the live page) and the head/tail protocol (the slots).
+unsafe impl Sync for Region {}
+unsafe impl Send for Region {}
+
+impl Region {
+    /// A region over `live` (one [`RING_PAGE`]) followed by `capacity` slots, whose slot 0 is
+    /// at `file`'s offset (None: anonymous memory, all of it usable). The memory must stay
+    /// mapped for the life of the process.
+    pub fn new(live: *mut u8, capacity: u64, file: Option<(i32, u64)>) -> Region {
+        let r = Region {
+            live,
+            // SAFETY: the slots follow the live page in the same mapping.
+            slots: unsafe { live.add(RING_PAGE) },
+            capacity,
+            file,
+            grow_error: AtomicU64::new(0),
+        };
+        if file.is_none() {
+            r.field(live::ALLOCATED).store(capacity, Ordering::Release);
+        }
+        r
+    }
+
+    /// A region in anonymous memory (no file): for tests, and where the file cannot hold one.
+    pub fn anonymous(capacity: u64) -> std::io::Result<&'static Region> {
+        let len = RING_PAGE + capacity as usize * ApiRecord::SIZE;
+        let p = crate::sys::map_anonymous(len)?;
+        Ok(Box::leak(Box::new(Region::new(p, capacity, None))))
+    }
+
+    /// The live page's field at byte `at` (a multiple of 8).
+    #[inline(always)]
+    fn field(&self, at: usize) -> &AtomicU64 {
+        debug_assert!(at.is_multiple_of(8) && at < RING_PAGE);
+        // SAFETY: the live page is mapped for the life of the process, page-aligned, and
+        // every field is an aligned u64 only ever accessed atomically.
+        unsafe { &*(self.live.add(at) as *const AtomicU64) }
+    }
+
+    /// Why the file could not back more slots (an `errno`), if it could not.
+    pub fn grow_error(&self) -> Option<u64> {
+        Some(self.grow_error.load(Ordering::Relaxed)).filter(|&e| e != 0)
+    }
+
+    /// Says that the file backs the first `slots` slots (a region just made).
+    pub fn set_allocated(&self, slots: u64) {
+        self.field(live::ALLOCATED).store(slots, Ordering::Release);
+    }
+
+    /// Notes that writing the trace failed with `errno`, where a reader finds it.
+    pub fn set_write_error(&self, errno: u64) {
+        self.field(live::WRITE_ERROR)
+            .store(errno, Ordering::Relaxed);
+    }
+
+    /// Gives the file's blocks to the slots after the `allocated` first ones (four times as
+    /// many, up to the capacity). Producer only (cold path); false when the file has no room.
+    #[cold]
+    fn grow(&self, allocated: u64) -> bool {
+        let Some((fd, slots_at)) = self.file else {
+            return false;
+        };
+        if self.grow_error.load(Ordering::Relaxed) != 0 {
+            return false;
+        }
+        let more = (allocated * 4).clamp(FIRST_SLOTS, self.capacity);
+        let size = ApiRecord::SIZE as u64;
+        match crate::sys::allocate(fd, slots_at + allocated * size, (more - allocated) * size) {
+            Ok(()) => {
+                self.field(live::ALLOCATED).store(more, Ordering::Release);
+                true
+            }
+            Err(e) => {
+                let errno = e.raw_os_error().unwrap_or(libc::EIO) as u64;
+                self.grow_error.store(errno, Ordering::Relaxed);
+                false
+            }
+        }
+    }
+}
+
 /// The producer's side: only the owning thread touches it.
 struct Producer {
-    /// Next slot the producer writes (only the producer stores it).
-    head: AtomicU64,
-    /// The consumer's `tail` as the producer last read it (a lower bound of it).
-    tail_seen: Cell<u64>,
+    /// The position the producer may not reach (from `tail` and the slots backed, as last
+    /// read).
+    limit: Cell<u64>,
 }
 
-/// What a thread's ring carries, in order. Only the ring knows how an entry is laid out in
-/// its slots (one [`ApiRecord`] each, so a push stays one slot write).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Entry {
-    /// A recorded driver call; timestamps are raw ticks ([`crate::clock::ticks`]).
-    Call(ApiRecord),
-    /// The call in progress `call` (rtrace's correlation id) is `source` for the GPU-activity
-    /// source (CUPTI's correlation id). Links never reach the file as API records.
-    Link { call: u64, source: u32 },
-    /// An NVTX event (reaches the file in an NvtxEvents chunk).
-    Nvtx(NvtxEntry),
-    /// The colour and payload of the NVTX event just before.
-    NvtxAttributes {
-        color: u32,
-        color_type: u8,
-        payload: u64,
-        payload_type: u8,
-    },
-}
-
-/// An NVTX event as it travels in the ring.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct NvtxEntry {
-    pub kind: NvtxKind,
-    /// The message's string id.
-    pub message: u32,
-    /// When, in raw ticks (stamped by [`Entry::stamped`]).
-    pub time: u64,
-    pub value: u64,
-    pub domain: u32,
-    pub category: u32,
-}
-
-/// The slot encoding: a slot's `function` tells the entry. Calls have the driver's function
-/// ids (far below these tags); a link is [`LINK`] (`correlation` the call, `result` the
-/// source's id); an NVTX event is `NVTX | kind` (kind below 0x100; `result` the message,
-/// `start_ns` the time, `end_ns` the value, `correlation` domain << 32 | category); its
-/// attributes are [`NVTX_ATTRIBUTES`] (`result` the colour, `start_ns` the payload, `end_ns`
-/// payload type << 8 | colour type).
-const LINK: u32 = u32::MAX;
-const NVTX: u32 = 0xFFFF_FE00;
-const NVTX_ATTRIBUTES: u32 = NVTX | 0xFF;
-
-impl Entry {
-    /// The entry with its time set to `ticks` (NVTX events; others unchanged).
-    #[inline(always)]
-    pub fn stamped(self, ticks: u64) -> Entry {
-        match self {
-            Entry::Nvtx(mut e) => {
-                e.time = ticks;
-                Entry::Nvtx(e)
-            }
-            other => other,
-        }
-    }
-
-    #[inline(always)]
-    fn encode(self) -> ApiRecord {
-        match self {
-            Entry::Call(rec) => rec,
-            Entry::Link { call, source } => ApiRecord {
-                function: LINK,
-                result: source,
-                start_ns: 0,
-                end_ns: 0,
-                correlation: call,
-            },
-            Entry::Nvtx(e) => ApiRecord {
-                function: NVTX | u32::from(e.kind.to_u16()),
-                result: e.message,
-                start_ns: e.time,
-                end_ns: e.value,
-                correlation: (u64::from(e.domain) << 32) | u64::from(e.category),
-            },
-            Entry::NvtxAttributes {
-                color,
-                color_type,
-                payload,
-                payload_type,
-            } => ApiRecord {
-                function: NVTX_ATTRIBUTES,
-                result: color,
-                start_ns: payload,
-                end_ns: (u64::from(payload_type) << 8) | u64::from(color_type),
-                correlation: 0,
-            },
-        }
-    }
-
-    #[inline(always)]
-    fn decode(rec: ApiRecord) -> Entry {
-        if rec.function == LINK {
-            return Entry::Link {
-                call: rec.correlation,
-                source: rec.result,
-            };
-        }
-        if rec.function == NVTX_ATTRIBUTES {
-            return Entry::NvtxAttributes {
-                color: rec.result,
-                color_type: rec.end_ns as u8,
-                payload: rec.start_ns,
-                payload_type: (rec.end_ns >> 8) as u8,
-            };
-        }
-        if rec.function & 0xFFFF_FF00 == NVTX {
-            return Entry::Nvtx(NvtxEntry {
-                kind: NvtxKind::from_u16((rec.function & 0xFF) as u16),
-                message: rec.result,
-                time: rec.start_ns,
-                value: rec.end_ns,
-                domain: (rec.correlation >> 32) as u32,
-                category: rec.correlation as u32,
-            });
-        }
-        Entry::Call(rec)
-    }
-}
-
+/// One thread's ring, over a region.
 pub struct Ring {
     producer: Line<Producer>,
-    /// Next slot the consumer reads (only the consumer stores it).
-    tail: Line<AtomicU64>,
-    /// Records lost since the consumer last took the count.
-    dropped: AtomicU64,
-    /// Set when the owning thread has exited: drain, then free.
-    closed: AtomicBool,
-    /// OS thread id of the producer.
-    pub tid: u64,
-    /// The producer's thread name, sent with its first chunk.
-    pub name: String,
-    /// Chunks written for this ring so far (consumer only).
-    pub seq: AtomicU64,
-    /// Whether its ThreadInfo chunk was written (consumer only).
-    pub announced: AtomicBool,
+    /// The position up to which the consumer copied entries out (they may still await their
+    /// write: `tail` in the live page follows once they are in the file).
+    drained: Line<AtomicU64>,
+    region: &'static Region,
+    base: u64,
     mask: u64,
-    slots: Box<[UnsafeCell<ApiRecord>]>,
+    closed: AtomicBool,
+    pub tid: u64,
+    pub name: String,
+    pub announced: AtomicBool,
 }
 
-// SAFETY: slots are written only by the single producer before it publishes
-// them with a release store of `head`, and read only by the single consumer
-// after an acquire load of `head`; a slot is not rewritten until the consumer
-// has released it by a release store of `tail`, which the producer reads with
-// acquire ordering. `tail_seen` is touched by the producer alone.
+// SAFETY: see the module doc: one producer (the owning thread) and one consumer (under the
+// consumer lock) share the region through atomics and the head/tail protocol.
 unsafe impl Sync for Ring {}
-// SAFETY: see `Sync`; the ring owns its slots.
 unsafe impl Send for Ring {}
 
+/// A (ticks, ns) pair: a raw timestamp and `CLOCK_MONOTONIC` read together.
+pub type ClockPair = (u64, u64);
+
 impl Ring {
-    /// A ring of `capacity` records (rounded up to a power of two).
-    pub fn new(capacity: usize, tid: u64, name: String) -> Ring {
-        let cap = capacity.max(2).next_power_of_two();
-        let slots = (0..cap)
-            .map(|_| UnsafeCell::new(ApiRecord::default()))
-            .collect();
-        Ring {
+    /// A ring for thread `tid` over `region` (free: no ring uses it), its positions from
+    /// `base` (a multiple of 2^`POSITION_BITS`, distinct for every ring of the process);
+    /// `start` and `latest` are clock pairs a reader converts its timestamps with.
+    pub fn on(
+        region: &'static Region,
+        base: u64,
+        tid: u64,
+        name: String,
+        start: ClockPair,
+        latest: ClockPair,
+    ) -> Ring {
+        let f = |at| region.field(at);
+        f(live::HEAD).store(base, Ordering::Relaxed);
+        f(live::TAIL).store(base, Ordering::Relaxed);
+        f(live::DROPPED).store(0, Ordering::Relaxed);
+        f(live::TID).store(tid, Ordering::Relaxed);
+        f(live::BASE).store(base, Ordering::Relaxed);
+        f(live::CAL0_TICKS).store(start.0, Ordering::Relaxed);
+        f(live::CAL0_NS).store(start.1, Ordering::Relaxed);
+        let bytes = name.as_bytes();
+        for i in 0..live::NAME_LEN / 8 {
+            let mut word = [0u8; 8];
+            for (j, b) in word.iter_mut().enumerate() {
+                *b = bytes.get(i * 8 + j).copied().unwrap_or(0);
+            }
+            f(live::NAME + i * 8).store(u64::from_le_bytes(word), Ordering::Relaxed);
+        }
+        f(live::STATE).store(REGION_IN_USE, Ordering::Release);
+        let ring = Ring {
             producer: Line(Producer {
-                head: AtomicU64::new(0),
-                tail_seen: Cell::new(0),
+                limit: Cell::new(base),
             }),
-            tail: Line(AtomicU64::new(0)),
-            dropped: AtomicU64::new(0),
+            drained: Line(AtomicU64::new(base)),
+            region,
+            base,
+            mask: region.capacity - 1,
             closed: AtomicBool::new(false),
             tid,
             name,
-            seq: AtomicU64::new(0),
             announced: AtomicBool::new(false),
-            mask: cap as u64 - 1,
-            slots,
-        }
+        };
+        ring.set_calibration(latest);
+        ring
+    }
+
+    /// A ring of `capacity` slots (rounded up to a power of two) in anonymous memory.
+    #[cfg(test)]
+    pub fn new(capacity: usize, tid: u64, name: String) -> Ring {
+        let cap = capacity.max(2).next_power_of_two() as u64;
+        let region = Region::anonymous(cap)
+            .unwrap_or_else(|_| crate::sys::die(b"rtrace: no memory for a ring\n"));
+        Ring::on(
+            region,
+            1 << rtrace_format::ring::POSITION_BITS,
+            tid,
+            name,
+            (0, 0),
+            (0, 0),
+        )
+    }
+
+    pub fn region(&self) -> &'static Region {
+        self.region
     }
 
     pub fn capacity(&self) -> usize {
-        self.slots.len()
+        self.region.capacity as usize
     }
 
-    /// Appends `entry`; returns false (and counts a loss) when full.
-    /// Producer only.
+    #[inline(always)]
+    fn head(&self) -> &AtomicU64 {
+        self.region.field(live::HEAD)
+    }
+
+    #[inline(always)]
+    fn tail(&self) -> &AtomicU64 {
+        self.region.field(live::TAIL)
+    }
+
+    /// Appends `entry`; false (and the loss counted) when the ring is full. Producer only.
     #[inline(always)]
     pub fn push(&self, entry: Entry) -> bool {
-        let rec = entry.encode();
-        let p = &self.producer.0;
-        let h = p.head.load(Ordering::Relaxed);
-        if h.wrapping_sub(p.tail_seen.get()) > self.mask {
-            let t = self.tail.0.load(Ordering::Acquire);
-            p.tail_seen.set(t);
-            if h.wrapping_sub(t) > self.mask {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-                return false;
-            }
+        let head = self.head();
+        let h = head.load(Ordering::Relaxed);
+        if h >= self.producer.0.limit.get() && !self.make_room(h) {
+            self.region
+                .field(live::DROPPED)
+                .fetch_add(1, Ordering::Relaxed);
+            return false;
         }
-        let slot = &self.slots[(h & self.mask) as usize];
-        // SAFETY: slot `h` is not visible to the consumer until `head` passes it,
-        // and the consumer has released it (tail > h - capacity).
-        unsafe { *slot.get() = rec };
-        p.head.store(h.wrapping_add(1), Ordering::Release);
+        let bytes = entry.encode().to_bytes();
+        // SAFETY: slot `h & mask` is backed (below the limit) and not readable by the consumer
+        // until `head` passes it; only this thread writes it.
+        unsafe {
+            let slot = self
+                .region
+                .slots
+                .add((h & self.mask) as usize * ApiRecord::SIZE);
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), slot, ApiRecord::SIZE);
+        }
+        head.store(h + 1, Ordering::Release);
         true
     }
 
-    /// Records waiting to be drained.
+    /// The producer reached its limit at position `h`: reads the consumer's tail again, and
+    /// backs more slots with the file when the ring has not grown to its capacity yet.
+    #[cold]
+    fn make_room(&self, h: u64) -> bool {
+        let cap = self.region.capacity;
+        let tail = self.tail().load(Ordering::Acquire);
+        loop {
+            let allocated = self.region.field(live::ALLOCATED).load(Ordering::Acquire);
+            let limit = if allocated >= cap {
+                tail + cap
+            } else {
+                (tail + cap).min(self.base + allocated)
+            };
+            if h < limit {
+                self.producer.0.limit.set(limit);
+                return true;
+            }
+            if allocated >= cap || h - tail >= cap || !self.region.grow(allocated) {
+                return false;
+            }
+        }
+    }
+
+    /// Entries waiting to be copied out.
     pub fn len(&self) -> usize {
-        let h = self.producer.0.head.load(Ordering::Acquire);
-        h.wrapping_sub(self.tail.0.load(Ordering::Relaxed)) as usize
+        let h = self.head().load(Ordering::Acquire);
+        h.wrapping_sub(self.drained.0.load(Ordering::Relaxed)) as usize
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// Appends every waiting call, encoded as an API record, to `out` and frees their slots;
-    /// returns how many it appended. Timestamps go through `to_ns` (raw ticks → ns). Every
-    /// other entry (links, NVTX events) is handed to `other` instead, in order, with raw
-    /// timestamps. Consumer only.
+    /// Whether every entry is in a written chunk.
+    pub fn is_written(&self) -> bool {
+        self.tail().load(Ordering::Acquire) == self.head().load(Ordering::Acquire)
+    }
+
+    /// Copies the waiting entries out: calls appended to `out` (timestamps converted by
+    /// `to_ns`), other entries handed to `other` in order. Returns how many calls, and the
+    /// position after the last entry (to [`Ring::release`] once they are written). Consumer
+    /// only.
     pub fn drain(
         &self,
         out: &mut Vec<u8>,
         to_ns: impl Fn(u64) -> u64,
         mut other: impl FnMut(Entry),
-    ) -> usize {
-        let h = self.producer.0.head.load(Ordering::Acquire);
-        let t = self.tail.0.load(Ordering::Relaxed);
-        let n = h.wrapping_sub(t);
+    ) -> (usize, u64) {
+        let h = self.head().load(Ordering::Acquire);
+        let t = self.drained.0.load(Ordering::Relaxed);
         let mut written = 0;
-        for i in 0..n {
-            let slot = &self.slots[(t.wrapping_add(i) & self.mask) as usize];
-            // SAFETY: slots t..h were published by the producer's release store of head.
-            let rec = unsafe { *slot.get() };
-            match Entry::decode(rec) {
+        out.reserve(h.wrapping_sub(t) as usize * ApiRecord::SIZE);
+        for p in t..h {
+            let mut bytes = [0u8; ApiRecord::SIZE];
+            // SAFETY: positions below `head` (acquired) are published, and the producer does
+            // not reuse their slots before `release`.
+            unsafe {
+                let slot = self
+                    .region
+                    .slots
+                    .add((p & self.mask) as usize * ApiRecord::SIZE);
+                std::ptr::copy_nonoverlapping(slot, bytes.as_mut_ptr(), ApiRecord::SIZE);
+            }
+            match Entry::decode(ApiRecord::from_bytes(&bytes)) {
                 Entry::Call(mut rec) => {
                     rec.start_ns = to_ns(rec.start_ns);
                     rec.end_ns = to_ns(rec.end_ns);
-                    out.extend_from_slice(&rec.to_bytes());
+                    rec.write_to(out);
                     written += 1;
                 }
                 e => other(e),
             }
         }
-        self.tail.0.store(h, Ordering::Release);
-        written
+        self.drained.0.store(h, Ordering::Relaxed);
+        (written, h)
     }
 
-    /// Takes the count of records lost since the last call.
+    /// The entries before position `to` are in the file: their slots may be reused.
+    pub fn release(&self, to: u64) {
+        self.tail().store(to, Ordering::Release);
+    }
+
+    /// Takes the count of entries lost since the last call.
     pub fn take_dropped(&self) -> u64 {
-        self.dropped.swap(0, Ordering::Relaxed)
+        self.region.field(live::DROPPED).swap(0, Ordering::Relaxed)
     }
 
+    /// Writes the latest clock pair where a reader finds it (a sequence count around it).
+    pub fn set_calibration(&self, (ticks, ns): ClockPair) {
+        let f = |at| self.region.field(at);
+        let seq = f(live::CAL_SEQ).load(Ordering::Relaxed);
+        f(live::CAL_SEQ).store(seq | 1, Ordering::Relaxed);
+        f(live::CAL1_TICKS).store(ticks, Ordering::Relaxed);
+        f(live::CAL1_NS).store(ns, Ordering::Relaxed);
+        f(live::CAL_SEQ).store((seq | 1) + 1, Ordering::Release);
+    }
+
+    /// Its thread has exited: the consumer drains it and gives its region back.
     pub fn close(&self) {
         self.closed.store(true, Ordering::Release);
+        self.region
+            .field(live::STATE)
+            .store(REGION_CLOSED, Ordering::Release);
     }
 
     pub fn is_closed(&self) -> bool {
@@ -360,6 +445,7 @@ impl RingRef {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rtrace_format::NvtxKind;
 
     fn rec(i: u64) -> ApiRecord {
         ApiRecord {
@@ -382,7 +468,12 @@ mod tests {
         assert_eq!(r.take_dropped(), 2);
         assert_eq!(r.take_dropped(), 0);
         let mut out = Vec::new();
-        assert_eq!(r.drain(&mut out, |t| t, |_| {}), 4);
+        let (n, end) = r.drain(&mut out, |t| t, |_| {});
+        assert_eq!(n, 4);
+        // Copied out but not yet written: the slots are not reused.
+        assert!(!r.push(Entry::Call(rec(8))));
+        assert_eq!(r.take_dropped(), 1);
+        r.release(end);
         let got: Vec<u32> = out
             .chunks_exact(ApiRecord::SIZE)
             .map(|b| ApiRecord::from_bytes(b.try_into().unwrap()).function)
@@ -390,7 +481,7 @@ mod tests {
         assert_eq!(got, vec![0, 1, 2, 3]);
         assert!(r.push(Entry::Call(rec(9))));
         out.clear();
-        assert_eq!(r.drain(&mut out, |t| t * 10, |_| {}), 1);
+        assert_eq!(r.drain(&mut out, |t| t * 10, |_| {}).0, 1);
         let back = ApiRecord::from_bytes(out[..32].try_into().unwrap());
         assert_eq!((back.start_ns, back.end_ns), (90, 100));
     }
@@ -413,7 +504,8 @@ mod tests {
                 |e| if let Entry::Link { call, source } = e {
                     links.push((call, source))
                 }
-            ),
+            )
+            .0,
             2
         );
         assert_eq!(out.len(), 2 * ApiRecord::SIZE);
@@ -472,7 +564,8 @@ mod tests {
         let mut out = Vec::new();
         loop {
             out.clear();
-            r.drain(&mut out, |t| t, |_| {});
+            let (_, end) = r.drain(&mut out, |t| t, |_| {});
+            r.release(end);
             seen.extend(
                 out.chunks_exact(32)
                     .map(|b| ApiRecord::from_bytes(b.try_into().unwrap()).start_ns),

@@ -91,6 +91,7 @@ fn profiler_stop() {
 fn open(process: &'static Process) -> bool {
     match Sink::create(process.pid, process.forked_from) {
         Ok(sink) => {
+            process.note_clock_pair(sink.calibration.latest());
             process.set_sink(sink);
             match spawn_worker(process) {
                 Ok(t) => {
@@ -149,11 +150,19 @@ fn run_worker(process: &'static Process) {
             if mode == Drain::Periodic {
                 cupti::drain_into(sink);
             }
-            sink.flush().map(|()| drained)
+            let written = sink.flush().map(|()| drained);
+            if mode == Drain::Periodic && written.is_ok() {
+                process.keep_spare_region(sink, cfg.buffer_records);
+            }
+            written
         });
         match ok {
             Some(Err(e)) => {
-                state::disable(&format!("writing the trace failed: {e}"));
+                // What the rings hold stays in them, where a reader finds it with the cause;
+                // calls go on being recorded until a ring is full, then counted as lost.
+                let errno = e.raw_os_error().unwrap_or(libc::EIO) as u64;
+                process.note_write_error(errno);
+                diag::log(&["writing the trace failed: ", &e.to_string()]);
                 return;
             }
             Some(Ok(drained)) => busy = drained.busy_rings > 0,

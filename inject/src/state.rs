@@ -39,6 +39,14 @@ pub fn state() -> State {
     }
 }
 
+/// Whether calls are recorded: while tracing runs, and after the trace's end was written
+/// (`Finished`: the rings are pages of the file, so a reader finds what other threads record
+/// while the process ends).
+#[inline(always)]
+pub fn records() -> bool {
+    matches!(state(), State::Running | State::Finished)
+}
+
 /// Moves from `from` to `to`; false if the state was not `from`.
 pub fn advance(from: State, to: State) -> bool {
     STATE

@@ -118,7 +118,8 @@ pub fn write_stderr(buf: &[u8]) {
     }
 }
 
-/// Opens `path` for writing without following a symlink, mode 0600, truncating it.
+/// Opens `path` for reading and writing (the rings map it) without following a symlink, mode
+/// 0600, truncating it.
 pub fn create_private(path: &OsStr) -> io::Result<i32> {
     let c =
         CString::new(path.as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
@@ -126,7 +127,7 @@ pub fn create_private(path: &OsStr) -> io::Result<i32> {
     let fd = unsafe {
         libc::open(
             c.as_ptr(),
-            libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_CLOEXEC,
             0o600 as libc::c_uint,
         )
     };
@@ -138,11 +139,11 @@ pub fn create_private(path: &OsStr) -> io::Result<i32> {
     Ok(fd)
 }
 
-/// Writes all of `buf` to `fd`, retrying on EINTR and short writes.
-pub fn write_all(fd: i32, mut buf: &[u8]) -> io::Result<()> {
+/// Writes all of `buf` to `fd` at file offset `at`, retrying on EINTR and short writes.
+pub fn pwrite_all(fd: i32, mut buf: &[u8], mut at: u64) -> io::Result<()> {
     while !buf.is_empty() {
         // SAFETY: writing from a valid slice.
-        let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+        let n = unsafe { libc::pwrite(fd, buf.as_ptr().cast(), buf.len(), at as libc::off_t) };
         if n < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::Interrupted {
@@ -150,9 +151,105 @@ pub fn write_all(fd: i32, mut buf: &[u8]) -> io::Result<()> {
             }
             return Err(e);
         }
+        if n == 0 {
+            return Err(io::Error::from(io::ErrorKind::WriteZero));
+        }
         buf = &buf[n as usize..];
+        at += n as u64;
     }
     Ok(())
+}
+
+/// Gives `fd` disk blocks for `len` bytes at `at` (extending the file), so that pages of a
+/// shared mapping there can be written without the kernel running out of space (which would
+/// kill the writer with SIGBUS). Filesystems without `fallocate` get zeros written instead.
+/// `errno` is left as it was.
+pub fn allocate(fd: i32, at: u64, len: u64) -> io::Result<()> {
+    let saved = errno();
+    // SAFETY: fallocate on an open descriptor with a plain mode; no memory is passed.
+    let rc = unsafe { libc::fallocate(fd, 0, at as libc::off_t, len as libc::off_t) };
+    let r = if rc == 0 {
+        Ok(())
+    } else {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
+            let zeros = [0u8; 4096];
+            let mut done = 0;
+            let mut r = Ok(());
+            while done < len && r.is_ok() {
+                let n = (len - done).min(zeros.len() as u64) as usize;
+                r = pwrite_all(fd, &zeros[..n], at + done);
+                done += n as u64;
+            }
+            r
+        } else {
+            Err(e)
+        }
+    };
+    set_errno(saved);
+    r
+}
+
+/// Maps `len` bytes of `fd` at `at` (a multiple of the page size) shared, read-write: stores
+/// land in the file. Never unmapped.
+pub fn map_file(fd: i32, at: u64, len: usize) -> io::Result<*mut u8> {
+    // SAFETY: a fresh mapping at an address the kernel picks; nothing else is touched.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            at as libc::off_t,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(p.cast())
+}
+
+/// Maps `len` bytes of zeroed private memory (pages appear as they are touched). Never
+/// unmapped.
+pub fn map_anonymous(len: usize) -> io::Result<*mut u8> {
+    // SAFETY: a fresh anonymous mapping; nothing else is touched.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(p.cast())
+}
+
+/// Makes `fd`'s file at least `len` bytes long (the bytes added read as zeros and take no
+/// disk blocks).
+pub fn extend_to(fd: i32, len: u64) -> io::Result<()> {
+    // SAFETY: fstat fills a zeroed stat; ftruncate only grows the file here.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if (st.st_size as u64) < len && libc::ftruncate(fd, len as libc::off_t) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The system's page size.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
 }
 
 /// `clock`'s time in ns (`clock_gettime`, served by the vDSO: no system call in practice).

@@ -7,11 +7,10 @@
 //! slow path may allocate and lock, saves and restores `errno`, and never unwinds.
 
 use crate::process;
-use crate::ring::{Entry, Ring, RingRef};
-use crate::state::{self, State};
+use crate::ring::{Entry, RingRef};
+use crate::state;
 use crate::{clock, sys};
 use std::cell::Cell;
-use std::sync::Arc;
 
 /// One thread's tracing state.
 pub struct ThreadState {
@@ -95,14 +94,13 @@ impl ThreadState {
 /// Slow path: gives the calling thread a ring registered with the process.
 fn register(t: &ThreadState) -> bool {
     let process = process::get_or_create();
-    let ring = Arc::new(Ring::new(
-        state::config().buffer_records,
+    let Some(ring) = process.new_ring(
         sys::gettid(),
         sys::thread_name(),
-    ));
-    if !process.register(ring.clone()) {
+        state::config().buffer_records,
+    ) else {
         return false;
-    }
+    };
     t.ring.hold(ring.clone());
     t.generation.set(process.generation);
     // Not fatal if the guard is already gone (thread teardown): the final flush drains it.
@@ -133,7 +131,7 @@ pub fn link_current(source: u32) {
 /// ring branches on the variant.
 #[inline(always)]
 pub fn push_event(event: Entry, attributes: Option<Entry>) {
-    if state::state() != State::Running {
+    if !state::records() {
         return;
     }
     let _ = TLS.try_with(|t| {

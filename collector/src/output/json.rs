@@ -356,7 +356,7 @@ fn process(out: &mut String, t: &Trace, c: &Counts) {
          \"duration_complete\":{},\
          \"end_reason\":{},\"threads\":{},\"api_records\":{},\"kernel_records\":{},\
          \"memcpy_records\":{},\"memset_records\":{},\"dropped\":{},\
-         \"unwrapped_lookups\":{},\"unknown_chunks\":{},\"notices\":[",
+         \"salvaged_records\":{},\"write_error\":{},\"unwrapped_lookups\":{},\"unknown_chunks\":{},\"notices\":[",
         json_string(&t.path.to_string_lossy()),
         t.format_version.0,
         t.format_version.1,
@@ -384,6 +384,8 @@ fn process(out: &mut String, t: &Trace, c: &Counts) {
         c.memcpys,
         c.memsets,
         t.dropped,
+        t.salvaged,
+        opt(t.write_error),
         opt(t.end.as_ref().map(|e| e.unwrapped_lookups)),
         t.unknown_chunks,
     );

@@ -7,7 +7,8 @@ use super::inputs::{LoadError, StreamError};
 use super::merge::Source;
 use super::records::{Kind, Rec, Records};
 use crate::filter::RecordFilter;
-use rtrace_format::{Chunk, ChunkHeader, CHUNK_HEADER_LEN, MAX_CHUNK_PAYLOAD};
+use rtrace_format::ring::{rebuild_salvaged, FLAG_SALVAGED};
+use rtrace_format::{Chunk, ChunkHeader, ChunkKind, CHUNK_HEADER_LEN, MAX_CHUNK_PAYLOAD};
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -25,6 +26,9 @@ pub struct ChunkRef {
     pub max_id: u64,
     /// Earliest start of its records.
     pub min_start: u64,
+    /// A chunk the format's reader rebuilt from the ring region at `offset`: its kind and
+    /// first ring position ([`rtrace_format::ring::rebuild_salvaged`]).
+    pub salvaged: Option<(ChunkKind, u64)>,
 }
 
 impl ChunkRef {
@@ -37,6 +41,8 @@ impl ChunkRef {
             min_id: u64::MAX,
             max_id: 0,
             min_start: u64::MAX,
+            salvaged: (chunk.header.flags & FLAG_SALVAGED != 0)
+                .then_some((chunk.header.kind, chunk.header.seq)),
         }
     }
 
@@ -73,6 +79,19 @@ impl Rereader {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The chunk `c` refers to, read again (rebuilt from its ring region if the first read
+    /// rebuilt it).
+    pub fn chunk_of(&mut self, c: &ChunkRef) -> Result<Chunk, StreamError> {
+        let chunk = self.chunk(c.offset)?;
+        let Some((kind, from)) = c.salvaged else {
+            return Ok(chunk);
+        };
+        rebuild_salvaged(&chunk, kind, from).ok_or_else(|| StreamError::Changed {
+            path: self.path.clone(),
+            why: format!("the ring region at byte {}: it changed", c.offset),
+        })
     }
 
     /// The chunk at `offset`, checked as on the first read ([`rtrace_format::TraceReader`]):
@@ -160,7 +179,7 @@ impl Source<Rec> for FileSource<'_> {
             return Ok(());
         };
         self.next += 1;
-        let chunk = self.file.chunk(c.offset)?;
+        let chunk = self.file.chunk_of(&c)?;
         let keep = self.keep;
         let index = |i: usize| c.first + i as u64;
         match decode(&c, &chunk, self.file.path())? {

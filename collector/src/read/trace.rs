@@ -8,6 +8,7 @@
 use super::inputs::{each_input, open_trace_file, LoadError};
 use super::records::{Kind, Records};
 use crate::model::Trace;
+use rtrace_format::ring::FLAG_SALVAGED;
 use rtrace_format::{
     Chunk, ChunkKind, DeviceInfo, Notice, ProcessEnd, ProcessHeader, ThreadInfo, TraceReader,
 };
@@ -85,6 +86,9 @@ impl Trace {
                             Ok(records) => {
                                 if let Records::Api(v) = &records {
                                     api_read += v.len() as u64;
+                                    if chunk.header.flags & FLAG_SALVAGED != 0 {
+                                        trace.salvaged += v.len() as u64;
+                                    }
                                 }
                                 if matches!(kind, Kind::Api | Kind::Nvtx) {
                                     trace.thread_mut(thread);
@@ -100,8 +104,12 @@ impl Trace {
                         read_other(&mut trace, &chunk);
                     }
                 }
-                Ok(None) => break,
+                Ok(None) => {
+                    trace.write_error = reader.write_error();
+                    break;
+                }
                 Err(error) => {
+                    trace.write_error = reader.write_error();
                     let records = api_read;
                     trace.damage = Some(format!(
                         "{error}; reported the {} {} ({records} {}) before it",
@@ -224,7 +232,9 @@ fn read_other(trace: &mut Trace, chunk: &Chunk) {
         | ChunkKind::Memsets
         | ChunkKind::NvtxEvents
         | ChunkKind::Memory
-        | ChunkKind::Sync => {}
+        | ChunkKind::Sync
+        // A thread's ring: the reader gives what no chunk held as chunks of their own.
+        | ChunkKind::RingRegion => {}
     }
 }
 

@@ -45,7 +45,7 @@ pub(super) fn linked_calls(
         .iter()
         .filter(|c| c.kind == Kind::Api && c.reaches(lo, hi))
     {
-        let chunk = file.chunk(c.offset)?;
+        let chunk = file.chunk_of(c)?;
         if let Records::Api(records) = decode(c, &chunk, &input.path)? {
             let found = records
                 .into_iter()
@@ -74,7 +74,7 @@ pub(super) fn select_streamed(
     };
     let mut file = Rereader::open(&input.path)?;
     for c in index.iter().filter(|c| wanted(c.kind)) {
-        let chunk = file.chunk(c.offset)?;
+        let chunk = file.chunk_of(c)?;
         match decode(c, &chunk, &input.path)? {
             Records::Api(v) => {
                 for r in v.into_iter().filter_map(|r| input.keep.api(r)) {
@@ -154,7 +154,7 @@ pub(super) fn gpu_pass(
                 continue;
             }
             let rank = ranks.get(&c.offset).copied().unwrap_or(0);
-            let chunk = file.chunk(c.offset)?;
+            let chunk = file.chunk_of(c)?;
             if let Records::Api(v) = decode(c, &chunk, &input.path)? {
                 for r in v.into_iter().filter_map(|r| input.keep.api(r)) {
                     let id = r.correlation;
@@ -175,7 +175,7 @@ pub(super) fn gpu_pass(
                 continue;
             }
             let first_visit = !devices.was_fed(gi);
-            let chunk = file.chunk(c.offset)?;
+            let chunk = file.chunk_of(c)?;
             let records = decode(c, &chunk, &input.path)?;
             gpu_records(
                 input,
@@ -214,7 +214,7 @@ pub(super) fn gpu_pass(
         if devices.was_fed(gi) {
             continue;
         }
-        let chunk = file.chunk(c.offset)?;
+        let chunk = file.chunk_of(c)?;
         let records = decode(c, &chunk, &input.path)?;
         gpu_records(
             input,
@@ -250,7 +250,7 @@ fn sync_records(
     join: &mut Join,
     slot: impl Fn(u64) -> Option<Option<join::Slot>>,
 ) -> Result<(), StreamError> {
-    let chunk = file.chunk(c.offset)?;
+    let chunk = file.chunk_of(c)?;
     if let Records::Syncs(v) = decode(c, &chunk, &input.path)? {
         for y in v.into_iter().filter_map(|y| input.keep.sync(y)) {
             if !linked(y.flags) {
@@ -285,7 +285,7 @@ pub(super) fn profiled_links(
         .iter()
         .filter(|c| matches!(c.kind, Kind::Kernels | Kind::Api) && c.reaches(lo, hi))
     {
-        let chunk = file.chunk(c.offset)?;
+        let chunk = file.chunk_of(c)?;
         match decode(c, &chunk, &input.path)? {
             Records::Kernels(records) => found.kernels.extend(
                 records

@@ -80,7 +80,7 @@ pub(super) fn shared_pass(
         let Some(file) = files.get_mut(&ti) else {
             continue;
         };
-        let chunk = file.chunk(c.offset)?;
+        let chunk = file.chunk_of(c)?;
         let records = decode(c, &chunk, &input.path)?;
         gpu_records(input, c, records, &mut |_, _, _, dev, _, s, e| {
             if let Some(&g) = member.get(&(ti, dev)) {

@@ -7,6 +7,11 @@ use crate::crc;
 pub const CHUNK_MAGIC: u32 = u32::from_le_bytes(*b"CHNK");
 /// Size of an encoded [`ChunkHeader`].
 pub const CHUNK_HEADER_LEN: usize = 40;
+/// A chunk whose payload is partly live memory (a thread's ring, [`crate::ring`]): its
+/// checksum covers the header's fields and the first [`LIVE_CHECKED_LEN`] bytes of the payload.
+pub const FLAG_LIVE: u16 = 1;
+/// The bytes of a [`FLAG_LIVE`] chunk's payload its checksum covers (the ring's descriptor).
+pub const LIVE_CHECKED_LEN: usize = 32;
 /// Largest payload a reader accepts for one chunk (guards against corrupt lengths).
 pub const MAX_CHUNK_PAYLOAD: u32 = 256 << 20;
 
@@ -64,6 +69,9 @@ u16_enum! {
         ProfilerSetup = 23,
         /// One profiled launch's metrics and counter data ([`KernelProfile`](crate::KernelProfile), bincode).
         KernelProfile = 24,
+        /// A thread's ring as pages of the file ([`crate::ring`]): a descriptor, then live
+        /// memory the library writes in place (flag [`crate::ring::FLAG_LIVE`]).
+        RingRegion = 25,
     }
     /// A kind this reader does not know; carried so it can be counted.
     Unknown(u16)
@@ -100,8 +108,14 @@ impl ChunkHeader {
         h
     }
 
-    /// The checksum of this header's fields (except length and crc) and `payload`.
+    /// The checksum of this header's fields (except length and crc) and `payload` (of a
+    /// chunk flagged [`FLAG_LIVE`], of its descriptor only).
     pub fn checksum(&self, payload: &[u8]) -> u32 {
+        let payload = if self.flags & FLAG_LIVE != 0 {
+            &payload[..payload.len().min(LIVE_CHECKED_LEN)]
+        } else {
+            payload
+        };
         let fixed = ChecksummedFields {
             kind: self.kind,
             flags: self.flags,

@@ -47,6 +47,7 @@ mod time;
 
 mod api;
 mod chunk;
+mod payload;
 mod reader;
 mod values;
 
@@ -55,6 +56,7 @@ mod gpu;
 pub mod metric_sets;
 mod pcsampling;
 mod profiling;
+pub mod ring;
 
 pub use api::*;
 pub use chunk::*;
@@ -63,6 +65,7 @@ pub use cupti::{CUPTI_DIRS, CUPTI_SONAME};
 pub use device::*;
 pub use gpu::*;
 pub use output::*;
+pub use payload::*;
 pub use pcsampling::*;
 pub use profiling::*;
 pub use reader::*;

@@ -1,10 +1,10 @@
 //! Reading a trace: its header, then one checksummed chunk after another.
 
-use crate::api::{ApiRecord, FunctionName};
 use crate::chunk::{ChunkHeader, CHUNK_HEADER_LEN, MAX_CHUNK_PAYLOAD};
 use crate::crc::crc32;
+use crate::payload::Chunk;
+use crate::ring::Salvage;
 use crate::values::{decode_value, ProcessHeader, FORMAT_MAJOR, MAGIC, MAX_HEADER_BODY};
-use serde::Deserialize;
 use std::fmt;
 use std::io::{self, Read};
 
@@ -46,68 +46,6 @@ impl fmt::Display for ReadError {
 
 impl std::error::Error for ReadError {}
 
-/// A chunk read from a trace.
-#[derive(Clone, Debug)]
-pub struct Chunk {
-    /// Byte offset of the chunk in its file.
-    pub offset: u64,
-    pub header: ChunkHeader,
-    pub payload: Vec<u8>,
-}
-
-impl Chunk {
-    /// The API records of an [`ChunkKind::ApiRecords`](crate::ChunkKind::ApiRecords) chunk.
-    pub fn api_records(&self) -> Result<Vec<ApiRecord>, String> {
-        fixed_records::<_, { ApiRecord::SIZE }>(self, "API record", ApiRecord::from_bytes)
-    }
-
-    /// The entries of a [`ChunkKind::FunctionNames`](crate::ChunkKind::FunctionNames) chunk.
-    pub fn function_names(&self) -> Result<Vec<FunctionName>, String> {
-        let p = &self.payload;
-        let bad = || "malformed function-name table".to_string();
-        let count = u32::from_le_bytes(p.get(0..4).ok_or_else(bad)?.try_into().unwrap());
-        let mut at = 4usize;
-        let mut out = Vec::with_capacity(count.min(1 << 16) as usize);
-        for _ in 0..count {
-            let id = u32::from_le_bytes(p.get(at..at + 4).ok_or_else(bad)?.try_into().unwrap());
-            let len =
-                u16::from_le_bytes(p.get(at + 4..at + 6).ok_or_else(bad)?.try_into().unwrap());
-            let name = p.get(at + 6..at + 6 + len as usize).ok_or_else(bad)?;
-            out.push(FunctionName {
-                id,
-                name: String::from_utf8_lossy(name).into_owned(),
-            });
-            at += 6 + len as usize;
-        }
-        Ok(out)
-    }
-
-    /// Decodes a serde payload ([`ThreadInfo`](crate::ThreadInfo), [`ProcessEnd`](crate::ProcessEnd), [`Notice`](crate::Notice)).
-    pub fn value<T: for<'de> Deserialize<'de>>(&self) -> Result<T, String> {
-        decode_value(&self.payload)
-    }
-}
-
-/// The records of a chunk that holds an array of `N`-byte records, each decoded by `decode`;
-/// `what` names them when the payload is not a whole number of records.
-pub(crate) fn fixed_records<T, const N: usize>(
-    chunk: &Chunk,
-    what: &str,
-    decode: impl Fn(&[u8; N]) -> T,
-) -> Result<Vec<T>, String> {
-    if !chunk.payload.len().is_multiple_of(N) {
-        return Err(format!(
-            "{what} chunk of {} bytes is not a multiple of {N}",
-            chunk.payload.len()
-        ));
-    }
-    Ok(chunk
-        .payload
-        .chunks_exact(N)
-        .map(|b| decode(b.try_into().unwrap()))
-        .collect())
-}
-
 /// Streams the header and chunks of one trace.
 pub struct TraceReader<R: Read> {
     inner: R,
@@ -115,6 +53,14 @@ pub struct TraceReader<R: Read> {
     header: ProcessHeader,
     version: (u16, u16),
     done: bool,
+    /// The ring regions seen so far, and how far chunks reached in them.
+    salvage: Option<Salvage>,
+    /// At the end: the chunks rebuilt from the rings (last first), then the error that ended
+    /// the read, if any.
+    rebuilt: Vec<Chunk>,
+    ended_by: Option<ReadError>,
+    /// The errno of a failed write a ring region reported (28: disk full).
+    write_error: Option<u64>,
 }
 
 /// Reads `len` bytes, or fewer where the input ends, into a vector that
@@ -206,6 +152,10 @@ impl<R: Read> TraceReader<R> {
             header,
             version: (major, minor),
             done: false,
+            salvage: Some(Default::default()),
+            rebuilt: Vec::new(),
+            ended_by: None,
+            write_error: None,
         })
     }
 
@@ -223,17 +173,43 @@ impl<R: Read> TraceReader<R> {
         self.offset
     }
 
-    /// The next whole, checksummed chunk; `Ok(None)` at a clean end of file.
-    /// After an error, the reader returns `Ok(None)`.
+    /// The next whole, checksummed chunk; `Ok(None)` at a clean end of file. After the
+    /// file's last readable chunk come the chunks rebuilt from its ring regions (flag
+    /// [`crate::ring::FLAG_SALVAGED`]: what the writer recorded but had not copied into a
+    /// chunk when its process ended), then the error that ended the read, if any; after
+    /// that, `Ok(None)`.
     pub fn next_chunk(&mut self) -> Result<Option<Chunk>, ReadError> {
-        if self.done {
-            return Ok(None);
-        }
-        let r = self.read_chunk();
-        if !matches!(r, Ok(Some(_))) {
+        if !self.done {
+            match self.read_chunk() {
+                Ok(Some(chunk)) => {
+                    if let Some(s) = self.salvage.as_mut() {
+                        s.note(&chunk);
+                    }
+                    return Ok(Some(chunk));
+                }
+                Ok(None) => {}
+                Err(e) => self.ended_by = Some(e),
+            }
             self.done = true;
+            if let Some(s) = self.salvage.take() {
+                self.write_error = s.write_error();
+                self.rebuilt = s.finish();
+                self.rebuilt.reverse();
+            }
         }
-        r
+        if let Some(chunk) = self.rebuilt.pop() {
+            return Ok(Some(chunk));
+        }
+        match self.ended_by.take() {
+            Some(e) => Err(e),
+            None => Ok(None),
+        }
+    }
+
+    /// The `errno` of a failed write of the trace that its ring regions reported (28: the
+    /// disk was full), once the read has reached the end.
+    pub fn write_error(&self) -> Option<u64> {
+        self.write_error
     }
 
     fn read_chunk(&mut self) -> Result<Option<Chunk>, ReadError> {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// First bytes of every trace file.
 pub const MAGIC: [u8; 8] = *b"RTRACE\0\x1a";
 /// Major format version: readers refuse files with a newer major version.
-pub const FORMAT_MAJOR: u16 = 1;
+pub const FORMAT_MAJOR: u16 = 2;
 /// Minor format version: additions that older readers can skip.
 pub const FORMAT_MINOR: u16 = 0;
 /// Largest file-header body a reader accepts.

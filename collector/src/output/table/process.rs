@@ -121,6 +121,18 @@ pub(super) fn section(out: &mut Page, t: &Trace, c: &Counts) {
         );
     }
     field(out, "dropped records", t.dropped);
+    if t.salvaged > 0 {
+        field(
+            out,
+            "from the buffers",
+            format_args!(
+                "{} API {} the process recorded but had not written when it ended \
+                 (kept in the trace file's ring pages)",
+                t.salvaged,
+                plural(t.salvaged, "record", "records")
+            ),
+        );
+    }
     match &t.end {
         Some(end) => field(out, "unwrapped lookups", end.unwrapped_lookups),
         None => field(out, "unwrapped lookups", "unknown (no end record)"),
@@ -184,7 +196,8 @@ fn warnings(out: &mut Page, t: &Trace, c: &Counts) {
         let _ = writeln!(out, "  warning: skipped the {bad}");
     }
     if let (Some(end), None) = (&t.end, &t.damage) {
-        let records = c.api;
+        // Records other threads made after the end record was written came from the rings.
+        let records = c.api - t.salvaged.min(c.api);
         if end.records != records || end.dropped != t.dropped {
             let _ = writeln!(
                 out,

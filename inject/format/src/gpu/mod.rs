@@ -4,7 +4,7 @@
 //! in: contexts, streams, modules and functions. Fixed-size, little-endian, one array per
 //! chunk.
 
-use crate::reader::{fixed_records, Chunk};
+use crate::payload::{fixed_records, Chunk};
 
 /// Record flag: the work belongs to a CUDA graph (`graph_id`, `graph_node_id` are set).
 pub const FLAG_IN_GRAPH: u32 = 1;

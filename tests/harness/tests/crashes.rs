@@ -1,0 +1,116 @@
+//! Whatever ends a process, what its threads recorded is in its trace, and every call made is
+//! recorded or counted as lost (never neither): the rings are pages of the trace file, so a
+//! reader finds what no chunk held when the process died. The program's exit status, signal
+//! and output are unchanged.
+
+use rtrace_tests::*;
+
+/// Runs `crashes MODE N` untraced and traced: same status and output. Returns the traced run
+/// and the calls the program said it made.
+fn crash(mode: &str, n: &str) -> (Run, u64) {
+    let plain = run(Spec::untraced("crashes").args(&[mode, n]));
+    let r = run(Spec::traced("crashes").args(&[mode, n]));
+    assert_eq!(
+        r.output.status,
+        plain.output.status,
+        "{mode}: {}",
+        r.stderr()
+    );
+    assert_eq!(r.stdout(), plain.stdout(), "{mode}");
+    let made = r
+        .stdout()
+        .lines()
+        .next()
+        .and_then(|l| l.rsplit_once("calls="))
+        .map(|(_, c)| c.trim().parse().unwrap())
+        .unwrap();
+    (r, made)
+}
+
+fn recorded(t: &rtrace_collector::Trace) -> u64 {
+    t.threads.values().map(|th| th.records.len() as u64).sum()
+}
+
+/// A process that dies before writing its trace's end: every call is in the file.
+fn everything_kept(mode: &str, signal: i32) {
+    let (r, made) = crash(mode, "100000");
+    assert_eq!(made, 100_006);
+    assert_eq!(r.signal(), Some(signal), "{mode}");
+    let t = r.trace();
+    check_invariants(&t);
+    assert!(t.end.is_none(), "{mode}: no end record");
+    assert_eq!(recorded(&t) + t.dropped, made, "{mode}");
+    assert!(
+        t.salvaged > 0,
+        "{mode}: the last records came from the rings"
+    );
+    assert_eq!(
+        t.end_reason(),
+        "no end record: the process was killed, crashed or replaced itself (exec)"
+    );
+}
+
+#[test]
+fn abort_keeps_every_record() {
+    everything_kept("abort", libc::SIGABRT);
+}
+
+#[test]
+fn segfault_keeps_every_record() {
+    everything_kept("segv", libc::SIGSEGV);
+}
+
+#[test]
+fn uncaught_exception_keeps_every_record() {
+    everything_kept("throw", libc::SIGABRT);
+}
+
+#[test]
+fn sigkill_keeps_every_record() {
+    everything_kept("sigkill", libc::SIGKILL);
+}
+
+#[test]
+fn exec_of_another_program_keeps_every_record() {
+    let (r, made) = crash("exec-true", "100000");
+    assert_eq!(r.code(), Some(0));
+    let t = r.trace();
+    check_invariants(&t);
+    assert_eq!(recorded(&t) + t.dropped, made);
+}
+
+#[test]
+fn a_normal_end_rebuilds_nothing() {
+    let (r, made) = crash("return", "100000");
+    assert_eq!(r.code(), Some(0));
+    let t = r.trace();
+    check_invariants(&t);
+    assert_eq!(t.end.as_ref().unwrap().reason, "exit");
+    assert_eq!(recorded(&t) + t.dropped, made);
+    assert_eq!(t.salvaged, 0);
+    assert_eq!(t.end.as_ref().unwrap().records + t.dropped, made);
+}
+
+#[test]
+fn sigterm_while_threads_call_counts_every_call() {
+    let dir = fresh_dir("crashes-counts");
+    let counts = dir.join("counts");
+    let counts = counts.to_str().unwrap();
+    let r = run(Spec::traced("crashes").args(&["threads", "10", counts]));
+    assert_eq!(r.signal(), Some(libc::SIGTERM), "{}", r.stderr());
+    let bytes = std::fs::read(counts).unwrap();
+    let counted: u64 = (0..4)
+        .map(|i| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap()))
+        .sum();
+    let t = r.trace();
+    check_invariants(&t);
+    assert_eq!(t.end.as_ref().unwrap().reason, "signal 15");
+    let main_thread = 16;
+    let seen = recorded(&t) + t.dropped - main_thread;
+    // A thread counts a call after it returns: up to one call each may be recorded and not
+    // yet counted when the process dies.
+    assert!(
+        (counted..=counted + 4).contains(&seen),
+        "recorded + dropped {seen}, counted {counted}"
+    );
+}
