@@ -104,18 +104,38 @@ struct Segment {
     hi: u64,
     t0: u64,
     n0: u64,
-    ns_per_tick: f64,
+    /// ns per tick in 32.32 fixed point: the conversion is two integer multiplies and a shift
+    /// (a drain converts two timestamps per record).
+    per_tick: u128,
 }
 
 impl Segment {
+    fn new(lo: u64, hi: u64, (t0, n0): (u64, u64), (t1, n1): (u64, u64)) -> Segment {
+        let (dn, dt) = (u128::from(n1 - n0), u128::from(t1 - t0));
+        Segment {
+            lo,
+            hi,
+            t0,
+            n0,
+            per_tick: ((dn << 32) + dt / 2) / dt,
+        }
+    }
+
     fn contains(&self, t: u64) -> bool {
         t >= self.lo && t < self.hi
     }
 
+    /// The ns of `t`, rounded to the nearest (halves away from the segment's start).
+    #[inline(always)]
     fn at(&self, t: u64) -> u64 {
-        // The difference in f64 (exact below 2^53 ticks), the base in integers.
-        let d = (t.wrapping_sub(self.t0) as i64 as f64 * self.ns_per_tick).round() as i64;
-        self.n0.saturating_add_signed(d)
+        const HALF: u128 = 1 << 31;
+        if t >= self.t0 {
+            let d = (u128::from(t - self.t0) * self.per_tick + HALF) >> 32;
+            self.n0.saturating_add(d as u64)
+        } else {
+            let d = (u128::from(self.t0 - t) * self.per_tick + HALF) >> 32;
+            self.n0.saturating_sub(d as u64)
+        }
     }
 }
 
@@ -200,15 +220,10 @@ fn segment(samples: &VecDeque<(u64, u64)>, t: u64) -> Option<Segment> {
         Err(k) if k >= n => n - 2,
         Err(k) => k - 1,
     };
-    let (t0, n0) = samples[i];
-    let (t1, n1) = samples[i + 1];
-    Some(Segment {
-        lo: if i == 0 { 0 } else { t0 },
-        hi: if i + 2 == n { u64::MAX } else { t1 },
-        t0,
-        n0,
-        ns_per_tick: (n1 - n0) as f64 / (t1 - t0) as f64,
-    })
+    let (a, b) = (samples[i], samples[i + 1]);
+    let lo = if i == 0 { 0 } else { a.0 };
+    let hi = if i + 2 == n { u64::MAX } else { b.0 };
+    Some(Segment::new(lo, hi, a, b))
 }
 
 /// Piecewise-linear interpolation over `samples` (ticks ascending), rounded to the nearest

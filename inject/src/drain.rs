@@ -54,25 +54,40 @@ pub fn drain_rings(process: &Process, sink: &mut Sink, mode: Drain) -> Drained {
         if !due {
             continue;
         }
-        sink.payload.clear();
         sink.nvtx.clear();
         if waiting == 0 {
             // Nothing to copy: only losses to report (in a chunk that names no position).
             let dropped = ring.take_dropped();
             if dropped > 0 {
-                sink.payload_chunk(ChunkKind::ApiRecords, ring.tid, 0, dropped);
+                sink.chunk(ChunkKind::ApiRecords, ring.tid, 0, dropped, &[]);
                 sink.dropped += dropped;
             }
             continue;
         }
+        let at = sink.open_chunk();
         let calibration = &sink.calibration;
         let links = &mut sink.links;
         let nvtx = &mut sink.nvtx;
         let to_ns = |t| calibration.to_ns(t);
-        let (n, end) = ring.drain(&mut sink.payload, to_ns, |e| match e {
+        let (n, end) = ring.drain(&mut sink.pending, to_ns, |e| match e {
             Entry::Link { call, source } => links.insert(source, call),
             e => e.append_nvtx(nvtx, to_ns),
         });
+        let dropped = ring.take_dropped();
+        // A chunk's `seq` is the ring position after its last entry: a reader of a file whose
+        // process died before `release` knows which of the ring's entries a chunk holds.
+        if n > 0 || dropped > 0 {
+            sink.close_chunk(at, ChunkKind::ApiRecords, ring.tid, end, dropped);
+            sink.records += n as u64;
+            sink.dropped += dropped;
+        } else {
+            sink.drop_chunk(at);
+        }
+        if !sink.nvtx.is_empty() {
+            let payload = std::mem::take(&mut sink.nvtx);
+            sink.chunk(ChunkKind::NvtxEvents, ring.tid, end, 0, &payload);
+            sink.nvtx = payload;
+        }
         ring.set_calibration(pair);
         if let Some(errno) = ring.region().grow_error() {
             if !sink.grow_error_said {
@@ -83,19 +98,6 @@ pub fn drain_rings(process: &Process, sink: &mut Sink, mode: Drain) -> Drained {
                     std::io::Error::from_raw_os_error(errno as i32)
                 ));
             }
-        }
-        let dropped = ring.take_dropped();
-        // A chunk's `seq` is the ring position after its last entry: a reader of a file whose
-        // process died before `release` knows which of the ring's entries a chunk holds.
-        if !sink.nvtx.is_empty() {
-            let payload = std::mem::take(&mut sink.nvtx);
-            sink.chunk(ChunkKind::NvtxEvents, ring.tid, end, 0, &payload);
-            sink.nvtx = payload;
-        }
-        if n > 0 || dropped > 0 {
-            sink.payload_chunk(ChunkKind::ApiRecords, ring.tid, end, dropped);
-            sink.records += n as u64;
-            sink.dropped += dropped;
         }
         sink.releases.push((ring.clone(), end));
         if sink.should_flush() && mode != Drain::Final {

@@ -37,9 +37,7 @@ pub struct Sink {
     /// Rings whose entries up to a position are in `pending`: released once it is written.
     pub releases: Vec<(Arc<Ring>, u64)>,
     /// Encoded chunks waiting to be written.
-    pending: Vec<u8>,
-    /// Scratch space for one chunk's payload.
-    pub payload: Vec<u8>,
+    pub pending: Vec<u8>,
     /// Scratch list of the rings being drained.
     pub scratch: Vec<Arc<Ring>>,
     /// Converts the rings' raw timestamps to ns.
@@ -89,7 +87,6 @@ impl Sink {
             end: 0,
             releases: Vec::with_capacity(256),
             pending: Vec::with_capacity(FLUSH_AT + (cfg.buffer_records * 32) + 4096),
-            payload: Vec::with_capacity(cfg.buffer_records * 32),
             scratch: Vec::with_capacity(256),
             calibration: crate::clock::Calibration::new(),
             gpu_batch: Default::default(),
@@ -129,11 +126,24 @@ impl Sink {
         self.pending.extend_from_slice(payload);
     }
 
-    /// Appends the chunk in `self.payload`.
-    pub fn payload_chunk(&mut self, kind: ChunkKind, thread: u64, seq: u64, dropped: u64) {
-        let h = ChunkHeader::new(kind, thread, seq, dropped, &self.payload);
-        self.pending.extend_from_slice(&h.encode());
-        self.pending.extend_from_slice(&self.payload);
+    /// Starts a chunk whose payload the caller appends to `pending` (no copy); returns where
+    /// it starts, for [`Sink::close_chunk`] or [`Sink::drop_chunk`].
+    pub fn open_chunk(&mut self) -> usize {
+        let at = self.pending.len();
+        self.pending.extend_from_slice(&[0; rtrace_format::CHUNK_HEADER_LEN]);
+        at
+    }
+
+    /// Ends the chunk opened at `at`: its header, over what was appended since.
+    pub fn close_chunk(&mut self, at: usize, kind: ChunkKind, thread: u64, seq: u64, dropped: u64) {
+        let body = at + rtrace_format::CHUNK_HEADER_LEN;
+        let h = ChunkHeader::new(kind, thread, seq, dropped, &self.pending[body..]);
+        self.pending[at..body].copy_from_slice(&h.encode());
+    }
+
+    /// Forgets the chunk opened at `at` and what was appended since.
+    pub fn drop_chunk(&mut self, at: usize) {
+        self.pending.truncate(at);
     }
 
     /// Appends a thread's ThreadInfo chunk (no allocation).

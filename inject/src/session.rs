@@ -22,8 +22,6 @@ static START: Once = Once::new();
 
 /// How long the final flush waits for the worker to let go of the buffers.
 const FINAL_FLUSH_WAIT: Duration = Duration::from_secs(2);
-/// How long the worker sleeps after a pass that found a ring a quarter full.
-const BUSY_POLL: Duration = Duration::from_micros(500);
 
 /// Reads the configuration and moves to `Running` (or `Disabled` with `RTRACE_DISABLE=1`).
 /// Idempotent. The process hooks (signals, fork) are armed by `interpose`'s constructor once
@@ -129,8 +127,13 @@ fn run_worker(process: &'static Process) {
     let mut last_periodic = clock::now_ns();
     let mut busy = false;
     loop {
-        // A thread filling its buffer fast: look again soon.
-        std::thread::park_timeout(if busy { BUSY_POLL } else { poll });
+        // A thread filling its buffer fast: look again at once (giving the core up to any
+        // thread waiting for it), for as long as some ring is a quarter full.
+        if busy {
+            std::thread::yield_now();
+        } else {
+            std::thread::park_timeout(poll);
+        }
         if process.stop.load(Ordering::Acquire) || state::state() != State::Running {
             return;
         }
