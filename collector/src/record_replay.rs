@@ -7,7 +7,7 @@
 //! is written in a temporary directory; the last pass's is moved to the output, or the
 //! first's when the runs diverge.
 
-use crate::record::{record, RecordError, RecordOptions, Recording};
+use crate::record::{record, RecordError, RecordOptions, Recording, TraceFile};
 use rtrace_format::env;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -135,7 +135,7 @@ fn run_passes(
 ) -> Result<Replayed, RecordError> {
     let mut total = 1;
     let mut pass = 0;
-    let mut first: Vec<PathBuf> = Vec::new();
+    let mut first: Vec<TraceFile> = Vec::new();
     loop {
         let dir = state.join(format!("pass-{pass}"));
         std::fs::create_dir_all(&dir)
@@ -151,11 +151,11 @@ fn run_passes(
         let mut rec = record(&run)?;
         if pass == 0 {
             total = passes(state).unwrap_or(1).max(1);
-            first = rec.traces.clone();
+            first = rec.found.traces.clone();
         }
         if let (Some(sig), true) = (rec.status.signal(), pass + 1 < total) {
             let kept = move_all(&first, out_dir)?;
-            let kept: Vec<String> = kept.iter().map(|p| p.display().to_string()).collect();
+            let kept: Vec<String> = kept.iter().map(|t| t.path.display().to_string()).collect();
             return Err(RecordError::Diverged(format!(
                 "application replay: pass {pass}: the program was killed by signal {sig} ({}); the first pass's trace is kept: {}",
                 crate::record::signal_name(sig),
@@ -167,7 +167,7 @@ fn run_passes(
             .flatten();
         if let Some(why) = diverged {
             let kept = move_all(&first, out_dir)?;
-            let kept: Vec<String> = kept.iter().map(|p| p.display().to_string()).collect();
+            let kept: Vec<String> = kept.iter().map(|t| t.path.display().to_string()).collect();
             return Err(RecordError::Diverged(format!(
                 "application replay: the runs diverged: {why}; the first pass's trace is kept: {}",
                 kept.join(", ")
@@ -175,7 +175,7 @@ fn run_passes(
         }
         pass += 1;
         if pass >= total {
-            rec.traces = move_all(&rec.traces, out_dir)?;
+            rec.found.traces = move_all(&rec.found.traces, out_dir)?;
             return Ok(Replayed {
                 last: rec,
                 runs: total,
@@ -184,22 +184,59 @@ fn run_passes(
     }
 }
 
-/// Moves `files` into `dir`, keeping their names; the new paths.
-fn move_all(files: &[PathBuf], dir: &Path) -> Result<Vec<PathBuf>, RecordError> {
+/// Moves the traces `files` into `dir`, keeping their names, or beside a name that is taken
+/// there ([`rtrace_format::collision_path`]): nothing in `dir` is replaced. The traces as
+/// moved.
+fn move_all(files: &[TraceFile], dir: &Path) -> Result<Vec<TraceFile>, RecordError> {
     let mut moved = Vec::new();
     for f in files {
-        let Some(name) = f.file_name() else {
+        let Some(name) = f.path.file_name() else {
             continue;
         };
         let to = dir.join(name);
-        if std::fs::rename(f, &to).is_err() {
-            std::fs::copy(f, &to)
-                .map_err(|e| RecordError::Setup(format!("cannot write {}: {e}", to.display())))?;
-            let _ = std::fs::remove_file(f);
-        }
-        moved.push(to);
+        let placed = place_beside(&f.path, &to)
+            .map_err(|e| RecordError::Setup(format!("cannot write {}: {e}", to.display())))?;
+        let _ = std::fs::remove_file(&f.path);
+        moved.push(TraceFile {
+            beside: (placed != to).then_some(to),
+            path: placed,
+            pid: f.pid,
+        });
     }
     Ok(moved)
+}
+
+/// Puts a copy of `from` at `to`, or beside it where it is taken, without replacing anything
+/// (a hard link, or a copy into a file created new with mode 0600); the path used.
+fn place_beside(from: &Path, to: &Path) -> std::io::Result<PathBuf> {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::os::unix::fs::OpenOptionsExt;
+    let to_bytes = to.as_os_str().as_bytes();
+    for n in 0..=rtrace_format::MAX_COLLISION_SUFFIX {
+        let path = match n {
+            0 => to.to_path_buf(),
+            n => PathBuf::from(std::ffi::OsString::from_vec(rtrace_format::collision_path(
+                to_bytes, n,
+            ))),
+        };
+        let r = std::fs::hard_link(from, &path).or_else(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                return Err(e);
+            }
+            let mut out = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)?;
+            std::io::copy(&mut std::fs::File::open(from)?, &mut out).map(drop)
+        });
+        match r {
+            Ok(()) => return Ok(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::from(std::io::ErrorKind::AlreadyExists))
 }
 
 #[cfg(test)]

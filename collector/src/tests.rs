@@ -79,6 +79,7 @@ fn header(pid: u32) -> ProcessHeader {
             realtime_ns: 1_714_566_896_789_000_000,
         },
         clock: "CLOCK_MONOTONIC".into(),
+        session: String::new(),
     }
 }
 

@@ -7,7 +7,7 @@
 //! module only holds it.
 
 use crate::config::Config;
-use crate::diag;
+use crate::{diag, files, sys};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
@@ -46,11 +46,21 @@ pub fn advance(from: State, to: State) -> bool {
         .is_ok()
 }
 
-/// Turns tracing off for good; the program runs on unchanged.
+/// Turns tracing off for good; the program runs on unchanged. Says why on stderr with
+/// `RTRACE_DEBUG=1`, and to `rtrace record` in its status directory (`RTRACE_STATUS_DIR`).
 pub fn disable(why: &str) {
     let prev = STATE.swap(State::Disabled as u8, Ordering::AcqRel);
     if prev != State::Disabled as u8 {
         diag::log(&["tracing disabled: ", why]);
+        if let Some(dir) = &config().status_dir {
+            let line = format!("{}\n", why.replace('\n', " "));
+            files::leave_status(
+                dir,
+                rtrace_format::STATUS_OFF,
+                sys::getpid(),
+                line.as_bytes(),
+            );
+        }
     }
 }
 
