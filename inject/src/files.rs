@@ -22,6 +22,15 @@ fn shown(path: &[u8]) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(path)
 }
 
+/// `e` as a person reads it: `Permission denied`, without ` (os error 13)`.
+pub fn plain(e: &io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
 /// Creates `name` or, where something is there already, the first of its collision names
 /// (`.1` to `.`[`MAX_COLLISION_SUFFIX`]) where nothing is. Nothing found at a name is opened or
 /// changed. A directory at `name` is an error (the pattern names a directory, not a file), as
@@ -51,7 +60,7 @@ pub fn create_beside(name: &[u8]) -> Result<Created, String> {
                     ));
                 }
             }
-            Err(e) => return Err(format!("cannot create {}: {e}", shown(&path))),
+            Err(e) => return Err(format!("cannot create {}: {}", shown(&path), plain(&e))),
         }
     }
     Err(format!(

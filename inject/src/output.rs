@@ -113,7 +113,11 @@ impl Sink {
         }
         if let Err(e) = sink.flush() {
             sys::close(fd);
-            return Err(format!("cannot write {}: {e}", path.to_string_lossy()));
+            return Err(format!(
+                "cannot write {}: {}",
+                path.to_string_lossy(),
+                files::plain(&e)
+            ));
         }
         crate::diag::log(&["writing ", &path.to_string_lossy()]);
         if let Some(dir) = &cfg.status_dir {
