@@ -217,7 +217,7 @@ fn json_is_exact() {
     let t = read(&sample().bytes);
     let expected = concat!(
         "{\"processes\":[\n",
-        "  {\"file\":\"t.bin\",\"format_version\":\"1.0\",\"pid\":1234,\"ppid\":1,",
+        "  {\"file\":\"t.bin\",\"format_version\":\"1.1\",\"pid\":1234,\"ppid\":1,",
         "\"forked_from\":null,\"command_line\":[\"./app\",\"--size\",\"2 MB\"],",
         "\"executable\":\"/opt/app\",\"hostname\":\"gpu1\",\"boot_id\":\"b00t\",",
         "\"writer_version\":\"0.1.0\",\"start\":{\"monotonic_ns\":1000,",
@@ -432,8 +432,8 @@ fn unreadable_inputs_are_errors_with_clear_messages() {
     assert_eq!(
         e.to_string(),
         format!(
-            "{}: written in trace format {}.0, newer than this rtrace reads ({}.x): \
-             use a newer rtrace",
+            "{}: written in trace format {}.{FORMAT_MINOR}, newer than this rtrace reads \
+             ({}.x): use a newer rtrace",
             newer.display(),
             FORMAT_MAJOR + 1,
             FORMAT_MAJOR
