@@ -9,6 +9,7 @@
 
 use crate::record::{record, RecordError, RecordOptions, Recording, TraceFile};
 use rtrace_format::env;
+use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 
@@ -119,7 +120,10 @@ pub fn record_replayed(opts: &RecordOptions, show_output: bool) -> Result<Replay
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
     let state = std::env::temp_dir().join(format!("rtrace-replay-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&state)
+    // New and private (0700): a directory already there, anyone's, is not used.
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&state)
         .map_err(|e| RecordError::Setup(format!("cannot create {}: {e}", state.display())))?;
     let result = run_passes(opts, show_output, &state, out_dir, name.as_ref());
     let _ = std::fs::remove_dir_all(&state);
@@ -241,7 +245,45 @@ fn place_beside(from: &Path, to: &Path) -> std::io::Result<PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    use super::divergence;
+    use super::{divergence, move_all, TraceFile};
+
+    #[test]
+    fn moved_traces_go_beside_what_is_there() {
+        let base = std::env::temp_dir().join(format!("rtrace-move-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let (from, to) = (base.join("pass"), base.join("out"));
+        std::fs::create_dir_all(&from).unwrap();
+        std::fs::create_dir_all(&to).unwrap();
+        std::fs::write(to.join("t.bin"), b"theirs").unwrap();
+        std::fs::write(from.join("t.bin"), b"ours").unwrap();
+        std::fs::write(from.join("u.bin"), b"ours too").unwrap();
+        let traces = ["t.bin", "u.bin"].map(|n| TraceFile {
+            path: from.join(n),
+            pid: 7,
+            beside: None,
+        });
+        let moved = move_all(&traces, &to).unwrap();
+        assert_eq!(
+            moved,
+            vec![
+                TraceFile {
+                    path: to.join("t.1.bin"),
+                    pid: 7,
+                    beside: Some(to.join("t.bin"))
+                },
+                TraceFile {
+                    path: to.join("u.bin"),
+                    pid: 7,
+                    beside: None
+                }
+            ]
+        );
+        assert_eq!(std::fs::read(to.join("t.bin")).unwrap(), b"theirs");
+        assert_eq!(std::fs::read(to.join("t.1.bin")).unwrap(), b"ours");
+        assert_eq!(std::fs::read(to.join("u.bin")).unwrap(), b"ours too");
+        assert_eq!(std::fs::read_dir(&from).unwrap().count(), 0);
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 
     fn r(ctx: &str, launches: &str, name: &str) -> (String, String, String) {
         (ctx.into(), launches.into(), name.into())
