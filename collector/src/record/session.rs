@@ -2,8 +2,9 @@
 //! off: a random token (`RTRACE_SESSION`) that librtrace.so writes into each trace's header,
 //! and a private status directory (`RTRACE_STATUS_DIR`, mode 0700, removed afterwards) where
 //! librtrace.so names each trace it created and says why tracing turned itself off in a
-//! process. A trace is the run's only when its header carries the token: a file that merely
-//! matches the output pattern, or changed during the run, is not.
+//! process. A trace is the run's only when it is a regular file of this user whose header
+//! carries the token: a file that merely matches the output pattern, or changed during the run,
+//! is not.
 
 use super::pattern::OutputPattern;
 use crate::model::Trace;
@@ -14,7 +15,7 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// One `rtrace record` run's token and status directory.
@@ -49,8 +50,8 @@ pub struct Found {
     pub off: Vec<(u32, String)>,
 }
 
-/// The token: 16 random bytes from the kernel, in hex.
-fn new_token() -> io::Result<String> {
+/// 16 random bytes from the kernel, in hex.
+fn random_hex() -> io::Result<String> {
     let mut bytes = [0u8; 16];
     File::open("/dev/urandom")?.read_exact(&mut bytes)?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
@@ -61,8 +62,9 @@ impl Session {
     /// new). Fails only when no token can be drawn; without a status directory, traces are
     /// still found by their token.
     pub fn new() -> io::Result<Session> {
-        let token = new_token()?;
-        let dir = std::env::temp_dir().join(format!("rtrace-status-{token}"));
+        let token = random_hex()?;
+        // A name of its own: the token is not shown to whoever lists the directory.
+        let dir = std::env::temp_dir().join(format!("rtrace-status-{}", random_hex()?));
         let (status_dir, status_error) = match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
             Ok(()) => (Some(dir), None),
             Err(e) => (
@@ -180,17 +182,20 @@ fn status_entries(dir: &Path) -> Vec<(&'static str, u32, Vec<u8>)> {
     out
 }
 
-/// Opens `path` for reading only if it is a regular file: never through a link, and never
-/// waiting on a FIFO.
+/// Opens `path` for reading only if it is a regular file of this user: never through a link,
+/// and never waiting on a FIFO.
 fn open_regular(path: &Path) -> io::Result<File> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)?;
-    if file.metadata()?.is_file() {
-        Ok(file)
-    } else {
+    let meta = file.metadata()?;
+    if !meta.is_file() {
         Err(io::Error::other("not a regular file"))
+    } else if meta.uid() != crate::sys::effective_uid() {
+        Err(io::Error::other("owned by another user"))
+    } else {
+        Ok(file)
     }
 }
 
@@ -315,6 +320,12 @@ mod tests {
         )
         .unwrap();
         std::fs::write(status.join("other"), "x").unwrap();
+        // Another user's file with the token (it could be planted where others may write) is
+        // not the run's. Only root can make one.
+        if crate::sys::effective_uid() == 0 {
+            trace(&dir.join("t.5.bin"), 10, &tok, 1);
+            std::os::unix::fs::chown(dir.join("t.5.bin"), Some(65534), Some(65534)).unwrap();
+        }
 
         let pattern = OutputPattern::new(Path::new("t.bin"), &dir);
         let found = s.found(&pattern, b"h", 6);
