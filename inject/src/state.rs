@@ -1,4 +1,5 @@
-//! The process's tracing state and configuration: a leaf every other module may read.
+//! The process's tracing state and configuration: a leaf every other module may read (below it
+//! only `config`, `diag`, and `files` and `sys`, through which `disable` says why).
 //!
 //! One atomic lifecycle state advances by compare-and-swap: `Uninit → Running → Finished`,
 //! and any internal failure moves to `Disabled`, after which every wrapper passes calls
