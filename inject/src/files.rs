@@ -51,9 +51,8 @@ pub fn create_beside(name: &[u8]) -> Result<Created, String> {
                 })
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                let is_dir = || {
-                    std::fs::symlink_metadata(OsStr::from_bytes(name)).is_ok_and(|m| m.is_dir())
-                };
+                let is_dir =
+                    || std::fs::symlink_metadata(OsStr::from_bytes(name)).is_ok_and(|m| m.is_dir());
                 if n == 0 && is_dir() {
                     return Err(format!(
                         "cannot create {}: it is a directory (the output names a file)",
