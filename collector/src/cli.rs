@@ -268,11 +268,8 @@ fn run_record(args: RecordArgs) -> u8 {
     if let Some(line) = killed {
         eprintln!("rtrace: {line}");
     }
-    if rec.traces.is_empty() {
-        eprintln!("rtrace: no trace was written (the program made no CUDA driver calls)");
-    } else {
-        let paths: Vec<String> = rec.traces.iter().map(|p| p.display().to_string()).collect();
-        eprintln!("rtrace: trace written to {}", paths.join(", "));
+    for line in record::summary_lines(&rec) {
+        eprintln!("rtrace: {line}");
     }
     code
 }

@@ -1,11 +1,13 @@
 //! `rtrace record`: run a program with librtrace.so preloaded and find the
-//! traces it wrote.
+//! traces it wrote ([`session`]: exactly those whose header carries the run's token).
 
 mod pattern;
+pub mod session;
 
 use crate::sys::signals;
 pub use crate::sys::signals::signal_name;
 pub use pattern::OutputPattern;
+pub use session::{contents, Contents, Found, Session, TraceFile};
 
 use crate::read::inputs::io_message;
 use rtrace_format::{env, DEFAULT_OUTPUT};
@@ -16,7 +18,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
-use std::time::SystemTime;
 
 /// File name of the injected library.
 pub const LIB_NAME: &str = "librtrace.so";
@@ -50,9 +51,13 @@ pub struct Recording {
     pub pid: u32,
     /// How the child ended.
     pub status: ExitStatus,
-    /// Trace files the run created or rewrote: the child's own first, then
-    /// others matching the pattern (processes it forked or ran), sorted.
-    pub traces: Vec<PathBuf>,
+    /// The traces the run made (their header carries its token): the child's own first,
+    /// then those of the processes it forked or ran, in the order they started; why
+    /// tracing turned itself off where it did.
+    pub found: Found,
+    /// Why `rtrace record` could not make its status directory (then it cannot say why
+    /// tracing turned itself off).
+    pub status_error: Option<String>,
 }
 
 /// Why a recording could not be made.
@@ -190,6 +195,17 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
             )));
         }
     }
+    let name_holds_pid = pattern::holds_pid(raw.as_bytes());
+    let fixed = pattern.expand(0, &host);
+    if raw.as_bytes().ends_with(b"/") || (!name_holds_pid && fixed.is_dir()) {
+        return Err(RecordError::Setup(format!(
+            "--output: {} is a directory; give a file name pattern, e.g. {}",
+            fixed.display(),
+            fixed.join(DEFAULT_OUTPUT).display()
+        )));
+    }
+    let session = Session::new()
+        .map_err(|e| RecordError::Setup(format!("drawing a session token: {}", io_message(&e))))?;
 
     let mut cmd = Command::new(program);
     cmd.args(&opts.command[1..])
@@ -197,7 +213,8 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
             "LD_PRELOAD",
             preload_value(&lib, std::env::var_os("LD_PRELOAD")),
         )
-        .env(env::OUTPUT, pattern.as_os_string());
+        .env(env::OUTPUT, pattern.as_os_string())
+        .envs(session.env());
     // NVTX in the program loads the library this names (librtrace.so itself), unless the
     // caller points it at another tool.
     if std::env::var_os(env::NVTX_INJECTION64_PATH).is_none() {
@@ -223,8 +240,6 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
     let sigs = signals::Signals::block()
         .map_err(|e| RecordError::Setup(format!("blocking signals: {}", io_message(&e))))?;
     sigs.unblock_in_child(&mut cmd);
-    let before = pattern.scan(&host);
-    let started = SystemTime::now();
     let mut child = cmd.spawn().map_err(|error| RecordError::Spawn {
         program: program.clone(),
         error,
@@ -239,32 +254,65 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
             signals::Event::Child | signals::Event::Shared => {}
         }
     };
-
-    let main = pattern.expand(pid, &host);
-    let mut traces = pattern.scan(&host).changed_since(&before);
-    if let Some(i) = traces.iter().position(|p| *p == main) {
-        let p = traces.remove(i);
-        traces.insert(0, p);
-    } else if written_since(&main, started) {
-        traces.insert(0, main);
-    }
     Ok(Recording {
         pid,
         status,
-        traces,
+        found: session.found(&pattern, &host, pid),
+        status_error: session.status_error.clone(),
     })
 }
 
-/// Whether `path` exists and was modified at or after `t` (to the second, as
-/// some file systems keep no finer times).
-fn written_since(path: &Path, t: SystemTime) -> bool {
-    let secs = |t: SystemTime| {
-        t.duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs())
-    };
-    std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .is_ok_and(|m| secs(m) >= secs(t))
+/// What `rtrace record` says of a run (a line each, without the `rtrace: ` prefix): where each
+/// trace went, its size and what it holds, read through the reading layer (and the name it
+/// went beside, when that was taken); why tracing turned itself off where it did; or that no
+/// trace was written.
+pub fn summary_lines(rec: &Recording) -> Vec<String> {
+    let mut lines = Vec::new();
+    for t in &rec.found.traces {
+        let beside = t.beside.as_ref().map_or(String::new(), |b| {
+            format!("; {} was taken, so it went beside it", b.display())
+        });
+        lines.push(match contents(&t.path) {
+            Ok(c) => format!(
+                "trace written to {} ({}{}){beside}",
+                t.path.display(),
+                describe(&c),
+                c.damage
+                    .map_or(String::new(), |d| format!("; damaged: {d}"))
+            ),
+            Err(e) => format!("trace {} cannot be read: {e}", t.path.display()),
+        });
+    }
+    for (path, why) in &rec.found.unreadable {
+        lines.push(format!("trace {} cannot be read: {why}", path.display()));
+    }
+    for (pid, why) in &rec.found.off {
+        lines.push(format!("tracing turned itself off in process {pid}: {why}"));
+    }
+    if rec.found.traces.is_empty() && rec.found.unreadable.is_empty() && rec.found.off.is_empty() {
+        lines.push("no trace was written (the program made no CUDA driver calls)".into());
+        if let Some(e) = &rec.status_error {
+            lines.push(format!("(the reason may be elsewhere: {e})"));
+        }
+    }
+    lines
+}
+
+/// `4.1 kB, 26 API records[, 3 GPU records][, 4 NVTX events]`.
+fn describe(c: &Contents) -> String {
+    let plural = |n: u64, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let mut s = format!(
+        "{}, {}",
+        crate::text::human_bytes(c.bytes),
+        plural(c.api, "API record")
+    );
+    if c.gpu > 0 {
+        s += &format!(", {}", plural(c.gpu, "GPU record"));
+    }
+    if c.nvtx > 0 {
+        s += &format!(", {}", plural(c.nvtx, "NVTX event"));
+    }
+    s
 }
 
 /// `rtrace record`'s exit code for a child that ended with `status`, and the
@@ -328,18 +376,23 @@ mod tests {
     }
 
     #[test]
-    fn record_runs_the_program_and_finds_its_files() {
+    fn record_runs_the_program_and_lists_only_its_traces() {
         let dir = std::env::temp_dir().join(format!("rtrace-record-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        // The program writes its own file and one for a "child" (pid + 1000000),
-        // as librtrace.so would, and checks the environment it was given.
+        // The program writes files that match the pattern but are not traces of this run,
+        // says in the status directory why tracing turned itself off, and checks the
+        // environment it was given.
         let script = r#"
             test "$RTRACE_BUFFER_RECORDS" = 1024 || exit 9
             test "$RTRACE_FLUSH_MS" = 5 || exit 9
             case "$LD_PRELOAD" in /*) ;; *) exit 9;; esac
+            test ${#RTRACE_SESSION} = 32 || exit 9
+            test "$(stat -c %a "$RTRACE_STATUS_DIR")" = 700 || exit 9
+            echo "$RTRACE_STATUS_DIR" > "$(echo "$RTRACE_OUTPUT" | sed "s/%p/0/")"
             f=$(echo "$RTRACE_OUTPUT" | sed "s/%p/$$/")
             echo main > "$f"
             echo child > "$(echo "$RTRACE_OUTPUT" | sed "s/%p/1$$/")"
+            printf 'cannot create x: Permission denied\n' > "$RTRACE_STATUS_DIR/off-$$"
             exit 3
         "#;
         let opts = RecordOptions {
@@ -354,13 +407,15 @@ mod tests {
         };
         let rec = record(&opts).unwrap();
         assert_eq!(exit_code(OsStr::new("sh"), rec.status), (3, None));
+        assert_eq!(rec.found.traces, vec![]);
         assert_eq!(
-            rec.traces,
-            vec![
-                dir.join(format!("t-{}.bin", rec.pid)),
-                dir.join(format!("t-1{}.bin", rec.pid))
-            ]
+            rec.found.off,
+            vec![(rec.pid, "cannot create x: Permission denied".to_string())]
         );
+        assert_eq!(rec.status_error, None);
+        // The status directory is gone.
+        let status = std::fs::read_to_string(dir.join("t-0.bin")).unwrap();
+        assert!(!Path::new(status.trim_end()).exists(), "{status}");
 
         let opts = RecordOptions {
             command: vec!["/nonexistent/program".into()],
@@ -371,6 +426,21 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "cannot run /nonexistent/program: No such file or directory"
+        );
+
+        let as_dir = RecordOptions {
+            output: Some(dir.clone()),
+            ..opts.clone()
+        };
+        let e = record(&as_dir).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "--output: {} is a directory; give a file name pattern, e.g. {}",
+                dir.display(),
+                dir.join("rtrace-%p.bin").display()
+            )
         );
 
         std::fs::remove_dir_all(&dir).unwrap();

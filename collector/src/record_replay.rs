@@ -7,8 +7,9 @@
 //! is written in a temporary directory; the last pass's is moved to the output, or the
 //! first's when the runs diverge.
 
-use crate::record::{record, RecordError, RecordOptions, Recording};
+use crate::record::{record, RecordError, RecordOptions, Recording, TraceFile};
 use rtrace_format::env;
+use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 
@@ -119,7 +120,10 @@ pub fn record_replayed(opts: &RecordOptions, show_output: bool) -> Result<Replay
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
     let state = std::env::temp_dir().join(format!("rtrace-replay-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&state)
+    // New and private (0700): a directory already there, anyone's, is not used.
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&state)
         .map_err(|e| RecordError::Setup(format!("cannot create {}: {e}", state.display())))?;
     let result = run_passes(opts, show_output, &state, out_dir, name.as_ref());
     let _ = std::fs::remove_dir_all(&state);
@@ -135,7 +139,7 @@ fn run_passes(
 ) -> Result<Replayed, RecordError> {
     let mut total = 1;
     let mut pass = 0;
-    let mut first: Vec<PathBuf> = Vec::new();
+    let mut first: Vec<TraceFile> = Vec::new();
     loop {
         let dir = state.join(format!("pass-{pass}"));
         std::fs::create_dir_all(&dir)
@@ -151,11 +155,11 @@ fn run_passes(
         let mut rec = record(&run)?;
         if pass == 0 {
             total = passes(state).unwrap_or(1).max(1);
-            first = rec.traces.clone();
+            first = rec.found.traces.clone();
         }
         if let (Some(sig), true) = (rec.status.signal(), pass + 1 < total) {
             let kept = move_all(&first, out_dir)?;
-            let kept: Vec<String> = kept.iter().map(|p| p.display().to_string()).collect();
+            let kept: Vec<String> = kept.iter().map(|t| t.path.display().to_string()).collect();
             return Err(RecordError::Diverged(format!(
                 "application replay: pass {pass}: the program was killed by signal {sig} ({}); the first pass's trace is kept: {}",
                 crate::record::signal_name(sig),
@@ -167,7 +171,7 @@ fn run_passes(
             .flatten();
         if let Some(why) = diverged {
             let kept = move_all(&first, out_dir)?;
-            let kept: Vec<String> = kept.iter().map(|p| p.display().to_string()).collect();
+            let kept: Vec<String> = kept.iter().map(|t| t.path.display().to_string()).collect();
             return Err(RecordError::Diverged(format!(
                 "application replay: the runs diverged: {why}; the first pass's trace is kept: {}",
                 kept.join(", ")
@@ -175,7 +179,7 @@ fn run_passes(
         }
         pass += 1;
         if pass >= total {
-            rec.traces = move_all(&rec.traces, out_dir)?;
+            rec.found.traces = move_all(&rec.found.traces, out_dir)?;
             return Ok(Replayed {
                 last: rec,
                 runs: total,
@@ -184,27 +188,102 @@ fn run_passes(
     }
 }
 
-/// Moves `files` into `dir`, keeping their names; the new paths.
-fn move_all(files: &[PathBuf], dir: &Path) -> Result<Vec<PathBuf>, RecordError> {
+/// Moves the traces `files` into `dir`, keeping their names, or beside a name that is taken
+/// there ([`rtrace_format::collision_path`]): nothing in `dir` is replaced. The traces as
+/// moved.
+fn move_all(files: &[TraceFile], dir: &Path) -> Result<Vec<TraceFile>, RecordError> {
     let mut moved = Vec::new();
     for f in files {
-        let Some(name) = f.file_name() else {
+        let Some(name) = f.path.file_name() else {
             continue;
         };
         let to = dir.join(name);
-        if std::fs::rename(f, &to).is_err() {
-            std::fs::copy(f, &to)
-                .map_err(|e| RecordError::Setup(format!("cannot write {}: {e}", to.display())))?;
-            let _ = std::fs::remove_file(f);
-        }
-        moved.push(to);
+        let placed = place_beside(&f.path, &to)
+            .map_err(|e| RecordError::Setup(format!("cannot write {}: {e}", to.display())))?;
+        let _ = std::fs::remove_file(&f.path);
+        moved.push(TraceFile {
+            beside: (placed != to).then_some(to),
+            path: placed,
+            pid: f.pid,
+        });
     }
     Ok(moved)
 }
 
+/// Puts a copy of `from` at `to`, or beside it where it is taken, without replacing anything
+/// (a hard link, or a copy into a file created new with mode 0600); the path used.
+fn place_beside(from: &Path, to: &Path) -> std::io::Result<PathBuf> {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::os::unix::fs::OpenOptionsExt;
+    let to_bytes = to.as_os_str().as_bytes();
+    for n in 0..=rtrace_format::MAX_COLLISION_SUFFIX {
+        let path = match n {
+            0 => to.to_path_buf(),
+            n => PathBuf::from(std::ffi::OsString::from_vec(rtrace_format::collision_path(
+                to_bytes, n,
+            ))),
+        };
+        let r = std::fs::hard_link(from, &path).or_else(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                return Err(e);
+            }
+            let mut out = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)?;
+            std::io::copy(&mut std::fs::File::open(from)?, &mut out).map(drop)
+        });
+        match r {
+            Ok(()) => return Ok(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::from(std::io::ErrorKind::AlreadyExists))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::divergence;
+    use super::{divergence, move_all, TraceFile};
+
+    #[test]
+    fn moved_traces_go_beside_what_is_there() {
+        let base = std::env::temp_dir().join(format!("rtrace-move-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let (from, to) = (base.join("pass"), base.join("out"));
+        std::fs::create_dir_all(&from).unwrap();
+        std::fs::create_dir_all(&to).unwrap();
+        std::fs::write(to.join("t.bin"), b"theirs").unwrap();
+        std::fs::write(from.join("t.bin"), b"ours").unwrap();
+        std::fs::write(from.join("u.bin"), b"ours too").unwrap();
+        let traces = ["t.bin", "u.bin"].map(|n| TraceFile {
+            path: from.join(n),
+            pid: 7,
+            beside: None,
+        });
+        let moved = move_all(&traces, &to).unwrap();
+        assert_eq!(
+            moved,
+            vec![
+                TraceFile {
+                    path: to.join("t.1.bin"),
+                    pid: 7,
+                    beside: Some(to.join("t.bin"))
+                },
+                TraceFile {
+                    path: to.join("u.bin"),
+                    pid: 7,
+                    beside: None
+                }
+            ]
+        );
+        assert_eq!(std::fs::read(to.join("t.bin")).unwrap(), b"theirs");
+        assert_eq!(std::fs::read(to.join("t.1.bin")).unwrap(), b"ours");
+        assert_eq!(std::fs::read(to.join("u.bin")).unwrap(), b"ours too");
+        assert_eq!(std::fs::read_dir(&from).unwrap().count(), 0);
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 
     fn r(ctx: &str, launches: &str, name: &str) -> (String, String, String) {
         (ctx.into(), launches.into(), name.into())

@@ -79,6 +79,7 @@ fn header(pid: u32) -> ProcessHeader {
             realtime_ns: 1_714_566_896_789_000_000,
         },
         clock: "CLOCK_MONOTONIC".into(),
+        session: String::new(),
     }
 }
 
@@ -433,8 +434,8 @@ fn unreadable_inputs_are_errors_with_clear_messages() {
     assert_eq!(
         e.to_string(),
         format!(
-            "{}: written in trace format {}.0, newer than this rtrace reads ({}.x): \
-             use a newer rtrace",
+            "{}: written in trace format {}.{FORMAT_MINOR}, newer than this rtrace reads \
+             ({}.x): use a newer rtrace",
             newer.display(),
             FORMAT_MAJOR + 1,
             FORMAT_MAJOR

@@ -8,6 +8,10 @@ use std::ffi::OsString;
 pub struct Config {
     /// Output path pattern: `%p` → pid, `%h` → host name, `%%` → `%`.
     pub output: OsString,
+    /// The `rtrace record` run's token for the trace header (`RTRACE_SESSION`); empty: none.
+    pub session: String,
+    /// Where to leave status entries for `rtrace record` (`RTRACE_STATUS_DIR`).
+    pub status_dir: Option<OsString>,
     /// Ring capacity per thread, in records (a power of two).
     pub buffer_records: usize,
     /// Partly filled buffers are drained at least this often.
@@ -294,6 +298,10 @@ impl Config {
             output: get(env::OUTPUT)
                 .filter(|v| !v.is_empty())
                 .unwrap_or_else(|| DEFAULT_OUTPUT.into()),
+            session: get(env::SESSION)
+                .map(|v| v.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            status_dir: get(env::STATUS_DIR).filter(|v| !v.is_empty()),
             buffer_records,
             flush_ms,
             poll_ms: flush_ms.min(5),
@@ -369,6 +377,12 @@ mod tests {
         assert!(!c.gpu_activity.any());
         assert_eq!(c.cupti_library, None);
         assert!(cfg(&[("RTRACE_CLOCK", "monotonic")]).clock_monotonic);
+        assert_eq!(c.session, "");
+        assert_eq!(c.status_dir, None);
+        let c = cfg(&[("RTRACE_SESSION", "ab12"), ("RTRACE_STATUS_DIR", "/tmp/s")]);
+        assert_eq!(c.session, "ab12");
+        assert_eq!(c.status_dir, Some("/tmp/s".into()));
+        assert_eq!(cfg(&[("RTRACE_STATUS_DIR", "")]).status_dir, None);
     }
 
     #[test]

@@ -24,6 +24,8 @@
 //!   (the worker's link table and GPU records waiting to become chunks), [`ring`] (the
 //!   per-thread lock-free ring of [`ring::Entry`]), [`clock`].
 //! - [`state`]: the atomic lifecycle state and the configuration ([`config`]), read once.
+//! - [`files`]: the files rtrace creates: exclusively, beside a name that is taken; the
+//!   status entries `rtrace record` reads.
 //! - [`diag`]: diagnostics through raw `write(2)`.
 //! - [`sys`]: the system calls. `unsafe` lives in the shims, `driver`, `devices`, `cupti`,
 //!   `nvtx`, `sys` and `ring` (its module doc says why), plus one block in `hook`.
@@ -39,6 +41,7 @@ mod devices;
 mod diag;
 mod drain;
 mod driver;
+mod files;
 mod generated;
 mod generic;
 mod gpu_batch;

@@ -3,10 +3,10 @@
 use crate::generated::id::FUNCTION_NAMES;
 use crate::ring::{Region, Ring, FIRST_SLOTS};
 use crate::state::{self, UNWRAPPED_LOOKUPS};
-use crate::{clock, sys};
+use crate::{clock, files, sys};
 use rtrace_format::{
     encode_file_header, encode_function_names, encode_value_into, expand_output, hostname,
-    ChunkHeader, ChunkKind, ProcessEndRef, ProcessHeader, ThreadInfoRef,
+    ChunkHeader, ChunkKind, ProcessEndRef, ProcessHeader, ThreadInfoRef, STATUS_TRACE,
 };
 use std::ffi::OsString;
 use std::io;
@@ -60,14 +60,16 @@ pub struct Sink {
 const FLUSH_AT: usize = 1 << 20;
 
 impl Sink {
-    /// Creates the trace file of process `pid` (forked from `forked_from`) and writes its
-    /// header and function table.
+    /// Creates the trace file of process `pid` (forked from `forked_from`), exclusively and
+    /// beside its name when that is taken ([`files::create_beside`]), and writes its header
+    /// (with the `rtrace record` run's token), its function table and, when it went beside
+    /// its name, a notice that says so; then names it in `rtrace record`'s status directory.
     pub fn create(pid: u32, forked_from: Option<u32>) -> Result<Sink, String> {
         let cfg = state::config();
         let host = hostname();
-        let path = OsString::from_vec(expand_output(cfg.output.as_bytes(), pid, host.as_bytes()));
-        let fd = sys::create_private(&path)
-            .map_err(|e| format!("cannot create {}: {e}", path.to_string_lossy()))?;
+        let name = expand_output(cfg.output.as_bytes(), pid, host.as_bytes());
+        let created = files::create_beside(&name)?;
+        let path = OsString::from_vec(created.path.clone());
         let header = ProcessHeader {
             pid,
             ppid: sys::getppid(),
@@ -81,7 +83,9 @@ impl Sink {
             writer_version: env!("CARGO_PKG_VERSION").into(),
             start: clock::anchor(),
             clock: "CLOCK_MONOTONIC".into(),
+            session: cfg.session.clone(),
         };
+        let fd = created.fd;
         let mut sink = Sink {
             fd,
             end: 0,
@@ -106,9 +110,27 @@ impl Sink {
                 .map(|(i, n)| (i as u32, *n)),
         );
         sink.chunk(ChunkKind::FunctionNames, 0, 0, 0, &names);
-        sink.flush()
-            .map_err(|e| format!("cannot write {}: {e}", path.to_string_lossy()))?;
+        if created.beside {
+            sink.notice(&format!(
+                "{} was taken: this trace is written beside it, as {}",
+                String::from_utf8_lossy(&name),
+                path.to_string_lossy()
+            ));
+        }
+        if let Err(e) = sink.flush() {
+            sys::close(fd);
+            return Err(format!(
+                "cannot write {}: {}",
+                path.to_string_lossy(),
+                files::plain(&e)
+            ));
+        }
         crate::diag::log(&["writing ", &path.to_string_lossy()]);
+        if let Some(dir) = &cfg.status_dir {
+            let mut line = created.path;
+            line.push(b'\n');
+            files::leave_status(dir, STATUS_TRACE, pid, &line);
+        }
         Ok(sink)
     }
 
@@ -130,7 +152,8 @@ impl Sink {
     /// it starts, for [`Sink::close_chunk`] or [`Sink::drop_chunk`].
     pub fn open_chunk(&mut self) -> usize {
         let at = self.pending.len();
-        self.pending.extend_from_slice(&[0; rtrace_format::CHUNK_HEADER_LEN]);
+        self.pending
+            .extend_from_slice(&[0; rtrace_format::CHUNK_HEADER_LEN]);
         at
     }
 

@@ -1,4 +1,5 @@
-//! The process's tracing state and configuration: a leaf every other module may read.
+//! The process's tracing state and configuration: a leaf every other module may read (below it
+//! only `config`, `diag`, and `files` and `sys`, through which `disable` says why).
 //!
 //! One atomic lifecycle state advances by compare-and-swap: `Uninit → Running → Finished`,
 //! and any internal failure moves to `Disabled`, after which every wrapper passes calls
@@ -7,7 +8,7 @@
 //! module only holds it.
 
 use crate::config::Config;
-use crate::diag;
+use crate::{diag, files, sys};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
@@ -54,11 +55,21 @@ pub fn advance(from: State, to: State) -> bool {
         .is_ok()
 }
 
-/// Turns tracing off for good; the program runs on unchanged.
+/// Turns tracing off for good; the program runs on unchanged. Says why on stderr with
+/// `RTRACE_DEBUG=1`, and to `rtrace record` in its status directory (`RTRACE_STATUS_DIR`).
 pub fn disable(why: &str) {
     let prev = STATE.swap(State::Disabled as u8, Ordering::AcqRel);
     if prev != State::Disabled as u8 {
         diag::log(&["tracing disabled: ", why]);
+        if let Some(dir) = &config().status_dir {
+            let line = format!("{}\n", why.replace('\n', " "));
+            files::leave_status(
+                dir,
+                rtrace_format::STATUS_OFF,
+                sys::getpid(),
+                line.as_bytes(),
+            );
+        }
     }
 }
 

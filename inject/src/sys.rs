@@ -118,8 +118,10 @@ pub fn write_stderr(buf: &[u8]) {
     }
 }
 
-/// Opens `path` for reading and writing (the rings map it) without following a symlink, mode
-/// 0600, truncating it.
+/// Creates the file `path`, which must not exist, for reading and writing (the rings map it),
+/// with mode 0600 (less the umask), closed on `exec`: `O_CREAT|O_EXCL|O_NOFOLLOW`, so that
+/// nothing already at `path` (a file, a link, a FIFO, a device, a directory) is opened,
+/// followed or changed: that is `EEXIST`.
 pub fn create_private(path: &OsStr) -> io::Result<i32> {
     let c =
         CString::new(path.as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
@@ -127,16 +129,20 @@ pub fn create_private(path: &OsStr) -> io::Result<i32> {
     let fd = unsafe {
         libc::open(
             c.as_ptr(),
-            libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
             0o600 as libc::c_uint,
         )
     };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
-    // SAFETY: `fd` is open; an existing file keeps its mode otherwise.
-    unsafe { libc::fchmod(fd, 0o600) };
     Ok(fd)
+}
+
+/// Closes `fd`, ignoring failures.
+pub fn close(fd: i32) {
+    // SAFETY: closing a descriptor this module opened and its owner gives up.
+    unsafe { libc::close(fd) };
 }
 
 /// Writes all of `buf` to `fd` at file offset `at`, retrying on EINTR and short writes.

@@ -26,7 +26,7 @@ ln -sf "$target/debug/libcupti.so" "$work/lib/libcupti.so.13"
 ln -sf "$target/debug/libcupti.so" "$work/lib/libcupti.so"
 
 cflags=(-O1 -Wall -Werror -I"$inc")
-for p in direct threads fork exits killme errors profile; do
+for p in direct threads fork reexec exits killme errors profile; do
     gcc "${cflags[@]}" -pthread "$here/$p.c" -o "$work/bin/$p" -L"$work/lib" -lcuda
 done
 gcc "${cflags[@]}" "$here/ranges.c" -o "$work/bin/ranges" -L"$work/lib" -lcuda -ldl
@@ -70,6 +70,8 @@ expect threads 0 "threads ok threads=4 per_thread=1000 calls=4036" -- "$b/thread
 expect threads-8x5000 0 "threads ok threads=8 per_thread=5000 calls=40068" -- "$b/threads" 8 5000
 expect fork 0 "fork child ok child_calls=31
 fork parent ok parent_calls=26 child_status=0" -- "$b/fork"
+expect reexec 0 "reexec first ok calls=11
+reexec second ok same_pid=1 calls=21" -- "$b/reexec" 10 20 0
 expect exits-return 0 "exits mode=return calls=106" -- "$b/exits" return
 expect exits-_exit 4 "exits mode=_exit calls=106" -- "$b/exits" _exit
 expect exits-sigterm 143 "exits mode=sigterm calls=106" -- "$b/exits" sigterm

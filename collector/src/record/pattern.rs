@@ -1,11 +1,11 @@
 //! `RTRACE_OUTPUT` patterns (`%p` → pid, `%h` → host name, `%%` → `%`, expanded by
-//! `rtrace_format`, as librtrace.so expands them): finding the files a run wrote under one.
+//! `rtrace_format`, as librtrace.so expands them): the files in a pattern's directory that a run
+//! may have written, under a name the pattern makes or beside one
+//! ([`rtrace_format::collision_path`]).
 
-use rtrace_format::{expand_output, pattern_pieces, PatternPiece};
-use std::collections::HashMap;
+use rtrace_format::{collision_base, expand_output, pattern_pieces, PatternPiece};
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// An absolute output pattern.
@@ -13,9 +13,6 @@ use std::path::{Path, PathBuf};
 pub struct OutputPattern {
     bytes: Vec<u8>,
 }
-
-/// What identifies one version of a file: (mtime s, mtime ns, size, inode).
-type Stamp = (i64, i64, u64, u64);
 
 /// A piece of a file-name glob.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -69,50 +66,29 @@ impl OutputPattern {
         Some((path(expand_output(dir, 0, host)), tokens))
     }
 
-    /// The files in the pattern's directory that match it, with their stamps.
-    pub fn scan(&self, host: &[u8]) -> Snapshot {
-        let mut files = HashMap::new();
-        if let Some((dir, tokens)) = self.split(host) {
-            if let Ok(entries) = std::fs::read_dir(&dir) {
-                for entry in entries.flatten() {
-                    let name = entry.file_name();
-                    if !matches(&tokens, name.as_bytes()) {
-                        continue;
-                    }
-                    let path = entry.path();
-                    if let Ok(m) = std::fs::metadata(&path) {
-                        if m.is_file() {
-                            files.insert(path, stamp(&m));
-                        }
-                    }
-                }
+    /// The regular files (not links) in the pattern's directory whose names the pattern makes,
+    /// or a collision name of one, sorted; none when the directory part holds `%p`.
+    pub fn candidates(&self, host: &[u8]) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        let Some((dir, tokens)) = self.split(host) else {
+            return files;
+        };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return files;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.as_bytes();
+            let beside = || collision_base(name).is_some_and(|(base, _)| matches(&tokens, &base));
+            if !matches(&tokens, name) && !beside() {
+                continue;
+            }
+            if entry.file_type().is_ok_and(|t| t.is_file()) {
+                files.push(entry.path());
             }
         }
-        Snapshot { files }
-    }
-}
-
-fn stamp(m: &std::fs::Metadata) -> Stamp {
-    (m.mtime(), m.mtime_nsec(), m.size(), m.ino())
-}
-
-/// Matching files and their stamps at one moment.
-#[derive(Clone, Debug, Default)]
-pub struct Snapshot {
-    files: HashMap<PathBuf, Stamp>,
-}
-
-impl Snapshot {
-    /// Files in `self` that are new or changed since `before`, sorted.
-    pub fn changed_since(&self, before: &Snapshot) -> Vec<PathBuf> {
-        let mut out: Vec<PathBuf> = self
-            .files
-            .iter()
-            .filter(|(p, s)| before.files.get(*p) != Some(s))
-            .map(|(p, _)| p.clone())
-            .collect();
-        out.sort();
-        out
+        files.sort();
+        files
     }
 }
 
@@ -179,22 +155,35 @@ mod tests {
     }
 
     #[test]
-    fn finds_new_and_changed_files() {
+    fn candidates_are_the_names_the_pattern_makes_and_those_beside_them() {
         let dir = std::env::temp_dir().join(format!("rtrace-pattern-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("rtrace-1.bin"), b"old").unwrap();
-        std::fs::write(dir.join("rtrace-2.bin"), b"old").unwrap();
-        std::fs::write(dir.join("other.bin"), b"x").unwrap();
+        for name in [
+            "rtrace-1.bin",
+            "rtrace-2.bin",
+            "rtrace-2.1.bin",
+            "rtrace-2.0.bin",
+            "rtrace-x.1.bin",
+            "other.bin",
+        ] {
+            std::fs::write(dir.join(name), b"x").unwrap();
+        }
+        std::fs::create_dir(dir.join("rtrace-3.bin")).unwrap();
+        std::os::unix::fs::symlink(dir.join("other.bin"), dir.join("rtrace-4.bin")).unwrap();
         let p = OutputPattern::new(Path::new("rtrace-%p.bin"), &dir);
-        let before = p.scan(b"h");
-        std::fs::write(dir.join("rtrace-2.bin"), b"newer").unwrap();
-        std::fs::write(dir.join("rtrace-3.bin"), b"new").unwrap();
-        std::fs::write(dir.join("other2.bin"), b"x").unwrap();
-        let after = p.scan(b"h");
         assert_eq!(
-            after.changed_since(&before),
-            vec![dir.join("rtrace-2.bin"), dir.join("rtrace-3.bin")]
+            p.candidates(b"h"),
+            vec![
+                dir.join("rtrace-1.bin"),
+                dir.join("rtrace-2.1.bin"),
+                dir.join("rtrace-2.bin")
+            ]
         );
+        let fixed = OutputPattern::new(Path::new("other.bin"), &dir);
+        assert_eq!(fixed.candidates(b"h"), vec![dir.join("other.bin")]);
+        let per_dir = OutputPattern::new(Path::new("%p/t.bin"), &dir);
+        assert!(per_dir.candidates(b"h").is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

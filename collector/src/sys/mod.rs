@@ -42,3 +42,9 @@ pub fn terminal_width() -> Option<usize> {
     let rc = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) };
     (rc == 0 && size.ws_col > 0).then(|| usize::from(size.ws_col).max(40))
 }
+
+/// The effective user id of this process.
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}

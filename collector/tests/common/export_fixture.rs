@@ -85,6 +85,7 @@ pub fn header(pid: u32, command_line: &[&str]) -> ProcessHeader {
             realtime_ns: 1_714_566_896_789_000_000,
         },
         clock: "CLOCK_MONOTONIC".into(),
+        session: String::new(),
     }
 }
 

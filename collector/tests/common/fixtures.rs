@@ -146,6 +146,7 @@ pub fn header(pid: u32, ppid: u32, command_line: &[&str], start_offset_ns: u64) 
             realtime_ns: REALTIME0 + start_offset_ns,
         },
         clock: "CLOCK_MONOTONIC".into(),
+        session: String::new(),
     }
 }
 

@@ -57,6 +57,14 @@ pub const PC_SAMPLING: &str = "RTRACE_PC_SAMPLING";
 pub const PC_SAMPLING_STALLS: &str = "RTRACE_PC_SAMPLING_STALLS";
 /// `0`: leave NVTX alone.
 pub const NVTX: &str = "RTRACE_NVTX";
+/// The token of one `rtrace record` run: librtrace.so writes it into each trace's header
+/// (`ProcessHeader::session`), and `rtrace record` lists the traces that carry it.
+pub const SESSION: &str = "RTRACE_SESSION";
+/// A directory `rtrace record` made for the run (mode 0700): librtrace.so leaves there, in
+/// files it creates exclusively, the path of each trace it creates ([`crate::STATUS_TRACE`]`<pid>`) and
+/// why tracing turned itself off ([`crate::STATUS_OFF`]`<pid>`), [`crate::collision_path`] naming a second one of
+/// a pid (after `exec`). Never the program's stdout or stderr.
+pub const STATUS_DIR: &str = "RTRACE_STATUS_DIR";
 /// The librtrace.so `rtrace record` preloads when `--lib` does not name one (docs/cli.md).
 pub const LIB: &str = "RTRACE_LIB";
 /// NVTX's own variable: the tool library NVTX v3 loads (librtrace.so points it at itself).

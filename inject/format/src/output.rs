@@ -1,6 +1,11 @@
 //! Where a trace is written: the output path pattern (`RTRACE_OUTPUT`) and the host name its
 //! `%h` stands for. librtrace.so expands the pattern to name its file; `rtrace record` expands
 //! it the same way to find the files a run wrote.
+//!
+//! librtrace.so creates its file exclusively: where the name is taken (by anything: a file, a
+//! link, a FIFO, a device; an earlier image of the same process after `exec`; another process
+//! given the same fixed name), it writes beside it, under the first free of
+//! [`collision_path`]`(name, 1)`, `(name, 2)`, ... up to [`MAX_COLLISION_SUFFIX`].
 
 /// The output pattern when none is given: `rtrace-<pid>.bin` in the current directory.
 pub const DEFAULT_OUTPUT: &str = "rtrace-%p.bin";
@@ -68,6 +73,65 @@ pub fn expand_output(pattern: &[u8], pid: u32, host: &[u8]) -> Vec<u8> {
     out
 }
 
+/// In `RTRACE_STATUS_DIR` ([`crate::env::STATUS_DIR`]): the prefix of the file that names a
+/// trace librtrace.so created (`trace-<pid>`, holding the trace's path).
+pub const STATUS_TRACE: &str = "trace-";
+/// In `RTRACE_STATUS_DIR`: the prefix of the file that says why tracing turned itself off in
+/// a process (`off-<pid>`, holding the reason on one line).
+pub const STATUS_OFF: &str = "off-";
+
+/// The most names tried beside a taken one: `.1` to `.4096` ([`collision_path`]).
+pub const MAX_COLLISION_SUFFIX: u32 = 4096;
+
+/// Where the extension of the last component of `path` starts: its last `.`, unless that is
+/// the component's first byte (`.hidden`); `path.len()` when there is none.
+fn extension_at(path: &[u8]) -> usize {
+    let name_at = path.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1);
+    match path[name_at..].iter().rposition(|&b| b == b'.') {
+        Some(i) if i > 0 => name_at + i,
+        _ => path.len(),
+    }
+}
+
+/// The `n`th name tried beside the taken trace path `path`: `.n` before the extension of its
+/// last component (`trace.bin` → `trace.1.bin`, `a.b.c` → `a.b.1.c`), or at its end when it
+/// has none (`trace` → `trace.1`, `.hidden` → `.hidden.1`).
+pub fn collision_path(path: &[u8], n: u32) -> Vec<u8> {
+    let at = extension_at(path);
+    let mut out = Vec::with_capacity(path.len() + 11);
+    out.extend_from_slice(&path[..at]);
+    out.push(b'.');
+    out.extend_from_slice(n.to_string().as_bytes());
+    out.extend_from_slice(&path[at..]);
+    out
+}
+
+/// The taken name and the `n` of a name [`collision_path`] made (`n` in
+/// 1..=[`MAX_COLLISION_SUFFIX`]); `None` for any other name.
+pub fn collision_base(path: &[u8]) -> Option<(Vec<u8>, u32)> {
+    let number = |digits: &[u8]| -> Option<u32> {
+        let ok = !digits.is_empty() && digits[0] != b'0' && digits.iter().all(u8::is_ascii_digit);
+        let n: u32 = std::str::from_utf8(digits).ok()?.parse().ok()?;
+        (ok && n <= MAX_COLLISION_SUFFIX).then_some(n)
+    };
+    let last_dot = path.iter().rposition(|&b| b == b'.')?;
+    // `.n` at the end: a name without an extension.
+    let at_end = number(&path[last_dot + 1..]).map(|n| (path[..last_dot].to_vec(), n));
+    // `.n` before the extension.
+    let before_ext = path[..last_dot]
+        .iter()
+        .rposition(|&b| b == b'.')
+        .and_then(|dot| {
+            let n = number(&path[dot + 1..last_dot])?;
+            Some(([&path[..dot], &path[last_dot..]].concat(), n))
+        });
+    [at_end, before_ext]
+        .into_iter()
+        .flatten()
+        .filter(|(base, _)| !base.is_empty() && !base.ends_with(b"/"))
+        .find(|(base, n)| collision_path(base, *n) == path)
+}
+
 /// The host name `%h` stands for and trace headers carry: `/proc/sys/kernel/hostname` (the
 /// name `gethostname` gives), or [`UNKNOWN_HOST`] when it cannot be read.
 pub fn hostname() -> String {
@@ -121,6 +185,47 @@ mod tests {
             ]
         );
         assert_eq!(pattern_pieces(b"").count(), 0);
+    }
+
+    #[test]
+    fn collision_names_go_beside_the_extension() {
+        let c = |p: &str, n| String::from_utf8(collision_path(p.as_bytes(), n)).unwrap();
+        assert_eq!(c("/d/trace.bin", 1), "/d/trace.1.bin");
+        assert_eq!(c("trace.bin", 4096), "trace.4096.bin");
+        assert_eq!(c("/d/a.b.c", 2), "/d/a.b.2.c");
+        assert_eq!(c("/d/trace", 3), "/d/trace.3");
+        assert_eq!(c("/d/.hidden", 1), "/d/.hidden.1");
+        assert_eq!(c("/d.x/trace", 1), "/d.x/trace.1");
+        assert_eq!(c("/dev/null", 1), "/dev/null.1");
+        assert_eq!(c("rtrace-42.bin", 7), "rtrace-42.7.bin");
+        for (path, n) in [
+            ("/d/trace.bin", 1),
+            ("/d/a.b.c", 2),
+            ("/d/trace", 3),
+            ("/d/.hidden", 1),
+            ("/d.x/trace", 12),
+            ("t.1.bin", 2),
+            ("t.bin", MAX_COLLISION_SUFFIX),
+        ] {
+            let made = collision_path(path.as_bytes(), n);
+            assert_eq!(
+                collision_base(&made),
+                Some((path.as_bytes().to_vec(), n)),
+                "{path}"
+            );
+        }
+        let base =
+            |p: &str| collision_base(p.as_bytes()).map(|(b, n)| (String::from_utf8(b).unwrap(), n));
+        assert_eq!(base("trace.bin"), None);
+        assert_eq!(base("trace.0.bin"), None);
+        assert_eq!(base("trace.01.bin"), None);
+        assert_eq!(base("trace.4097.bin"), None);
+        assert_eq!(base("trace.x.bin"), None);
+        assert_eq!(base(".1"), None);
+        assert_eq!(base("/d/.1"), None);
+        assert_eq!(base("rtrace-42.bin"), None);
+        assert_eq!(base("trace.3"), Some(("trace".into(), 3)));
+        assert_eq!(base("t.1.2"), Some(("t.2".into(), 1)));
     }
 
     #[test]

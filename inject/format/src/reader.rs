@@ -4,7 +4,7 @@ use crate::chunk::{ChunkHeader, CHUNK_HEADER_LEN, MAX_CHUNK_PAYLOAD};
 use crate::crc::crc32;
 use crate::payload::Chunk;
 use crate::ring::Salvage;
-use crate::values::{decode_value, ProcessHeader, FORMAT_MAJOR, MAGIC, MAX_HEADER_BODY};
+use crate::values::{decode_header_body, ProcessHeader, FORMAT_MAJOR, MAGIC, MAX_HEADER_BODY};
 use std::fmt;
 use std::io::{self, Read};
 
@@ -142,10 +142,11 @@ impl<R: Read> TraceReader<R> {
                 why: "file header checksum mismatch".into(),
             });
         }
-        let header: ProcessHeader = decode_value(&body).map_err(|why| ReadError::Corrupt {
-            offset: 16,
-            why: format!("file header: {why}"),
-        })?;
+        let header: ProcessHeader =
+            decode_header_body(&body).map_err(|why| ReadError::Corrupt {
+                offset: 16,
+                why: format!("file header: {why}"),
+            })?;
         Ok(TraceReader {
             inner,
             offset: 16 + len as u64 + 4,

@@ -233,3 +233,43 @@ fn metric_lists_expand_sets_and_keep_raw_names_once() {
         .unwrap_err()
         .contains("unknown set or metric 'Roofline'"));
 }
+
+#[test]
+fn the_session_follows_the_header_fields() {
+    let header = ProcessHeader {
+        pid: 7,
+        hostname: "h".into(),
+        session: "0123abcd".into(),
+        ..Default::default()
+    };
+    let file = encode_file_header(&header);
+    let r = TraceReader::new(&file[..]).unwrap();
+    assert_eq!(r.header(), &header);
+    assert_eq!(r.version(), (FORMAT_MAJOR, FORMAT_MINOR));
+    // A reader of format 1.0 decodes the fields it knows and leaves the session unread.
+    let body = encode_header_body(&header);
+    let old: ProcessHeader = decode_value(&body).unwrap();
+    assert_eq!(
+        old,
+        ProcessHeader {
+            session: String::new(),
+            ..header.clone()
+        }
+    );
+    // A 1.0 body (no session) reads with the session empty.
+    let v10 = encode_value(&header);
+    assert_eq!(v10.len() + 9, body.len());
+    assert_eq!(
+        decode_header_body(&v10).unwrap(),
+        ProcessHeader {
+            session: String::new(),
+            ..header.clone()
+        }
+    );
+    // A session that cannot be read is an error, not an empty session.
+    let mut bad = v10.clone();
+    bad.push(200);
+    assert!(decode_header_body(&bad)
+        .unwrap_err()
+        .starts_with("session: "));
+}

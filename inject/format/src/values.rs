@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 pub const MAGIC: [u8; 8] = *b"RTRACE\0\x1a";
 /// Major format version: readers refuse files with a newer major version.
 pub const FORMAT_MAJOR: u16 = 2;
-/// Minor format version: additions that older readers can skip.
+/// Minor format version: additions that older readers can skip. (2.0: ring regions, chunk
+/// `seq` as a ring position, and [`ProcessHeader::session`] in the file header's body.)
 pub const FORMAT_MINOR: u16 = 0;
 /// Largest file-header body a reader accepts.
 pub const MAX_HEADER_BODY: u32 = 16 << 20;
@@ -42,6 +43,12 @@ pub struct ProcessHeader {
     pub start: ClockAnchor,
     /// Names of the clock domains used by timestamps ("CLOCK_MONOTONIC").
     pub clock: String,
+    /// The token of the `rtrace record` run the process belongs to (`RTRACE_SESSION`), by
+    /// which `rtrace record` knows the traces it made; empty when none was given. Encoded
+    /// after the other fields ([`encode_header_body`]): readers of format 1.0 leave it
+    /// unread, and a 1.0 file reads with it empty.
+    #[serde(skip)]
+    pub session: String,
 }
 
 /// A thread's identity, sent once per thread before its first records.
@@ -131,11 +138,17 @@ pub fn encode_value_into<T: Serialize>(v: &T, buf: &mut [u8]) -> Result<usize, S
 /// 256 MiB): a corrupt length fails to decode instead of asking for up to
 /// 2^64 bytes (which aborts the process).
 pub fn decode_value<T: for<'de> Deserialize<'de>>(b: &[u8]) -> Result<T, String> {
-    fn decode<T: for<'de> Deserialize<'de>, const LIMIT: usize>(b: &[u8]) -> Result<T, String> {
+    decode_prefix(b).map(|(v, _)| v)
+}
+
+/// Decodes a value from the start of `b` as [`decode_value`] does; the value and the bytes
+/// it took.
+fn decode_prefix<T: for<'de> Deserialize<'de>>(b: &[u8]) -> Result<(T, usize), String> {
+    fn decode<T: for<'de> Deserialize<'de>, const LIMIT: usize>(
+        b: &[u8],
+    ) -> Result<(T, usize), String> {
         let config = bincode::config::standard().with_limit::<LIMIT>();
-        bincode::serde::decode_from_slice(b, config)
-            .map(|(v, _)| v)
-            .map_err(|e| e.to_string())
+        bincode::serde::decode_from_slice(b, config).map_err(|e| e.to_string())
     }
     match b.len() {
         0..=4096 => decode::<T, { 64 << 10 }>(b),
@@ -145,9 +158,26 @@ pub fn decode_value<T: for<'de> Deserialize<'de>>(b: &[u8]) -> Result<T, String>
     }
 }
 
+/// The file header's body for `h`: its fields, then [`ProcessHeader::session`] (format 1.1).
+pub fn encode_header_body(h: &ProcessHeader) -> Vec<u8> {
+    let mut body = encode_value(h);
+    body.extend_from_slice(&encode_value(&h.session));
+    body
+}
+
+/// The [`ProcessHeader`] of a file header's body ([`encode_header_body`]); a body without the
+/// session (format 1.0) leaves it empty.
+pub fn decode_header_body(b: &[u8]) -> Result<ProcessHeader, String> {
+    let (mut header, used): (ProcessHeader, usize) = decode_prefix(b)?;
+    if used < b.len() {
+        header.session = decode_value(&b[used..]).map_err(|e| format!("session: {e}"))?;
+    }
+    Ok(header)
+}
+
 /// The encoded file header for `h`.
 pub fn encode_file_header(h: &ProcessHeader) -> Vec<u8> {
-    let body = encode_value(h);
+    let body = encode_header_body(h);
     let mut out = Vec::with_capacity(body.len() + 20);
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&FORMAT_MAJOR.to_le_bytes());

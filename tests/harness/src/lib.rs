@@ -98,6 +98,7 @@ pub fn build() -> &'static Build {
             ("direct", &["-lcuda", "-pthread"]),
             ("threads", &["-lcuda", "-pthread"]),
             ("fork", &["-lcuda", "-pthread"]),
+            ("reexec", &["-lcuda"]),
             ("exits", &["-lcuda", "-pthread"]),
             ("killme", &["-lcuda", "-pthread"]),
             ("errors", &["-lcuda", "-pthread"]),

@@ -1,0 +1,82 @@
+//! The files librtrace.so creates: exclusively ([`sys::create_private`]: never through a link,
+//! never over anything already there), beside a name that is taken
+//! ([`rtrace_format::collision_path`]); and the status entries it leaves for `rtrace record`
+//! in `RTRACE_STATUS_DIR` (the traces it created, why tracing turned itself off).
+
+use crate::sys;
+use rtrace_format::{collision_path, MAX_COLLISION_SUFFIX};
+use std::ffi::OsStr;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+
+/// A file [`create_beside`] created.
+pub struct Created {
+    /// Open for reading and writing.
+    pub fd: i32,
+    pub path: Vec<u8>,
+    /// The name asked for was taken: the file is beside it.
+    pub beside: bool,
+}
+
+fn shown(path: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(path)
+}
+
+/// `e` as a person reads it: `Permission denied`, without ` (os error 13)`.
+pub fn plain(e: &io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// Creates `name` or, where something is there already, the first of its collision names
+/// (`.1` to `.`[`MAX_COLLISION_SUFFIX`]) where nothing is. Nothing found at a name is opened or
+/// changed. A directory at `name` is an error (the pattern names a directory, not a file), as
+/// is any failure other than a name being taken; the error says which path and why.
+pub fn create_beside(name: &[u8]) -> Result<Created, String> {
+    for n in 0..=MAX_COLLISION_SUFFIX {
+        let path = if n == 0 {
+            name.to_vec()
+        } else {
+            collision_path(name, n)
+        };
+        match sys::create_private(OsStr::from_bytes(&path)) {
+            Ok(fd) => {
+                return Ok(Created {
+                    fd,
+                    path,
+                    beside: n > 0,
+                })
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                let is_dir =
+                    || std::fs::symlink_metadata(OsStr::from_bytes(name)).is_ok_and(|m| m.is_dir());
+                if n == 0 && is_dir() {
+                    return Err(format!(
+                        "cannot create {}: it is a directory (the output names a file)",
+                        shown(name)
+                    ));
+                }
+            }
+            Err(e) => return Err(format!("cannot create {}: {}", shown(&path), plain(&e))),
+        }
+    }
+    Err(format!(
+        "cannot create {}: it and the {MAX_COLLISION_SUFFIX} names beside it are taken",
+        shown(name)
+    ))
+}
+
+/// Leaves `text` in the status directory `dir`, in a new file `<prefix><pid>` (beside it when
+/// an earlier image of this process left one). Failures are ignored: the status is a courtesy
+/// to `rtrace record`, never a reason to disturb the program.
+pub fn leave_status(dir: &OsStr, prefix: &str, pid: u32, text: &[u8]) {
+    let mut name = dir.as_bytes().to_vec();
+    name.extend_from_slice(format!("/{prefix}{pid}").as_bytes());
+    if let Ok(created) = create_beside(&name) {
+        let _ = sys::pwrite_all(created.fd, text, 0);
+        sys::close(created.fd);
+    }
+}
