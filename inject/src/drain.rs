@@ -56,10 +56,16 @@ pub fn drain_rings(process: &Process, sink: &mut Sink, mode: Drain) -> Drained {
         }
         sink.nvtx.clear();
         if waiting == 0 {
-            // Nothing to copy: only losses to report (in a chunk that names no position).
+            // Nothing to copy: only losses to report.
             let dropped = ring.take_dropped();
             if dropped > 0 {
-                sink.chunk(ChunkKind::ApiRecords, ring.tid, 0, dropped, &[]);
+                sink.chunk(
+                    ChunkKind::ApiRecords,
+                    ring.tid,
+                    ring.drained(),
+                    dropped,
+                    &[],
+                );
                 sink.dropped += dropped;
             }
             continue;

@@ -142,6 +142,8 @@ pub struct Ring {
     /// The position up to which the consumer copied entries out (they may still await their
     /// write: `tail` in the live page follows once they are in the file).
     drained: Line<AtomicU64>,
+    /// The live page's loss count as [`Ring::take_dropped`] last took it.
+    dropped_taken: Line<AtomicU64>,
     region: &'static Region,
     base: u64,
     mask: u64,
@@ -193,6 +195,7 @@ impl Ring {
                 limit: Cell::new(base),
             }),
             drained: Line(AtomicU64::new(base)),
+            dropped_taken: Line(AtomicU64::new(0)),
             region,
             base,
             mask: region.capacity - 1,
@@ -287,6 +290,11 @@ impl Ring {
         }
     }
 
+    /// The position up to which entries were copied out. Consumer only.
+    pub fn drained(&self) -> u64 {
+        self.drained.0.load(Ordering::Relaxed)
+    }
+
     /// Entries waiting to be copied out.
     pub fn len(&self) -> usize {
         let h = self.head().load(Ordering::Acquire);
@@ -346,9 +354,12 @@ impl Ring {
         self.tail().store(to, Ordering::Release);
     }
 
-    /// Takes the count of entries lost since the last call.
+    /// Takes the count of entries lost since the last call. The live page keeps the total
+    /// (a reader subtracts what the chunks of this ring counted). Consumer only.
     pub fn take_dropped(&self) -> u64 {
-        self.region.field(live::DROPPED).swap(0, Ordering::Relaxed)
+        let total = self.region.field(live::DROPPED).load(Ordering::Relaxed);
+        let before = self.dropped_taken.0.swap(total, Ordering::Relaxed);
+        total - before
     }
 
     /// Writes the latest clock pair where a reader finds it (a sequence count around it).

@@ -68,7 +68,8 @@ pub mod live {
     pub const HEAD: usize = 0;
     /// Position up to which entries are in chunks of the file (the consumer's).
     pub const TAIL: usize = 128;
-    /// Entries lost (ring full) that no chunk counts yet.
+    /// Entries lost (ring full) since the thread's first position; a reader subtracts what
+    /// the thread's chunks (of this base) counted.
     pub const DROPPED: usize = 136;
     /// Slots backed by the file so far (from slot 0; the ring grows to `capacity`).
     pub const ALLOCATED: usize = 144;
@@ -281,6 +282,9 @@ struct Region {
     write_error: u64,
     /// Entries from `tail`, as slots.
     slots: Vec<ApiRecord>,
+    /// The latest start of a call the file's chunks hold for this thread: rebuilt calls,
+    /// converted by a line that may differ from the writer's by a few ns, start no earlier.
+    not_before: u64,
     convert: TickConverter,
 }
 
@@ -362,6 +366,7 @@ fn parse_region(offset: u64, payload: &[u8], from: Option<u64>) -> Option<Region
         dropped: field(page, live::DROPPED),
         write_error: field(page, live::WRITE_ERROR),
         slots,
+        not_before: 0,
         convert: TickConverter {
             tsc: d.tsc != 0,
             t0: field(page, live::CAL0_TICKS),
@@ -399,8 +404,8 @@ fn region_chunks(region: &Region) -> Vec<Chunk> {
     for &slot in &region.slots {
         match RingEntry::decode(slot) {
             RingEntry::Call(mut rec) => {
-                rec.start_ns = to_ns(rec.start_ns);
-                rec.end_ns = to_ns(rec.end_ns);
+                rec.start_ns = to_ns(rec.start_ns).max(region.not_before);
+                rec.end_ns = to_ns(rec.end_ns).max(rec.start_ns);
                 rec.write_to(&mut calls);
             }
             e => e.append_nvtx(&mut nvtx, to_ns),
@@ -437,14 +442,23 @@ pub fn rebuild_salvaged(ring: &Chunk, kind: ChunkKind, from: u64) -> Option<Chun
         .find(|c| c.header.kind == kind)
 }
 
+/// What the chunks of one thread's ring held.
+#[derive(Clone, Copy, Default)]
+struct Reached {
+    position: u64,
+    dropped: u64,
+    latest_start: u64,
+}
+
 /// What a reader collects on its way through a file to rebuild, at its end, the entries of
 /// its ring regions that no chunk holds: the regions' waiting entries, and for every thread's
 /// positions the furthest a chunk reached.
 #[derive(Default)]
 pub struct Salvage {
     regions: Vec<Region>,
-    /// (thread, position >> POSITION_BITS) → the furthest position a chunk reached.
-    reached: std::collections::HashMap<(u64, u64), u64>,
+    /// (thread, position >> POSITION_BITS) → what the thread's chunks held: the furthest
+    /// position, the losses counted, and the latest start of a call.
+    reached: std::collections::HashMap<(u64, u64), Reached>,
     announced: std::collections::HashSet<u64>,
 }
 
@@ -462,8 +476,16 @@ impl Salvage {
                 let e = self
                     .reached
                     .entry((h.thread, h.seq >> POSITION_BITS))
-                    .or_insert(0);
-                *e = (*e).max(h.seq);
+                    .or_default();
+                e.position = e.position.max(h.seq);
+                e.dropped = e.dropped.saturating_add(h.dropped);
+                // A chunk's calls are in order: its last one starts latest.
+                let n = chunk.payload.len();
+                if h.kind == ChunkKind::ApiRecords && n >= ApiRecord::SIZE {
+                    let last = &chunk.payload[n - ApiRecord::SIZE..];
+                    let start = u64::from_le_bytes(last[8..16].try_into().unwrap());
+                    e.latest_start = e.latest_start.max(start);
+                }
             }
             ChunkKind::ThreadInfo => {
                 self.announced.insert(h.thread);
@@ -483,12 +505,13 @@ impl Salvage {
         let mut out = Vec::new();
         for mut region in std::mem::take(&mut self.regions) {
             let key = (region.tid, region.tail >> POSITION_BITS);
-            if let Some(&reached) = self.reached.get(&key) {
-                let skip = reached.saturating_sub(region.tail) as usize;
-                if skip > 0 {
-                    region.slots.drain(..skip.min(region.slots.len()));
-                    region.tail = region.tail.max(reached);
-                }
+            let reached = self.reached.get(&key).copied().unwrap_or_default();
+            region.dropped = region.dropped.saturating_sub(reached.dropped);
+            region.not_before = reached.latest_start;
+            let skip = reached.position.saturating_sub(region.tail) as usize;
+            if skip > 0 {
+                region.slots.drain(..skip.min(region.slots.len()));
+                region.tail = reached.position;
             }
             let chunks = region_chunks(&region);
             if chunks.is_empty() {
