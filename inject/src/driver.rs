@@ -95,6 +95,13 @@ pub fn real(id: u32) -> *mut c_void {
     resolve_real(id)
 }
 
+/// The real driver function `id` if it was resolved already (null otherwise): one load.
+#[inline(always)]
+pub fn resolved(id: u32) -> *mut c_void {
+    REAL.get(id as usize)
+        .map_or(std::ptr::null_mut(), |slot| slot.load(Ordering::Acquire))
+}
+
 #[cold]
 fn resolve_real(id: u32) -> *mut c_void {
     let p = with_errno_saved(|| lookup(id)).unwrap_or(std::ptr::null_mut());
@@ -166,6 +173,15 @@ pub fn id_of_address(p: *mut c_void) -> Option<u32> {
     map.binary_search_by_key(&(p as usize), |&(a, _)| a)
         .ok()
         .map(|i| map[i].1)
+}
+
+/// The address of one of the driver's exports (any), once the driver is loaded: tells the
+/// driver library apart from other loaded objects.
+pub fn some_export() -> Option<usize> {
+    if handle(false).is_null() {
+        return None;
+    }
+    address_map().first().map(|&(a, _)| a)
 }
 
 /// True if `p` lies in librtrace.so itself (one of its wrappers).

@@ -41,6 +41,7 @@ mod drain;
 mod driver;
 mod generated;
 mod generic;
+mod got;
 mod gpu_batch;
 mod hook;
 mod interpose;

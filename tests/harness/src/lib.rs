@@ -108,6 +108,8 @@ pub fn build() -> &'static Build {
             ("profile", &["-lcuda"]),
             ("profile_self", &["-lcupti", "-lcuda"]),
             ("ranges", &["-lcuda", "-ldl"]),
+            ("deepbind", &["-ldl"]),
+            ("dlsym_missing", &["-ldl"]),
         ];
         for (name, libs) in sources {
             compile(
@@ -116,6 +118,26 @@ pub fn build() -> &'static Build {
                 &inc,
                 &lib,
                 libs,
+            );
+        }
+        // A plugin linked with the driver, for opening with RTLD_DEEPBIND: lazily bound calls
+        // only, and with a pointer slot too, every slot bound at load and read-only after.
+        for (name, flags) in [
+            ("libdeepbind_lazy.so", &["-Wl,-z,lazy"][..]),
+            (
+                "libdeepbind_now.so",
+                &["-DWITH_POINTER", "-Wl,-z,now", "-Wl,-z,relro"],
+            ),
+        ] {
+            let mut args = vec!["-shared", "-fPIC"];
+            args.extend_from_slice(flags);
+            args.extend_from_slice(&["-lcuda", "-ldl"]);
+            compile(
+                &programs.join("deepbind_plugin.c"),
+                &bin.join(name),
+                &inc,
+                &lib,
+                &args,
             );
         }
         // NVTX from two images: a shared library of its own, and the program.

@@ -1,0 +1,32 @@
+/* deepbind MODE PLUGIN [N]: opens PLUGIN (deepbind_plugin.c) with RTLD_DEEPBIND and MODE's
+ * binding (`now`: RTLD_NOW, `lazy`: RTLD_LAZY), finds plugin_run with dlsym and runs it with N
+ * (default 10). The program itself makes no driver call. Prints one line:
+ *   deepbind ok mode=MODE early=K calls=C
+ * K: the calls the plugin's constructor made (DEEPBIND_EARLY), C: those plugin_run made. */
+#define _GNU_SOURCE /* RTLD_DEEPBIND */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int main(int argc, char **argv) {
+    if (argc < 3 || (strcmp(argv[1], "now") != 0 && strcmp(argv[1], "lazy") != 0)) {
+        fprintf(stderr, "usage: deepbind now|lazy PLUGIN [N]\n");
+        return 2;
+    }
+    int mode = strcmp(argv[1], "now") == 0 ? RTLD_NOW : RTLD_LAZY;
+    void *lib = dlopen(argv[2], mode | RTLD_LOCAL | RTLD_DEEPBIND);
+    if (lib == NULL) {
+        fprintf(stderr, "dlopen: %s\n", dlerror());
+        return 1;
+    }
+    long (*run)(long) = (long (*)(long))dlsym(lib, "plugin_run");
+    long *early = dlsym(lib, "plugin_early");
+    if (run == NULL || early == NULL) {
+        fprintf(stderr, "dlsym: %s\n", dlerror());
+        return 1;
+    }
+    long calls = run(argc > 3 ? atol(argv[3]) : 10);
+    printf("deepbind ok mode=%s early=%ld calls=%ld\n", argv[1], *early, calls);
+    return 0;
+}
