@@ -9,6 +9,9 @@
 //!   header declares), [`procaddr`] (`cuGetProcAddress*`) and [`interpose`] (`dlsym`, `_exit`,
 //!   fatal signals, fork, NVTX's entry point, the ELF constructor and destructor).
 //! - [`hook`]: the hot path: begin → real call → end; the token that ends a call once.
+//! - [`got`]: libraries that bind the driver past rtrace (`RTLD_DEEPBIND`): their driver GOT
+//!   slots, found with `dl_iterate_phdr`, rewritten to the wrappers (the hot path's cold
+//!   resolution, `dlsym` and `cuGetProcAddress` ask it to look).
 //! - [`session`]: start-up, the worker's loop, the one drain-and-finish sequence (exit,
 //!   `_exit`, fatal signals, CUPTI going away) and the fork path.
 //! - Sources and policies the session asks: [`nvtx`] (the injection tables), [`cupti`] (GPU
@@ -25,8 +28,8 @@
 //!   per-thread lock-free ring of [`ring::Entry`]), [`clock`].
 //! - [`state`]: the atomic lifecycle state and the configuration ([`config`]), read once.
 //! - [`diag`]: diagnostics through raw `write(2)`.
-//! - [`sys`]: the system calls. `unsafe` lives in the shims, `driver`, `devices`, `cupti`,
-//!   `nvtx`, `sys` and `ring` (its module doc says why), plus one block in `hook`.
+//! - [`sys`]: the system calls. `unsafe` lives in the shims, `got`, `driver`, `devices`,
+//!   `cupti`, `nvtx`, `sys` and `ring` (its module doc says why), plus one block in `hook`.
 //! - The `rtrace-format` crate: records, chunks, codecs: the contract with the collector.
 #![deny(unsafe_op_in_unsafe_fn)]
 
