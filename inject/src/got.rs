@@ -268,7 +268,7 @@ fn report(f: Finding) {
     if f.failed > 0 {
         let why = f.error.map(|e| e.to_string()).unwrap_or_default();
         cupti::notice(format!(
-            "library {} binds the driver directly (RTLD_DEEPBIND?) and {} of its driver functions could not be redirected to rtrace ({why}): calls through them are not traced",
+            "library {} binds the driver directly (RTLD_DEEPBIND?): {} could not be redirected to rtrace ({why}); calls through them are not traced",
             f.name,
             n(f.failed)
         ));

@@ -1,12 +1,15 @@
 /* deepbind MODE PLUGIN [N]: opens PLUGIN (deepbind_plugin.c) with RTLD_DEEPBIND and MODE's
  * binding (`now`: RTLD_NOW, `lazy`: RTLD_LAZY), finds plugin_run with dlsym and runs it with N
- * (default 10). The program itself makes no driver call. Prints one line:
+ * (default 10), then makes one driver call of its own: cuDriverGetVersion through dlsym on the
+ * driver's handle (the driver is loaded with the plugin). Prints one line:
  *   deepbind ok mode=MODE early=K calls=C
- * K: the calls the plugin's constructor made (DEEPBIND_EARLY), C: those plugin_run made. */
+ * K: the calls the plugin's constructor made (DEEPBIND_EARLY), C: those plugin_run made plus
+ * the program's one. */
 #define _GNU_SOURCE /* RTLD_DEEPBIND */
+#include "common.h"
+
+#include <cudaTypedefs.h>
 #include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 int main(int argc, char **argv) {
@@ -26,7 +29,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "dlsym: %s\n", dlerror());
         return 1;
     }
-    long calls = run(argc > 3 ? atol(argv[3]) : 10);
-    printf("deepbind ok mode=%s early=%ld calls=%ld\n", argv[1], *early, calls);
+    long made = run(argc > 3 ? atol(argv[3]) : 10);
+    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    REQUIRE(driver != NULL, "dlopen: %s", dlerror());
+    PFN_cuDriverGetVersion_v2020 version_fn = dlsym(driver, "cuDriverGetVersion");
+    REQUIRE(version_fn != NULL, "dlsym: %s", dlerror());
+    int version = 0;
+    CHECK(version_fn(&version));
+    printf("deepbind ok mode=%s early=%ld calls=%ld\n", argv[1], *early, made + calls);
     return 0;
 }

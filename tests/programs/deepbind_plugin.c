@@ -8,15 +8,49 @@
  * plugin_lookup(name): dlsym(RTLD_DEFAULT, name) from the plugin (a lookup from a library with
  * a scope of its own).
  * With DEEPBIND_EARLY=k in the environment, its constructor makes k cuDriverGetVersion calls
- * while dlopen loads it, before the program can reach it. */
-#define _GNU_SOURCE /* RTLD_DEFAULT */
+ * while dlopen loads it, before the program can reach it.
+ * Built with -DSEAL_RELRO (and -z now -z relro), its constructor seals its RELRO pages, where its
+ * GOT is, with mseal(2) (Linux 6.10): nothing can make them writable again. */
+#define _GNU_SOURCE /* RTLD_DEFAULT, dl_iterate_phdr */
 #include "common.h"
 
 #include <dlfcn.h>
 
+#ifdef SEAL_RELRO
+#include <link.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* dl_iterate_phdr's callback: seals the RELRO pages of the object holding `data`. */
+static int seal_relro(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    uintptr_t me = (uintptr_t)data, page = (uintptr_t)sysconf(_SC_PAGESIZE), lo = 0, hi = 0;
+    int mine = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t at = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && me >= at && me < at + ph->p_memsz)
+            mine = 1;
+        if (ph->p_type == PT_GNU_RELRO) {
+            lo = at & ~(page - 1);
+            hi = (at + ph->p_memsz) & ~(page - 1);
+        }
+    }
+    if (!mine)
+        return 0;
+    REQUIRE(hi > lo, "no RELRO pages");
+    REQUIRE(syscall(462 /* mseal */, lo, hi - lo, 0) == 0, "mseal failed");
+    return 1;
+}
+#endif
+
 long plugin_early;
 
 __attribute__((constructor)) static void early(void) {
+#ifdef SEAL_RELRO
+    REQUIRE(dl_iterate_phdr(seal_relro, (void *)seal_relro) == 1, "plugin not found");
+#endif
     const char *k = getenv("DEEPBIND_EARLY");
     if (k == NULL)
         return;

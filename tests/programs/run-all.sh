@@ -33,12 +33,14 @@ gcc "${cflags[@]}" "$here/ranges.c" -o "$work/bin/ranges" -L"$work/lib" -lcuda -
 for p in procaddr dlsym deepbind dlsym_missing; do
     gcc "${cflags[@]}" "$here/$p.c" -o "$work/bin/$p" -ldl
 done
-# The plugin for deepbind and dlsym_missing: lazily bound calls only; and with a pointer slot,
-# every slot bound at load and read-only after.
+# The plugin for deepbind and dlsym_missing: lazily bound calls only; with a pointer slot, every
+# slot bound at load and read-only after; the same with its read-only pages sealed (mseal).
 gcc "${cflags[@]}" -shared -fPIC -Wl,-z,lazy "$here/deepbind_plugin.c" \
     -o "$work/bin/libdeepbind_lazy.so" -L"$work/lib" -lcuda -ldl
 gcc "${cflags[@]}" -shared -fPIC -DWITH_POINTER -Wl,-z,now -Wl,-z,relro "$here/deepbind_plugin.c" \
     -o "$work/bin/libdeepbind_now.so" -L"$work/lib" -lcuda -ldl
+gcc "${cflags[@]}" -shared -fPIC -DWITH_POINTER -DSEAL_RELRO -Wl,-z,now -Wl,-z,relro \
+    "$here/deepbind_plugin.c" -o "$work/bin/libdeepbind_sealed.so" -L"$work/lib" -lcuda -ldl
 gcc "${cflags[@]}" -pthread "$here/cupti_client.c" -o "$work/bin/cupti_client" -L"$work/lib" \
     -lcupti -lcuda
 gcc "${cflags[@]}" "$here/pcsampling_client.c" -o "$work/bin/pcsampling_client" -L"$work/lib" \
@@ -72,9 +74,10 @@ fail_spec='cuMemAlloc_v2=2@2,cuLaunchKernel=719@*,cuCtxGetCurrent=201@3,cuStream
 expect direct 0 "direct ok driver=13000 sms=132 cc=9.0 elapsed_ms=0.003000 calls=44" -- "$b/direct"
 expect procaddr 0 "procaddr ok elapsed_ms=0.002000 calls=85" -- "$b/procaddr"
 expect dlsym 0 "dlsym ok calls=41" -- "$b/dlsym"
-expect deepbind-now 0 "deepbind ok mode=now early=0 calls=12" -- "$b/deepbind" now "$b/libdeepbind_now.so" 10
-expect deepbind-lazy 0 "deepbind ok mode=lazy early=0 calls=11" -- "$b/deepbind" lazy "$b/libdeepbind_lazy.so" 10
-expect deepbind-early 0 "deepbind ok mode=lazy early=3 calls=11" -- env DEEPBIND_EARLY=3 "$b/deepbind" lazy "$b/libdeepbind_lazy.so" 10
+expect deepbind-now 0 "deepbind ok mode=now early=0 calls=13" -- "$b/deepbind" now "$b/libdeepbind_now.so" 10
+expect deepbind-lazy 0 "deepbind ok mode=lazy early=0 calls=12" -- "$b/deepbind" lazy "$b/libdeepbind_lazy.so" 10
+expect deepbind-sealed 0 "deepbind ok mode=now early=0 calls=13" -- "$b/deepbind" now "$b/libdeepbind_sealed.so" 10
+expect deepbind-early 0 "deepbind ok mode=lazy early=3 calls=12" -- env DEEPBIND_EARLY=3 "$b/deepbind" lazy "$b/libdeepbind_lazy.so" 10
 und() { echo "found=0 error=$1: undefined symbol: $2"; }
 expect dlsym_missing 0 "default cuGraphCreate $(und "$b/dlsym_missing" cuGraphCreate)
 default cuDriverGetVersion $(und "$b/dlsym_missing" cuDriverGetVersion)

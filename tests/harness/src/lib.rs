@@ -121,12 +121,22 @@ pub fn build() -> &'static Build {
             );
         }
         // A plugin linked with the driver, for opening with RTLD_DEEPBIND: lazily bound calls
-        // only, and with a pointer slot too, every slot bound at load and read-only after.
+        // only; with a pointer slot too, every slot bound at load and read-only after; the same
+        // with its read-only pages sealed (mseal), so that nothing can write them.
         for (name, flags) in [
             ("libdeepbind_lazy.so", &["-Wl,-z,lazy"][..]),
             (
                 "libdeepbind_now.so",
                 &["-DWITH_POINTER", "-Wl,-z,now", "-Wl,-z,relro"],
+            ),
+            (
+                "libdeepbind_sealed.so",
+                &[
+                    "-DWITH_POINTER",
+                    "-DSEAL_RELRO",
+                    "-Wl,-z,now",
+                    "-Wl,-z,relro",
+                ],
             ),
         ] {
             let mut args = vec!["-shared", "-fPIC"];

@@ -60,10 +60,11 @@ fn deepbind_now_every_call_traced_and_the_library_named() {
     let r = deepbind(
         &["now", &lib, "10"],
         &[],
-        "deepbind ok mode=now early=0 calls=12",
+        "deepbind ok mode=now early=0 calls=13",
     );
-    // cuInit, 10 cheap calls, one through the pointer: every one recorded, as the driver saw.
-    assert_eq!(total(&r), 12);
+    // cuInit, 10 cheap calls, one through the pointer, and the program's own call: every one
+    // recorded, as the driver saw.
+    assert_eq!(total(&r), 13);
     assert_eq!(
         counts(&r.traces()),
         *r.sim_counts().values().next().unwrap()
@@ -92,9 +93,9 @@ fn deepbind_lazy_every_call_traced_silently() {
     let r = deepbind(
         &["lazy", &lib, "10"],
         &[],
-        "deepbind ok mode=lazy early=0 calls=11",
+        "deepbind ok mode=lazy early=0 calls=12",
     );
-    assert_eq!(total(&r), 11);
+    assert_eq!(total(&r), 12);
     assert_eq!(
         counts(&r.traces()),
         *r.sim_counts().values().next().unwrap()
@@ -111,18 +112,49 @@ fn calls_made_before_the_scan_are_said() {
     let r = deepbind(
         &["lazy", &lib, "10"],
         &[("DEEPBIND_EARLY", "3")],
-        "deepbind ok mode=lazy early=3 calls=11",
+        "deepbind ok mode=lazy early=3 calls=12",
     );
     let traced = counts(&r.traces());
-    assert_eq!(traced.values().sum::<u64>(), 11);
-    assert_eq!(traced["cuDriverGetVersion"], 5);
+    assert_eq!(traced.values().sum::<u64>(), 12);
+    assert_eq!(traced["cuDriverGetVersion"], 6);
     let sim = r.sim_counts().into_values().next().unwrap();
-    assert_eq!(sim["cuDriverGetVersion"], 8);
-    assert_eq!(sim.values().sum::<u64>(), 14);
+    assert_eq!(sim["cuDriverGetVersion"], 9);
+    assert_eq!(sim.values().sum::<u64>(), 15);
     assert_eq!(
         library_notices(&r),
         vec![format!(
             "library {lib} was bound to the driver directly (RTLD_DEEPBIND?): 1 slot redirected to rtrace; calls it made through them before are not in the trace"
+        )]
+    );
+}
+
+#[test]
+fn a_library_whose_slots_cannot_be_written_is_named() {
+    // The plugin sealed its read-only pages (mseal): its slots stay bound to the driver, its
+    // 12 calls are not traced, the program's own call is, and the trace names the library.
+    let lib = plugin("libdeepbind_sealed.so");
+    let r = deepbind(
+        &["now", &lib, "10"],
+        &[],
+        "deepbind ok mode=now early=0 calls=13",
+    );
+    assert_eq!(
+        counts(&r.traces()),
+        BTreeMap::from([("cuDriverGetVersion".to_string(), 1)])
+    );
+    assert_eq!(
+        r.sim_counts()
+            .into_values()
+            .next()
+            .unwrap()
+            .values()
+            .sum::<u64>(),
+        13
+    );
+    assert_eq!(
+        library_notices(&r),
+        vec![format!(
+            "library {lib} binds the driver directly (RTLD_DEEPBIND?): 3 slots could not be redirected to rtrace (Operation not permitted (os error 1)); calls through them are not traced"
         )]
     );
 }
