@@ -35,6 +35,15 @@ extern "C" fn dlsym_hook(
     caller: *const c_void,
 ) -> *mut c_void {
     let p = driver::real_dlsym(handle, symbol);
+    if p.is_null() && handle == libc::RTLD_DEFAULT {
+        // libc looked from rtrace's place; the caller's scope may hold more (its own
+        // dependencies, when it was opened RTLD_LOCAL). A failure there sets dlerror as libc
+        // would, naming the caller.
+        return match caller_map(caller) {
+            Some(map) => driver::real_dlsym(map, symbol),
+            None => p,
+        };
+    }
     if p.is_null() || symbol.is_null() || thread::in_rtrace() {
         return p;
     }

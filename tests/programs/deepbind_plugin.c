@@ -46,6 +46,8 @@ static int seal_relro(struct dl_phdr_info *info, size_t size, void *data) {
 #endif
 
 long plugin_early;
+/* A name starting with "cu" that only the plugin's own scope defines (dlsym_missing looks it up). */
+int cuPluginOwn;
 
 __attribute__((constructor)) static void early(void) {
 #ifdef SEAL_RELRO

@@ -5,7 +5,8 @@
  *   <route> <name> found=<0|1> error=<dlerror()'s text, or (none)>
  * routes: default (RTLD_DEFAULT), next (RTLD_NEXT), program (a handle from dlopen(NULL)),
  * driver (the handle on libcuda.so.1), plugin (RTLD_DEFAULT from PLUGIN, deepbind_plugin.c,
- * opened RTLD_LOCAL: a library with a scope of its own, where libcuda.so.1 is), and last global
+ * opened RTLD_LOCAL: a library with a scope of its own, where libcuda.so.1 is); default and
+ * plugin once more for cuPluginOwn, which only the plugin's scope defines; and last global
  * (RTLD_DEFAULT once the driver was opened again with RTLD_GLOBAL). Then calls
  * cuDriverGetVersion through the driver handle's answer and prints
  *   dlsym_missing ok calls=1 */
@@ -50,6 +51,9 @@ int main(int argc, char **argv) {
         if (i == 1)
             version_fn = d;
     }
+    /* A name only the plugin's scope defines. */
+    show("default", "cuPluginOwn", dlsym(RTLD_DEFAULT, "cuPluginOwn"));
+    show("plugin", "cuPluginOwn", lookup("cuPluginOwn"));
     REQUIRE(dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL) != NULL, "dlopen: %s", dlerror());
     for (int i = 0; i < 2; i++)
         show("global", NAMES[i], dlsym(RTLD_DEFAULT, NAMES[i]));

@@ -91,6 +91,8 @@ next cuDriverGetVersion $(und "$b/dlsym_missing" cuDriverGetVersion)
 program cuDriverGetVersion $(und "$b/dlsym_missing" cuDriverGetVersion)
 driver cuDriverGetVersion found=1 error=(none)
 plugin cuDriverGetVersion found=1 error=(none)
+default cuPluginOwn $(und "$b/dlsym_missing" cuPluginOwn)
+plugin cuPluginOwn found=1 error=(none)
 global cuGraphCreate $(und "$b/dlsym_missing" cuGraphCreate)
 global cuDriverGetVersion found=1 error=(none)
 dlsym_missing ok calls=1" -- "$b/dlsym_missing" "$b/libdeepbind_lazy.so"
