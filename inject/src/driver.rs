@@ -3,11 +3,11 @@
 
 use crate::generated::id::{FUNCTION_COUNT, FUNCTION_NAMES};
 use crate::state;
+use crate::sys::Leaked;
 use crate::thread::{internal, with_errno_saved};
 use std::ffi::{c_char, c_void, CString};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
-use std::sync::OnceLock;
 
 /// libc's `dlsym`, resolved on first use.
 pub(crate) static REAL_DLSYM: AtomicUsize = AtomicUsize::new(0);
@@ -149,10 +149,12 @@ fn lookup_name(name: &str, load: bool) -> *mut c_void {
 }
 
 /// Driver export address → wrapper id, for every export the driver has; built
-/// once, when first needed (the driver is loaded by then).
+/// once, when first needed (the driver is loaded by then). Racing callers each build it and the
+/// first publishes: none waits for another, which may be waiting for the loader's lock (a
+/// library's constructor calling the driver while `dlopen` holds it).
 fn address_map() -> &'static [(usize, u32)] {
-    static MAP: OnceLock<Box<[(usize, u32)]>> = OnceLock::new();
-    MAP.get_or_init(|| {
+    static MAP: Leaked<Box<[(usize, u32)]>> = Leaked::new();
+    MAP.get_or_publish(|| {
         let mut v: Vec<(usize, u32)> = (0..FUNCTION_COUNT as u32)
             .filter_map(|id| {
                 let p = driver_export(id);

@@ -26,10 +26,11 @@
 
 use crate::generated::id::{function_id, FUNCTION_COUNT, FUNCTION_NAMES};
 use crate::state::{self, State};
+use crate::sys::Leaked;
 use crate::{cupti, diag, driver, thread};
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, TryLockError};
 
 const PT_LOAD: u32 = 1;
 const PT_DYNAMIC: u32 = 2;
@@ -127,8 +128,8 @@ struct Wrappers {
 }
 
 fn wrappers() -> &'static Wrappers {
-    static W: OnceLock<Wrappers> = OnceLock::new();
-    W.get_or_init(|| {
+    static W: Leaked<Wrappers> = Leaked::new();
+    W.get_or_publish(|| {
         let mut first = vec![0usize; FUNCTION_COUNT];
         let mut any = vec![0usize; FUNCTION_COUNT];
         let own = own_handle();
@@ -224,7 +225,15 @@ struct Walk<'a> {
 }
 
 fn scan() {
-    let Ok(mut seen) = SEEN.lock() else { return };
+    // Another thread is walking: it covers what was loaded before it began, and records the
+    // counters it saw, so what came after is walked at the next look. Never wait here: the
+    // caller may hold the loader's lock (a constructor running under `dlopen`), which the
+    // walking thread may need.
+    let mut seen = match SEEN.try_lock() {
+        Ok(g) => g,
+        Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(TryLockError::WouldBlock) => return,
+    };
     let (adds, subs) = loader_counters();
     if subs != LAST_SUBS.load(Ordering::Acquire) {
         seen.clear();
