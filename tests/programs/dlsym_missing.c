@@ -5,7 +5,8 @@
  *   <route> <name> found=<0|1> error=<dlerror()'s text, or (none)>
  * routes: default (RTLD_DEFAULT), next (RTLD_NEXT), program (a handle from dlopen(NULL)),
  * driver (the handle on libcuda.so.1), plugin (RTLD_DEFAULT from PLUGIN, deepbind_plugin.c,
- * opened RTLD_LOCAL: a library with a scope of its own, where libcuda.so.1 is); default and
+ * opened RTLD_LOCAL: a library with a scope of its own, where libcuda.so.1 is), and under rtrace
+ * rtrace (a handle on the LD_PRELOAD library: these lines only when it is loaded); default and
  * plugin once more for cuPluginOwn, which only the plugin's scope defines; and last global
  * (RTLD_DEFAULT once the driver was opened again with RTLD_GLOBAL). Then calls
  * cuDriverGetVersion through the driver handle's answer and prints
@@ -15,6 +16,7 @@
 
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const NAMES[] = {"cuGraphCreate", "cuDriverGetVersion"};
@@ -38,6 +40,9 @@ int main(int argc, char **argv) {
     REQUIRE(plugin != NULL, "dlopen: %s", dlerror());
     void *(*lookup)(const char *) = (void *(*)(const char *))dlsym(plugin, "plugin_lookup");
     REQUIRE(lookup != NULL, "dlsym: %s", dlerror());
+    /* Under rtrace: a handle on librtrace.so itself (the first object LD_PRELOAD names). */
+    const char *preload = getenv("LD_PRELOAD");
+    void *rtrace = preload ? dlopen(preload, RTLD_NOW | RTLD_NOLOAD) : NULL;
     void *version_fn = NULL;
     for (int i = 0; i < 2; i++) {
         const char *n = NAMES[i];
@@ -48,6 +53,8 @@ int main(int argc, char **argv) {
         void *d = dlsym(driver, n);
         show("driver", n, d);
         show("plugin", n, lookup(n));
+        if (rtrace != NULL)
+            show("rtrace", n, dlsym(rtrace, n));
         if (i == 1)
             version_fn = d;
     }

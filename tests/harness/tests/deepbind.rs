@@ -189,6 +189,8 @@ fn dlsym_of_a_missing_function_answers_as_without_rtrace() {
     assert_eq!(total(&traced), 1);
     let (p, t) = (lookups(&plain), lookups(&traced));
     assert_eq!(p.len(), 16);
+    let (rtrace, t): (BTreeMap<_, _>, BTreeMap<_, _>) =
+        t.into_iter().partition(|((route, _), _)| route == "rtrace");
     assert_eq!(t.keys().collect::<Vec<_>>(), p.keys().collect::<Vec<_>>());
     let prog = build().bin.join("dlsym_missing").display().to_string();
     let librtrace = librtrace().display().to_string();
@@ -224,6 +226,15 @@ fn dlsym_of_a_missing_function_answers_as_without_rtrace() {
     assert_eq!(
         t[&("driver".to_string(), "cuGraphCreate".to_string())],
         (false, format!("{driver}: undefined symbol: cuGraphCreate"))
+    );
+    // A handle on librtrace.so: its export only where a definition follows it in the global
+    // scope, which the driver, opened RTLD_LOCAL, is not.
+    assert_eq!(
+        rtrace,
+        BTreeMap::from(["cuGraphCreate", "cuDriverGetVersion"].map(|n| (
+            ("rtrace".to_string(), n.to_string()),
+            (false, format!("{librtrace}: undefined symbol: {n}"))
+        )))
     );
     // With the driver in the global scope, RTLD_DEFAULT finds the wrapper of what it has and
     // nothing for what it lacks.
