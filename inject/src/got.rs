@@ -191,11 +191,16 @@ fn loader_counters() -> (u64, u64) {
 /// Looks for loaded libraries whose driver slots bypass rtrace and redirects them (see the
 /// module's documentation). Cheap when no object was loaded or unloaded since the last time.
 pub fn rescan() {
-    if state::state() != State::Running || thread::in_rtrace() {
+    if state::state() != State::Running {
         return;
     }
     let (adds, subs) = loader_counters();
     if adds == LAST_ADDS.load(Ordering::Acquire) && subs == LAST_SUBS.load(Ordering::Acquire) {
+        return;
+    }
+    // The thread's state is read only now: `dlsym` (which looks) is also called by Rust's
+    // standard library, from rtrace's own code.
+    if thread::in_rtrace() {
         return;
     }
     let _ = thread::with_errno_saved(|| thread::internal(scan));
