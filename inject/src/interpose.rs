@@ -448,9 +448,15 @@ pub unsafe extern "C" fn InitializeInjectionNvtx2(get: Option<nvtx::GetExportTab
 }
 
 /// Runs in `_dl_fini`, after the program's atexit handlers (libcudart's
-/// teardown included), so its calls are in the trace.
+/// teardown included), so its calls are in the trace. A last look for libraries that bound the
+/// driver past rtrace since the last one (a plugin never entered through `dlsym`, whose calls
+/// escaped), so that the trace names them. (Not in `_exit`, which a signal handler or a `vfork`
+/// child may call.)
 extern "C" fn on_unload() {
-    let _ = std::panic::catch_unwind(|| session::drain_and_finish(Ending::Exit("exit")));
+    let _ = std::panic::catch_unwind(|| {
+        got::rescan();
+        session::drain_and_finish(Ending::Exit("exit"))
+    });
 }
 
 #[cfg(not(test))]

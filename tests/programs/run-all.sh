@@ -77,6 +77,7 @@ expect dlsym 0 "dlsym ok calls=41" -- "$b/dlsym"
 expect deepbind-now 0 "deepbind ok mode=now early=0 calls=13" -- "$b/deepbind" now "$b/libdeepbind_now.so" 10
 expect deepbind-lazy 0 "deepbind ok mode=lazy early=0 calls=12" -- "$b/deepbind" lazy "$b/libdeepbind_lazy.so" 10
 expect deepbind-sealed 0 "deepbind ok mode=now early=0 calls=13" -- "$b/deepbind" now "$b/libdeepbind_sealed.so" 10
+expect deepbind-load 0 "deepbind ok mode=load calls=1" -- env DEEPBIND_EARLY=3 "$b/deepbind" load "$b/libdeepbind_now.so"
 expect deepbind-early 0 "deepbind ok mode=lazy early=3 calls=12" -- env DEEPBIND_EARLY=3 "$b/deepbind" lazy "$b/libdeepbind_lazy.so" 10
 und() { echo "found=0 error=$1: undefined symbol: $2"; }
 expect dlsym_missing 0 "default cuGraphCreate $(und "$b/dlsym_missing" cuGraphCreate)

@@ -129,6 +129,33 @@ fn calls_made_before_the_scan_are_said() {
 }
 
 #[test]
+fn a_plugin_never_entered_is_named_at_exit() {
+    // The plugin's constructor calls the driver 3 times; the program never enters the plugin
+    // (no dlsym after it was loaded) nor calls the driver again: the last look, at exit, finds
+    // its slots bound to the driver and the trace says so.
+    let lib = plugin("libdeepbind_now.so");
+    let r = deepbind(
+        &["load", &lib],
+        &[("DEEPBIND_EARLY", "3")],
+        "deepbind ok mode=load calls=1",
+    );
+    assert_eq!(
+        counts(&r.traces()),
+        BTreeMap::from([("cuDriverGetVersion".to_string(), 1)])
+    );
+    assert_eq!(
+        r.sim_counts().into_values().next().unwrap(),
+        BTreeMap::from([("cuDriverGetVersion".to_string(), 4)])
+    );
+    assert_eq!(
+        library_notices(&r),
+        vec![format!(
+            "library {lib} was bound to the driver directly (RTLD_DEEPBIND?): 3 slots redirected to rtrace; calls it made through them before are not in the trace"
+        )]
+    );
+}
+
+#[test]
 fn a_library_whose_slots_cannot_be_written_is_named() {
     // The plugin sealed its read-only pages (mseal): its slots stay bound to the driver, its
     // 12 calls are not traced, the program's own call is, and the trace names the library.
