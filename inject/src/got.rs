@@ -21,8 +21,8 @@
 //!
 //! A rescan costs one `dl_iterate_phdr` step (the loader's lock, one callback) when no object
 //! was loaded or unloaded since the last (its `dlpi_adds`/`dlpi_subs` counters); it runs from
-//! rtrace's `dlsym`, from `cuGetProcAddress*` and from the first call of each driver function,
-//! never on the recorded path of a call.
+//! rtrace's `dlsym`, from `cuGetProcAddress*`, from the first call of each driver function and
+//! at exit (the ELF destructor), never on the recorded path of a call.
 
 use crate::generated::id::{function_id, FUNCTION_COUNT, FUNCTION_NAMES};
 use crate::state::{self, State};
