@@ -1,4 +1,4 @@
-/* deepbind MODE PLUGIN [N], deepbind load PLUGIN (below): opens PLUGIN (deepbind_plugin.c) with RTLD_DEEPBIND and MODE's
+/* deepbind MODE PLUGIN [N], deepbind load PLUGIN [quiet] (below): opens PLUGIN (deepbind_plugin.c) with RTLD_DEEPBIND and MODE's
  * binding (`now`: RTLD_NOW, `lazy`: RTLD_LAZY), finds plugin_run with dlsym and runs it with N
  * (default 10), then makes one driver call of its own: cuDriverGetVersion through dlsym on the
  * driver's handle (the driver is loaded with the plugin). Prints one line:
@@ -12,25 +12,27 @@
 #include <dlfcn.h>
 #include <string.h>
 
-/* `load` mode: the driver first (one call through dlsym on its handle), then the plugin, which
- * the program never enters: only its constructor runs. */
-static int load_only(const char *plugin) {
-    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    REQUIRE(driver != NULL, "dlopen: %s", dlerror());
-    PFN_cuDriverGetVersion_v2020 version_fn = dlsym(driver, "cuDriverGetVersion");
-    REQUIRE(version_fn != NULL, "dlsym: %s", dlerror());
-    int version = 0;
-    CHECK(version_fn(&version));
+/* `load` mode: the driver first (one call through dlsym on its handle; none with `quiet`), then
+ * the plugin, which the program never enters: only its constructor runs. */
+static int load_only(const char *plugin, int quiet) {
+    if (!quiet) {
+        void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        REQUIRE(driver != NULL, "dlopen: %s", dlerror());
+        PFN_cuDriverGetVersion_v2020 version_fn = dlsym(driver, "cuDriverGetVersion");
+        REQUIRE(version_fn != NULL, "dlsym: %s", dlerror());
+        int version = 0;
+        CHECK(version_fn(&version));
+    }
     REQUIRE(dlopen(plugin, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND) != NULL, "dlopen: %s", dlerror());
     printf("deepbind ok mode=load calls=%ld\n", calls);
     return 0;
 }
 
 int main(int argc, char **argv) {
-    if (argc == 3 && strcmp(argv[1], "load") == 0)
-        return load_only(argv[2]);
+    if ((argc == 3 || (argc == 4 && strcmp(argv[3], "quiet") == 0)) && strcmp(argv[1], "load") == 0)
+        return load_only(argv[2], argc == 4);
     if (argc < 3 || (strcmp(argv[1], "now") != 0 && strcmp(argv[1], "lazy") != 0)) {
-        fprintf(stderr, "usage: deepbind now|lazy PLUGIN [N] | deepbind load PLUGIN\n");
+        fprintf(stderr, "usage: deepbind now|lazy PLUGIN [N] | deepbind load PLUGIN [quiet]\n");
         return 2;
     }
     int mode = strcmp(argv[1], "now") == 0 ? RTLD_NOW : RTLD_LAZY;

@@ -78,6 +78,7 @@ expect deepbind-now 0 "deepbind ok mode=now early=0 calls=13" -- "$b/deepbind" n
 expect deepbind-lazy 0 "deepbind ok mode=lazy early=0 calls=12" -- "$b/deepbind" lazy "$b/libdeepbind_lazy.so" 10
 expect deepbind-sealed 0 "deepbind ok mode=now early=0 calls=13" -- "$b/deepbind" now "$b/libdeepbind_sealed.so" 10
 expect deepbind-load 0 "deepbind ok mode=load calls=1" -- env DEEPBIND_EARLY=3 "$b/deepbind" load "$b/libdeepbind_now.so"
+expect deepbind-load-quiet 0 "deepbind ok mode=load calls=0" -- env DEEPBIND_EARLY=3 "$b/deepbind" load "$b/libdeepbind_now.so" quiet
 expect deepbind-early 0 "deepbind ok mode=lazy early=3 calls=12" -- env DEEPBIND_EARLY=3 "$b/deepbind" lazy "$b/libdeepbind_lazy.so" 10
 und() { echo "found=0 error=$1: undefined symbol: $2"; }
 expect dlsym_missing 0 "default cuGraphCreate $(und "$b/dlsym_missing" cuGraphCreate)

@@ -156,6 +156,29 @@ fn a_plugin_never_entered_is_named_at_exit() {
 }
 
 #[test]
+fn a_process_whose_every_call_escaped_still_has_a_trace_naming_the_library() {
+    // As above, but the program makes no driver call of its own: the trace exists only to say
+    // which library escaped.
+    let lib = plugin("libdeepbind_now.so");
+    let r = deepbind(
+        &["load", &lib, "quiet"],
+        &[("DEEPBIND_EARLY", "3")],
+        "deepbind ok mode=load calls=0",
+    );
+    assert_eq!(counts(&r.traces()), BTreeMap::new());
+    assert_eq!(
+        r.sim_counts().into_values().next().unwrap(),
+        BTreeMap::from([("cuDriverGetVersion".to_string(), 3)])
+    );
+    assert_eq!(
+        library_notices(&r),
+        vec![format!(
+            "library {lib} was bound to the driver directly (RTLD_DEEPBIND?): 3 slots redirected to rtrace; calls it made through them before are not in the trace"
+        )]
+    );
+}
+
+#[test]
 fn a_library_whose_slots_cannot_be_written_is_named() {
     // The plugin sealed its read-only pages (mseal): its slots stay bound to the driver, its
     // 12 calls are not traced, the program's own call is, and the trace names the library.
