@@ -3,11 +3,11 @@
 
 use crate::generated::id::{FUNCTION_COUNT, FUNCTION_NAMES};
 use crate::state;
+use crate::sys::Leaked;
 use crate::thread::{internal, with_errno_saved};
 use std::ffi::{c_char, c_void, CString};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
-use std::sync::OnceLock;
 
 /// libc's `dlsym`, resolved on first use.
 pub(crate) static REAL_DLSYM: AtomicUsize = AtomicUsize::new(0);
@@ -95,6 +95,13 @@ pub fn real(id: u32) -> *mut c_void {
     resolve_real(id)
 }
 
+/// The real driver function `id` if it was resolved already (null otherwise): one load.
+#[inline(always)]
+pub fn resolved(id: u32) -> *mut c_void {
+    REAL.get(id as usize)
+        .map_or(std::ptr::null_mut(), |slot| slot.load(Ordering::Acquire))
+}
+
 #[cold]
 fn resolve_real(id: u32) -> *mut c_void {
     let p = with_errno_saved(|| lookup(id)).unwrap_or(std::ptr::null_mut());
@@ -142,10 +149,12 @@ fn lookup_name(name: &str, load: bool) -> *mut c_void {
 }
 
 /// Driver export address → wrapper id, for every export the driver has; built
-/// once, when first needed (the driver is loaded by then).
+/// once, when first needed (the driver is loaded by then). Racing callers each build it and the
+/// first publishes: none waits for another, which may be waiting for the loader's lock (a
+/// library's constructor calling the driver while `dlopen` holds it).
 fn address_map() -> &'static [(usize, u32)] {
-    static MAP: OnceLock<Box<[(usize, u32)]>> = OnceLock::new();
-    MAP.get_or_init(|| {
+    static MAP: Leaked<Box<[(usize, u32)]>> = Leaked::new();
+    MAP.get_or_publish(|| {
         let mut v: Vec<(usize, u32)> = (0..FUNCTION_COUNT as u32)
             .filter_map(|id| {
                 let p = driver_export(id);
@@ -166,6 +175,15 @@ pub fn id_of_address(p: *mut c_void) -> Option<u32> {
     map.binary_search_by_key(&(p as usize), |&(a, _)| a)
         .ok()
         .map(|i| map[i].1)
+}
+
+/// The address of one of the driver's exports (any), once the driver is loaded: tells the
+/// driver library apart from other loaded objects.
+pub fn some_export() -> Option<usize> {
+    if handle(false).is_null() {
+        return None;
+    }
+    address_map().first().map(|&(a, _)| a)
 }
 
 /// True if `p` lies in librtrace.so itself (one of its wrappers).

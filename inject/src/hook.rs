@@ -20,7 +20,24 @@ use rtrace_format::ApiRecord;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub use crate::driver::real;
+/// The real driver function `id` that a wrapper calls (null when the driver lacks it). Its
+/// first use — the first call of each function — also looks for libraries loaded since that
+/// bind the driver past rtrace ([`crate::got::rescan`]).
+#[inline(always)]
+pub fn real(id: u32) -> *mut c_void {
+    let p = crate::driver::resolved(id);
+    if !p.is_null() {
+        return p;
+    }
+    first_use(id)
+}
+
+#[cold]
+fn first_use(id: u32) -> *mut c_void {
+    let p = crate::driver::real(id);
+    crate::got::rescan();
+    p
+}
 
 /// Returned by a wrapper whose real function the driver does not have
 /// (`CUDA_ERROR_NOT_FOUND`).

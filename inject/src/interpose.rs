@@ -8,7 +8,7 @@
 
 use crate::session::{self, Ending};
 use crate::state::{self, State};
-use crate::{driver, generated, nvtx, thread};
+use crate::{driver, generated, got, nvtx, thread};
 use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
@@ -22,39 +22,121 @@ extern "C" {
     ) -> c_int;
 }
 
-/// `dlsym` for every handle except `RTLD_NEXT`: a driver function found in the
-/// driver library is swapped for its wrapper. `RTLD_NEXT` lookups never get here:
-/// the entry stub jumps straight to libc so that the caller's position is kept.
-extern "C" fn dlsym_hook(handle: *mut c_void, symbol: *const c_char) -> *mut c_void {
+/// `dlsym` of a `cu*` name, for every handle except `RTLD_NEXT` (`caller`: the return address
+/// of the program's call). Other names and `RTLD_NEXT` never get here: the entry stub jumps
+/// straight to libc for them, so that libc sees the caller's position.
+///
+/// A driver function found in the driver library is swapped for its wrapper. rtrace's own
+/// export is handed out only where the lookup would find a definition without rtrace (see
+/// [`own_export`]).
+extern "C" fn dlsym_hook(
+    handle: *mut c_void,
+    symbol: *const c_char,
+    caller: *const c_void,
+) -> *mut c_void {
     let p = driver::real_dlsym(handle, symbol);
-    if p.is_null() || symbol.is_null() {
+    if p.is_null() && handle == libc::RTLD_DEFAULT {
+        // libc looked from rtrace's place; the caller's scope may hold more (its own
+        // dependencies, when it was opened RTLD_LOCAL). A failure there sets dlerror as libc
+        // would, naming the caller.
+        return match caller_map(caller) {
+            Some(map) => driver::real_dlsym(map, symbol),
+            None => p,
+        };
+    }
+    if p.is_null() || symbol.is_null() || thread::in_rtrace() {
         return p;
     }
     // SAFETY: the caller's NUL-terminated name.
-    let name = unsafe { CStr::from_ptr(symbol) }.to_bytes();
-    if !name.starts_with(b"cu") || thread::in_rtrace() || state::state() == State::Disabled {
-        return p;
-    }
-    thread::with_errno_saved(|| thread::internal(|| wrapper_for_export(name, p)))
-        .flatten()
-        .unwrap_or(p)
+    let name = unsafe { CStr::from_ptr(symbol) };
+    thread::with_errno_saved(|| thread::internal(|| lookup(handle, name, p, caller))).unwrap_or(p)
 }
 
-/// If `p` is the driver's export `name`, returns the wrapper to hand out instead.
-fn wrapper_for_export(name: &[u8], p: *mut c_void) -> Option<*mut c_void> {
-    let id = generated::id::function_id(name)?;
+/// What a `dlsym` of `name` that found `p` returns.
+fn lookup(handle: *mut c_void, name: &CStr, p: *mut c_void, caller: *const c_void) -> *mut c_void {
+    let Some(id) = generated::id::function_id(name.to_bytes()) else {
+        return p;
+    };
     let wrapper = crate::procaddr::wrapper_address(id as usize);
     if p == wrapper {
-        return None;
+        return own_export(id, handle, name, caller, p);
     }
-    if driver::driver_export(id) != p {
-        return None;
-    }
-    Some(wrapper)
+    swapped(id, p)
 }
 
-/// The exported `dlsym`: a tail-jumping stub, so libc sees the original return
-/// address (which `RTLD_NEXT` and namespaces depend on).
+/// `p`, or its wrapper if it is the driver library's own export of function `id`.
+fn swapped(id: u32, p: *mut c_void) -> *mut c_void {
+    if state::state() == State::Disabled || driver::driver_export(id) != p {
+        return p;
+    }
+    crate::procaddr::wrapper_address(id as usize)
+}
+
+/// The answer to a lookup that found rtrace's own export `wrapper` of `name`, as without rtrace:
+/// the wrapper where a definition follows rtrace in the global scope (the driver, or another
+/// interposer); for `RTLD_DEFAULT` from a library with a scope of its own (opened
+/// `RTLD_LOCAL`), that scope's definition (the driver's swapped for the wrapper), or NULL with
+/// the error libc gives, which names the caller. Otherwise NULL, with libc's error for a lookup
+/// from rtrace's place: it names librtrace.so where libc would name the program or the handle's
+/// object.
+fn own_export(
+    id: u32,
+    handle: *mut c_void,
+    name: &CStr,
+    caller: *const c_void,
+    wrapper: *mut c_void,
+) -> *mut c_void {
+    if !driver::real_dlsym(libc::RTLD_NEXT, name.as_ptr()).is_null() {
+        return wrapper;
+    }
+    if handle == libc::RTLD_DEFAULT {
+        if let Some(map) = caller_map(caller) {
+            let r = driver::real_dlsym(map, name.as_ptr());
+            if r.is_null() {
+                return r;
+            }
+            if !driver::is_own_address(r) {
+                return swapped(id, r);
+            }
+        }
+    }
+    // Fails (nothing follows rtrace with this name) and sets dlerror.
+    driver::real_dlsym(libc::RTLD_NEXT, name.as_ptr())
+}
+
+extern "C" {
+    fn dladdr1(
+        addr: *const c_void,
+        info: *mut libc::Dl_info,
+        extra: *mut *mut c_void,
+        flags: c_int,
+    ) -> c_int;
+}
+
+/// The loader's `link_map` of the object holding `addr` (which glibc accepts as a handle).
+fn caller_map(addr: *const c_void) -> Option<*mut c_void> {
+    const RTLD_DL_LINKMAP: c_int = 2;
+    let mut map: *mut c_void = std::ptr::null_mut();
+    // SAFETY: dladdr1 only reads loader data; `info` and `map` are valid out-pointers. It does
+    // not touch dlerror.
+    let found = unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        dladdr1(addr, &mut info, &mut map, RTLD_DL_LINKMAP)
+    };
+    (found != 0 && !map.is_null()).then_some(map)
+}
+
+/// Before every `dlsym` other than `RTLD_NEXT`: a plugin is usually entered through `dlsym`
+/// right after `dlopen`, so this is when libraries that bind the driver past rtrace are found
+/// ([`got::rescan`]; one step of `dl_iterate_phdr` when nothing was loaded).
+extern "C" fn before_dlsym() {
+    let _ = std::panic::catch_unwind(got::rescan);
+}
+
+/// The exported `dlsym`: a stub that leaves `RTLD_NEXT` and every name not starting with `cu`
+/// to libc by a tail jump, so libc sees the original return address (which `RTLD_NEXT`,
+/// `RTLD_DEFAULT`'s scope, namespaces and dlerror's messages depend on), and hands `cu*` names
+/// to [`dlsym_hook`] with that return address.
 ///
 /// # Safety
 /// libc's contract for `dlsym`.
@@ -75,12 +157,29 @@ pub unsafe extern "C" fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *m
         "pop rdi",
         "2:",
         "cmp rdi, -1",
-        "je 3f",
+        "je 4f",
+        "push rdi",
+        "push rsi",
+        "sub rsp, 8",
+        "call {before}",
+        "add rsp, 8",
+        "pop rsi",
+        "pop rdi",
+        "test rsi, rsi",
+        "jz 3f",
+        "cmp byte ptr [rsi], 0x63",
+        "jne 3f",
+        "cmp byte ptr [rsi + 1], 0x75",
+        "jne 3f",
+        "mov rdx, qword ptr [rsp]",
         "jmp {hook}",
         "3:",
+        "mov rax, qword ptr [rip + {real}]",
+        "4:",
         "jmp rax",
         real = sym crate::driver::REAL_DLSYM,
         resolve = sym crate::driver::rtrace_resolve_dlsym,
+        before = sym before_dlsym,
         hook = sym dlsym_hook,
     )
 }
@@ -348,9 +447,15 @@ pub unsafe extern "C" fn InitializeInjectionNvtx2(get: Option<nvtx::GetExportTab
 }
 
 /// Runs in `_dl_fini`, after the program's atexit handlers (libcudart's
-/// teardown included), so its calls are in the trace.
+/// teardown included), so its calls are in the trace. A last look for libraries that bound the
+/// driver past rtrace since the last one (a plugin never entered through `dlsym`, whose calls
+/// escaped), so that the trace names them. (Not in `_exit`, which a signal handler or a `vfork`
+/// child may call.)
 extern "C" fn on_unload() {
-    let _ = std::panic::catch_unwind(|| session::drain_and_finish(Ending::Exit("exit")));
+    let _ = std::panic::catch_unwind(|| {
+        got::rescan();
+        session::drain_and_finish(Ending::Exit("exit"))
+    });
 }
 
 #[cfg(not(test))]

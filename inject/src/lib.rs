@@ -9,6 +9,9 @@
 //!   header declares), [`procaddr`] (`cuGetProcAddress*`) and [`interpose`] (`dlsym`, `_exit`,
 //!   fatal signals, fork, NVTX's entry point, the ELF constructor and destructor).
 //! - [`hook`]: the hot path: begin → real call → end; the token that ends a call once.
+//! - [`got`]: libraries that bind the driver past rtrace (`RTLD_DEEPBIND`): their driver GOT
+//!   slots, found with `dl_iterate_phdr`, rewritten to the wrappers (the hot path's cold
+//!   resolution, `dlsym` and `cuGetProcAddress` ask it to look).
 //! - [`session`]: start-up, the worker's loop, the one drain-and-finish sequence (exit,
 //!   `_exit`, fatal signals, CUPTI going away) and the fork path.
 //! - Sources and policies the session asks: [`nvtx`] (the injection tables), [`cupti`] (GPU
@@ -27,8 +30,8 @@
 //! - [`files`]: the files rtrace creates: exclusively, beside a name that is taken; the
 //!   status entries `rtrace record` reads.
 //! - [`diag`]: diagnostics through raw `write(2)`.
-//! - [`sys`]: the system calls. `unsafe` lives in the shims, `driver`, `devices`, `cupti`,
-//!   `nvtx`, `sys` and `ring` (its module doc says why), plus one block in `hook`.
+//! - [`sys`]: the system calls. `unsafe` lives in the shims, `got`, `driver`, `devices`,
+//!   `cupti`, `nvtx`, `sys` and `ring` (its module doc says why), plus one block in `hook`.
 //! - The `rtrace-format` crate: records, chunks, codecs: the contract with the collector.
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -44,6 +47,7 @@ mod driver;
 mod files;
 mod generated;
 mod generic;
+mod got;
 mod gpu_batch;
 mod hook;
 mod interpose;

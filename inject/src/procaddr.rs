@@ -5,7 +5,7 @@
 //! caller gets the ABI it asked for.
 
 use crate::state::{self, State, UNWRAPPED_LOOKUPS};
-use crate::{diag, driver, generated, hook, thread};
+use crate::{diag, driver, generated, got, hook, thread};
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::Ordering;
 
@@ -76,6 +76,7 @@ pub unsafe extern "C" fn cuGetProcAddress(
     // SAFETY: `p` is the driver's cuGetProcAddress, whose ABI this is.
     let f: unsafe extern "C" fn(*const c_char, *mut *mut c_void, i32, u64) -> u32 =
         unsafe { std::mem::transmute(p) };
+    got::rescan();
     let token = hook::begin(id);
     // SAFETY: arguments passed through unchanged.
     let r = unsafe { f(symbol, pfn, cuda_version, flags) };
@@ -108,6 +109,7 @@ pub unsafe extern "C" fn cuGetProcAddress_v2(
     // SAFETY: `p` is the driver's cuGetProcAddress_v2, whose ABI this is.
     let f: unsafe extern "C" fn(*const c_char, *mut *mut c_void, i32, u64, *mut i32) -> u32 =
         unsafe { std::mem::transmute(p) };
+    got::rescan();
     let token = hook::begin(id);
     // SAFETY: arguments passed through unchanged.
     let r = unsafe { f(symbol, pfn, cuda_version, flags, symbol_status) };

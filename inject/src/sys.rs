@@ -1,6 +1,6 @@
 //! The system calls rtrace's core makes, and the one memory primitive its async-signal-safe
 //! paths need ([`Leaked`]): the only `unsafe` outside the FFI modules (`generated/`,
-//! `interpose`, `procaddr`, `generic`, `driver`, `devices`, `cupti/`, `nvtx`) and the ring.
+//! `interpose`, `procaddr`, `generic`, `got`, `driver`, `devices`, `cupti/`, `nvtx`) and the ring.
 //!
 //! Every function here is safe to call; each `unsafe` block says why it holds. Apart from
 //! [`thread_name`] and [`create_private`] (slow paths: a thread's first record, the trace's

@@ -30,9 +30,17 @@ for p in direct threads fork reexec exits killme errors profile; do
     gcc "${cflags[@]}" -pthread "$here/$p.c" -o "$work/bin/$p" -L"$work/lib" -lcuda
 done
 gcc "${cflags[@]}" "$here/ranges.c" -o "$work/bin/ranges" -L"$work/lib" -lcuda -ldl
-for p in procaddr dlsym; do
+for p in procaddr dlsym deepbind dlsym_missing; do
     gcc "${cflags[@]}" "$here/$p.c" -o "$work/bin/$p" -ldl
 done
+# The plugin for deepbind and dlsym_missing: lazily bound calls only; with a pointer slot, every
+# slot bound at load and read-only after; the same with its read-only pages sealed (mseal).
+gcc "${cflags[@]}" -shared -fPIC -Wl,-z,lazy "$here/deepbind_plugin.c" \
+    -o "$work/bin/libdeepbind_lazy.so" -L"$work/lib" -lcuda -ldl
+gcc "${cflags[@]}" -shared -fPIC -DWITH_POINTER -Wl,-z,now -Wl,-z,relro "$here/deepbind_plugin.c" \
+    -o "$work/bin/libdeepbind_now.so" -L"$work/lib" -lcuda -ldl
+gcc "${cflags[@]}" -shared -fPIC -DWITH_POINTER -DSEAL_RELRO -Wl,-z,now -Wl,-z,relro \
+    "$here/deepbind_plugin.c" -o "$work/bin/libdeepbind_sealed.so" -L"$work/lib" -lcuda -ldl
 gcc "${cflags[@]}" -pthread "$here/cupti_client.c" -o "$work/bin/cupti_client" -L"$work/lib" \
     -lcupti -lcuda
 gcc "${cflags[@]}" "$here/pcsampling_client.c" -o "$work/bin/pcsampling_client" -L"$work/lib" \
@@ -66,6 +74,30 @@ fail_spec='cuMemAlloc_v2=2@2,cuLaunchKernel=719@*,cuCtxGetCurrent=201@3,cuStream
 expect direct 0 "direct ok driver=13000 sms=132 cc=9.0 elapsed_ms=0.003000 calls=44" -- "$b/direct"
 expect procaddr 0 "procaddr ok elapsed_ms=0.002000 calls=85" -- "$b/procaddr"
 expect dlsym 0 "dlsym ok calls=41" -- "$b/dlsym"
+expect deepbind-now 0 "deepbind ok mode=now early=0 calls=13" -- "$b/deepbind" now "$b/libdeepbind_now.so" 10
+expect deepbind-lazy 0 "deepbind ok mode=lazy early=0 calls=12" -- "$b/deepbind" lazy "$b/libdeepbind_lazy.so" 10
+expect deepbind-sealed 0 "deepbind ok mode=now early=0 calls=13" -- "$b/deepbind" now "$b/libdeepbind_sealed.so" 10
+expect deepbind-load 0 "deepbind ok mode=load calls=1" -- env DEEPBIND_EARLY=3 "$b/deepbind" load "$b/libdeepbind_now.so"
+expect deepbind-load-quiet 0 "deepbind ok mode=load calls=0" -- env DEEPBIND_EARLY=3 "$b/deepbind" load "$b/libdeepbind_now.so" quiet
+expect deepbind-early 0 "deepbind ok mode=lazy early=3 calls=12" -- env DEEPBIND_EARLY=3 "$b/deepbind" lazy "$b/libdeepbind_lazy.so" 10
+und() { echo "found=0 error=$1: undefined symbol: $2"; }
+expect dlsym_missing 0 "default cuGraphCreate $(und "$b/dlsym_missing" cuGraphCreate)
+default cuDriverGetVersion $(und "$b/dlsym_missing" cuDriverGetVersion)
+default cuGraphCreate $(und "$b/dlsym_missing" cuGraphCreate)
+next cuGraphCreate $(und "$b/dlsym_missing" cuGraphCreate)
+program cuGraphCreate $(und "$b/dlsym_missing" cuGraphCreate)
+driver cuGraphCreate $(und "$work/lib/libcuda.so.1" cuGraphCreate)
+plugin cuGraphCreate $(und "$b/libdeepbind_lazy.so" cuGraphCreate)
+default cuDriverGetVersion $(und "$b/dlsym_missing" cuDriverGetVersion)
+next cuDriverGetVersion $(und "$b/dlsym_missing" cuDriverGetVersion)
+program cuDriverGetVersion $(und "$b/dlsym_missing" cuDriverGetVersion)
+driver cuDriverGetVersion found=1 error=(none)
+plugin cuDriverGetVersion found=1 error=(none)
+default cuPluginOwn $(und "$b/dlsym_missing" cuPluginOwn)
+plugin cuPluginOwn found=1 error=(none)
+global cuGraphCreate $(und "$b/dlsym_missing" cuGraphCreate)
+global cuDriverGetVersion found=1 error=(none)
+dlsym_missing ok calls=1" -- "$b/dlsym_missing" "$b/libdeepbind_lazy.so"
 expect threads 0 "threads ok threads=4 per_thread=1000 calls=4036" -- "$b/threads"
 expect threads-8x5000 0 "threads ok threads=8 per_thread=5000 calls=40068" -- "$b/threads" 8 5000
 expect fork 0 "fork child ok child_calls=31

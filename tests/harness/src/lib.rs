@@ -110,6 +110,8 @@ pub fn build() -> &'static Build {
             ("profile_self", &["-lcupti", "-lcuda"]),
             ("ranges", &["-lcuda", "-ldl"]),
             ("crashes", &["-lcuda", "-pthread", "-lstdc++"]),
+            ("deepbind", &["-ldl"]),
+            ("dlsym_missing", &["-ldl"]),
         ];
         for (name, libs) in sources {
             let c = programs.join(format!("{name}.c"));
@@ -119,6 +121,36 @@ pub fn build() -> &'static Build {
                 programs.join(format!("{name}.cpp"))
             };
             compile(&src, &bin.join(name), &inc, &lib, libs);
+        }
+        // A plugin linked with the driver, for opening with RTLD_DEEPBIND: lazily bound calls
+        // only; with a pointer slot too, every slot bound at load and read-only after; the same
+        // with its read-only pages sealed (mseal), so that nothing can write them.
+        for (name, flags) in [
+            ("libdeepbind_lazy.so", &["-Wl,-z,lazy"][..]),
+            (
+                "libdeepbind_now.so",
+                &["-DWITH_POINTER", "-Wl,-z,now", "-Wl,-z,relro"],
+            ),
+            (
+                "libdeepbind_sealed.so",
+                &[
+                    "-DWITH_POINTER",
+                    "-DSEAL_RELRO",
+                    "-Wl,-z,now",
+                    "-Wl,-z,relro",
+                ],
+            ),
+        ] {
+            let mut args = vec!["-shared", "-fPIC"];
+            args.extend_from_slice(flags);
+            args.extend_from_slice(&["-lcuda", "-ldl"]);
+            compile(
+                &programs.join("deepbind_plugin.c"),
+                &bin.join(name),
+                &inc,
+                &lib,
+                &args,
+            );
         }
         // NVTX from two images: a shared library of its own, and the program.
         compile(
