@@ -404,16 +404,23 @@ impl Trace {
     }
 
     /// How tracing ended, in words.
-    pub fn end_reason(&self) -> &str {
-        match &self.end {
-            Some(end) => &end.reason,
-            None if self.write_error == Some(libc::ENOSPC as u64) => {
-                "no end record: the disk was full (what the buffers held was kept)"
+    pub fn end_reason(&self) -> std::borrow::Cow<'_, str> {
+        match (&self.end, self.write_error) {
+            (Some(end), _) => end.reason.as_str().into(),
+            (None, Some(e)) if e == libc::ENOSPC as u64 => {
+                "no end record: the disk was full (what the buffers held was kept)".into()
             }
-            None if self.write_error.is_some() => {
-                "no end record: writing the trace failed (what the buffers held was kept)"
+            (None, Some(e)) => {
+                let why = std::io::Error::from_raw_os_error(e as i32).kind();
+                format!(
+                    "no end record: writing the trace failed ({why}; what the buffers held \
+                     was kept)"
+                )
+                .into()
             }
-            None => "no end record: the process was killed, crashed or replaced itself (exec)",
+            (None, None) => {
+                "no end record: the process was killed, crashed or replaced itself (exec)".into()
+            }
         }
     }
 }

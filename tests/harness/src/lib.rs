@@ -176,6 +176,13 @@ pub fn build() -> &'static Build {
             &lib,
             &["-lcuda"],
         );
+        compile(
+            &root().join("tools/bench/threads_rss.c"),
+            &bin.join("threads_rss"),
+            &inc,
+            &lib,
+            &["-lcuda", "-pthread"],
+        );
         Build { lib, bin }
     })
 }

@@ -161,3 +161,52 @@ fn exec_of_itself_keeps_both_images_records() {
     assert_eq!(traces[1].end.as_ref().unwrap().reason, "exit");
     assert_eq!(traces[0].header.pid, traces[1].header.pid);
 }
+
+#[test]
+fn a_write_that_fails_keeps_what_the_buffers_hold() {
+    use std::os::unix::process::CommandExt;
+    // The file may not grow past 384 KiB (SIGXFSZ ignored, so a write past it fails with
+    // EFBIG, as a full disk fails with ENOSPC); both runs alike.
+    let limit = |cmd: &mut std::process::Command| {
+        // SAFETY: async-signal-safe calls only, in the child before exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                let lim = libc::rlimit {
+                    rlim_cur: 384 << 10,
+                    rlim_max: 384 << 10,
+                };
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            })
+        };
+    };
+    let args = ["return", "50000"];
+    let env = [("RTRACE_BUFFER_RECORDS", "4096")];
+    let plain_dir = fresh_dir("crashes-fsize-plain");
+    let mut plain = command(&Spec::untraced("crashes").args(&args), &plain_dir);
+    limit(&mut plain);
+    let plain = plain.output().unwrap();
+    let dir = fresh_dir("crashes-fsize");
+    let spec = Spec::traced("crashes").args(&args).env(&env);
+    let mut traced = command(&spec, &dir);
+    limit(&mut traced);
+    let out = traced.output().unwrap();
+    assert_eq!(out.status, plain.status);
+    assert_eq!(out.stdout, plain.stdout);
+    let r = Run { output: out, dir };
+    let t = trace(&r);
+    check_invariants(&t);
+    assert_eq!(t.end, None, "the end record could not be written");
+    assert_eq!(t.write_error, Some(libc::EFBIG as u64));
+    assert_eq!(
+        t.end_reason(),
+        "no end record: writing the trace failed (file too large; what the buffers held was kept)"
+    );
+    // Every call is recorded or counted as lost; the rings kept what they could hold.
+    assert_eq!(recorded(&t) + t.dropped, 50_006);
+    assert!(t.salvaged > 0);
+    assert!(std::fs::metadata(&r.trace_files()[0]).unwrap().len() <= 384 << 10);
+}
