@@ -16,6 +16,12 @@
  * runtime's teardown calls included); each write goes to a temporary file
  * that is then renamed over the old one, so a reader never sees half a file.
  *
+ * With CUPTI_COUNT_LIVE=1 the counts are kept in a file mapped shared,
+ * "$CUPTI_COUNT_OUTPUT.<pid>.live" (MAX_CBID calls, then MAX_CBID errors, u64 each), which
+ * the kernel keeps whatever ends the process (SIGKILL, a crash), with the callback names in
+ * "$CUPTI_COUNT_OUTPUT.<pid>.names" ("<cbid> <name>" lines): tests/gpu/live_counts.py turns
+ * the two into the text format above.
+ *
  * Calls made before the driver loaded this library (before or during the
  * first cuInit — cuGetProcAddress lookups, cuDriverGetVersion, cuInit
  * itself) are never seen by CUPTI.
@@ -31,13 +37,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 #include <unistd.h>
 
 #define MAX_CBID 8192
 
-static uint64_t g_calls[MAX_CBID];
-static uint64_t g_errors[MAX_CBID];
+static uint64_t g_calls_own[MAX_CBID];
+static uint64_t g_errors_own[MAX_CBID];
+/* The counts: the arrays above, or a shared file mapping (CUPTI_COUNT_LIVE). */
+static uint64_t *g_calls = g_calls_own;
+static uint64_t *g_errors = g_errors_own;
 static uint64_t g_out_of_range; /* callbacks whose id is >= MAX_CBID */
 static char *g_names[MAX_CBID];
 static int g_initialized;        /* set once by InitializeInjection */
@@ -125,6 +135,31 @@ int InitializeInjection(void) {
         if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) == CUPTI_SUCCESS &&
             name != NULL && name[0] != '\0')
             g_names[id] = strdup(name);
+    }
+
+    const char *base = getenv("CUPTI_COUNT_OUTPUT");
+    const char *live = getenv("CUPTI_COUNT_LIVE");
+    if (live != NULL && strcmp(live, "1") == 0 && base != NULL && base[0] != '\0') {
+        char path[4096], line[512];
+        size_t len = 2 * MAX_CBID * sizeof(uint64_t);
+        snprintf(path, sizeof path, "%s.%d.live", base, (int)getpid());
+        int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        void *map = fd >= 0 && ftruncate(fd, (off_t)len) == 0
+                        ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                        : MAP_FAILED;
+        if (fd >= 0) close(fd);
+        if (map != MAP_FAILED) {
+            g_calls = (uint64_t *)map;
+            g_errors = g_calls + MAX_CBID;
+        }
+        snprintf(path, sizeof path, "%s.%d.names", base, (int)getpid());
+        int nfd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        for (uint32_t id = 1; nfd >= 0 && id < MAX_CBID; ++id) {
+            if (g_names[id] == NULL) continue;
+            snprintf(line, sizeof line, "%u %s\n", id, g_names[id]);
+            put_str(nfd, line);
+        }
+        if (nfd >= 0) close(nfd);
     }
 
     CUptiResult r = cuptiSubscribe(&g_subscriber, on_callback, NULL);

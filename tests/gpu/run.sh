@@ -28,7 +28,7 @@
 # RTRACE_DEBUG=1 in traced runs, its stderr kept in all.tgz); CUDA_HOME
 # (default /usr/local/cuda-13.0); LIBCUDA (default: found); RTRACE_GPU_STEPS (default
 # all: the steps to run, of build programs profiler activity shared peer nvtx memsync pcsamp
-# profile record; the environment is always checked); RTRACE_OLD (an rtrace of the build before, for
+# profile crash record; the environment is always checked); RTRACE_OLD (an rtrace of the build before, for
 # memsync's byte-for-byte comparison; without it that check is skipped and said).
 
 set -u
@@ -648,6 +648,55 @@ step_profile() {
     cp "$WORK/profile/profile-fixture.bin" "$OUT/" 2>/dev/null
 }
 
+# A PyTorch step that dies mid-step (SIGSEGV, SIGKILL) under rtrace record with GPU activity:
+# same exit as untraced; every driver call CUPTI saw (counted in a shared mapping that outlives
+# the process: cupti_counter.so with CUPTI_COUNT_LIVE=1) is in the trace, the last ones rebuilt
+# from the rings in the file (read by the collector and by the independent tests/gpu/tracefile.py);
+# the kernel records the trace holds, against the reference run that finishes.
+step_crash() {
+    section "Crashes: a PyTorch step killed mid-step, with GPU activity"
+    local mode rc rc0 want files j kernels
+    for mode in exit segv kill; do
+        run_mode crash "$mode-untraced" 180 -- python3 tests/gpu/crash_step.py "$mode" 5
+        rc0=$?
+        run_mode crash "$mode" 240 \
+            CUDA_INJECTION64_PATH="$BIN/cupti_counter.so" CUPTI_COUNT_OUTPUT="$WORK/cupti-crash-$mode" \
+            CUPTI_COUNT_LIVE=1 -- "$RTRACE" record --gpu-activity=kernel,memcpy,memset \
+            --output "$WORK/rtrace-crash-$mode-%p.bin" -- python3 tests/gpu/crash_step.py "$mode" 5
+        rc=$?
+        case $mode in exit) want=0 ;; segv) want=139 ;; kill) want=137 ;; esac
+        check "crash.$mode.exit-status" "rtrace record returned $rc, untraced $rc0, want $want" \
+            test "$rc" = "$want" -a "$rc0" = "$want"
+        check "crash.$mode.same-output" "stdout as untraced" \
+            cmp -s "$WORK/crash-$mode.out" "$WORK/crash-$mode-untraced.out"
+        mapfile -t files < <(ls "$WORK/rtrace-crash-$mode-"*.bin 2>/dev/null)
+        if [ "${#files[@]}" = 0 ]; then
+            fail "crash.$mode.trace" "no trace"
+            tail_of "$WORK/crash-$mode.err" 15
+            continue
+        fi
+        j=$WORK/crash-$mode.json
+        bounded 60 "$RTRACE" report --format json "${files[@]}" >"$j" 2>"$WORK/crash-$mode.report.err"
+        kernels=$(python3 - "$j" <<'PYEOF'
+import json, sys
+text = open(sys.argv[1]).read()
+doc = json.loads(text[text.find("{"):])
+p = doc["processes"][0]
+launches = sum(r["calls"] for r in doc["api"] if r["function"].startswith("cuLaunch"))
+print(f"{p['api_records']} API records ({p['salvaged_records']} from the rings), "
+      f"{p['dropped']} dropped, {p['kernel_records']} kernel records for {launches} launches, "
+      f"end: {p['end_reason']}, damage: {p.get('damage')}")
+PYEOF
+)
+        pass "crash.$mode.trace" "$kernels"
+        if python3 tests/gpu/live_counts.py "$WORK/cupti-crash-$mode" >/dev/null 2>&1; then
+            compare_cupti crash "$mode" "$WORK/cupti-crash-$mode"
+        else
+            fail "crash.$mode.cupti-counts" "no live CUPTI counts"
+        fi
+    done
+}
+
 step_pcsamp() {
     section "PC sampling: rtrace against Nsight Compute"
     local out
@@ -684,6 +733,7 @@ main() {
     want memsync && step_memsync
     want pcsamp && step_pcsamp
     want profile && step_profile
+    want crash && step_crash
     if want record; then
         if [ -x "$BIN/vector_add" ]; then
             step_record vector_add_shared 60 "$BIN/vector_add"

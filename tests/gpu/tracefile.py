@@ -2,7 +2,9 @@
 
 Reads the function-name table and the API records; checks chunk magic and lengths (not CRCs:
 the collector does that). `read` returns (function name, result, start_ns, end_ns, thread,
-correlation) tuples; `read_gpu` the GPU records.
+correlation) tuples, with the calls rebuilt from the file's ring regions (chunk kind 25: what
+the process recorded but had not written when it ended, docs/format.md "Ring regions");
+`read_gpu` the GPU records.
 """
 
 import struct
@@ -62,6 +64,35 @@ def read_gpu(path):
     return kernels, copies, sets
 
 
+def ring_calls(payload, reached):
+    """The calls of a ring region (chunk 25) no chunk holds: (function id, result, start_ns,
+    end_ns, tid, correlation), from max(tail, the furthest position a chunk of the thread
+    reached) to head, ticks converted by the line through the live page's two clock pairs."""
+    _layout, slot, cap, live_at, tsc = struct.unpack_from("<IIQII", payload, 0)
+    page = payload[live_at: live_at + 4096]
+    if slot != 32 or cap == 0 or len(page) < 4096:
+        return []
+    q = lambda at: struct.unpack_from("<Q", page, at)[0]
+    head, tail, state, tid, base = q(0), q(128), q(152), q(160), q(168)
+    t0, n0, t1, n1 = q(176), q(184), q(200), q(208)
+    allocated = min(q(144), cap)
+    if state == 0 or head < tail or head - tail > cap:
+        return []
+    per_tick = (n1 - n0) / (t1 - t0) if tsc and t1 > t0 and n1 > n0 else 1.0
+    to_ns = (lambda t: n1 + round((t - t1) * per_tick)) if tsc else (lambda t: t)
+    out = []
+    for pos in range(max(tail, reached.get((tid, base >> 40), 0)), head):
+        i = pos % cap
+        if i >= allocated:
+            break
+        at = live_at + 4096 + 32 * i
+        fid, result, start, end, corr = struct.unpack_from("<IIQQQ", payload, at)
+        if fid >= 0xFFFFFE00:  # a link or an NVTX entry, not a call
+            continue
+        out.append((fid, result, to_ns(start), to_ns(end), tid, corr))
+    return out
+
+
 def read(path):
     with open(path, "rb") as f:
         data = f.read()
@@ -69,15 +100,18 @@ def read(path):
         raise ValueError(f"{path}: not an rtrace trace")
     (body_len,) = struct.unpack_from("<I", data, 12)
     off = 16 + body_len + 4
-    names, records = {}, []
+    names, records, rings, reached = {}, [], [], {}
     while off + 40 <= len(data):
-        magic, kind, _flags, plen, _crc, tid, _seq, _dropped = struct.unpack_from("<IHHIIQQQ", data, off)
+        magic, kind, _flags, plen, _crc, tid, seq, _dropped = struct.unpack_from("<IHHIIQQQ", data, off)
         if magic != 0x4B4E4843:
             raise ValueError(f"{path}: bad chunk at byte {off}")
         payload = data[off + 40: off + 40 + plen]
         if len(payload) < plen:
             break  # truncated: keep what was whole
         off += 40 + plen
+        if kind in (2, 19) and seq >> 40:
+            key = (tid, seq >> 40)
+            reached[key] = max(reached.get(key, 0), seq)
         if kind == 1:
             (count,) = struct.unpack_from("<I", payload, 0)
             at = 4
@@ -89,6 +123,11 @@ def read(path):
             for at in range(0, len(payload), 32):
                 fid, result, start, end, corr = struct.unpack_from("<IIQQQ", payload, at)
                 records.append((names.get(fid, f"function#{fid}"), result, start, end, tid, corr))
+        elif kind == 25:
+            rings.append(payload)
+    for payload in rings:
+        for fid, result, start, end, tid, corr in ring_calls(payload, reached):
+            records.append((names.get(fid, f"function#{fid}"), result, start, end, tid, corr))
     return records
 
 

@@ -126,8 +126,8 @@ pub(super) fn section(out: &mut Page, t: &Trace, c: &Counts) {
             out,
             "from the buffers",
             format_args!(
-                "{} API {} the process recorded but had not written when it ended \
-                 (kept in the trace file's ring pages)",
+                "{} API {} rebuilt from the rings in the file (not written when the \
+                 process ended)",
                 t.salvaged,
                 plural(t.salvaged, "record", "records")
             ),
