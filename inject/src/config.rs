@@ -14,6 +14,8 @@ pub struct Config {
     pub status_dir: Option<OsString>,
     /// Ring capacity per thread, in records (a power of two).
     pub buffer_records: usize,
+    /// How long a call whose thread's buffer is full waits for the worker (0: never).
+    pub full_wait_ms: u64,
     /// Partly filled buffers are drained at least this often.
     pub flush_ms: u64,
     /// How often the worker looks at the buffers.
@@ -258,6 +260,7 @@ impl GpuKinds {
 
 pub const DEFAULT_BUFFER_RECORDS: usize = 1 << 16;
 pub const DEFAULT_FLUSH_MS: u64 = 200;
+pub const DEFAULT_FULL_WAIT_MS: u64 = 10;
 
 impl Config {
     pub fn from_env() -> Config {
@@ -271,6 +274,9 @@ impl Config {
         let buffer_records = num(env::BUFFER_RECORDS)
             .map(|n| (n as usize).clamp(64, 1 << 24).next_power_of_two())
             .unwrap_or(DEFAULT_BUFFER_RECORDS);
+        let full_wait_ms = num(env::FULL_WAIT_MS)
+            .unwrap_or(DEFAULT_FULL_WAIT_MS)
+            .min(1000);
         let flush_ms = num(env::FLUSH_MS)
             .unwrap_or(DEFAULT_FLUSH_MS)
             .clamp(1, 1000);
@@ -303,6 +309,7 @@ impl Config {
                 .unwrap_or_default(),
             status_dir: get(env::STATUS_DIR).filter(|v| !v.is_empty()),
             buffer_records,
+            full_wait_ms,
             flush_ms,
             poll_ms: flush_ms.min(5),
             disabled: flag(env::DISABLE),
@@ -369,6 +376,7 @@ mod tests {
         let c = cfg(&[]);
         assert_eq!(c.output, "rtrace-%p.bin");
         assert_eq!(c.buffer_records, 65536);
+        assert_eq!(c.full_wait_ms, 10);
         assert_eq!(c.flush_ms, 200);
         assert_eq!(c.poll_ms, 5);
         assert!(!c.disabled && !c.debug);

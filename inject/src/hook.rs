@@ -165,7 +165,7 @@ pub fn end(token: Option<CallToken>, result: u32) {
     if !t.ring.is_some() {
         return;
     }
-    t.ring.push(Entry::Call(ApiRecord {
+    t.ring.push_waiting(Entry::Call(ApiRecord {
         function: tok.function,
         result,
         start_ns: tok.start_ns,

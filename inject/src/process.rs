@@ -4,7 +4,7 @@
 //! the worker) is the session's, handed in to [`Process::register`].
 
 use crate::output::Sink;
-use crate::ring::{ClockPair, Region, Ring};
+use crate::ring::{ClockPair, Region, Ring, Waker, WhenFull};
 use crate::state::{self, State};
 use crate::{clock, sys};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -134,7 +134,11 @@ impl Process {
         let base =
             self.next_base.fetch_add(1, Ordering::Relaxed) << rtrace_format::ring::POSITION_BITS;
         let (start, latest) = self.clock_pairs.lock().map(|p| *p).unwrap_or_default();
-        let ring = Arc::new(Ring::on(region, base, tid, name, start, latest));
+        let full = WhenFull {
+            waker: Some(self),
+            wait: Duration::from_millis(state::config().full_wait_ms),
+        };
+        let ring = Arc::new(Ring::on(region, base, (tid, name), (start, latest), full));
         self.rings.lock().ok()?.live.push(ring.clone());
         Some(ring)
     }
@@ -269,6 +273,16 @@ impl Process {
         if let Some(t) = self.worker.get() {
             t.unpark();
         }
+    }
+}
+
+impl Waker for Process {
+    fn wake(&self) -> bool {
+        if self.stop.load(Ordering::Acquire) || state::state() != State::Running {
+            return false;
+        }
+        self.wake_worker();
+        true
     }
 }
 

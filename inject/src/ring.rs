@@ -129,11 +129,37 @@ impl Region {
     }
 }
 
+/// What drains a ring: woken by a producer that found its ring full.
+pub trait Waker: Sync {
+    /// Wakes the consumer; false when there is none to drain the ring (the trace has ended).
+    fn wake(&self) -> bool;
+}
+
+/// What a producer does when its ring is full and it may wait ([`Ring::push_waiting`]): wakes
+/// `waker` and waits up to `wait` for room before it counts the entry as lost.
+#[derive(Clone, Copy)]
+pub struct WhenFull {
+    pub waker: Option<&'static dyn Waker>,
+    pub wait: std::time::Duration,
+}
+
+impl WhenFull {
+    /// Never waits.
+    #[cfg(test)]
+    pub const DROP: WhenFull = WhenFull {
+        waker: None,
+        wait: std::time::Duration::ZERO,
+    };
+}
+
 /// The producer's side: only the owning thread touches it.
 struct Producer {
     /// The position the producer may not reach (from `tail` and the slots backed, as last
     /// read).
     limit: Cell<u64>,
+    /// `tail` when a wait for room last ran out: no more waiting until the consumer moves it
+    /// (a stalled consumer makes losses, not a crawl).
+    gave_up_at: Cell<u64>,
 }
 
 /// One thread's ring, over a region.
@@ -148,6 +174,7 @@ pub struct Ring {
     base: u64,
     mask: u64,
     closed: AtomicBool,
+    full: WhenFull,
     pub tid: u64,
     pub name: String,
     pub announced: AtomicBool,
@@ -164,14 +191,14 @@ pub type ClockPair = (u64, u64);
 impl Ring {
     /// A ring for thread `tid` over `region` (free: no ring uses it), its positions from
     /// `base` (a multiple of 2^`POSITION_BITS`, distinct for every ring of the process);
-    /// `start` and `latest` are clock pairs a reader converts its timestamps with.
+    /// `start` and `latest` are clock pairs a reader converts its timestamps with; `full` what
+    /// a producer that may wait does when the ring is full.
     pub fn on(
         region: &'static Region,
         base: u64,
-        tid: u64,
-        name: String,
-        start: ClockPair,
-        latest: ClockPair,
+        (tid, name): (u64, String),
+        (start, latest): (ClockPair, ClockPair),
+        full: WhenFull,
     ) -> Ring {
         let f = |at| region.field(at);
         f(live::HEAD).store(base, Ordering::Relaxed);
@@ -193,6 +220,7 @@ impl Ring {
         let ring = Ring {
             producer: Line(Producer {
                 limit: Cell::new(base),
+                gave_up_at: Cell::new(u64::MAX),
             }),
             drained: Line(AtomicU64::new(base)),
             dropped_taken: Line(AtomicU64::new(0)),
@@ -200,6 +228,7 @@ impl Ring {
             base,
             mask: region.capacity - 1,
             closed: AtomicBool::new(false),
+            full,
             tid,
             name,
             announced: AtomicBool::new(false),
@@ -214,14 +243,8 @@ impl Ring {
         let cap = capacity.max(2).next_power_of_two() as u64;
         let region = Region::anonymous(cap)
             .unwrap_or_else(|_| crate::sys::die(b"rtrace: no memory for a ring\n"));
-        Ring::on(
-            region,
-            1 << rtrace_format::ring::POSITION_BITS,
-            tid,
-            name,
-            (0, 0),
-            (0, 0),
-        )
+        let base = 1 << rtrace_format::ring::POSITION_BITS;
+        Ring::on(region, base, (tid, name), ((0, 0), (0, 0)), WhenFull::DROP)
     }
 
     pub fn region(&self) -> &'static Region {
@@ -242,12 +265,29 @@ impl Ring {
         self.region.field(live::TAIL)
     }
 
-    /// Appends `entry`; false (and the loss counted) when the ring is full. Producer only.
+    /// Appends `entry`; false (and the loss counted) when the ring is full. Producer only;
+    /// never waits (for entries made inside a driver call, whose locks the consumer may need).
     #[inline(always)]
     pub fn push(&self, entry: Entry) -> bool {
+        self.push_with(entry, false)
+    }
+
+    /// Appends `entry`; when the ring is full, wakes the consumer and waits for room as the
+    /// ring's [`WhenFull`] says, then counts the loss. Producer only, holding no lock the
+    /// consumer may take.
+    #[inline(always)]
+    pub fn push_waiting(&self, entry: Entry) -> bool {
+        self.push_with(entry, true)
+    }
+
+    #[inline(always)]
+    fn push_with(&self, entry: Entry, may_wait: bool) -> bool {
         let head = self.head();
         let h = head.load(Ordering::Relaxed);
-        if h >= self.producer.0.limit.get() && !self.make_room(h) {
+        if h >= self.producer.0.limit.get()
+            && !self.make_room(h)
+            && !(may_wait && self.wait_for_room(h))
+        {
             self.region
                 .field(live::DROPPED)
                 .fetch_add(1, Ordering::Relaxed);
@@ -293,6 +333,34 @@ impl Ring {
     /// The position up to which entries were copied out. Consumer only.
     pub fn drained(&self) -> u64 {
         self.drained.0.load(Ordering::Relaxed)
+    }
+
+    /// The ring is full at position `h`: wakes the consumer and yields until it made room, for
+    /// at most the ring's wait. Cold path.
+    #[cold]
+    fn wait_for_room(&self, h: u64) -> bool {
+        let WhenFull {
+            waker: Some(waker),
+            wait,
+        } = self.full
+        else {
+            return false;
+        };
+        let tail = self.tail().load(Ordering::Acquire);
+        if wait.is_zero() || tail == self.producer.0.gave_up_at.get() || !waker.wake() {
+            return false;
+        }
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            std::thread::yield_now();
+            if self.make_room(h) {
+                return true;
+            }
+            if std::time::Instant::now() >= deadline {
+                self.producer.0.gave_up_at.set(tail);
+                return false;
+            }
+        }
     }
 
     /// Entries waiting to be copied out.
@@ -450,6 +518,17 @@ impl RingRef {
         }
         // SAFETY: this handle holds a strong reference to the ring, so it is alive.
         unsafe { &*p }.push(entry)
+    }
+
+    /// As [`RingRef::push`], waiting for room as [`Ring::push_waiting`] does.
+    #[inline(always)]
+    pub fn push_waiting(&self, entry: Entry) -> bool {
+        let p = self.0.get();
+        if p.is_null() {
+            return false;
+        }
+        // SAFETY: this handle holds a strong reference to the ring, so it is alive.
+        unsafe { &*p }.push_waiting(entry)
     }
 }
 

@@ -138,9 +138,9 @@ pub fn push_event(event: Entry, attributes: Option<Entry>) {
         if t.excluded.get() || !t.ensure_ring() {
             return;
         }
-        if t.ring.push(event.stamped(clock::ticks())) {
+        if t.ring.push_waiting(event.stamped(clock::ticks())) {
             if let Some(a) = attributes {
-                t.ring.push(a);
+                t.ring.push_waiting(a);
             }
         }
     });

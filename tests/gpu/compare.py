@@ -164,6 +164,9 @@ def main():
                     help="count files, or the CUPTI_COUNT_OUTPUT prefix")
     ap.add_argument("--cbid-header", help="cupti_driver_cbid.h, to know which names CUPTI can see")
     ap.add_argument("--exports", help="nm -D output of libcuda.so.1, to annotate names")
+    ap.add_argument("--rtrace-own", default="",
+                    help="NAME=N,...: calls rtrace makes itself that CUPTI counts (with GPU "
+                         "activity, its description of each device), taken from CUPTI's counts")
     ap.add_argument("--strict", action="store_true", help="tolerate nothing")
     ap.add_argument("--group-variants", action="store_true",
                     help="tolerate differences that cancel within a base name")
@@ -199,12 +202,21 @@ def main():
         except OSError as e:
             print(f"compare {label}: cannot read {args.exports}: {e}")
 
+    own = {}
+    for item in filter(None, args.rtrace_own.split(",")):
+        name, n = item.split("=")
+        own[name] = int(n)
+        c_calls[name] = c_calls.get(name, 0) - int(n)
+        if c_calls[name] == 0:
+            del c_calls[name]
+
     nfiles = len(files)
     print(f"== compare {label}: rtrace {nproc} trace(s) "
           f"vs CUPTI {nfiles} file(s) ==")
     for h in headers:
         print(f"   {h}")
-    for title, window in (("before CUPTI was loaded", before), ("after the driver shut down", after)):
+    for title, window in (("before CUPTI was loaded", before), ("after the driver shut down", after),
+                          ("rtrace's own calls, from CUPTI's counts", own)):
         if window:
             listed = ", ".join(f"{n} {c}" for n, c in sorted(window.items()))
             print(f"   set aside, {title}: {sum(window.values())} calls ({listed})")

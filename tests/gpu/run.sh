@@ -304,8 +304,9 @@ EOF
 # compare_cupti LABEL MODE CUPTI_PREFIX: compare.py on LABEL-MODE.json.
 compare_cupti() {
     local label=$1 mode=$2 prefix=$3
+    shift 3
     local c=$WORK/compare-$label-$mode.txt
-    local extra=()
+    local extra=("$@")
     [ -n "${CUPTI_INC:-}" ] && [ -f "$CUPTI_INC/cupti_driver_cbid.h" ] && extra+=(--cbid-header "$CUPTI_INC/cupti_driver_cbid.h")
     [ -s "$OUT/libcuda-exports.txt" ] && extra+=(--exports "$OUT/libcuda-exports.txt")
     bounded 60 python3 tests/gpu/compare.py --label "$label.$mode" --rtrace-trace "$WORK/rtrace-$label-$mode-"*.bin \
@@ -677,6 +678,11 @@ step_crash() {
         fi
         j=$WORK/crash-$mode.json
         bounded 60 "$RTRACE" report --format json "${files[@]}" >"$j" 2>"$WORK/crash-$mode.report.err"
+        # With GPU activity rtrace describes each device itself: CUPTI counts those calls.
+        local devices attrs own
+        devices=$(python3 -c 'import json,sys; t=open(sys.argv[1]).read(); print(len(json.loads(t[t.find("{"):])["resources"]["devices"]))' "$j" 2>/dev/null || echo 0)
+        attrs=$(awk '/pub const DEVICE_ATTRIBUTES/,/^];/' inject/format/src/device.rs | grep -c '^ *(')
+        own="cuDeviceGetCount=1,cuDeviceGet=$devices,cuDeviceGetName=$devices,cuDeviceTotalMem_v2=$devices,cuDeviceGetAttribute=$((devices * attrs))"
         kernels=$(python3 - "$j" <<'PYEOF'
 import json, sys
 text = open(sys.argv[1]).read()
@@ -690,7 +696,7 @@ PYEOF
 )
         pass "crash.$mode.trace" "$kernels"
         if python3 tests/gpu/live_counts.py "$WORK/cupti-crash-$mode" >/dev/null 2>&1; then
-            compare_cupti crash "$mode" "$WORK/cupti-crash-$mode"
+            compare_cupti crash "$mode" "$WORK/cupti-crash-$mode" --rtrace-own "$own"
         else
             fail "crash.$mode.cupti-counts" "no live CUPTI counts"
         fi

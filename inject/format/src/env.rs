@@ -6,6 +6,9 @@
 pub const OUTPUT: &str = "RTRACE_OUTPUT";
 /// Capacity of each thread's buffer, in API records.
 pub const BUFFER_RECORDS: &str = "RTRACE_BUFFER_RECORDS";
+/// How long a thread whose buffer is full waits for the worker before it counts a record as
+/// lost, in ms (0: it never waits).
+pub const FULL_WAIT_MS: &str = "RTRACE_FULL_WAIT_MS";
 /// Partly filled buffers are written at least this often, ms.
 pub const FLUSH_MS: &str = "RTRACE_FLUSH_MS";
 /// `monotonic`: read `CLOCK_MONOTONIC` on every call instead of the time-stamp counter.

@@ -25,10 +25,33 @@ fn every_thread_recorded_exactly() {
     assert_eq!(t.dropped, 0);
 }
 
+/// Full buffers wait for the worker (RTRACE_FULL_WAIT_MS; here its longest, 1 s, so that a busy
+/// test machine cannot starve the worker that long): 8 threads x 5000 calls into 64-record rings
+/// lose nothing.
+#[test]
+fn full_buffers_wait_for_the_worker() {
+    let env = [
+        ("RTRACE_BUFFER_RECORDS", "64"),
+        ("RTRACE_FLUSH_MS", "1000"),
+        ("RTRACE_FULL_WAIT_MS", "1000"),
+    ];
+    let r = run(Spec::traced("threads").args(&["8", "5000"]).env(&env));
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    let t = r.trace();
+    check_invariants(&t);
+    assert_eq!(t.dropped, 0);
+    assert_eq!(counts(&[t]).values().sum::<u64>(), 40068);
+}
+
 #[test]
 fn full_buffers_drop_and_count_without_blocking() {
-    // 8 threads x 5000 calls into 64-record rings, drained every 1000 ms at the latest.
-    let env = [("RTRACE_BUFFER_RECORDS", "64"), ("RTRACE_FLUSH_MS", "1000")];
+    // 8 threads x 5000 calls into 64-record rings that never wait, drained every 1000 ms at
+    // the latest.
+    let env = [
+        ("RTRACE_BUFFER_RECORDS", "64"),
+        ("RTRACE_FLUSH_MS", "1000"),
+        ("RTRACE_FULL_WAIT_MS", "0"),
+    ];
     let r = run(Spec::traced("threads").args(&["8", "5000"]).env(&env));
     assert_eq!(r.code(), Some(0), "{}", r.stderr());
     assert_eq!(
