@@ -160,7 +160,7 @@ impl Projector {
 
     fn kept(&self, time: u64) -> bool {
         self.window
-            .is_none_or(|(from, to)| time >= from && time < to)
+            .is_none_or(|w| crate::filter::in_window(time, w))
     }
 
     /// Makes a range begun on `tid` at `e`, inside range `parent` (a push's).

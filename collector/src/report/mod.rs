@@ -56,8 +56,9 @@ use shared::{memory_pass, shared_pass};
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-/// Correlation ids looked up at once by the latency join: a table of 16 bytes per id (64 MiB).
-const ID_RANGE: u64 = 1 << 22;
+/// API records whose correlation ids the latency join holds at once (`join`): a hash map that
+/// fits 2^20 slots of 25 bytes (25 MiB), whatever the span of the ids.
+const ID_RANGE: u64 = 900_000;
 
 /// Everything the report prints that is computed from the API and GPU records.
 #[derive(Clone, Debug, Default)]
@@ -158,7 +159,7 @@ pub fn report_inputs(
     report_inputs_with(paths, filter, ID_RANGE)
 }
 
-/// [`report_inputs`], looking correlation ids up `id_range` at a time.
+/// [`report_inputs`], holding the correlation ids of `id_range` API records at a time.
 fn report_inputs_with(
     paths: &[PathBuf],
     filter: &Filter,

@@ -183,8 +183,12 @@ fn warnings(out: &mut Page, t: &Trace, c: &Counts) {
     for bad in &t.bad_chunks {
         let _ = writeln!(out, "  warning: skipped the {bad}");
     }
+    if let Some(damaged) = t.damaged.describe() {
+        field(out, "damaged records", damaged);
+    }
     if let (Some(end), None) = (&t.end, &t.damage) {
-        let records = c.api;
+        // Set-aside API records were written, and counted by the end record.
+        let records = c.api + t.damaged.api;
         if end.records != records || end.dropped != t.dropped {
             let _ = writeln!(
                 out,
