@@ -2,6 +2,7 @@
 //! records (docs/benchmarks.md, "Collector scale"):
 //!
 //! - `open-nvtx N`: one thread pushes N NVTX ranges and pops none, with a call between pushes;
+//! - `nested-nvtx N`: the same, every range popped at the end (innermost first);
 //! - `sparse-ids N`: N launches, each with its kernel record, correlation ids 2^23 apart;
 //! - `extreme N`: N launches with their kernels, the last four records with extreme times
 //!   (start = u64::MAX, start near u64::MAX, end before start, start 0).
@@ -70,7 +71,7 @@ fn kernel(start: u64, end: u64, correlation: u64) -> Vec<u8> {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() != 3 {
-        eprintln!("usage: adversarial OUT open-nvtx|sparse-ids|extreme N");
+        eprintln!("usage: adversarial OUT open-nvtx|nested-nvtx|sparse-ids|extreme N");
         std::process::exit(2);
     }
     let n: u64 = args[2].parse().expect("N: a number");
@@ -109,7 +110,7 @@ fn main() {
     );
     let (mut api, mut gpu, mut nvtx) = (Vec::new(), Vec::new(), Vec::new());
     match args[1].as_str() {
-        "open-nvtx" => {
+        "open-nvtx" | "nested-nvtx" => {
             out.chunk(
                 ChunkKind::NvtxStrings,
                 0,
@@ -127,6 +128,16 @@ fn main() {
                 nvtx.push(e.to_bytes().to_vec());
                 api.push(launch(t + 100, t + 500, i + 1));
                 gpu.push(kernel(t + 600, t + 900, i + 1));
+            }
+            if args[1] == "nested-nvtx" {
+                for i in 0..n {
+                    let e = NvtxEvent {
+                        kind: NvtxKind::Pop,
+                        time_ns: T0 + n * 1_000 + i,
+                        ..Default::default()
+                    };
+                    nvtx.push(e.to_bytes().to_vec());
+                }
             }
         }
         "sparse-ids" => {
@@ -162,7 +173,7 @@ fn main() {
     out.records(ChunkKind::NvtxEvents, TID, &nvtx);
     let end = ProcessEnd {
         end: ClockAnchor {
-            monotonic_ns: T0 + n * 1_000 + 1_000,
+            monotonic_ns: T0 + n * 2_000,
             realtime_ns: 1_700_000_001_000_000_000,
         },
         reason: "exit".into(),

@@ -205,8 +205,12 @@ impl std::hash::Hasher for IdHasher {
             self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         }
     }
+    /// One multiplication, folded: the high half of the product mixed into the low, whose bits
+    /// pick the bucket, so that ids differing only in high bits (ids 2^23 apart) do not all
+    /// land in one bucket.
     fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0 ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let m = u128::from(self.0 ^ v) * 0x9E37_79B9_7F4A_7C15;
+        self.0 = (m as u64) ^ ((m >> 64) as u64);
     }
 }
 

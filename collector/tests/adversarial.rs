@@ -248,3 +248,50 @@ fn extreme_times_are_kept_and_impossible_ones_set_aside_with_their_offsets() {
     );
     assert!(err.contains(&warning), "{err}");
 }
+
+#[test]
+fn ranges_that_end_out_of_nesting_order_get_exactly_their_calls() {
+    // "a" (start/end) from 0 to 50; "b" pushed at 10 inside it, popped at 100. Calls at 20
+    // and 60, each with a kernel; the first call's kernel comes last, after "a" ended.
+    let start = |kind, message, t| NvtxEvent {
+        kind,
+        message,
+        time_ns: T0 + t,
+        value: 5,
+        ..Default::default()
+    };
+    let events = [
+        start(NvtxKind::Start, 2, 0),
+        start(NvtxKind::Push, 3, 10),
+        start(NvtxKind::End, 0, 50),
+        start(NvtxKind::Pop, 0, 100),
+    ];
+    let b = Builder::new(&header(4601, 1, &["adversarial"], 0))
+        .names(&[(1, "cuLaunchKernel")])
+        .kernel_names(&[(0, "k")])
+        .chunk(
+            ChunkKind::NvtxStrings,
+            0,
+            0,
+            &encode_function_names([(2u32, "a"), (3, "b")]),
+        );
+    let calls = [launch(T0 + 20, T0 + 25, 1), launch(T0 + 60, T0 + 65, 2)];
+    let kernels = [kernel(T0 + 70, T0 + 80, 2), kernel(T0 + 200, T0 + 230, 1)];
+    let bytes = nvtx(b, &events)
+        .records(TID, 0, &calls)
+        .kernels(&kernels)
+        .bytes;
+    let path = write("out-of-order.bin", &bytes);
+    let json = text(&rtrace(&["report", "--format", "json"], &path).stdout);
+    // "a" holds the first call only; "b" both, and is the innermost of both.
+    for row in [
+        "{\"domain\":\"(default)\",\"name\":\"a\",\"count\":1,\"total_ns\":50,\"mean_ns\":50,\
+         \"median_ns\":50,\"min_ns\":50,\"max_ns\":50,\"gpu_records\":1,\"gpu_ns\":30,\
+         \"own_gpu_records\":0,\"own_gpu_ns\":0}",
+        "{\"domain\":\"(default)\",\"name\":\"b\",\"count\":1,\"total_ns\":90,\"mean_ns\":90,\
+         \"median_ns\":90,\"min_ns\":90,\"max_ns\":90,\"gpu_records\":2,\"gpu_ns\":40,\
+         \"own_gpu_records\":2,\"own_gpu_ns\":40}",
+    ] {
+        assert!(json.contains(row), "{row}\n{json}");
+    }
+}
