@@ -3,10 +3,14 @@
 //!
 //! A window holds the ids of at most a fixed number of API records, however far apart the ids
 //! are: it starts at the least id not yet joined and reaches as far as its records allow. The
-//! table is a hash map by id; when a record would make it hold more than its limit, the upper
-//! half of its ids is let go and the window ends below them (the next window starts there), so
-//! a window costs one read of the API chunks that reach it, and the windows are as few as the
-//! records need, whatever the span of the ids (ids 2^23 apart are one window, not one each).
+//! first ids of the window (as many as it may hold) are slots of an array, the ids past them
+//! entries of a hash map, so that dense ids (a real trace's) cost an array index and ids far
+//! apart a map entry. When a record would make it hold more than its limit, the upper half of
+//! its ids is let go and the window ends below them (the next window starts there): a window
+//! costs one read of the API chunks that reach it, and the windows are as few as the records
+//! need, whatever the span of the ids (ids 2^23 apart are one window, not one each). A new
+//! window empties the array without writing its slots: each has the number of the window it
+//! was written in (a byte, zeroed once every 255 windows).
 
 use crate::model::IdMap;
 
@@ -20,11 +24,25 @@ pub(crate) struct Slot {
     pub(crate) rank: u32,
 }
 
+const EMPTY: Slot = Slot {
+    start: 0,
+    function: 0,
+    rank: 0,
+};
+
 pub(crate) struct IdTable {
     lo: u64,
     hi: u64,
     most: usize,
-    slots: IdMap<Slot>,
+    /// Ids `lo..lo + dense.len()`.
+    dense: Vec<Slot>,
+    /// The window each dense slot was written in (0: none).
+    written: Vec<u8>,
+    window: u8,
+    /// Dense slots written this window.
+    in_dense: usize,
+    /// Ids past the dense ones.
+    sparse: IdMap<Slot>,
 }
 
 impl IdTable {
@@ -34,7 +52,11 @@ impl IdTable {
             lo: 0,
             hi: u64::MAX,
             most: most.max(1),
-            slots: IdMap::default(),
+            dense: Vec::new(),
+            written: Vec::new(),
+            window: 0,
+            in_dense: 0,
+            sparse: IdMap::default(),
         }
     }
 
@@ -43,12 +65,24 @@ impl IdTable {
     pub(crate) fn window(&mut self, lo: u64) {
         self.lo = lo;
         self.hi = u64::MAX;
-        self.slots.clear();
+        self.sparse.clear();
+        self.in_dense = 0;
+        if self.window == u8::MAX {
+            self.written.iter_mut().for_each(|w| *w = 0);
+            self.window = 0;
+        }
+        self.window += 1;
     }
 
     /// The last id of the window (so far: noting records may lower it).
     pub(crate) fn hi(&self) -> u64 {
         self.hi
+    }
+
+    /// The dense index of `id` (in the window).
+    fn dense_index(&self, id: u64) -> Option<usize> {
+        let i = id - self.lo;
+        (i < self.most as u64).then_some(i as usize)
     }
 
     /// Notes the API record `slot` with id `id` (in the window), unless a record of a higher
@@ -57,27 +91,70 @@ impl IdTable {
         if !self.holds(id) {
             return;
         }
-        let s = self.slots.entry(id).or_insert(slot);
-        if slot.rank >= s.rank {
-            *s = slot;
+        match self.dense_index(id) {
+            Some(i) => {
+                if i >= self.dense.len() {
+                    let len = (i + 1).max(self.dense.len() * 2).min(self.most);
+                    self.dense.resize(len, EMPTY);
+                    self.written.resize(len, 0);
+                }
+                if self.written[i] != self.window {
+                    self.written[i] = self.window;
+                    self.dense[i] = slot;
+                    self.in_dense += 1;
+                } else if slot.rank >= self.dense[i].rank {
+                    self.dense[i] = slot;
+                }
+            }
+            None => {
+                let s = self.sparse.entry(id).or_insert(slot);
+                if slot.rank >= s.rank {
+                    *s = slot;
+                }
+            }
         }
-        if self.slots.len() > self.most {
+        if self.in_dense + self.sparse.len() > self.most {
             self.halve();
         }
     }
 
     /// Lets the upper half of the ids go: the window ends at the greatest id kept.
     fn halve(&mut self) {
-        let mut ids: Vec<u64> = self.slots.keys().copied().collect();
         let k = self.most / 2;
-        let (_, &mut last, _) = ids.select_nth_unstable(k);
-        self.hi = last;
-        self.slots.retain(|&id, _| id <= last);
+        if k < self.in_dense {
+            // The (k + 1)-th dense id is the last kept; every sparse one goes.
+            let mut seen = 0;
+            let i = (0..self.dense.len())
+                .find(|&i| {
+                    seen += usize::from(self.written[i] == self.window);
+                    seen == k + 1
+                })
+                .unwrap_or(0);
+            for w in &mut self.written[i + 1..] {
+                if *w == self.window {
+                    *w = 0;
+                }
+            }
+            self.in_dense = k + 1;
+            self.sparse.clear();
+            self.hi = self.lo + i as u64;
+        } else {
+            let mut ids: Vec<u64> = self.sparse.keys().copied().collect();
+            let (_, &mut last, _) = ids.select_nth_unstable(k - self.in_dense);
+            self.hi = last;
+            self.sparse.retain(|&id, _| id <= last);
+        }
     }
 
     /// The API record with id `id`: `None` outside the window or when no record has it.
     pub(crate) fn get(&self, id: u64) -> Option<Slot> {
-        self.slots.get(&id).copied().filter(|_| self.holds(id))
+        if !self.holds(id) {
+            return None;
+        }
+        match self.dense_index(id) {
+            Some(i) => (self.written.get(i) == Some(&self.window)).then(|| self.dense[i]),
+            None => self.sparse.get(&id).copied(),
+        }
     }
 
     /// Whether `id` is in the window.
@@ -120,6 +197,29 @@ mod tests {
         t.window(u64::MAX - 1);
         t.note(u64::MAX, slot(1, 0));
         assert_eq!(t.get(u64::MAX), Some(slot(1, 0)));
+    }
+
+    #[test]
+    fn a_full_dense_window_ends_below_the_ids_it_lets_go() {
+        let mut t = IdTable::new(4);
+        t.window(100);
+        for id in [103u64, 100, 1 << 40, 101, 102] {
+            t.note(id, slot(id, 0));
+        }
+        // Five ids: the upper half let go (the far one among them), ending at the third.
+        assert_eq!(t.hi(), 102);
+        assert_eq!(
+            (100..104).map(|i| t.get(i).is_some()).collect::<Vec<_>>(),
+            [true, true, true, false]
+        );
+        assert_eq!(t.get(1 << 40), None);
+        // The next window starts past it, empty, and numbers wrap without stale slots.
+        for _ in 0..300 {
+            t.window(103);
+        }
+        assert_eq!((t.get(103), t.holds(102)), (None, false));
+        t.note(103, slot(7, 0));
+        assert_eq!(t.get(103), Some(slot(7, 0)));
     }
 
     #[test]
