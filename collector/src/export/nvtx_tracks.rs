@@ -93,9 +93,9 @@ impl NvtxTracks {
             self.shown(trace, s, e)?;
         }
         self.since += 1;
-        // A layout looks at every range held: at most once per as many records as ranges
-        // held, so that it costs a step per record however many ranges are open.
-        if self.since >= SPAN_EVERY.max(u32::try_from(p.held()).unwrap_or(u32::MAX)) {
+        // A layout looks at every range held and every call waiting for its work: at most
+        // once per as many records, so that it costs a step per record however many are open.
+        if self.since >= SPAN_EVERY.max(u32::try_from(p.layout_cost()).unwrap_or(u32::MAX)) {
             self.since = 0;
             let floor = p.floor(time);
             p.gpu_spans(floor, |s| self.live_span(trace, s));

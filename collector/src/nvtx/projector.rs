@@ -157,6 +157,11 @@ impl Projector {
         self.slots.len()
     }
 
+    /// What a layout looks at: the most ranges held at once, the calls whose work is to come.
+    pub fn layout_cost(&self) -> usize {
+        self.slots.len() + self.calls.len() + self.early.len()
+    }
+
     fn kept(&self, time: u64) -> bool {
         self.window
             .is_none_or(|w| crate::filter::in_window(time, w))
@@ -216,8 +221,7 @@ impl Projector {
             s.sealed = true;
             self.over(i);
         } else {
-            let th = self.threads.entry(s.tid).or_default();
-            th.chain.ended(time, s.begun, i);
+            (self.threads.entry(s.tid).or_default().chain).ended(time, s.begun, i);
         }
     }
 
@@ -235,13 +239,8 @@ impl Projector {
         });
         for (_, i) in due {
             self.slots[i as usize].sealed = true;
-            let Some(th) = self.threads.get_mut(&tid) else {
-                return;
-            };
-            let slots = &mut self.slots;
-            let top = th.chain.remove(i, &mut self.nodes, |s| {
-                slots[s as usize].nodes_left += 1;
-            });
+            let (slots, th) = (&mut self.slots, self.threads.entry(tid).or_default());
+            let top = (th.chain).remove(i, &mut self.nodes, |s| slots[s as usize].nodes_left += 1);
             // Done nodes hand their work down the chain from the top.
             if let Some(top) = top {
                 self.settle_node(top);
