@@ -3,6 +3,8 @@
 //!
 //! - `open-nvtx N`: one thread pushes N NVTX ranges and pops none, with a call between pushes;
 //! - `nested-nvtx N`: the same, every range popped at the end (innermost first);
+//! - `fifo-nvtx N`: N start/end ranges started, then ended in the order they started, a call
+//!   after each start and each end (ranges that end out of nesting order);
 //! - `sparse-ids N`: N launches, each with its kernel record, correlation ids 2^23 apart;
 //! - `extreme N`: N launches with their kernels, the last four records with extreme times
 //!   (start = u64::MAX, start near u64::MAX, end before start, start 0).
@@ -71,7 +73,7 @@ fn kernel(start: u64, end: u64, correlation: u64) -> Vec<u8> {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() != 3 {
-        eprintln!("usage: adversarial OUT open-nvtx|nested-nvtx|sparse-ids|extreme N");
+        eprintln!("usage: adversarial OUT open-nvtx|nested-nvtx|fifo-nvtx|sparse-ids|extreme N");
         std::process::exit(2);
     }
     let n: u64 = args[2].parse().expect("N: a number");
@@ -140,6 +142,30 @@ fn main() {
                 }
             }
         }
+        "fifo-nvtx" => {
+            out.chunk(
+                ChunkKind::NvtxStrings,
+                0,
+                &encode_function_names([(1u32, "fifo")]),
+            );
+            for i in 0..2 * n {
+                let t = T0 + i * 1_000;
+                let e = NvtxEvent {
+                    kind: if i < n {
+                        NvtxKind::Start
+                    } else {
+                        NvtxKind::End
+                    },
+                    message: if i < n { 1 } else { 0 },
+                    time_ns: t,
+                    value: i % n,
+                    ..Default::default()
+                };
+                nvtx.push(e.to_bytes().to_vec());
+                api.push(launch(t + 100, t + 500, i + 1));
+                gpu.push(kernel(t + 600, t + 900, i + 1));
+            }
+        }
         "sparse-ids" => {
             for i in 0..n {
                 let t = T0 + i * 1_000;
@@ -173,7 +199,7 @@ fn main() {
     out.records(ChunkKind::NvtxEvents, TID, &nvtx);
     let end = ProcessEnd {
         end: ClockAnchor {
-            monotonic_ns: T0 + n * 2_000,
+            monotonic_ns: T0 + n * 3_000,
             realtime_ns: 1_700_000_001_000_000_000,
         },
         reason: "exit".into(),
