@@ -168,6 +168,11 @@ fn unnamed_file(dir: &Path) -> io::Result<File> {
             ) => {}
         Err(e) => return Err(e),
     }
+    unlinked_file(dir)
+}
+
+/// A new file in `dir`, created exclusively with mode 0600 and unlinked at once.
+fn unlinked_file(dir: &Path) -> io::Result<File> {
     let mut attempt = 0u32;
     loop {
         let name = dir.join(format!("rtrace-input-{}-{attempt}.bin", std::process::id()));
@@ -302,7 +307,7 @@ mod tests {
     #[test]
     fn a_copy_has_no_name_even_while_copying_and_mode_0600() {
         use std::io::Write;
-        use std::os::unix::fs::PermissionsExt;
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
         let dir = std::env::temp_dir().join(format!("rtrace-spool-mode-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let fifo = dir.join("fifo");
@@ -332,9 +337,10 @@ mod tests {
         let s = reader.join().unwrap().unwrap();
         let copy = &s.paths()[0];
         let meta = std::fs::metadata(copy).unwrap();
+        // No name anywhere: no link to it.
         assert_eq!(
-            (meta.len(), meta.permissions().mode() & 0o777),
-            (8192, 0o600)
+            (meta.len(), meta.permissions().mode() & 0o777, meta.nlink()),
+            (8192, 0o600, 0)
         );
         assert_eq!(names(&dir), ["fifo"]);
         drop(s);
@@ -399,5 +405,33 @@ mod tests {
             ),
             ("4G".into(), "1536M".into(), "1000".into())
         );
+    }
+
+    #[test]
+    fn without_o_tmpfile_the_copy_is_unlinked_at_once_with_mode_0600() {
+        use std::io::{Seek, Write};
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let dir = std::env::temp_dir().join(format!("rtrace-spool-excl-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // A name taken already: the next one is used.
+        let taken = dir.join(format!("rtrace-input-{}-0.bin", std::process::id()));
+        std::fs::write(&taken, b"not ours").unwrap();
+        let mut f = unlinked_file(&dir).unwrap();
+        f.write_all(b"trace").unwrap();
+        f.rewind().unwrap();
+        let mut back = String::new();
+        f.read_to_string(&mut back).unwrap();
+        let meta = f.metadata().unwrap();
+        assert_eq!(
+            (
+                back.as_str(),
+                meta.permissions().mode() & 0o777,
+                meta.nlink()
+            ),
+            ("trace", 0o600, 0)
+        );
+        assert_eq!(std::fs::read(&taken).unwrap(), b"not ours");
+        assert_eq!(names(&dir), [taken.file_name().unwrap().to_str().unwrap()]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
