@@ -54,7 +54,7 @@ impl Filter {
     pub fn apply(&self, t: &mut Trace, base_ns: u64) {
         let from = self.from_ns.map_or(0, |f| base_ns.saturating_add(f));
         let to = self.to_ns.map_or(u64::MAX, |v| base_ns.saturating_add(v));
-        let in_window = |start: u64| start >= from && start < to;
+        let in_window = |start: u64| in_window(start, (from, to));
         let device = |d: u32| self.devices.is_empty() || self.devices.contains(&d);
         let stream = |s: u32| self.streams.is_empty() || self.streams.contains(&s);
         for th in t.threads.values_mut() {
@@ -91,6 +91,13 @@ impl Filter {
         t.syncs
             .retain(|s| in_window(s.start_ns) && (self.streams.is_empty() || stream(s.stream)));
     }
+}
+
+/// Whether a record starting at `time` is in the window `from..to`; `to` = `u64::MAX` is no
+/// end (no `--to`), so that a record starting at `u64::MAX` is kept too.
+#[inline]
+pub fn in_window(time: u64, (from, to): (u64, u64)) -> bool {
+    time >= from && (time < to || to == u64::MAX)
 }
 
 /// Keeps the NVTX ranges that begin in the window, whole (a kept push keeps its pop, a kept
@@ -287,7 +294,7 @@ impl<'a> RecordFilter<'a> {
     }
     #[inline]
     fn window(&self, start: u64) -> bool {
-        start >= self.from && start < self.to
+        in_window(start, (self.from, self.to))
     }
     /// The (shifted) times a record must start in to be kept.
     pub fn window_range(&self) -> (u64, u64) {

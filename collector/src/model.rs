@@ -90,9 +90,84 @@ pub struct Trace {
     pub salvaged: u64,
     /// The `errno` of a failed write of the trace the library reported (28: the disk was full).
     pub write_error: Option<u64>,
+    /// Records set aside, counted, because the collector cannot place them (an end before
+    /// its start): read, never folded into a section, never dropped silently.
+    pub damaged: DamagedRecords,
     /// How this trace's times were put on another host's clock ([`crate::clocks::shifts`]);
     /// `None` when they are its own host's.
     pub clock_shift: Option<crate::clocks::Shift>,
+}
+
+/// The records of a trace the collector cannot place ([`Trace::damaged`]): how many, and the
+/// first [`DamagedRecords::LISTED`] with their place in the file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DamagedRecords {
+    /// Every one.
+    pub count: u64,
+    /// Those of them that are API records (which the end record counts).
+    pub api: u64,
+    /// The first ones, in file order.
+    pub listed: Vec<DamagedRecord>,
+}
+
+/// A record set aside ([`DamagedRecords`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DamagedRecord {
+    /// Its first byte's offset in the file.
+    pub offset: u64,
+    /// Its kind, in words: `API record`, `kernel`, `memcpy`, `memset`, `synchronization`.
+    pub kind: &'static str,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+impl DamagedRecords {
+    /// Records listed with their offsets; the rest are counted.
+    pub const LISTED: usize = 10;
+
+    /// Counts a record set aside.
+    pub fn add(&mut self, r: DamagedRecord) {
+        self.count += 1;
+        if r.kind == "API record" {
+            self.api += 1;
+        }
+        if self.listed.len() < Self::LISTED {
+            self.listed.push(r);
+        }
+    }
+
+    /// In words, for a warning: `2 records end before they start, set aside: the API record
+    /// at byte 120 (start 50, end 10), the kernel at byte 4000 (...)`; `None` for none.
+    pub fn describe(&self) -> Option<String> {
+        if self.count == 0 {
+            return None;
+        }
+        let listed: Vec<String> = self
+            .listed
+            .iter()
+            .map(|r| {
+                format!(
+                    "the {} at byte {} (start {} ns, end {} ns)",
+                    r.kind, r.offset, r.start_ns, r.end_ns
+                )
+            })
+            .collect();
+        let more = self.count - self.listed.len() as u64;
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        let (n, verb) = match self.count {
+            1 => ("1 record ends".to_string(), "starts"),
+            n => (format!("{n} records end"), "start"),
+        };
+        Some(format!(
+            "{n} before {} {verb}, set aside as damaged: {}{more}",
+            if self.count == 1 { "it" } else { "they" },
+            listed.join(", ")
+        ))
+    }
 }
 
 /// One thread's part of a trace.
@@ -136,8 +211,12 @@ impl std::hash::Hasher for IdHasher {
             self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         }
     }
+    /// One multiplication, folded: the high half of the product mixed into the low, whose bits
+    /// pick the bucket, so that ids differing only in high bits (ids 2^23 apart) do not all
+    /// land in one bucket.
     fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0 ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let m = u128::from(self.0 ^ v) * 0x9E37_79B9_7F4A_7C15;
+        self.0 = (m as u64) ^ ((m >> 64) as u64);
     }
 }
 

@@ -1,13 +1,18 @@
 //! Inputs that cannot be read twice: `-` (standard input), a pipe, a FIFO, a character device.
 //! The report and the export read a trace file several times, seeking to the chunks each
-//! pass needs, so such an input is first copied whole into a temporary file (in `TMPDIR`,
-//! else `/tmp`), which the passes then read like any trace. The copy is unlinked at once and
-//! read through `/proc/self/fd/N`, so nothing is left behind however rtrace ends; where
-//! `/proc` is missing it keeps its name until rtrace is done with it.
+//! pass needs, so such an input is first copied whole into a temporary file in `TMPDIR` (else
+//! `/tmp`), which the passes then read like any trace, as `/proc/self/fd/N`. The copy never
+//! has a name: it is made with `O_TMPFILE` (mode 0600), or, where the file system does not
+//! support that, created exclusively with mode 0600 and unlinked at once, before anything is
+//! copied; so nothing is left behind however rtrace ends. A copy is at most a limit
+//! ([`rtrace_format::env::SPOOL_LIMIT`], 4 GiB by default): a larger input is an error that
+//! names the limit and how to raise it. Where `/proc` is missing the copy keeps its name
+//! (mode 0600) until rtrace is done with it.
 
+use rtrace_format::env::{parse_size, DEFAULT_SPOOL_LIMIT, SPOOL_LIMIT};
 use std::fs::{File, OpenOptions};
-use std::io;
-use std::os::unix::fs::FileTypeExt;
+use std::io::{self, Read};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
@@ -49,15 +54,35 @@ fn is_stream(path: &Path) -> bool {
     })
 }
 
-/// Copies each input of `paths` that cannot be read twice into a temporary file in `dir`;
-/// the others are taken as they are. `-` named twice is one input.
-pub fn inputs_in(paths: &[PathBuf], dir: &Path) -> Result<Spooled, String> {
+/// The most bytes a copy may hold: [`SPOOL_LIMIT`] from `value` (the variable's value, if
+/// set), else [`DEFAULT_SPOOL_LIMIT`].
+pub fn limit_from(value: Option<&str>) -> Result<u64, String> {
+    match value {
+        None => Ok(DEFAULT_SPOOL_LIMIT),
+        Some(v) => parse_size(v).map_err(|e| format!("{SPOOL_LIMIT}: {e}")),
+    }
+}
+
+/// `n` bytes as [`SPOOL_LIMIT`] takes them: `4G`, `512M`, `1000`.
+fn size_words(n: u64) -> String {
+    for (shift, unit) in [(40, 'T'), (30, 'G'), (20, 'M'), (10, 'K')] {
+        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
+            return format!("{}{unit}", n >> shift);
+        }
+    }
+    n.to_string()
+}
+
+/// Copies each input of `paths` that cannot be read twice into a temporary file in `dir`, at
+/// most `limit` bytes each; the others are taken as they are. `-` named twice is one input.
+pub fn inputs_in(paths: &[PathBuf], dir: &Path, limit: u64) -> Result<Spooled, String> {
     let mut out = Spooled {
         paths: Vec::with_capacity(paths.len()),
         copies: Vec::new(),
         notes: Vec::new(),
     };
     let mut stdin_copy: Option<PathBuf> = None;
+    let proc = Path::new("/proc/self/fd").is_dir();
     for path in paths {
         if !is_stream(path) {
             out.paths.push(path.clone());
@@ -75,24 +100,29 @@ pub fn inputs_in(paths: &[PathBuf], dir: &Path) -> Result<Spooled, String> {
         } else {
             path.display().to_string()
         };
-        let (copy, bytes) = copy_into(path, stdin, dir, out.copies.len()).map_err(|e| {
-            format!(
-                "{what}: could not copy it into a temporary file in {} (it is read more than \
-                 once; set TMPDIR to a directory with room): {}",
-                dir.display(),
-                crate::read::inputs::io_message(&e)
-            )
-        })?;
-        let read_as = format!("/proc/self/fd/{}", copy.as_raw_fd());
-        let (read_as, name) = match Path::new(&read_as).exists() {
-            true => {
-                let _ = std::fs::remove_file(copy_name(dir, out.copies.len()));
-                (PathBuf::from(read_as), None)
+        let name = (!proc).then(|| copy_name(dir, out.copies.len()));
+        let (copy, bytes) = match copy_into(path, stdin, dir, name.as_deref(), limit) {
+            Ok(Some(copied)) => copied,
+            Ok(None) => {
+                let twice = size_words(limit.saturating_mul(2));
+                return Err(format!(
+                    "{what}: larger than the limit of {} for a copied input; raise it with \
+                     {SPOOL_LIMIT} (e.g. {SPOOL_LIMIT}={twice}) or give the trace as a file",
+                    size_words(limit)
+                ));
             }
-            false => {
-                let name = copy_name(dir, out.copies.len());
-                (name.clone(), Some(name))
+            Err(e) => {
+                return Err(format!(
+                    "{what}: could not copy it into a temporary file in {} (it is read more \
+                     than once; set TMPDIR to a directory with room): {}",
+                    dir.display(),
+                    crate::read::inputs::io_message(&e)
+                ))
             }
+        };
+        let read_as = match &name {
+            None => PathBuf::from(format!("/proc/self/fd/{}", copy.as_raw_fd())),
+            Some(name) => name.clone(),
         };
         out.notes.push(format!(
             "{what}: copied into a temporary file in {} ({}), read as {}",
@@ -109,34 +139,95 @@ pub fn inputs_in(paths: &[PathBuf], dir: &Path) -> Result<Spooled, String> {
     Ok(out)
 }
 
-/// [`inputs_in`] the temporary directory (`TMPDIR`, else `/tmp`).
-pub fn inputs(paths: &[PathBuf]) -> Result<Spooled, String> {
-    inputs_in(paths, &std::env::temp_dir())
+/// [`inputs_in`] the temporary directory (`TMPDIR`, else `/tmp`), at most `limit` bytes each
+/// ([`limit_from`]).
+pub fn inputs(paths: &[PathBuf], limit: u64) -> Result<Spooled, String> {
+    inputs_in(paths, &std::env::temp_dir(), limit)
 }
 
 fn copy_name(dir: &Path, n: usize) -> PathBuf {
     dir.join(format!("rtrace-input-{}-{n}.bin", std::process::id()))
 }
 
-/// The copy of input `path` (standard input if `stdin`), and its size.
-fn copy_into(path: &Path, stdin: bool, dir: &Path, n: usize) -> io::Result<(File, u64)> {
-    let name = copy_name(dir, n);
-    let mut copy = OpenOptions::new()
+/// A new file in `dir` with no name: `O_TMPFILE`, else created exclusively and unlinked at
+/// once; mode 0600 either way.
+fn unnamed_file(dir: &Path) -> io::Result<File> {
+    let tmpfile = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_TMPFILE)
+        .open(dir);
+    match tmpfile {
+        Ok(f) => return Ok(f),
+        // The file system (or kernel) has no O_TMPFILE.
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)
+            ) => {}
+        Err(e) => return Err(e),
+    }
+    unlinked_file(dir)
+}
+
+/// A new file in `dir`, created exclusively with mode 0600 and unlinked at once.
+fn unlinked_file(dir: &Path) -> io::Result<File> {
+    let mut attempt = 0u32;
+    loop {
+        let name = dir.join(format!("rtrace-input-{}-{attempt}.bin", std::process::id()));
+        match named_file(&name) {
+            Ok(f) => {
+                std::fs::remove_file(&name)?;
+                return Ok(f);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 1000 => attempt += 1,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// A new file named `name`, created exclusively with mode 0600.
+fn named_file(name: &Path) -> io::Result<File> {
+    OpenOptions::new()
         .read(true)
         .write(true)
         .create_new(true)
-        .open(&name)?;
-    let copied = if stdin {
-        io::copy(&mut io::stdin().lock(), &mut copy)
-    } else {
-        File::open(path).and_then(|mut f| io::copy(&mut f, &mut copy))
+        .mode(0o600)
+        .open(name)
+}
+
+/// The copy of input `path` (standard input if `stdin`) in `dir` (named `name`, where given),
+/// and its size; `None` (and no copy) when it has more than `limit` bytes.
+fn copy_into(
+    path: &Path,
+    stdin: bool,
+    dir: &Path,
+    name: Option<&Path>,
+    limit: u64,
+) -> io::Result<Option<(File, u64)>> {
+    let mut copy = match name {
+        None => unnamed_file(dir)?,
+        Some(name) => named_file(name)?,
     };
-    match copied {
-        Ok(bytes) => Ok((copy, bytes)),
-        Err(e) => {
-            let _ = std::fs::remove_file(&name);
-            Err(e)
+    let copied = if stdin {
+        io::copy(
+            &mut io::stdin().lock().take(limit.saturating_add(1)),
+            &mut copy,
+        )
+    } else {
+        File::open(path).and_then(|f| io::copy(&mut f.take(limit.saturating_add(1)), &mut copy))
+    };
+    let fits = copied.as_ref().is_ok_and(|&bytes| bytes <= limit);
+    if !fits {
+        if let Some(name) = name {
+            let _ = std::fs::remove_file(name);
         }
+    }
+    match copied {
+        Ok(bytes) if bytes <= limit => Ok(Some((copy, bytes))),
+        Ok(_) => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
@@ -157,7 +248,7 @@ mod tests {
             let fifo = fifo.clone();
             std::thread::spawn(move || std::fs::write(fifo, vec![7u8; 100_000]).unwrap())
         };
-        let s = inputs_in(&[plain.clone(), fifo.clone()], &dir).unwrap();
+        let s = inputs_in(&[plain.clone(), fifo.clone()], &dir, 1 << 20).unwrap();
         writer.join().unwrap();
         assert_eq!(s.paths()[0], plain);
         let copy = &s.paths()[1];
@@ -189,7 +280,7 @@ mod tests {
     #[test]
     fn a_copy_that_cannot_be_made_is_an_error_naming_the_input() {
         let dir = std::env::temp_dir().join(format!("rtrace-spool-missing-{}", std::process::id()));
-        let err = match inputs_in(&[PathBuf::from("-")], &dir) {
+        let err = match inputs_in(&[PathBuf::from("-")], &dir, 1 << 20) {
             Err(e) => e,
             Ok(_) => panic!("copied into a missing directory"),
         };
@@ -201,5 +292,146 @@ mod tests {
             )),
             "{err}"
         );
+    }
+
+    /// The names in `dir`, sorted.
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_copy_has_no_name_even_while_copying_and_mode_0600() {
+        use std::io::Write;
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let dir = std::env::temp_dir().join(format!("rtrace-spool-mode-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success());
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                let mut f = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
+                f.write_all(&[1u8; 4096]).unwrap();
+                // Half copied: wait while the directory is looked at.
+                rx.recv().unwrap();
+                f.write_all(&[2u8; 4096]).unwrap();
+            })
+        };
+        let reader = {
+            let (fifo, dir) = (fifo.clone(), dir.clone());
+            std::thread::spawn(move || inputs_in(&[fifo], &dir, 1 << 20))
+        };
+        // The copy is being made (the writer's first half may not be read yet, but the copy
+        // was made before the input was opened): the directory holds no other name.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert_eq!(names(&dir), ["fifo"]);
+        tx.send(()).unwrap();
+        writer.join().unwrap();
+        let s = reader.join().unwrap().unwrap();
+        let copy = &s.paths()[0];
+        let meta = std::fs::metadata(copy).unwrap();
+        // No name anywhere: no link to it.
+        assert_eq!(
+            (meta.len(), meta.permissions().mode() & 0o777, meta.nlink()),
+            (8192, 0o600, 0)
+        );
+        assert_eq!(names(&dir), ["fifo"]);
+        drop(s);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_input_over_the_limit_is_an_error_naming_it() {
+        let dir = std::env::temp_dir().join(format!("rtrace-spool-limit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success());
+        let writer = {
+            let fifo = fifo.clone();
+            // The reader stops at the limit: the writer's last bytes may find no reader.
+            std::thread::spawn(move || std::fs::write(fifo, vec![7u8; 3000]).is_ok())
+        };
+        let err = match inputs_in(std::slice::from_ref(&fifo), &dir, 2048) {
+            Err(e) => e,
+            Ok(_) => panic!("copied past the limit"),
+        };
+        writer.join().unwrap();
+        assert_eq!(
+            err,
+            format!(
+                "{}: larger than the limit of 2K for a copied input; raise it with \
+                 RTRACE_SPOOL_LIMIT (e.g. RTRACE_SPOOL_LIMIT=4K) or give the trace as a file",
+                fifo.display()
+            )
+        );
+        // Exactly the limit fits.
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::write(fifo, vec![7u8; 2048]).unwrap())
+        };
+        let s = inputs_in(std::slice::from_ref(&fifo), &dir, 2048).unwrap();
+        writer.join().unwrap();
+        assert_eq!(std::fs::read(&s.paths()[0]).unwrap().len(), 2048);
+        assert_eq!(names(&dir), ["fifo"]);
+        drop(s);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn limits_parse_and_print_in_powers_of_1024() {
+        assert_eq!(limit_from(None), Ok(4 << 30));
+        assert_eq!(limit_from(Some("512M")), Ok(512 << 20));
+        assert_eq!(limit_from(Some("1000")), Ok(1000));
+        assert_eq!(
+            limit_from(Some("lots")),
+            Err(
+                "RTRACE_SPOOL_LIMIT: \"lots\" is not a size (bytes, or a number with K, M, G or T)"
+                    .into()
+            )
+        );
+        assert_eq!(
+            (
+                size_words(4 << 30),
+                size_words(1536 << 20),
+                size_words(1000)
+            ),
+            ("4G".into(), "1536M".into(), "1000".into())
+        );
+    }
+
+    #[test]
+    fn without_o_tmpfile_the_copy_is_unlinked_at_once_with_mode_0600() {
+        use std::io::{Seek, Write};
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let dir = std::env::temp_dir().join(format!("rtrace-spool-excl-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // A name taken already: the next one is used.
+        let taken = dir.join(format!("rtrace-input-{}-0.bin", std::process::id()));
+        std::fs::write(&taken, b"not ours").unwrap();
+        let mut f = unlinked_file(&dir).unwrap();
+        f.write_all(b"trace").unwrap();
+        f.rewind().unwrap();
+        let mut back = String::new();
+        f.read_to_string(&mut back).unwrap();
+        let meta = f.metadata().unwrap();
+        assert_eq!(
+            (
+                back.as_str(),
+                meta.permissions().mode() & 0o777,
+                meta.nlink()
+            ),
+            ("trace", 0o600, 0)
+        );
+        assert_eq!(std::fs::read(&taken).unwrap(), b"not ours");
+        assert_eq!(names(&dir), [taken.file_name().unwrap().to_str().unwrap()]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

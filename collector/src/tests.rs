@@ -227,7 +227,7 @@ fn json_is_exact() {
         "\"api_records\":8,\"kernel_records\":0,\"memcpy_records\":0,\"memset_records\":0,",
         "\"dropped\":3,\"salvaged_records\":0,\"write_error\":null,\"unwrapped_lookups\":2,\"unknown_chunks\":0,",
         "\"notices\":[{\"time_ns\":1500,\"message\":\"hello from the tracer\"}],",
-        "\"damage\":null}\n",
+        "\"damaged_records\":{\"count\":0,\"listed\":[]},\"damage\":null}\n",
         "],\n",
         "\"api\":[\n",
         "  {\"function\":\"cuLaunchKernel\",\"calls\":3,\"errors\":0,\"total_ns\":112,",

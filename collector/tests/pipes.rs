@@ -98,3 +98,48 @@ fn a_damaged_trace_from_standard_input_is_reported_up_to_the_damage() {
         text(&out.stderr)
     );
 }
+
+/// `rtrace ARGS` with `envs` set, `stdin` written to its standard input.
+fn rtrace_with(args: &[&str], envs: &[(&str, &Path)], stdin: &[u8]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rtrace"));
+    cmd.args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let bytes = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(&bytes);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+#[test]
+fn standard_input_past_the_spool_limit_is_one_clear_error_and_leaves_nothing() {
+    let bytes = std::fs::read(fixture("gpu.bin")).unwrap();
+    let tmp = std::env::temp_dir().join(format!("rtrace-pipes-limit-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let limit = Path::new("2K");
+    let envs = [("TMPDIR", tmp.as_path()), ("RTRACE_SPOOL_LIMIT", limit)];
+    let out = rtrace_with(&["report", "-"], &envs, &bytes);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "rtrace: standard input: larger than the limit of 2K for a copied input; raise it with \
+         RTRACE_SPOOL_LIMIT (e.g. RTRACE_SPOOL_LIMIT=4K) or give the trace as a file\n"
+    );
+    assert_eq!(out.stdout, b"");
+    // Raised: the same input is read, and the directory is left as it was.
+    let limit = Path::new("4K");
+    let envs = [("TMPDIR", tmp.as_path()), ("RTRACE_SPOOL_LIMIT", limit)];
+    let out = rtrace_with(&["report", "-"], &envs, &bytes);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+    std::fs::remove_dir_all(&tmp).unwrap();
+}

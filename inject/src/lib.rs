@@ -55,6 +55,7 @@ mod nvtx;
 mod output;
 mod procaddr;
 mod process;
+mod region;
 mod ring;
 mod session;
 mod state;

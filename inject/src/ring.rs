@@ -20,137 +20,17 @@
 
 pub use rtrace_format::ring::{RingEntry as Entry, RingNvtx as NvtxEntry};
 
-use rtrace_format::ring::{live, REGION_CLOSED, REGION_IN_USE, RING_PAGE};
+pub use crate::region::{Region, Waker, WhenFull, FIRST_SLOTS};
+
+use rtrace_format::ring::{live, REGION_CLOSED, REGION_IN_USE};
 use rtrace_format::ApiRecord;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Slots the file backs when a region is made (32 KiB); the ring grows by four times.
-pub const FIRST_SLOTS: u64 = 1024;
-
 /// A value alone on its cache line(s) (128 bytes: adjacent-line prefetch pairs lines).
 #[repr(align(128))]
 struct Line<T>(T);
-
-/// Memory for one ring at a time: a live page and `capacity` slots, in the trace file (a shared
-/// mapping, backed by disk blocks as far as [`live::ALLOCATED`] says) or, where the file
-/// cannot hold it, in anonymous memory. Made once and never unmapped; reused by a later thread
-/// once its ring is drained.
-pub struct Region {
-    live: *mut u8,
-    slots: *mut u8,
-    capacity: u64,
-    /// The trace file and the offset of slot 0 in it: where more slots get disk blocks.
-    file: Option<(i32, u64)>,
-    /// Why the file could not back more slots (an `errno`); 0: it could.
-    grow_error: AtomicU64,
-}
-
-// SAFETY: the region's memory is shared by design: the producer and the consumer reach it
-// through atomics (the live page) and the head/tail protocol (the slots).
-unsafe impl Sync for Region {}
-unsafe impl Send for Region {}
-
-impl Region {
-    /// A region over `live` (one [`RING_PAGE`]) followed by `capacity` slots, whose slot 0 is
-    /// at `file`'s offset (None: anonymous memory, all of it usable). The memory must stay
-    /// mapped for the life of the process.
-    pub fn new(live: *mut u8, capacity: u64, file: Option<(i32, u64)>) -> Region {
-        let r = Region {
-            live,
-            // SAFETY: the slots follow the live page in the same mapping.
-            slots: unsafe { live.add(RING_PAGE) },
-            capacity,
-            file,
-            grow_error: AtomicU64::new(0),
-        };
-        if file.is_none() {
-            r.field(live::ALLOCATED).store(capacity, Ordering::Release);
-        }
-        r
-    }
-
-    /// A region in anonymous memory (no file): for tests, and where the file cannot hold one.
-    pub fn anonymous(capacity: u64) -> std::io::Result<&'static Region> {
-        let len = RING_PAGE + capacity as usize * ApiRecord::SIZE;
-        let p = crate::sys::map_anonymous(len)?;
-        Ok(Box::leak(Box::new(Region::new(p, capacity, None))))
-    }
-
-    /// The live page's field at byte `at` (a multiple of 8).
-    #[inline(always)]
-    fn field(&self, at: usize) -> &AtomicU64 {
-        debug_assert!(at.is_multiple_of(8) && at < RING_PAGE);
-        // SAFETY: the live page is mapped for the life of the process, page-aligned, and
-        // every field is an aligned u64 only ever accessed atomically.
-        unsafe { &*(self.live.add(at) as *const AtomicU64) }
-    }
-
-    /// Why the file could not back more slots (an `errno`), if it could not.
-    pub fn grow_error(&self) -> Option<u64> {
-        Some(self.grow_error.load(Ordering::Relaxed)).filter(|&e| e != 0)
-    }
-
-    /// Says that the file backs the first `slots` slots (a region just made).
-    pub fn set_allocated(&self, slots: u64) {
-        self.field(live::ALLOCATED).store(slots, Ordering::Release);
-    }
-
-    /// Notes that writing the trace failed with `errno`, where a reader finds it.
-    pub fn set_write_error(&self, errno: u64) {
-        self.field(live::WRITE_ERROR)
-            .store(errno, Ordering::Relaxed);
-    }
-
-    /// Gives the file's blocks to the slots after the `allocated` first ones (four times as
-    /// many, up to the capacity). Producer only (cold path); false when the file has no room.
-    #[cold]
-    fn grow(&self, allocated: u64) -> bool {
-        let Some((fd, slots_at)) = self.file else {
-            return false;
-        };
-        if self.grow_error.load(Ordering::Relaxed) != 0 {
-            return false;
-        }
-        let more = (allocated * 4).clamp(FIRST_SLOTS, self.capacity);
-        let size = ApiRecord::SIZE as u64;
-        match crate::sys::allocate(fd, slots_at + allocated * size, (more - allocated) * size) {
-            Ok(()) => {
-                self.field(live::ALLOCATED).store(more, Ordering::Release);
-                true
-            }
-            Err(e) => {
-                let errno = e.raw_os_error().unwrap_or(libc::EIO) as u64;
-                self.grow_error.store(errno, Ordering::Relaxed);
-                false
-            }
-        }
-    }
-}
-
-/// What drains a ring: woken by a producer that found its ring full.
-pub trait Waker: Sync {
-    /// Wakes the consumer; false when there is none to drain the ring (the trace has ended).
-    fn wake(&self) -> bool;
-}
-
-/// What a producer does when its ring is full and it may wait ([`Ring::push_waiting`]): wakes
-/// `waker` and waits up to `wait` for room before it counts the entry as lost.
-#[derive(Clone, Copy)]
-pub struct WhenFull {
-    pub waker: Option<&'static dyn Waker>,
-    pub wait: std::time::Duration,
-}
-
-impl WhenFull {
-    /// Never waits.
-    #[cfg(test)]
-    pub const DROP: WhenFull = WhenFull {
-        waker: None,
-        wait: std::time::Duration::ZERO,
-    };
-}
 
 /// The producer's side: only the owning thread touches it.
 struct Producer {
@@ -226,7 +106,7 @@ impl Ring {
             dropped_taken: Line(AtomicU64::new(0)),
             region,
             base,
-            mask: region.capacity - 1,
+            mask: region.capacity() - 1,
             closed: AtomicBool::new(false),
             full,
             tid,
@@ -252,7 +132,7 @@ impl Ring {
     }
 
     pub fn capacity(&self) -> usize {
-        self.region.capacity as usize
+        self.region.capacity() as usize
     }
 
     #[inline(always)]
@@ -299,7 +179,7 @@ impl Ring {
         unsafe {
             let slot = self
                 .region
-                .slots
+                .slots()
                 .add((h & self.mask) as usize * ApiRecord::SIZE);
             std::ptr::copy_nonoverlapping(bytes.as_ptr(), slot, ApiRecord::SIZE);
         }
@@ -311,7 +191,7 @@ impl Ring {
     /// backs more slots with the file when the ring has not grown to its capacity yet.
     #[cold]
     fn make_room(&self, h: u64) -> bool {
-        let cap = self.region.capacity;
+        let cap = self.region.capacity();
         let tail = self.tail().load(Ordering::Acquire);
         loop {
             let allocated = self.region.field(live::ALLOCATED).load(Ordering::Acquire);
@@ -399,7 +279,7 @@ impl Ring {
             unsafe {
                 let slot = self
                     .region
-                    .slots
+                    .slots()
                     .add((p & self.mask) as usize * ApiRecord::SIZE);
                 std::ptr::copy_nonoverlapping(slot, bytes.as_mut_ptr(), ApiRecord::SIZE);
             }

@@ -60,7 +60,10 @@ pub(super) fn start_progress(inputs: &[PathBuf], reads: u64) {
 /// The inputs, those that cannot be read twice (standard input, pipes) copied into temporary
 /// files ([`crate::spool`]), saying so; `None` (said) when a copy could not be made.
 pub(super) fn spool(files: &[PathBuf]) -> Option<crate::spool::Spooled> {
-    match crate::spool::inputs(files) {
+    let limit = std::env::var(rtrace_format::env::SPOOL_LIMIT).ok();
+    let spooled = crate::spool::limit_from(limit.as_deref())
+        .and_then(|limit| crate::spool::inputs(files, limit));
+    match spooled {
         Ok(s) => {
             for note in &s.notes {
                 eprintln!("rtrace: {note}");

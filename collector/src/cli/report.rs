@@ -140,6 +140,10 @@ pub(super) fn run(args: &ReportArgs) -> u8 {
         for bad in &t.bad_chunks {
             eprintln!("warning: {}: skipped the {bad}", t.path.display());
         }
+        // The table has these in the process section already.
+        if let (Some(damaged), false) = (t.damaged.describe(), args.format == Format::Table) {
+            eprintln!("warning: {}: {damaged}", t.path.display());
+        }
         // The table has this warning in the process section already.
         if t.dropped > 0 && args.format != Format::Table {
             eprintln!(

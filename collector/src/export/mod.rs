@@ -372,6 +372,9 @@ pub fn trace_warnings(t: &Trace) -> Vec<String> {
     for bad in &t.bad_chunks {
         out.push(format!("{path}: skipped the {bad}"));
     }
+    if let Some(damaged) = t.damaged.describe() {
+        out.push(format!("{path}: {damaged}"));
+    }
     if t.dropped > 0 {
         out.push(format!(
             "{path}: {} API records were lost (a thread's buffer was full); \

@@ -25,7 +25,8 @@ use std::collections::{BinaryHeap, HashMap};
 use std::io;
 use std::rc::Rc;
 
-/// Records handed to the projector between two layouts of the spans that can be drawn.
+/// Records handed to the projector between two layouts of the spans that can be drawn (more
+/// while more ranges than that are held).
 const SPAN_EVERY: u32 = 4096;
 
 /// Spans that may wait for the end of a range not yet over before it is drawn without.
@@ -92,7 +93,9 @@ impl NvtxTracks {
             self.shown(trace, s, e)?;
         }
         self.since += 1;
-        if self.since >= SPAN_EVERY {
+        // A layout looks at every range held and every call waiting for its work: at most
+        // once per as many records, so that it costs a step per record however many are open.
+        if self.since >= SPAN_EVERY.max(u32::try_from(p.layout_cost()).unwrap_or(u32::MAX)) {
             self.since = 0;
             let floor = p.floor(time);
             p.gpu_spans(floor, |s| self.live_span(trace, s));

@@ -31,7 +31,10 @@ impl Hasher for Fast {
     }
     #[inline]
     fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        // Folded: the product's high half mixed into the low, whose bits pick the bucket, so
+        // that keys differing only in high bits do not share one.
+        let m = u128::from(self.0.rotate_left(5) ^ v) * 0x9E37_79B9_7F4A_7C15;
+        self.0 = (m as u64) ^ ((m >> 64) as u64);
     }
     #[inline]
     fn write_usize(&mut self, v: usize) {

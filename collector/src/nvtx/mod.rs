@@ -18,6 +18,7 @@
 //! the events ([`NvtxStats`]). An end that comes before its start (damaged times) ends
 //! nothing.
 
+mod chain;
 mod passes;
 mod projector;
 mod stats;

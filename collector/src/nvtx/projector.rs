@@ -1,6 +1,7 @@
 //! The projection of a trace's NVTX ranges and external ids onto its GPU work, as its
 //! records stream by in time order ([`Projector`]).
 
+use super::chain::{merge_spans, Acc, Chain, Nodes, Spans};
 use super::stats::{
     domain_names, sort, text, ExternalSummary, LiveSpan, NameAcc, NvtxRange, Projected, RangeAcc,
     Ranges, Shown, Work,
@@ -36,7 +37,8 @@ pub enum Mode {
 /// - A call of thread T at time s is inside the ranges T began that are open at s or ended at
 ///   or after s; its innermost one is the latest begun of those that began last.
 /// - A call's work is settled once its GPU records (whose number the caller knows from a
-///   first read) have all come, then added to the ranges and external ids it was made in. A
+///   first read) have all come, then added to the ranges and external ids it was made in
+///   (through the thread's chain of nodes, `chain.rs`: a step per call, not per range). A
 ///   correlation id given to several calls (a damaged trace) gives each of them its work.
 /// - A range is over once it ended, no later call can be in it, and its calls' work is
 ///   settled; its statistics are then added to its name's.
@@ -46,6 +48,7 @@ pub struct Projector {
     window: Option<(u64, u64)>,
     slots: Vec<Slot>,
     free: Vec<u32>,
+    nodes: Nodes,
     begun: u64,
     threads: FastMap<u64, ThreadState>,
     started: FastMap<u64, Option<u32>>,
@@ -77,17 +80,12 @@ struct Slot {
     level: Option<u64>,
     /// Order of beginning.
     begun: u64,
-    gpu_records: u64,
-    gpu_ns: u64,
-    span: Option<(u32, u64, u64)>,
-    /// Per device, (device, first start, last end) of its work ([`Mode::Tracks`]).
-    spans: Vec<(u32, u64, u64)>,
-    /// The (start, index) of its first call with work, whose device the span takes.
-    first: (u64, u64),
+    /// The work of its calls, from its nodes that are done (per device: [`Mode::Tracks`]).
+    acc: Acc,
     own_gpu_records: u64,
     own_gpu_ns: u64,
-    /// Calls in it whose work is still to come.
-    pending: u32,
+    /// Its nodes not yet done (`chain.rs`).
+    nodes_left: u32,
     /// No later call can be in it.
     sealed: bool,
     /// Begun and not yet over.
@@ -100,7 +98,7 @@ struct ThreadState {
     /// Per domain: the pushed ranges (`None`: outside the window).
     stacks: FastMap<u32, Vec<Option<u32>>>,
     /// The ranges it began that a call could still be in.
-    open: Vec<u32>,
+    chain: Chain,
     /// Per kind: the external ids pushed (in the window), and every push's kept flag.
     external: std::collections::BTreeMap<u32, Vec<u64>>,
     external_kept: FastMap<u32, Vec<bool>>,
@@ -122,8 +120,8 @@ struct Call {
 /// Where a call's work goes.
 struct Target {
     start: (u64, u64),
-    ranges: Vec<u32>,
-    innermost: Option<u32>,
+    /// The node on top of its thread's chain: its innermost range's.
+    node: Option<u32>,
     external: Vec<(u32, u64)>,
 }
 
@@ -137,6 +135,7 @@ impl Projector {
             window,
             slots: Vec::new(),
             free: Vec::new(),
+            nodes: Nodes::default(),
             begun: 0,
             threads: FastMap::default(),
             started: FastMap::default(),
@@ -158,9 +157,14 @@ impl Projector {
         self.slots.len()
     }
 
+    /// What a layout looks at: the most ranges held at once, the calls whose work is to come.
+    pub fn layout_cost(&self) -> usize {
+        self.slots.len() + self.calls.len() + self.early.len()
+    }
+
     fn kept(&self, time: u64) -> bool {
         self.window
-            .is_none_or(|(from, to)| time >= from && time < to)
+            .is_none_or(|w| crate::filter::in_window(time, w))
     }
 
     /// Makes a range begun on `tid` at `e`, inside range `parent` (a push's).
@@ -175,7 +179,6 @@ impl Projector {
             start: e.time_ns,
             level,
             begun: self.begun,
-            first: (u64::MAX, u64::MAX),
             live: true,
             ..Default::default()
         };
@@ -190,7 +193,9 @@ impl Projector {
             }
         };
         if self.mode != Mode::Durations {
-            self.threads.entry(tid).or_default().open.push(i);
+            let th = self.threads.entry(tid).or_default();
+            th.chain.push(i, &mut self.nodes);
+            self.slots[i as usize].nodes_left = 1;
         }
         if self.mode == Mode::Tracks {
             self.shown.push(Shown::Begin {
@@ -215,35 +220,52 @@ impl Projector {
         if self.mode == Mode::Durations {
             s.sealed = true;
             self.over(i);
+        } else {
+            (self.threads.entry(s.tid).or_default().chain).ended(time, s.begun, i);
         }
     }
 
-    /// Seals the ranges of `tid` that ended before `time`: no call still to come is in them.
-    fn seal(&mut self, tid: u64, time: u64) {
+    /// Seals the ranges of `tid` that ended before `time` (every one that ended, with `all`):
+    /// no call still to come is in them.
+    fn seal(&mut self, tid: u64, time: u64, all: bool) {
         let Some(th) = self.threads.get_mut(&tid) else {
             return;
         };
-        let slots = &mut self.slots;
-        let mut sealed = Vec::new();
-        th.open.retain(|&i| {
-            let s = &mut slots[i as usize];
-            if s.end.is_some_and(|end| end < time) {
-                s.sealed = true;
-                sealed.push(i);
-                false
-            } else {
-                true
-            }
+        let slots = &self.slots;
+        // The latest begun first: ranges that nest come off the top of the chain.
+        let due = th.chain.due(time, all, |i, begun| {
+            let s = &slots[i as usize];
+            s.live && !s.sealed && s.begun == begun
         });
-        for i in sealed {
-            self.over(i);
+        for (_, i) in due {
+            self.slots[i as usize].sealed = true;
+            let (slots, th) = (&mut self.slots, self.threads.entry(tid).or_default());
+            let top = (th.chain).remove(i, &mut self.nodes, |s| slots[s as usize].nodes_left += 1);
+            // Done nodes hand their work down the chain from the top.
+            if let Some(top) = top {
+                self.settle_node(top);
+            }
+        }
+    }
+
+    /// Hands what node `n` gathered to the ranges of the nodes that are done, from it down.
+    fn settle_node(&mut self, n: u32) {
+        let spans = self.mode == Mode::Tracks;
+        let mut done = Vec::new();
+        self.nodes
+            .settle(n, spans, |slot, acc| done.push((slot, acc.clone())));
+        for (slot, acc) in done {
+            let s = &mut self.slots[slot as usize];
+            s.acc.merge(&acc, spans);
+            s.nodes_left -= 1;
+            self.over(slot);
         }
     }
 
     /// Retires range `i` if it is over: sealed, its calls' work settled.
     fn over(&mut self, i: u32) {
         let s = &mut self.slots[i as usize];
-        if !s.live || !s.sealed || s.pending > 0 {
+        if !s.live || !s.sealed || s.nodes_left > 0 {
             return;
         }
         let Some(end) = s.end else {
@@ -258,15 +280,15 @@ impl Projector {
             Mode::Summary | Mode::Collect | Mode::Tracks => {
                 let a = self.acc.entry(key).or_default();
                 a.durations.add(duration);
-                a.gpu_records += s.gpu_records;
-                a.gpu_ns = a.gpu_ns.saturating_add(s.gpu_ns);
+                a.gpu_records += s.acc.records;
+                a.gpu_ns = a.gpu_ns.saturating_add(s.acc.ns);
                 a.own_gpu_records += s.own_gpu_records;
                 a.own_gpu_ns = a.own_gpu_ns.saturating_add(s.own_gpu_ns);
                 match self.mode {
                     Mode::Collect => self.ranges.push(s.clone()),
                     Mode::Tracks => {
                         let (id, tid, message) = (s.begun, s.tid, s.message);
-                        let spans = std::mem::take(&mut self.slots[i as usize].spans);
+                        let spans = std::mem::take(&mut self.slots[i as usize].acc.spans);
                         self.shown.push(Shown::Over {
                             id,
                             tid,
@@ -285,7 +307,7 @@ impl Projector {
     pub fn nvtx(&mut self, tid: u64, e: &NvtxEvent) {
         let time = e.time_ns;
         if self.mode != Mode::Durations {
-            self.seal(tid, time);
+            self.seal(tid, time, false);
         }
         let kept = self.kept(time);
         match e.kind {
@@ -343,11 +365,10 @@ impl Projector {
     /// (API calls, GPU records) have in the trace.
     pub fn api(&mut self, tid: u64, index: u64, start: u64, correlation: u64, counts: (u32, u32)) {
         let (calls, gpu_records) = counts;
-        self.seal(tid, start);
+        self.seal(tid, start, false);
         let mut target = Target {
             start: (start, index),
-            ranges: Vec::new(),
-            innermost: None,
+            node: None,
             external: Vec::new(),
         };
         if let Some(th) = self.threads.get(&tid) {
@@ -358,19 +379,14 @@ impl Projector {
                 }
             }
             if gpu_records > 0 {
-                target.ranges.clone_from(&th.open);
-                let slots = &self.slots;
-                target.innermost = th.open.iter().copied().max_by_key(|&i| {
-                    let s = &slots[i as usize];
-                    (s.start, s.begun)
-                });
+                target.node = th.chain.nodes.last().copied();
             }
         }
         if gpu_records == 0 {
             return;
         }
-        for &i in &target.ranges {
-            self.slots[i as usize].pending += 1;
+        if let Some(n) = target.node {
+            self.nodes.nodes[n as usize].pending += 1;
         }
         let early = self.early.remove(&correlation);
         let call = self.calls.entry(correlation).or_insert_with(|| {
@@ -417,46 +433,26 @@ impl Projector {
     /// Adds the settled work of the calls with one id to their ranges and external ids.
     fn settle(&mut self, call: Call) {
         let w = call.work;
+        let spans = self.mode == Mode::Tracks;
         for t in call.calls {
-            for &i in &t.ranges {
-                let r = &mut self.slots[i as usize];
-                r.pending -= 1;
-                if w.records == 0 {
-                    continue;
-                }
-                r.gpu_records += w.records;
-                r.gpu_ns = r.gpu_ns.saturating_add(w.ns);
-                let device = if t.start < r.first {
-                    r.first = t.start;
-                    w.device
-                } else {
-                    r.span.map_or(w.device, |s| s.0)
-                };
-                r.span = Some(match r.span {
-                    None => (device, w.start, w.end),
-                    Some((_, s, e)) => (device, s.min(w.start), e.max(w.end)),
-                });
-                if self.mode == Mode::Tracks {
-                    match r.spans.iter_mut().find(|s| s.0 == w.device) {
-                        Some(s) => (s.1, s.2) = (s.1.min(w.start), s.2.max(w.end)),
-                        None => r.spans.push((w.device, w.start, w.end)),
-                    }
-                }
-            }
-            if w.records > 0 {
-                if let Some(i) = t.innermost {
-                    let r = &mut self.slots[i as usize];
+            if let Some(n) = t.node {
+                let node = &mut self.nodes.nodes[n as usize];
+                if w.records > 0 {
+                    let work = (w.records, w.ns, w.device, w.start, w.end);
+                    node.acc.add(t.start, work, spans);
+                    let r = &mut self.slots[node.slot as usize];
                     r.own_gpu_records += w.records;
                     r.own_gpu_ns = r.own_gpu_ns.saturating_add(w.ns);
                 }
+                node.pending -= 1;
+                self.settle_node(n);
+            }
+            if w.records > 0 {
                 for key in &t.external {
                     let row = self.rows.entry(*key).or_insert((0, 0, 0));
                     row.1 += w.records;
                     row.2 = row.2.saturating_add(w.ns);
                 }
-            }
-            for &i in &t.ranges {
-                self.over(i);
             }
         }
     }
@@ -479,8 +475,16 @@ impl Projector {
     /// start before `floor` ([`Projector::floor`]): no later work can start them earlier, though
     /// it may end them later.
     pub fn gpu_spans(&self, floor: u64, mut f: impl FnMut(LiveSpan)) {
-        for s in self.slots.iter().filter(|s| s.live) {
-            for &span in s.spans.iter().filter(|sp| sp.1 < floor) {
+        let mut so_far: FastMap<u32, Spans> = Default::default();
+        for (slot, spans) in self.nodes.live_spans() {
+            merge_spans(so_far.entry(slot).or_default(), &spans);
+        }
+        for (i, s) in self.slots.iter().enumerate().filter(|(_, s)| s.live) {
+            let mut spans = s.acc.spans.clone();
+            if let Some(live) = so_far.get(&(i as u32)) {
+                merge_spans(&mut spans, live);
+            }
+            for &span in spans.iter().filter(|sp| sp.1 < floor) {
                 f(LiveSpan {
                     id: s.begun,
                     tid: s.tid,
@@ -501,6 +505,10 @@ impl Projector {
             self.settle(c);
         }
         self.early.clear();
+        let tids: Vec<u64> = self.threads.keys().copied().collect();
+        for tid in tids {
+            self.seal(tid, u64::MAX, true);
+        }
         self.open = 0;
         for i in 0..self.slots.len() as u32 {
             let s = &mut self.slots[i as usize];
@@ -554,9 +562,9 @@ impl Projector {
                 start_ns: s.start,
                 end_ns: s.end.unwrap_or(s.start),
                 level: s.level,
-                gpu_records: s.gpu_records,
-                gpu_ns: s.gpu_ns,
-                gpu_span: s.span,
+                gpu_records: s.acc.records,
+                gpu_ns: s.acc.ns,
+                gpu_span: s.acc.gpu_span(),
                 own_gpu_records: s.own_gpu_records,
                 own_gpu_ns: s.own_gpu_ns,
             })

@@ -398,9 +398,25 @@ fn process(out: &mut String, t: &Trace, c: &Counts) {
             json_string(&n.message)
         );
     }
+    let listed: Vec<String> = t
+        .damaged
+        .listed
+        .iter()
+        .map(|r| {
+            format!(
+                "{{\"offset\":{},\"kind\":{},\"start_ns\":{},\"end_ns\":{}}}",
+                r.offset,
+                json_string(r.kind),
+                r.start_ns,
+                r.end_ns
+            )
+        })
+        .collect();
     let _ = write!(
         out,
-        "],\"damage\":{}}}",
+        "],\"damaged_records\":{{\"count\":{},\"listed\":[{}]}},\"damage\":{}}}",
+        t.damaged.count,
+        listed.join(","),
         t.damage.as_deref().map_or("null".to_string(), json_string)
     );
 }

@@ -132,10 +132,16 @@ impl Rereader {
 }
 
 /// The records of indexed chunk `c`, read again as `chunk` from the file at `path`
-/// (damaged payloads were skipped on the first pass and are not indexed); peer-to-peer copies
-/// as the copies they are.
+/// (damaged payloads were skipped on the first pass and are not indexed; records that end
+/// before they start are set aside, as on the first pass); peer-to-peer copies as the copies
+/// they are.
 pub fn decode(c: &ChunkRef, chunk: &Chunk, path: &Path) -> Result<Records, StreamError> {
-    match Records::decode(c.kind, chunk) {
+    let mut records = Records::decode(c.kind, chunk);
+    if let Ok(r) = &mut records {
+        // Counted on the first read.
+        r.set_aside_damaged(|_, _, _, _| {});
+    }
+    match records {
         Ok(Records::PeerCopies(p)) => Ok(Records::Memcpys(p.into_iter().map(|p| p.copy).collect())),
         Ok(r) => Ok(r),
         Err(why) => Err(StreamError::Changed {

@@ -95,9 +95,13 @@ impl LinkTable {
         let len = self.cells.len() as u64;
         let most = DENSE_IDS.saturating_add(self.notes.saturating_mul(DENSE_PER_ID));
         if id < self.base && (self.base - id).saturating_add(len) <= most {
-            let grow = (self.base - id) as usize;
-            self.cells.splice(0..0, std::iter::repeat_n(0, grow));
-            self.base = id;
+            // Grown at the front by at least as much as it holds (within the bound), so that
+            // ids coming in descending order cost amortized constant time, not a move of the
+            // whole range each.
+            let grow = (self.base - id).max(len.min(most - len)).min(self.base);
+            self.cells
+                .splice(0..0, std::iter::repeat_n(0, grow as usize));
+            self.base -= grow;
         }
         let i = id.wrapping_sub(self.base);
         if id >= self.base && (i < len || i < most) {

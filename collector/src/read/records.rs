@@ -82,6 +82,63 @@ impl Records {
     }
 }
 
+impl Records {
+    /// Takes out the records that end before they start (which no timeline or duration can
+    /// place), handing `f` each one's index in the chunk, kind in words, start and end.
+    pub fn set_aside_damaged(&mut self, mut f: impl FnMut(usize, &'static str, u64, u64)) {
+        fn split<T>(
+            v: &mut Vec<T>,
+            kind: &'static str,
+            span: impl Fn(&T) -> (u64, u64),
+            f: &mut impl FnMut(usize, &'static str, u64, u64),
+        ) {
+            if v.iter().all(|r| {
+                let (s, e) = span(r);
+                e >= s
+            }) {
+                return;
+            }
+            let mut i = 0;
+            v.retain(|r| {
+                let (s, e) = span(r);
+                i += 1;
+                if e < s {
+                    f(i - 1, kind, s, e);
+                }
+                e >= s
+            });
+        }
+        match self {
+            Records::Api(v) => split(v, "API record", |r| (r.start_ns, r.end_ns), &mut f),
+            Records::Kernels(v) => split(v, "kernel", |r| (r.start_ns, r.end_ns), &mut f),
+            Records::Memcpys(v) => split(v, "memcpy", |r| (r.start_ns, r.end_ns), &mut f),
+            Records::PeerCopies(v) => split(
+                v,
+                "peer-to-peer memcpy",
+                |r| (r.copy.start_ns, r.copy.end_ns),
+                &mut f,
+            ),
+            Records::Memsets(v) => split(v, "memset", |r| (r.start_ns, r.end_ns), &mut f),
+            Records::Syncs(v) => split(v, "synchronization", |r| (r.start_ns, r.end_ns), &mut f),
+            Records::Nvtx(_) | Records::Memory(_) => {}
+        }
+    }
+
+    /// The size in the file of one record of this kind.
+    pub fn record_size(&self) -> usize {
+        match self {
+            Records::Api(_) => ApiRecord::SIZE,
+            Records::Kernels(_) => KernelRecord::SIZE,
+            Records::Memcpys(_) => MemcpyRecord::SIZE,
+            Records::PeerCopies(_) => PeerCopyRecord::SIZE,
+            Records::Memsets(_) => MemsetRecord::SIZE,
+            Records::Nvtx(_) => NvtxEvent::SIZE,
+            Records::Memory(_) => MemoryRecord::SIZE,
+            Records::Syncs(_) => SyncRecord::SIZE,
+        }
+    }
+}
+
 /// A GPU record, as a slice shows it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Gpu<'a> {

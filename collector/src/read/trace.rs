@@ -3,14 +3,17 @@
 //! [`RecordSink`] a chunk at a time ([`KeepAll`] keeps them too: [`load_trace`]). A file
 //! whose header cannot be read is an error ([`LoadError`]); damage after the header (a
 //! truncated or corrupt chunk) ends the read, and the chunks before it are kept, with the
-//! damage described in [`Trace::damage`].
+//! damage described in [`Trace::damage`]. A record that ends before it starts is set aside
+//! and counted, with its offset, in [`Trace::damaged`] (the rereads of `index.rs` set it aside
+//! again, uncounted).
 
 use super::inputs::{each_input, open_trace_file, LoadError};
 use super::records::{Kind, Records};
-use crate::model::Trace;
+use crate::model::{DamagedRecord, Trace};
 use rtrace_format::ring::FLAG_SALVAGED;
 use rtrace_format::{
     Chunk, ChunkKind, DeviceInfo, Notice, ProcessEnd, ProcessHeader, ThreadInfo, TraceReader,
+    CHUNK_HEADER_LEN,
 };
 use std::collections::HashMap;
 use std::io::{BufReader, Read};
@@ -83,7 +86,18 @@ impl Trace {
                     }
                     if let Some(kind) = Kind::of(chunk.header.kind) {
                         match Records::decode(kind, &chunk) {
-                            Ok(records) => {
+                            Ok(mut records) => {
+                                let size = records.record_size() as u64;
+                                let first = chunk.offset + CHUNK_HEADER_LEN as u64;
+                                let damaged = &mut trace.damaged;
+                                records.set_aside_damaged(|i, kind, start_ns, end_ns| {
+                                    damaged.add(DamagedRecord {
+                                        offset: first + i as u64 * size,
+                                        kind,
+                                        start_ns,
+                                        end_ns,
+                                    })
+                                });
                                 if let Records::Api(v) = &records {
                                     api_read += v.len() as u64;
                                     if chunk.header.flags & FLAG_SALVAGED != 0 {

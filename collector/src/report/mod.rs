@@ -11,8 +11,8 @@
 //!   intervals in any order; an interval is settled once no chunk still to read starts
 //!   before its end ([`crate::gpu_summary::union`]);
 //! - launch latency: API records are looked up by correlation id in a table of a window of
-//!   ids at a time (`ID_RANGE` ids, each window starting at the least id a call has that no
-//!   window held yet: `join.rs`), filled from the API chunks whose ids reach into it, while
+//!   ids at a time (the ids of at most `ID_RANGE` calls, however far apart, each window
+//!   starting past the last: `join.rs`), filled from the API chunks whose ids reach into it, while
 //!   the GPU chunks whose ids do are matched against it ([`crate::gpu_summary::latency`]);
 //! - synchronizations: each is folded into its kind's row once the same join has found the
 //!   call it is linked to (a `cuStreamQuery` or `cuEventQuery` makes it a query);
@@ -56,8 +56,10 @@ use shared::{memory_pass, shared_pass};
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-/// Correlation ids looked up at once by the latency join: a table of 16 bytes per id (64 MiB).
-const ID_RANGE: u64 = 1 << 22;
+/// API records whose correlation ids the latency join holds at once (`join`): an array of 17
+/// bytes per id for the first 2^21 ids of a window (34 MiB), a hash map entry (about 50 bytes)
+/// for each id past them, whatever the span of the ids.
+const ID_RANGE: u64 = 1 << 21;
 
 /// Everything the report prints that is computed from the API and GPU records.
 #[derive(Clone, Debug, Default)]
@@ -158,7 +160,7 @@ pub fn report_inputs(
     report_inputs_with(paths, filter, ID_RANGE)
 }
 
-/// [`report_inputs`], looking correlation ids up `id_range` at a time.
+/// [`report_inputs`], holding the correlation ids of `id_range` API records at a time.
 fn report_inputs_with(
     paths: &[PathBuf],
     filter: &Filter,

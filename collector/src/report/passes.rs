@@ -1,7 +1,7 @@
 //! The passes over a streamed trace's indexed chunks after its first read: the calls behind
 //! its streams and modules ([`linked_calls`]), the selection passes of exact medians
 //! ([`select_streamed`]), and the GPU pass ([`gpu_pass`]: utilisation, launch latency, and
-//! the synchronizations linked to calls, joined by correlation id in windows of ids).
+//! the synchronizations linked to calls, joined by correlation id in windows of ids: `join`).
 
 use super::fold::{self, Merged};
 use super::input::{gpu_records, Input};
@@ -136,39 +136,34 @@ pub(super) fn gpu_pass(
     let mut file = Rereader::open(&input.path)?;
     let id_lo = api.iter().map(|c| c.min_id).min().unwrap_or(u64::MAX);
     let id_hi = api.iter().map(|c| c.max_id).max().unwrap_or(0);
-    let span = id_hi.saturating_sub(id_lo).saturating_add(1);
-    let mut table = join::IdTable::new(span.min(id_range.max(1)) as usize);
+    let mut table = join::IdTable::new(usize::try_from(id_range).unwrap_or(usize::MAX));
     // The id ranges joined, ascending.
     let mut joined: Vec<(u64, u64)> = Vec::new();
-    // Each window starts at the least id an API record has that no window held yet.
+    // Each window starts past the last one's end, and reaches as far as its limit of API
+    // records allows (`join`).
     let mut next = (id_lo <= id_hi).then_some(id_lo);
     while let Some(lo) = next.take() {
         table.window(lo);
-        let hi = table.hi();
         for c in &api {
-            if c.min_id > hi {
-                next = Some(next.map_or(c.min_id, |n| n.min(c.min_id)));
-                continue;
-            }
-            if !c.reaches(lo, hi) {
+            if c.max_id < lo || c.min_id > table.hi() {
                 continue;
             }
             let rank = ranks.get(&c.offset).copied().unwrap_or(0);
             let chunk = file.chunk_of(c)?;
             if let Records::Api(v) = decode(c, &chunk, &input.path)? {
                 for r in v.into_iter().filter_map(|r| input.keep.api(r)) {
-                    let id = r.correlation;
-                    if id > hi {
-                        next = Some(next.map_or(id, |n| n.min(id)));
-                    }
                     let slot = join::Slot {
                         start: r.start_ns,
                         function: r.function,
                         rank,
                     };
-                    table.note(id, slot);
+                    table.note(r.correlation, slot);
                 }
             }
+        }
+        let hi = table.hi();
+        if hi < id_hi {
+            next = Some(hi + 1);
         }
         for (gi, c) in gpu.iter().enumerate() {
             if !c.reaches(lo, hi) {

@@ -451,21 +451,42 @@ fn zero_length_work_only() {
         (u[0].span_ns, u[0].busy_ns, u[0].busy_percent, u[0].gaps),
         (0, 0, Hundredths(0), 0)
     );
-    // Ends before their start count as empty; nothing panics.
+    // Ends before their start cannot be placed: set aside, counted with their offsets.
+    let b = Builder::new(&header(3));
+    let kernel_at = (b.bytes.len() + CHUNK_HEADER_LEN) as u64;
+    let b = b.kernels(&[kernel(0, (0, 0), (100, 50), 0, 1, 1)]);
+    let copy_at = (b.bytes.len() + CHUNK_HEADER_LEN) as u64;
     let odd = read(
-        &Builder::new(&header(3))
-            .kernels(&[kernel(0, (0, 0), (100, 50), 0, 1, 1)])
-            .memcpys(&[copy(CopyKind::Unknown, (0, 0), (100, 40), 8, 0)])
+        &b.memcpys(&[copy(CopyKind::Unknown, (0, 0), (100, 40), 8, 0)])
             .bytes,
     );
+    let damaged: Vec<(u64, &str, u64, u64)> = odd
+        .damaged
+        .listed
+        .iter()
+        .map(|r| (r.offset, r.kind, r.start_ns, r.end_ns))
+        .collect();
+    assert_eq!(
+        (odd.damaged.count, odd.damaged.api, damaged),
+        (
+            2,
+            0,
+            vec![(kernel_at, "kernel", 100, 50), (copy_at, "memcpy", 100, 40)]
+        )
+    );
     let traces = [odd];
-    assert_eq!(kernel_summary(&traces)[0].total_ns, 0);
-    assert_eq!(kernel_summary(&traces)[0].share_percent, Hundredths(0));
-    assert_eq!(memcpy_summary(&traces)[0].kind, CopyKind::Unknown);
-    assert_eq!(utilisation(&traces)[0].span_ns, 0);
+    assert_eq!(
+        (kernel_summary(&traces).len(), memcpy_summary(&traces).len()),
+        (0, 0)
+    );
+    assert_eq!(utilisation(&traces).len(), 0);
     let out = render_report(&traces, Format::Table);
-    assert!(out.contains("kernel#0"), "{out}");
-    assert!(out.lines().any(|l| l.starts_with("unknown ")), "{out}");
+    let line = format!(
+        "  damaged records    2 records end before they start, set aside as damaged: the \
+         kernel at byte {kernel_at} (start 100 ns, end 50 ns), the memcpy at byte {copy_at} \
+         (start 100 ns, end 40 ns)"
+    );
+    assert!(out.lines().any(|l| l == line), "{out}");
 }
 
 #[test]

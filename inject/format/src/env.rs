@@ -72,3 +72,27 @@ pub const STATUS_DIR: &str = "RTRACE_STATUS_DIR";
 pub const LIB: &str = "RTRACE_LIB";
 /// NVTX's own variable: the tool library NVTX v3 loads (librtrace.so points it at itself).
 pub const NVTX_INJECTION64_PATH: &str = "NVTX_INJECTION64_PATH";
+
+/// Read by the collector, not by librtrace.so: the most bytes `rtrace report`, `export` and
+/// `sass` copy from an input that cannot be read twice (standard input, a pipe) into their
+/// temporary file; a number of bytes with an optional `K`, `M`, `G` or `T` (powers of 1024).
+pub const SPOOL_LIMIT: &str = "RTRACE_SPOOL_LIMIT";
+/// [`SPOOL_LIMIT`] when unset: 4 GiB.
+pub const DEFAULT_SPOOL_LIMIT: u64 = 4 << 30;
+
+/// A size as [`SPOOL_LIMIT`] takes it: `4096`, `512K`, `64M`, `4G`, `1T` (powers of 1024).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 10),
+        Some((i, 'M' | 'm')) => (&t[..i], 20),
+        Some((i, 'G' | 'g')) => (&t[..i], 30),
+        Some((i, 'T' | 't')) => (&t[..i], 40),
+        _ => (t, 0),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (bytes, or a number with K, M, G or T)"))?;
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("{s:?} is too large a size"))
+}

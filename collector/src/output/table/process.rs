@@ -195,9 +195,13 @@ fn warnings(out: &mut Page, t: &Trace, c: &Counts) {
     for bad in &t.bad_chunks {
         let _ = writeln!(out, "  warning: skipped the {bad}");
     }
+    if let Some(damaged) = t.damaged.describe() {
+        field(out, "damaged records", damaged);
+    }
     if let (Some(end), None) = (&t.end, &t.damage) {
-        // Records other threads made after the end record was written came from the rings.
-        let records = c.api - t.salvaged.min(c.api);
+        // Set-aside API records were written, and counted by the end record; records other
+        // threads made after the end record was written came from the rings.
+        let records = (c.api + t.damaged.api).saturating_sub(t.salvaged);
         if end.records != records || end.dropped != t.dropped {
             let _ = writeln!(
                 out,
