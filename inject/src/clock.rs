@@ -87,6 +87,9 @@ fn pair() -> (u64, u64) {
     best.1
 }
 
+/// The least time between two calibration pairs.
+const MIN_SAMPLE_GAP_NS: u64 = 1_000_000;
+
 /// Converts ticks to ns. Consumer-owned; keeps the pairs of the last
 /// [`Calibration::CAPACITY`] samples (more than the longest a record waits in a buffer).
 pub struct Calibration {
@@ -162,7 +165,13 @@ impl Calibration {
             return;
         }
         let p = pair();
-        if self.samples.back().is_some_and(|&(t, _)| p.0 <= t) {
+        // Pairs at least 1 ms apart: a pair read back to back is off by tens of ns, which over a
+        // short segment would tilt its slope (and could put a later call before an earlier one).
+        if self
+            .samples
+            .back()
+            .is_some_and(|&(t, n)| p.0 <= t || p.1 < n + MIN_SAMPLE_GAP_NS)
+        {
             return;
         }
         if self.samples.len() == Self::CAPACITY {
