@@ -260,7 +260,7 @@ impl GpuKinds {
 
 pub const DEFAULT_BUFFER_RECORDS: usize = 1 << 16;
 pub const DEFAULT_FLUSH_MS: u64 = 200;
-pub const DEFAULT_FULL_WAIT_MS: u64 = 10;
+pub const DEFAULT_FULL_WAIT_MS: u64 = 100;
 
 impl Config {
     pub fn from_env() -> Config {
@@ -376,7 +376,7 @@ mod tests {
         let c = cfg(&[]);
         assert_eq!(c.output, "rtrace-%p.bin");
         assert_eq!(c.buffer_records, 65536);
-        assert_eq!(c.full_wait_ms, 10);
+        assert_eq!(c.full_wait_ms, 100);
         assert_eq!(c.flush_ms, 200);
         assert_eq!(c.poll_ms, 5);
         assert!(!c.disabled && !c.debug);

@@ -231,16 +231,23 @@ impl Ring {
             return false;
         }
         let deadline = std::time::Instant::now() + wait;
-        loop {
-            std::thread::yield_now();
+        for round in 0u32.. {
+            // Yield a few times, then sleep: threads that spin would starve the worker of the
+            // cores it needs to make room.
+            if round < 4 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }
             if self.make_room(h) {
                 return true;
             }
             if std::time::Instant::now() >= deadline {
-                self.producer.0.gave_up_at.set(tail);
-                return false;
+                break;
             }
         }
+        self.producer.0.gave_up_at.set(tail);
+        false
     }
 
     /// Entries waiting to be copied out.
