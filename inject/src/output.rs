@@ -260,6 +260,7 @@ impl Sink {
         sys::allocate(self.fd, live, RING_PAGE as u64 + first * slot)?;
         sys::extend_to(self.fd, region_end)?;
         let p = sys::map_file(self.fd, live, RING_PAGE + (capacity * slot) as usize)?;
+        sys::populate(p, RING_PAGE + (first * slot) as usize);
         let region = Region::new(p, capacity, Some((self.fd, live + RING_PAGE as u64)));
         region.set_allocated(first);
         Ok(Box::leak(Box::new(region)))

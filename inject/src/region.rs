@@ -12,6 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Slots the file backs when a region is made (32 KiB); the ring grows by four times.
 pub const FIRST_SLOTS: u64 = 1024;
+/// The most slots a ring grows by at once (1 MiB).
+const GROW_AT_MOST: u64 = 32768;
 
 /// Memory for one ring at a time: a live page and `capacity` slots, in the trace file (a shared
 /// mapping, backed by disk blocks as far as [`live::ALLOCATED`] says) or, where the file
@@ -102,10 +104,17 @@ impl Region {
         if self.grow_error.load(Ordering::Relaxed) != 0 {
             return false;
         }
-        let more = (allocated * 4).clamp(FIRST_SLOTS, self.capacity);
+        // Four times as many, but at most a megabyte more at once: the new pages are faulted in
+        // by one call, on the producer's thread.
+        let more = (allocated * 4)
+            .min(allocated + GROW_AT_MOST)
+            .clamp(FIRST_SLOTS, self.capacity);
         let size = ApiRecord::SIZE as u64;
         match crate::sys::allocate(fd, slots_at + allocated * size, (more - allocated) * size) {
             Ok(()) => {
+                // SAFETY: slots `allocated..more` lie in this region's mapping.
+                let first = unsafe { self.slots.add((allocated * size) as usize) };
+                crate::sys::populate(first, ((more - allocated) * size) as usize);
                 self.field(live::ALLOCATED).store(more, Ordering::Release);
                 true
             }

@@ -2,6 +2,9 @@
  * Prints one line per round: "round <r> ns_per_call <x>".
  * Usage: hotpath [calls-per-round] [rounds] [nvtx]
  * With "nvtx", each "call" is an NVTX push and pop of one range instead.
+ * HOTPATH_WARMUP (default 1000) sets the untimed calls (or pairs) made first: more than a
+ * traced thread's buffer holds, and the timed rounds find its pages in memory (a buffer's first
+ * lap faults the trace file's pages in: rtrace's rings are pages of the file).
  * Built and run side by side, untraced and traced, by tools/bench-hotpath.sh. */
 #include <cuda.h>
 #include <nvtx3/nvToolsExt.h>
@@ -25,8 +28,11 @@ int main(int argc, char **argv) {
         return 1;
     }
     int v = 0;
-    for (long i = 0; i < 1000; i++) cuDriverGetVersion(&v); /* warm-up */
-    for (long i = 0; nvtx && i < 1000; i++) {
+    const char *w = getenv("HOTPATH_WARMUP");
+    long warmup = w ? atol(w) : 1000;
+    for (long i = 0; !nvtx && i < warmup; i++) cuDriverGetVersion(&v); /* warm-up */
+    for (long i = 0; i < 1000; i++) cuDriverGetVersion(&v);
+    for (long i = 0; nvtx && i < warmup; i++) {
         nvtxRangePushA("step");
         nvtxRangePop();
     }
