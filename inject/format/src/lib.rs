@@ -2,9 +2,10 @@
 //! `rtrace` collector (the reader).
 //!
 //! A trace file is a file header followed by self-delimiting chunks, appended
-//! as the injected library's worker drains per-thread buffers. A process that
-//! is killed at any point leaves a file that is readable up to its last whole
-//! chunk.
+//! as the injected library's worker drains per-thread buffers. The buffers are
+//! themselves chunks of the file ([`ring`]), so a process that ends at any point
+//! leaves a file that holds every record it made: [`TraceReader`] rebuilds
+//! those no chunk held.
 //!
 //! ```text
 //! file   := header chunk*
