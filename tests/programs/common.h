@@ -44,6 +44,20 @@ static const char MODULE_IMAGE[] __attribute__((unused)) =
     "kernel add_u32 700\n"
     "kernel empty 1000\n";
 
+/* 6 calls: init, device 0, its primary context made current, a 4 KiB allocation set to 1s. */
+static inline CUdeviceptr setup_context(void) {
+    CUdevice dev;
+    CUcontext ctx;
+    CUdeviceptr buf;
+    CHECK(cuInit(0));
+    CHECK(cuDeviceGet(&dev, 0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CHECK(cuCtxSetCurrent(ctx));
+    CHECK(cuMemAlloc(&buf, 4096));
+    CHECK(cuMemsetD8(buf, 1, 4096));
+    return buf;
+}
+
 /* k cheap driver calls, alternating cuCtxGetCurrent and cuDriverGetVersion. */
 static inline void cheap(long k) {
     CUcontext cur;

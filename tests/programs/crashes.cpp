@@ -44,15 +44,7 @@ int main(int argc, char **argv) {
     }
     const char *mode = argv[1];
     long n = argc > 2 ? atol(argv[2]) : 100000;
-    CUdevice dev;
-    CUcontext ctx;
-    CUdeviceptr buf;
-    CHECK(cuInit(0));
-    CHECK(cuDeviceGet(&dev, 0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CHECK(cuCtxSetCurrent(ctx));
-    CHECK(cuMemAlloc(&buf, 4096));
-    CHECK(cuMemsetD8(buf, 1, 4096));
+    setup_context();
     cheap(n);
     printf("crashes mode=%s calls=%ld\n", mode, calls);
     fflush(stdout);

@@ -68,16 +68,7 @@ int main(int argc, char **argv) {
         }
         return 0;
     }
-    CUdevice dev;
-    CUcontext ctx;
-    CUdeviceptr buf;
-
-    CHECK(cuInit(0));
-    CHECK(cuDeviceGet(&dev, 0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CHECK(cuCtxSetCurrent(ctx));
-    CHECK(cuMemAlloc(&buf, 4096));
-    CHECK(cuMemsetD8(buf, 1, 4096));
+    setup_context();
     cheap(100);
 
     if (strcmp(mode, "return") == 0) {

@@ -350,6 +350,16 @@ pub fn command(spec: &Spec, dir: &Path) -> Command {
     for (k, v) in spec.env {
         cmd.env(k, v);
     }
+    // The programs start with SIGINT and SIGTERM at their defaults, however the tests were
+    // started (a shell's background job inherits SIGINT ignored).
+    // SAFETY: signal() only, in the child before exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            Ok(())
+        });
+    }
     cmd
 }
 
