@@ -88,6 +88,12 @@ pub struct Trace {
     /// copied into a chunk when it ended (killed, crashed, `exec`, or still calling while its
     /// trace's end was written).
     pub salvaged: u64,
+    /// Kernels, copies and memsets rebuilt from CUPTI's buffers in the file, with their times
+    /// (CUPTI had timed them but the library had not written them out).
+    pub salvaged_gpu: u64,
+    /// GPU work the process launched that CUPTI had not timed when it ended (rebuilt from
+    /// CUPTI's buffers in the file).
+    pub untimed: Vec<rtrace_format::gpu_region::UntimedWork>,
     /// The `errno` of a failed write of the trace the library reported (28: the disk was full).
     pub write_error: Option<u64>,
     /// Records set aside, counted, because the collector cannot place them (an end before

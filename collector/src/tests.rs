@@ -217,7 +217,7 @@ fn json_is_exact() {
     let t = read(&sample().bytes);
     let expected = concat!(
         "{\"processes\":[\n",
-        "  {\"file\":\"t.bin\",\"format_version\":\"2.0\",\"pid\":1234,\"ppid\":1,",
+        "  {\"file\":\"t.bin\",\"format_version\":\"2.1\",\"pid\":1234,\"ppid\":1,",
         "\"forked_from\":null,\"command_line\":[\"./app\",\"--size\",\"2 MB\"],",
         "\"executable\":\"/opt/app\",\"hostname\":\"gpu1\",\"boot_id\":\"b00t\",",
         "\"writer_version\":\"0.1.0\",\"start\":{\"monotonic_ns\":1000,",
@@ -225,7 +225,7 @@ fn json_is_exact() {
         "\"start_time\":\"2024-05-01T12:34:56.789Z\",\"duration_ns\":2500000,",
         "\"duration_complete\":true,\"end_reason\":\"exit\",\"threads\":2,",
         "\"api_records\":8,\"kernel_records\":0,\"memcpy_records\":0,\"memset_records\":0,",
-        "\"dropped\":3,\"salvaged_records\":0,\"write_error\":null,\"unwrapped_lookups\":2,\"unknown_chunks\":0,",
+        "\"dropped\":3,\"salvaged_records\":0,\"salvaged_gpu_records\":0,\"untimed_gpu_work\":{\"kernel\":0,\"memcpy\":0,\"memset\":0,\"kernel_names\":[]},\"write_error\":null,\"unwrapped_lookups\":2,\"unknown_chunks\":0,",
         "\"notices\":[{\"time_ns\":1500,\"message\":\"hello from the tracer\"}],",
         "\"damaged_records\":{\"count\":0,\"listed\":[]},\"damage\":null}\n",
         "],\n",

@@ -437,6 +437,13 @@ static FILTER: std::sync::Mutex<Option<Option<KernelFilter>>> = std::sync::Mutex
 /// Why the kernel filter is off, once (for a notice).
 pub static FILTER_ERROR: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
 
+/// Whether capture control chooses which GPU work records to keep (capture ranges, or the
+/// kernel filter).
+pub fn chooses_gpu_work() -> bool {
+    let c = &state::config().capture;
+    c.gates() || c.kernel_regex.is_some() || c.kernel_skip != 0 || c.kernel_count.is_some()
+}
+
 /// A GPU work record with `flags`: false (and counted) when it is to be left out.
 pub fn keep_work(flags: u32) -> bool {
     if drop_unlinked(flags) {

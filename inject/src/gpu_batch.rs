@@ -49,6 +49,9 @@ pub struct GpuBatch {
     pub functions: Vec<u8>,
     pub new_names: Vec<(u32, String)>,
     pub names: HashMap<String, u32>,
+    /// Kernel names' addresses in this process (CUPTI's strings) → name id, and the new ones.
+    name_addresses: HashMap<u64, u32>,
+    new_name_addresses: Vec<(u64, u32)>,
 }
 
 impl GpuBatch {
@@ -62,6 +65,19 @@ impl GpuBatch {
         id
     }
 
+    /// Whether the kernel name at `address` has an id.
+    pub fn knows_address(&self, address: u64) -> bool {
+        self.name_addresses.contains_key(&address)
+    }
+
+    /// Notes that the kernel name at `address` (CUPTI's string) has id `id`, for a reader
+    /// that rebuilds records from CUPTI's buffers.
+    pub fn name_address(&mut self, address: u64, id: u32) {
+        if self.name_addresses.insert(address, id).is_none() {
+            self.new_name_addresses.push((address, id));
+        }
+    }
+
     /// Hands the collected records to `chunk` (kind, payload), new kernel names first, and
     /// empties the batch (its buffers and the name table are kept).
     pub fn emit(&mut self, mut chunk: impl FnMut(ChunkKind, &[u8])) {
@@ -71,6 +87,15 @@ impl GpuBatch {
             );
             chunk(ChunkKind::KernelNames, &payload);
             self.new_names.clear();
+        }
+        if !self.new_name_addresses.is_empty() {
+            let mut payload = Vec::new();
+            rtrace_format::gpu_region::encode_name_addresses(
+                &self.new_name_addresses,
+                &mut payload,
+            );
+            chunk(ChunkKind::KernelNameAddresses, &payload);
+            self.new_name_addresses.clear();
         }
         for (kind, data) in [
             (ChunkKind::Kernels, &mut self.kernels),

@@ -1,6 +1,7 @@
 //! The trace file: its path, its header and the buffered writer the consumer uses.
 
 use crate::generated::id::FUNCTION_NAMES;
+use crate::region::GpuRegion;
 use crate::ring::{Region, Ring, FIRST_SLOTS};
 use crate::state::{self, UNWRAPPED_LOOKUPS};
 use crate::{clock, files, sys};
@@ -55,6 +56,12 @@ pub struct Sink {
     broken: bool,
     /// Whether the notice that a ring could not grow was written.
     pub grow_error_said: bool,
+    /// CUPTI buffers whose records are in `pending`: cleared once it is written, then in
+    /// `gpu_freed` for CUPTI again.
+    pub gpu_written: Vec<&'static GpuRegion>,
+    pub gpu_freed: Vec<&'static GpuRegion>,
+    /// Whether the GPU buffer layout chunk was written.
+    gpu_layout_written: bool,
 }
 
 const FLUSH_AT: usize = 1 << 20;
@@ -101,6 +108,9 @@ impl Sink {
             threads: 0,
             broken: false,
             grow_error_said: false,
+            gpu_written: Vec::new(),
+            gpu_freed: Vec::new(),
+            gpu_layout_written: false,
         };
         sink.pending.extend_from_slice(&encode_file_header(&header));
         let names = encode_function_names(
@@ -205,6 +215,9 @@ impl Sink {
                 for (ring, to) in self.releases.drain(..) {
                     ring.release(to);
                 }
+                // A region the file has no more room for is not lent again.
+                let freed = self.gpu_written.drain(..).filter(|r| r.clear());
+                self.gpu_freed.extend(freed);
             }
             Err(e) => {
                 // The entries stay in their rings, where a reader finds them.
@@ -263,6 +276,58 @@ impl Sink {
         sys::populate(p, RING_PAGE + (first * slot) as usize);
         let region = Region::new(p, capacity, Some((self.fd, live + RING_PAGE as u64)));
         region.set_allocated(first);
+        Ok(Box::leak(Box::new(region)))
+    }
+
+    /// The file offset where what is pending will be written.
+    pub fn pending_at(&self) -> u64 {
+        self.end
+    }
+
+    /// Appends a CUPTI buffer of `len` bytes (a multiple of the page size) to the file, after
+    /// what is pending, with its disk blocks, and maps it; `layout` (how to read it) goes
+    /// before the first one.
+    pub fn reserve_gpu_region(
+        &mut self,
+        len: u64,
+        layout: &rtrace_format::gpu_region::GpuBufferLayout,
+    ) -> io::Result<&'static GpuRegion> {
+        use rtrace_format::gpu_region::{
+            gpu_region_layout, GpuRegionDescriptor, GPU_REGION_LAYOUT,
+        };
+        use rtrace_format::ring::{FLAG_LIVE, RING_PAGE};
+        if sys::page_size() != RING_PAGE {
+            return Err(io::Error::other("the page size is not 4 KiB"));
+        }
+        if !self.gpu_layout_written {
+            let payload = rtrace_format::encode_value(layout);
+            self.chunk(ChunkKind::GpuBufferLayout, 0, 0, 0, &payload);
+            self.gpu_layout_written = true;
+        }
+        self.flush()?;
+        let at = self.end;
+        let (payload_len, live_at) = gpu_region_layout(at, len);
+        let descriptor = GpuRegionDescriptor {
+            layout: GPU_REGION_LAYOUT,
+            live_at,
+            len,
+        }
+        .to_bytes();
+        let mut header = ChunkHeader::new(ChunkKind::GpuBufferRegion, 0, 0, 0, &descriptor);
+        header.flags = FLAG_LIVE;
+        header.payload_len = payload_len;
+        header.crc = header.checksum(&descriptor);
+        let mut head = header.encode().to_vec();
+        head.extend_from_slice(&descriptor);
+        sys::pwrite_all(self.fd, &head, at)?;
+        let region_end = at + rtrace_format::CHUNK_HEADER_LEN as u64 + u64::from(payload_len);
+        self.end = region_end;
+        let live = at + rtrace_format::CHUNK_HEADER_LEN as u64 + u64::from(live_at);
+        let mapped = RING_PAGE + len as usize;
+        sys::allocate(self.fd, live, mapped as u64)?;
+        let p = sys::map_file(self.fd, live, mapped)?;
+        sys::populate(p, mapped);
+        let region = GpuRegion::new(p, len as usize, self.fd, live + RING_PAGE as u64);
         Ok(Box::leak(Box::new(region)))
     }
 

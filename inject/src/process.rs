@@ -46,7 +46,7 @@ struct Rings {
 }
 
 /// How long a thread's first record waits for the consumer to put a new region in the file.
-const REGION_WAIT: Duration = Duration::from_secs(1);
+pub const REGION_WAIT: Duration = Duration::from_secs(1);
 
 /// What the first ring of a process runs (set by the session before tracing starts).
 static OPENER: OnceLock<fn(&'static Process) -> bool> = OnceLock::new();

@@ -149,3 +149,112 @@ impl WhenFull {
         wait: std::time::Duration::ZERO,
     };
 }
+
+/// One CUPTI activity buffer in pages of the trace file ([`rtrace_format::gpu_region`]): a live
+/// page, then `len` bytes CUPTI writes its records into. Made once and never unmapped; lent to
+/// CUPTI again once what it held is written.
+pub struct GpuRegion {
+    live: *mut u8,
+    buffer: *mut u8,
+    len: usize,
+    /// The trace file and the offset of the buffer in it.
+    fd: i32,
+    at: u64,
+    /// The process whose trace file it is (a forked child must not lend it to its CUPTI).
+    owner: u32,
+    /// How far the worker has looked at the records CUPTI wrote (for their kernel names).
+    pub looked_at: std::sync::atomic::AtomicUsize,
+}
+
+// SAFETY: the region's memory is handed between CUPTI, the thread CUPTI completes buffers on
+// and the worker, one at a time; the live page's fields are atomics.
+unsafe impl Sync for GpuRegion {}
+unsafe impl Send for GpuRegion {}
+
+impl GpuRegion {
+    /// A region over `live` (one page) followed by `len` bytes, the buffer at file offset `at`
+    /// of `fd`; the memory must stay mapped for the life of the process.
+    pub fn new(live: *mut u8, len: usize, fd: i32, at: u64) -> GpuRegion {
+        GpuRegion {
+            live,
+            // SAFETY: the buffer follows the live page in the same mapping.
+            buffer: unsafe { live.add(RING_PAGE) },
+            len,
+            fd,
+            at,
+            owner: std::process::id(),
+            looked_at: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// The 8 bytes at `at` (a multiple of 8) of the buffer, which CUPTI may be writing.
+    pub fn word(&self, at: usize) -> Option<u64> {
+        if !at.is_multiple_of(8) || at + 8 > self.len {
+            return None;
+        }
+        // SAFETY: an aligned u64 inside the buffer, which is mapped for the life of the
+        // process; read atomically, as CUPTI may be writing it.
+        Some(unsafe { &*(self.buffer.add(at) as *const AtomicU64) }.load(Ordering::Acquire))
+    }
+
+    /// Whether it is this process's (not its parent's, inherited through `fork`).
+    pub fn is_ours(&self) -> bool {
+        self.owner == std::process::id()
+    }
+
+    fn field(&self, at: usize) -> &AtomicU64 {
+        debug_assert!(at.is_multiple_of(8) && at < RING_PAGE);
+        // SAFETY: the live page is mapped for the life of the process, page-aligned, and every
+        // field is an aligned u64 only ever accessed atomically.
+        unsafe { &*(self.live.add(at) as *const AtomicU64) }
+    }
+
+    /// The buffer's first byte and its length, for CUPTI.
+    pub fn buffer(&self) -> (*mut u8, usize) {
+        (self.buffer, self.len)
+    }
+
+    /// CUPTI holds the buffer.
+    pub fn lent(&self) {
+        use rtrace_format::gpu_region::{live, BUFFER_WITH_CUPTI};
+        self.looked_at.store(0, Ordering::Relaxed);
+        self.field(live::WRITTEN_AT).store(0, Ordering::Relaxed);
+        self.field(live::STATE)
+            .store(BUFFER_WITH_CUPTI, Ordering::Release);
+    }
+
+    /// CUPTI handed the buffer back with `valid` bytes of records, timed on the program's
+    /// clock or not.
+    pub fn delivered(&self, valid: usize, program_clock: bool) {
+        use rtrace_format::gpu_region::{live, BUFFER_DELIVERED};
+        self.field(live::VALID)
+            .store(valid as u64, Ordering::Relaxed);
+        self.field(live::PROGRAM_CLOCK)
+            .store(u64::from(program_clock), Ordering::Relaxed);
+        self.field(live::STATE)
+            .store(BUFFER_DELIVERED, Ordering::Release);
+    }
+
+    /// The chunks of its records are written from file offset `at` on.
+    pub fn written_from(&self, at: u64) {
+        use rtrace_format::gpu_region::live;
+        self.field(live::WRITTEN_AT).store(at, Ordering::Release);
+    }
+
+    /// Its records are written: the region holds nothing, its buffer is zero again (the file's
+    /// blocks given back and taken anew). False when the file has no room for it any more.
+    pub fn clear(&self) -> bool {
+        use rtrace_format::gpu_region::{live, BUFFER_FREE};
+        self.field(live::STATE)
+            .store(BUFFER_FREE, Ordering::Release);
+        if crate::sys::punch_hole(self.fd, self.at, self.len as u64).is_err() {
+            // SAFETY: the buffer is mapped, and no one else holds it now.
+            unsafe { std::ptr::write_bytes(self.buffer, 0, self.len) };
+        }
+        let room = crate::sys::allocate(self.fd, self.at, self.len as u64).is_ok();
+        if room {
+            crate::sys::populate(self.buffer, self.len);
+        }
+        room
+    }
+}

@@ -39,6 +39,7 @@ pub fn start() {
         process::set_opener(open);
         actions::install(end_actions());
         cupti::set_exit_sequence(|| drain_and_finish(Ending::CuptiExit));
+        cupti::set_region_source(gpu_region);
         state::advance(State::Uninit, State::Running);
         diag::log(&["tracing armed"]);
         for msg in capture::configure() {
@@ -52,6 +53,19 @@ pub fn start() {
             cupti::notice(msg);
         }
     });
+}
+
+/// A CUPTI buffer of `len` bytes in the trace file (made by the worker's writer, waited for
+/// as a thread's ring is).
+fn gpu_region(
+    len: u64,
+    layout: &rtrace_format::gpu_region::GpuBufferLayout,
+) -> Option<&'static crate::region::GpuRegion> {
+    process::current()?
+        .with_consumer(process::REGION_WAIT, |sink| {
+            sink.reserve_gpu_region(len, layout)
+        })?
+        .ok()
 }
 
 /// What the hot path runs after particular calls: GPU activity starts after the program's

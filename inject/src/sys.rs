@@ -166,6 +166,62 @@ pub fn pwrite_all(fd: i32, mut buf: &[u8], mut at: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// Copies the NUL-terminated string at `addr` in this process's memory into `out` (without
+/// its NUL), reading through the kernel so that an address that is not mapped fails instead
+/// of faulting. False when it cannot be read or has no NUL within `out`'s capacity.
+pub fn read_own_string(addr: u64, out: &mut Vec<u8>) -> bool {
+    out.clear();
+    let saved = errno();
+    let page = page_size() as u64;
+    let mut at = addr;
+    let mut chunk = [0u8; 4096];
+    let found = loop {
+        if out.len() >= out.capacity() {
+            break false;
+        }
+        let n = ((page - at % page) as usize).min(chunk.len());
+        let local = libc::iovec {
+            iov_base: chunk.as_mut_ptr() as *mut libc::c_void,
+            iov_len: n,
+        };
+        let remote = libc::iovec {
+            iov_base: at as *mut libc::c_void,
+            iov_len: n,
+        };
+        // SAFETY: reads this process's memory through the kernel into `chunk` (n bytes); an
+        // unmapped address gives an error, not a fault.
+        let got = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+        if got != n as isize {
+            break false;
+        }
+        match chunk[..n].iter().position(|&b| b == 0) {
+            Some(end) => {
+                out.extend_from_slice(&chunk[..end]);
+                break true;
+            }
+            None => out.extend_from_slice(&chunk[..n]),
+        }
+        at += n as u64;
+    };
+    set_errno(saved);
+    found
+}
+
+/// Gives back the file's blocks for `len` bytes at `at` (they read as zeros), keeping its size.
+pub fn punch_hole(fd: i32, at: u64, len: u64) -> io::Result<()> {
+    let saved = errno();
+    let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+    // SAFETY: fallocate on an open descriptor; no memory is passed.
+    let rc = unsafe { libc::fallocate(fd, mode, at as libc::off_t, len as libc::off_t) };
+    let r = if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    };
+    set_errno(saved);
+    r
+}
+
 /// Gives `fd` disk blocks for `len` bytes at `at` (extending the file), so that pages of a
 /// shared mapping there can be written without the kernel running out of space (which would
 /// kill the writer with SIGBUS). Filesystems without `fallocate` get zeros written instead.

@@ -653,7 +653,8 @@ step_profile() {
 # same exit as untraced; every driver call CUPTI saw (counted in a shared mapping that outlives
 # the process: cupti_counter.so with CUPTI_COUNT_LIVE=1) is in the trace, the last ones rebuilt
 # from the rings in the file (read by the collector and by the independent tests/gpu/tracefile.py);
-# the kernel records the trace holds, against the reference run that finishes.
+# the kernel records the trace holds (timed, and those CUPTI had not timed when the process
+# died, rebuilt from its buffers in the file): one for each launch.
 step_crash() {
     section "Crashes: a PyTorch step killed mid-step, with GPU activity"
     local mode rc rc0 want files j kernels
@@ -688,13 +689,19 @@ import json, sys
 text = open(sys.argv[1]).read()
 doc = json.loads(text[text.find("{"):])
 p = doc["processes"][0]
-launches = sum(r["calls"] for r in doc["api"] if r["function"].startswith("cuLaunch"))
+launches = sum(r["calls"] for r in doc["api"]
+               if r["function"].startswith("cuLaunch") and "HostFunc" not in r["function"])
+u = p["untimed_gpu_work"]
+named = sum(n["count"] for n in u["kernel_names"] if n["name"] is not None)
 print(f"{p['api_records']} API records ({p['salvaged_records']} from the rings), "
-      f"{p['dropped']} dropped, {p['kernel_records']} kernel records for {launches} launches, "
-      f"end: {p['end_reason']}, damage: {p.get('damage')}")
+      f"{p['dropped']} dropped, {p['kernel_records']} kernel records "
+      f"({p['salvaged_gpu_records']} GPU records from CUPTI's buffers) + {u['kernel']} "
+      f"never timed ({named} named) for {launches} launches, end: {p['end_reason']}, "
+      f"damage: {p.get('damage')}")
+print("EQUAL" if p["kernel_records"] + u["kernel"] == launches else "DIFFERENT")
 PYEOF
 )
-        pass "crash.$mode.trace" "$kernels"
+        check "crash.$mode.gpu-work" "$(head -1 <<<"$kernels")" test "$(tail -1 <<<"$kernels")" = EQUAL
         if python3 tests/gpu/live_counts.py "$WORK/cupti-crash-$mode" >/dev/null 2>&1; then
             compare_cupti crash "$mode" "$WORK/cupti-crash-$mode" --rtrace-own "$own"
         else

@@ -14,6 +14,10 @@
  *               process); once each made 1000, the main thread raises SIGTERM (default
  *               disposition): killed by signal 15, the threads still calling. C counts the
  *               setup and loop calls of the main thread only.
+ * With CRASHES_KERNELS=K1,K2 in the environment, before its line it also loads a module (2
+ * calls), launches K1 `empty` kernels, synchronizes, sleeps CRASHES_PAUSE_MS (default 300: the
+ * worker writes what CUPTI handed back), then launches K2 more, which CUPTI has not handed back
+ * when the process ends; C counts these calls too.
  * Compiled as C++ (for `throw`). */
 #include "common.h"
 
@@ -46,6 +50,22 @@ int main(int argc, char **argv) {
     long n = argc > 2 ? atol(argv[2]) : 100000;
     setup_context();
     cheap(n);
+    const char *kernels = getenv("CRASHES_KERNELS");
+    if (kernels) {
+        long k1 = atol(kernels), k2 = strchr(kernels, ',') ? atol(strchr(kernels, ',') + 1) : 0;
+        const char *pause = getenv("CRASHES_PAUSE_MS");
+        CUmodule module;
+        CUfunction empty;
+        CHECK(cuModuleLoadData(&module, MODULE_IMAGE));
+        CHECK(cuModuleGetFunction(&empty, module, "empty"));
+        for (long i = 0; i < k1 + k2; i++) {
+            if (i == k1) {
+                CHECK(cuCtxSynchronize());
+                usleep((pause ? atol(pause) : 300) * 1000);
+            }
+            CHECK(cuLaunchKernel(empty, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+        }
+    }
     printf("crashes mode=%s calls=%ld\n", mode, calls);
     fflush(stdout);
 

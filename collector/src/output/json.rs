@@ -335,6 +335,35 @@ fn nvtx_key(out: &mut String, s: &crate::nvtx::NvtxSection) {
     let _ = write!(out, ",\"open\":{open},\"marks\":{marks}}}");
 }
 
+/// GPU work launched but never timed, by kind, and kernels by name (`null`: unknown).
+fn untimed(t: &Trace) -> String {
+    use rtrace_format::gpu_region::{UntimedKind, UNNAMED};
+    let count = |k: UntimedKind| t.untimed.iter().filter(|w| w.kind == k).count();
+    let mut names: Vec<(String, u64)> = Vec::new();
+    for w in t.untimed.iter().filter(|w| w.kind == UntimedKind::Kernel) {
+        let name = if w.name == UNNAMED {
+            "null".to_string()
+        } else {
+            json_string(&t.kernel_display_name(w.name))
+        };
+        match names.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, c)) => *c += 1,
+            None => names.push((name, 1)),
+        }
+    }
+    let names: Vec<String> = names
+        .iter()
+        .map(|(n, c)| format!("{{\"name\":{n},\"count\":{c}}}"))
+        .collect();
+    format!(
+        "{{\"kernel\":{},\"memcpy\":{},\"memset\":{},\"kernel_names\":[{}]}}",
+        count(UntimedKind::Kernel),
+        count(UntimedKind::Memcpy),
+        count(UntimedKind::Memset),
+        names.join(",")
+    )
+}
+
 /// One process object. Its keys: the file header's fields under their own
 /// names (`pid`, `ppid`, `forked_from`, `command_line`, `executable`,
 /// `hostname`, `boot_id`, `writer_version`, `start`, `clock`), then what the
@@ -356,7 +385,7 @@ fn process(out: &mut String, t: &Trace, c: &Counts) {
          \"duration_complete\":{},\
          \"end_reason\":{},\"threads\":{},\"api_records\":{},\"kernel_records\":{},\
          \"memcpy_records\":{},\"memset_records\":{},\"dropped\":{},\
-         \"salvaged_records\":{},\"write_error\":{},\"unwrapped_lookups\":{},\"unknown_chunks\":{},\"notices\":[",
+         \"salvaged_records\":{},\"salvaged_gpu_records\":{},\"untimed_gpu_work\":{},\"write_error\":{},\"unwrapped_lookups\":{},\"unknown_chunks\":{},\"notices\":[",
         json_string(&t.path.to_string_lossy()),
         t.format_version.0,
         t.format_version.1,
@@ -385,6 +414,8 @@ fn process(out: &mut String, t: &Trace, c: &Counts) {
         c.memsets,
         t.dropped,
         t.salvaged,
+        t.salvaged_gpu,
+        untimed(t),
         opt(t.write_error),
         opt(t.end.as_ref().map(|e| e.unwrapped_lookups)),
         t.unknown_chunks,

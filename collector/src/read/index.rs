@@ -63,6 +63,9 @@ impl ChunkRef {
 pub struct Rereader {
     path: PathBuf,
     file: BufReader<File>,
+    /// The chunks the format's reader rebuilds from the file's GPU buffer regions (read
+    /// through the whole file once, when first needed).
+    gpu_rebuilt: Option<Vec<Chunk>>,
 }
 
 impl Rereader {
@@ -74,6 +77,7 @@ impl Rereader {
         Ok(Rereader {
             path: path.to_path_buf(),
             file: BufReader::with_capacity(1 << 16, file),
+            gpu_rebuilt: None,
         })
     }
 
@@ -88,10 +92,42 @@ impl Rereader {
         let Some((kind, from)) = c.salvaged else {
             return Ok(chunk);
         };
+        if chunk.header.kind == ChunkKind::GpuBufferRegion {
+            return self.gpu_rebuilt(c.offset, kind);
+        }
         rebuild_salvaged(&chunk, kind, from).ok_or_else(|| StreamError::Changed {
             path: self.path.clone(),
             why: format!("the ring region at byte {}: it changed", c.offset),
         })
+    }
+
+    /// The chunk of `kind` rebuilt from the GPU buffer regions, the last at `offset`: CUPTI's
+    /// records are read with what the whole file says (their layout, the kernel names'
+    /// addresses, the rings' links), so the file is read through once more.
+    fn gpu_rebuilt(&mut self, offset: u64, kind: ChunkKind) -> Result<Chunk, StreamError> {
+        let changed = |path: &Path, why: String| StreamError::Changed {
+            path: path.to_path_buf(),
+            why: format!("the GPU buffer region at byte {offset}: {why}"),
+        };
+        if self.gpu_rebuilt.is_none() {
+            let file = File::open(&self.path).map_err(|e| changed(&self.path, e.to_string()))?;
+            let mut reader =
+                rtrace_format::TraceReader::new(BufReader::with_capacity(1 << 16, file))
+                    .map_err(|e| changed(&self.path, e.to_string()))?;
+            let mut rebuilt = Vec::new();
+            while let Ok(Some(chunk)) = reader.next_chunk() {
+                if chunk.header.flags & FLAG_SALVAGED != 0 && chunk.header.thread == 0 {
+                    rebuilt.push(chunk);
+                }
+            }
+            self.gpu_rebuilt = Some(rebuilt);
+        }
+        self.gpu_rebuilt
+            .iter()
+            .flatten()
+            .find(|c| c.offset == offset && c.header.kind == kind)
+            .cloned()
+            .ok_or_else(|| changed(&self.path, "it changed".into()))
     }
 
     /// The chunk at `offset`, checked as on the first read ([`rtrace_format::TraceReader`]):

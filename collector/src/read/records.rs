@@ -124,6 +124,20 @@ impl Records {
         }
     }
 
+    /// How many records there are.
+    pub fn count(&self) -> usize {
+        match self {
+            Records::Api(v) => v.len(),
+            Records::Kernels(v) => v.len(),
+            Records::Memcpys(v) => v.len(),
+            Records::PeerCopies(v) => v.len(),
+            Records::Memsets(v) => v.len(),
+            Records::Nvtx(v) => v.len(),
+            Records::Memory(v) => v.len(),
+            Records::Syncs(v) => v.len(),
+        }
+    }
+
     /// The size in the file of one record of this kind.
     pub fn record_size(&self) -> usize {
         match self {

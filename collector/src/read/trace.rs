@@ -103,6 +103,8 @@ impl Trace {
                                     if chunk.header.flags & FLAG_SALVAGED != 0 {
                                         trace.salvaged += v.len() as u64;
                                     }
+                                } else if chunk.header.flags & FLAG_SALVAGED != 0 {
+                                    trace.salvaged_gpu += records.count() as u64;
                                 }
                                 if matches!(kind, Kind::Api | Kind::Nvtx) {
                                     trace.thread_mut(thread);
@@ -237,6 +239,10 @@ fn read_other(trace: &mut Trace, chunk: &Chunk) {
             Ok(profile) => trace.kernel_profiles.push(profile),
             Err(why) => trace.bad_chunks.push(bad(format!("kernel profile: {why}"))),
         },
+        ChunkKind::UntimedWork => match chunk.untimed_work() {
+            Ok(work) => trace.untimed.extend(work),
+            Err(why) => trace.bad_chunks.push(bad(why)),
+        },
         ChunkKind::Unknown(_) => trace.unknown_chunks += 1,
         // The chunks of records go to the sink.
         ChunkKind::ApiRecords
@@ -247,8 +253,12 @@ fn read_other(trace: &mut Trace, chunk: &Chunk) {
         | ChunkKind::NvtxEvents
         | ChunkKind::Memory
         | ChunkKind::Sync
-        // A thread's ring: the reader gives what no chunk held as chunks of their own.
-        | ChunkKind::RingRegion => {}
+        // A thread's ring, CUPTI's buffers: the reader gives what no chunk held as chunks of
+        // their own, with what the layout and the names' addresses tell.
+        | ChunkKind::RingRegion
+        | ChunkKind::GpuBufferRegion
+        | ChunkKind::GpuBufferLayout
+        | ChunkKind::KernelNameAddresses => {}
     }
 }
 

@@ -72,6 +72,19 @@ u16_enum! {
         /// A thread's ring as pages of the file ([`crate::ring`]): a descriptor, then live
         /// memory the library writes in place (flag [`crate::ring::FLAG_LIVE`]).
         RingRegion = 25,
+        /// A CUPTI activity buffer as pages of the file ([`crate::gpu_region`]): a
+        /// descriptor, then live memory CUPTI and the library write in place (flag
+        /// [`crate::ring::FLAG_LIVE`]).
+        GpuBufferRegion = 30,
+        /// How to read the records of the GPU buffer regions
+        /// ([`GpuBufferLayout`](crate::gpu_region::GpuBufferLayout), bincode).
+        GpuBufferLayout = 31,
+        /// Kernel names' addresses in the traced process, for the records of GPU buffer
+        /// regions (16-byte entries: address, name id).
+        KernelNameAddresses = 32,
+        /// GPU work launched but never timed ([`UntimedWork`](crate::gpu_region::UntimedWork)s,
+        /// rebuilt from GPU buffer regions).
+        UntimedWork = 33,
     }
     /// A kind this reader does not know; carried so it can be counted.
     Unknown(u16)

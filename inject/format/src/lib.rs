@@ -54,6 +54,7 @@ mod values;
 
 mod device;
 mod gpu;
+pub mod gpu_region;
 pub mod metric_sets;
 mod pcsampling;
 mod profiling;

@@ -55,6 +55,8 @@ pub struct TraceReader<R: Read> {
     done: bool,
     /// The ring regions seen so far, and how far chunks reached in them.
     salvage: Option<Salvage>,
+    /// The same for the GPU buffer regions (rebuilt before the rings' chunks).
+    gpu_salvage: Option<crate::gpu_region::GpuSalvage>,
     /// At the end: the chunks rebuilt from the rings (last first), then the error that ended
     /// the read, if any.
     rebuilt: Vec<Chunk>,
@@ -154,6 +156,7 @@ impl<R: Read> TraceReader<R> {
             version: (major, minor),
             done: false,
             salvage: Some(Default::default()),
+            gpu_salvage: Some(Default::default()),
             rebuilt: Vec::new(),
             ended_by: None,
             write_error: None,
@@ -186,6 +189,9 @@ impl<R: Read> TraceReader<R> {
                     if let Some(s) = self.salvage.as_mut() {
                         s.note(&chunk);
                     }
+                    if let Some(g) = self.gpu_salvage.as_mut() {
+                        g.note(&chunk);
+                    }
                     return Ok(Some(chunk));
                 }
                 Ok(None) => {}
@@ -194,7 +200,13 @@ impl<R: Read> TraceReader<R> {
             self.done = true;
             if let Some(s) = self.salvage.take() {
                 self.write_error = s.write_error();
-                self.rebuilt = s.finish();
+                if let Some(mut g) = self.gpu_salvage.take().filter(|g| g.wanted()) {
+                    for (source, call) in s.links() {
+                        g.link(source, call);
+                    }
+                    self.rebuilt = g.finish();
+                }
+                self.rebuilt.extend(s.finish());
                 self.rebuilt.reverse();
             }
         }

@@ -261,13 +261,19 @@ impl RingEntry {
 /// `at`: the payload's length and the live page's offset in it (the live page starts on a
 /// [`RING_PAGE`] boundary of the file).
 pub fn region_layout(at: u64, capacity: u64) -> (u32, u32) {
-    let payload_start = at + CHUNK_HEADER_LEN as u64;
-    let after_descriptor = payload_start + RingDescriptor::SIZE as u64;
-    let page = RING_PAGE as u64;
-    let live = after_descriptor.div_ceil(page) * page;
-    let live_at = (live - payload_start) as u32;
-    let len = live_at as u64 + page + capacity * ApiRecord::SIZE as u64;
+    let live_at = live_page_offset(at, RingDescriptor::SIZE);
+    let len = live_at as u64 + RING_PAGE as u64 + capacity * ApiRecord::SIZE as u64;
     (len as u32, live_at)
+}
+
+/// The offset in its payload of the live page of a region whose chunk header starts at file
+/// offset `at` and whose descriptor is `descriptor` bytes: the first [`RING_PAGE`] boundary
+/// of the file after the descriptor.
+pub fn live_page_offset(at: u64, descriptor: usize) -> u32 {
+    let payload_start = at + CHUNK_HEADER_LEN as u64;
+    let page = RING_PAGE as u64;
+    let live = (payload_start + descriptor as u64).div_ceil(page) * page;
+    (live - payload_start) as u32
 }
 
 /// A ring region as a reader finds it: the thread it serves and the entries no chunk of the
@@ -282,6 +288,8 @@ struct Region {
     write_error: u64,
     /// Entries from `tail`, as slots.
     slots: Vec<ApiRecord>,
+    /// (CUPTI correlation id, call) of every link entry in the ring.
+    links: Vec<(u32, u64)>,
     /// The latest start of a call the file's chunks hold for this thread: rebuilt calls,
     /// converted by a line that may differ from the writer's by a few ns, start no earlier.
     not_before: u64,
@@ -344,6 +352,19 @@ fn parse_region(offset: u64, payload: &[u8], from: Option<u64>) -> Option<Region
         return None;
     }
     let allocated = field(page, live::ALLOCATED).min(cap);
+    // Every link the ring still holds, drained or not: GPU records rebuilt from CUPTI's
+    // buffers find their calls through them.
+    let mut links = Vec::new();
+    for i in 0..allocated as usize {
+        let at = slots_at + i * ApiRecord::SIZE;
+        if let Some(b) = payload.get(at..at + ApiRecord::SIZE) {
+            if let RingEntry::Link { call, source } =
+                RingEntry::decode(ApiRecord::from_bytes(b.try_into().unwrap()))
+            {
+                links.push((source, call));
+            }
+        }
+    }
     let mut slots = Vec::with_capacity((head - tail) as usize);
     for p in tail..head {
         let i = (p & (cap - 1)) as usize;
@@ -366,6 +387,7 @@ fn parse_region(offset: u64, payload: &[u8], from: Option<u64>) -> Option<Region
         dropped: field(page, live::DROPPED),
         write_error: field(page, live::WRITE_ERROR),
         slots,
+        links,
         not_before: 0,
         convert: TickConverter {
             tsc: d.tsc != 0,
@@ -492,6 +514,11 @@ impl Salvage {
             }
             _ => {}
         }
+    }
+
+    /// (CUPTI correlation id, rtrace's) of the link entries the rings hold.
+    pub fn links(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        self.regions.iter().flat_map(|r| r.links.iter().copied())
     }
 
     /// The `errno` of a failed write any region reports (28: the disk was full).

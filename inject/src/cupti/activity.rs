@@ -17,6 +17,11 @@ extern "C" fn timestamp() -> u64 {
 /// Starts collecting: the names of the kinds CUPTI enabled, or why none could be. A kind CUPTI
 /// refuses is said in a notice and the rest stays on.
 pub(super) fn start(api: &Api) -> Result<Vec<&'static str>, String> {
+    let filtered = crate::capture::chooses_gpu_work();
+    let _ = CUPTI
+        .buffers
+        .layout
+        .set(super::fields::buffer_layout(api, filtered));
     buffers::prefill_pool();
     // SAFETY: registering a plain extern "C" callback with its documented signature.
     let rc = unsafe { (api.register_timestamp)(timestamp) };

@@ -1,7 +1,13 @@
 //! CUPTI's activity buffers: CUPTI asks for one on the program's threads when it needs one
-//! ([`request`], from a small recycled pool) and hands it back full ([`complete`], which only
-//! queues it); the worker converts the queued ones ([`convert_full`]) and flushes CUPTI only if
-//! it handed back no buffer since the last period ([`flush_if_idle`]).
+//! ([`request`]: from a small recycled pool, else a new one in the trace file) and hands it
+//! back full ([`complete`], which only queues it); the worker converts the queued ones
+//! ([`convert_full`]) and flushes CUPTI only if it handed back no buffer since the last
+//! period ([`flush_if_idle`]).
+//!
+//! The buffers are pages of the trace file ([`crate::region::GpuRegion`]): CUPTI writes each
+//! record into its buffer when the work is launched, so a reader finds the work of a process
+//! that ended before CUPTI handed a buffer back ([`rtrace_format::gpu_region`]). One goes
+//! back to CUPTI only once the chunks of its records are written.
 
 use super::api::Api;
 use super::records::convert;
@@ -15,31 +21,49 @@ use std::sync::atomic::Ordering;
 const BUFFER_WORDS: usize = 1 << 19;
 /// Buffers kept for reuse.
 const POOL_MAX: usize = 16;
-/// Buffers allocated when GPU activity starts, so that CUPTI's requests, which come on the
-/// program's threads when a buffer fills, find one ready instead of allocating 4 MiB there.
-const POOL_START: usize = 4;
+/// Buffers made when GPU activity starts, so that CUPTI's requests, which come on the
+/// program's threads when a buffer fills, find one ready.
+const POOL_START: usize = 2;
+
+/// A new buffer: pages of the trace file when the source can make one, else heap memory.
+fn new_buffer() -> Buffer {
+    let file = CUPTI.buffers.layout.get().and_then(|layout| {
+        let source = CUPTI.buffers.region_source.get()?;
+        source((BUFFER_WORDS * 8) as u64, layout)
+    });
+    match file {
+        Some(region) => Buffer::File(region),
+        None => Buffer::Heap(vec![0u64; BUFFER_WORDS].into_boxed_slice()),
+    }
+}
 
 /// Fills the pool when GPU activity starts.
 pub(super) fn prefill_pool() {
+    let made: Vec<Buffer> = (0..POOL_START).map(|_| new_buffer()).collect();
     if let Ok(mut pool) = CUPTI.buffers.pool.lock() {
-        pool.extend((0..POOL_START).map(|_| vec![0u64; BUFFER_WORDS].into_boxed_slice()));
+        pool.extend(made);
     }
 }
 
 /// CUPTI's buffer request (`CUpti_BuffersCallbackRequestFunc`).
 pub(super) extern "C" fn request(buf: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
-    let b = CUPTI
-        .buffers
-        .pool
-        .lock()
-        .ok()
-        .and_then(|mut p| p.pop())
-        .unwrap_or_else(|| vec![0u64; BUFFER_WORDS].into_boxed_slice());
-    let ptr = Box::into_raw(b) as *mut u64 as *mut u8;
+    // A forked child finds its parent's buffers in the pool: pages of the parent's trace.
+    let pooled = CUPTI.buffers.pool.lock().ok().and_then(|mut p| {
+        p.retain(|b| !matches!(b, Buffer::File(r) if !r.is_ours()));
+        p.pop()
+    });
+    let b = pooled.unwrap_or_else(new_buffer);
+    if let Buffer::File(region) = &b {
+        region.lent();
+    }
+    let (ptr, len) = b.memory();
+    if let Ok(mut lent) = CUPTI.buffers.lent.lock() {
+        lent.push(b);
+    }
     // SAFETY: CUPTI's out-parameters.
     unsafe {
         *buf = ptr;
-        *size = BUFFER_WORDS * 8;
+        *size = len;
         *max_records = 0;
     }
 }
@@ -56,24 +80,26 @@ pub(super) extern "C" fn complete(
     if buf.is_null() {
         return;
     }
-    // SAFETY: `buf` is a buffer `request` leaked from a Box<[u64]> of BUFFER_WORDS words.
-    let b: Buffer = unsafe {
-        Box::from_raw(std::ptr::slice_from_raw_parts_mut(
-            buf as *mut u64,
-            BUFFER_WORDS,
-        ))
+    let b = CUPTI.buffers.lent.lock().ok().and_then(|mut lent| {
+        let i = lent.iter().position(|b| b.memory().0 == buf)?;
+        Some(lent.swap_remove(i))
+    });
+    let Some(b) = b else {
+        return;
     };
+    let valid = valid.min(b.memory().1);
     let buffers = &CUPTI.buffers;
     let program_clock = CUPTI.share.on_program_clock.load(Ordering::Acquire);
+    if let Buffer::File(region) = &b {
+        region.delivered(valid, program_clock);
+    }
     if let Some(api) = CUPTI.api.get() {
         let mut n = 0usize;
         // SAFETY: plain CUPTI query with a valid out-pointer.
         if unsafe { (api.dropped)(ctx, stream, &mut n) } == 0 {
             buffers.dropped.fetch_add(n as u64, Ordering::Relaxed);
         }
-        let _ = std::panic::catch_unwind(|| {
-            share::copy_to_program(api, ctx, stream, buf, valid.min(BUFFER_WORDS * 8))
-        });
+        let _ = std::panic::catch_unwind(|| share::copy_to_program(api, ctx, stream, buf, valid));
     }
     if let Ok(mut f) = buffers.full.lock() {
         f.push((b, valid, program_clock));
@@ -109,26 +135,93 @@ pub(super) fn take_full() -> Option<Vec<(Buffer, usize, bool)>> {
     }
 }
 
-/// Converts `full` buffers into `sink`'s GPU batch and puts them back in the pool.
+/// Converts `full` buffers into `sink`'s GPU batch. Heap buffers go back to the pool at once;
+/// buffers in the file once the chunks of their records are written ([`reuse_written`]).
 pub(super) fn convert_full(api: &Api, full: Vec<(Buffer, usize, bool)>, sink: &mut Sink) {
     let buffers = &CUPTI.buffers;
     if full.iter().any(|&(_, _, program_clock)| program_clock) {
         share::read_clocks();
     }
-    for (mut buf, valid, program_clock) in full {
+    for (buf, valid, program_clock) in full {
+        let (base, _) = buf.memory();
+        if let Buffer::File(region) = &buf {
+            region.written_from(sink.pending_at());
+        }
         if program_clock {
-            share::with_map(|map| convert(api, &mut buf, valid, sink, Some(map)));
+            share::with_map(|map| convert(api, base, valid, sink, Some(map)));
         } else {
-            convert(api, &mut buf, valid, sink, None);
+            convert(api, base, valid, sink, None);
         }
-        // Zeroed before the lock: `request`, on the program's threads, takes it.
-        if buffers.zeroed.load(Ordering::Acquire) {
-            buf.fill(0);
-        }
-        if let Ok(mut pool) = buffers.pool.lock() {
-            if pool.len() < POOL_MAX {
-                pool.push(buf);
+        match buf {
+            Buffer::File(region) => sink.gpu_written.push(region),
+            Buffer::Heap(mut b) => {
+                // Zeroed before the lock: `request`, on the program's threads, takes it.
+                if buffers.zeroed.load(Ordering::Acquire) {
+                    b.fill(0);
+                }
+                give_back(Buffer::Heap(b));
             }
+        }
+    }
+}
+
+/// Learns the names of the kernels CUPTI has written into the buffers it holds (it writes each
+/// record at launch, naming the kernel by the address of a string of its own): a reader that
+/// rebuilds those records after the process died finds them named. Each buffer is looked at
+/// from where the last look stopped, up to a record CUPTI is still writing.
+pub(super) fn learn_names(sink: &mut Sink) {
+    use rtrace_format::gpu_region::INCOMPLETE;
+    let Some(layout) = CUPTI.buffers.layout.get() else {
+        return;
+    };
+    let regions: Vec<&'static crate::region::GpuRegion> = match CUPTI.buffers.lent.try_lock() {
+        Ok(lent) => lent
+            .iter()
+            .filter_map(|b| match b {
+                Buffer::File(r) => Some(*r),
+                Buffer::Heap(_) => None,
+            })
+            .collect(),
+        Err(_) => return,
+    };
+    let mut text = Vec::with_capacity(1 << 14);
+    for region in regions {
+        let mut at = region.looked_at.load(Ordering::Relaxed);
+        while let Some(first) = region.word(at) {
+            let kind = first as u32 & !INCOMPLETE;
+            let Some(&(_, stride)) = layout.strides.iter().find(|&&(k, _)| k == kind) else {
+                break;
+            };
+            if layout.kernel_kinds.contains(&kind) {
+                let name_at = at + layout.kernel.name as usize;
+                let Some(address) = region.word(name_at).filter(|&a| a != 0) else {
+                    break;
+                };
+                if !sink.gpu_batch.knows_address(address) {
+                    if !crate::sys::read_own_string(address, &mut text) {
+                        break;
+                    }
+                    let id = sink.gpu_batch.name_id(&String::from_utf8_lossy(&text));
+                    sink.gpu_batch.name_address(address, id);
+                }
+            }
+            at += stride as usize;
+        }
+        region.looked_at.store(at, Ordering::Relaxed);
+    }
+}
+
+/// Puts the buffers in the file whose records `sink` has written back in the pool.
+pub(super) fn reuse_written(sink: &mut Sink) {
+    for region in sink.gpu_freed.drain(..) {
+        give_back(Buffer::File(region));
+    }
+}
+
+fn give_back(buf: Buffer) {
+    if let Ok(mut pool) = CUPTI.buffers.pool.lock() {
+        if pool.len() < POOL_MAX {
+            pool.push(buf);
         }
     }
 }

@@ -41,6 +41,7 @@ mod buffers;
 mod callbacks;
 mod clockmap;
 mod exports;
+mod fields;
 mod modules;
 mod pcsampling;
 mod profiler;
@@ -212,6 +213,18 @@ pub fn finish_pc_sampling() {
     }
 }
 
+/// What makes a CUPTI buffer of so many bytes in the trace file, with the layout a reader
+/// needs before the first one (None: the file cannot hold one now).
+pub type RegionSource = fn(
+    u64,
+    &rtrace_format::gpu_region::GpuBufferLayout,
+) -> Option<&'static crate::region::GpuRegion>;
+
+/// Sets what makes CUPTI's buffers in the trace file (once, at start-up).
+pub fn set_region_source(source: RegionSource) {
+    let _ = CUPTI.buffers.region_source.set(source);
+}
+
 /// Sets what runs when CUPTI is about to go away (once, at start-up).
 pub fn set_exit_sequence(sequence: fn()) {
     let _ = CUPTI.exit_sequence.set(sequence);
@@ -243,6 +256,7 @@ pub fn drain_into(sink: &mut Sink) {
     }
     profiler::drain_into(sink);
     modules::drain_into(sink);
+    buffers::learn_names(sink);
     let Some(full) = buffers::take_full() else {
         return;
     };
@@ -252,6 +266,7 @@ pub fn drain_into(sink: &mut Sink) {
     };
     buffers::convert_full(api, full, sink);
     sink.write_gpu_batch();
+    buffers::reuse_written(sink);
     // After the module images, which the samples name.
     pcsampling::drain_into(api, sink);
     buffers::report_dropped(sink);

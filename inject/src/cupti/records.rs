@@ -4,14 +4,15 @@
 
 use super::api::Api;
 use super::clockmap::ClockMap;
+use super::fields;
 use super::layout;
-use super::state::{Buffer, CUPTI};
+use super::state::CUPTI;
 use crate::gpu_batch::{GpuBatch, Links};
 use crate::output::Sink;
 use rtrace_format::{
-    ContextRecord, CopyKind, FunctionRecord, KernelRecord, MemcpyRecord, MemoryKind,
-    MemoryOperation, MemoryPoolType, MemoryRecord, MemsetRecord, PeerCopyRecord, StreamFlag,
-    StreamRecord, SyncKind, SyncRecord, FLAG_CORRELATED, FLAG_IN_GRAPH, FLAG_PROFILED,
+    ContextRecord, CopyKind, FunctionRecord, MemcpyRecord, MemoryKind, MemoryOperation,
+    MemoryPoolType, MemoryRecord, PeerCopyRecord, StreamFlag, StreamRecord, SyncKind, SyncRecord,
+    FLAG_CORRELATED, FLAG_IN_GRAPH, FLAG_PROFILED,
 };
 use std::ffi::{c_char, CStr};
 use std::sync::atomic::Ordering;
@@ -128,12 +129,11 @@ pub(super) fn retime(kind: i32, rec: &mut [u8], map: &ClockMap) {
 /// `map` puts times of the program's clock on rtrace's.
 pub(super) fn convert(
     api: &Api,
-    buf: &mut Buffer,
+    base: *mut u8,
     valid: usize,
     sink: &mut Sink,
     map: Option<&ClockMap>,
 ) {
-    let base = buf.as_mut_ptr() as *mut u8;
     let ours = CUPTI.share.our_kinds.load(Ordering::Acquire);
     let mut rec: *mut u8 = std::ptr::null_mut();
     let mut copy = [0u8; 256];
@@ -180,8 +180,8 @@ pub(super) fn correlate(links: &Links, source: u32, flags: u32) -> (u64, u32) {
 }
 
 pub(super) fn kernel(r: &[u8], batch: &mut GpuBatch, links: &Links) {
-    use layout::kernel10 as k;
-    let name_ptr = u64_at(r, k::NAME) as *const c_char;
+    let mut rec = fields::KERNEL.record(r);
+    let name_ptr = fields::KERNEL.name_address(r) as *const c_char;
     let name = if name_ptr.is_null() {
         String::from("<unknown>")
     } else {
@@ -190,101 +190,40 @@ pub(super) fn kernel(r: &[u8], batch: &mut GpuBatch, links: &Links) {
             .to_string_lossy()
             .into_owned()
     };
-    let graph_id = u32_at(r, k::GRAPH_ID);
-    let (correlation, flags) =
-        correlate(links, u32_at(r, k::CORRELATION_ID), graph_flags(graph_id));
+    let (correlation, flags) = correlate(links, rec.source_correlation, rec.flags);
     if !crate::capture::keep_work(flags) || !crate::capture::keep_kernel(name_ptr as usize, &name) {
         return;
     }
-    let (mut start_ns, mut end_ns, mut flags) = (u64_at(r, k::START), u64_at(r, k::END), flags);
+    let (mut start_ns, mut end_ns, mut flags) = (rec.start_ns, rec.end_ns, flags);
     if correlation != 0 && CUPTI.prof.on.load(Ordering::Relaxed) {
         if let Some((start, end)) = super::profiler::take_profiled_times(correlation) {
             (start_ns, end_ns, flags) = (start, end, flags | FLAG_PROFILED);
         }
     }
-    let rec = KernelRecord {
-        correlation,
-        start_ns,
-        end_ns,
-        graph_node_id: u64_at(r, k::GRAPH_NODE_ID),
-        source_correlation: u32_at(r, k::CORRELATION_ID),
-        name: batch.name_id(&name),
-        device: u32_at(r, k::DEVICE_ID),
-        context: u32_at(r, k::CONTEXT_ID),
-        stream: u32_at(r, k::STREAM_ID),
-        graph_id,
-        grid: [
-            i32_at(r, k::GRID_X),
-            i32_at(r, k::GRID_Y),
-            i32_at(r, k::GRID_Z),
-        ],
-        block: [
-            i32_at(r, k::BLOCK_X),
-            i32_at(r, k::BLOCK_Y),
-            i32_at(r, k::BLOCK_Z),
-        ],
-        cluster: [
-            u32_at(r, k::CLUSTER_X),
-            u32_at(r, k::CLUSTER_Y),
-            u32_at(r, k::CLUSTER_Z),
-        ],
-        dynamic_shared_memory: u32_at(r, k::DYNAMIC_SHARED_MEMORY),
-        static_shared_memory: u32_at(r, k::STATIC_SHARED_MEMORY),
-        registers_per_thread: u32::from(u16::from_le_bytes(rd(r, k::REGISTERS_PER_THREAD))),
-        local_memory_per_thread: u32_at(r, k::LOCAL_MEMORY_PER_THREAD),
-        flags,
-    };
+    rec.correlation = correlation;
+    (rec.start_ns, rec.end_ns, rec.flags) = (start_ns, end_ns, flags);
+    rec.name = batch.name_id(&name);
+    batch.name_address(name_ptr as u64, rec.name);
     batch.kernels.extend_from_slice(&rec.to_bytes());
 }
 
 pub(super) fn memcpy(r: &[u8], batch: &mut GpuBatch, links: &Links) {
-    use layout::memcpy6 as m;
-    let graph_id = u32_at(r, m::GRAPH_ID);
-    let (correlation, flags) =
-        correlate(links, u32_at(r, m::CORRELATION_ID), graph_flags(graph_id));
+    let mut rec = fields::COPY.record(r);
+    let (correlation, flags) = correlate(links, rec.source_correlation, u32::from(rec.flags));
     if !crate::capture::keep_work(flags) {
         return;
     }
-    let rec = MemcpyRecord {
-        correlation,
-        start_ns: u64_at(r, m::START),
-        end_ns: u64_at(r, m::END),
-        bytes: u64_at(r, m::BYTES),
-        source_correlation: u32_at(r, m::CORRELATION_ID),
-        device: u32_at(r, m::DEVICE_ID),
-        context: u32_at(r, m::CONTEXT_ID),
-        stream: u32_at(r, m::STREAM_ID),
-        // rtrace's copy and memory kinds use CUPTI's numbering.
-        kind: CopyKind::from_u8(r[m::COPY_KIND]),
-        src_kind: MemoryKind::from_u8(r[m::SRC_KIND]),
-        dst_kind: MemoryKind::from_u8(r[m::DST_KIND]),
-        flags: flags as u8,
-        graph_id,
-        graph_node_id: u64_at(r, m::GRAPH_NODE_ID),
-    };
+    (rec.correlation, rec.flags) = (correlation, flags as u8);
     batch.memcpys.extend_from_slice(&rec.to_bytes());
 }
 
 pub(super) fn memset(r: &[u8], batch: &mut GpuBatch, links: &Links) {
-    use layout::memset4 as m;
-    let graph_id = u32_at(r, m::GRAPH_ID);
-    let (correlation, flags) = correlate(links, u32_at(r, m::CORRELATION_ID), 0);
+    let mut rec = fields::SET.record(r);
+    let (correlation, flags) = correlate(links, rec.source_correlation, 0);
     if !crate::capture::keep_work(flags) {
         return;
     }
-    let rec = MemsetRecord {
-        correlation,
-        start_ns: u64_at(r, m::START),
-        end_ns: u64_at(r, m::END),
-        bytes: u64_at(r, m::BYTES),
-        source_correlation: u32_at(r, m::CORRELATION_ID),
-        device: u32_at(r, m::DEVICE_ID),
-        context: u32_at(r, m::CONTEXT_ID),
-        stream: u32_at(r, m::STREAM_ID),
-        value: u32_at(r, m::VALUE),
-        graph_id,
-        graph_node_id: u64_at(r, m::GRAPH_NODE_ID),
-    };
+    rec.correlation = correlation;
     batch.memsets.extend_from_slice(&rec.to_bytes());
 }
 

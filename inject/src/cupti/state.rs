@@ -89,6 +89,12 @@ pub(super) struct Buffers {
     pub full: Mutex<Vec<(Buffer, usize, bool)>>,
     /// Empty buffers for CUPTI to fill.
     pub pool: Mutex<Vec<Buffer>>,
+    /// The buffers CUPTI holds (found by address when it hands one back).
+    pub lent: Mutex<Vec<Buffer>>,
+    /// How a reader finds its way in the buffers that are pages of the trace file (set when
+    /// GPU activity starts), and what makes one ([`super::set_region_source`]).
+    pub layout: std::sync::OnceLock<rtrace_format::gpu_region::GpuBufferLayout>,
+    pub region_source: std::sync::OnceLock<super::RegionSource>,
     /// Buffers handed to CUPTI are zeroed by rtrace (new ones are; the worker zeroes used ones
     /// before they go back to the pool), and CUPTI was told so.
     pub zeroed: AtomicBool,
@@ -100,8 +106,22 @@ pub(super) struct Buffers {
     pub reported_dropped: AtomicU64,
 }
 
-/// One CUPTI activity buffer.
-pub(super) type Buffer = Box<[u64]>;
+/// One CUPTI activity buffer: pages of the trace file, so that what CUPTI wrote into it is in
+/// the trace however the process ends, or heap memory where the file cannot hold one.
+pub(super) enum Buffer {
+    File(&'static crate::region::GpuRegion),
+    Heap(Box<[u64]>),
+}
+
+impl Buffer {
+    /// Its first byte and its length.
+    pub fn memory(&self) -> (*mut u8, usize) {
+        match self {
+            Buffer::File(r) => r.buffer(),
+            Buffer::Heap(b) => (b.as_ptr() as *mut u8, b.len() * 8),
+        }
+    }
+}
 
 /// What CUPTI's resource callbacks and the start of GPU activity found, for the worker.
 pub(super) struct Found {
@@ -208,6 +228,9 @@ pub(super) static CUPTI: Cupti = Cupti {
     buffers: Buffers {
         full: Mutex::new(Vec::new()),
         pool: Mutex::new(Vec::new()),
+        lent: Mutex::new(Vec::new()),
+        layout: std::sync::OnceLock::new(),
+        region_source: std::sync::OnceLock::new(),
         zeroed: AtomicBool::new(false),
         completed: AtomicU64::new(0),
         completed_at_last_look: AtomicU64::new(0),

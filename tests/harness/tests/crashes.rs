@@ -94,6 +94,51 @@ fn sigkill_keeps_every_record() {
     everything_kept("sigkill", libc::SIGKILL);
 }
 
+/// GPU work CUPTI had not handed back when the process was killed is in the trace: CUPTI's
+/// buffers are pages of the file. The first 50 kernels (and the setup's memset) CUPTI handed
+/// back before the pause, written by the worker; the last 70 were launched just before
+/// SIGKILL, never timed, each still linked to its launch and named.
+#[test]
+fn sigkill_keeps_the_gpu_work_cupti_held() {
+    let env = [
+        ("RTRACE_GPU_ACTIVITY", "1"),
+        ("RTRACE_FLUSH_MS", "20"),
+        ("CRASHES_KERNELS", "50,70"),
+    ];
+    let r = run(Spec::traced("crashes").args(&["sigkill", "10"]).env(&env));
+    assert_eq!(r.signal(), Some(libc::SIGKILL), "{}", r.stderr());
+    let t = trace(&r);
+    check_invariants(&t);
+    assert_eq!(t.kernels.len(), 50);
+    assert_eq!(t.memsets.len(), 1);
+    use rtrace_format::gpu_region::UntimedKind;
+    let untimed: Vec<_> = t
+        .untimed
+        .iter()
+        .filter(|w| w.kind == UntimedKind::Kernel)
+        .collect();
+    assert_eq!(untimed.len(), 70);
+    assert_eq!(t.untimed.len(), 70);
+    for w in &untimed {
+        assert_eq!(t.kernel_display_name(w.name), "empty");
+        assert_ne!(w.correlation, 0, "linked to its launch");
+    }
+    let launches: Vec<u64> = t
+        .threads
+        .values()
+        .flat_map(|th| th.records.iter())
+        .filter(|rec| t.function_name(rec.function) == "cuLaunchKernel")
+        .map(|rec| rec.correlation)
+        .collect();
+    assert_eq!(launches.len(), 120);
+    let mut linked: Vec<u64> = t.kernels.iter().map(|k| k.correlation).collect();
+    linked.extend(untimed.iter().map(|w| w.correlation));
+    linked.sort_unstable();
+    let mut launches = launches;
+    launches.sort_unstable();
+    assert_eq!(linked, launches, "every launch's kernel, once");
+}
+
 #[test]
 fn exec_of_another_program_keeps_every_record() {
     let (r, made) = crash("exec-true", "100000");

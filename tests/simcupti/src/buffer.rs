@@ -18,13 +18,19 @@ pub fn first_offset(addr: usize) -> usize {
     align_up(addr) - addr
 }
 
-/// A GPU record in a buffer: where it is, its kind, and when its operation ends (virtual ns).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A GPU record in a buffer: where it is, its kind, when its operation ends (virtual ns), and
+/// the whole record, which the buffer holds only once it is handed back (as CUPTI does, the
+/// buffer holds it from the start with no times and the top bit of its kind set).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GpuRecord {
     pub offset: usize,
     pub kind: u32,
     pub end_ns: u64,
+    pub whole: Vec<u8>,
 }
+
+/// The bit CUPTI sets in the kind of a record whose times it has not filled in yet.
+pub const INCOMPLETE: u32 = 1 << 31;
 
 /// A buffer the client handed over through its buffer-request callback.
 #[derive(Debug)]
@@ -89,12 +95,18 @@ impl Buffer {
         self.max_records != 0 && self.records >= self.max_records
     }
 
-    /// Appends a record (which must fit); `gpu`: its kind and its operation's end.
+    /// Appends a record (which must fit); `gpu`: its kind and its operation's end (then it
+    /// goes in without times, its kind flagged [`INCOMPLETE`], until [`Buffer::finish`]).
     pub fn append(&mut self, rec: &[u8], gpu: Option<(u32, u64)>) {
         assert!(self.fits(rec.len()));
         let at = self.next_offset();
+        let mut written = rec.to_vec();
+        if let Some((kind, _)) = gpu {
+            records::clear_times(&mut written, kind);
+            written[..4].copy_from_slice(&(kind | INCOMPLETE).to_le_bytes());
+        }
         // SAFETY: `at + rec.len() <= size` (fits), and the buffer is ours until completed.
-        unsafe { std::ptr::copy_nonoverlapping(rec.as_ptr(), self.ptr.add(at), rec.len()) };
+        unsafe { std::ptr::copy_nonoverlapping(written.as_ptr(), self.ptr.add(at), rec.len()) };
         self.valid = at + rec.len();
         self.records += 1;
         if let Some((kind, end_ns)) = gpu {
@@ -102,6 +114,7 @@ impl Buffer {
                 offset: at,
                 kind,
                 end_ns,
+                whole: rec.to_vec(),
             });
         }
     }
@@ -111,15 +124,18 @@ impl Buffer {
         self.gpu.iter().all(|g| g.end_ns <= now)
     }
 
-    /// Clears the timestamps of the records whose operation has not ended by `now`.
-    pub fn clear_incomplete(&mut self, now: u64) {
+    /// Completes the records as the buffer is handed back: each whole, with its times when
+    /// its operation has ended by `now` and without them (a forced flush) when it has not.
+    pub fn finish(&mut self, now: u64) {
         for g in &self.gpu {
+            let mut rec = g.whole.clone();
             if g.end_ns > now {
-                let len = records::size_of_kind(g.kind).unwrap_or(0);
-                // SAFETY: the record lies inside the written part of the buffer.
-                let rec = unsafe { std::slice::from_raw_parts_mut(self.ptr.add(g.offset), len) };
-                records::clear_times(rec, g.kind);
+                records::clear_times(&mut rec, g.kind);
             }
+            // SAFETY: the record lies inside the written part of the buffer.
+            unsafe {
+                std::ptr::copy_nonoverlapping(rec.as_ptr(), self.ptr.add(g.offset), rec.len())
+            };
         }
     }
 }

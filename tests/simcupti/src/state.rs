@@ -438,10 +438,8 @@ impl State {
                 }
             }
         }
-        if force {
-            for (_, b) in &mut out {
-                b.clear_incomplete(now);
-            }
+        for (_, b) in &mut out {
+            b.finish(now);
         }
         out
     }

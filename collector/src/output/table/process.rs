@@ -133,6 +133,38 @@ pub(super) fn section(out: &mut Page, t: &Trace, c: &Counts) {
             ),
         );
     }
+    if t.salvaged_gpu > 0 {
+        field(
+            out,
+            "GPU from buffers",
+            format_args!(
+                "{} GPU {} rebuilt from CUPTI's buffers in the file (timed, not written when \
+                 the process ended)",
+                t.salvaged_gpu,
+                plural(t.salvaged_gpu, "record", "records")
+            ),
+        );
+    }
+    if !t.untimed.is_empty() {
+        use rtrace_format::gpu_region::UntimedKind;
+        let count = |k: UntimedKind| t.untimed.iter().filter(|w| w.kind == k).count() as u64;
+        let (k, c, s) = (
+            count(UntimedKind::Kernel),
+            count(UntimedKind::Memcpy),
+            count(UntimedKind::Memset),
+        );
+        field(
+            out,
+            "never timed",
+            format_args!(
+                "{k} {}, {c} {}, {s} {} launched that CUPTI had not timed when the process \
+                 ended (in the file, without GPU times)",
+                plural(k, "kernel", "kernels"),
+                plural(c, "copy", "copies"),
+                plural(s, "memset", "memsets")
+            ),
+        );
+    }
     match &t.end {
         Some(end) => field(out, "unwrapped lookups", end.unwrapped_lookups),
         None => field(out, "unwrapped lookups", "unknown (no end record)"),
