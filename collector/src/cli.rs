@@ -370,3 +370,49 @@ fn conflict(args: &RecordArgs, traced: &Traced) -> Option<String> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record_args(argv: &[&str]) -> Result<RecordArgs, clap::Error> {
+        let mut full = vec!["rtrace", "record"];
+        full.extend_from_slice(argv);
+        match Cli::try_parse_from(full)?.command {
+            Command::Record(args) => Ok(*args),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn options_before_the_program_are_rtraces_and_after_it_the_programs() {
+        let a = record_args(&["./app", "--flag", "-t", "x"]).unwrap();
+        assert_eq!(a.command, ["./app", "--flag", "-t", "x"]);
+        assert_eq!(a.trace, None);
+        let a = record_args(&["-t", "cuda", "--", "./app", "--bogus"]).unwrap();
+        assert_eq!(a.command, ["./app", "--bogus"]);
+        assert_eq!(a.trace, Some(Traced::parse("cuda").unwrap()));
+        for bad in [
+            &["--bogus", "--", "./app"][..],
+            &["--bogus", "./app"],
+            &["--flush-ms", "0", "./app"],
+            &["--flush-ms", "1001", "./app"],
+            &["--buffer-records", "48", "./app"],
+            &["--gpu-activity=kernel,bogus", "./app"],
+            &["-t", "", "./app"],
+        ] {
+            let e = record_args(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad:?}");
+        }
+        assert_eq!(
+            record_args(&["--flush-ms", "1000", "x"]).unwrap().flush_ms,
+            Some(1000)
+        );
+        assert_eq!(
+            record_args(&["--buffer-records", "16777216", "x"])
+                .unwrap()
+                .buffer_records,
+            Some(1 << 24)
+        );
+    }
+}
