@@ -39,6 +39,8 @@ pub struct Config {
     pub clock_monotonic: bool,
     /// Which GPU activity to record through CUPTI (`RTRACE_GPU_ACTIVITY`).
     pub gpu_activity: GpuKinds,
+    /// Words of `RTRACE_GPU_ACTIVITY` that name no kind, ignored (said in the trace).
+    pub gpu_activity_error: Option<String>,
     /// The CUPTI library to load when the process has not loaded one.
     pub cupti_library: Option<OsString>,
     /// Receive NVTX calls (`RTRACE_NVTX`, on unless `0`).
@@ -239,9 +241,17 @@ impl Config {
                 .as_deref()
                 .and_then(|v| v.to_str()),
         );
-        let mut gpu_activity = get(env::GPU_ACTIVITY)
-            .map(|v| GpuKinds::parse(&v.to_string_lossy()).0)
+        let (mut gpu_activity, unknown) = get(env::GPU_ACTIVITY)
+            .map(|v| GpuKinds::parse(&v.to_string_lossy()))
             .unwrap_or_default();
+        let gpu_activity_error = (!unknown.is_empty()).then(|| {
+            format!(
+                "{}: ignored {} (the kinds are {})",
+                env::GPU_ACTIVITY,
+                unknown.join(", "),
+                env::GPU_KIND_NAMES.join(", ")
+            )
+        });
         // Samples name their code by module: PC sampling needs the modules and their images.
         if pc_sampling.on {
             gpu_activity.resources = true;
@@ -282,6 +292,7 @@ impl Config {
                 .unwrap_or_else(|| "libcuda.so.1".into()),
             clock_monotonic: get(env::CLOCK).is_some_and(|v| v == "monotonic"),
             gpu_activity,
+            gpu_activity_error,
             cupti_library: get(env::CUPTI_LIBRARY).filter(|v| !v.is_empty()),
             nvtx: get(env::NVTX).is_none_or(|v| v != "0"),
             module_images: get(env::MODULE_IMAGES).is_none_or(|v| v != "0"),
@@ -446,14 +457,22 @@ mod tests {
             cfg(&[("RTRACE_GPU_ACTIVITY", "1")]).gpu_activity,
             GpuKinds::DEFAULT
         );
-        // Words that name no kind are ignored.
-        let k = cfg(&[("RTRACE_GPU_ACTIVITY", "memory, bogus")]).gpu_activity;
+        assert_eq!(cfg(&[]).gpu_activity_error, None);
+        // Words that name no kind are ignored, and said.
+        let c = cfg(&[("RTRACE_GPU_ACTIVITY", "memory, bogus")]);
         assert_eq!(
-            k,
+            c.gpu_activity,
             GpuKinds {
                 memory: true,
                 ..Default::default()
             }
+        );
+        assert_eq!(
+            c.gpu_activity_error.as_deref(),
+            Some(
+                "RTRACE_GPU_ACTIVITY: ignored bogus (the kinds are kernel, memcpy, memset, \
+                 memory, sync, resources)"
+            )
         );
     }
 

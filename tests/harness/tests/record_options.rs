@@ -452,3 +452,21 @@ fn force_overwrite_replaces_an_earlier_runs_files_and_nothing_else() {
         .file_type()
         .is_fifo());
 }
+
+/// Preloaded directly, the library is lenient where `rtrace record` is strict: words of
+/// `RTRACE_GPU_ACTIVITY` that name no kind are ignored, and the trace says so.
+#[test]
+fn the_library_says_which_gpu_activity_words_it_ignored() {
+    let r = run(Spec::traced("capture").env(&[("RTRACE_GPU_ACTIVITY", "kernel,bogus")]));
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    let t = r.trace();
+    assert_eq!(t.kernels.len() as u64, CAPTURE.1);
+    assert_eq!(t.memsets.len(), 0);
+    let n = notices(&t);
+    assert_eq!(
+        n[0],
+        "RTRACE_GPU_ACTIVITY: ignored bogus (the kinds are kernel, memcpy, memset, memory, \
+         sync, resources)",
+        "{n:?}"
+    );
+}
