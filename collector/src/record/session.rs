@@ -11,8 +11,8 @@ use crate::model::Trace;
 use crate::read::inputs::{read_header, LoadError};
 use crate::read::{RecordSink, Records};
 use rtrace_format::{
-    collision_base, env, Chunk, ProcessHeader, GPU_ACTIVITY_OFF, GPU_ACTIVITY_ON, STATUS_OFF,
-    STATUS_TRACE,
+    collision_base, env, Chunk, ProcessHeader, CAPTURE_NOTICE, GPU_ACTIVITY_OFF, GPU_ACTIVITY_ON,
+    STATUS_OFF, STATUS_TRACE,
 };
 use std::ffi::OsString;
 use std::fs::File;
@@ -235,6 +235,9 @@ pub struct Contents {
     /// `Err` with the reason of its `GPU activity off` one; `None` when it said neither (GPU
     /// activity was not asked for, or never started: the driver never initialised).
     pub gpu_activity: Option<Result<String, String>>,
+    /// What librtrace.so said of capture control (what gated recording, what it left out),
+    /// each notice without its `capture: ` prefix.
+    pub capture: Vec<String>,
     /// Damage that ended the read ([`Trace::damage`]).
     pub damage: Option<String>,
 }
@@ -278,6 +281,12 @@ pub fn contents(path: &Path) -> Result<Contents, LoadError> {
             Some(rest.strip_prefix(':').unwrap_or(rest).trim().to_string())
         })
     };
+    c.capture = trace
+        .notices
+        .iter()
+        .filter_map(|n| n.message.strip_prefix(CAPTURE_NOTICE)?.strip_prefix(": "))
+        .map(String::from)
+        .collect();
     c.gpu_activity = match (said(GPU_ACTIVITY_OFF), said(GPU_ACTIVITY_ON)) {
         (Some(why), _) => Some(Err(why)),
         (None, Some(on)) => Some(Ok(on)),

@@ -1,6 +1,7 @@
 //! What `rtrace record` says after a run: for each trace, where it went and how big it is, its
 //! records by kind and how many were dropped, and what was not recorded and why (what the
-//! options turned off, what the trace's notices say, what its records show); then why tracing
+//! options turned off, what the trace's notices say of GPU activity and capture control, what
+//! its records show); then why tracing
 //! turned itself off where it did, or that no trace was written.
 
 use super::session::{contents, Contents, Found};
@@ -121,6 +122,7 @@ fn describe(c: &Contents, traced: &Traced) -> Vec<String> {
     if !traced.nvtx {
         lines.push(format!("NVTX: off ({})", traced.chosen_by));
     }
+    lines.extend(c.capture.iter().map(|what| format!("capture: {what}")));
     if let Some(d) = &c.damage {
         lines.push(format!("damaged: {d}"));
     }
@@ -165,6 +167,7 @@ mod tests {
         let c = Contents {
             api: 4,
             gpu_activity: Some(Err("CUPTI is held by another tool".into())),
+            capture: vec!["recording only between cuProfilerStart and cuProfilerStop".into()],
             damage: Some("truncated".into()),
             ..Default::default()
         };
@@ -173,6 +176,7 @@ mod tests {
             [
                 "4 API calls, 0 NVTX events; none dropped",
                 "GPU activity: off: CUPTI is held by another tool",
+                "capture: recording only between cuProfilerStart and cuProfilerStop",
                 "damaged: truncated"
             ]
         );

@@ -221,6 +221,35 @@ fn the_default_records_gpu_activity_and_nvtx_and_says_what_each_trace_holds() {
         std::fs::remove_file(&path).unwrap();
     }
 
+    // Capture control: what it gated and left out, from the trace's notices.
+    let out = rtrace(
+        &[
+            "record",
+            "--capture-range",
+            "cudaProfilerApi",
+            "-o",
+            pattern.to_str().unwrap(),
+            "--",
+            &program("capture"),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let path = only_trace(&dir);
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "rtrace: trace written to {} ({})\n\
+             rtrace:   6 API calls, 1 kernel, 0 memory copies, 1 memset, 2 NVTX events; none \
+             dropped\n\
+             rtrace:   capture: recording only between cuProfilerStart and cuProfilerStop\n\
+             rtrace:   capture: 6 GPU records left out (not launched by a recorded call)\n",
+            path.display(),
+            size(&path)
+        )
+    );
+    std::fs::remove_file(&path).unwrap();
+
     // Nothing: the program runs untraced.
     let out = rtrace(
         &[
