@@ -92,8 +92,9 @@ pub struct RecordArgs {
     /// user's file (sets RTRACE_FORCE_OVERWRITE).
     #[arg(long)]
     pub force_overwrite: bool,
-    /// After the run, print the report of each trace (`rtrace report TRACE...`).
-    #[arg(long)]
+    /// After the run, print the report of the run's traces (`rtrace report TRACE...`);
+    /// `--stats=true`/`=false` as nsys takes it.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
     pub stats: bool,
     /// The librtrace.so to preload [default: $RTRACE_LIB, else librtrace.so
     /// next to the rtrace executable].
