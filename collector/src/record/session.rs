@@ -11,8 +11,8 @@ use crate::model::Trace;
 use crate::read::inputs::{read_header, LoadError};
 use crate::read::{RecordSink, Records};
 use rtrace_format::{
-    collision_base, env, Chunk, ProcessHeader, CAPTURE_NOTICE, GPU_ACTIVITY_OFF, GPU_ACTIVITY_ON,
-    STATUS_OFF, STATUS_TRACE,
+    collision_base, env, Chunk, NvtxKind, ProcessHeader, CAPTURE_NOTICE, GPU_ACTIVITY_OFF,
+    GPU_ACTIVITY_ON, STATUS_OFF, STATUS_TRACE,
 };
 use std::ffi::OsString;
 use std::fs::File;
@@ -227,8 +227,10 @@ pub struct Contents {
     pub memory: u64,
     /// Host synchronizations.
     pub syncs: u64,
-    /// NVTX events.
-    pub nvtx: u64,
+    /// NVTX ranges (pushed or started).
+    pub nvtx_ranges: u64,
+    /// NVTX marks.
+    pub nvtx_marks: u64,
     /// API records lost because a buffer was full ([`Trace::dropped`]).
     pub dropped: u64,
     /// What librtrace.so said of GPU activity: the rest of its `GPU activity on` notice, or
@@ -257,7 +259,15 @@ impl RecordSink for Count {
         let c = &mut self.0;
         match records {
             Records::Api(v) => c.api += v.len() as u64,
-            Records::Nvtx(v) => c.nvtx += v.len() as u64,
+            Records::Nvtx(v) => {
+                for e in v.iter() {
+                    match e.kind {
+                        NvtxKind::Push | NvtxKind::Start => c.nvtx_ranges += 1,
+                        NvtxKind::Mark => c.nvtx_marks += 1,
+                        _ => {}
+                    }
+                }
+            }
             Records::Kernels(v) => c.kernels += v.len() as u64,
             Records::Memcpys(v) => c.copies += v.len() as u64,
             Records::PeerCopies(v) => c.copies += v.len() as u64,

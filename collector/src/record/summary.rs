@@ -58,7 +58,7 @@ pub fn summary_lines(found: &Found, status_error: Option<&str>, traced: &Traced)
 /// A trace's records by kind and what was not recorded, a line each:
 ///
 /// ```text
-/// 26 API calls, 3 kernels, 2 memory copies, 1 memset, 4 NVTX events; none dropped
+/// 26 API calls, 3 kernels, 2 memory copies, 1 memset, 4 NVTX ranges; none dropped
 /// NVTX: off (-t cuda,gpu)
 /// ```
 fn describe(c: &Contents, traced: &Traced) -> Vec<String> {
@@ -86,8 +86,11 @@ fn describe(c: &Contents, traced: &Traced) -> Vec<String> {
             kinds.push(plural(n, one, many));
         }
     }
-    if c.nvtx > 0 || traced.nvtx {
-        kinds.push(plural(c.nvtx, "NVTX event", "NVTX events"));
+    if c.nvtx_ranges > 0 || traced.nvtx {
+        kinds.push(plural(c.nvtx_ranges, "NVTX range", "NVTX ranges"));
+    }
+    if c.nvtx_marks > 0 {
+        kinds.push(plural(c.nvtx_marks, "NVTX mark", "NVTX marks"));
     }
     let dropped = match c.dropped {
         0 => "none dropped".to_string(),
@@ -141,13 +144,14 @@ mod tests {
             api: 26,
             kernels: 3,
             copies: 1,
-            nvtx: 2,
+            nvtx_ranges: 2,
+            nvtx_marks: 1,
             gpu_activity: Some(Ok("kernels through CUPTI".into())),
             ..Default::default()
         };
         assert_eq!(
             describe(&c, &default),
-            ["26 API calls, 3 kernels, 1 memory copy, 0 memsets, 2 NVTX events; none dropped"]
+            ["26 API calls, 3 kernels, 1 memory copy, 0 memsets, 2 NVTX ranges, 1 NVTX mark; none dropped"]
         );
         let api_only = Traced::parse("cuda").unwrap();
         let c = Contents {
@@ -174,7 +178,7 @@ mod tests {
         assert_eq!(
             describe(&c, &default),
             [
-                "4 API calls, 0 NVTX events; none dropped",
+                "4 API calls, 0 NVTX ranges; none dropped",
                 "GPU activity: off: CUPTI is held by another tool",
                 "capture: recording only between cuProfilerStart and cuProfilerStop",
                 "damaged: truncated"
@@ -198,7 +202,7 @@ mod tests {
         assert_eq!(
             describe(&c, &default),
             [
-                "4 API calls, 0 kernels, 0 memory copies, 0 memsets, 0 NVTX events; none dropped",
+                "4 API calls, 0 kernels, 0 memory copies, 0 memsets, 0 NVTX ranges; none dropped",
                 "GPU activity: on, none recorded (the program ran no kernels, copies or \
                  memsets while recording)"
             ]

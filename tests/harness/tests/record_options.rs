@@ -9,8 +9,8 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
-/// `capture`'s driver calls, kernels, memsets and NVTX events (tests/programs/capture.c).
-const CAPTURE: (u64, u64, u64, u64) = (24, 4, 4, 8);
+/// `capture`'s driver calls, kernels, memsets and NVTX ranges (tests/programs/capture.c).
+const CAPTURE: (u64, u64, u64, u64) = (24, 4, 4, 4);
 /// `direct`'s driver calls (tests/programs/README.md).
 const DIRECT_CALLS: u64 = 44;
 
@@ -158,7 +158,7 @@ fn the_default_records_gpu_activity_and_nvtx_and_says_what_each_trace_holds() {
         format!(
             "rtrace: trace written to {} ({})\n\
              rtrace:   {api} API calls, {kernels} kernels, 0 memory copies, {memsets} memsets, \
-             {nvtx} NVTX events; none dropped\n",
+             {nvtx} NVTX ranges; none dropped\n",
             path.display(),
             size(&path)
         )
@@ -212,7 +212,7 @@ fn the_default_records_gpu_activity_and_nvtx_and_says_what_each_trace_holds() {
             text(&out.stderr),
             format!(
                 "rtrace: trace written to {} ({})\n\
-                 rtrace:   {api} API calls, {kernels} kernels, {nvtx} NVTX events; none dropped\n",
+                 rtrace:   {api} API calls, {kernels} kernels, {nvtx} NVTX ranges; none dropped\n",
                 path.display(),
                 size(&path)
             ),
@@ -240,7 +240,7 @@ fn the_default_records_gpu_activity_and_nvtx_and_says_what_each_trace_holds() {
         text(&out.stderr),
         format!(
             "rtrace: trace written to {} ({})\n\
-             rtrace:   6 API calls, 1 kernel, 0 memory copies, 1 memset, 2 NVTX events; none \
+             rtrace:   6 API calls, 1 kernel, 0 memory copies, 1 memset, 1 NVTX range; none \
              dropped\n\
              rtrace:   capture: recording only between cuProfilerStart and cuProfilerStop\n\
              rtrace:   capture: 6 GPU records left out (not launched by a recorded call)\n",
