@@ -4,7 +4,7 @@
 //! This file holds the command and `rtrace record`; `report.rs`, `export.rs`, `sass.rs` and
 //! `metrics.rs` the other subcommands, over `inputs.rs` (the inputs they read and the filters they take).
 
-use crate::record::{self, RecordOptions};
+use crate::record::{self, RecordOptions, Traced};
 use clap::{Args, Parser, Subcommand};
 use rtrace_format::{env, DEFAULT_OUTPUT};
 use std::ffi::OsString;
@@ -33,10 +33,11 @@ pub struct Cli {
 /// rtrace's subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a program with librtrace.so preloaded, recording its CUDA driver calls.
+    /// Run a program with librtrace.so preloaded, recording its CUDA driver calls, its GPU
+    /// activity (kernels, copies, memsets) and NVTX ranges (see -t).
     ///
     /// Exits with the program's exit status (128+S if signal S killed it), 127
-    /// if it could not be started, 2 if rtrace could not set up the run.
+    /// if it could not be started, 2 for a usage error or if rtrace could not set up the run.
     #[command(override_usage = "rtrace record [OPTIONS] [--] <PROGRAM> [ARGS]...")]
     Record(Box<RecordArgs>),
     /// Summarise traces: each process, one row per driver function, then GPU
@@ -73,27 +74,47 @@ pub enum Command {
 /// Options of `rtrace record`.
 #[derive(Debug, Args)]
 pub struct RecordArgs {
-    /// Trace path pattern: %p is replaced by the process id, %h by the host
-    /// name; a relative pattern is taken from the current directory.
+    /// What to trace, comma-separated: cuda (CUDA driver API calls, always recorded with
+    /// anything else), gpu (kernels, graphs' kernels, memory copies, memsets and the
+    /// contexts, streams and modules they ran in), or GPU activity kinds one by one (kernel,
+    /// memcpy, memset, memory, sync, resources), nvtx; or none (nothing: an untraced run)
+    /// [default: cuda,gpu,nvtx]. -t cuda records API calls only.
+    #[arg(short = 't', long = "trace", value_name = "LIST", value_parser = Traced::parse)]
+    pub trace: Option<Traced>,
+    /// Trace path pattern: %p is replaced by the process id, %h by the host name, %q{VAR} by
+    /// the value of the environment variable VAR in the traced process (empty when unset;
+    /// e.g. %q{RANK} under torchrun), %% by %; a relative pattern is taken from the current
+    /// directory. A name that is taken gets NAME.1.bin beside it (see --force-overwrite).
     #[arg(short, long, value_name = "PATTERN", default_value = DEFAULT_OUTPUT)]
     pub output: PathBuf,
+    /// Replace an earlier file at a trace's name (a regular file of yours that is not a trace
+    /// of this run) instead of writing beside it; never a link, FIFO, device or another
+    /// user's file (sets RTRACE_FORCE_OVERWRITE).
+    #[arg(long)]
+    pub force_overwrite: bool,
+    /// After the run, print the report of the run's traces (`rtrace report TRACE...`);
+    /// `--stats=true`/`=false` as nsys takes it.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    pub stats: bool,
     /// The librtrace.so to preload [default: $RTRACE_LIB, else librtrace.so
     /// next to the rtrace executable].
     #[arg(long, value_name = "PATH")]
     pub lib: Option<PathBuf>,
-    /// Per-thread buffer capacity in API records, a power of two (sets
+    /// Per-thread buffer capacity in API records, a power of two from 64 to 16777216 (sets
     /// RTRACE_BUFFER_RECORDS; the library's default is 65536).
-    #[arg(long, value_name = "N", value_parser = parse_power_of_two)]
+    #[arg(long, value_name = "N", value_parser = parse_buffer_records)]
     pub buffer_records: Option<u64>,
-    /// Write out partly filled buffers at least every N ms (sets
+    /// Write out partly filled buffers at least every N ms, 1 to 1000 (sets
     /// RTRACE_FLUSH_MS; the library's default is 200).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_flush_ms)]
     pub flush_ms: Option<u64>,
-    /// Also record GPU activity through CUPTI (sets RTRACE_GPU_ACTIVITY): kernels, memory
-    /// copies and memsets; `=all` adds allocations and synchronizations; or a list of
-    /// kernel,memcpy,memset,memory,sync.
-    #[arg(long, value_name = "KINDS", num_args = 0..=1, require_equals = true, default_missing_value = "1")]
-    pub gpu_activity: Option<String>,
+    /// The GPU activity kinds to record, as RTRACE_GPU_ACTIVITY takes them: without a value
+    /// (or =1) kernels, copies, memsets and resources, as by default; =all adds
+    /// allocations and synchronizations; =0 none; or a list of kernel, memcpy, memset,
+    /// memory, sync, resources. API calls and NVTX are recorded as by default. The older
+    /// form of -t, which it cannot be combined with.
+    #[arg(long, value_name = "KINDS", num_args = 0..=1, require_equals = true, default_missing_value = "1", value_parser = Traced::from_gpu_activity, conflicts_with = "trace")]
+    pub gpu_activity: Option<Traced>,
     /// Record only between the program's cuProfilerStart and cuProfilerStop
     /// (`cudaProfilerApi`; sets RTRACE_CAPTURE_RANGE).
     #[arg(long, value_name = "RANGE", value_parser = ["cudaProfilerApi", "none"])]
@@ -152,8 +173,7 @@ pub struct RecordArgs {
         value_name = "PROGRAM",
         required = true,
         num_args = 1..,
-        trailing_var_arg = true,
-        allow_hyphen_values = true
+        trailing_var_arg = true
     )]
     pub command: Vec<OsString>,
 }
@@ -170,12 +190,35 @@ fn check_regex(s: &str) -> Result<String, String> {
     crate::filter::parse_regex(s).map(|_| s.to_string())
 }
 
-fn parse_power_of_two(s: &str) -> Result<u64, String> {
-    let n: u64 = s.parse().map_err(|e| format!("{e}"))?;
-    if n.is_power_of_two() {
+/// `--buffer-records`: a power of two in the range librtrace.so takes.
+fn parse_buffer_records(s: &str) -> Result<u64, String> {
+    let range = &env::BUFFER_RECORDS_RANGE;
+    let n: u64 = s.trim().parse().map_err(|e| format!("{e}"))?;
+    if !n.is_power_of_two() {
+        Err(format!("{n} is not a power of two (e.g. 65536)"))
+    } else if !range.contains(&n) {
+        Err(format!(
+            "{n} is out of range (give a power of two from {} to {})",
+            range.start(),
+            range.end()
+        ))
+    } else {
+        Ok(n)
+    }
+}
+
+/// `--flush-ms`: a period in the range librtrace.so takes.
+fn parse_flush_ms(s: &str) -> Result<u64, String> {
+    let range = &env::FLUSH_MS_RANGE;
+    let n: u64 = s.trim().parse().map_err(|e| format!("{e}"))?;
+    if range.contains(&n) {
         Ok(n)
     } else {
-        Err(format!("{n} is not a power of two (e.g. 65536)"))
+        Err(format!(
+            "{n} is out of range (give {} to {})",
+            range.start(),
+            range.end()
+        ))
     }
 }
 
@@ -218,6 +261,15 @@ fn run_record(args: RecordArgs) -> u8 {
         );
         return 2;
     }
+    let traced = args
+        .trace
+        .clone()
+        .or(args.gpu_activity.clone())
+        .unwrap_or_default();
+    if let Some(why) = conflict(&args, &traced) {
+        eprintln!("rtrace: {why}");
+        return 2;
+    }
     let mut env: Vec<(String, String)> = Vec::new();
     let mut set = |k: &str, v: Option<String>| {
         if let Some(v) = v {
@@ -240,7 +292,8 @@ fn run_record(args: RecordArgs) -> u8 {
         lib: args.lib,
         buffer_records: args.buffer_records,
         flush_ms: args.flush_ms,
-        gpu_activity: args.gpu_activity,
+        traced,
+        force_overwrite: args.force_overwrite,
         env,
         command: args.command,
         quiet: false,
@@ -268,8 +321,99 @@ fn run_record(args: RecordArgs) -> u8 {
     if let Some(line) = killed {
         eprintln!("rtrace: {line}");
     }
-    for line in record::summary_lines(&rec) {
+    for line in record::summary_lines(&rec.found, rec.status_error.as_deref(), &opts.traced) {
         eprintln!("rtrace: {line}");
     }
+    if args.stats && !rec.found.traces.is_empty() {
+        let mut argv: Vec<OsString> = vec!["rtrace".into(), "report".into()];
+        argv.extend(
+            rec.found
+                .traces
+                .iter()
+                .map(|t| t.path.clone().into_os_string()),
+        );
+        // The report as `rtrace report` makes it, from the same code.
+        match Cli::try_parse_from(argv) {
+            Ok(Cli {
+                command: Command::Report(report),
+            }) => {
+                report::run(&report);
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("rtrace: --stats: {e}"),
+        }
+    }
     code
+}
+
+/// Options that cannot go together with what is traced; the message.
+fn conflict(args: &RecordArgs, traced: &Traced) -> Option<String> {
+    let by = &traced.chosen_by;
+    if traced.nothing {
+        let needs = [
+            (args.pc_sampling.is_some(), "--pc-sampling"),
+            (args.metrics.is_some(), "--metrics"),
+        ];
+        if let Some((_, opt)) = needs.iter().find(|(given, _)| *given) {
+            return Some(format!("{opt} needs tracing, and {by} records nothing"));
+        }
+    }
+    if !traced.nvtx || traced.nothing {
+        let needs = [
+            (args.nvtx_capture.is_some(), "--nvtx-capture"),
+            (args.nvtx_exclude.is_some(), "--nvtx-exclude"),
+        ];
+        if let Some((_, opt)) = needs.iter().find(|(given, _)| *given) {
+            return Some(format!(
+                "{opt} needs NVTX, which {by} leaves off: add nvtx to the list"
+            ));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record_args(argv: &[&str]) -> Result<RecordArgs, clap::Error> {
+        let mut full = vec!["rtrace", "record"];
+        full.extend_from_slice(argv);
+        match Cli::try_parse_from(full)?.command {
+            Command::Record(args) => Ok(*args),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn options_before_the_program_are_rtraces_and_after_it_the_programs() {
+        let a = record_args(&["./app", "--flag", "-t", "x"]).unwrap();
+        assert_eq!(a.command, ["./app", "--flag", "-t", "x"]);
+        assert_eq!(a.trace, None);
+        let a = record_args(&["-t", "cuda", "--", "./app", "--bogus"]).unwrap();
+        assert_eq!(a.command, ["./app", "--bogus"]);
+        assert_eq!(a.trace, Some(Traced::parse("cuda").unwrap()));
+        for bad in [
+            &["--bogus", "--", "./app"][..],
+            &["--bogus", "./app"],
+            &["--flush-ms", "0", "./app"],
+            &["--flush-ms", "1001", "./app"],
+            &["--buffer-records", "48", "./app"],
+            &["--gpu-activity=kernel,bogus", "./app"],
+            &["-t", "", "./app"],
+        ] {
+            let e = record_args(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad:?}");
+        }
+        assert_eq!(
+            record_args(&["--flush-ms", "1000", "x"]).unwrap().flush_ms,
+            Some(1000)
+        );
+        assert_eq!(
+            record_args(&["--buffer-records", "16777216", "x"])
+                .unwrap()
+                .buffer_records,
+            Some(1 << 24)
+        );
+    }
 }

@@ -3,11 +3,15 @@
 
 mod pattern;
 pub mod session;
+mod summary;
+mod traced;
 
 use crate::sys::signals;
 pub use crate::sys::signals::signal_name;
 pub use pattern::OutputPattern;
 pub use session::{contents, Contents, Found, Session, TraceFile};
+pub use summary::summary_lines;
+pub use traced::{Traced, TRACE_NAMES};
 
 use crate::read::inputs::io_message;
 use rtrace_format::{env, DEFAULT_OUTPUT};
@@ -25,8 +29,8 @@ pub const LIB_NAME: &str = "librtrace.so";
 /// What to record, as `rtrace record` takes it.
 #[derive(Clone, Debug, Default)]
 pub struct RecordOptions {
-    /// Trace path pattern (`%p` → pid, `%h` → host name, `%%` → `%`); [`DEFAULT_OUTPUT`] if
-    /// `None`.
+    /// Trace path pattern (`%p` → pid, `%h` → host name, `%q{VAR}` → VAR's value, `%%` →
+    /// `%`); [`DEFAULT_OUTPUT`] if `None`.
     pub output: Option<PathBuf>,
     /// librtrace.so to preload; see [`locate_lib`] for the search when `None`.
     pub lib: Option<PathBuf>,
@@ -34,8 +38,10 @@ pub struct RecordOptions {
     pub buffer_records: Option<u64>,
     /// `RTRACE_FLUSH_MS` for the child, if given.
     pub flush_ms: Option<u64>,
-    /// `RTRACE_GPU_ACTIVITY` for the child, if given.
-    pub gpu_activity: Option<String>,
+    /// What to record (`RTRACE_GPU_ACTIVITY`, `RTRACE_NVTX`, `RTRACE_DISABLE` for the child).
+    pub traced: Traced,
+    /// Replace an earlier run's file at a trace's name (`RTRACE_FORCE_OVERWRITE`).
+    pub force_overwrite: bool,
     /// More `RTRACE_*` settings for the child (capture control), as (variable, value).
     pub env: Vec<(String, String)>,
     /// The program and its arguments.
@@ -186,7 +192,7 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
     let raw = pattern.as_os_string();
     let per_process_dir = Path::new(&raw)
         .parent()
-        .is_some_and(|d| pattern::holds_pid(d.as_os_str().as_bytes()));
+        .is_some_and(|d| pattern::varies(d.as_os_str().as_bytes()));
     if let Some(dir) = pattern.expand(0, &host).parent() {
         if !per_process_dir && !dir.is_dir() {
             return Err(RecordError::Setup(format!(
@@ -217,17 +223,19 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
         .envs(session.env());
     // NVTX in the program loads the library this names (librtrace.so itself), unless the
     // caller points it at another tool.
-    if std::env::var_os(env::NVTX_INJECTION64_PATH).is_none() {
+    let nvtx = opts.traced.nvtx && !opts.traced.nothing;
+    if nvtx && std::env::var_os(env::NVTX_INJECTION64_PATH).is_none() {
         cmd.env(env::NVTX_INJECTION64_PATH, &lib);
+    }
+    cmd.envs(opts.traced.env());
+    if opts.force_overwrite {
+        cmd.env(env::FORCE_OVERWRITE, "1");
     }
     if let Some(n) = opts.buffer_records {
         cmd.env(env::BUFFER_RECORDS, n.to_string());
     }
     if let Some(ms) = opts.flush_ms {
         cmd.env(env::FLUSH_MS, ms.to_string());
-    }
-    if let Some(kinds) = &opts.gpu_activity {
-        cmd.env(env::GPU_ACTIVITY, kinds);
     }
     for (k, v) in &opts.env {
         cmd.env(k, v);
@@ -260,59 +268,6 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
         found: session.found(&pattern, &host, pid),
         status_error: session.status_error.clone(),
     })
-}
-
-/// What `rtrace record` says of a run (a line each, without the `rtrace: ` prefix): where each
-/// trace went, its size and what it holds, read through the reading layer (and the name it
-/// went beside, when that was taken); why tracing turned itself off where it did; or that no
-/// trace was written.
-pub fn summary_lines(rec: &Recording) -> Vec<String> {
-    let mut lines = Vec::new();
-    for t in &rec.found.traces {
-        let beside = t.beside.as_ref().map_or(String::new(), |b| {
-            format!("; {} was taken, so it went beside it", b.display())
-        });
-        lines.push(match contents(&t.path) {
-            Ok(c) => format!(
-                "trace written to {} ({}{}){beside}",
-                t.path.display(),
-                describe(&c),
-                c.damage
-                    .map_or(String::new(), |d| format!("; damaged: {d}"))
-            ),
-            Err(e) => format!("trace {} cannot be read: {e}", t.path.display()),
-        });
-    }
-    for (path, why) in &rec.found.unreadable {
-        lines.push(format!("trace {} cannot be read: {why}", path.display()));
-    }
-    for (pid, why) in &rec.found.off {
-        lines.push(format!("tracing turned itself off in process {pid}: {why}"));
-    }
-    if rec.found.traces.is_empty() && rec.found.unreadable.is_empty() && rec.found.off.is_empty() {
-        lines.push("no trace was written (the program made no CUDA driver calls)".into());
-        if let Some(e) = &rec.status_error {
-            lines.push(format!("(the reason may be elsewhere: {e})"));
-        }
-    }
-    lines
-}
-
-/// `4.1 kB, 26 API records[, 3 GPU records][, 4 NVTX events]`.
-fn describe(c: &Contents) -> String {
-    let plural = |n: u64, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
-    let mut s = format!(
-        "{}, {}",
-        crate::text::human_bytes(c.bytes),
-        plural(c.api, "API record")
-    );
-    if c.gpu > 0 {
-        s += &format!(", {}", plural(c.gpu, "GPU record"));
-    }
-    if c.nvtx > 0 {
-        s += &format!(", {}", plural(c.nvtx, "NVTX event"));
-    }
-    s
 }
 
 /// `rtrace record`'s exit code for a child that ended with `status`, and the
@@ -385,6 +340,8 @@ mod tests {
         let script = r#"
             test "$RTRACE_BUFFER_RECORDS" = 1024 || exit 9
             test "$RTRACE_FLUSH_MS" = 5 || exit 9
+            test "$RTRACE_GPU_ACTIVITY,$RTRACE_NVTX,$RTRACE_FORCE_OVERWRITE" = 0,0,1 || exit 9
+            test -z "${NVTX_INJECTION64_PATH+set}" || exit 9
             case "$LD_PRELOAD" in /*) ;; *) exit 9;; esac
             test ${#RTRACE_SESSION} = 32 || exit 9
             test "$(stat -c %a "$RTRACE_STATUS_DIR")" = 700 || exit 9
@@ -400,7 +357,8 @@ mod tests {
             lib: Some(some_shared_lib()),
             buffer_records: Some(1024),
             flush_ms: Some(5),
-            gpu_activity: None,
+            traced: Traced::parse("cuda").unwrap(),
+            force_overwrite: true,
             env: vec![("RTRACE_DELAY".into(), "0".into())],
             command: vec!["sh".into(), "-c".into(), script.into()],
             quiet: false,

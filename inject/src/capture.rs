@@ -9,6 +9,7 @@
 //! `RTRACE_METRICS` the same controls choose the launches kernel profiling profiles instead).
 
 use crate::state;
+use rtrace_format::CAPTURE_NOTICE;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 
@@ -63,9 +64,13 @@ pub fn configure() -> Vec<String> {
     if c.delay_ns > 0 || c.duration_ns.is_some() {
         spawn_timer(c.delay_ns, c.duration_ns);
     }
-    let mut notices: Vec<String> = c.errors.iter().map(|e| format!("capture: {e}")).collect();
+    let mut notices: Vec<String> = c
+        .errors
+        .iter()
+        .map(|e| format!("{CAPTURE_NOTICE}: {e}"))
+        .collect();
     if let Some(what) = describe(c) {
-        notices.push(format!("capture: {what}"));
+        notices.push(format!("{CAPTURE_NOTICE}: {what}"));
     }
     notices
 }
@@ -132,17 +137,17 @@ pub fn final_notices() -> Vec<String> {
     let outside = OUTSIDE.load(Ordering::Relaxed);
     if outside > 0 {
         out.push(format!(
-            "capture: {outside} GPU records left out (not launched by a recorded call)"
+            "{CAPTURE_NOTICE}: {outside} GPU records left out (not launched by a recorded call)"
         ));
     }
     let filtered = FILTERED.load(Ordering::Relaxed);
     if filtered > 0 {
         out.push(format!(
-            "capture: {filtered} kernel records left out by the kernel filter"
+            "{CAPTURE_NOTICE}: {filtered} kernel records left out by the kernel filter"
         ));
     }
     if let Some(e) = FILTER_ERROR.lock().ok().and_then(|mut e| e.take()) {
-        out.push(format!("capture: {e}; every kernel kept"));
+        out.push(format!("{CAPTURE_NOTICE}: {e}; every kernel kept"));
     }
     out
 }

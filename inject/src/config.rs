@@ -2,12 +2,21 @@
 
 use rtrace_format::{env, DEFAULT_OUTPUT};
 use std::ffi::OsString;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 /// Everything the environment can set; see `docs/configuration.md`.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// Output path pattern: `%p` → pid, `%h` → host name, `%%` → `%`.
+    /// Output path pattern: `%p` → pid, `%h` → host name, `%q{VAR}` → VAR's value, `%%` → `%`
+    /// ([`rtrace_format::expand_output`]).
     pub output: OsString,
+    /// The values of the variables the pattern's `%q{VAR}` name, as the process started (name,
+    /// value; unset ones left out): read once here, so that naming a trace reads no
+    /// environment (a forked child's included).
+    pub output_vars: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Replace an earlier run's file at the trace's name (`RTRACE_FORCE_OVERWRITE`;
+    /// [`rtrace_format::env::FORCE_OVERWRITE`] says which files).
+    pub force_overwrite: bool,
     /// The `rtrace record` run's token for the trace header (`RTRACE_SESSION`); empty: none.
     pub session: String,
     /// Where to leave status entries for `rtrace record` (`RTRACE_STATUS_DIR`).
@@ -30,6 +39,8 @@ pub struct Config {
     pub clock_monotonic: bool,
     /// Which GPU activity to record through CUPTI (`RTRACE_GPU_ACTIVITY`).
     pub gpu_activity: GpuKinds,
+    /// Words of `RTRACE_GPU_ACTIVITY` that name no kind, ignored (said in the trace).
+    pub gpu_activity_error: Option<String>,
     /// The CUPTI library to load when the process has not loaded one.
     pub cupti_library: Option<OsString>,
     /// Receive NVTX calls (`RTRACE_NVTX`, on unless `0`).
@@ -199,68 +210,9 @@ impl Capture {
     }
 }
 
-/// The kinds of GPU activity to record.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct GpuKinds {
-    pub kernel: bool,
-    /// Memory copies, peer-to-peer ones included.
-    pub memcpy: bool,
-    pub memset: bool,
-    /// Allocations and frees.
-    pub memory: bool,
-    /// Host synchronizations.
-    pub sync: bool,
-    /// Contexts, streams, modules and functions as they are created or loaded.
-    pub resources: bool,
-}
-
-impl GpuKinds {
-    /// `RTRACE_GPU_ACTIVITY`: empty or `0` → none; `1` (`on`, `yes`, `true`, `default`) →
-    /// kernels, copies, memsets and resources; `all` → also allocations and synchronizations;
-    /// else a comma-separated list of `kernel`, `memcpy`, `memset`, `memory`, `sync`,
-    /// `resources` (other words are ignored).
-    pub fn parse(v: &str) -> GpuKinds {
-        let default = GpuKinds {
-            kernel: true,
-            memcpy: true,
-            memset: true,
-            resources: true,
-            ..Default::default()
-        };
-        match v.trim() {
-            "" | "0" | "off" | "no" | "false" => GpuKinds::default(),
-            "1" | "on" | "yes" | "true" | "default" => default,
-            "all" => GpuKinds {
-                memory: true,
-                sync: true,
-                ..default
-            },
-            list => {
-                let mut k = GpuKinds::default();
-                for w in list.split(',').map(str::trim) {
-                    match w {
-                        "kernel" | "kernels" => k.kernel = true,
-                        "memcpy" => k.memcpy = true,
-                        "memset" => k.memset = true,
-                        "memory" => k.memory = true,
-                        "sync" => k.sync = true,
-                        "resources" => k.resources = true,
-                        _ => {}
-                    }
-                }
-                k
-            }
-        }
-    }
-
-    pub fn any(&self) -> bool {
-        self.kernel || self.memcpy || self.memset || self.memory || self.sync || self.resources
-    }
-}
-
-pub const DEFAULT_BUFFER_RECORDS: usize = 1 << 16;
-pub const DEFAULT_FLUSH_MS: u64 = 200;
-pub const DEFAULT_FULL_WAIT_MS: u64 = 100;
+/// The kinds of GPU activity to record (`RTRACE_GPU_ACTIVITY`, read as the format crate
+/// defines it: words that name no kind are ignored).
+pub use rtrace_format::env::GpuKinds;
 
 impl Config {
     pub fn from_env() -> Config {
@@ -271,24 +223,35 @@ impl Config {
     pub fn from_lookup(get: impl Fn(&str) -> Option<OsString>) -> Config {
         let num = |k: &str| -> Option<u64> { get(k)?.to_str()?.trim().parse().ok() };
         let flag = |k: &str| get(k).is_some_and(|v| !v.is_empty() && v != "0");
+        let within = |n: u64, r: &std::ops::RangeInclusive<u64>| n.clamp(*r.start(), *r.end());
         let buffer_records = num(env::BUFFER_RECORDS)
-            .map(|n| (n as usize).clamp(64, 1 << 24).next_power_of_two())
-            .unwrap_or(DEFAULT_BUFFER_RECORDS);
-        let full_wait_ms = num(env::FULL_WAIT_MS)
-            .unwrap_or(DEFAULT_FULL_WAIT_MS)
-            .min(1000);
-        let flush_ms = num(env::FLUSH_MS)
-            .unwrap_or(DEFAULT_FLUSH_MS)
-            .clamp(1, 1000);
+            .map(|n| within(n, &env::BUFFER_RECORDS_RANGE).next_power_of_two())
+            .unwrap_or(env::DEFAULT_BUFFER_RECORDS) as usize;
+        let full_wait_ms = within(
+            num(env::FULL_WAIT_MS).unwrap_or(env::DEFAULT_FULL_WAIT_MS),
+            &env::FULL_WAIT_MS_RANGE,
+        );
+        let flush_ms = within(
+            num(env::FLUSH_MS).unwrap_or(env::DEFAULT_FLUSH_MS),
+            &env::FLUSH_MS_RANGE,
+        );
         let pc_sampling = PcSampling::parse(
             get(env::PC_SAMPLING).as_deref().and_then(|v| v.to_str()),
             get(env::PC_SAMPLING_STALLS)
                 .as_deref()
                 .and_then(|v| v.to_str()),
         );
-        let mut gpu_activity = get(env::GPU_ACTIVITY)
+        let (mut gpu_activity, unknown) = get(env::GPU_ACTIVITY)
             .map(|v| GpuKinds::parse(&v.to_string_lossy()))
             .unwrap_or_default();
+        let gpu_activity_error = (!unknown.is_empty()).then(|| {
+            format!(
+                "{}: ignored {} (the kinds are {})",
+                env::GPU_ACTIVITY,
+                unknown.join(", "),
+                env::GPU_KIND_NAMES.join(", ")
+            )
+        });
         // Samples name their code by module: PC sampling needs the modules and their images.
         if pc_sampling.on {
             gpu_activity.resources = true;
@@ -300,10 +263,20 @@ impl Config {
         if metrics.is_some() {
             gpu_activity.kernel = true;
         }
+        let output: OsString = get(env::OUTPUT)
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| DEFAULT_OUTPUT.into());
+        let output_vars = rtrace_format::pattern_vars(output.as_bytes())
+            .into_iter()
+            .filter_map(|name| {
+                let value = get(std::str::from_utf8(name).ok()?)?;
+                Some((name.to_vec(), value.into_vec()))
+            })
+            .collect();
         Config {
-            output: get(env::OUTPUT)
-                .filter(|v| !v.is_empty())
-                .unwrap_or_else(|| DEFAULT_OUTPUT.into()),
+            output,
+            output_vars,
+            force_overwrite: flag(env::FORCE_OVERWRITE),
             session: get(env::SESSION)
                 .map(|v| v.to_string_lossy().into_owned())
                 .unwrap_or_default(),
@@ -319,6 +292,7 @@ impl Config {
                 .unwrap_or_else(|| "libcuda.so.1".into()),
             clock_monotonic: get(env::CLOCK).is_some_and(|v| v == "monotonic"),
             gpu_activity,
+            gpu_activity_error,
             cupti_library: get(env::CUPTI_LIBRARY).filter(|v| !v.is_empty()),
             nvtx: get(env::NVTX).is_none_or(|v| v != "0"),
             module_images: get(env::MODULE_IMAGES).is_none_or(|v| v != "0"),
@@ -478,25 +452,47 @@ mod tests {
 
     #[test]
     fn gpu_kinds() {
-        let k = |v: &str| {
-            let g = GpuKinds::parse(v);
-            [g.kernel, g.memcpy, g.memset, g.memory, g.sync, g.resources]
-        };
-        assert_eq!(k("0"), [false; 6]);
-        assert_eq!(k(""), [false; 6]);
-        assert_eq!(k("1"), [true, true, true, false, false, true]);
-        assert_eq!(k("all"), [true; 6]);
+        assert_eq!(cfg(&[]).gpu_activity, GpuKinds::default());
         assert_eq!(
-            k("kernel, sync,bogus"),
-            [true, false, false, false, true, false]
+            cfg(&[("RTRACE_GPU_ACTIVITY", "1")]).gpu_activity,
+            GpuKinds::DEFAULT
         );
-        assert_eq!(k("resources"), [false, false, false, false, false, true]);
-        assert!(GpuKinds::parse("resources").any());
-        assert!(
-            cfg(&[("RTRACE_GPU_ACTIVITY", "memory")])
-                .gpu_activity
-                .memory
+        assert_eq!(cfg(&[]).gpu_activity_error, None);
+        // Words that name no kind are ignored, and said.
+        let c = cfg(&[("RTRACE_GPU_ACTIVITY", "memory, bogus")]);
+        assert_eq!(
+            c.gpu_activity,
+            GpuKinds {
+                memory: true,
+                ..Default::default()
+            }
         );
+        assert_eq!(
+            c.gpu_activity_error.as_deref(),
+            Some(
+                "RTRACE_GPU_ACTIVITY: ignored bogus (the kinds are kernel, memcpy, memset, \
+                 memory, sync, resources)"
+            )
+        );
+    }
+
+    #[test]
+    fn output_variables_are_read_once() {
+        let c = cfg(&[
+            ("RTRACE_OUTPUT", "/t/%q{RANK}-%q{UNSET}-%q{RANK}-%p.bin"),
+            ("RANK", "3"),
+            ("OTHER", "x"),
+        ]);
+        assert_eq!(
+            c.output_vars,
+            vec![
+                (b"RANK".to_vec(), b"3".to_vec()),
+                (b"RANK".to_vec(), b"3".to_vec())
+            ]
+        );
+        assert!(cfg(&[]).output_vars.is_empty());
+        assert!(!cfg(&[]).force_overwrite);
+        assert!(cfg(&[("RTRACE_FORCE_OVERWRITE", "1")]).force_overwrite);
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! The files librtrace.so creates: exclusively ([`sys::create_private`]: never through a link,
 //! never over anything already there), beside a name that is taken
-//! ([`rtrace_format::collision_path`]); and the status entries it leaves for `rtrace record`
-//! in `RTRACE_STATUS_DIR` (the traces it created, why tracing turned itself off).
+//! ([`rtrace_format::collision_path`]) unless told to replace an earlier run's file
+//! ([`rtrace_format::env::FORCE_OVERWRITE`]); and the status entries it leaves for `rtrace
+//! record` in `RTRACE_STATUS_DIR` (the traces it created, why tracing turned itself off).
 
 use crate::sys;
 use rtrace_format::{collision_path, MAX_COLLISION_SUFFIX};
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 
 /// A file [`create_beside`] created.
 pub struct Created {
@@ -16,6 +18,8 @@ pub struct Created {
     pub path: Vec<u8>,
     /// The name asked for was taken: the file is beside it.
     pub beside: bool,
+    /// An earlier run's file at the name was removed first ([`create_beside`]'s `replace`).
+    pub replaced: bool,
 }
 
 fn shown(path: &[u8]) -> std::borrow::Cow<'_, str> {
@@ -31,36 +35,72 @@ pub fn plain(e: &io::Error) -> String {
     }
 }
 
+/// With `replace` (this run's session token, not empty): removes the file at `name` when it is
+/// a regular file of this user (never a link, a FIFO, a device, a directory or another user's
+/// file) and not a trace of this run (whose header carries the token: a parent's trace, or an
+/// earlier image's after `exec`). Whether it removed one.
+fn remove_earlier(name: &[u8], replace: Option<&str>) -> bool {
+    let Some(session) = replace.filter(|s| !s.is_empty()) else {
+        return false;
+    };
+    let path = OsStr::from_bytes(name);
+    let Ok(file) = sys::open_own_regular(path) else {
+        return false;
+    };
+    let Ok(meta) = file.metadata() else {
+        return false;
+    };
+    let ours = rtrace_format::TraceReader::new(io::BufReader::new(&file))
+        .is_ok_and(|r| r.header().session == session);
+    // The name must still be the file looked at.
+    let same = std::fs::symlink_metadata(path)
+        .is_ok_and(|now| (now.dev(), now.ino()) == (meta.dev(), meta.ino()));
+    !ours && same && std::fs::remove_file(path).is_ok()
+}
+
 /// Creates `name` or, where something is there already, the first of its collision names
 /// (`.1` to `.`[`MAX_COLLISION_SUFFIX`]) where nothing is. Nothing found at a name is opened or
-/// changed. A directory at `name` is an error (the pattern names a directory, not a file), as
-/// is any failure other than a name being taken; the error says which path and why.
-pub fn create_beside(name: &[u8]) -> Result<Created, String> {
+/// changed, except that with `replace` (the run's session token) an earlier run's regular file
+/// at a name is removed and the name taken ([`remove_earlier`]): a second run with the same
+/// names replaces the first run's files one by one. A directory at `name` is an error (the
+/// pattern names a directory, not a file), as is any failure other than a name being taken;
+/// the error says which path and why.
+pub fn create_beside(name: &[u8], replace: Option<&str>) -> Result<Created, String> {
     for n in 0..=MAX_COLLISION_SUFFIX {
         let path = if n == 0 {
             name.to_vec()
         } else {
             collision_path(name, n)
         };
-        match sys::create_private(OsStr::from_bytes(&path)) {
-            Ok(fd) => {
-                return Ok(Created {
-                    fd,
-                    path,
-                    beside: n > 0,
-                })
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                let is_dir =
-                    || std::fs::symlink_metadata(OsStr::from_bytes(name)).is_ok_and(|m| m.is_dir());
-                if n == 0 && is_dir() {
-                    return Err(format!(
-                        "cannot create {}: it is a directory (the output names a file)",
-                        shown(name)
-                    ));
+        let mut replaced = false;
+        loop {
+            match sys::create_private(OsStr::from_bytes(&path)) {
+                Ok(fd) => {
+                    return Ok(Created {
+                        fd,
+                        path,
+                        beside: n > 0,
+                        replaced,
+                    })
                 }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    let is_dir = || {
+                        std::fs::symlink_metadata(OsStr::from_bytes(name)).is_ok_and(|m| m.is_dir())
+                    };
+                    if n == 0 && is_dir() {
+                        return Err(format!(
+                            "cannot create {}: it is a directory (the output names a file)",
+                            shown(name)
+                        ));
+                    }
+                    // Once per name: what is there after a removal stays.
+                    if replaced || !remove_earlier(&path, replace) {
+                        break;
+                    }
+                    replaced = true;
+                }
+                Err(e) => return Err(format!("cannot create {}: {}", shown(&path), plain(&e))),
             }
-            Err(e) => return Err(format!("cannot create {}: {}", shown(&path), plain(&e))),
         }
     }
     Err(format!(
@@ -75,7 +115,7 @@ pub fn create_beside(name: &[u8]) -> Result<Created, String> {
 pub fn leave_status(dir: &OsStr, prefix: &str, pid: u32, text: &[u8]) {
     let mut name = dir.as_bytes().to_vec();
     name.extend_from_slice(format!("/{prefix}{pid}").as_bytes());
-    if let Ok(created) = create_beside(&name) {
+    if let Ok(created) = create_beside(&name, None) {
         let _ = sys::pwrite_all(created.fd, text, 0);
         sys::close(created.fd);
     }

@@ -74,8 +74,13 @@ impl Sink {
     pub fn create(pid: u32, forked_from: Option<u32>) -> Result<Sink, String> {
         let cfg = state::config();
         let host = hostname();
-        let name = expand_output(cfg.output.as_bytes(), pid, host.as_bytes());
-        let created = files::create_beside(&name)?;
+        let var = |name: &[u8]| {
+            let found = cfg.output_vars.iter().find(|(n, _)| n == name);
+            found.map(|(_, value)| value.clone())
+        };
+        let name = expand_output(cfg.output.as_bytes(), pid, host.as_bytes(), &var);
+        let replace = cfg.force_overwrite.then_some(cfg.session.as_str());
+        let created = files::create_beside(&name, replace)?;
         let path = OsString::from_vec(created.path.clone());
         let header = ProcessHeader {
             pid,
@@ -125,6 +130,13 @@ impl Sink {
                 "{} was taken: this trace is written beside it, as {}",
                 String::from_utf8_lossy(&name),
                 path.to_string_lossy()
+            ));
+        }
+        if created.replaced {
+            sink.notice(&format!(
+                "an earlier {} was replaced ({}=1)",
+                path.to_string_lossy(),
+                rtrace_format::env::FORCE_OVERWRITE
             ));
         }
         if let Err(e) = sink.flush() {

@@ -49,6 +49,9 @@ pub fn start() {
         if let Some(e) = &cfg.pc_sampling.error {
             cupti::notice(e.clone());
         }
+        if let Some(e) = &cfg.gpu_activity_error {
+            cupti::notice(e.clone());
+        }
         for msg in cupti::configure_profiling() {
             cupti::notice(msg);
         }

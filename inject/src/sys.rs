@@ -139,6 +139,27 @@ pub fn create_private(path: &OsStr) -> io::Result<i32> {
     Ok(fd)
 }
 
+/// This process's effective user id.
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Opens `path` for reading if it is a regular file of this process's user: never through a
+/// link (`O_NOFOLLOW`), never waiting on a FIFO (`O_NONBLOCK`), closed on `exec`.
+pub fn open_own_regular(path: &OsStr) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() || meta.uid() != effective_uid() {
+        return Err(io::Error::from(io::ErrorKind::PermissionDenied));
+    }
+    Ok(file)
+}
+
 /// Closes `fd`, ignoring failures.
 pub fn close(fd: i32) {
     // SAFETY: closing a descriptor this module opened and its owner gives up.

@@ -1,9 +1,9 @@
-//! `RTRACE_OUTPUT` patterns (`%p` → pid, `%h` → host name, `%%` → `%`, expanded by
-//! `rtrace_format`, as librtrace.so expands them): the files in a pattern's directory that a run
-//! may have written, under a name the pattern makes or beside one
-//! ([`rtrace_format::collision_path`]).
+//! `RTRACE_OUTPUT` patterns (`%p` → pid, `%h` → host name, `%q{VAR}` → a variable's value,
+//! `%%` → `%`, expanded by `rtrace_format`, as librtrace.so expands them): the files in a
+//! pattern's directory that a run may have written, under a name the pattern makes or beside
+//! one ([`rtrace_format::collision_path`]).
 
-use rtrace_format::{collision_base, expand_output, pattern_pieces, PatternPiece};
+use rtrace_format::{collision_base, expand_output, pattern_pieces, process_var, PatternPiece};
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
@@ -20,6 +20,8 @@ enum Token {
     Literal(Vec<u8>),
     /// `%p`: one or more ASCII digits.
     Pid,
+    /// `%q{VAR}`: any bytes (each process may see its own value, e.g. its rank).
+    Any,
 }
 
 impl OutputPattern {
@@ -35,17 +37,19 @@ impl OutputPattern {
         OsString::from_vec(self.bytes.clone())
     }
 
-    /// The path for process `pid` on host `host`.
+    /// The path for process `pid` on host `host`, `%q{VAR}` taking VAR's value in this process
+    /// (the traced program inherits it, unless it or a launcher between sets its own).
     pub fn expand(&self, pid: u32, host: &[u8]) -> PathBuf {
-        path(expand_output(&self.bytes, pid, host))
+        path(expand_output(&self.bytes, pid, host, &process_var))
     }
 
     /// The directory part with `%h` expanded, and the file-name part as a glob;
-    /// `None` when the directory part holds `%p` (each process has its own directory).
+    /// `None` when the directory part holds `%p` or `%q{VAR}` (each process may have its own
+    /// directory).
     fn split(&self, host: &[u8]) -> Option<(PathBuf, Vec<Token>)> {
         let slash = self.bytes.iter().rposition(|&b| b == b'/')?;
         let (dir, name) = (&self.bytes[..slash.max(1)], &self.bytes[slash + 1..]);
-        if holds_pid(dir) {
+        if varies(dir) {
             return None;
         }
         let mut tokens = Vec::new();
@@ -58,12 +62,16 @@ impl OutputPattern {
                     tokens.push(Token::Literal(std::mem::take(&mut lit)));
                     tokens.push(Token::Pid);
                 }
+                PatternPiece::Var(_) => {
+                    tokens.push(Token::Literal(std::mem::take(&mut lit)));
+                    tokens.push(Token::Any);
+                }
             }
         }
         tokens.push(Token::Literal(lit));
         tokens.retain(|t| *t != Token::Literal(Vec::new()));
-        // `dir` holds no `%p`: the pid given is not used.
-        Some((path(expand_output(dir, 0, host)), tokens))
+        // `dir` holds no `%p` nor `%q{VAR}`: neither the pid given nor variables are used.
+        Some((path(expand_output(dir, 0, host, &|_| None)), tokens))
     }
 
     /// The regular files (not links) in the pattern's directory whose names the pattern makes,
@@ -101,6 +109,11 @@ pub(super) fn holds_pid(bytes: &[u8]) -> bool {
     pattern_pieces(bytes).any(|piece| piece == PatternPiece::Pid)
 }
 
+/// Whether a part of a pattern holds `%p` or `%q{VAR}`: what may differ between processes.
+pub(super) fn varies(bytes: &[u8]) -> bool {
+    pattern_pieces(bytes).any(|piece| matches!(piece, PatternPiece::Pid | PatternPiece::Var(_)))
+}
+
 /// Whether `name` matches the glob `tokens` (`Pid` = one or more digits).
 fn matches(tokens: &[Token], name: &[u8]) -> bool {
     match tokens.split_first() {
@@ -112,6 +125,7 @@ fn matches(tokens: &[Token], name: &[u8]) -> bool {
             let digits = name.iter().take_while(|b| b.is_ascii_digit()).count();
             (1..=digits).any(|n| matches(rest, &name[n..]))
         }
+        Some((Token::Any, rest)) => (0..=name.len()).any(|n| matches(rest, &name[n..])),
     }
 }
 
@@ -152,6 +166,32 @@ mod tests {
         assert!(!matches(&tokens, b"tbox-42%.bin"));
         assert!(holds_pid(b"/a/%p"));
         assert!(!holds_pid(b"/a/%%p"));
+        // The known bug of issue 20: `x%%-%p.bin` names `x%-PID.bin`, and that is what is
+        // looked for.
+        let p = OutputPattern::new(Path::new("x%%-%p.bin"), Path::new("/w"));
+        assert_eq!(p.expand(42, b"h"), Path::new("/w/x%-42.bin"));
+        let (_, tokens) = p.split(b"h").unwrap();
+        assert!(matches(&tokens, b"x%-42.bin"));
+        assert!(!matches(&tokens, b"x%%-42.bin"));
+    }
+
+    #[test]
+    fn variables_match_any_value() {
+        let p = OutputPattern::new(
+            Path::new("t-%q{RTRACE_TEST_UNSET_VAR}-%p.bin"),
+            Path::new("/w"),
+        );
+        assert_eq!(p.expand(42, b"h"), Path::new("/w/t--42.bin"));
+        let (dir, tokens) = p.split(b"h").unwrap();
+        assert_eq!(dir, Path::new("/w"));
+        assert!(matches(&tokens, b"t-3-42.bin"));
+        assert!(matches(&tokens, b"t--42.bin"));
+        assert!(matches(&tokens, b"t-a-b-42.bin"));
+        assert!(!matches(&tokens, b"t-3.bin"));
+        assert!(varies(b"/d/%q{RANK}"));
+        assert!(!varies(b"/d/%%q{RANK}"));
+        let per_dir = OutputPattern::new(Path::new("r%q{RANK}/t.bin"), Path::new("/w"));
+        assert!(per_dir.split(b"h").is_none());
     }
 
     #[test]

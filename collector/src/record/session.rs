@@ -10,7 +10,10 @@ use super::pattern::OutputPattern;
 use crate::model::Trace;
 use crate::read::inputs::{read_header, LoadError};
 use crate::read::{RecordSink, Records};
-use rtrace_format::{collision_base, env, Chunk, ProcessHeader, STATUS_OFF, STATUS_TRACE};
+use rtrace_format::{
+    collision_base, env, Chunk, NvtxKind, ProcessHeader, CAPTURE_NOTICE, GPU_ACTIVITY_OFF,
+    GPU_ACTIVITY_ON, STATUS_OFF, STATUS_TRACE,
+};
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Read};
@@ -215,12 +218,37 @@ pub struct Contents {
     pub bytes: u64,
     /// API records.
     pub api: u64,
-    /// GPU activity records (kernels, copies, memsets, allocations, synchronizations).
-    pub gpu: u64,
-    /// NVTX events.
-    pub nvtx: u64,
+    /// Kernel records (graphs' kernels included).
+    pub kernels: u64,
+    /// Memory copies, peer-to-peer ones included.
+    pub copies: u64,
+    pub memsets: u64,
+    /// Allocations and frees.
+    pub memory: u64,
+    /// Host synchronizations.
+    pub syncs: u64,
+    /// NVTX ranges (pushed or started).
+    pub nvtx_ranges: u64,
+    /// NVTX marks.
+    pub nvtx_marks: u64,
+    /// API records lost because a buffer was full ([`Trace::dropped`]).
+    pub dropped: u64,
+    /// What librtrace.so said of GPU activity: the rest of its `GPU activity on` notice, or
+    /// `Err` with the reason of its `GPU activity off` one; `None` when it said neither (GPU
+    /// activity was not asked for, or never started: the driver never initialised).
+    pub gpu_activity: Option<Result<String, String>>,
+    /// What librtrace.so said of capture control (what gated recording, what it left out),
+    /// each notice without its `capture: ` prefix.
+    pub capture: Vec<String>,
     /// Damage that ended the read ([`Trace::damage`]).
     pub damage: Option<String>,
+}
+
+impl Contents {
+    /// GPU activity records of every kind.
+    pub fn gpu(&self) -> u64 {
+        self.kernels + self.copies + self.memsets + self.memory + self.syncs
+    }
 }
 
 /// Counts the records of a trace as they are read.
@@ -231,13 +259,21 @@ impl RecordSink for Count {
         let c = &mut self.0;
         match records {
             Records::Api(v) => c.api += v.len() as u64,
-            Records::Nvtx(v) => c.nvtx += v.len() as u64,
-            Records::Kernels(v) => c.gpu += v.len() as u64,
-            Records::Memcpys(v) => c.gpu += v.len() as u64,
-            Records::PeerCopies(v) => c.gpu += v.len() as u64,
-            Records::Memsets(v) => c.gpu += v.len() as u64,
-            Records::Memory(v) => c.gpu += v.len() as u64,
-            Records::Syncs(v) => c.gpu += v.len() as u64,
+            Records::Nvtx(v) => {
+                for e in v.iter() {
+                    match e.kind {
+                        NvtxKind::Push | NvtxKind::Start => c.nvtx_ranges += 1,
+                        NvtxKind::Mark => c.nvtx_marks += 1,
+                        _ => {}
+                    }
+                }
+            }
+            Records::Kernels(v) => c.kernels += v.len() as u64,
+            Records::Memcpys(v) => c.copies += v.len() as u64,
+            Records::PeerCopies(v) => c.copies += v.len() as u64,
+            Records::Memsets(v) => c.memsets += v.len() as u64,
+            Records::Memory(v) => c.memory += v.len() as u64,
+            Records::Syncs(v) => c.syncs += v.len() as u64,
         }
     }
 }
@@ -248,6 +284,24 @@ pub fn contents(path: &Path) -> Result<Contents, LoadError> {
     let trace = crate::read::trace::read_light(path, &mut count)?;
     let mut c = count.0;
     c.damage = trace.damage;
+    c.dropped = trace.dropped;
+    let said = |prefix: &str| {
+        trace.notices.iter().find_map(|n| {
+            let rest = n.message.strip_prefix(prefix)?;
+            Some(rest.strip_prefix(':').unwrap_or(rest).trim().to_string())
+        })
+    };
+    c.capture = trace
+        .notices
+        .iter()
+        .filter_map(|n| n.message.strip_prefix(CAPTURE_NOTICE)?.strip_prefix(": "))
+        .map(String::from)
+        .collect();
+    c.gpu_activity = match (said(GPU_ACTIVITY_OFF), said(GPU_ACTIVITY_ON)) {
+        (Some(why), _) => Some(Err(why)),
+        (None, Some(on)) => Some(Ok(on)),
+        (None, None) => None,
+    };
     c.bytes = std::fs::metadata(path)
         .map(|m| m.len())
         .map_err(|error| LoadError::Io {

@@ -10,3 +10,10 @@ pub const CUPTI_DIRS: [&str; 3] = [
     "/usr/local/cuda/targets/x86_64-linux/lib",
     "/usr/local/cuda-13.0/targets/x86_64-linux/lib",
 ];
+
+/// The start of the notice librtrace.so writes when GPU activity started (`GPU activity on:
+/// kernels, ... through CUPTI`).
+pub const GPU_ACTIVITY_ON: &str = "GPU activity on";
+/// The start of the notice librtrace.so writes when GPU activity could not start (`GPU
+/// activity off: why`: CUPTI not found, held by another tool, ...).
+pub const GPU_ACTIVITY_OFF: &str = "GPU activity off";

@@ -1,8 +1,12 @@
 //! The environment variables librtrace.so reads (docs/configuration.md), by name: `rtrace
-//! record` sets them for the program it runs, librtrace.so reads them once when it loads.
+//! record` sets them for the program it runs, librtrace.so reads them once when it loads; and the
+//! defaults and ranges of their values, which both sides take from here.
 
-/// Trace path pattern: `%p` → process id, `%h` → host name, `%%` → `%`
-/// ([`crate::DEFAULT_OUTPUT`] when unset or empty).
+use std::ops::RangeInclusive;
+
+/// Trace path pattern: `%p` → process id, `%h` → host name, `%q{VAR}` → the value of the
+/// environment variable VAR (empty when unset), `%%` → `%` ([`crate::pattern_pieces`];
+/// [`crate::DEFAULT_OUTPUT`] when unset or empty).
 pub const OUTPUT: &str = "RTRACE_OUTPUT";
 /// Capacity of each thread's buffer, in API records.
 pub const BUFFER_RECORDS: &str = "RTRACE_BUFFER_RECORDS";
@@ -95,4 +99,248 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .map_err(|_| format!("{s:?} is not a size (bytes, or a number with K, M, G or T)"))?;
     n.checked_mul(1u64 << shift)
         .ok_or_else(|| format!("{s:?} is too large a size"))
+}
+
+/// [`BUFFER_RECORDS`] when unset.
+pub const DEFAULT_BUFFER_RECORDS: u64 = 1 << 16;
+/// The capacities [`BUFFER_RECORDS`] may give (a power of two in this range; librtrace.so
+/// brings a value outside it to its nearest end, `rtrace record` refuses it).
+pub const BUFFER_RECORDS_RANGE: RangeInclusive<u64> = 64..=1 << 24;
+/// [`FLUSH_MS`] when unset.
+pub const DEFAULT_FLUSH_MS: u64 = 200;
+/// The periods [`FLUSH_MS`] may give, ms (librtrace.so brings a value outside the range to its
+/// nearest end, `rtrace record` refuses it).
+pub const FLUSH_MS_RANGE: RangeInclusive<u64> = 1..=1000;
+/// [`FULL_WAIT_MS`] when unset.
+pub const DEFAULT_FULL_WAIT_MS: u64 = 100;
+/// The waits [`FULL_WAIT_MS`] may give, ms (librtrace.so takes the upper end for more).
+pub const FULL_WAIT_MS_RANGE: RangeInclusive<u64> = 0..=1000;
+
+/// `1`: where the trace's name is taken by a regular file of this user that is not a trace of
+/// this `rtrace record` run ([`SESSION`]), replace it instead of writing beside it. Only with
+/// a session token (without one, the processes of a run could not be told from an earlier
+/// run's); never a link, a FIFO, a device, a directory or another user's file.
+pub const FORCE_OVERWRITE: &str = "RTRACE_FORCE_OVERWRITE";
+
+/// `value` read as a number in `range`, or why not (`what`: the option or variable it came
+/// from, for the message).
+pub fn parse_in_range(what: &str, value: &str, range: &RangeInclusive<u64>) -> Result<u64, String> {
+    let n: u64 = value.trim().parse().map_err(|_| {
+        format!(
+            "{what}: {value:?} is not a number (give {}..={})",
+            range.start(),
+            range.end()
+        )
+    })?;
+    if range.contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!(
+            "{what}: {n} is out of range (give {}..={})",
+            range.start(),
+            range.end()
+        ))
+    }
+}
+
+/// The kinds of GPU activity librtrace.so can record through CUPTI ([`GPU_ACTIVITY`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GpuKinds {
+    pub kernel: bool,
+    /// Memory copies, peer-to-peer ones included.
+    pub memcpy: bool,
+    pub memset: bool,
+    /// Allocations and frees.
+    pub memory: bool,
+    /// Host synchronizations.
+    pub sync: bool,
+    /// Contexts, streams, modules and functions as they are created or loaded.
+    pub resources: bool,
+}
+
+/// The names of the kinds in a [`GPU_ACTIVITY`] list, in [`GpuKinds`]' order.
+pub const GPU_KIND_NAMES: [&str; 6] = ["kernel", "memcpy", "memset", "memory", "sync", "resources"];
+
+impl GpuKinds {
+    /// What `1` (and `on`, `yes`, `true`, `default`) records: kernels (graphs' included),
+    /// copies, memsets and resources.
+    pub const DEFAULT: GpuKinds = GpuKinds {
+        kernel: true,
+        memcpy: true,
+        memset: true,
+        memory: false,
+        sync: false,
+        resources: true,
+    };
+    /// What `all` records.
+    pub const ALL: GpuKinds = GpuKinds {
+        kernel: true,
+        memcpy: true,
+        memset: true,
+        memory: true,
+        sync: true,
+        resources: true,
+    };
+
+    fn flags(&mut self) -> [&mut bool; 6] {
+        [
+            &mut self.kernel,
+            &mut self.memcpy,
+            &mut self.memset,
+            &mut self.memory,
+            &mut self.sync,
+            &mut self.resources,
+        ]
+    }
+
+    /// Turns on the kind named `word` ([`GPU_KIND_NAMES`], or `kernels`); false for any other
+    /// word.
+    pub fn add(&mut self, word: &str) -> bool {
+        let word = if word == "kernels" { "kernel" } else { word };
+        match GPU_KIND_NAMES.iter().position(|&n| n == word) {
+            Some(i) => {
+                *self.flags()[i] = true;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A [`GPU_ACTIVITY`] value: empty or `0` (`off`, `no`, `false`) → none; `1` (`on`, `yes`,
+    /// `true`, `default`) → [`GpuKinds::DEFAULT`]; `all` → [`GpuKinds::ALL`]; else a
+    /// comma-separated list of [`GPU_KIND_NAMES`]. The kinds, and the words of the list that
+    /// name none (librtrace.so ignores them, `rtrace record` refuses them).
+    pub fn parse(v: &str) -> (GpuKinds, Vec<String>) {
+        match v.trim() {
+            "" | "0" | "off" | "no" | "false" => (GpuKinds::default(), Vec::new()),
+            "1" | "on" | "yes" | "true" | "default" => (GpuKinds::DEFAULT, Vec::new()),
+            "all" => (GpuKinds::ALL, Vec::new()),
+            list => {
+                let mut k = GpuKinds::default();
+                let unknown = list
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|w| !w.is_empty() && !k.add(w))
+                    .map(String::from)
+                    .collect();
+                (k, unknown)
+            }
+        }
+    }
+
+    /// [`GpuKinds::parse`] that refuses a word naming no kind.
+    pub fn parse_strict(v: &str) -> Result<GpuKinds, String> {
+        match GpuKinds::parse(v) {
+            (k, unknown) if unknown.is_empty() => Ok(k),
+            (_, unknown) => Err(format!(
+                "unknown GPU activity kind{} {}: give 1, all, 0 or a comma-separated list of {}",
+                if unknown.len() == 1 { "" } else { "s" },
+                unknown.join(", "),
+                GPU_KIND_NAMES.join(", ")
+            )),
+        }
+    }
+
+    /// Which kinds are on, in [`GPU_KIND_NAMES`]' order.
+    pub fn values(&self) -> [bool; 6] {
+        [
+            self.kernel,
+            self.memcpy,
+            self.memset,
+            self.memory,
+            self.sync,
+            self.resources,
+        ]
+    }
+
+    /// Whether any kind is on.
+    pub fn any(&self) -> bool {
+        self.values().into_iter().any(|f| f)
+    }
+
+    /// The kinds as a [`GPU_ACTIVITY`] list (`kernel,memcpy`; `0` for none).
+    pub fn to_value(&self) -> String {
+        let on: Vec<&str> = self
+            .values()
+            .into_iter()
+            .zip(GPU_KIND_NAMES)
+            .filter(|(f, _)| *f)
+            .map(|(_, n)| n)
+            .collect();
+        if on.is_empty() {
+            "0".into()
+        } else {
+            on.join(",")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpu_kinds() {
+        let k = |v: &str| GpuKinds::parse(v).0.values();
+        assert_eq!(k("0"), [false; 6]);
+        assert_eq!(k(""), [false; 6]);
+        assert_eq!(k("1"), [true, true, true, false, false, true]);
+        assert_eq!(k("all"), [true; 6]);
+        assert_eq!(
+            GpuKinds::parse("kernels, sync,bogus,,x"),
+            (
+                GpuKinds {
+                    kernel: true,
+                    sync: true,
+                    ..Default::default()
+                },
+                vec!["bogus".to_string(), "x".to_string()]
+            )
+        );
+        assert_eq!(k("resources"), [false, false, false, false, false, true]);
+        assert!(GpuKinds::parse("resources").0.any());
+        assert!(!GpuKinds::default().any());
+        assert_eq!(
+            GpuKinds::parse_strict("memcpy,kernel").unwrap().to_value(),
+            "kernel,memcpy"
+        );
+        assert_eq!(
+            GpuKinds::DEFAULT.to_value(),
+            "kernel,memcpy,memset,resources"
+        );
+        assert_eq!(GpuKinds::default().to_value(), "0");
+        assert_eq!(
+            GpuKinds::parse_strict("bogus").unwrap_err(),
+            "unknown GPU activity kind bogus: give 1, all, 0 or a comma-separated list of \
+             kernel, memcpy, memset, memory, sync, resources"
+        );
+        assert_eq!(
+            GpuKinds::parse_strict("a,kernel,b").unwrap_err(),
+            "unknown GPU activity kinds a, b: give 1, all, 0 or a comma-separated list of \
+             kernel, memcpy, memset, memory, sync, resources"
+        );
+    }
+
+    #[test]
+    fn ranges() {
+        assert_eq!(
+            parse_in_range("--flush-ms", "1000", &FLUSH_MS_RANGE),
+            Ok(1000)
+        );
+        assert_eq!(
+            parse_in_range("--flush-ms", "5000", &FLUSH_MS_RANGE),
+            Err("--flush-ms: 5000 is out of range (give 1..=1000)".into())
+        );
+        assert_eq!(
+            parse_in_range("--flush-ms", "0", &FLUSH_MS_RANGE),
+            Err("--flush-ms: 0 is out of range (give 1..=1000)".into())
+        );
+        assert_eq!(
+            parse_in_range("--flush-ms", "soon", &FLUSH_MS_RANGE),
+            Err("--flush-ms: \"soon\" is not a number (give 1..=1000)".into())
+        );
+        assert!(BUFFER_RECORDS_RANGE.contains(&DEFAULT_BUFFER_RECORDS));
+        assert!(FLUSH_MS_RANGE.contains(&DEFAULT_FLUSH_MS));
+        assert!(FULL_WAIT_MS_RANGE.contains(&DEFAULT_FULL_WAIT_MS));
+    }
 }

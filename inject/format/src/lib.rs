@@ -63,7 +63,7 @@ pub mod ring;
 pub use api::*;
 pub use chunk::*;
 pub use crc::crc32;
-pub use cupti::{CUPTI_DIRS, CUPTI_SONAME};
+pub use cupti::{CUPTI_DIRS, CUPTI_SONAME, GPU_ACTIVITY_OFF, GPU_ACTIVITY_ON};
 pub use device::*;
 pub use gpu::*;
 pub use output::*;

@@ -1,11 +1,13 @@
 //! Where a trace is written: the output path pattern (`RTRACE_OUTPUT`) and the host name its
 //! `%h` stands for. librtrace.so expands the pattern to name its file; `rtrace record` expands
-//! it the same way to find the files a run wrote.
+//! it the same way to find the files a run wrote. One implementation of the pattern
+//! ([`pattern_pieces`], [`expand_output`]) serves both.
 //!
 //! librtrace.so creates its file exclusively: where the name is taken (by anything: a file, a
 //! link, a FIFO, a device; an earlier image of the same process after `exec`; another process
 //! given the same fixed name), it writes beside it, under the first free of
-//! [`collision_path`]`(name, 1)`, `(name, 2)`, ... up to [`MAX_COLLISION_SUFFIX`].
+//! [`collision_path`]`(name, 1)`, `(name, 2)`, ... up to [`MAX_COLLISION_SUFFIX`] (or, with
+//! [`crate::env::FORCE_OVERWRITE`], replaces an earlier run's regular file of its user).
 
 /// The output pattern when none is given: `rtrace-<pid>.bin` in the current directory.
 pub const DEFAULT_OUTPUT: &str = "rtrace-%p.bin";
@@ -22,6 +24,10 @@ pub enum PatternPiece<'a> {
     Pid,
     /// `%h`: the host name.
     Host,
+    /// `%q{VAR}`: the value of the environment variable VAR in the traced process (empty when
+    /// it is unset, as in Nsight Systems), e.g. `%q{RANK}` under torchrun or
+    /// `%q{OMPI_COMM_WORLD_RANK}` under Open MPI.
+    Var(&'a [u8]),
 }
 
 /// The pieces of an output pattern, in order ([`pattern_pieces`]).
@@ -30,9 +36,10 @@ pub struct PatternPieces<'a> {
     rest: &'a [u8],
 }
 
-/// The pieces of `pattern`: `%p` is [`PatternPiece::Pid`], `%h` [`PatternPiece::Host`], `%%`
-/// a literal `%`; any other `%` (before another byte, or last) stands for itself, and the byte
-/// after it is read as usual.
+/// The pieces of `pattern`: `%p` is [`PatternPiece::Pid`], `%h` [`PatternPiece::Host`],
+/// `%q{VAR}` [`PatternPiece::Var`] (VAR: one or more bytes other than `}`), `%%` a literal
+/// `%`; any other `%` (before another byte, or last; `%q` without a closed, non-empty `{VAR}`)
+/// stands for itself, and the byte after it is read as usual.
 pub fn pattern_pieces(pattern: &[u8]) -> PatternPieces<'_> {
     PatternPieces { rest: pattern }
 }
@@ -48,6 +55,12 @@ impl<'a> Iterator for PatternPieces<'a> {
                 Some(b'p') => (PatternPiece::Pid, 2),
                 Some(b'h') => (PatternPiece::Host, 2),
                 Some(b'%') => (PatternPiece::Literal(&rest[..1]), 2),
+                Some(b'q') if after.get(1) == Some(&b'{') => {
+                    match after[2..].iter().position(|&b| b == b'}') {
+                        Some(n) if n > 0 => (PatternPiece::Var(&after[2..2 + n]), n + 4),
+                        _ => (PatternPiece::Literal(&rest[..1]), 1),
+                    }
+                }
                 _ => (PatternPiece::Literal(&rest[..1]), 1),
             }
         } else {
@@ -59,18 +72,42 @@ impl<'a> Iterator for PatternPieces<'a> {
     }
 }
 
-/// `pattern` with `%p` → `pid`, `%h` → `host` and `%%` → `%` (see [`pattern_pieces`]).
-pub fn expand_output(pattern: &[u8], pid: u32, host: &[u8]) -> Vec<u8> {
+/// `pattern` with `%p` → `pid`, `%h` → `host`, `%q{VAR}` → `var(VAR)` (empty for `None`) and
+/// `%%` → `%` (see [`pattern_pieces`]).
+pub fn expand_output(
+    pattern: &[u8],
+    pid: u32,
+    host: &[u8],
+    var: &dyn Fn(&[u8]) -> Option<Vec<u8>>,
+) -> Vec<u8> {
     let pid = pid.to_string();
     let mut out = Vec::with_capacity(pattern.len() + 16);
     for piece in pattern_pieces(pattern) {
-        out.extend_from_slice(match piece {
-            PatternPiece::Literal(bytes) => bytes,
-            PatternPiece::Pid => pid.as_bytes(),
-            PatternPiece::Host => host,
-        });
+        match piece {
+            PatternPiece::Literal(bytes) => out.extend_from_slice(bytes),
+            PatternPiece::Pid => out.extend_from_slice(pid.as_bytes()),
+            PatternPiece::Host => out.extend_from_slice(host),
+            PatternPiece::Var(name) => out.extend_from_slice(&var(name).unwrap_or_default()),
+        }
     }
     out
+}
+
+/// The names of the variables `pattern`'s `%q{VAR}` pieces read, in order.
+pub fn pattern_vars(pattern: &[u8]) -> Vec<&[u8]> {
+    pattern_pieces(pattern)
+        .filter_map(|piece| match piece {
+            PatternPiece::Var(name) => Some(name),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The value of the environment variable `name` of this process, as [`expand_output`] takes
+/// it (`None`: unset).
+pub fn process_var(name: &[u8]) -> Option<Vec<u8>> {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    std::env::var_os(std::ffi::OsStr::from_bytes(name)).map(|v| v.into_vec())
 }
 
 /// In `RTRACE_STATUS_DIR` ([`crate::env::STATUS_DIR`]): the prefix of the file that names a
@@ -149,7 +186,19 @@ mod tests {
     use super::*;
 
     fn expand(pattern: &str, pid: u32, host: &str) -> String {
-        String::from_utf8(expand_output(pattern.as_bytes(), pid, host.as_bytes())).unwrap()
+        let var = |name: &[u8]| match name {
+            b"RANK" => Some(b"3".to_vec()),
+            b"EMPTY" => Some(Vec::new()),
+            b"PCT" => Some(b"%p".to_vec()),
+            _ => None,
+        };
+        String::from_utf8(expand_output(
+            pattern.as_bytes(),
+            pid,
+            host.as_bytes(),
+            &var,
+        ))
+        .unwrap()
     }
 
     #[test]
@@ -166,12 +215,33 @@ mod tests {
         assert_eq!(expand("", 7, "h"), "");
         assert_eq!(expand("%p%p", 0, ""), "00");
         assert_eq!(expand("%h/%p", u32::MAX, "a.b"), "a.b/4294967295");
+        // The known bug of issue 20: `%%` before `%p` is one `%`.
+        assert_eq!(expand("x%%-%p.bin", 42, "h"), "x%-42.bin");
+    }
+
+    #[test]
+    fn variables_expand_to_their_value_or_nothing() {
+        assert_eq!(expand("t-%q{RANK}-%p.bin", 7, "h"), "t-3-7.bin");
+        assert_eq!(expand("t-%q{UNSET}.bin", 7, "h"), "t-.bin");
+        assert_eq!(expand("t-%q{EMPTY}.bin", 7, "h"), "t-.bin");
+        // A value is taken as it is, never read as a pattern.
+        assert_eq!(expand("%q{PCT}", 7, "h"), "%p");
+        // Not a variable: `%q` without a closed, non-empty `{VAR}`, or after `%%`.
+        assert_eq!(expand("%q{}x", 7, "h"), "%q{}x");
+        assert_eq!(expand("%q{RANK", 7, "h"), "%q{RANK");
+        assert_eq!(expand("%qRANK", 7, "h"), "%qRANK");
+        assert_eq!(expand("%%q{RANK}", 7, "h"), "%q{RANK}");
+        assert_eq!(expand("%q{%p}", 7, "h"), "");
+        assert_eq!(
+            pattern_vars(b"/d/%q{A}/%p-%q{B}%%q{C}"),
+            [b"A".as_slice(), b"B".as_slice()]
+        );
     }
 
     #[test]
     fn patterns_split_into_pieces() {
         use PatternPiece::*;
-        let pieces: Vec<_> = pattern_pieces(b"/t/%h-%%p-%p%").collect();
+        let pieces: Vec<_> = pattern_pieces(b"/t/%h-%%p-%p%q{R}%").collect();
         assert_eq!(
             pieces,
             [
@@ -181,6 +251,7 @@ mod tests {
                 Literal(b"%"),
                 Literal(b"p-"),
                 Pid,
+                Var(b"R"),
                 Literal(b"%"),
             ]
         );

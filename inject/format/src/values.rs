@@ -109,6 +109,10 @@ pub struct ProcessEndRef<'a> {
     pub threads: u64,
 }
 
+/// The start of every notice about capture control (what gates recording, which kernels are
+/// kept, what was left out, settings that could not be read): `capture: ...`.
+pub const CAPTURE_NOTICE: &str = "capture";
+
 /// Something the tracer tells the reader (tracing disabled, a failed setup step).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Notice {

@@ -96,7 +96,7 @@ fn off(why: String) {
     if crate::state::config().pc_sampling.on {
         notice(format!("PC sampling off: {why}"));
     }
-    notice(format!("GPU activity off: {why}"));
+    notice(format!("{}: {why}", rtrace_format::GPU_ACTIVITY_OFF));
 }
 
 fn enable_now() {
@@ -134,7 +134,10 @@ fn enable_now() {
     } else {
         format!("{} and {last}", kinds.join(", "))
     };
-    notice(format!("GPU activity on: {listed} through CUPTI"));
+    notice(format!(
+        "{}: {listed} through CUPTI",
+        rtrace_format::GPU_ACTIVITY_ON
+    ));
     match subscribed {
         Ok(s) => notice(format!(
             "GPU records carry rtrace correlation ids (CUPTI callbacks on {} driver functions)",

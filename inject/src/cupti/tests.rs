@@ -15,11 +15,11 @@ fn linked_functions_are_gpu_work_allocations_synchronizations_and_stream_creator
     let linked: Vec<&str> = layout::DRIVER_API_CBIDS
         .iter()
         .map(|&(name, _)| name)
-        .filter(|name| makes_gpu_work(name.as_bytes(), crate::config::GpuKinds::parse("all")))
+        .filter(|name| makes_gpu_work(name.as_bytes(), crate::config::GpuKinds::parse("all").0))
         .collect();
     assert_eq!(linked.len(), 161);
     let count = |kinds: &str| {
-        let kinds = crate::config::GpuKinds::parse(kinds);
+        let kinds = crate::config::GpuKinds::parse(kinds).0;
         layout::DRIVER_API_CBIDS
             .iter()
             .filter(|&&(name, _)| makes_gpu_work(name.as_bytes(), kinds))
