@@ -10,7 +10,7 @@ import rtrace
 
 report = rtrace.load(*sys.argv[1:])
 print("sections:", " ".join(report.sections))
-for row in report.api:
+for row in sorted(report.api, key=lambda row: row["function"]):  # the report sorts by time
     print("api", row["function"], row["calls"])
 for row in report["kernels"]:
     print("kernel", row["name"], row["count"], row["total_ns"])

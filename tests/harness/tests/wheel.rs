@@ -20,12 +20,23 @@ fn ok(output: Output, what: &str) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
-/// Builds the wheel from this profile's binaries into `dir` and installs it into a new virtual
-/// environment there; returns the environment's `bin/`.
+/// Makes a new virtual environment in `dir`, builds the wheel from this profile's binaries with
+/// its pip (the system's Python may have none) and installs it there; returns the environment's
+/// `bin/`.
 fn install_wheel(dir: &Path) -> PathBuf {
-    let wheels = dir.join("wheels");
+    let venv = dir.join("venv");
     ok(
         Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .output()
+            .expect("python3"),
+        "python3 -m venv",
+    );
+    let bin = venv.join("bin");
+    let wheels = dir.join("wheels");
+    ok(
+        Command::new(bin.join("python"))
             .args(["-m", "pip", "wheel", "--quiet", "--no-deps", "--no-index"])
             .arg("--no-build-isolation")
             .arg("--wheel-dir")
@@ -34,7 +45,7 @@ fn install_wheel(dir: &Path) -> PathBuf {
             .env("RTRACE_WHEEL_ARTIFACTS", target_dir())
             .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
             .output()
-            .expect("python3"),
+            .expect("venv python"),
         "pip wheel",
     );
     let wheel: Vec<PathBuf> = std::fs::read_dir(&wheels)
@@ -48,16 +59,6 @@ fn install_wheel(dir: &Path) -> PathBuf {
         name.starts_with("rtrace-") && name.ends_with("-py3-none-linux_x86_64.whl"),
         "{name}"
     );
-    let venv = dir.join("venv");
-    ok(
-        Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .output()
-            .expect("python3"),
-        "python3 -m venv",
-    );
-    let bin = venv.join("bin");
     ok(
         Command::new(bin.join("python"))
             .args(["-m", "pip", "install", "--quiet", "--no-deps", "--no-index"])
@@ -162,10 +163,10 @@ fn the_wheel_records_a_python_program_and_loads_its_report() {
         [
             // cuInit is always recorded; the launch before start() and the one after stop()
             // are not, nor are their kernels.
+            "api cuCtxSynchronize 1",
             "api cuInit 1",
             "api cuLaunchKernel 6",
             "api cuProfilerStart 1",
-            "api cuCtxSynchronize 1",
             "api cuProfilerStop 1",
             "kernel step_kernel 6 12000",
             "external 2 100 2 2 4000",
