@@ -19,38 +19,51 @@ import warnings
 CUSTOM0 = 2
 
 _lock = threading.Lock()
-_symbols = None  # (push, pop, profiler_start, profiler_stop), or () when not under rtrace
+_correlation = None  # (push, pop), or () when not under rtrace
+_profiler = None  # (cuProfilerStart, cuProfilerStop), or () without a driver
 _warned = set()
 
 
 def _load():
-    """The functions librtrace.so exports, looked up once; () when it is not loaded."""
-    global _symbols
+    """librtrace.so's external correlation functions, looked up once; () when it is not
+    loaded."""
+    global _correlation
     with _lock:
-        if _symbols is not None:
-            return _symbols
+        if _correlation is not None:
+            return _correlation
         process = ctypes.CDLL(None)
         try:
             push = process.rtrace_push_external_correlation
             pop = process.rtrace_pop_external_correlation
         except AttributeError:
-            _symbols = ()
-            return _symbols
-        try:
-            driver = ctypes.CDLL("libcuda.so.1")
-            start, stop = driver.cuProfilerStart, driver.cuProfilerStop
-        except (OSError, AttributeError):
-            start = stop = None  # no driver: capture control says so when called
+            _correlation = ()
+            return _correlation
         push.argtypes = [ctypes.c_uint32, ctypes.c_uint64]
         push.restype = ctypes.c_int
         pop.argtypes = [ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint64)]
         pop.restype = ctypes.c_int
-        for f in (start, stop):
-            if f is not None:
-                f.argtypes = []
-                f.restype = ctypes.c_int
-        _symbols = (push, pop, start, stop)
-        return _symbols
+        _correlation = (push, pop)
+        return _correlation
+
+
+def _driver():
+    """The driver's cuProfilerStart and cuProfilerStop (librtrace.so's wrappers, under rtrace),
+    looked up once, when capture control is first used; () without a driver."""
+    global _profiler
+    with _lock:
+        if _profiler is not None:
+            return _profiler
+        try:
+            driver = ctypes.CDLL("libcuda.so.1")
+            functions = (driver.cuProfilerStart, driver.cuProfilerStop)
+        except (OSError, AttributeError):
+            _profiler = ()
+            return _profiler
+        for f in functions:
+            f.argtypes = []
+            f.restype = ctypes.c_int
+        _profiler = functions
+        return _profiler
 
 
 def _say_once(key, message, stacklevel):
@@ -90,8 +103,7 @@ def start():
     and a warning says so once. Returns the driver's result code (0: success), or None when
     not under rtrace.
     """
-    symbols = _load()
-    if not symbols:
+    if not _load():
         _not_traced("start")
         return None
     if _capture_range_off():
@@ -101,27 +113,27 @@ def start():
             "cudaProfilerApi` to record only between rtrace.start() and rtrace.stop()",
             stacklevel=2,
         )
-    return _profiler_call(symbols[2], "start")
+    return _profiler_call(0, "start")
 
 
-def _profiler_call(function, what):
-    if function is None:
+def _profiler_call(which, what):
+    functions = _driver()
+    if not functions:
         _say_once(
             "no-driver",
             f"rtrace.{what}: no CUDA driver (libcuda.so.1) to call: capture control does nothing",
             stacklevel=3,
         )
         return None
-    return function()
+    return functions[which]()
 
 
 def stop():
     """Stops recording: calls ``cuProfilerStop`` through librtrace.so (see `start`)."""
-    symbols = _load()
-    if not symbols:
+    if not _load():
         _not_traced("stop")
         return None
-    return _profiler_call(symbols[3], "stop")
+    return _profiler_call(1, "stop")
 
 
 def push_external_id(value, kind=CUSTOM0):
