@@ -11,7 +11,7 @@ wheel holding:
 
 ``RTRACE_WHEEL_ARTIFACTS=DIR`` (or ``--config-settings artifacts=DIR``) packages the ``rtrace``
 and ``librtrace.so`` already in DIR (a cargo profile directory such as target/debug) without
-running cargo: the tests build their wheel that way, from the build they test.
+running cargo. Cargo is ``$CARGO`` (set under ``cargo test``), else ``cargo`` on ``PATH``.
 """
 
 import base64
@@ -69,7 +69,7 @@ def _setting(config_settings, key, env):
 
 def _cargo_build(profile):
     """Builds the command and the library; returns their paths (cargo's own report of them)."""
-    argv = ["cargo", "build", "-p", "rtrace-collector", "-p", "rtrace-inject"]
+    argv = [os.environ.get("CARGO", "cargo"), "build", "-p", "rtrace-collector", "-p", "rtrace-inject"]
     if profile != "debug":
         argv.append("--release")
     argv.append("--message-format=json-render-diagnostics")

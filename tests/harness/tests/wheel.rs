@@ -1,6 +1,6 @@
-//! The Python package (pyproject.toml, python/): a wheel built from this build's `rtrace` and
-//! librtrace.so (python/rtrace_build.py, `RTRACE_WHEEL_ARTIFACTS`), installed into a fresh
-//! virtual environment with nothing else, gives the `rtrace` command with librtrace.so beside it
+//! The Python package (pyproject.toml, python/): a wheel built by pip from this repository (its
+//! backend, python/rtrace_build.py, running cargo for this test's profile), installed into a
+//! fresh virtual environment with nothing else, gives the `rtrace` command with librtrace.so beside it
 //! and the `rtrace` module; a Python program recorded by that command against the simulated
 //! driver starts and stops capture and pushes external ids through it, and `rtrace.load` reads
 //! the trace back.
@@ -20,10 +20,16 @@ fn ok(output: Output, what: &str) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
-/// Makes a new virtual environment in `dir`, builds the wheel from this profile's binaries with
-/// its pip (the system's Python may have none) and installs it there; returns the environment's
-/// `bin/`.
+/// Makes a new virtual environment in `dir`, builds the wheel with its pip (the system's Python
+/// may have none) as `pip install .` does, cargo building this test's profile in its target
+/// directory (nothing to do after `cargo build --workspace`), and installs it there; returns the
+/// environment's `bin/`.
 fn install_wheel(dir: &Path) -> PathBuf {
+    let profile = if target_dir().ends_with("release") {
+        "release"
+    } else {
+        "debug"
+    };
     let venv = dir.join("venv");
     ok(
         Command::new("python3")
@@ -42,7 +48,8 @@ fn install_wheel(dir: &Path) -> PathBuf {
             .arg("--wheel-dir")
             .arg(&wheels)
             .arg(root())
-            .env("RTRACE_WHEEL_ARTIFACTS", target_dir())
+            .env("RTRACE_WHEEL_PROFILE", profile)
+            .env("CARGO_TARGET_DIR", target_dir().parent().unwrap())
             .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
             .output()
             .expect("venv python"),
