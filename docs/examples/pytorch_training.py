@@ -4,10 +4,8 @@ one external correlation id and one NVTX range per step.
     pip install .            # from the rtrace repository: the rtrace command and module
     rtrace record --capture-range cudaProfilerApi -o train-%p.bin -- python3 pytorch_training.py
     rtrace report train-*.bin
+    python3 -c 'import glob, rtrace; print(rtrace.load(*glob.glob("train-*.bin")).kernels.to_pandas())'
 """
-
-import glob
-import sys
 
 import torch
 
@@ -28,7 +26,8 @@ for step in range(STEPS):
         # starts here (rtrace record --capture-range cudaProfilerApi).
         torch.cuda.synchronize()
         rtrace.start()
-    # Every CUDA call made inside, and the GPU work it launches, is linked to `step`.
+    # Every CUDA call this thread makes inside, and the GPU work it launches, is linked to
+    # `step` (docs/nvtx.md says how work that other threads launch meanwhile is credited).
     with rtrace.external_id(step), torch.cuda.nvtx.range(f"step {step}"):
         loss = torch.nn.functional.mse_loss(model(x), y)
         optimizer.zero_grad()
@@ -37,7 +36,3 @@ for step in range(STEPS):
 torch.cuda.synchronize()
 rtrace.stop()
 
-if len(sys.argv) > 1:
-    # `python3 pytorch_training.py report`, after the run: the kernels by GPU time.
-    report = rtrace.load(*sorted(glob.glob("train-*.bin")))
-    print(report.kernels.to_pandas()[["name", "count", "total_ns"]].head(10))
