@@ -63,9 +63,9 @@ step "rtrace report ${traces[*]#"$PWD/"}"
 step "rtrace export --format perfetto"
 "$bin/rtrace" export --format perfetto -o "$out/trace.pftrace" "${traces[@]}"
 rel() { echo "${1#"$PWD/"}"; }
-cat >&2 <<MSG
-
-demo: kept in $(rel "$out")/:
-  $(basename "${traces[0]}")   the trace: $(rel "$bin")/rtrace report $(rel "${traces[0]}")
-  trace.pftrace     its timeline (rtrace export --format perfetto): open it in https://ui.perfetto.dev
-MSG
+{
+    echo
+    echo "demo: kept in $(rel "$out")/:"
+    printf '  %-16s %s\n' "$(basename "${traces[0]}")" "the trace: $(rel "$bin")/rtrace report $(rel "${traces[0]}")"
+    printf '  %-16s %s\n' trace.pftrace "its timeline (rtrace export --format perfetto): open it in https://ui.perfetto.dev"
+} >&2
