@@ -28,7 +28,7 @@ def launch(function):
     )
 
 
-ctx, module, function, device = (ctypes.c_void_p() for _ in range(4))
+ctx, module, function = (ctypes.c_void_p() for _ in range(3))
 device = ctypes.c_int()
 check(cuda.cuInit(0), "cuInit")
 check(cuda.cuDeviceGet(ctypes.byref(device), 0), "cuDeviceGet")
