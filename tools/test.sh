@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Runs every test: installs the CUDA headers (tools/setup-cuda.sh), builds the workspace
+# Runs every test: installs the CUDA headers (tools/setup-cuda.sh test), builds the workspace
 # (librtrace.so, the simulated driver, rtrace) and runs `cargo test`, whose integration tests
 # run real programs under LD_PRELOAD=librtrace.so against the simulated driver. Ends with the
 # totals over every test binary: "N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
-CUDA_INCLUDE="$(tools/setup-cuda.sh)"
+CUDA_INCLUDE="$(tools/setup-cuda.sh test)"
 export CUDA_INCLUDE
 cargo build --workspace --all-targets
 log="$(mktemp)"

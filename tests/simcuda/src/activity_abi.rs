@@ -38,6 +38,32 @@
 
 use std::os::raw::{c_char, c_void};
 
+/// The variable choosing the host clock: `virtual` (the default: each call steps it by
+/// `SIMCUDA_HOST_NS_PER_CALL` from 0, so times are exact and repeatable) or `real` (it never
+/// falls behind `CLOCK_MONOTONIC`: times are the real ones, a GPU operation starting after the
+/// call that queued it). simcupti reads it too, to put virtual times on its client's clock.
+pub const SIMCUDA_CLOCK: &str = "SIMCUDA_CLOCK";
+
+/// Whether `value` of [`SIMCUDA_CLOCK`] asks for the real-time clock (`None`: not a value).
+pub fn real_clock(value: &str) -> Option<bool> {
+    match value.trim() {
+        "virtual" | "" => Some(false),
+        "real" => Some(true),
+        _ => None,
+    }
+}
+
+/// `CLOCK_MONOTONIC` now, ns: the host clock's floor with `SIMCUDA_CLOCK=real`.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// Bumped whenever `SimCall` or `SimOp` change.
 pub const SIMCUDA_ACTIVITY_VERSION: u32 = 4;
 

@@ -55,6 +55,8 @@ pub struct Config {
     pub fail: Vec<FailRule>,
     /// `SIMCUDA_DEBUG=1`
     pub debug: bool,
+    /// `SIMCUDA_CLOCK=real`: the host clock never falls behind `CLOCK_MONOTONIC`.
+    pub real_clock: bool,
     /// The first malformed variable, if any.
     pub error: Option<String>,
 }
@@ -70,9 +72,16 @@ impl Config {
             kernel_ns: Vec::new(),
             fail: Vec::new(),
             debug: false,
+            real_clock: false,
             error: None,
         };
         let mut problems = Vec::new();
+        if let Some(v) = var(crate::activity_abi::SIMCUDA_CLOCK) {
+            match crate::activity_abi::real_clock(&v) {
+                Some(real) => cfg.real_clock = real,
+                None => problems.push(format!("SIMCUDA_CLOCK={v:?}: expected virtual or real")),
+            }
+        }
         if let Some(v) = var("SIMCUDA_DEBUG") {
             cfg.debug = v.trim() == "1";
         }

@@ -203,7 +203,7 @@ extern "C" fn after_fork() {
 }
 
 /// Runs `f` on the virtual GPU under the state lock, after advancing the virtual host clock by
-/// `SIMCUDA_HOST_NS_PER_CALL`. Each exported function calls this at most once.
+/// `SIMCUDA_HOST_NS_PER_CALL` (with `SIMCUDA_CLOCK=real`, at least to `CLOCK_MONOTONIC` now). Each exported function calls this at most once.
 pub fn locked<R>(
     f: impl FnOnce(&mut State, &Caller) -> Result<R, CUresult>,
 ) -> Result<R, CUresult> {
@@ -220,6 +220,10 @@ pub fn locked<R>(
     let st = guard.get_or_insert_with(|| State::new(cfg.devices, cfg.copy_bytes_per_us));
     let before = st.host_now;
     st.host_now = st.host_now.saturating_add(cfg.host_ns_per_call);
+    if cfg.real_clock {
+        // Not behind real time: work queued now starts after the call began.
+        st.host_now = st.host_now.max(crate::activity_abi::monotonic_ns());
+    }
     st.last_op = None;
     let r = f(st, &caller);
     activity::clock(before, st.host_now);

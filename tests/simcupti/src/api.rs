@@ -76,9 +76,15 @@ pub unsafe extern "C" fn cuptiActivityRegisterTimestampCallback(
             // from the host's virtual time now (as CUPTI 13.0 put records made after a late
             // registration on the new clock).
             if let (Some(_), Some(sim)) = (st.t0, state::sim()) {
+                let monotonic_now = crate::sim::monotonic_ns();
                 // SAFETY: the client's timestamp callback.
                 let now = state::in_client(|| unsafe { f() });
-                st.t0 = Some(now.wrapping_sub(sim.host_now()));
+                let host_now = if state::real_clock() {
+                    monotonic_now
+                } else {
+                    sim.host_now()
+                };
+                st.t0 = Some(now.wrapping_sub(host_now));
             }
             CUPTI_SUCCESS
         }),

@@ -237,6 +237,17 @@ pub fn with<R>(f: impl FnOnce(&mut State) -> R) -> R {
 }
 
 /// CLOCK_REALTIME, CUPTI's default clock on Linux, in ns.
+/// Whether simcuda's host clock follows real time (`SIMCUDA_CLOCK=real`, read once).
+pub fn real_clock() -> bool {
+    static REAL: OnceLock<bool> = OnceLock::new();
+    *REAL.get_or_init(|| {
+        std::env::var(crate::sim::SIMCUDA_CLOCK)
+            .ok()
+            .and_then(|v| crate::sim::real_clock(&v))
+            .unwrap_or(false)
+    })
+}
+
 pub fn realtime_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -309,10 +320,18 @@ impl State {
             return e;
         }
         if self.t0.is_none() {
-            self.t0 = Some(match self.timestamp {
+            // Read before the client's clock, so that T0 maps no time earlier than it was.
+            let monotonic_now = crate::sim::monotonic_ns();
+            let client_now = match self.timestamp {
                 // SAFETY: the client's timestamp callback.
                 Some(f) => in_client(|| unsafe { f() }),
                 None => realtime_ns(),
+            };
+            self.t0 = Some(if real_clock() {
+                // simcuda's host clock follows CLOCK_MONOTONIC: virtual ns are monotonic ns.
+                client_now.wrapping_sub(monotonic_now)
+            } else {
+                client_now
             });
         }
         self.enabled |= 1 << kind;
@@ -362,7 +381,8 @@ impl State {
     }
 
     fn time(&self, virtual_ns: u64) -> u64 {
-        self.t0.unwrap_or(0).saturating_add(virtual_ns)
+        // T0 is a difference of clocks with SIMCUDA_CLOCK=real, and may wrap.
+        self.t0.unwrap_or(0).wrapping_add(virtual_ns)
     }
 
     fn intern(&mut self, name: &[u8]) -> *const c_char {
