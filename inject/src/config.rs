@@ -30,6 +30,9 @@ pub struct Config {
     pub clock_monotonic: bool,
     /// Which GPU activity to record through CUPTI (`RTRACE_GPU_ACTIVITY`).
     pub gpu_activity: GpuKinds,
+    /// Runtime API records through CUPTI's runtime callbacks when GPU activity is on
+    /// (`RTRACE_RUNTIME_API`, on unless `0`).
+    pub runtime_api: bool,
     /// The CUPTI library to load when the process has not loaded one.
     pub cupti_library: Option<OsString>,
     /// Receive NVTX calls (`RTRACE_NVTX`, on unless `0`).
@@ -319,6 +322,7 @@ impl Config {
                 .unwrap_or_else(|| "libcuda.so.1".into()),
             clock_monotonic: get(env::CLOCK).is_some_and(|v| v == "monotonic"),
             gpu_activity,
+            runtime_api: get(env::RUNTIME_API).is_none_or(|v| v != "0"),
             cupti_library: get(env::CUPTI_LIBRARY).filter(|v| !v.is_empty()),
             nvtx: get(env::NVTX).is_none_or(|v| v != "0"),
             module_images: get(env::MODULE_IMAGES).is_none_or(|v| v != "0"),

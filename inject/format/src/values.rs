@@ -10,8 +10,9 @@ pub const MAGIC: [u8; 8] = *b"RTRACE\0\x1a";
 /// Major format version: readers refuse files with a newer major version.
 pub const FORMAT_MAJOR: u16 = 2;
 /// Minor format version: additions that older readers can skip. (2.0: ring regions, chunk
-/// `seq` as a ring position, and [`ProcessHeader::session`] in the file header's body.)
-pub const FORMAT_MINOR: u16 = 0;
+/// `seq` as a ring position, and [`ProcessHeader::session`] in the file header's body. 2.1:
+/// runtime API records, API records whose function has [`crate::RUNTIME_FUNCTION`] set.)
+pub const FORMAT_MINOR: u16 = 1;
 /// Largest file-header body a reader accepts.
 pub const MAX_HEADER_BODY: u32 = 16 << 20;
 
