@@ -16,7 +16,7 @@ use crate::ring::Entry;
 use crate::state::{self, State};
 use crate::thread::{self, ThreadState};
 use crate::{actions, clock};
-use rtrace_format::ApiRecord;
+use rtrace_format::{ApiRecord, IN_RUNTIME};
 use std::ffi::c_void;
 
 /// The real driver function `id` that a wrapper calls (null when the driver lacks it). Its
@@ -155,8 +155,15 @@ pub fn end(token: Option<CallToken>, result: u32) {
     if !t.ring.is_some() {
         return;
     }
+    // A driver call inside a recorded runtime call says so (the runtime call's record comes
+    // after it, when the runtime call returns).
+    let function = if t.runtime.inside_recorded() {
+        tok.function | IN_RUNTIME
+    } else {
+        tok.function
+    };
     t.ring.push_waiting(Entry::Call(ApiRecord {
-        function: tok.function,
+        function,
         result,
         start_ns: tok.start_ns,
         end_ns,

@@ -42,6 +42,18 @@ pub struct RuntimeCalls {
     pub correlation: Cell<[u64; RUNTIME_DEPTH]>,
 }
 
+impl RuntimeCalls {
+    /// Whether the innermost runtime call in progress on this thread is recorded (a driver
+    /// call made now is inside it).
+    #[inline(always)]
+    pub fn inside_recorded(&self) -> bool {
+        match self.depth.get() {
+            0 => false,
+            d => self.start.get().get(d - 1).is_some_and(|&s| s != 0),
+        }
+    }
+}
+
 /// Runtime calls nested deeper than this on one thread are not recorded.
 pub const RUNTIME_DEPTH: usize = 4;
 

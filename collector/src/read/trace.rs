@@ -154,10 +154,15 @@ impl Trace {
 }
 
 /// Names the runtime API calls among `records` in `trace.functions`: their names are not in
-/// the trace's function-name table but in the format crate's ([`rtrace_format::runtime_api_name`]).
+/// the trace's function-name table but in the format crate's ([`rtrace_format::runtime_api_name`]);
+/// and the driver calls made inside them ([`rtrace_format::IN_RUNTIME`]) as their function.
 fn name_runtime_calls(trace: &mut Trace, records: &[rtrace_format::ApiRecord]) {
     for r in records {
-        if let Some(cbid) = rtrace_format::runtime_cbid(r.function) {
+        if rtrace_format::in_runtime(r.function) && !trace.functions.contains_key(&r.function) {
+            let base = rtrace_format::base_function(r.function);
+            let name = trace.function_name(base).into_owned();
+            trace.functions.insert(r.function, name);
+        } else if let Some(cbid) = rtrace_format::runtime_cbid(r.function) {
             trace.functions.entry(r.function).or_insert_with(|| {
                 rtrace_format::runtime_api_name(cbid)
                     .map_or_else(|| format!("cuda#{cbid}"), str::to_string)

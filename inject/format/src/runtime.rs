@@ -5,25 +5,45 @@
 //! [`runtime_api_name`] (one table, generated from `cupti_runtime_cbid.h`). A runtime record's
 //! `result` is the call's `cudaError_t`, its `correlation` an rtrace correlation id like a
 //! driver call's; the driver calls it made are the driver records of the same thread inside its
-//! interval.
+//! interval, their `function` with [`IN_RUNTIME`] set.
 
 #[path = "generated/runtime_api.rs"]
 mod generated;
 
 pub use generated::RUNTIME_API_CBID_NAMES;
 
-/// Set in the `function` of an API record that is a runtime call (format 2.1).
+/// Set in the `function` of an API record that is a runtime call (format 2.0, a later addition).
 pub const RUNTIME_FUNCTION: u32 = 1 << 30;
+
+/// Set in the `function` of a driver call's API record made inside a recorded runtime call of
+/// its thread (format 2.0, a later addition); the bits below are the driver function's id, named by the trace's
+/// function-name table. Calls without it were made by the program directly (or by a library
+/// calling the driver), or inside a runtime call CUPTI did not report.
+pub const IN_RUNTIME: u32 = 1 << 29;
+
+/// Whether an API record's `function` is a driver call made inside a runtime call.
+pub const fn in_runtime(function: u32) -> bool {
+    function & (RUNTIME_FUNCTION | IN_RUNTIME) == IN_RUNTIME
+}
+
+/// An API record's `function` without [`IN_RUNTIME`]: the id the function-name table names.
+pub const fn base_function(function: u32) -> u32 {
+    if in_runtime(function) {
+        function & !IN_RUNTIME
+    } else {
+        function
+    }
+}
 
 /// The `function` of a runtime call with CUPTI's runtime callback id `cbid`.
 pub const fn runtime_function(cbid: u32) -> u32 {
-    RUNTIME_FUNCTION | (cbid & (RUNTIME_FUNCTION - 1))
+    RUNTIME_FUNCTION | (cbid & (IN_RUNTIME - 1))
 }
 
 /// CUPTI's runtime callback id of an API record's `function`, if it is a runtime call.
 pub const fn runtime_cbid(function: u32) -> Option<u32> {
     if function & !(RUNTIME_FUNCTION - 1) == RUNTIME_FUNCTION {
-        Some(function & (RUNTIME_FUNCTION - 1))
+        Some(function & (IN_RUNTIME - 1))
     } else {
         None
     }
@@ -70,6 +90,9 @@ mod tests {
         assert_eq!(runtime_cbid(u32::MAX), None);
         assert_eq!(runtime_function_name(f), Some("cudaLaunchKernel"));
         assert_eq!(runtime_function_name(3), None);
+        assert!(in_runtime(3 | IN_RUNTIME) && !in_runtime(3) && !in_runtime(f));
+        assert_eq!(base_function(3 | IN_RUNTIME), 3);
+        assert_eq!(base_function(f), f);
         // Every name is a runtime function's.
         assert!(RUNTIME_API_CBID_NAMES[1..]
             .iter()

@@ -10,9 +10,11 @@ pub const MAGIC: [u8; 8] = *b"RTRACE\0\x1a";
 /// Major format version: readers refuse files with a newer major version.
 pub const FORMAT_MAJOR: u16 = 2;
 /// Minor format version: additions that older readers can skip. (2.0: ring regions, chunk
-/// `seq` as a ring position, and [`ProcessHeader::session`] in the file header's body. 2.1:
-/// runtime API records, API records whose function has [`crate::RUNTIME_FUNCTION`] set.)
-pub const FORMAT_MINOR: u16 = 1;
+/// `seq` as a ring position, and [`ProcessHeader::session`] in the file header's body. Runtime
+/// API records, [`crate::RUNTIME_FUNCTION`] and [`crate::IN_RUNTIME`] in an API record's
+/// function, came without a bump: no layout changed, and an older reader shows them as unnamed
+/// functions.)
+pub const FORMAT_MINOR: u16 = 0;
 /// Largest file-header body a reader accepts.
 pub const MAX_HEADER_BODY: u32 = 16 << 20;
 

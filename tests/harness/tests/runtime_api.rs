@@ -3,7 +3,7 @@
 //! CUPTI, whose runtime callbacks make one record per runtime call: exact calls, results,
 //! the driver calls nested in each, and the GPU work linked to the runtime call.
 
-use rtrace_format::{runtime_cbid, ApiRecord, FLAG_CORRELATED};
+use rtrace_format::{in_runtime, runtime_cbid, ApiRecord, FLAG_CORRELATED};
 use rtrace_tests::*;
 
 const ON: &[(&str, &str)] = &[("RTRACE_GPU_ACTIVITY", "1")];
@@ -85,6 +85,13 @@ fn runtime_calls_are_recorded_with_their_driver_calls_and_gpu_work() {
         })
         .collect();
     assert_eq!(got, want);
+    // Driver calls say whether they were made inside a runtime call.
+    for d in &driver {
+        let inside = runtime
+            .iter()
+            .any(|rt| d.start_ns >= rt.start_ns && d.end_ns <= rt.end_ns);
+        assert_eq!(in_runtime(d.function), inside, "{}", name(d));
+    }
     // Runtime calls do not overlap (none is nested in another here), and ids are unique.
     for w in runtime.windows(2) {
         assert!(w[0].end_ns <= w[1].start_ns);
@@ -145,7 +152,9 @@ fn runtime_records_off_leave_driver_records_and_links() {
         .iter()
         .any(|n| n.message == "runtime API calls not recorded (RTRACE_RUNTIME_API=0)"));
     let all = records(&t);
-    assert!(!all.iter().any(|(_, r)| is_runtime(r)));
+    assert!(!all
+        .iter()
+        .any(|(_, r)| is_runtime(r) || in_runtime(r.function)));
     // Without runtime tracing, the GPU work carries the driver launch's id.
     let launches: Vec<u64> = all
         .iter()
@@ -155,4 +164,157 @@ fn runtime_records_off_leave_driver_records_and_links() {
     let kernels: Vec<u64> = t.kernels.iter().map(|k| k.correlation).collect();
     assert_eq!(launches.len(), 4);
     assert_eq!(kernels, launches);
+}
+
+/// The function names of the JSON list `"key":[...]` in `json` (one object per line).
+fn json_functions(json: &str, key: &str) -> Vec<(String, u64)> {
+    let Some(at) = json.find(&format!("\"{key}\":[")) else {
+        return Vec::new();
+    };
+    let list = &json[at..];
+    let list = &list[..list.find("\n]").unwrap_or(list.len())];
+    let mut rows: Vec<(String, u64)> = list
+        .lines()
+        .filter_map(|l| {
+            let name = l.split("\"function\":\"").nth(1)?.split('"').next()?;
+            let calls = l
+                .split("\"calls\":")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse()
+                .ok()?;
+            Some((name.to_string(), calls))
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+#[test]
+fn reports_and_exports_show_runtime_calls_with_their_driver_calls() {
+    let r = run(Spec::traced("runtime").env(ON));
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    let trace = &r.trace_files()[0];
+    let report = |args: &[&str]| {
+        let out = std::process::Command::new(rtrace_bin())
+            .arg("report")
+            .args(args)
+            .arg(trace)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let json = report(&["--format", "json"]);
+    let own = |v: &[(&str, u64)]| -> Vec<(String, u64)> {
+        let mut v: Vec<(String, u64)> = v.iter().map(|(n, c)| (n.to_string(), *c)).collect();
+        v.sort();
+        v
+    };
+    // The API summary: runtime calls, and the driver calls made outside them (17
+    // cuGetProcAddress_v2 and the initialisation inside cudaFree(NULL), the module).
+    assert_eq!(
+        json_functions(&json, "api"),
+        own(&[
+            ("cuCtxSetCurrent", 1),
+            ("cuDeviceGet", 1),
+            ("cuDevicePrimaryCtxRetain", 1),
+            ("cuGetProcAddress_v2", 17),
+            ("cuInit", 1),
+            ("cuModuleGetFunction", 1),
+            ("cuModuleLoadData", 1),
+            ("cudaDeviceSynchronize", 1),
+            ("cudaFree", 1),
+            ("cudaGetLastError", 1),
+            ("cudaLaunchKernel", 4),
+            ("cudaMalloc", 2),
+            ("cudaMemcpy", 1),
+            ("cudaMemcpyAsync", 1),
+            ("cudaMemset", 1),
+            ("cudaStreamCreate", 1),
+            ("cudaStreamDestroy", 1),
+            ("cudaStreamSynchronize", 1),
+        ])
+    );
+    assert_eq!(
+        json_functions(&json, "api_in_runtime"),
+        own(&[
+            ("cuCtxSynchronize_v2", 1),
+            ("cuLaunchKernel", 4),
+            ("cuMemAlloc_v2", 1),
+            ("cuMemFree_v2", 1),
+            ("cuMemcpyDtoHAsync_v2", 1),
+            ("cuMemcpyHtoD_v2", 1),
+            ("cuMemsetD8_v2", 1),
+            ("cuStreamCreate", 1),
+            ("cuStreamDestroy_v2", 1),
+            ("cuStreamSynchronize", 1),
+        ])
+    );
+    let table = report(&[]);
+    assert!(
+        table.contains("\nAPI summary: 18 functions, 38 calls, 1 process\n"),
+        "{table}"
+    );
+    assert!(
+        table.contains("\nDriver calls inside runtime calls: 10 functions, 13 calls, 1 process\n"),
+        "{table}"
+    );
+    // Launch latency is measured from the runtime call: its rows name it.
+    let latency_rows = |call: &str| {
+        table
+            .lines()
+            .filter(|l| l.starts_with("fill_u32 ") && l.contains(&format!(" {call} ")))
+            .count()
+    };
+    assert_eq!(latency_rows("cudaLaunchKernel"), 4, "{table}");
+    assert_eq!(latency_rows("cuLaunchKernel"), 0, "{table}");
+
+    // Chrome's JSON: each runtime slice, then the driver slices inside it, on the thread.
+    let out = r.dir.join("out.json");
+    let status = std::process::Command::new(rtrace_bin())
+        .args(["export", "--format", "chrome", "-o"])
+        .arg(&out)
+        .arg(trace)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let text = std::fs::read_to_string(&out).unwrap();
+    let slices: Vec<(String, f64, f64)> = text
+        .lines()
+        .filter(|l| l.contains("\"cat\":\"api\""))
+        .map(|l| {
+            let field = |k: &str| l.split(&format!("\"{k}\":")).nth(1).unwrap();
+            let name = field("name").split('"').nth(1).unwrap().to_string();
+            let num =
+                |k: &str| -> f64 { field(k).split([',', '}']).next().unwrap().parse().unwrap() };
+            (name, num("ts"), num("dur"))
+        })
+        .collect();
+    let from = slices.iter().position(|s| s.0 == "cudaMalloc").unwrap();
+    let names: Vec<&str> = slices[from..].iter().map(|s| s.0.as_str()).collect();
+    let mut want = Vec::new();
+    for (runtime, _, driver) in EXPECTED {
+        want.push(*runtime);
+        want.extend(driver.iter().copied());
+    }
+    assert_eq!(names, want);
+    // Each driver slice lies inside the runtime slice before it.
+    let mut outer = None;
+    for s in &slices[from..] {
+        if s.0.starts_with("cuda") {
+            outer = Some(s);
+        } else {
+            let o = outer.unwrap();
+            assert!(
+                s.1 >= o.1 && s.1 + s.2 <= o.1 + o.2 + 0.001,
+                "{s:?} in {o:?}"
+            );
+        }
+    }
 }
