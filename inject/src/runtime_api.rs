@@ -2,8 +2,10 @@
 //! `cupti::callbacks` when GPU activity is on) call [`enter`] and [`exit`] on the program's
 //! thread, around the runtime function (`cudaLaunchKernel`, `cudaMemcpyAsync`, ...). A runtime
 //! call becomes one API record ([`rtrace_format::runtime_function`] of CUPTI's callback id) in
-//! the thread's ring, with an rtrace correlation id linked to CUPTI's (the GPU work the call
-//! made carries CUPTI's); the driver calls it makes are recorded as ever, inside its interval.
+//! the thread's ring, with an rtrace correlation id linked to CUPTI's; the driver calls it makes
+//! are recorded as ever, inside its interval, and link the GPU work they make to it
+//! ([`crate::thread::link_current`]): that work is linked to the runtime call whichever id CUPTI
+//! gives it.
 //!
 //! Hot path: after the thread's first record, one thread-local access, two time-stamp counter
 //! reads and two ring pushes; no lock, no allocation, no system call.

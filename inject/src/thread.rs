@@ -47,10 +47,17 @@ impl RuntimeCalls {
     /// call made now is inside it).
     #[inline(always)]
     pub fn inside_recorded(&self) -> bool {
-        match self.depth.get() {
-            0 => false,
-            d => self.start.get().get(d - 1).is_some_and(|&s| s != 0),
+        self.innermost_recorded().is_some()
+    }
+
+    /// The correlation id of the innermost runtime call in progress, if it is recorded.
+    #[inline(always)]
+    pub fn innermost_recorded(&self) -> Option<u64> {
+        let d = self.depth.get().checked_sub(1)?;
+        if *self.start.get().get(d)? == 0 {
+            return None;
         }
+        self.correlation.get().get(d).copied()
     }
 }
 
@@ -159,17 +166,17 @@ fn register(t: &ThreadState) -> bool {
 }
 
 /// Links the recorded call in progress on this thread to `source` (CUPTI's correlation id
-/// for it): called by CUPTI's API callback, inside the real call. No allocation, no lock.
+/// for it): called by CUPTI's API callback, inside the real call. No allocation, no lock. A
+/// driver call made inside a recorded runtime call links its GPU work to the runtime call,
+/// whichever of the two ids CUPTI gives that work (docs/runtime-api.md).
 pub fn link_current(source: u32) {
     let _ = TLS.try_with(|t| {
         let current = t.current.get();
         if current == 0 {
             return;
         }
-        t.ring.push(Entry::Link {
-            call: current,
-            source,
-        });
+        let call = t.runtime.innermost_recorded().unwrap_or(current);
+        t.ring.push(Entry::Link { call, source });
     });
 }
 

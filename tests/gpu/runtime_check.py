@@ -9,8 +9,8 @@
   exactly. Without --cupti only rtrace's counts are printed.
 - Nesting: for each runtime function, how many driver calls lie inside its calls (same
   thread, inside the interval), e.g. one cuLaunchKernel in each cudaLaunchKernel.
-- Links: how many kernels, copies and memsets carry the correlation id of a runtime call and
-  how many that of a driver call (which id CUPTI gives GPU work made inside a runtime call).
+- Links: how many kernels, copies and memsets are linked to a runtime call and how many to a
+  driver call (work made outside runtime calls); none may be unlinked.
 
 Lines "PASS runtime.<check>  (detail)" / "FAIL ..."; the last line is "N failed" (exit 1 if
 N > 0, 2 on unreadable input).
@@ -110,7 +110,7 @@ def main():
         calls = ours[[c for c in ours if names.get(c) == n][0]] if any(names.get(c) == n for c in ours) else 0
         got = inside[n].get("cuLaunchKernel", 0) + inside[n].get("cuLaunchKernel_ptsz", 0)
         check(f"nested.{n}", got == calls, f"{got} driver launches inside {calls} calls")
-    # Links: which layer the GPU records' correlation ids name.
+    # Links: which layer's call each GPU record is linked to.
     rt_ids = {(r[0], r[6]) for r in runtime}
     drv_ids = {(r[0], r[6]) for r in driver}
     both = rt_ids | drv_ids

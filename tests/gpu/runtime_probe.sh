@@ -5,7 +5,7 @@
 # rtrace alone (GPU activity on, runtime API records on by default), and both in one process;
 # then tests/gpu/runtime_check.py on the traces: counts per runtime callback id against the
 # counter of the same process, one cuLaunchKernel inside each cudaLaunchKernel, and which
-# layer's correlation id the GPU records carry. Run from a copy of the repository carrying
+# layer's call the GPU records are linked to. Run from a copy of the repository carrying
 # target/release/librtrace.so and target/release/rtrace:
 #     OUT=/some/dir bash tests/gpu/runtime_probe.sh
 # Lines "PASS/FAIL runtime.<check> (...)" per program and run; the last line "N failed".

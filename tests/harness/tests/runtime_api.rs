@@ -122,10 +122,20 @@ fn runtime_calls_are_recorded_with_their_driver_calls_and_gpu_work() {
     );
 
     // GPU work carries the runtime call's correlation id.
+    work_is_linked_to_runtime_calls(&t);
+}
+
+/// Each kernel, copy and memset is linked to the runtime call that made it.
+fn work_is_linked_to_runtime_calls(t: &rtrace_collector::Trace) {
+    let runtime: Vec<ApiRecord> = records(t)
+        .into_iter()
+        .map(|(_, r)| r)
+        .filter(is_runtime)
+        .collect();
     let corr_of = |n: &str| -> Vec<u64> {
         runtime
             .iter()
-            .filter(|r| name(r) == n)
+            .filter(|r| t.functions[&r.function] == n)
             .map(|r| r.correlation)
             .collect()
     };
@@ -138,6 +148,22 @@ fn runtime_calls_are_recorded_with_their_driver_calls_and_gpu_work() {
     assert_eq!(copies, want_copies);
     let memsets: Vec<u64> = t.memsets.iter().map(|m| m.correlation).collect();
     assert_eq!(memsets, corr_of("cudaMemset"));
+}
+
+#[test]
+fn work_is_linked_to_the_runtime_call_whichever_id_cupti_gives_it() {
+    // GPU work made inside a runtime call carrying the driver call's CUPTI id: rtrace links
+    // that id to the runtime call too.
+    let env = &[
+        ("RTRACE_GPU_ACTIVITY", "1"),
+        ("SIMCUPTI_RUNTIME_WORK", "driver"),
+    ];
+    let r = run(Spec::traced("runtime").env(env));
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    let t = r.trace();
+    check_invariants(&t);
+    assert_eq!(t.kernels.len(), 4);
+    work_is_linked_to_runtime_calls(&t);
 }
 
 #[test]

@@ -53,10 +53,20 @@ fn name(cbid: u32) -> *const std::ffi::c_char {
         .map_or(std::ptr::null(), |n| n.as_ptr())
 }
 
+/// `SIMCUPTI_RUNTIME_WORK=driver` (read once): GPU work queued inside a runtime call carries the
+/// driver call's correlation id, not the runtime call's (README.md, "Runtime API").
+fn work_carries_driver_id() -> bool {
+    static DRIVER: OnceLock<bool> = OnceLock::new();
+    *DRIVER.get_or_init(|| std::env::var_os("SIMCUPTI_RUNTIME_WORK").is_some_and(|v| v == "driver"))
+}
+
 /// A driver call is entered with its own correlation id `own`: the id its GPU work carries
 /// (the runtime call's in progress on this thread, if it has one, else `own`).
 pub fn driver_enter(own: u32) -> u32 {
     let _ = DRIVER_IDS.try_with(|d| d.borrow_mut().push(own));
+    if work_carries_driver_id() {
+        return own;
+    }
     let outer = CALLS
         .try_with(|c| c.borrow().last().map_or(0, |c| c.correlation))
         .unwrap_or(0);
