@@ -183,7 +183,8 @@ pub struct ThreadTrace {
     pub tid: u64,
     /// The thread's name from its ThreadInfo chunk, if one was read.
     pub name: Option<String>,
-    /// The thread's API records, in file order.
+    /// The thread's API records, in file order (which is start order, but for runtime API
+    /// records: `Trace::read` sorts a thread's records by start when it has some).
     pub records: Vec<ApiRecord>,
     /// The thread's NVTX events, in file order.
     pub nvtx: Vec<rtrace_format::NvtxEvent>,

@@ -41,6 +41,9 @@ pub struct Config {
     pub gpu_activity: GpuKinds,
     /// Words of `RTRACE_GPU_ACTIVITY` that name no kind, ignored (said in the trace).
     pub gpu_activity_error: Option<String>,
+    /// Runtime API records through CUPTI's runtime callbacks when GPU activity is on
+    /// (`RTRACE_RUNTIME_API`, on unless `0`).
+    pub runtime_api: bool,
     /// The CUPTI library to load when the process has not loaded one.
     pub cupti_library: Option<OsString>,
     /// Receive NVTX calls (`RTRACE_NVTX`, on unless `0`).
@@ -293,6 +296,7 @@ impl Config {
             clock_monotonic: get(env::CLOCK).is_some_and(|v| v == "monotonic"),
             gpu_activity,
             gpu_activity_error,
+            runtime_api: get(env::RUNTIME_API).is_none_or(|v| v != "0"),
             cupti_library: get(env::CUPTI_LIBRARY).filter(|v| !v.is_empty()),
             nvtx: get(env::NVTX).is_none_or(|v| v != "0"),
             module_images: get(env::MODULE_IMAGES).is_none_or(|v| v != "0"),

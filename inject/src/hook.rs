@@ -16,9 +16,8 @@ use crate::ring::Entry;
 use crate::state::{self, State};
 use crate::thread::{self, ThreadState};
 use crate::{actions, clock};
-use rtrace_format::ApiRecord;
+use rtrace_format::{ApiRecord, IN_RUNTIME};
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The real driver function `id` that a wrapper calls (null when the driver lacks it). Its
 /// first use — the first call of each function — also looks for libraries loaded since that
@@ -42,10 +41,6 @@ fn first_use(id: u32) -> *mut c_void {
 /// Returned by a wrapper whose real function the driver does not have
 /// (`CUDA_ERROR_NOT_FOUND`).
 pub const MISSING_RESULT: u32 = 500;
-
-/// Correlation ids are handed to threads in blocks of this many.
-const CORRELATION_BLOCK: u64 = 1024;
-static NEXT_CORRELATION_BLOCK: AtomicU64 = AtomicU64::new(1);
 
 /// What [`begin`] hands to [`end`] for one recorded call (on the same thread: it holds
 /// a pointer to the thread's state, so it is neither `Send` nor `Sync`). Neither `Copy` nor
@@ -117,12 +112,7 @@ fn begin_running(function: u32) -> Option<CallToken> {
         if !t.ensure_ring() {
             return None;
         }
-        let mut c = t.next_correlation.get();
-        if c == t.correlation_end.get() {
-            c = NEXT_CORRELATION_BLOCK.fetch_add(CORRELATION_BLOCK, Ordering::Relaxed);
-            t.correlation_end.set(c + CORRELATION_BLOCK);
-        }
-        t.next_correlation.set(c + 1);
+        let c = t.take_correlation();
         t.busy.set(true);
         t.current.set(c);
         Some(CallToken {
@@ -165,8 +155,15 @@ pub fn end(token: Option<CallToken>, result: u32) {
     if !t.ring.is_some() {
         return;
     }
+    // A driver call inside a recorded runtime call says so (the runtime call's record comes
+    // after it, when the runtime call returns).
+    let function = if t.runtime.inside_recorded() {
+        tok.function | IN_RUNTIME
+    } else {
+        tok.function
+    };
     t.ring.push_waiting(Entry::Call(ApiRecord {
-        function: tok.function,
+        function,
         result,
         start_ns: tok.start_ns,
         end_ns,

@@ -57,6 +57,7 @@ mod procaddr;
 mod process;
 mod region;
 mod ring;
+mod runtime_api;
 mod session;
 mod state;
 mod sys;

@@ -11,6 +11,7 @@ use crate::ring::{Entry, RingRef};
 use crate::state;
 use crate::{clock, sys};
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// One thread's tracing state.
 pub struct ThreadState {
@@ -26,7 +27,42 @@ pub struct ThreadState {
     pub correlation_end: Cell<u64>,
     /// Correlation id of the recorded call in progress on this thread (0: none).
     pub current: Cell<u64>,
+    /// The runtime API calls in progress on this thread ([`crate::runtime_api`]).
+    pub runtime: RuntimeCalls,
 }
+
+/// Runtime API calls in progress on one thread, innermost last: CUPTI's runtime callbacks
+/// come in enter/exit pairs on the calling thread.
+pub struct RuntimeCalls {
+    /// Calls entered and not yet exited (may exceed [`RUNTIME_DEPTH`]: deeper ones are not
+    /// recorded).
+    pub depth: Cell<usize>,
+    /// Each level's start in ticks (0: that call is not recorded) and rtrace correlation id.
+    pub start: Cell<[u64; RUNTIME_DEPTH]>,
+    pub correlation: Cell<[u64; RUNTIME_DEPTH]>,
+}
+
+impl RuntimeCalls {
+    /// Whether the innermost runtime call in progress on this thread is recorded (a driver
+    /// call made now is inside it).
+    #[inline(always)]
+    pub fn inside_recorded(&self) -> bool {
+        self.innermost_recorded().is_some()
+    }
+
+    /// The correlation id of the innermost runtime call in progress, if it is recorded.
+    #[inline(always)]
+    pub fn innermost_recorded(&self) -> Option<u64> {
+        let d = self.depth.get().checked_sub(1)?;
+        if *self.start.get().get(d)? == 0 {
+            return None;
+        }
+        self.correlation.get().get(d).copied()
+    }
+}
+
+/// Runtime calls nested deeper than this on one thread are not recorded.
+pub const RUNTIME_DEPTH: usize = 4;
 
 thread_local! {
     static TLS: ThreadState = const {
@@ -38,6 +74,11 @@ thread_local! {
             next_correlation: Cell::new(0),
             correlation_end: Cell::new(0),
             current: Cell::new(0),
+            runtime: RuntimeCalls {
+                depth: Cell::new(0),
+                start: Cell::new([0; RUNTIME_DEPTH]),
+                correlation: Cell::new([0; RUNTIME_DEPTH]),
+            },
         }
     };
     /// Dropped when the thread exits: closes its ring so the worker drains and frees it.
@@ -68,7 +109,23 @@ pub fn with<R>(f: impl FnOnce(&ThreadState) -> R) -> Option<R> {
     TLS.try_with(f).ok()
 }
 
+/// Correlation ids are handed to threads in blocks of this many.
+const CORRELATION_BLOCK: u64 = 1024;
+static NEXT_CORRELATION_BLOCK: AtomicU64 = AtomicU64::new(1);
+
 impl ThreadState {
+    /// The thread's next correlation id (process-unique: threads take them in blocks).
+    #[inline(always)]
+    pub fn take_correlation(&self) -> u64 {
+        let mut c = self.next_correlation.get();
+        if c == self.correlation_end.get() {
+            c = NEXT_CORRELATION_BLOCK.fetch_add(CORRELATION_BLOCK, Ordering::Relaxed);
+            self.correlation_end.set(c + CORRELATION_BLOCK);
+        }
+        self.next_correlation.set(c + 1);
+        c
+    }
+
     /// Whether this thread's ring belongs to the current process (not a forked parent's).
     #[inline(always)]
     pub fn has_ring(&self) -> bool {
@@ -109,17 +166,17 @@ fn register(t: &ThreadState) -> bool {
 }
 
 /// Links the recorded call in progress on this thread to `source` (CUPTI's correlation id
-/// for it): called by CUPTI's API callback, inside the real call. No allocation, no lock.
+/// for it): called by CUPTI's API callback, inside the real call. No allocation, no lock. A
+/// driver call made inside a recorded runtime call links its GPU work to the runtime call,
+/// whichever of the two ids CUPTI gives that work (docs/runtime-api.md).
 pub fn link_current(source: u32) {
     let _ = TLS.try_with(|t| {
         let current = t.current.get();
         if current == 0 {
             return;
         }
-        t.ring.push(Entry::Link {
-            call: current,
-            source,
-        });
+        let call = t.runtime.innermost_recorded().unwrap_or(current);
+        t.ring.push(Entry::Link { call, source });
     });
 }
 

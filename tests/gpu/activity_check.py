@@ -22,8 +22,10 @@ def main():
         kernels += k
         copies += c
         sets += s
-        api += tracefile.read(path)
+        api += tracefile.read(path, runtime=True)
+    # GPU work made inside a runtime call may carry the runtime call's id (docs/runtime-api.md).
     by_corr = {r[5]: r for r in api}
+    api = [r for r in api if not r[0].startswith("runtime#")]
     failed = 0
 
     def check(name, ok, detail):
@@ -45,11 +47,16 @@ def main():
     linked = [k for k in kernels if k["flags"] & CORRELATED and k["correlation"] in by_corr]
     check("kernels-linked", len(linked) == len(kernels),
           f"{len(linked)} of {len(kernels)} linked to an API record")
-    wrong = [k for k in linked if not by_corr[k["correlation"]][0].startswith(("cuLaunch", "cuGraphLaunch"))
+    wrong = [k for k in linked
+             if not by_corr[k["correlation"]][0].startswith(("cuLaunch", "cuGraphLaunch", "runtime#"))
              or k["start"] < by_corr[k["correlation"]][2]]
+    to_runtime = sum(1 for k in linked if by_corr[k["correlation"]][0].startswith("runtime#"))
+    print(f"INFO activity.kernels-link-layer  ({to_runtime} linked to runtime calls, "
+          f"{len(linked) - to_runtime} to driver calls)")
     check("kernels-linked-right", not wrong, f"{len(wrong)} linked to a non-launch call or starting before it")
     graph_launchers = {by_corr[k["correlation"]][0] for k in graph if k["correlation"] in by_corr}
-    check("graph-kernels-linked", graph_launchers == {"cuGraphLaunch"} or graph_launchers == {"cuGraphLaunch_ptsz"},
+    check("graph-kernels-linked", graph_launchers == {"cuGraphLaunch"} or graph_launchers == {"cuGraphLaunch_ptsz"}
+          or (len(graph_launchers) == 1 and next(iter(graph_launchers)).startswith("runtime#")),
           f"graph kernels launched by {sorted(graph_launchers)}")
     streams = {k["stream"] for k in plain}
     check("streams", len(streams) == 3, f"plain kernels on {len(streams)} streams (legacy + 2 thread streams)")

@@ -22,6 +22,11 @@
  * "$CUPTI_COUNT_OUTPUT.<pid>.names" ("<cbid> <name>" lines): tests/gpu/live_counts.py turns
  * the two into the text format above.
  *
+ * With CUPTI_COUNT_DOMAIN=runtime it counts the runtime API domain
+ * (CUPTI_CB_DOMAIN_RUNTIME_API) instead: callback ids of cupti_runtime_cbid.h, written as
+ * "cbid_<id>" (CUPTI names no runtime callback), errors being results other than
+ * cudaSuccess. tests/gpu/runtime_check.py compares them with rtrace's runtime API records.
+ *
  * Calls made before the driver loaded this library (before or during the
  * first cuInit — cuGetProcAddress lookups, cuDriverGetVersion, cuInit
  * itself) are never seen by CUPTI.
@@ -55,11 +60,13 @@ static int g_init_status = -1;   /* 0: subscribed and enabled; else a CUptiResul
 static const char *g_init_step = "not initialized";
 static CUpti_SubscriberHandle g_subscriber;
 static uint32_t g_cupti_version;
+/* The domain counted: the driver API's, or the runtime API's (CUPTI_COUNT_DOMAIN=runtime). */
+static CUpti_CallbackDomain g_domain = CUPTI_CB_DOMAIN_DRIVER_API;
 
 static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
                                  CUpti_CallbackId cbid, const void *data) {
     (void)userdata;
-    if (domain != CUPTI_CB_DOMAIN_DRIVER_API || data == NULL) return;
+    if (domain != g_domain || data == NULL) return;
     const CUpti_CallbackData *cd = (const CUpti_CallbackData *)data;
     if (cbid >= MAX_CBID) {
         if (cd->callbackSite == CUPTI_API_ENTER)
@@ -69,7 +76,8 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
     if (cd->callbackSite == CUPTI_API_ENTER) {
         __atomic_fetch_add(&g_calls[cbid], 1, __ATOMIC_RELAXED);
     } else if (cd->callbackSite == CUPTI_API_EXIT && cd->functionReturnValue != NULL) {
-        if (*(const CUresult *)cd->functionReturnValue != CUDA_SUCCESS)
+        /* A CUresult or a cudaError_t: both are 0 on success. */
+        if (*(const int *)cd->functionReturnValue != 0)
             __atomic_fetch_add(&g_errors[cbid], 1, __ATOMIC_RELAXED);
     }
 }
@@ -95,8 +103,9 @@ static void write_counts(const char *phase) {
     if (fd < 0) return;
     snprintf(line, sizeof line,
              "# cupti_counter pid=%d phase=%s init=%d step=%s cupti_api_version=%u "
-             "out_of_range=%llu\n",
+             "domain=%s out_of_range=%llu\n",
              pid, phase, g_init_status, g_init_step, g_cupti_version,
+             g_domain == CUPTI_CB_DOMAIN_RUNTIME_API ? "runtime" : "driver",
              (unsigned long long)__atomic_load_n(&g_out_of_range, __ATOMIC_RELAXED));
     put_str(fd, line);
     for (uint32_t id = 0; id < MAX_CBID; ++id) {
@@ -128,11 +137,14 @@ int InitializeInjection(void) {
         return 1; /* already done */
 
     cuptiGetVersion(&g_cupti_version);
+    const char *domain = getenv("CUPTI_COUNT_DOMAIN");
+    if (domain != NULL && strcmp(domain, "runtime") == 0) g_domain = CUPTI_CB_DOMAIN_RUNTIME_API;
 
     /* Names first: at exit CUPTI may already be shutting down. */
     for (uint32_t id = 1; id < MAX_CBID; ++id) {
         const char *name = NULL;
-        if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) == CUPTI_SUCCESS &&
+        if (g_domain == CUPTI_CB_DOMAIN_DRIVER_API &&
+            cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) == CUPTI_SUCCESS &&
             name != NULL && name[0] != '\0')
             g_names[id] = strdup(name);
     }
@@ -167,7 +179,7 @@ int InitializeInjection(void) {
         g_init_status = (int)r;
         g_init_step = "cuptiSubscribe";
     } else {
-        r = cuptiEnableDomain(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+        r = cuptiEnableDomain(1, g_subscriber, g_domain);
         g_init_status = (int)r;
         g_init_step = r == CUPTI_SUCCESS ? "ok" : "cuptiEnableDomain";
     }

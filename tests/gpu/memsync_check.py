@@ -95,9 +95,9 @@ def sync_rows(syncs, calls):
     for s in syncs:
         kind = s["kind"]
         f = calls.get(s["corr"]) if s["flags"] & CORRELATED else None
-        if kind == "stream synchronize" and f and f.startswith("cuStreamQuery"):
+        if kind == "stream synchronize" and f and f.startswith(("cuStreamQuery", "cudaStreamQuery")):
             kind = "stream query"
-        if kind == "event synchronize" and f and f.startswith("cuEventQuery"):
+        if kind == "event synchronize" and f and f.startswith(("cuEventQuery", "cudaEventQuery")):
             kind = "event query"
         r = rows.setdefault(kind, dict(type=kind, count=0, total_wait_ns=0, max_wait_ns=0))
         wait = max(0, s["end"] - s["start"])
@@ -126,8 +126,11 @@ def main():
     program_syncs, max_reserved = int(words[3]), int(words[5])
     report = json.loads(run([a.rtrace, "report", "--format", "json", a.trace]))
     mem, syncs = raw(a.trace)
-    api = tracefile.read(a.trace)
-    calls = {corr: name for name, _res, _s, _e, _tid, corr in api}
+    api = tracefile.read(a.trace, runtime=True)
+    # Synchronizations made inside a runtime call may carry its id: named as rtrace names it.
+    calls = {corr: (tracefile.runtime_name(int(name[8:])) or name) if name.startswith("runtime#") else name
+             for name, _res, _s, _e, _tid, corr in api}
+    api = [r for r in api if not r[0].startswith("runtime#")]
     want_mem, want_sync = memory_rows(mem), sync_rows(syncs, calls)
     got_mem, got_sync = report.get("memory", []), report.get("sync", [])
     result(got_mem == want_mem and len(mem) > 0, "memory-rows",

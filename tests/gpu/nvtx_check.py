@@ -49,7 +49,7 @@ def main():
         k, c, m = tracefile.read_gpu(t)
         kernels += k
         work += k + c + m  # what rtrace's projection counts: kernels, copies, memsets
-        for (fn, _res, start, end, tid, corr) in tracefile.read(t):
+        for (fn, _res, start, end, tid, corr) in tracefile.read(t, runtime=True):
             api[corr] = (fn, start, end, tid)
         ranges += tracefile.read_nvtx_ranges(t)
     pushes = [r for r in ranges if r["kind"] == "push"]

@@ -25,7 +25,7 @@ def main():
         k, c, _ = tracefile.read_gpu(path)
         kernels += k
         copies += c
-        api += tracefile.read(path)
+        api += tracefile.read(path, runtime=True)
     by_corr = {r[5]: r for r in api}
     failed = 0
 
@@ -49,7 +49,9 @@ def main():
     devices = sorted({(c["src_device"], c["dst_device"]) for c in peer})
     check("devices", devices == [(0, 1), (1, 0)], f"(source, destination) devices {devices}")
     linked = [c for c in peer if c["flags"] & CORRELATED and c["correlation"] in by_corr]
-    right = [c for c in linked if "Memcpy" in by_corr[c["correlation"]][0]
+    # A runtime call's name is "runtime#<cbid>" here (GPU work made inside it may carry its id).
+    right = [c for c in linked if ("Memcpy" in by_corr[c["correlation"]][0]
+                                   or by_corr[c["correlation"]][0].startswith("runtime#"))
              and c["start"] >= by_corr[c["correlation"]][2]]
     check("linked", len(right) == len(peer),
           f"{len(right)} of {len(peer)} linked to a memcpy call that began before the copy; "

@@ -93,7 +93,42 @@ def ring_calls(payload, reached):
     return out
 
 
-def read(path):
+# API record `function` bits (docs/format.md, kind 2): a runtime call (the bits below bit 29:
+# CUPTI's runtime callback id); a driver call made inside one (the bits below: its function).
+RUNTIME_FUNCTION = 1 << 30
+IN_RUNTIME = 1 << 29
+
+
+def runtime_name(cbid):
+    """The runtime function of CUPTI runtime callback id `cbid` as rtrace names it
+    (cudaStreamQuery), from the repository's table (inject/format/src/generated/runtime_api.rs);
+    None when the table or the id is missing."""
+    import os
+    import re
+    if not hasattr(runtime_name, "table"):
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "inject",
+                            "format", "src", "generated", "runtime_api.rs")
+        try:
+            with open(path) as f:
+                runtime_name.table = re.findall(r'^\s*"(\w*)",$', f.read(), re.M)
+        except OSError:
+            runtime_name.table = []
+    t = runtime_name.table
+    if cbid >= len(t) or not t[cbid]:
+        return None
+    return re.sub(r"_v\d+$", "", t[cbid])
+
+
+def function_name(fid, names):
+    """The name of API record function `fid`: a runtime call's is "runtime#<cbid>"."""
+    if fid & RUNTIME_FUNCTION:
+        return f"runtime#{fid & (IN_RUNTIME - 1)}"
+    base = fid & ~IN_RUNTIME
+    return names.get(base, f"function#{base}")
+
+
+def read(path, runtime=False):
+    """The driver calls (with `runtime`, the runtime calls too, named "runtime#<cbid>")."""
     with open(path, "rb") as f:
         data = f.read()
     if data[:8] != MAGIC:
@@ -122,12 +157,14 @@ def read(path):
         elif kind == 2:
             for at in range(0, len(payload), 32):
                 fid, result, start, end, corr = struct.unpack_from("<IIQQQ", payload, at)
-                records.append((names.get(fid, f"function#{fid}"), result, start, end, tid, corr))
+                if runtime or not fid & RUNTIME_FUNCTION:
+                    records.append((function_name(fid, names), result, start, end, tid, corr))
         elif kind == 25:
             rings.append(payload)
     for payload in rings:
         for fid, result, start, end, tid, corr in ring_calls(payload, reached):
-            records.append((names.get(fid, f"function#{fid}"), result, start, end, tid, corr))
+            if runtime or not fid & RUNTIME_FUNCTION:
+                records.append((function_name(fid, names), result, start, end, tid, corr))
     return records
 
 

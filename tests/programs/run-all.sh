@@ -45,6 +45,11 @@ gcc "${cflags[@]}" -pthread "$here/cupti_client.c" -o "$work/bin/cupti_client" -
     -lcupti -lcuda
 gcc "${cflags[@]}" "$here/pcsampling_client.c" -o "$work/bin/pcsampling_client" -L"$work/lib" \
     -lcupti -lcuda
+# The simulated CUDA runtime, beside the simulated driver, and a program of it.
+gcc "${cflags[@]}" -shared -fPIC -Wl,-soname,libcudart.so.13 "$here/simcudart.c" \
+    -o "$work/lib/libcudart.so.13" -ldl -pthread
+ln -sf libcudart.so.13 "$work/lib/libcudart.so"
+gcc "${cflags[@]}" "$here/runtime.c" -o "$work/bin/runtime" -L"$work/lib" -lcudart -lcuda
 # cupti_profiler_host.h includes <string>: this client is compiled as C++.
 g++ -x c++ "${cflags[@]}" "$here/rangeprof_client.c" -o "$work/bin/rangeprof_client" \
     -L"$work/lib" -lcupti -lcuda
@@ -112,6 +117,7 @@ exits mode=sigint-handler calls=116" -- "$b/exits" sigint-handler
 expect errors 0 "errors ok failed=22 calls=43" -- env SIMCUDA_FAIL="$fail_spec" "$b/errors"
 expect errors-unset 2 "" -- "$b/errors"
 expect profile 0 "profile ok first=21 second=7 calls=35" -- "$b/profile"
+expect runtime 0 "runtime ok value=7 runtime_calls=16 driver_calls=2" -- "$b/runtime"
 expect ranges 0 "ranges ok run=0 calls=28" -- "$b/ranges"
 rm -f "$work/ranges-count"
 expect ranges-run0 10 "ranges ok run=0 calls=28" -- "$b/ranges" same "$work/ranges-count"

@@ -12,6 +12,8 @@
  *           cuGraphLaunch, and the stream and context creators), reading the correlation id
  *   res     also MEMCPY2 (peer copies), CONTEXT, STREAM and FUNCTION records and the
  *           module-loaded resource callback (with cb)
+ *   rt      also the whole runtime API domain on the subscriber (with cb), reading the
+ *           correlation id at entry and exit, as rtrace's runtime API records do
  * Returns 0, or the first failing CUPTI result (a message goes to stderr).
  * long cupti_alone_stop(void): flushes CUPTI and returns the kernel records received.
  * CUPTI is the process's own libcupti.so.13 if loaded (PyTorch loads it), else
@@ -71,7 +73,10 @@ static uint64_t CUPTIAPI now_ns(void) {
 
 static void CUPTIAPI on_api(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data) {
     (void)user, (void)cbid;
-    if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+        const CUpti_CallbackData *d = data;
+        atomic_store_explicit(&last_correlation, d->correlationId, memory_order_relaxed);
+    } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
         const CUpti_CallbackData *d = data;
         if (d->callbackSite == CUPTI_API_ENTER) atomic_store_explicit(&last_correlation, d->correlationId, memory_order_relaxed);
     }
@@ -133,7 +138,11 @@ int cupti_alone_start(const char *options) {
         if (res)
             CALL(1, cuptiEnableCallback, (uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId), 1,
                  sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED);
-        fprintf(stderr, "cupti_alone: callbacks on %d driver functions\n", n);
+        if (has(options, "rt"))
+            CALL(1, cuptiEnableDomain, (uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain), 1, sub,
+                 CUPTI_CB_DOMAIN_RUNTIME_API);
+        fprintf(stderr, "cupti_alone: callbacks on %d driver functions%s\n", n,
+                has(options, "rt") ? " and the runtime API" : "");
     }
     return 0;
 }

@@ -135,11 +135,18 @@ pub struct SyncSummary {
 }
 
 /// The kind of synchronization a record stands for: its [`SyncKind`], or a
-/// query when it is linked to a query call (`function` of its API record).
+/// query when it is linked to a query call (`function` of its API record: a driver call, or
+/// the runtime call that made it).
 pub fn sync_kind(kind: SyncKind, function: Option<&str>) -> &'static str {
+    let query =
+        |f: &str, driver: &str, runtime: &str| f.starts_with(driver) || f.starts_with(runtime);
     match (kind, function) {
-        (SyncKind::StreamSynchronize, Some(f)) if f.starts_with("cuStreamQuery") => "stream query",
-        (SyncKind::EventSynchronize, Some(f)) if f.starts_with("cuEventQuery") => "event query",
+        (SyncKind::StreamSynchronize, Some(f)) if query(f, "cuStreamQuery", "cudaStreamQuery") => {
+            "stream query"
+        }
+        (SyncKind::EventSynchronize, Some(f)) if query(f, "cuEventQuery", "cudaEventQuery") => {
+            "event query"
+        }
         (kind, _) => kind.name(),
     }
 }

@@ -251,16 +251,10 @@ fn memory_and_sync(out: &mut String, s: &Sections) {
     });
 }
 
-pub(super) fn render(traces: &[Trace], s: &Sections, nvdisasm: Option<&Path>) -> String {
-    let summary = &s.api;
-    let mut out = String::from("{\"processes\":[");
-    for (i, t) in traces.iter().enumerate() {
-        out.push_str(if i == 0 { "\n  " } else { ",\n  " });
-        process(&mut out, t, &s.counts[i]);
-    }
-    out.push_str(if traces.is_empty() { "],\n" } else { "\n],\n" });
-    out.push_str("\"api\":[");
-    for (i, s) in summary.iter().enumerate() {
+/// `"KEY":[...]`: one object per function of an API summary.
+fn api_list(out: &mut String, key: &str, rows: &[crate::summary::FunctionSummary]) {
+    let _ = write!(out, "\"{key}\":[");
+    for (i, s) in rows.iter().enumerate() {
         out.push_str(if i == 0 { "\n  " } else { ",\n  " });
         let _ = write!(
             out,
@@ -281,7 +275,23 @@ pub(super) fn render(traces: &[Trace], s: &Sections, nvdisasm: Option<&Path>) ->
                 .join(",")
         );
     }
-    out.push_str(if summary.is_empty() { "]" } else { "\n]" });
+    out.push_str(if rows.is_empty() { "]" } else { "\n]" });
+}
+
+pub(super) fn render(traces: &[Trace], s: &Sections, nvdisasm: Option<&Path>) -> String {
+    let summary = &s.api;
+    let mut out = String::from("{\"processes\":[");
+    for (i, t) in traces.iter().enumerate() {
+        out.push_str(if i == 0 { "\n  " } else { ",\n  " });
+        process(&mut out, t, &s.counts[i]);
+    }
+    out.push_str(if traces.is_empty() { "],\n" } else { "\n],\n" });
+    api_list(&mut out, "api", summary);
+    // Driver calls made inside runtime calls: only with runtime API records.
+    if !s.api_in_runtime.is_empty() {
+        out.push_str(",\n");
+        api_list(&mut out, "api_in_runtime", &s.api_in_runtime);
+    }
     resources_key(&mut out, traces);
     gpu(&mut out, s);
     nvtx_key(&mut out, &s.nvtx);

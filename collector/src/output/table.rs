@@ -29,6 +29,7 @@ pub(super) fn render(traces: &[Trace], s: &Sections, options: &RenderOptions) ->
         out.push('\n');
     }
     api::section(&mut out, traces.len(), &s.api);
+    api::in_runtime_section(&mut out, traces.len(), &s.api_in_runtime);
     nvtx::ranges_section(&mut out, &s.nvtx);
     nvtx::external_section(&mut out, &s.nvtx.external);
     resources::section(&mut out, traces);

@@ -53,7 +53,19 @@ impl Trace {
     /// Fails only when the file header cannot be read; later damage is
     /// recorded in [`Trace::damage`].
     pub fn read<R: Read>(path: &Path, input: R) -> Result<Trace, LoadError> {
-        Trace::read_with(path, input, &mut KeepAll)
+        let mut trace = Trace::read_with(path, input, &mut KeepAll)?;
+        // A runtime call's record is written when it returns, after the driver calls it
+        // made: each thread's records are put back in order of start (a stable sort of
+        // records already in order but for those).
+        for t in trace.threads.values_mut() {
+            if t.records
+                .iter()
+                .any(|r| rtrace_format::runtime_cbid(r.function).is_some())
+            {
+                t.records.sort_by_key(|r| r.start_ns);
+            }
+        }
+        Ok(trace)
     }
 
     /// [`Trace::read`], handing the records to `sink` instead of keeping them ([`KeepAll`]
@@ -99,6 +111,7 @@ impl Trace {
                                     })
                                 });
                                 if let Records::Api(v) = &records {
+                                    name_runtime_calls(&mut trace, v);
                                     api_read += v.len() as u64;
                                     if chunk.header.flags & FLAG_SALVAGED != 0 {
                                         trace.salvaged += v.len() as u64;
@@ -139,6 +152,24 @@ impl Trace {
         }
         trace.name_threads_from_nvtx();
         Ok(trace)
+    }
+}
+
+/// Names the runtime API calls among `records` in `trace.functions`: their names are not in
+/// the trace's function-name table but in the format crate's ([`rtrace_format::runtime_api_name`]);
+/// and the driver calls made inside them ([`rtrace_format::IN_RUNTIME`]) as their function.
+fn name_runtime_calls(trace: &mut Trace, records: &[rtrace_format::ApiRecord]) {
+    for r in records {
+        if rtrace_format::in_runtime(r.function) && !trace.functions.contains_key(&r.function) {
+            let base = rtrace_format::base_function(r.function);
+            let name = trace.function_name(base).into_owned();
+            trace.functions.insert(r.function, name);
+        } else if let Some(cbid) = rtrace_format::runtime_cbid(r.function) {
+            trace.functions.entry(r.function).or_insert_with(|| {
+                rtrace_format::runtime_api_name(cbid)
+                    .map_or_else(|| format!("cuda#{cbid}"), str::to_string)
+            });
+        }
     }
 }
 

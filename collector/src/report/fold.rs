@@ -179,6 +179,9 @@ pub struct KeyMap {
 
 struct ApiRow {
     name: String,
+    /// Driver calls made inside runtime calls ([`rtrace_format::IN_RUNTIME`]): a row of their
+    /// own, apart from the same function's calls made outside them.
+    in_runtime: bool,
     errors: BTreeMap<u32, u64>,
     dist: Dist,
 }
@@ -195,7 +198,7 @@ struct KernelRow {
 #[derive(Default)]
 pub struct Merged {
     api: Vec<ApiRow>,
-    api_index: HashMap<String, usize>,
+    api_index: HashMap<(bool, String), usize>,
     kernels: Vec<KernelRow>,
     kernel_index: HashMap<String, usize>,
     memcpy: HashMap<CopyKind, (u128, Dist)>,
@@ -214,9 +217,12 @@ impl Merged {
         let mut keys = KeyMap::default();
         for (id, (errors, dist)) in f.api {
             let name = t.function_name(id).into_owned();
-            let i = *self.api_index.entry(name.clone()).or_insert_with(|| {
+            let in_runtime = rtrace_format::in_runtime(id);
+            let key = (in_runtime, name.clone());
+            let i = *self.api_index.entry(key).or_insert_with(|| {
                 self.api.push(ApiRow {
                     name,
+                    in_runtime,
                     errors: BTreeMap::new(),
                     dist: Dist::default(),
                 });
@@ -336,11 +342,22 @@ impl Merged {
         }
     }
 
-    /// The rows of the API summary ([`crate::summary::api_summary`]).
+    /// The rows of the API summary ([`crate::summary::api_summary`]): runtime calls, and
+    /// driver calls made outside them.
     pub fn api_rows(&self) -> Vec<FunctionSummary> {
+        self.api_rows_of(false)
+    }
+
+    /// The rows of driver calls made inside runtime calls.
+    pub fn in_runtime_rows(&self) -> Vec<FunctionSummary> {
+        self.api_rows_of(true)
+    }
+
+    fn api_rows_of(&self, in_runtime: bool) -> Vec<FunctionSummary> {
         let mut rows: Vec<FunctionSummary> = self
             .api
             .iter()
+            .filter(|r| r.in_runtime == in_runtime)
             .map(|r| {
                 let s = r.dist.stats();
                 FunctionSummary {

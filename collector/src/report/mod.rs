@@ -66,7 +66,12 @@ const ID_RANGE: u64 = 1 << 21;
 pub struct Sections {
     /// Per trace (in order): what it held.
     pub counts: Vec<Counts>,
+    /// One row per function: runtime calls (`cuda*`), and driver calls made outside them (by
+    /// the program or a library directly, or where no runtime call was recorded).
     pub api: Vec<FunctionSummary>,
+    /// One row per driver function called inside runtime calls (empty without runtime API
+    /// records): the runtime's own driver calls.
+    pub api_in_runtime: Vec<FunctionSummary>,
     pub kernels: Vec<crate::gpu_summary::KernelSummary>,
     pub memcpy: Vec<crate::gpu_summary::MemcpySummary>,
     pub memset: Option<crate::gpu_summary::MemsetSummary>,
@@ -109,6 +114,7 @@ impl Sections {
         Sections {
             counts,
             api: merged.api_rows(),
+            api_in_runtime: merged.in_runtime_rows(),
             kernels: merged.kernel_rows(),
             memcpy: merged.memcpy_rows(),
             memset: merged.memset(),
@@ -304,6 +310,7 @@ fn report_inputs_with(
     let sections = Sections {
         counts,
         api: merged.api_rows(),
+        api_in_runtime: merged.in_runtime_rows(),
         kernels: merged.kernel_rows(),
         memcpy: merged.memcpy_rows(),
         memset: merged.memset(),

@@ -27,6 +27,9 @@ pub const CUDA_LIBRARY: &str = "RTRACE_CUDA_LIBRARY";
 pub const CUPTI_LIBRARY: &str = "RTRACE_CUPTI_LIBRARY";
 /// Which GPU activity to record through CUPTI: `1`, `all`, or a list of kinds.
 pub const GPU_ACTIVITY: &str = "RTRACE_GPU_ACTIVITY";
+/// `0`: no runtime API records (`cuda*` calls through CUPTI's runtime callbacks, recorded
+/// whenever GPU activity is on).
+pub const RUNTIME_API: &str = "RTRACE_RUNTIME_API";
 /// `cudaProfilerApi`: record only between `cuProfilerStart` and `cuProfilerStop`.
 pub const CAPTURE_RANGE: &str = "RTRACE_CAPTURE_RANGE";
 /// `NAME[@DOMAIN][,...]`: record only inside NVTX ranges of these names.

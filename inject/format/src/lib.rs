@@ -59,6 +59,7 @@ pub mod metric_sets;
 mod pcsampling;
 mod profiling;
 pub mod ring;
+mod runtime;
 
 pub use api::*;
 pub use chunk::*;
@@ -71,6 +72,7 @@ pub use payload::*;
 pub use pcsampling::*;
 pub use profiling::*;
 pub use reader::*;
+pub use runtime::*;
 pub use time::*;
 pub use values::*;
 

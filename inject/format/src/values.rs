@@ -10,7 +10,10 @@ pub const MAGIC: [u8; 8] = *b"RTRACE\0\x1a";
 /// Major format version: readers refuse files with a newer major version.
 pub const FORMAT_MAJOR: u16 = 2;
 /// Minor format version: additions that older readers can skip. (2.0: ring regions, chunk
-/// `seq` as a ring position, and [`ProcessHeader::session`] in the file header's body.)
+/// `seq` as a ring position, and [`ProcessHeader::session`] in the file header's body. 2.1: GPU
+/// buffer regions and their layout, kernel name addresses and untimed work (chunk kinds 30 to
+/// 33); runtime API records, [`crate::RUNTIME_FUNCTION`] and [`crate::IN_RUNTIME`] in an API
+/// record's function.)
 pub const FORMAT_MINOR: u16 = 1;
 /// Largest file-header body a reader accepts.
 pub const MAX_HEADER_BODY: u32 = 16 << 20;

@@ -1,6 +1,7 @@
 //! The Callback API: rtrace's subscriber, its callback on the API-enter site of the driver
 //! functions that make GPU work (linking CUPTI's correlation ids to rtrace's, no allocation and
-//! no lock there), and the resource callbacks for modules and PC sampling's contexts.
+//! no lock there), on both sites of every runtime function (runtime API records,
+//! [`crate::runtime_api`]), and the resource callbacks for modules and PC sampling's contexts.
 
 use super::api::{describe, Api};
 use super::layout;
@@ -14,7 +15,9 @@ use std::sync::atomic::Ordering;
 
 const CB_DOMAIN_DRIVER_API: u32 = layout::CUPTI_CB_DOMAIN_DRIVER_API;
 const CB_DOMAIN_RESOURCE: u32 = layout::CUPTI_CB_DOMAIN_RESOURCE;
+const CB_DOMAIN_RUNTIME_API: u32 = layout::CUPTI_CB_DOMAIN_RUNTIME_API;
 const CB_SITE_ENTER: u32 = layout::CUPTI_API_ENTER;
+const CB_DATA_RETURN_VALUE: usize = layout::callback_data::FUNCTION_RETURN_VALUE;
 const CB_DATA_SITE: usize = layout::callback_data::CALLBACK_SITE;
 const CB_DATA_CORRELATION: usize = layout::callback_data::CORRELATION_ID;
 /// Upper bound of driver callback ids (`CUPTI_DRIVER_TRACE_CBID_SIZE` is 807 in CUPTI 13.0).
@@ -68,6 +71,8 @@ pub(super) struct Subscribed {
     pub functions: usize,
     /// The module-loaded resource callback, when resources were asked for.
     pub modules: Option<Result<(), String>>,
+    /// The runtime API domain (runtime API records), unless `RTRACE_RUNTIME_API=0`.
+    pub runtime: Option<Result<(), String>>,
 }
 
 /// Subscribes rtrace's callback to the API-enter site of every GPU-work driver function, and
@@ -100,6 +105,9 @@ pub(super) fn subscribe(api: &Api, kinds: crate::config::GpuKinds) -> Result<Sub
             }
         }
     }
+    let runtime = crate::state::config()
+        .runtime_api
+        .then(|| enable_runtime(api, sub));
     let sampling = api.pc_sampling.as_ref().is_some_and(|r| r.is_ok());
     let contexts: &[(u32, &str)] = if sampling {
         &[
@@ -153,7 +161,25 @@ pub(super) fn subscribe(api: &Api, kinds: crate::config::GpuKinds) -> Result<Sub
     Ok(Subscribed {
         functions: enabled,
         modules,
+        runtime,
     })
+}
+
+/// Every runtime function's callbacks on rtrace's subscriber (entry and exit).
+fn enable_runtime(api: &Api, sub: *mut c_void) -> Result<(), String> {
+    // SAFETY: plain CUPTI call on our subscriber.
+    match unsafe { (api.enable_domain)(1, sub, CB_DOMAIN_RUNTIME_API) } {
+        0 => {
+            for cbid in 1..rtrace_format::RUNTIME_API_CBID_NAMES.len() as u32 {
+                share::mark_ours(CB_DOMAIN_RUNTIME_API, cbid);
+            }
+            Ok(())
+        }
+        rc => Err(format!(
+            "cuptiEnableDomain(RUNTIME_API): {}",
+            describe(api, rc)
+        )),
+    }
 }
 
 /// CUPTI's callback: at the entry of a GPU-work call, link CUPTI's correlation id to
@@ -174,6 +200,10 @@ fn our_callback(_user: *mut c_void, domain: u32, cbid: u32, data: *const u8) {
         let _ = std::panic::catch_unwind(|| on_resource(cbid, data));
         return;
     }
+    if domain == CB_DOMAIN_RUNTIME_API {
+        on_runtime(cbid, data);
+        return;
+    }
     if domain != CB_DOMAIN_DRIVER_API {
         return;
     }
@@ -187,6 +217,32 @@ fn our_callback(_user: *mut c_void, domain: u32, cbid: u32, data: *const u8) {
     if site == CB_SITE_ENTER {
         crate::thread::link_current(correlation);
     }
+}
+
+/// A runtime function's entry or exit: a runtime API record (no allocation, no lock).
+#[inline]
+fn on_runtime(cbid: u32, data: *const u8) {
+    // SAFETY: `data` is CUPTI's CUpti_CallbackData for this call.
+    let (site, correlation) = unsafe {
+        (
+            (data.add(CB_DATA_SITE) as *const u32).read_unaligned(),
+            (data.add(CB_DATA_CORRELATION) as *const u32).read_unaligned(),
+        )
+    };
+    if site == CB_SITE_ENTER {
+        crate::runtime_api::enter(correlation, crate::capture::recording());
+        return;
+    }
+    // SAFETY: as above; at exit `functionReturnValue` points to the call's `cudaError_t`.
+    let result = unsafe {
+        let p = (data.add(CB_DATA_RETURN_VALUE) as *const *const u32).read_unaligned();
+        if p.is_null() {
+            0
+        } else {
+            p.read_unaligned()
+        }
+    };
+    crate::runtime_api::exit(cbid, result);
 }
 
 /// A resource callback: modules for GPU activity, contexts and modules for PC sampling.

@@ -117,7 +117,9 @@ fn enable_now() {
     // Modules come through the subscriber's resource callback.
     let subscribed = callbacks::subscribe(api, want);
     let mut module_error = None;
+    let mut runtime = Some(Err("no CUPTI subscriber".to_string()));
     if let Ok(s) = &subscribed {
+        runtime = s.runtime.clone();
         match &s.modules {
             Some(Ok(())) if want.resources => kinds.push("modules"),
             Some(Ok(())) => {}
@@ -154,6 +156,14 @@ fn enable_now() {
     }
     if let Some(e) = module_error {
         notice(format!("GPU activity without modules: {e}"));
+    }
+    match runtime {
+        Some(Ok(())) => notice("runtime API calls recorded (CUPTI runtime callbacks)".into()),
+        Some(Err(e)) => notice(format!("runtime API calls not recorded: {e}")),
+        None => notice(format!(
+            "runtime API calls not recorded ({}=0)",
+            rtrace_format::env::RUNTIME_API
+        )),
     }
 }
 

@@ -160,6 +160,29 @@ pub fn build() -> &'static Build {
             &lib,
             &["-shared", "-fPIC", "-ldl"],
         );
+        // The simulated CUDA runtime, beside the simulated driver.
+        compile(
+            &programs.join("simcudart.c"),
+            &lib.join("libcudart.so.13"),
+            &inc,
+            &lib,
+            &[
+                "-shared",
+                "-fPIC",
+                "-Wl,-soname,libcudart.so.13",
+                "-ldl",
+                "-pthread",
+            ],
+        );
+        let _ = std::fs::remove_file(lib.join("libcudart.so"));
+        std::os::unix::fs::symlink("libcudart.so.13", lib.join("libcudart.so")).unwrap();
+        compile(
+            &programs.join("runtime.c"),
+            &bin.join("runtime"),
+            &inc,
+            &lib,
+            &["-lcudart", "-lcuda"],
+        );
         let rpath = format!("-Wl,-rpath,{}", bin.display());
         let libdir = format!("-L{}", bin.display());
         compile(

@@ -27,6 +27,7 @@ fn kernels_copies_and_memsets_are_recorded_and_linked() {
             "GPU activity on: kernels, memory copies, peer copies, memsets, contexts, streams, \
              functions and modules through CUPTI",
             "GPU records carry rtrace correlation ids (CUPTI callbacks on 127 driver functions)",
+            "runtime API calls recorded (CUPTI runtime callbacks)",
         ]
     );
     // Allocations and synchronizations only when asked for (RTRACE_GPU_ACTIVITY=all or a list).
@@ -505,6 +506,7 @@ fn a_program_that_uses_cupti_itself_shares_it_with_rtrace() {
         let on = "GPU activity on: kernels, memory copies, peer copies and memsets through CUPTI";
         let linked =
             "GPU records carry rtrace correlation ids (CUPTI callbacks on 117 driver functions)";
+        let runtime = "runtime API calls recorded (CUPTI runtime callbacks)";
         let shared = "GPU activity shared with the program's own CUPTI client (for example the \
                       PyTorch profiler): it gets the records it asks for, rtrace keeps its own";
         let clock = "CUPTI times GPU work on the program's own clock (it registered a timestamp \
@@ -512,9 +514,9 @@ fn a_program_that_uses_cupti_itself_shares_it_with_rtrace() {
         // The program's first CUPTI call starts rtrace's collection: its clock, or (late) its
         // buffer callbacks.
         let expected = if mode.is_empty() {
-            vec![on, linked, clock, shared]
+            vec![on, linked, runtime, clock, shared]
         } else {
-            vec![on, linked, shared, clock]
+            vec![on, linked, runtime, shared, clock]
         };
         assert_eq!(messages, expected, "{mode:?}");
         let api: std::collections::HashMap<u64, (String, u64, u64)> = records(&t)

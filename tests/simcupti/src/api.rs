@@ -369,6 +369,11 @@ fn cbid_ok(cbid: u32) -> bool {
     cbid < CBID_SIZE
 }
 
+/// Runtime callback ids accepted: 0 up to `CUPTI_RUNTIME_TRACE_CBID_SIZE` (excluded).
+fn runtime_cbid_ok(cbid: u32) -> bool {
+    (cbid as usize) < crate::runtime::cbid_count()
+}
+
 /// Resource callback ids accepted: 0 up to `CUPTI_CBID_RESOURCE_SIZE` (excluded).
 fn resource_cbid_ok(cbid: u32) -> bool {
     cbid < CUPTI_CBID_RESOURCE_SIZE
@@ -397,6 +402,7 @@ fn subscribe(
             userdata: userdata as usize,
             driver: vec![false; CBID_SIZE as usize],
             resource: vec![false; CUPTI_CBID_RESOURCE_SIZE as usize],
+            runtime: vec![false; crate::runtime::cbid_count()],
         });
         // SAFETY: checked non-NULL.
         unsafe { subscriber.write_unaligned(subscriber_handle()) };
@@ -448,9 +454,10 @@ pub unsafe extern "C" fn cuptiUnsubscribe(subscriber: *mut c_void) -> u32 {
     })
 }
 
-/// Only the driver API and resource domains have callbacks here (of the resource domain, only
-/// `CONTEXT_CREATED`, `CONTEXT_DESTROY_STARTING`, `MODULE_LOADED` and `MODULE_UNLOAD_STARTING`
-/// are ever called); enabling another valid domain's callbacks succeeds and does nothing.
+/// Only the driver API, runtime API and resource domains have callbacks here (of the resource
+/// domain, only `CONTEXT_CREATED`, `CONTEXT_DESTROY_STARTING`, `MODULE_LOADED` and
+/// `MODULE_UNLOAD_STARTING` are ever called; runtime callbacks come from a simulated runtime,
+/// `runtime.rs`); enabling another valid domain's callbacks succeeds and does nothing.
 #[no_mangle]
 pub unsafe extern "C" fn cuptiEnableCallback(
     enable: u32,
@@ -468,7 +475,13 @@ pub unsafe extern "C" fn cuptiEnableCallback(
                 s.resource[cbid as usize] = enable != 0;
                 CUPTI_SUCCESS
             }
-            CUPTI_CB_DOMAIN_DRIVER_API | CUPTI_CB_DOMAIN_RESOURCE => CUPTI_ERROR_INVALID_PARAMETER,
+            CUPTI_CB_DOMAIN_RUNTIME_API if runtime_cbid_ok(cbid) => {
+                s.runtime[cbid as usize] = enable != 0;
+                CUPTI_SUCCESS
+            }
+            CUPTI_CB_DOMAIN_DRIVER_API | CUPTI_CB_DOMAIN_RESOURCE | CUPTI_CB_DOMAIN_RUNTIME_API => {
+                CUPTI_ERROR_INVALID_PARAMETER
+            }
             d if d > CUPTI_CB_DOMAIN_INVALID && d < CUPTI_CB_DOMAIN_SIZE => CUPTI_SUCCESS,
             _ => CUPTI_ERROR_INVALID_PARAMETER,
         })
@@ -493,6 +506,12 @@ pub unsafe extern "C" fn cuptiEnableDomain(
                 s.resource.fill(enable != 0);
                 CUPTI_SUCCESS
             }
+            CUPTI_CB_DOMAIN_RUNTIME_API => {
+                for (cbid, on) in s.runtime.iter_mut().enumerate() {
+                    *on = enable != 0 && cbid != 0;
+                }
+                CUPTI_SUCCESS
+            }
             d if d > CUPTI_CB_DOMAIN_INVALID && d < CUPTI_CB_DOMAIN_SIZE => CUPTI_SUCCESS,
             _ => CUPTI_ERROR_INVALID_PARAMETER,
         })
@@ -504,7 +523,15 @@ pub unsafe extern "C" fn cuptiEnableAllDomains(enable: u32, subscriber: *mut c_v
     // SAFETY: forwards its own arguments.
     match unsafe { cuptiEnableDomain(enable, subscriber, CUPTI_CB_DOMAIN_DRIVER_API) } {
         // SAFETY: as above.
-        CUPTI_SUCCESS => unsafe { cuptiEnableDomain(enable, subscriber, CUPTI_CB_DOMAIN_RESOURCE) },
+        CUPTI_SUCCESS => {
+            match unsafe { cuptiEnableDomain(enable, subscriber, CUPTI_CB_DOMAIN_RESOURCE) } {
+                // SAFETY: as above.
+                CUPTI_SUCCESS => unsafe {
+                    cuptiEnableDomain(enable, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API)
+                },
+                e => e,
+            }
+        }
         e => e,
     }
 }
@@ -524,6 +551,7 @@ pub unsafe extern "C" fn cuptiGetCallbackState(
             let on = match domain {
                 CUPTI_CB_DOMAIN_DRIVER_API if cbid_ok(cbid) => s.driver[cbid as usize],
                 CUPTI_CB_DOMAIN_RESOURCE if resource_cbid_ok(cbid) => s.resource[cbid as usize],
+                CUPTI_CB_DOMAIN_RUNTIME_API if runtime_cbid_ok(cbid) => s.runtime[cbid as usize],
                 d if d > CUPTI_CB_DOMAIN_INVALID && d < CUPTI_CB_DOMAIN_SIZE => false,
                 _ => return CUPTI_ERROR_INVALID_PARAMETER,
             };

@@ -31,6 +31,7 @@ mod profiler_host;
 mod profiling;
 mod range_profiler;
 mod records;
+mod runtime;
 /// The private interface to simcuda.
 #[path = "../../simcuda/src/activity_abi.rs"]
 mod sim;

@@ -125,6 +125,8 @@ pub struct Subscriber {
     pub driver: Vec<bool>,
     /// Enabled resource callback ids (`CUpti_CallbackIdResource`).
     pub resource: Vec<bool>,
+    /// Enabled runtime callback ids (`CUpti_runtime_api_trace_cbid`).
+    pub runtime: Vec<bool>,
 }
 
 pub struct State {
@@ -204,7 +206,7 @@ pub fn in_client<R>(f: impl FnOnce() -> R) -> R {
     r
 }
 
-fn is_in_client() -> bool {
+pub fn is_in_client() -> bool {
     IN_CLIENT.try_with(Cell::get).unwrap_or(true)
 }
 
@@ -288,6 +290,19 @@ fn queues_gpu_work(name: &[u8]) -> bool {
 }
 
 impl State {
+    /// Subscribed to simcuda.
+    pub fn attached(&self) -> bool {
+        self.attached
+    }
+
+    /// The next correlation id.
+    pub fn take_correlation(&mut self) -> u32 {
+        let c = self.next_correlation;
+        self.next_correlation = c.wrapping_add(1).max(1);
+        let _ = LAST_CORRELATION.try_with(|l| l.set(c));
+        c
+    }
+
     pub fn on(&self, kind: u32) -> bool {
         kind < 64 && self.enabled & (1 << kind) != 0
     }
@@ -465,12 +480,14 @@ impl State {
     }
 
     /// The records of one finished call (see README.md, "Records").
-    fn record_call(&mut self, call: &SimCall, name: &[u8]) {
+    /// `own`: the call's own correlation id (its driver record's); its GPU work carries
+    /// `call.correlation_id` (the runtime call's when made inside one).
+    fn record_call(&mut self, call: &SimCall, name: &[u8], own: u32) {
         if self.t0.is_none() {
             return;
         }
         let corr = call.correlation_id;
-        if corr != 0
+        if own != 0
             && self.on(CUPTI_ACTIVITY_KIND_DRIVER)
             && self.on(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)
         {
@@ -484,7 +501,7 @@ impl State {
                 })
                 .unwrap_or_default();
             for (kind, id) in tops {
-                self.write(&records::external_correlation(kind, id, corr), None);
+                self.write(&records::external_correlation(kind, id, own), None);
             }
         }
         // SAFETY: simcuda's op is valid during the callback.
@@ -548,7 +565,7 @@ impl State {
                 None => {}
             }
         }
-        if corr != 0 && self.on(CUPTI_ACTIVITY_KIND_DRIVER) {
+        if own != 0 && self.on(CUPTI_ACTIVITY_KIND_DRIVER) {
             if let Some(cbid) = cbid_of(name) {
                 let t = Times {
                     start: self.time(call.start_ns),
@@ -556,7 +573,7 @@ impl State {
                 };
                 // SAFETY: getpid and pthread_self cannot fail.
                 let (pid, tid) = unsafe { (libc::getpid() as u32, libc::pthread_self() as u32) };
-                let rec = records::driver_api(cbid, t, pid, tid, corr, call.result);
+                let rec = records::driver_api(cbid, t, pid, tid, own, call.result);
                 self.write(&rec, None);
             }
         }
@@ -710,10 +727,18 @@ pub fn with_external<R>(f: impl FnOnce(&mut [Vec<u64>]) -> R) -> Option<R> {
 
 /// `CUpti_CallbackData`, laid out with the generated offsets.
 #[repr(C, align(8))]
-struct CallbackData([u8; callback_data::SIZE]);
+pub struct CallbackData([u8; callback_data::SIZE]);
 
 impl CallbackData {
-    fn put(&mut self, at: usize, len: usize, v: u64) {
+    pub fn zeroed() -> CallbackData {
+        CallbackData([0; callback_data::SIZE])
+    }
+
+    pub fn as_ptr(&self) -> *const c_void {
+        self.0.as_ptr().cast()
+    }
+
+    pub fn put(&mut self, at: usize, len: usize, v: u64) {
         self.0[at..at + len].copy_from_slice(&v.to_le_bytes()[..len]);
     }
 }
@@ -798,14 +823,7 @@ unsafe extern "C" fn on_sim_call(call: *const SimCall) -> u32 {
                         || st.driver_ever
                         || st.every_call_correlated()
                         || cb.is_some());
-                let corr = if gets_id {
-                    let c = st.next_correlation;
-                    st.next_correlation = c.wrapping_add(1).max(1);
-                    let _ = LAST_CORRELATION.try_with(|l| l.set(c));
-                    c
-                } else {
-                    0
-                };
+                let corr = if gets_id { st.take_correlation() } else { 0 };
                 (corr, cb)
             });
             let slot = CORRELATION_DATA
@@ -816,6 +834,8 @@ unsafe extern "C" fn on_sim_call(call: *const SimCall) -> u32 {
                         .map_or(std::ptr::null_mut(), |b| &mut **b as *mut u64)
                 })
                 .unwrap_or(std::ptr::null_mut());
+            // Its GPU work carries the runtime call's id when it is made inside one.
+            let work = crate::runtime::driver_enter(corr);
             if let (Some(cb), Some(cbid)) = (cb, cbid) {
                 let entered = SimCall {
                     correlation_id: corr,
@@ -823,7 +843,7 @@ unsafe extern "C" fn on_sim_call(call: *const SimCall) -> u32 {
                 };
                 callback(cb, cbid, &entered, slot, &0);
             }
-            corr
+            work
         } else if call.site == SIMCALL_NOTICE {
             // SAFETY: simcuda's op is valid during the callback.
             if let Some(op) =
@@ -837,6 +857,11 @@ unsafe extern "C" fn on_sim_call(call: *const SimCall) -> u32 {
                 .try_with(|s| s.borrow_mut().pop())
                 .ok()
                 .flatten();
+            let own = crate::runtime::driver_exit(call.correlation_id);
+            let own_call = SimCall {
+                correlation_id: own,
+                ..*call
+            };
             // The records first (CUPTI writes a GPU record during the call), then a module's
             // resource callback (loaded, or unload starting), then the driver callback.
             // SAFETY: simcuda's op is valid during the callback.
@@ -846,7 +871,7 @@ unsafe extern "C" fn on_sim_call(call: *const SimCall) -> u32 {
                     st.pcs.observe(op);
                     st.prof.observe(op);
                 }
-                st.record_call(call, name);
+                st.record_call(call, name, own);
                 deliver(st, false, false);
                 let loaded = op.and_then(|op| {
                     let cbid = match op.kind {
@@ -876,7 +901,7 @@ unsafe extern "C" fn on_sim_call(call: *const SimCall) -> u32 {
                 let p = slot
                     .as_mut()
                     .map_or(std::ptr::null_mut(), |b| &mut **b as *mut u64);
-                callback(cb, cbid, call, p, &call.result);
+                callback(cb, cbid, &own_call, p, &call.result);
             }
             0
         }
