@@ -14,6 +14,15 @@
  *           module-loaded resource callback (with cb)
  *   rt      also the whole runtime API domain on the subscriber (with cb), reading the
  *           correlation id at entry and exit, as rtrace's runtime API records do
+ * CUPTI's own settings, to measure what each costs (issue 20):
+ *   kernels       kernels only (no copies, memsets or resources)
+ *   buf=KIB       activity buffers of KIB KiB (default 4096, as rtrace's)
+ *   devbuf=KIB    CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE
+ *   poollimit=N   CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT
+ *   prealloc=N    CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE
+ *   pinned        CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED (timestamps in host memory)
+ *   zeroed        buffers handed over zeroed (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER)
+ *   period=MS     cuptiActivityFlushPeriod(MS)
  * Returns 0, or the first failing CUPTI result (a message goes to stderr).
  * long cupti_alone_stop(void): flushes CUPTI and returns the kernel records received.
  * CUPTI is the process's own libcupti.so.13 if loaded (PyTorch loads it), else
@@ -49,9 +58,12 @@ static void *sym(const char *name) {
         }                                                                                       \
     } while (0)
 
+static size_t buffer_bytes = 4 << 20;
+static int zeroed;
+
 static void CUPTIAPI request(uint8_t **buf, size_t *size, size_t *max) {
-    *size = 4 << 20;
-    *buf = aligned_alloc(8, *size);
+    *size = buffer_bytes;
+    *buf = zeroed ? calloc(1, *size) : aligned_alloc(8, *size);
     *max = 0;
 }
 
@@ -80,6 +92,17 @@ static void CUPTIAPI on_api(void *user, CUpti_CallbackDomain domain, CUpti_Callb
         const CUpti_CallbackData *d = data;
         if (d->callbackSite == CUPTI_API_ENTER) atomic_store_explicit(&last_correlation, d->correlationId, memory_order_relaxed);
     }
+}
+
+/* The number after `word=` in options (-1: absent). */
+static long value_of(const char *options, const char *word) {
+    size_t n = strlen(word);
+    for (const char *p = options; p && *p;) {
+        const char *e = strchr(p, ',');
+        if (strncmp(p, word, n) == 0 && p[n] == '=') return atol(p + n + 1);
+        p = e ? e + 1 : NULL;
+    }
+    return -1;
 }
 
 static int starts(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
@@ -112,6 +135,33 @@ int cupti_alone_start(const char *options) {
         return -1;
     }
     int res = has(options, "res");
+    long v;
+    if ((v = value_of(options, "buf")) > 0) buffer_bytes = (size_t)v << 10;
+    struct {
+        const char *word;
+        CUpti_ActivityAttribute attr;
+        size_t scale;
+    } attrs[] = {{"devbuf", CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, 1024},
+                 {"poollimit", CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT, 1},
+                 {"prealloc", CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE, 1}};
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+        if ((v = value_of(options, attrs[i].word)) < 0) continue;
+        size_t value = (size_t)v * attrs[i].scale, size = sizeof value;
+        CALL(1, cuptiActivitySetAttribute, (CUpti_ActivityAttribute, size_t *, void *), attrs[i].attr, &size, &value);
+    }
+    if (has(options, "pinned") || has(options, "zeroed")) {
+        uint8_t on = 1;
+        size_t size = sizeof on;
+        if (has(options, "pinned"))
+            CALL(1, cuptiActivitySetAttribute, (CUpti_ActivityAttribute, size_t *, void *),
+                 CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, &size, &on);
+        if (has(options, "zeroed")) {
+            zeroed = 1;
+            CALL(1, cuptiActivitySetAttribute, (CUpti_ActivityAttribute, size_t *, void *),
+                 CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &on);
+        }
+    }
+    if ((v = value_of(options, "period")) > 0) CALL(1, cuptiActivityFlushPeriod, (uint32_t), (uint32_t)v);
     if (has(options, "ts")) CALL(1, cuptiActivityRegisterTimestampCallback, (CUpti_TimestampCallbackFunc), now_ns);
     CALL(1, cuptiActivityRegisterCallbacks, (CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc),
          request, complete);
@@ -119,7 +169,8 @@ int cupti_alone_start(const char *options) {
                                   CUPTI_ACTIVITY_KIND_MEMSET,          CUPTI_ACTIVITY_KIND_MEMCPY2,
                                   CUPTI_ACTIVITY_KIND_CONTEXT,         CUPTI_ACTIVITY_KIND_STREAM,
                                   CUPTI_ACTIVITY_KIND_FUNCTION};
-    for (int i = 0; i < (res ? 7 : 3); i++) CALL(1, cuptiActivityEnable, (CUpti_ActivityKind), kinds[i]);
+    int enabled = has(options, "kernels") ? 1 : res ? 7 : 3;
+    for (int i = 0; i < enabled; i++) CALL(1, cuptiActivityEnable, (CUpti_ActivityKind), kinds[i]);
     if (has(options, "cb")) {
         CUpti_SubscriberHandle sub;
         CALL(1, cuptiSubscribe, (CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *), &sub,
