@@ -19,7 +19,9 @@
 //! nothing.
 
 mod chain;
+mod outcome;
 mod passes;
+mod process;
 mod projector;
 mod stats;
 

@@ -1202,9 +1202,15 @@ fn nvtx_ranges_are_projected_onto_the_gpu_work_they_launched() {
     assert!(
         table.contains(
             "\nNVTX ranges: 3 ranges, 2 names, 0 open, 0 marks\n\
-             range  domain     count   total    mean  median     min     max  GPU work  GPU time  own time\n\
-             step   (default)      1  550 ns  550 ns  550 ns  550 ns  550 ns         5    3.5 µs    1.3 µs\n\
-             fwd    (default)      2  210 ns  105 ns   10 ns   10 ns  200 ns         2    2.2 µs    2.2 µs\n"
+             GPU work, time and own time: the process view (launches of other threads with no \
+             range of the domain open count too; docs/nvtx.md); thread: its own thread's \
+             launches only\n\
+             range  domain     count   total    mean  median     min     max  GPU work  GPU time  \
+             own time  thread work  thread time\n\
+             step   (default)      1  550 ns  550 ns  550 ns  550 ns  550 ns         5    3.5 µs    \
+             1.3 µs            5       3.5 µs\n\
+             fwd    (default)      2  210 ns  105 ns   10 ns   10 ns  200 ns         2    2.2 µs    \
+             2.2 µs            2       2.2 µs\n"
         ),
         "{table}"
     );
@@ -1335,18 +1341,22 @@ fn external_ids_get_the_calls_and_gpu_work_made_under_them() {
     assert!(
         table.contains(
             "\nExternal correlation: 3 ids (rtrace_push_external_correlation), by GPU time\n\
-             id  kind  process  calls  GPU work  GPU time\n\
-             42     2     1234      4         4    2.5 µs\n\
-             43     2     1234      1         1    1.0 µs\n\
-             7      9     1234      1         1    200 ns\n"
+             calls, GPU work and time: the process view (calls of other threads with no id of \
+             the kind pushed count too; docs/nvtx.md); thread: its own thread's calls only\n\
+             id  kind  process  calls  GPU work  GPU time  thread calls  thread work  thread time\n\
+             42     2     1234      4         4    2.5 µs             4            4       2.5 µs\n\
+             43     2     1234      1         1    1.0 µs             1            1       1.0 µs\n\
+             7      9     1234      1         1    200 ns             1            1       200 ns\n"
         ),
         "{table}"
     );
     let json = render_report(std::slice::from_ref(&t), Format::Json);
     assert!(json.ends_with(
         "\"external\":[\n  {\"pid\":1234,\"kind\":2,\"id\":42,\"calls\":4,\"gpu_records\":4,\
-         \"gpu_ns\":2500},\n  {\"pid\":1234,\"kind\":2,\"id\":43,\"calls\":1,\"gpu_records\":1,\
-         \"gpu_ns\":1000},\n  {\"pid\":1234,\"kind\":9,\"id\":7,\"calls\":1,\"gpu_records\":1,\
-         \"gpu_ns\":200}\n]}\n"
+         \"gpu_ns\":2500,\"process_calls\":4,\"process_gpu_records\":4,\"process_gpu_ns\":2500},\n  \
+         {\"pid\":1234,\"kind\":2,\"id\":43,\"calls\":1,\"gpu_records\":1,\"gpu_ns\":1000,\
+         \"process_calls\":1,\"process_gpu_records\":1,\"process_gpu_ns\":1000},\n  \
+         {\"pid\":1234,\"kind\":9,\"id\":7,\"calls\":1,\"gpu_records\":1,\"gpu_ns\":200,\
+         \"process_calls\":1,\"process_gpu_records\":1,\"process_gpu_ns\":200}\n]}\n"
     ));
 }
