@@ -37,7 +37,9 @@ pub enum Mode {
 ///   or after s; its innermost one is the latest begun of those that began last.
 /// - A call's work is settled once its GPU records (whose number the caller knows from a
 ///   first read) have all come, then added to the ranges and external ids it was made in
-///   (through the thread's chain of nodes, `chain.rs`: a step per call, not per range). A
+///   (through the thread's chain of nodes, `chain.rs`: a step per call, not per range), and in
+///   the process view to other threads' open ranges and ids (`process.rs`: a step per
+///   (thread, domain) with a range open in a domain where the calling thread has none). A
 ///   correlation id given to several calls (a damaged trace) gives each of them its work.
 /// - A range is over once it ended, no later call can be in it, and its calls' work is
 ///   settled; its statistics are then added to its name's.
