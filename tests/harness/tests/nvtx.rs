@@ -248,4 +248,28 @@ fn ranges_and_ids_get_other_threads_launches_in_the_process_view() {
         );
         assert!(json.contains(&want), "{want} in {json}");
     }
+    // The export's projected GPU track draws the process view: `backward` spans the autograd
+    // thread's three back-to-back 1000 ns kernels (the range itself lasts milliseconds).
+    let out = r.dir.join("nvtx_threads.json");
+    let files: Vec<_> = std::fs::read_dir(&r.dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
+        .collect();
+    let export = std::process::Command::new(rtrace_bin())
+        .args(["export", "--format", "chrome", "-o"])
+        .arg(&out)
+        .args(&files)
+        .output()
+        .expect("rtrace export");
+    assert!(export.status.success(), "{export:?}");
+    let chrome = std::fs::read_to_string(&out).unwrap();
+    let projected: Vec<&str> = chrome
+        .lines()
+        .filter(|l| {
+            l.contains("\"cat\":\"nvtx\",\"name\":\"backward\"") && l.contains("\"dur\":3.000,")
+        })
+        .collect();
+    assert_eq!(projected.len(), 1, "{chrome}");
 }
