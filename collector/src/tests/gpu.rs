@@ -1514,3 +1514,61 @@ fn other_threads_launches_are_credited_to_open_ranges_in_the_process_view() {
         "{json}"
     );
 }
+
+/// The process view as the ranges stream by: a thread pushes and pops 20,000 ranges and
+/// launches nothing while another thread, with no range, launches a kernel inside each; the
+/// projector holds one range at a time (each is over, its kernel in, when the next begins),
+/// and each range gets exactly the one kernel launched while it was open.
+#[test]
+fn other_threads_launches_are_summarised_as_ranges_end() {
+    const N: u64 = 20_000;
+    let (mut events, mut calls, mut kernels) = (vec![], vec![], vec![]);
+    for i in 0..N {
+        let at = 1_000 + i * 1_000;
+        let ev = |kind, time_ns| NvtxEvent {
+            kind,
+            message: 1,
+            time_ns,
+            ..Default::default()
+        };
+        events.extend(ev(NvtxKind::Push, at).to_bytes());
+        events.extend(ev(NvtxKind::Pop, at + 500).to_bytes());
+        calls.push(call(0, at + 10, i + 1));
+        // Its kernel runs once the range ended, 100 ns long.
+        kernels.push(kernel(0, (0, 7), (at + 600, at + 700), i + 1, 1, 32));
+    }
+    let t = read(
+        &Builder::new(&header(1234))
+            .names(&[(0, "cuLaunchKernel")])
+            .kernel_names(&[(0, "k")])
+            .chunk(
+                ChunkKind::NvtxStrings,
+                0,
+                0,
+                &encode_function_names([(1, "wait")]),
+            )
+            .chunk(ChunkKind::NvtxEvents, 11, 0, &events)
+            .records(12, 0, &calls)
+            .kernels(&kernels)
+            .bytes,
+    );
+    let mut p = crate::nvtx::Projector::new(&t, None, crate::nvtx::Mode::Summary);
+    crate::nvtx::project_in_memory(&mut p, &t);
+    assert_eq!(p.held(), 1);
+    let (rows, open, _) = crate::nvtx::nvtx_summary(std::slice::from_ref(&t));
+    assert_eq!((rows.len(), open), (1, 0));
+    let r = &rows[0];
+    assert_eq!(
+        (r.count, r.gpu_records, r.gpu_ns, r.own_gpu_ns),
+        (N, 0, 0, 0)
+    );
+    assert_eq!(
+        (
+            r.process_gpu_records,
+            r.process_gpu_ns,
+            r.process_own_gpu_records,
+            r.process_own_gpu_ns
+        ),
+        (N, N * 100, N, N * 100)
+    );
+}
