@@ -123,20 +123,13 @@ impl Foreign {
 
     /// The kinds of external id some thread other than `tid` has pushed, with those threads:
     /// `has(kind)` says whether `tid` has an id of that kind pushed itself.
-    pub(super) fn external_others(
-        &self,
+    pub(super) fn external_others<'a>(
+        &'a self,
         tid: u64,
-        has: impl Fn(u32) -> bool,
-    ) -> impl Iterator<Item = (u32, u64)> + '_ {
-        let mut kinds: Vec<(u32, &Vec<u64>)> = self
-            .kinds
-            .iter()
-            .filter(|(&k, _)| !has(k))
-            .map(|(&k, set)| (k, set))
-            .collect();
-        kinds.sort_unstable_by_key(|x| x.0);
-        kinds
-            .into_iter()
-            .flat_map(move |(k, set)| set.iter().filter(move |&&t| t != tid).map(move |&t| (k, t)))
+        has: impl Fn(u32) -> bool + 'a,
+    ) -> impl Iterator<Item = (u32, u64)> + 'a {
+        (self.kinds.iter())
+            .filter(move |(&k, _)| !has(k))
+            .flat_map(move |(&k, set)| set.iter().filter(move |&&t| t != tid).map(move |&t| (k, t)))
     }
 }
