@@ -3,6 +3,8 @@
 //!
 //! - `open-nvtx N`: one thread pushes N NVTX ranges and pops none, with a call between pushes;
 //! - `nested-nvtx N`: the same, every range popped at the end (innermost first);
+//! - `waiting-nvtx N`: `nested-nvtx` with the calls made by a second thread with no range (the
+//!   process view credits each to every range open: range i holds N - i kernels);
 //! - `fifo-nvtx N`: N start/end ranges started, then ended in the order they started, a call
 //!   after each start and each end (ranges that end out of nesting order);
 //! - `sparse-ids N`: N launches, each with its kernel record, correlation ids 2^23 apart;
@@ -73,7 +75,9 @@ fn kernel(start: u64, end: u64, correlation: u64) -> Vec<u8> {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() != 3 {
-        eprintln!("usage: adversarial OUT open-nvtx|nested-nvtx|fifo-nvtx|sparse-ids|extreme N");
+        eprintln!(
+            "usage: adversarial OUT open-nvtx|nested-nvtx|waiting-nvtx|fifo-nvtx|sparse-ids|extreme N"
+        );
         std::process::exit(2);
     }
     let n: u64 = args[2].parse().expect("N: a number");
@@ -112,7 +116,7 @@ fn main() {
     );
     let (mut api, mut gpu, mut nvtx) = (Vec::new(), Vec::new(), Vec::new());
     match args[1].as_str() {
-        "open-nvtx" | "nested-nvtx" => {
+        "open-nvtx" | "nested-nvtx" | "waiting-nvtx" => {
             out.chunk(
                 ChunkKind::NvtxStrings,
                 0,
@@ -131,7 +135,7 @@ fn main() {
                 api.push(launch(t + 100, t + 500, i + 1));
                 gpu.push(kernel(t + 600, t + 900, i + 1));
             }
-            if args[1] == "nested-nvtx" {
+            if args[1] != "open-nvtx" {
                 for i in 0..n {
                     let e = NvtxEvent {
                         kind: NvtxKind::Pop,
@@ -194,7 +198,9 @@ fn main() {
         }
         other => panic!("unknown kind {other}"),
     }
-    out.records(ChunkKind::ApiRecords, TID, &api);
+    // The calls of `waiting-nvtx` are another thread's.
+    let waiting = args[1] == "waiting-nvtx";
+    out.records(ChunkKind::ApiRecords, TID + waiting as u64, &api);
     out.records(ChunkKind::Kernels, 0, &gpu);
     out.records(ChunkKind::NvtxEvents, TID, &nvtx);
     let end = ProcessEnd {
@@ -204,7 +210,7 @@ fn main() {
         },
         reason: "exit".into(),
         records: api.len() as u64,
-        threads: 1,
+        threads: 1 + waiting as u64,
         ..Default::default()
     };
     out.chunk(ChunkKind::ProcessEnd, 0, &encode_value(&end));

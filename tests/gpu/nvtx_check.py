@@ -11,6 +11,8 @@ launched it, and checks:
            range's thread inside it, nested ranges included) equal this attribution; all
            iterations launched the same number of kernels; prints kernels-per-iter, counted over
            every thread (autograd launches the backward kernels from a thread of its own);
+           the process view (process_gpu_records, process_gpu_ns: docs/nvtx.md) equals this
+           one's, and `backward` holds more in it than on its own thread;
            rtrace export --format chrome draws every range on its thread's NVTX track (name,
            duration, start one offset from the event's), lanes nesting properly, and spans of
            GPU work on the projected tracks only for names of ranges.
@@ -109,6 +111,7 @@ def main():
               f"rtrace report GPU records per range equal the checker's for {len(ours)} names"
               + (f"; differences {list(diff.items())[:4]}" if diff else
                  f"; forward {ours.get('forward')}, backward {ours.get('backward')}, optimizer {ours.get('optimizer')}"))
+        check_process_view(check, rep, traces)
         check_export(check, rtrace, traces, pushes + [r for r in ranges if r["kind"] == "start"])
     elif mode == "emit":
         aten = [r for r in pushes if "aten::" in r["name"]]
@@ -130,6 +133,45 @@ def main():
         unlinked = sum(1 for (k, c, _) in attributed if c is None)
         check("linked", unlinked == 0, f"{unlinked} kernel records not linked to a recorded call")
     return failed
+
+
+def check_process_view(check, rep, traces):
+    """rtrace report's process view of each range name (docs/nvtx.md, "Which thread's work")
+    against this one: a launch (its call) of thread U at time t goes to every range open at t
+    of U's, and of any other thread of the process in a domain where U has no range open at t;
+    GPU records and GPU time (sum of end - start) per name."""
+    mine, mine_ns = {}, {}
+    for t in traces:
+        k, c, m = tracefile.read_gpu(t)
+        calls = {corr: (start, tid) for (_fn, _res, start, _end, tid, corr) in tracefile.read(t)}
+        rs = tracefile.read_nvtx_ranges(t)
+        for r in rs:
+            mine.setdefault(r["name"], 0)
+            mine_ns.setdefault(r["name"], 0)
+        for w in k + c + m:
+            call = calls.get(w["correlation"])
+            if call is None:
+                continue
+            at, u = call
+            open_at = [r for r in rs if r["start"] <= at <= r["end"]]
+            own_domains = {r["domain"] for r in open_at if r["tid"] == u}
+            for r in open_at:
+                if r["tid"] == u or r["domain"] not in own_domains:
+                    mine[r["name"]] += 1
+                    mine_ns[r["name"]] += max(0, w["end"] - w["start"])
+    rows = rep["nvtx"]["ranges"]
+    ours = {r["name"]: r["process_gpu_records"] for r in rows}
+    ours_ns = {r["name"]: r["process_gpu_ns"] for r in rows}
+    thread = {r["name"]: r["gpu_records"] for r in rows}
+    diff = {n: ((ours.get(n), ours_ns.get(n)), (mine.get(n), mine_ns.get(n)))
+            for n in set(ours) | set(mine)
+            if ours.get(n) != mine.get(n) or ours_ns.get(n) != mine_ns.get(n)}
+    b = "backward"
+    check("report-process-view", not diff and ours.get(b, 0) > thread.get(b, 0),
+          f"process_gpu_records and process_gpu_ns per range equal the checker's for {len(ours)} names"
+          + (f"; differences (ours, checker's) {list(diff.items())[:4]}" if diff else
+             f"; {b}: {thread.get(b)} GPU records on its thread, {ours.get(b)} in the process view "
+             f"({ours_ns.get(b)} ns); forward {ours.get('forward')}, optimizer {ours.get('optimizer')}"))
 
 
 def micros_ns(text):

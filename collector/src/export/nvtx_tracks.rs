@@ -1,6 +1,7 @@
 //! NVTX tracks laid out as the stream comes, holding only what is open: a track per thread
 //! that began ranges (`NVTX: NAME (TID)`), and per device the spans of the ranges' GPU work
-//! (`NVTX projected: GPU ...`).
+//! in the process view, other threads' launches credited to them included (`NVTX projected:
+//! GPU ...`; docs/nvtx.md).
 //!
 //! - A thread's range begins on its track when its push or start comes, before its end is
 //!   known: a push goes on the lane of the range of its domain it was pushed inside, when

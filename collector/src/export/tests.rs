@@ -1496,14 +1496,16 @@ fn nvtx_ranges_take_lanes_as_they_begin() {
     assert_eq!((stats.nvtx_unplaced, stats.clipped), (0, 0));
 
     // Chrome: the same slices as complete events on a thread per lane, the open one alone;
-    // and the span of the GPU work of `tail` (open over the sample's calls).
+    // and the spans of the GPU work of `tail` (open over the sample's calls), in the process
+    // view: on GPU 0 its thread's, on GPU 1 the kernel the worker thread (no range of its
+    // own) launched while it was open.
     let (out, _) = export(std::slice::from_ref(&trace), ExportFormat::Chrome);
     let json = String::from_utf8(out).unwrap();
     let nvtx: Vec<&str> = json
         .lines()
         .filter(|l| l.contains("\"cat\":\"nvtx\""))
         .collect();
-    assert_eq!(nvtx.len(), 8, "{json}");
+    assert_eq!(nvtx.len(), 9, "{json}");
     let base = super::SYNTHETIC_TID_BASE;
     // Lane thread ids in order of first use: lane 0, 1, 2 of the track, from the base up,
     // then the sample's 4 stream lanes, then the projected track.
@@ -1516,6 +1518,7 @@ fn nvtx_ranges_take_lanes_as_they_begin() {
         ("async", base + 1, "1.700", Some("0.100")),
         ("tail", base, "1.600", None),
         ("tail", base + 7, "2.450", Some("2.650")),
+        ("tail", base + 8, "2.900", Some("0.200")),
     ] {
         let line = match dur {
             Some(dur) => format!(

@@ -10,7 +10,9 @@
 //! - GPU work of a range ("projected" onto the GPU): the kernels, copies and memsets linked to
 //!   the API calls its thread (the one it began on) made between its start and end, nested
 //!   ranges included; their GPU time is the sum of their durations. A call's innermost range
-//!   is the latest begun of those that began last before it.
+//!   is the latest begun of those that began last before it. That is the thread view; the
+//!   process view adds the launches of the process's other threads made while the range was
+//!   open, from threads with no range of its domain open (`process.rs`, docs/nvtx.md).
 //!
 //! Ranges are built as the events stream by in time order with the API and GPU records
 //! ([`Projector`]), held only while open or while their calls' GPU work is still to come;
@@ -19,7 +21,9 @@
 //! nothing.
 
 mod chain;
+mod outcome;
 mod passes;
+mod process;
 mod projector;
 mod stats;
 

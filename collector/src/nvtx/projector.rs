@@ -1,11 +1,10 @@
 //! The projection of a trace's NVTX ranges and external ids onto its GPU work, as its
 //! records stream by in time order ([`Projector`]).
 
-use super::chain::{merge_spans, Acc, Chain, Nodes, Spans};
-use super::stats::{
-    domain_names, sort, text, ExternalSummary, LiveSpan, NameAcc, NvtxRange, Projected, RangeAcc,
-    Ranges, Shown, Work,
-};
+use super::chain::{merge_spans, Chain, Nodes, Spans};
+use super::outcome::{add_work, projected, ExternalRow, Slot};
+use super::process::Foreign;
+use super::stats::{LiveSpan, Projected, RangeAcc, Shown, Work};
 use crate::gpu_summary::dist::FastMap;
 use crate::model::Trace;
 use rtrace_format::{NvtxEvent, NvtxKind};
@@ -38,7 +37,9 @@ pub enum Mode {
 ///   or after s; its innermost one is the latest begun of those that began last.
 /// - A call's work is settled once its GPU records (whose number the caller knows from a
 ///   first read) have all come, then added to the ranges and external ids it was made in
-///   (through the thread's chain of nodes, `chain.rs`: a step per call, not per range). A
+///   (through the thread's chain of nodes, `chain.rs`: a step per call, not per range), and in
+///   the process view to other threads' open ranges and ids (`process.rs`: a step per
+///   (thread, domain) with a range open in a domain where the calling thread has none). A
 ///   correlation id given to several calls (a damaged trace) gives each of them its work.
 /// - A range is over once it ended, no later call can be in it, and its calls' work is
 ///   settled; its statistics are then added to its name's.
@@ -49,12 +50,14 @@ pub struct Projector {
     slots: Vec<Slot>,
     free: Vec<u32>,
     nodes: Nodes,
+    /// The process view: other threads' launches credited to ranges (`process.rs`).
+    foreign: Foreign,
     begun: u64,
     threads: FastMap<u64, ThreadState>,
     started: FastMap<u64, Option<u32>>,
     acc: FastMap<(u32, u32), RangeAcc>,
     marks: u64,
-    rows: std::collections::BTreeMap<(u32, u64), (u64, u64, u64)>,
+    rows: std::collections::BTreeMap<(u32, u64), ExternalRow>,
     calls: crate::model::IdMap<Call>,
     early: crate::model::IdMap<(Work, (u8, u64), u32)>,
     ranges: Vec<Slot>,
@@ -65,31 +68,6 @@ pub struct Projector {
     closed: bool,
     /// (domain id, message id, duration) of ranges over ([`Mode::Durations`]).
     pub durations: Vec<((u32, u32), u64)>,
-}
-
-/// A range being built.
-#[derive(Clone, Debug, Default)]
-struct Slot {
-    tid: u64,
-    end_tid: u64,
-    domain: u32,
-    message: u32,
-    category: u32,
-    start: u64,
-    end: Option<u64>,
-    level: Option<u64>,
-    /// Order of beginning.
-    begun: u64,
-    /// The work of its calls, from its nodes that are done (per device: [`Mode::Tracks`]).
-    acc: Acc,
-    own_gpu_records: u64,
-    own_gpu_ns: u64,
-    /// Its nodes not yet done (`chain.rs`).
-    nodes_left: u32,
-    /// No later call can be in it.
-    sealed: bool,
-    /// Begun and not yet over.
-    live: bool,
 }
 
 /// A thread's open ranges and external ids.
@@ -122,7 +100,11 @@ struct Target {
     start: (u64, u64),
     /// The node on top of its thread's chain: its innermost range's.
     node: Option<u32>,
+    /// The nodes of other threads' ranges it is credited to in the process view.
+    foreign: Vec<u32>,
     external: Vec<(u32, u64)>,
+    /// Other threads' external ids it is credited to in the process view.
+    external_process: Vec<(u32, u64)>,
 }
 
 impl Projector {
@@ -136,6 +118,7 @@ impl Projector {
             slots: Vec::new(),
             free: Vec::new(),
             nodes: Nodes::default(),
+            foreign: Foreign::default(),
             begun: 0,
             threads: FastMap::default(),
             started: FastMap::default(),
@@ -195,7 +178,8 @@ impl Projector {
         if self.mode != Mode::Durations {
             let th = self.threads.entry(tid).or_default();
             th.chain.push(i, &mut self.nodes);
-            self.slots[i as usize].nodes_left = 1;
+            self.foreign.begin(tid, e.domain, i);
+            self.slots[i as usize].nodes_left = 2;
         }
         if self.mode == Mode::Tracks {
             self.shown.push(Shown::Begin {
@@ -239,24 +223,39 @@ impl Projector {
         });
         for (_, i) in due {
             self.slots[i as usize].sealed = true;
+            let domain = self.slots[i as usize].domain;
             let (slots, th) = (&mut self.slots, self.threads.entry(tid).or_default());
             let top = (th.chain).remove(i, &mut self.nodes, |s| slots[s as usize].nodes_left += 1);
             // Done nodes hand their work down the chain from the top.
             if let Some(top) = top {
-                self.settle_node(top);
+                self.settle_node(top, false);
+            }
+            let slots = &mut self.slots;
+            let top = (self.foreign).remove(tid, domain, i, |s| slots[s as usize].nodes_left += 1);
+            if let Some(top) = top {
+                self.settle_node(top, true);
             }
         }
     }
 
-    /// Hands what node `n` gathered to the ranges of the nodes that are done, from it down.
-    fn settle_node(&mut self, n: u32) {
+    /// Hands what node `n` (of the process view's chains, with `foreign`) gathered to the
+    /// ranges of the nodes that are done, from it down.
+    fn settle_node(&mut self, n: u32, foreign: bool) {
         let spans = self.mode == Mode::Tracks;
         let mut done = Vec::new();
-        self.nodes
-            .settle(n, spans, |slot, acc| done.push((slot, acc.clone())));
+        let nodes = if foreign {
+            &mut self.foreign.nodes
+        } else {
+            &mut self.nodes
+        };
+        nodes.settle(n, spans, |slot, acc| done.push((slot, acc.clone())));
         for (slot, acc) in done {
             let s = &mut self.slots[slot as usize];
-            s.acc.merge(&acc, spans);
+            if foreign {
+                s.foreign.merge(&acc, spans);
+            } else {
+                s.acc.merge(&acc, spans);
+            }
             s.nodes_left -= 1;
             self.over(slot);
         }
@@ -284,11 +283,22 @@ impl Projector {
                 a.gpu_ns = a.gpu_ns.saturating_add(s.acc.ns);
                 a.own_gpu_records += s.own_gpu_records;
                 a.own_gpu_ns = a.own_gpu_ns.saturating_add(s.own_gpu_ns);
+                a.process_gpu_records += s.acc.records + s.foreign.records;
+                a.process_gpu_ns = (a.process_gpu_ns)
+                    .saturating_add(s.acc.ns)
+                    .saturating_add(s.foreign.ns);
+                a.process_own_gpu_records += s.own_gpu_records + s.foreign_own.0;
+                a.process_own_gpu_ns = (a.process_own_gpu_ns)
+                    .saturating_add(s.own_gpu_ns)
+                    .saturating_add(s.foreign_own.1);
                 match self.mode {
                     Mode::Collect => self.ranges.push(s.clone()),
                     Mode::Tracks => {
                         let (id, tid, message) = (s.begun, s.tid, s.message);
-                        let spans = std::mem::take(&mut self.slots[i as usize].acc.spans);
+                        // The timeline draws the process view.
+                        let s = &mut self.slots[i as usize];
+                        let mut spans = std::mem::take(&mut s.acc.spans);
+                        merge_spans(&mut spans, &s.foreign.spans);
                         self.shown.push(Shown::Over {
                             id,
                             tid,
@@ -343,8 +353,9 @@ impl Projector {
                 th.external_kept.entry(e.category).or_default().push(kept);
                 if kept {
                     th.external.entry(e.category).or_default().push(e.value);
+                    self.foreign.external(tid, e.category, true);
                     // Ids pushed with no call inside still get a row.
-                    self.rows.entry((e.category, e.value)).or_insert((0, 0, 0));
+                    self.rows.entry((e.category, e.value)).or_default();
                 }
             }
             NvtxKind::ExternalPop if self.mode != Mode::Durations => {
@@ -354,6 +365,9 @@ impl Projector {
                     let stack = th.external.entry(e.category).or_default();
                     if let Some(at) = stack.iter().rposition(|&v| v == e.value) {
                         stack.remove(at);
+                    }
+                    if stack.is_empty() {
+                        self.foreign.external(tid, e.category, false);
                     }
                 }
             }
@@ -369,12 +383,17 @@ impl Projector {
         let mut target = Target {
             start: (start, index),
             node: None,
+            foreign: Vec::new(),
             external: Vec::new(),
+            external_process: Vec::new(),
         };
-        if let Some(th) = self.threads.get(&tid) {
+        let th = self.threads.get(&tid);
+        if let Some(th) = th {
             for (&kind, stack) in &th.external {
                 if let Some(&id) = stack.last() {
-                    self.rows.entry((kind, id)).or_insert((0, 0, 0)).0 += 1;
+                    let row = self.rows.entry((kind, id)).or_default();
+                    row.calls += 1;
+                    row.process_calls += 1;
                     target.external.push((kind, id));
                 }
             }
@@ -382,11 +401,32 @@ impl Projector {
                 target.node = th.chain.nodes.last().copied();
             }
         }
+        // The process view: other threads' innermost ids of the kinds this thread has none of.
+        let has = |kind| th.is_some_and(|th| th.external.get(&kind).is_some_and(|s| !s.is_empty()));
+        for (kind, other) in self.foreign.external_others(tid, has) {
+            let top = self
+                .threads
+                .get(&other)
+                .and_then(|th| th.external.get(&kind)?.last());
+            if let Some(&id) = top {
+                self.rows.entry((kind, id)).or_default().process_calls += 1;
+                target.external_process.push((kind, id));
+            }
+        }
         if gpu_records == 0 {
             return;
         }
         if let Some(n) = target.node {
             self.nodes.nodes[n as usize].pending += 1;
+        }
+        // The process view: other threads' ranges open now, in the domains where this thread
+        // has none (their ranges that ended before now sealed first).
+        for other in self.foreign.others(tid) {
+            self.seal(other, start, false);
+        }
+        target.foreign = self.foreign.targets(tid);
+        for &n in &target.foreign {
+            self.foreign.nodes.nodes[n as usize].pending += 1;
         }
         let early = self.early.remove(&correlation);
         let call = self.calls.entry(correlation).or_insert_with(|| {
@@ -445,13 +485,28 @@ impl Projector {
                     r.own_gpu_ns = r.own_gpu_ns.saturating_add(w.ns);
                 }
                 node.pending -= 1;
-                self.settle_node(n);
+                self.settle_node(n, false);
+            }
+            for &n in &t.foreign {
+                let node = &mut self.foreign.nodes.nodes[n as usize];
+                if w.records > 0 {
+                    let work = (w.records, w.ns, w.device, w.start, w.end);
+                    node.acc.add(t.start, work, spans);
+                    let r = &mut self.slots[node.slot as usize];
+                    add_work(&mut r.foreign_own, (w.records, w.ns));
+                }
+                node.pending -= 1;
+                self.settle_node(n, true);
             }
             if w.records > 0 {
                 for key in &t.external {
-                    let row = self.rows.entry(*key).or_insert((0, 0, 0));
-                    row.1 += w.records;
-                    row.2 = row.2.saturating_add(w.ns);
+                    let row = self.rows.entry(*key).or_default();
+                    add_work(&mut row.gpu, (w.records, w.ns));
+                    add_work(&mut row.process_gpu, (w.records, w.ns));
+                }
+                for key in &t.external_process {
+                    let row = self.rows.entry(*key).or_default();
+                    add_work(&mut row.process_gpu, (w.records, w.ns));
                 }
             }
         }
@@ -476,11 +531,13 @@ impl Projector {
     /// it may end them later.
     pub fn gpu_spans(&self, floor: u64, mut f: impl FnMut(LiveSpan)) {
         let mut so_far: FastMap<u32, Spans> = Default::default();
-        for (slot, spans) in self.nodes.live_spans() {
+        let own = self.nodes.live_spans();
+        for (slot, spans) in own.into_iter().chain(self.foreign.nodes.live_spans()) {
             merge_spans(so_far.entry(slot).or_default(), &spans);
         }
         for (i, s) in self.slots.iter().enumerate().filter(|(_, s)| s.live) {
             let mut spans = s.acc.spans.clone();
+            merge_spans(&mut spans, &s.foreign.spans);
             if let Some(live) = so_far.get(&(i as u32)) {
                 merge_spans(&mut spans, live);
             }
@@ -530,70 +587,7 @@ impl Projector {
         if !self.closed {
             self.close();
         }
-        let open = self.open;
-        let domains = domain_names(t);
-        let domain = |id: u32| -> String {
-            if id == 0 {
-                "(default)".to_string()
-            } else {
-                domains
-                    .get(&id)
-                    .cloned()
-                    .unwrap_or_else(|| format!("domain#{id}"))
-            }
-        };
-        let mut summary: Vec<NameAcc> = self
-            .acc
-            .into_iter()
-            .map(|((d, m), a)| ((d, m), (domain(d), text(t, m, "(unnamed)")), a))
-            .collect();
-        summary.sort_by_key(|x| x.0);
-        let pid = self.pid;
-        let mut ranges: Vec<NvtxRange> = self
-            .ranges
-            .into_iter()
-            .map(|s| NvtxRange {
-                pid,
-                tid: s.tid,
-                end_tid: s.end_tid,
-                domain: domain(s.domain),
-                name: text(t, s.message, "(unnamed)"),
-                category: s.category,
-                start_ns: s.start,
-                end_ns: s.end.unwrap_or(s.start),
-                level: s.level,
-                gpu_records: s.acc.records,
-                gpu_ns: s.acc.ns,
-                gpu_span: s.acc.gpu_span(),
-                own_gpu_records: s.own_gpu_records,
-                own_gpu_ns: s.own_gpu_ns,
-            })
-            .collect();
-        sort(&mut ranges);
-        let external = self
-            .rows
-            .into_iter()
-            .map(
-                |((kind, id), (calls, gpu_records, gpu_ns))| ExternalSummary {
-                    pid,
-                    kind,
-                    id,
-                    calls,
-                    gpu_records,
-                    gpu_ns,
-                },
-            )
-            .collect();
-        Projected {
-            summary,
-            open,
-            marks: self.marks,
-            external,
-            ranges: Ranges {
-                ranges,
-                open,
-                marks: self.marks,
-            },
-        }
+        let (open, marks) = (self.open, self.marks);
+        projected(t, self.pid, (open, marks), self.acc, self.ranges, self.rows)
     }
 }

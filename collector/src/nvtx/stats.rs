@@ -30,6 +30,14 @@ pub struct NvtxRange {
     /// (NVTX ranges as external correlation: each call is linked to its innermost range).
     pub own_gpu_records: u64,
     pub own_gpu_ns: u64,
+    /// The process view (docs/nvtx.md, "Which thread's work"): that work and the work other
+    /// threads launched while it was open, credited to it; where it ran; and of it, what came
+    /// while this was the innermost range (of its domain, for other threads' launches).
+    pub process_gpu_records: u64,
+    pub process_gpu_ns: u64,
+    pub process_gpu_span: Option<(u32, u64, u64)>,
+    pub process_own_gpu_records: u64,
+    pub process_own_gpu_ns: u64,
 }
 
 /// The ranges of a trace, in order of their start, and how many began but never ended.
@@ -91,6 +99,11 @@ pub struct NvtxSummary {
     /// Of those, launched while these were the innermost range.
     pub own_gpu_records: u64,
     pub own_gpu_ns: u64,
+    /// The same in the process view ([`NvtxRange::process_gpu_records`]).
+    pub process_gpu_records: u64,
+    pub process_gpu_ns: u64,
+    pub process_own_gpu_records: u64,
+    pub process_own_gpu_ns: u64,
 }
 
 /// The report's NVTX section: a row per range name and domain (sorted by total time,
@@ -113,6 +126,10 @@ pub struct RangeAcc {
     pub gpu_ns: u64,
     pub own_gpu_records: u64,
     pub own_gpu_ns: u64,
+    pub process_gpu_records: u64,
+    pub process_gpu_ns: u64,
+    pub process_own_gpu_records: u64,
+    pub process_own_gpu_ns: u64,
 }
 
 impl RangeAcc {
@@ -122,6 +139,10 @@ impl RangeAcc {
         self.gpu_ns = self.gpu_ns.saturating_add(o.gpu_ns);
         self.own_gpu_records += o.own_gpu_records;
         self.own_gpu_ns = self.own_gpu_ns.saturating_add(o.own_gpu_ns);
+        self.process_gpu_records += o.process_gpu_records;
+        self.process_gpu_ns = self.process_gpu_ns.saturating_add(o.process_gpu_ns);
+        self.process_own_gpu_records += o.process_own_gpu_records;
+        self.process_own_gpu_ns = (self.process_own_gpu_ns).saturating_add(o.process_own_gpu_ns);
     }
 }
 
@@ -198,6 +219,10 @@ impl NvtxStats {
                     gpu_ns: a.gpu_ns,
                     own_gpu_records: a.own_gpu_records,
                     own_gpu_ns: a.own_gpu_ns,
+                    process_gpu_records: a.process_gpu_records,
+                    process_gpu_ns: a.process_gpu_ns,
+                    process_own_gpu_records: a.process_own_gpu_records,
+                    process_own_gpu_ns: a.process_own_gpu_ns,
                 }
             })
             .collect();
@@ -208,8 +233,8 @@ impl NvtxStats {
         });
         let mut external = self.external;
         external.sort_by(|a, b| {
-            b.gpu_ns
-                .cmp(&a.gpu_ns)
+            b.process_gpu_ns
+                .cmp(&a.process_gpu_ns)
                 .then_with(|| (a.pid, a.kind, a.id).cmp(&(b.pid, b.kind, b.id)))
         });
         NvtxSection {
@@ -233,6 +258,12 @@ pub struct ExternalSummary {
     /// GPU records those calls launched, and their total GPU time (ns).
     pub gpu_records: u64,
     pub gpu_ns: u64,
+    /// The process view (docs/nvtx.md, "Which thread's work"): those calls and the calls of
+    /// other threads, with no id of this kind of their own, made while this was the innermost
+    /// of its kind on its thread; the GPU records they launched and their GPU time (ns).
+    pub process_calls: u64,
+    pub process_gpu_records: u64,
+    pub process_gpu_ns: u64,
 }
 
 /// A range name's (domain id, message id), its (domain, name), and what its ranges add up to.

@@ -302,21 +302,33 @@ pub(super) fn render(traces: &[Trace], s: &Sections, nvdisasm: Option<&Path>) ->
     out
 }
 
-/// `,\n"external":[...]`: one object per pushed external correlation id.
+/// `,\n"external":[...]`: one object per pushed external correlation id; `calls`,
+/// `gpu_records`, `gpu_ns`: its thread's, `process_*`: the process view (docs/nvtx.md).
 fn external_key(out: &mut String, rows: &[crate::nvtx::ExternalSummary]) {
     out.push_str(",\n\"external\":[");
     for (i, r) in rows.iter().enumerate() {
         out.push_str(if i == 0 { "\n  " } else { ",\n  " });
         let _ = write!(
             out,
-            "{{\"pid\":{},\"kind\":{},\"id\":{},\"calls\":{},\"gpu_records\":{},\"gpu_ns\":{}}}",
-            r.pid, r.kind, r.id, r.calls, r.gpu_records, r.gpu_ns
+            "{{\"pid\":{},\"kind\":{},\"id\":{},\"calls\":{},\"gpu_records\":{},\"gpu_ns\":{},\
+             \"process_calls\":{},\"process_gpu_records\":{},\"process_gpu_ns\":{}}}",
+            r.pid,
+            r.kind,
+            r.id,
+            r.calls,
+            r.gpu_records,
+            r.gpu_ns,
+            r.process_calls,
+            r.process_gpu_records,
+            r.process_gpu_ns
         );
     }
     out.push_str(if rows.is_empty() { "]" } else { "\n]" });
 }
 
-/// `,\n"nvtx":{"ranges":[...],"open":N,"marks":N}`: one object per range name and domain.
+/// `,\n"nvtx":{"ranges":[...],"open":N,"marks":N}`: one object per range name and domain;
+/// `gpu_*`, `own_gpu_*`: the work its thread launched, `process_*`: the process view
+/// (docs/nvtx.md).
 fn nvtx_key(out: &mut String, s: &crate::nvtx::NvtxSection) {
     let (rows, open, marks) = (&s.rows, s.open, s.marks);
     out.push_str(",\n\"nvtx\":{\"ranges\":[");
@@ -326,7 +338,8 @@ fn nvtx_key(out: &mut String, s: &crate::nvtx::NvtxSection) {
             out,
             "{{\"domain\":{},\"name\":{},\"count\":{},\"total_ns\":{},\"mean_ns\":{},\
              \"median_ns\":{},\"min_ns\":{},\"max_ns\":{},\"gpu_records\":{},\"gpu_ns\":{},\
-             \"own_gpu_records\":{},\"own_gpu_ns\":{}}}",
+             \"own_gpu_records\":{},\"own_gpu_ns\":{},\"process_gpu_records\":{},\
+             \"process_gpu_ns\":{},\"process_own_gpu_records\":{},\"process_own_gpu_ns\":{}}}",
             json_string(&r.domain),
             json_string(&r.name),
             r.count,
@@ -338,7 +351,11 @@ fn nvtx_key(out: &mut String, s: &crate::nvtx::NvtxSection) {
             r.gpu_records,
             r.gpu_ns,
             r.own_gpu_records,
-            r.own_gpu_ns
+            r.own_gpu_ns,
+            r.process_gpu_records,
+            r.process_gpu_ns,
+            r.process_own_gpu_records,
+            r.process_own_gpu_ns
         );
     }
     out.push_str(if rows.is_empty() { "]" } else { "\n]" });

@@ -1202,9 +1202,15 @@ fn nvtx_ranges_are_projected_onto_the_gpu_work_they_launched() {
     assert!(
         table.contains(
             "\nNVTX ranges: 3 ranges, 2 names, 0 open, 0 marks\n\
-             range  domain     count   total    mean  median     min     max  GPU work  GPU time  own time\n\
-             step   (default)      1  550 ns  550 ns  550 ns  550 ns  550 ns         5    3.5 µs    1.3 µs\n\
-             fwd    (default)      2  210 ns  105 ns   10 ns   10 ns  200 ns         2    2.2 µs    2.2 µs\n"
+             GPU work, time and own time: the process view (launches of other threads with no \
+             range of the domain open count too; docs/nvtx.md); thread: its own thread's \
+             launches only\n\
+             range  domain     count   total    mean  median     min     max  GPU work  GPU time  \
+             own time  thread work  thread time\n\
+             step   (default)      1  550 ns  550 ns  550 ns  550 ns  550 ns         5    3.5 µs    \
+             1.3 µs            5       3.5 µs\n\
+             fwd    (default)      2  210 ns  105 ns   10 ns   10 ns  200 ns         2    2.2 µs    \
+             2.2 µs            2       2.2 µs\n"
         ),
         "{table}"
     );
@@ -1335,18 +1341,234 @@ fn external_ids_get_the_calls_and_gpu_work_made_under_them() {
     assert!(
         table.contains(
             "\nExternal correlation: 3 ids (rtrace_push_external_correlation), by GPU time\n\
-             id  kind  process  calls  GPU work  GPU time\n\
-             42     2     1234      4         4    2.5 µs\n\
-             43     2     1234      1         1    1.0 µs\n\
-             7      9     1234      1         1    200 ns\n"
+             calls, GPU work and time: the process view (calls of other threads with no id of \
+             the kind pushed count too; docs/nvtx.md); thread: its own thread's calls only\n\
+             id  kind  process  calls  GPU work  GPU time  thread calls  thread work  thread time\n\
+             42     2     1234      4         4    2.5 µs             4            4       2.5 µs\n\
+             43     2     1234      1         1    1.0 µs             1            1       1.0 µs\n\
+             7      9     1234      1         1    200 ns             1            1       200 ns\n"
         ),
         "{table}"
     );
     let json = render_report(std::slice::from_ref(&t), Format::Json);
     assert!(json.ends_with(
         "\"external\":[\n  {\"pid\":1234,\"kind\":2,\"id\":42,\"calls\":4,\"gpu_records\":4,\
-         \"gpu_ns\":2500},\n  {\"pid\":1234,\"kind\":2,\"id\":43,\"calls\":1,\"gpu_records\":1,\
-         \"gpu_ns\":1000},\n  {\"pid\":1234,\"kind\":9,\"id\":7,\"calls\":1,\"gpu_records\":1,\
-         \"gpu_ns\":200}\n]}\n"
+         \"gpu_ns\":2500,\"process_calls\":4,\"process_gpu_records\":4,\"process_gpu_ns\":2500},\n  \
+         {\"pid\":1234,\"kind\":2,\"id\":43,\"calls\":1,\"gpu_records\":1,\"gpu_ns\":1000,\
+         \"process_calls\":1,\"process_gpu_records\":1,\"process_gpu_ns\":1000},\n  \
+         {\"pid\":1234,\"kind\":9,\"id\":7,\"calls\":1,\"gpu_records\":1,\"gpu_ns\":200,\
+         \"process_calls\":1,\"process_gpu_records\":1,\"process_gpu_ns\":200}\n]}\n"
     ));
+}
+
+/// The process view (docs/nvtx.md, "Which thread's work"): a main thread with `step` ⊃
+/// `backward` and an external id waits while a thread with no range launches the backward
+/// pass; a loader thread with a range and an id of its own keeps its work; a thread with a
+/// range only in another domain has its launch credited to the main thread's ranges.
+#[test]
+fn other_threads_launches_are_credited_to_open_ranges_in_the_process_view() {
+    let ev = |kind, message, domain, category, time_ns, value| {
+        NvtxEvent {
+            kind,
+            message,
+            domain,
+            category,
+            time_ns,
+            value,
+            ..Default::default()
+        }
+        .to_bytes()
+    };
+    use NvtxKind::{ExternalPop, ExternalPush, Pop, Push};
+    let main = [
+        ev(Push, 1, 0, 0, 1_000, 0), // step
+        ev(ExternalPush, 0, 0, 2, 1_050, 42),
+        ev(Push, 2, 0, 0, 2_000, 1), // backward: the main thread waits
+        ev(Pop, 0, 0, 0, 3_500, 1),
+        ev(ExternalPop, 0, 0, 2, 3_900, 42),
+        ev(Pop, 0, 0, 0, 4_000, 0),
+    ]
+    .concat();
+    let loader = [
+        ev(Push, 3, 0, 0, 2_050, 0), // io
+        ev(ExternalPush, 0, 0, 2, 2_060, 7),
+        ev(ExternalPop, 0, 0, 2, 2_190, 7),
+        ev(Pop, 0, 0, 0, 2_200, 0),
+    ]
+    .concat();
+    let nccl = [ev(Push, 4, 5, 0, 2_400, 0), ev(Pop, 0, 5, 0, 2_500, 0)].concat();
+    let t = read(
+        &Builder::new(&header(1234))
+            .names(&[(0, "cuLaunchKernel")])
+            .kernel_names(&[(0, "k")])
+            .chunk(
+                ChunkKind::NvtxStrings,
+                0,
+                0,
+                &encode_function_names([(1, "step"), (2, "backward"), (3, "io"), (4, "nccl")]),
+            )
+            .chunk(ChunkKind::NvtxEvents, 11, 0, &main)
+            .chunk(ChunkKind::NvtxEvents, 13, 0, &loader)
+            .chunk(ChunkKind::NvtxEvents, 14, 0, &nccl)
+            .records(11, 0, &[call(0, 1_100, 1), call(0, 3_600, 4)])
+            // The autograd thread: no range, no id; its last launch is after everything.
+            .records(
+                12,
+                0,
+                &[call(0, 2_100, 2), call(0, 2_300, 3), call(0, 4_500, 8)],
+            )
+            .records(13, 0, &[call(0, 2_150, 5)])
+            .records(14, 0, &[call(0, 2_450, 6)])
+            .kernels(&[
+                kernel(0, (0, 7), (1_500, 1_600), 1, 1, 32),
+                kernel(0, (0, 7), (2_200, 2_500), 2, 1, 32),
+                kernel(0, (0, 7), (2_600, 3_000), 3, 1, 32),
+                kernel(0, (0, 7), (3_700, 3_750), 4, 1, 32),
+                kernel(0, (0, 8), (2_400, 2_600), 5, 1, 32),
+                kernel(0, (1, 3), (3_100, 3_200), 6, 1, 32),
+                kernel(0, (0, 7), (4_600, 4_700), 8, 1, 32),
+            ])
+            .bytes,
+    );
+    let r = crate::nvtx::ranges(&t);
+    let got: Vec<_> = r
+        .ranges
+        .iter()
+        .map(|x| {
+            (
+                x.name.as_str(),
+                (x.gpu_records, x.gpu_ns, x.own_gpu_records, x.own_gpu_ns),
+                (
+                    x.process_gpu_records,
+                    x.process_gpu_ns,
+                    x.process_own_gpu_records,
+                    x.process_own_gpu_ns,
+                ),
+                x.process_gpu_span,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            // Its thread's calls 1 and 4 (100 + 50); the process view adds the autograd
+            // thread's 2 and 3 (300 + 400) and the NCCL-like thread's 6 (100, on GPU 1), all
+            // while `backward` was its innermost range.
+            (
+                "step",
+                (2, 150, 2, 150),
+                (5, 950, 2, 150),
+                Some((0, 1_500, 3_750))
+            ),
+            (
+                "backward",
+                (0, 0, 0, 0),
+                (3, 800, 3, 800),
+                Some((0, 2_200, 3_200))
+            ),
+            // Its own call 5 (200); the autograd thread's call 2 came while it was open.
+            (
+                "io",
+                (1, 200, 1, 200),
+                (2, 500, 2, 500),
+                Some((0, 2_200, 2_600))
+            ),
+            // Another domain: nothing of the others' launched while it was open.
+            (
+                "nccl",
+                (1, 100, 1, 100),
+                (1, 100, 1, 100),
+                Some((1, 3_100, 3_200))
+            ),
+        ]
+    );
+    let rows = crate::nvtx::external_summary(std::slice::from_ref(&t));
+    let got: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.id,
+                (r.calls, r.gpu_records, r.gpu_ns),
+                (r.process_calls, r.process_gpu_records, r.process_gpu_ns),
+            )
+        })
+        .collect();
+    // 42: its thread's calls 1 and 4, with the calls 2, 3 and 6 of threads with no id; 7:
+    // its thread's call 5, with call 2. Call 5 is not 42's: its thread had 7 pushed.
+    assert_eq!(
+        got,
+        vec![
+            (42, (2, 2, 150), (5, 5, 950)),
+            (7, (1, 1, 200), (2, 2, 500))
+        ]
+    );
+    let json = render_report(std::slice::from_ref(&t), Format::Json);
+    assert!(
+        json.contains(
+            "{\"domain\":\"(default)\",\"name\":\"backward\",\"count\":1,\"total_ns\":1500,\
+             \"mean_ns\":1500,\"median_ns\":1500,\"min_ns\":1500,\"max_ns\":1500,\
+             \"gpu_records\":0,\"gpu_ns\":0,\"own_gpu_records\":0,\"own_gpu_ns\":0,\
+             \"process_gpu_records\":3,\"process_gpu_ns\":800,\"process_own_gpu_records\":3,\
+             \"process_own_gpu_ns\":800}"
+        ),
+        "{json}"
+    );
+}
+
+/// The process view as the ranges stream by: a thread pushes and pops 20,000 ranges and
+/// launches nothing while another thread, with no range, launches a kernel inside each; the
+/// projector holds one range at a time (each is over, its kernel in, when the next begins),
+/// and each range gets exactly the one kernel launched while it was open.
+#[test]
+fn other_threads_launches_are_summarised_as_ranges_end() {
+    const N: u64 = 20_000;
+    let (mut events, mut calls, mut kernels) = (vec![], vec![], vec![]);
+    for i in 0..N {
+        let at = 1_000 + i * 1_000;
+        let ev = |kind, time_ns| NvtxEvent {
+            kind,
+            message: 1,
+            time_ns,
+            ..Default::default()
+        };
+        events.extend(ev(NvtxKind::Push, at).to_bytes());
+        events.extend(ev(NvtxKind::Pop, at + 500).to_bytes());
+        calls.push(call(0, at + 10, i + 1));
+        // Its kernel runs once the range ended, 100 ns long.
+        kernels.push(kernel(0, (0, 7), (at + 600, at + 700), i + 1, 1, 32));
+    }
+    let t = read(
+        &Builder::new(&header(1234))
+            .names(&[(0, "cuLaunchKernel")])
+            .kernel_names(&[(0, "k")])
+            .chunk(
+                ChunkKind::NvtxStrings,
+                0,
+                0,
+                &encode_function_names([(1, "wait")]),
+            )
+            .chunk(ChunkKind::NvtxEvents, 11, 0, &events)
+            .records(12, 0, &calls)
+            .kernels(&kernels)
+            .bytes,
+    );
+    let mut p = crate::nvtx::Projector::new(&t, None, crate::nvtx::Mode::Summary);
+    crate::nvtx::project_in_memory(&mut p, &t);
+    assert_eq!(p.held(), 1);
+    let (rows, open, _) = crate::nvtx::nvtx_summary(std::slice::from_ref(&t));
+    assert_eq!((rows.len(), open), (1, 0));
+    let r = &rows[0];
+    assert_eq!(
+        (r.count, r.gpu_records, r.gpu_ns, r.own_gpu_ns),
+        (N, 0, 0, 0)
+    );
+    assert_eq!(
+        (
+            r.process_gpu_records,
+            r.process_gpu_ns,
+            r.process_own_gpu_records,
+            r.process_own_gpu_ns
+        ),
+        (N, N * 100, N, N * 100)
+    );
 }

@@ -112,6 +112,7 @@ pub fn build() -> &'static Build {
             ("crashes", &["-lcuda", "-pthread", "-lstdc++"]),
             ("deepbind", &["-ldl"]),
             ("dlsym_missing", &["-ldl"]),
+            ("nvtx_threads", &["-lcuda", "-ldl", "-pthread"]),
         ];
         for (name, libs) in sources {
             let c = programs.join(format!("{name}.c"));

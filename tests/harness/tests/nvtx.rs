@@ -198,3 +198,78 @@ fn the_python_example_records_its_external_ids() {
     let got: Vec<(u32, u64, u64)> = rows.iter().map(|x| (x.kind, x.id, x.calls)).collect();
     assert_eq!(got, vec![(2, 100, 0), (2, 101, 0), (2, 102, 0)]);
 }
+
+/// The pattern of a PyTorch training step (tests/programs/nvtx_threads.c): `backward` on the
+/// main thread holds, in the process view, what the "autograd" thread launched while the main
+/// thread waited, and not what the "loader" thread launched inside its own range; the same for
+/// the external ids. Kernel times are simcuda's (fill_u32 500 ns, empty 1000 ns).
+#[test]
+fn ranges_and_ids_get_other_threads_launches_in_the_process_view() {
+    let r = run(Spec::traced("nvtx_threads").env(&[("RTRACE_GPU_ACTIVITY", "1")]));
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    assert_eq!(r.stdout(), "nvtx_threads ok calls=21\n");
+    let t = r.trace();
+    check_invariants(&t);
+    assert_eq!(t.threads.len(), 3, "{:?}", t.threads.keys());
+    let json =
+        rtrace_collector::render_report(std::slice::from_ref(&t), rtrace_collector::Format::Json);
+    let row = |name: &str| -> &str {
+        let key = format!("\"name\":\"{name}\",");
+        json.lines()
+            .find(|l| l.contains(&key) && l.contains("\"process_gpu_records\""))
+            .unwrap_or_else(|| panic!("no row {name} in {json}"))
+    };
+    // (thread view, process view): GPU records, GPU time, and what came while innermost.
+    for (name, thread, process) in [
+        ("step", (2, 1_000, 2, 1_000), (5, 4_000, 2, 1_000)),
+        ("backward", (0, 0, 0, 0), (3, 3_000, 3, 3_000)),
+        ("load", (2, 1_000, 2, 1_000), (2, 1_000, 2, 1_000)),
+    ] {
+        let want = format!(
+            "\"gpu_records\":{},\"gpu_ns\":{},\"own_gpu_records\":{},\"own_gpu_ns\":{},\
+             \"process_gpu_records\":{},\"process_gpu_ns\":{},\"process_own_gpu_records\":{},\
+             \"process_own_gpu_ns\":{}}}",
+            thread.0, thread.1, thread.2, thread.3, process.0, process.1, process.2, process.3
+        );
+        let line = row(name).trim_end_matches(',');
+        assert!(line.ends_with(&want), "{name}: {line}, want {want}");
+    }
+    // 42 (main): its 2 launches, with the autograd thread's 4 calls (3 launches); 7 (loader):
+    // its thread's 3 calls (2 launches) only.
+    let pid = t.header.pid;
+    for (id, thread, process) in [
+        (42, (2, 2, 1_000), (6, 5, 4_000)),
+        (7, (3, 2, 1_000), (3, 2, 1_000)),
+    ] {
+        let want = format!(
+            "{{\"pid\":{pid},\"kind\":2,\"id\":{id},\"calls\":{},\"gpu_records\":{},\"gpu_ns\":{},\
+             \"process_calls\":{},\"process_gpu_records\":{},\"process_gpu_ns\":{}}}",
+            thread.0, thread.1, thread.2, process.0, process.1, process.2
+        );
+        assert!(json.contains(&want), "{want} in {json}");
+    }
+    // The export's projected GPU track draws the process view: `backward` spans the autograd
+    // thread's three back-to-back 1000 ns kernels (the range itself lasts milliseconds).
+    let out = r.dir.join("nvtx_threads.json");
+    let files: Vec<_> = std::fs::read_dir(&r.dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
+        .collect();
+    let export = std::process::Command::new(rtrace_bin())
+        .args(["export", "--format", "chrome", "-o"])
+        .arg(&out)
+        .args(&files)
+        .output()
+        .expect("rtrace export");
+    assert!(export.status.success(), "{export:?}");
+    let chrome = std::fs::read_to_string(&out).unwrap();
+    let projected: Vec<&str> = chrome
+        .lines()
+        .filter(|l| {
+            l.contains("\"cat\":\"nvtx\",\"name\":\"backward\"") && l.contains("\"dur\":3.000,")
+        })
+        .collect();
+    assert_eq!(projected.len(), 1, "{chrome}");
+}

@@ -1,5 +1,5 @@
 //! The "NVTX ranges" and "External correlation" sections of `--format table`
-//! ([`crate::nvtx`]).
+//! ([`crate::nvtx`]): GPU work in the process view, with the thread view beside it.
 
 use super::layout::{columns, Align::Left, Page};
 use crate::text::human_ns;
@@ -21,9 +21,21 @@ pub(super) fn ranges_section(out: &mut Page, s: &crate::nvtx::NvtxSection) {
         if rows.len() == 1 { "name" } else { "names" },
         if marks == 1 { "mark" } else { "marks" },
     );
+    out.push_str(RANGE_VIEWS);
     let headers = [
-        "range", "domain", "count", "total", "mean", "median", "min", "max", "GPU work",
-        "GPU time", "own time",
+        "range",
+        "domain",
+        "count",
+        "total",
+        "mean",
+        "median",
+        "min",
+        "max",
+        "GPU work",
+        "GPU time",
+        "own time",
+        "thread work",
+        "thread time",
     ];
     let body: Vec<Vec<String>> = rows
         .iter()
@@ -37,14 +49,26 @@ pub(super) fn ranges_section(out: &mut Page, s: &crate::nvtx::NvtxSection) {
                 human_ns(r.median_ns),
                 human_ns(r.min_ns),
                 human_ns(r.max_ns),
+                r.process_gpu_records.to_string(),
+                human_ns(r.process_gpu_ns),
+                human_ns(r.process_own_gpu_ns),
                 r.gpu_records.to_string(),
                 human_ns(r.gpu_ns),
-                human_ns(r.own_gpu_ns),
             ]
         })
         .collect();
     columns(out, &headers, &[Left, Left], &body);
 }
+
+/// What the GPU columns of the ranges count.
+const RANGE_VIEWS: &str = "GPU work, time and own time: the process view (launches of other \
+                           threads with no range of the domain open count too; docs/nvtx.md); \
+                           thread: its own thread's launches only\n";
+
+/// What the columns of the external ids count.
+const ID_VIEWS: &str = "calls, GPU work and time: the process view (calls of other threads \
+                        with no id of the kind pushed count too; docs/nvtx.md); thread: its own \
+                        thread's calls only\n";
 
 /// External correlation ids listed; the rest are counted.
 const EXTERNAL_LISTED: usize = 20;
@@ -60,7 +84,18 @@ pub(super) fn external_section(out: &mut Page, rows: &[crate::nvtx::ExternalSumm
         rows.len(),
         if rows.len() == 1 { "id" } else { "ids" }
     );
-    let headers = ["id", "kind", "process", "calls", "GPU work", "GPU time"];
+    out.push_str(ID_VIEWS);
+    let headers = [
+        "id",
+        "kind",
+        "process",
+        "calls",
+        "GPU work",
+        "GPU time",
+        "thread calls",
+        "thread work",
+        "thread time",
+    ];
     let body: Vec<Vec<String>> = rows
         .iter()
         .take(EXTERNAL_LISTED)
@@ -69,6 +104,9 @@ pub(super) fn external_section(out: &mut Page, rows: &[crate::nvtx::ExternalSumm
                 r.id.to_string(),
                 r.kind.to_string(),
                 r.pid.to_string(),
+                r.process_calls.to_string(),
+                r.process_gpu_records.to_string(),
+                human_ns(r.process_gpu_ns),
                 r.calls.to_string(),
                 r.gpu_records.to_string(),
                 human_ns(r.gpu_ns),
