@@ -54,7 +54,8 @@ run_one() { # label mode command...
 }
 
 check() { # label: compares the "both" run, then the separate runs
-    local label=$1 d=$OUT/run-$label
+    local label=$1
+    local d=$OUT/run-$label
     echo "== $label: counter and rtrace in one process"
     "$PY" tests/gpu/runtime_check.py --cbid-header "$HEADER" --cupti "$d-both"/rt.* -- "$d-both"/t-*.bin \
         | tee "$d-both/check.txt" | sed 's/^/    /'
