@@ -103,21 +103,26 @@ mod tests {
                 count: 4,
                 total: 100,
                 mean: 25,
-                median: 20,
+                // The mean of the two middle values, 20 and 30.
+                median: 25,
                 min: 10,
                 max: 40,
-                // variance 125 → 11.18
-                stddev: 11,
+                // sample variance 500 / 3 → 12.9
+                stddev: 12,
             }
         );
         assert_eq!(Stats::of(&mut [2, 4, 4, 4, 5, 5, 7, 9]).stddev, 2);
         assert_eq!(Stats::of(&mut [7]).stddev, 0);
         assert_eq!(Stats::of(&mut []), Stats::default());
-        // Σx² overflows 128 bits: the floating-point fallback.
+        assert_eq!(Stats::of(&mut [7, 1, 4]).median, 4);
+        assert_eq!(Stats::of(&mut [7, 2]).median, 4);
+        // Σx² overflows 128 bits: Welford's running sums. u64::MAX is 2^64 as a float:
+        // mean 3·2^62, squared deviations 3·2^126, / 3, √ = 2^63.
         let big = u64::MAX;
         let s = Stats::of(&mut [big, big, big, 0]);
         assert_eq!(s.total_ns(), u64::MAX);
-        assert_eq!(s.stddev, (big as f64 * 3f64.sqrt() / 4.0) as u64);
+        assert_eq!(s.median, u64::MAX);
+        assert_eq!(s.stddev, 1 << 63);
     }
 
     #[test]

@@ -7,15 +7,18 @@ use crate::summary::FunctionSummary;
 use std::fmt::Write;
 
 /// The CSV header line of the API summary.
-pub const HEADER: &str = "function,calls,errors,total_ns,mean_ns,median_ns,min_ns,max_ns";
+pub const HEADER: &str =
+    "function,calls,errors,total_ns,mean_ns,median_ns,min_ns,max_ns,stddev_ns,share_percent";
 /// The header of `--section kernels`.
 pub const KERNELS_HEADER: &str =
     "name,count,total_ns,mean_ns,median_ns,min_ns,max_ns,stddev_ns,share_percent,grid_block";
 /// The header of `--section memcpy`.
-pub const MEMCPY_HEADER: &str =
-    "kind,count,bytes,total_ns,mean_ns,median_ns,min_ns,max_ns,bandwidth_gbps";
+pub const MEMCPY_HEADER: &str = "kind,count,bytes,total_ns,mean_ns,median_ns,min_ns,max_ns,\
+     stddev_ns,share_percent,bandwidth_gbps,mean_bytes,median_bytes,min_bytes,max_bytes,\
+     stddev_bytes";
 /// The header of `--section memset`.
-pub const MEMSET_HEADER: &str = "count,bytes,total_ns";
+pub const MEMSET_HEADER: &str = "count,bytes,total_ns,mean_ns,median_ns,min_ns,max_ns,stddev_ns,\
+     share_percent,mean_bytes,median_bytes,min_bytes,max_bytes,stddev_bytes";
 /// The header of `--section utilisation`.
 pub const UTILISATION_HEADER: &str =
     "pid,device,stream,records,start_ns,end_ns,span_ns,busy_ns,busy_percent,gaps,idle_ns";
@@ -135,7 +138,7 @@ fn memcpy(s: &Sections) -> String {
     for m in &s.memcpy {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{}",
             m.kind.name(),
             m.count,
             m.bytes,
@@ -144,7 +147,10 @@ fn memcpy(s: &Sections) -> String {
             m.median_ns,
             m.min_ns,
             m.max_ns,
-            m.bandwidth_gbps.map_or(String::new(), |b| b.to_string())
+            m.stddev_ns,
+            m.share_percent,
+            m.bandwidth_gbps.map_or(String::new(), |b| b.to_string()),
+            sizes(&m.size)
         );
     }
     out
@@ -153,9 +159,30 @@ fn memcpy(s: &Sections) -> String {
 fn memset(s: &Sections) -> String {
     let mut out = format!("{MEMSET_HEADER}\n");
     if let Some(s) = &s.memset {
-        let _ = writeln!(out, "{},{},{}", s.count, s.bytes, s.total_ns);
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{}",
+            s.count,
+            s.bytes,
+            s.total_ns,
+            s.mean_ns,
+            s.median_ns,
+            s.min_ns,
+            s.max_ns,
+            s.stddev_ns,
+            s.share_percent,
+            sizes(&s.size)
+        );
     }
     out
+}
+
+/// The size columns: `mean_bytes,median_bytes,min_bytes,max_bytes,stddev_bytes`.
+fn sizes(s: &crate::gpu_summary::SizeStats) -> String {
+    format!(
+        "{},{},{},{},{}",
+        s.mean_bytes, s.median_bytes, s.min_bytes, s.max_bytes, s.stddev_bytes
+    )
 }
 
 fn utilisation_rows(s: &Sections) -> String {
@@ -217,7 +244,7 @@ fn api(summary: &[FunctionSummary]) -> String {
     for s in summary {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{}",
             field(&s.function),
             s.calls,
             s.errors,
@@ -225,7 +252,9 @@ fn api(summary: &[FunctionSummary]) -> String {
             s.mean_ns,
             s.median_ns,
             s.min_ns,
-            s.max_ns
+            s.max_ns,
+            s.stddev_ns,
+            s.share_percent
         );
     }
     out

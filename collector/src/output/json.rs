@@ -21,6 +21,15 @@ mod syntax;
 
 use syntax::{array, list, opt};
 
+/// The size keys of a copy or memset row.
+fn size_keys(s: &crate::gpu_summary::SizeStats) -> String {
+    format!(
+        "\"mean_bytes\":{},\"median_bytes\":{},\"min_bytes\":{},\"max_bytes\":{},\
+         \"stddev_bytes\":{}",
+        s.mean_bytes, s.median_bytes, s.min_bytes, s.max_bytes, s.stddev_bytes
+    )
+}
+
 /// The GPU keys, after `api`.
 fn gpu(out: &mut String, s: &Sections) {
     array(out, "kernels", &s.kernels, |out, k| {
@@ -45,7 +54,8 @@ fn gpu(out: &mut String, s: &Sections) {
         let _ = write!(
             out,
             "{{\"kind\":{},\"count\":{},\"bytes\":{},\"total_ns\":{},\"mean_ns\":{},\
-             \"median_ns\":{},\"min_ns\":{},\"max_ns\":{},\"bandwidth_gbps\":{}}}",
+             \"median_ns\":{},\"min_ns\":{},\"max_ns\":{},\"stddev_ns\":{},\
+             \"share_percent\":{},\"bandwidth_gbps\":{},{}}}",
             json_string(m.kind.name()),
             m.count,
             m.bytes,
@@ -54,15 +64,28 @@ fn gpu(out: &mut String, s: &Sections) {
             m.median_ns,
             m.min_ns,
             m.max_ns,
-            opt(m.bandwidth_gbps)
+            m.stddev_ns,
+            m.share_percent,
+            opt(m.bandwidth_gbps),
+            size_keys(&m.size)
         );
     });
     let memsets: Vec<_> = s.memset.iter().cloned().collect();
     array(out, "memset", &memsets, |out, m| {
         let _ = write!(
             out,
-            "{{\"count\":{},\"bytes\":{},\"total_ns\":{}}}",
-            m.count, m.bytes, m.total_ns
+            "{{\"count\":{},\"bytes\":{},\"total_ns\":{},\"mean_ns\":{},\"median_ns\":{},\
+             \"min_ns\":{},\"max_ns\":{},\"stddev_ns\":{},\"share_percent\":{},{}}}",
+            m.count,
+            m.bytes,
+            m.total_ns,
+            m.mean_ns,
+            m.median_ns,
+            m.min_ns,
+            m.max_ns,
+            m.stddev_ns,
+            m.share_percent,
+            size_keys(&m.size)
         );
     });
     array(out, "utilisation", &s.utilisation, |out, u| {
@@ -265,7 +288,8 @@ pub(super) fn render(traces: &[Trace], s: &Sections, nvdisasm: Option<&Path>) ->
         let _ = write!(
             out,
             "{{\"function\":{},\"calls\":{},\"errors\":{},\"total_ns\":{},\"mean_ns\":{},\
-             \"median_ns\":{},\"min_ns\":{},\"max_ns\":{},\"error_codes\":{{{}}}}}",
+             \"median_ns\":{},\"min_ns\":{},\"max_ns\":{},\"stddev_ns\":{},\
+             \"share_percent\":{},\"error_codes\":{{{}}}}}",
             json_string(&s.function),
             s.calls,
             s.errors,
@@ -274,6 +298,8 @@ pub(super) fn render(traces: &[Trace], s: &Sections, nvdisasm: Option<&Path>) ->
             s.median_ns,
             s.min_ns,
             s.max_ns,
+            s.stddev_ns,
+            s.share_percent,
             s.error_codes
                 .iter()
                 .map(|(code, n)| format!("\"{code}\":{n}"))
@@ -315,7 +341,8 @@ fn nvtx_key(out: &mut String, s: &crate::nvtx::NvtxSection) {
         let _ = write!(
             out,
             "{{\"domain\":{},\"name\":{},\"count\":{},\"total_ns\":{},\"mean_ns\":{},\
-             \"median_ns\":{},\"min_ns\":{},\"max_ns\":{},\"gpu_records\":{},\"gpu_ns\":{},\
+             \"median_ns\":{},\"min_ns\":{},\"max_ns\":{},\"stddev_ns\":{},\
+             \"share_percent\":{},\"gpu_records\":{},\"gpu_ns\":{},\
              \"own_gpu_records\":{},\"own_gpu_ns\":{}}}",
             json_string(&r.domain),
             json_string(&r.name),
@@ -325,6 +352,8 @@ fn nvtx_key(out: &mut String, s: &crate::nvtx::NvtxSection) {
             r.median_ns,
             r.min_ns,
             r.max_ns,
+            r.stddev_ns,
+            r.share_percent,
             r.gpu_records,
             r.gpu_ns,
             r.own_gpu_records,

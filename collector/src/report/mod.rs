@@ -148,6 +148,9 @@ fn select_in_memory(merged: &mut Merged, p: fold::Pending, t: &Trace, k: &KeyMap
     if p.memcpys {
         t.memcpys.iter().for_each(|m| merged.memcpy_select(m));
     }
+    if p.memsets {
+        t.memsets.iter().for_each(|s| merged.memset_select(s));
+    }
 }
 
 /// The report's traces (held without their API and GPU records, unless they have NVTX

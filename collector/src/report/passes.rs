@@ -70,7 +70,8 @@ pub(super) fn select_streamed(
         Kind::Api => p.api,
         Kind::Kernels => p.kernels,
         Kind::Memcpys | Kind::PeerCopies => p.memcpys,
-        Kind::Memsets | Kind::Nvtx | Kind::Memory | Kind::Syncs => false,
+        Kind::Memsets => p.memsets,
+        Kind::Nvtx | Kind::Memory | Kind::Syncs => false,
     };
     let mut file = Rereader::open(&input.path)?;
     for c in index.iter().filter(|c| wanted(c.kind)) {
@@ -93,6 +94,11 @@ pub(super) fn select_streamed(
             Records::Memcpys(v) => {
                 for m in v.into_iter().filter_map(|m| input.keep.memcpy(m)) {
                     merged.memcpy_select(&m);
+                }
+            }
+            Records::Memsets(v) => {
+                for s in v.into_iter().filter_map(|s| input.keep.memset(s)) {
+                    merged.memset_select(&s);
                 }
             }
             _ => {}

@@ -27,7 +27,7 @@ pub(super) fn section(out: &mut Page, processes: usize, summary: &[FunctionSumma
         }
     );
     let headers = [
-        "function", "calls", "errors", "total", "mean", "median", "min", "max",
+        "function", "calls", "errors", "total", "mean", "median", "min", "max", "stddev", "share",
     ];
     let rows: Vec<Vec<String>> = summary
         .iter()
@@ -41,6 +41,8 @@ pub(super) fn section(out: &mut Page, processes: usize, summary: &[FunctionSumma
                 human_ns(s.median_ns),
                 human_ns(s.min_ns),
                 human_ns(s.max_ns),
+                human_ns(s.stddev_ns),
+                format!("{}%", s.share_percent),
             ]
         })
         .collect();

@@ -21,6 +21,10 @@ pub(super) fn sections(out: &mut Page, traces: &[Trace], s: &Sections) {
     out.push('\n');
     memsets(out, s);
     out.push('\n');
+    if s.memcpy.len() + usize::from(s.memset.is_some()) > 0 {
+        sizes(out, s);
+        out.push('\n');
+    }
     utilisation_section(out, s);
     out.push('\n');
     if !s.shared.is_empty() {
@@ -111,6 +115,8 @@ fn memcpys(out: &mut Page, s: &Sections) {
         "median",
         "min",
         "max",
+        "stddev",
+        "share",
         "bandwidth",
     ];
     let rows: Vec<Vec<String>> = summary
@@ -125,11 +131,44 @@ fn memcpys(out: &mut Page, s: &Sections) {
                 human_ns(m.median_ns),
                 human_ns(m.min_ns),
                 human_ns(m.max_ns),
+                human_ns(m.stddev_ns),
+                format!("{}%", m.share_percent),
                 m.bandwidth_gbps
                     .map_or("-".to_string(), |b| format!("{b} GB/s")),
             ]
         })
         .collect();
+    columns(out, &headers, &[Left], &rows);
+}
+
+/// The sizes of the copies (per kind) and memsets, like `nsys stats`' `cuda_gpu_mem_size_sum`.
+fn sizes(out: &mut Page, s: &Sections) {
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut row = |name: &str, count: u64, bytes: u64, z: &crate::gpu_summary::SizeStats| {
+        rows.push(vec![
+            name.to_string(),
+            count.to_string(),
+            human_bytes(bytes),
+            human_bytes(z.mean_bytes),
+            human_bytes(z.median_bytes),
+            human_bytes(z.min_bytes),
+            human_bytes(z.max_bytes),
+            human_bytes(z.stddev_bytes),
+        ]);
+    };
+    for m in &s.memcpy {
+        row(m.kind.name(), m.count, m.bytes, &m.size);
+    }
+    if let Some(m) = &s.memset {
+        row("memset", m.count, m.bytes, &m.size);
+    }
+    if rows.is_empty() {
+        return;
+    }
+    out.push_str("Memory operation sizes\n");
+    let headers = [
+        "kind", "count", "total", "mean", "median", "min", "max", "stddev",
+    ];
     columns(out, &headers, &[Left], &rows);
 }
 
@@ -145,6 +184,20 @@ fn memsets(out: &mut Page, s: &Sections) {
                 human_bytes(s.bytes),
                 human_ns(s.total_ns)
             );
+            let headers = [
+                "count", "total", "mean", "median", "min", "max", "stddev", "share",
+            ];
+            let row = vec![
+                s.count.to_string(),
+                human_ns(s.total_ns),
+                human_ns(s.mean_ns),
+                human_ns(s.median_ns),
+                human_ns(s.min_ns),
+                human_ns(s.max_ns),
+                human_ns(s.stddev_ns),
+                format!("{}%", s.share_percent),
+            ];
+            columns(out, &headers, &[], &[row]);
         }
     }
 }

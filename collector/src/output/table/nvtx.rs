@@ -22,8 +22,8 @@ pub(super) fn ranges_section(out: &mut Page, s: &crate::nvtx::NvtxSection) {
         if marks == 1 { "mark" } else { "marks" },
     );
     let headers = [
-        "range", "domain", "count", "total", "mean", "median", "min", "max", "GPU work",
-        "GPU time", "own time",
+        "range", "domain", "count", "total", "mean", "median", "min", "max", "stddev", "share",
+        "GPU work", "GPU time", "own time",
     ];
     let body: Vec<Vec<String>> = rows
         .iter()
@@ -37,6 +37,8 @@ pub(super) fn ranges_section(out: &mut Page, s: &crate::nvtx::NvtxSection) {
                 human_ns(r.median_ns),
                 human_ns(r.min_ns),
                 human_ns(r.max_ns),
+                human_ns(r.stddev_ns),
+                format!("{}%", r.share_percent),
                 r.gpu_records.to_string(),
                 human_ns(r.gpu_ns),
                 human_ns(r.own_gpu_ns),
