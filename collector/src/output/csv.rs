@@ -36,9 +36,21 @@ pub const SYNC_HEADER: &str = "type,count,total_wait_ns,mean_wait_ns,max_wait_ns
 /// The header of `--section profiles`.
 pub const PROFILES_HEADER: &str = "kernel,section,metric,label,unit,launches,mean,min,max";
 
+/// The header of `--section nvtx`.
+pub const NVTX_HEADER: &str = "domain,name,count,total_ns,mean_ns,median_ns,min_ns,max_ns,\
+     stddev_ns,share_percent,gpu_records,gpu_ns,own_gpu_records,own_gpu_ns";
+
+/// The CSV table of `section`; empty for the sections without one (`rtrace report` refuses
+/// them: [`Section::has_csv`]).
 pub(super) fn render(s: &Sections, section: Section) -> String {
     match section {
         Section::Api => api(&s.api),
+        Section::Nvtx => nvtx(s),
+        Section::Processes
+        | Section::External
+        | Section::Resources
+        | Section::Occupancy
+        | Section::Pcsamp => String::new(),
         Section::Kernels => kernels(s),
         Section::Memcpy => memcpy(s),
         Section::Memset => memset(s),
@@ -78,6 +90,31 @@ fn profiles(s: &Sections) -> String {
                 );
             }
         }
+    }
+    out
+}
+
+fn nvtx(s: &Sections) -> String {
+    let mut out = format!("{NVTX_HEADER}\n");
+    for r in &s.nvtx.rows {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            field(&r.domain),
+            field(&r.name),
+            r.count,
+            r.total_ns,
+            r.mean_ns,
+            r.median_ns,
+            r.min_ns,
+            r.max_ns,
+            r.stddev_ns,
+            r.share_percent,
+            r.gpu_records,
+            r.gpu_ns,
+            r.own_gpu_records,
+            r.own_gpu_ns
+        );
     }
     out
 }

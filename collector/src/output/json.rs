@@ -6,13 +6,13 @@
 //! kernels were profiled or a notice says why not; written by hand (the shapes are small
 //! and fixed).
 
+use super::options::{RenderOptions, Section};
 use crate::gpu_summary::resources;
 use crate::model::{Duration, Trace};
 use crate::report::fold::Counts;
 use crate::report::Sections;
 use crate::text::{iso8601_utc, json_string};
 use std::fmt::Write;
-use std::path::Path;
 
 mod occupancy;
 mod pcsamp;
@@ -30,8 +30,7 @@ fn size_keys(s: &crate::gpu_summary::SizeStats) -> String {
     )
 }
 
-/// The GPU keys, after `api`.
-fn gpu(out: &mut String, s: &Sections) {
+fn kernels_key(out: &mut String, s: &Sections) {
     array(out, "kernels", &s.kernels, |out, k| {
         let _ = write!(
             out,
@@ -50,6 +49,9 @@ fn gpu(out: &mut String, s: &Sections) {
             json_string(&k.grid_block)
         );
     });
+}
+
+fn memcpy_key(out: &mut String, s: &Sections) {
     array(out, "memcpy", &s.memcpy, |out, m| {
         let _ = write!(
             out,
@@ -70,6 +72,9 @@ fn gpu(out: &mut String, s: &Sections) {
             size_keys(&m.size)
         );
     });
+}
+
+fn memset_key(out: &mut String, s: &Sections) {
     let memsets: Vec<_> = s.memset.iter().cloned().collect();
     array(out, "memset", &memsets, |out, m| {
         let _ = write!(
@@ -88,6 +93,9 @@ fn gpu(out: &mut String, s: &Sections) {
             size_keys(&m.size)
         );
     });
+}
+
+fn utilisation_key(out: &mut String, s: &Sections) {
     array(out, "utilisation", &s.utilisation, |out, u| {
         let _ = write!(
             out,
@@ -98,6 +106,9 @@ fn gpu(out: &mut String, s: &Sections) {
             busy_keys(u)
         );
     });
+}
+
+fn shared_key(out: &mut String, s: &Sections) {
     array(out, "shared_devices", &s.shared, |out, d| {
         let _ = write!(
             out,
@@ -112,6 +123,9 @@ fn gpu(out: &mut String, s: &Sections) {
         }
         let _ = write!(out, "],{}}}", busy_keys(&d.utilisation));
     });
+}
+
+fn latency_key(out: &mut String, s: &Sections) {
     let latencies = &s.latency;
     array(out, "latency", &latencies.slowest, |out, l| {
         let _ = write!(
@@ -128,8 +142,6 @@ fn gpu(out: &mut String, s: &Sections) {
             l.latency_ns
         );
     });
-    occupancy::key(out, s);
-    memory_and_sync(out, s);
 }
 
 /// The `resources` key, after `api`, always: `{"devices":[...],"contexts":[...],
@@ -242,8 +254,14 @@ fn resources_key(out: &mut String, traces: &[Trace]) {
 
 /// The `memory` and `sync` keys, after `occupancy`; only when some trace holds memory or
 /// synchronization records (traces without them read as before).
-fn memory_and_sync(out: &mut String, s: &Sections) {
-    if s.counts.iter().all(|c| c.memory + c.syncs == 0) {
+/// Whether any trace holds memory or synchronization records (their keys are left out
+/// otherwise).
+fn has_memory_or_sync(s: &Sections) -> bool {
+    s.counts.iter().any(|c| c.memory + c.syncs > 0)
+}
+
+fn memory_key(out: &mut String, s: &Sections) {
+    if !has_memory_or_sync(s) {
         return;
     }
     array(out, "memory", &s.memory, |out, m| {
@@ -260,6 +278,12 @@ fn memory_and_sync(out: &mut String, s: &Sections) {
             m.live_bytes
         );
     });
+}
+
+fn sync_key(out: &mut String, s: &Sections) {
+    if !has_memory_or_sync(s) {
+        return;
+    }
     array(out, "sync", &s.sync, |out, s| {
         let _ = write!(
             out,
@@ -274,15 +298,56 @@ fn memory_and_sync(out: &mut String, s: &Sections) {
     });
 }
 
-pub(super) fn render(traces: &[Trace], s: &Sections, nvdisasm: Option<&Path>) -> String {
-    let summary = &s.api;
-    let mut out = String::from("{\"processes\":[");
+/// The report as one JSON object: the keys of the sections `options` want, in the order the
+/// table report prints them.
+pub(super) fn render(traces: &[Trace], s: &Sections, options: &RenderOptions) -> String {
+    let nvdisasm = options.nvdisasm.as_deref();
+    let mut parts: Vec<String> = Vec::new();
+    let mut part = |section: Section, write: &dyn Fn(&mut String)| {
+        if options.wants(section) {
+            let mut p = String::new();
+            write(&mut p);
+            // The writers start each key with the comma that follows the one before.
+            let p = p.strip_prefix(',').unwrap_or(&p);
+            if !p.is_empty() {
+                parts.push(p.to_string());
+            }
+        }
+    };
+    part(Section::Processes, &|out| processes_key(out, traces, s));
+    part(Section::Api, &|out| api_key(out, &s.api));
+    part(Section::Resources, &|out| resources_key(out, traces));
+    part(Section::Kernels, &|out| kernels_key(out, s));
+    part(Section::Memcpy, &|out| memcpy_key(out, s));
+    part(Section::Memset, &|out| memset_key(out, s));
+    part(Section::Utilisation, &|out| utilisation_key(out, s));
+    part(Section::Shared, &|out| shared_key(out, s));
+    part(Section::Latency, &|out| latency_key(out, s));
+    part(Section::Occupancy, &|out| occupancy::key(out, s));
+    part(Section::Memory, &|out| memory_key(out, s));
+    part(Section::Sync, &|out| sync_key(out, s));
+    part(Section::Nvtx, &|out| nvtx_key(out, &s.nvtx));
+    part(Section::External, &|out| {
+        external_key(out, &s.nvtx.external)
+    });
+    part(Section::Profiles, &|out| profiles::key(out, &s.profiles));
+    part(Section::Pcsamp, &|out| pcsamp::key(out, traces, nvdisasm));
+    format!("{{{}}}\n", parts.join(","))
+}
+
+/// `"processes":[...]`: one object per trace.
+fn processes_key(out: &mut String, traces: &[Trace], s: &Sections) {
+    out.push_str("\"processes\":[");
     for (i, t) in traces.iter().enumerate() {
         out.push_str(if i == 0 { "\n  " } else { ",\n  " });
-        process(&mut out, t, &s.counts[i]);
+        process(out, t, &s.counts[i]);
     }
-    out.push_str(if traces.is_empty() { "],\n" } else { "\n],\n" });
-    out.push_str("\"api\":[");
+    out.push_str(if traces.is_empty() { "]" } else { "\n]" });
+}
+
+/// `\n"api":[...]`: one object per function.
+fn api_key(out: &mut String, summary: &[crate::summary::FunctionSummary]) {
+    out.push_str("\n\"api\":[");
     for (i, s) in summary.iter().enumerate() {
         out.push_str(if i == 0 { "\n  " } else { ",\n  " });
         let _ = write!(
@@ -308,14 +373,6 @@ pub(super) fn render(traces: &[Trace], s: &Sections, nvdisasm: Option<&Path>) ->
         );
     }
     out.push_str(if summary.is_empty() { "]" } else { "\n]" });
-    resources_key(&mut out, traces);
-    gpu(&mut out, s);
-    nvtx_key(&mut out, &s.nvtx);
-    external_key(&mut out, &s.nvtx.external);
-    profiles::key(&mut out, &s.profiles);
-    pcsamp::key(&mut out, traces, nvdisasm);
-    out.push_str("}\n");
-    out
 }
 
 /// `,\n"external":[...]`: one object per pushed external correlation id.
@@ -477,7 +534,7 @@ mod tests {
         let json = render(
             std::slice::from_ref(&t),
             &no_api(std::slice::from_ref(&t)),
-            None,
+            &RenderOptions::default(),
         );
         let tail = &json[json.find("\"occupancy\"").unwrap()..];
         let expected = concat!(
@@ -499,7 +556,11 @@ mod tests {
             "\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0},\n\"external\":[]}\n"
         );
         assert_eq!(tail, expected);
-        let plain = render(&[Trace::default()], &no_api(&[Trace::default()]), None);
+        let plain = render(
+            &[Trace::default()],
+            &no_api(&[Trace::default()]),
+            &RenderOptions::default(),
+        );
         assert!(
             plain
                 .ends_with("\"occupancy\":[],\n\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0},\n\"external\":[]}\n"),

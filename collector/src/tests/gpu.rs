@@ -3,7 +3,7 @@
 
 use super::{header, read, Builder};
 use crate::gpu_summary::*;
-use crate::output::{render_report_section, Section};
+use crate::output::{render_report_section, RenderOptions, Section};
 use crate::{render_report, Format};
 use rtrace_format::*;
 
@@ -787,35 +787,75 @@ fn device_info_is_kept_by_ordinal() {
 }
 
 #[test]
-fn section_option_is_for_csv_only() {
+fn sections_are_chosen_in_every_format_and_csv_takes_one() {
     use crate::cli::{run, Cli, Command};
     use clap::Parser;
     let parse = |args: &[&str]| Cli::try_parse_from(args).unwrap();
     let cli = parse(&[
         "rtrace",
         "report",
-        "--format",
-        "csv",
         "--section",
-        "utilization",
+        "utilization,cuda_gpu_kern_sum",
+        "--section",
+        "nvtx_sum",
         "t",
     ]);
     match &cli.command {
-        Command::Report(r) => assert_eq!(r.section, Some(Section::Utilisation)),
+        Command::Report(r) => assert_eq!(
+            r.section,
+            vec![Section::Utilisation, Section::Kernels, Section::Nvtx]
+        ),
         other => panic!("{other:?}"),
     }
-    // Refused before any input is read (the file does not exist).
+    // Refused before any input is read (the file exists, so the refusal is the options').
+    let file = std::env::temp_dir().join(format!("rtrace-sections-{}.bin", std::process::id()));
+    std::fs::write(&file, gpu_sample().bytes).unwrap();
+    let path = file.to_str().unwrap();
+    for args in [
+        ["--format", "csv", "--section", "api,kernels"],
+        ["--format", "csv", "--section", "resources"],
+    ] {
+        let mut all = vec!["rtrace", "report"];
+        all.extend(args);
+        all.push(path);
+        assert_eq!(run(parse(&all)), 2, "{args:?}");
+    }
     assert_eq!(
-        run(parse(&[
-            "rtrace",
-            "report",
-            "--section",
-            "kernels",
-            "/nonexistent.bin"
-        ])),
-        2
+        run(parse(&["rtrace", "report", "--section", "kernels", path])),
+        0
     );
+    std::fs::remove_file(&file).unwrap();
     assert!(Cli::try_parse_from(["rtrace", "report", "--section", "gpu", "t"]).is_err());
+    // Only the chosen sections, in the table's order, the first without a blank line.
+    let traces = [read(&gpu_sample().bytes)];
+    let options = |format, sections: Vec<Section>| RenderOptions {
+        format,
+        sections,
+        ..RenderOptions::default()
+    };
+    let s = crate::report::Sections::of(&traces);
+    let table = crate::output::render(
+        &traces,
+        &s,
+        &options(Format::Table, vec![Section::Memset, Section::Api]),
+    );
+    assert!(
+        table.starts_with("API summary: 4 functions, 7 calls, 1 process\n"),
+        "{table}"
+    );
+    assert!(
+        table.contains("\n\nMemsets: 1 memset, 1.0 kB set in 100 ns\n"),
+        "{table}"
+    );
+    assert!(!table.contains("Process 1234") && !table.contains("GPU kernel summary"));
+    let json = crate::output::render(&traces, &s, &options(Format::Json, vec![Section::Memset]));
+    assert_eq!(
+        json,
+        "{\n\"memset\":[\n  {\"count\":1,\"bytes\":1000,\"total_ns\":100,\"mean_ns\":100,\
+         \"median_ns\":100,\"min_ns\":100,\"max_ns\":100,\"stddev_ns\":0,\"share_percent\":6.67,\
+         \"mean_bytes\":1000,\"median_bytes\":1000,\"min_bytes\":1000,\"max_bytes\":1000,\
+         \"stddev_bytes\":0}\n]}\n"
+    );
 }
 
 impl Builder {

@@ -4,35 +4,55 @@
 use super::layout::{columns, plural, Align::Left, Page};
 use super::occupancy;
 use crate::model::Trace;
+use crate::output::options::Section;
 use crate::report::Sections;
 use crate::text::{human_bytes, human_ns};
 use std::fmt::Write;
 
 /// The GPU sections, after the API summary; nothing when no trace holds GPU
 /// activity records.
-pub(super) fn sections(out: &mut Page, traces: &[Trace], s: &Sections) {
+pub(super) fn sections(
+    out: &mut Page,
+    traces: &[Trace],
+    s: &Sections,
+    want: &dyn Fn(Section) -> bool,
+) {
     if s.counts.iter().all(|c| c.gpu() == 0) {
         return;
     }
-    out.push('\n');
-    kernels(out, s);
-    out.push('\n');
-    memcpys(out, s);
-    out.push('\n');
-    memsets(out, s);
-    out.push('\n');
-    if s.memcpy.len() + usize::from(s.memset.is_some()) > 0 {
+    if want(Section::Kernels) {
+        out.push('\n');
+        kernels(out, s);
+    }
+    if want(Section::Memcpy) {
+        out.push('\n');
+        memcpys(out, s);
+    }
+    if want(Section::Memset) {
+        out.push('\n');
+        memsets(out, s);
+    }
+    if (want(Section::Memcpy) || want(Section::Memset))
+        && s.memcpy.len() + usize::from(s.memset.is_some()) > 0
+    {
+        out.push('\n');
         sizes(out, s);
-        out.push('\n');
     }
-    utilisation_section(out, s);
-    out.push('\n');
-    if !s.shared.is_empty() {
+    if want(Section::Utilisation) {
+        out.push('\n');
+        utilisation_section(out, s);
+    }
+    if want(Section::Shared) && !s.shared.is_empty() {
+        out.push('\n');
         shared_section(out, s);
-        out.push('\n');
     }
-    latency(out, s);
-    occupancy::section(out, traces, s);
+    if want(Section::Latency) {
+        out.push('\n');
+        latency(out, s);
+    }
+    if want(Section::Occupancy) {
+        occupancy::section(out, traces, s);
+    }
 }
 
 fn kernels(out: &mut Page, s: &Sections) {
