@@ -253,6 +253,7 @@ pub struct Run {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ApiCall {
     pub start_ns: u64,
+    pub end_ns: u64,
     /// The function id; `u32::MAX` while no record was found.
     pub function: u32,
 }
@@ -272,6 +273,7 @@ impl ApiLookup<'_> {
                 let r = threads[run.thread as usize].get(run.index as usize + offset as usize)?;
                 Some(ApiCall {
                     start_ns: r.start_ns,
+                    end_ns: r.end_ns,
                     function: r.function,
                 })
             }
@@ -393,6 +395,7 @@ impl Trace {
         drop(runs);
         let none = ApiCall {
             start_ns: 0,
+            end_ns: 0,
             function: u32::MAX,
         };
         let mut map: IdMap<ApiCall> = IdMap::default();
@@ -404,6 +407,7 @@ impl Trace {
                 if let Some(slot) = map.get_mut(&r.correlation) {
                     *slot = ApiCall {
                         start_ns: r.start_ns,
+                        end_ns: r.end_ns,
                         function: r.function,
                     };
                 }

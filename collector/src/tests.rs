@@ -267,6 +267,7 @@ fn json_is_exact() {
         "\"utilisation\":[],\n",
         "\"shared_devices\":[],\n",
         "\"latency\":[],\n",
+        "\"kern_exec\":[],\n",
         "\"occupancy\":[],\n",
         "\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0},\n\"external\":[]}\n"
     );
@@ -285,7 +286,7 @@ fn empty_json_and_csv() {
         json.ends_with(
             "\"api\":[],\n\"resources\":{\n\"devices\":[],\n\"contexts\":[],\n\"streams\":[],\n\
              \"modules\":[],\n\"functions\":[]},\n\"kernels\":[],\n\"memcpy\":[],\n\"memset\":[],\n\
-             \"utilisation\":[],\n\"shared_devices\":[],\n\"latency\":[],\n\"occupancy\":[],\n\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0},\n\"external\":[]}\n"
+             \"utilisation\":[],\n\"shared_devices\":[],\n\"latency\":[],\n\"kern_exec\":[],\n\"occupancy\":[],\n\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0},\n\"external\":[]}\n"
         ),
         "{json}"
     );

@@ -146,6 +146,17 @@ const RUNS: &[Run] = &[
         "nvtx.nvtx.csv",
     ),
     run(
+        &[
+            "report",
+            "--format",
+            "csv",
+            "--section",
+            "cuda_kern_exec_sum",
+            "gpu.bin",
+        ],
+        "gpu.kern_exec.csv",
+    ),
+    run(
         &["export", "--format", "chrome", "gpu.bin"],
         "gpu.chrome.json",
     ),

@@ -12,6 +12,7 @@
 
 mod common;
 pub mod dist;
+pub mod exec;
 pub mod latency;
 mod memory;
 mod resources;
@@ -20,6 +21,7 @@ pub mod union;
 mod work;
 
 pub use common::*;
+pub use exec::{kern_exec_summary, KernExecSummary, PartStats};
 pub use memory::*;
 pub use resources::*;
 pub use timeline::*;

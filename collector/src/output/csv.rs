@@ -46,6 +46,7 @@ pub(super) fn render(s: &Sections, section: Section) -> String {
     match section {
         Section::Api => api(&s.api),
         Section::Nvtx => nvtx(s),
+        Section::KernExec => kern_exec(s),
         Section::Processes
         | Section::External
         | Section::Resources
@@ -90,6 +91,45 @@ fn profiles(s: &Sections) -> String {
                 );
             }
         }
+    }
+    out
+}
+
+/// The header of `--section kern-exec`: per part (`total`, `api`, `queue`, `kernel`) its
+/// mean, median, min, max and standard deviation.
+pub fn kern_exec_header() -> String {
+    let mut h = String::from("kernel,function,count,queued");
+    for part in ["total", "api", "queue", "kernel"] {
+        for stat in ["mean", "median", "min", "max", "stddev"] {
+            let _ = write!(h, ",{part}_{stat}_ns");
+        }
+    }
+    h
+}
+
+/// A part's columns of `--section kern-exec`.
+pub(super) fn part_fields(p: &crate::gpu_summary::PartStats) -> [u64; 5] {
+    [p.mean_ns, p.median_ns, p.min_ns, p.max_ns, p.stddev_ns]
+}
+
+fn kern_exec(s: &Sections) -> String {
+    let mut out = kern_exec_header();
+    out.push('\n');
+    for r in &s.kern_exec {
+        let _ = write!(
+            out,
+            "{},{},{},{}",
+            field(&r.kernel),
+            field(&r.function),
+            r.total.count,
+            r.queue.count
+        );
+        for p in [&r.total, &r.api, &r.queue, &r.kernel_time] {
+            for v in part_fields(p) {
+                let _ = write!(out, ",{v}");
+            }
+        }
+        out.push('\n');
     }
     out
 }

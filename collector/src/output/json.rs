@@ -125,6 +125,29 @@ fn shared_key(out: &mut String, s: &Sections) {
     });
 }
 
+/// `,\n"kern_exec":[...]`: the keys of the `kern-exec` CSV columns.
+fn kern_exec_key(out: &mut String, s: &Sections) {
+    let header = super::csv::kern_exec_header();
+    let names: Vec<&str> = header.split(',').skip(4).collect();
+    array(out, "kern_exec", &s.kern_exec, |out, r| {
+        let _ = write!(
+            out,
+            "{{\"kernel\":{},\"function\":{},\"count\":{},\"queued\":{}",
+            json_string(&r.kernel),
+            json_string(&r.function),
+            r.total.count,
+            r.queue.count
+        );
+        let values = [&r.total, &r.api, &r.queue, &r.kernel_time]
+            .into_iter()
+            .flat_map(super::csv::part_fields);
+        for (name, v) in names.iter().zip(values) {
+            let _ = write!(out, ",\"{name}\":{v}");
+        }
+        out.push('}');
+    });
+}
+
 fn latency_key(out: &mut String, s: &Sections) {
     let latencies = &s.latency;
     array(out, "latency", &latencies.slowest, |out, l| {
@@ -323,6 +346,7 @@ pub(super) fn render(traces: &[Trace], s: &Sections, options: &RenderOptions) ->
     part(Section::Utilisation, &|out| utilisation_key(out, s));
     part(Section::Shared, &|out| shared_key(out, s));
     part(Section::Latency, &|out| latency_key(out, s));
+    part(Section::KernExec, &|out| kern_exec_key(out, s));
     part(Section::Occupancy, &|out| occupancy::key(out, s));
     part(Section::Memory, &|out| memory_key(out, s));
     part(Section::Sync, &|out| sync_key(out, s));

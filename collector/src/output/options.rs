@@ -49,6 +49,10 @@ pub enum Section {
     Shared,
     /// The largest launch-to-start latencies.
     Latency,
+    /// Kernel launch and execution times: each launch split into the call (API), the wait
+    /// for the GPU (queue) and the kernel, per kernel name and launching function.
+    #[value(alias = "cuda_kern_exec_sum")]
+    KernExec,
     /// Occupancy per kernel and launch configuration (table and JSON only).
     Occupancy,
     /// Allocations and frees, one line per memory kind.
@@ -64,7 +68,7 @@ pub enum Section {
 
 impl Section {
     /// The sections `--format csv` can print, in the order the table report prints them.
-    pub const CSV: [Section; 11] = [
+    pub const CSV: [Section; 12] = [
         Section::Api,
         Section::Nvtx,
         Section::Kernels,
@@ -73,6 +77,7 @@ impl Section {
         Section::Utilisation,
         Section::Shared,
         Section::Latency,
+        Section::KernExec,
         Section::Memory,
         Section::Sync,
         Section::Profiles,

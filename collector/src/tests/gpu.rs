@@ -566,6 +566,35 @@ fn csv_sections_are_exact() {
          1234,kernel,kernel#5,cuLaunchKernel,7,2500,3000,500\n\
          1234,memcpy,memcpy HtoD,cuMemcpyHtoD_v2,1,1000,1500,500\n"
     );
+    // Each launch: the call (50 ns each), the queue from its end to the kernel's start, the
+    // kernel; vecadd: calls at 2000 and 2100, kernels 3000-4000 and 3800-5000: totals 2000
+    // and 2900 (sample stddev 900/√2 = 636.4), queues 950 and 1650 (494.9), kernels 1000 and
+    // 1200 (141.4). The fifth kernel is not correlated.
+    assert_eq!(
+        csv(Section::KernExec),
+        "kernel,function,count,queued,total_mean_ns,total_median_ns,total_min_ns,total_max_ns,\
+         total_stddev_ns,api_mean_ns,api_median_ns,api_min_ns,api_max_ns,api_stddev_ns,\
+         queue_mean_ns,queue_median_ns,queue_min_ns,queue_max_ns,queue_stddev_ns,\
+         kernel_mean_ns,kernel_median_ns,kernel_min_ns,kernel_max_ns,kernel_stddev_ns\n\
+         \"vecadd(float const*, float const*, float*, int)\",cuLaunchKernel,2,2,\
+         2450,2450,2000,2900,636,50,50,50,50,0,1300,1300,950,1650,494,1100,1100,1000,1200,141\n\
+         \"fill(float*, int)\",cuLaunchKernel,1,1,\
+         3300,3300,3300,3300,0,50,50,50,50,0,2250,2250,2250,2250,0,1000,1000,1000,1000,0\n\
+         kernel#5,cuLaunchKernel,1,1,\
+         600,600,600,600,0,50,50,50,50,0,450,450,450,450,0,100,100,100,100,0\n"
+    );
+    assert_eq!(
+        kern_exec_summary(&traces)[0].queue,
+        PartStats {
+            count: 2,
+            total_ns: 2_600,
+            mean_ns: 1_300,
+            median_ns: 1_300,
+            min_ns: 950,
+            max_ns: 1_650,
+            stddev_ns: 494
+        }
+    );
     // Without GPU records: the headers alone.
     let none = [read(&super::sample().bytes)];
     assert_eq!(
@@ -656,6 +685,30 @@ fn json_gpu_keys_are_exact() {
         "\"function\":\"cuMemcpyHtoD_v2\",\"correlation\":1,\"api_start_ns\":1000,",
         "\"gpu_start_ns\":1500,\"latency_ns\":500}\n",
         "],\n",
+        "\"kern_exec\":[\n",
+        "  {\"kernel\":\"vecadd(float const*, float const*, float*, int)\",",
+        "\"function\":\"cuLaunchKernel\",\"count\":2,\"queued\":2,\"total_mean_ns\":2450,",
+        "\"total_median_ns\":2450,\"total_min_ns\":2000,\"total_max_ns\":2900,",
+        "\"total_stddev_ns\":636,\"api_mean_ns\":50,\"api_median_ns\":50,\"api_min_ns\":50,",
+        "\"api_max_ns\":50,\"api_stddev_ns\":0,\"queue_mean_ns\":1300,\"queue_median_ns\":1300,",
+        "\"queue_min_ns\":950,\"queue_max_ns\":1650,\"queue_stddev_ns\":494,",
+        "\"kernel_mean_ns\":1100,\"kernel_median_ns\":1100,\"kernel_min_ns\":1000,",
+        "\"kernel_max_ns\":1200,\"kernel_stddev_ns\":141},\n",
+        "  {\"kernel\":\"fill(float*, int)\",\"function\":\"cuLaunchKernel\",\"count\":1,",
+        "\"queued\":1,\"total_mean_ns\":3300,\"total_median_ns\":3300,\"total_min_ns\":3300,",
+        "\"total_max_ns\":3300,\"total_stddev_ns\":0,\"api_mean_ns\":50,\"api_median_ns\":50,",
+        "\"api_min_ns\":50,\"api_max_ns\":50,\"api_stddev_ns\":0,\"queue_mean_ns\":2250,",
+        "\"queue_median_ns\":2250,\"queue_min_ns\":2250,\"queue_max_ns\":2250,",
+        "\"queue_stddev_ns\":0,\"kernel_mean_ns\":1000,\"kernel_median_ns\":1000,",
+        "\"kernel_min_ns\":1000,\"kernel_max_ns\":1000,\"kernel_stddev_ns\":0},\n",
+        "  {\"kernel\":\"kernel#5\",\"function\":\"cuLaunchKernel\",\"count\":1,\"queued\":1,",
+        "\"total_mean_ns\":600,\"total_median_ns\":600,\"total_min_ns\":600,\"total_max_ns\":600,",
+        "\"total_stddev_ns\":0,\"api_mean_ns\":50,\"api_median_ns\":50,\"api_min_ns\":50,",
+        "\"api_max_ns\":50,\"api_stddev_ns\":0,\"queue_mean_ns\":450,\"queue_median_ns\":450,",
+        "\"queue_min_ns\":450,\"queue_max_ns\":450,\"queue_stddev_ns\":0,",
+        "\"kernel_mean_ns\":100,\"kernel_median_ns\":100,\"kernel_min_ns\":100,",
+        "\"kernel_max_ns\":100,\"kernel_stddev_ns\":0}\n",
+        "],\n",
         "\"occupancy\":[],\n",
         "\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0},\n\"external\":[]}\n"
     );
@@ -713,6 +766,12 @@ vecadd(float const*, float const*, float*, int)  cuLaunchKernel      1234       
 vecadd(float const*, float const*, float*, int)  cuLaunchKernel      1234            2   1.0 µs
 kernel#5                                         cuLaunchKernel      1234            7   500 ns
 memcpy HtoD                                      cuMemcpyHtoD_v2     1234            1   500 ns
+
+Kernel launch and execution: 4 launches matched with their calls (total = API call + queue + kernel)
+kernel                        API function    count  queued  API mean  queue mean  kernel mean  total mean  total median
+vecadd(float const*, float …  cuLaunchKernel      2       2     50 ns      1.3 µs       1.1 µs      2.5 µs        2.5 µs
+fill(float*, int)             cuLaunchKernel      1       1     50 ns      2.3 µs       1.0 µs      3.3 µs        3.3 µs
+kernel#5                      cuLaunchKernel      1       1     50 ns      450 ns       100 ns      600 ns        600 ns
 ";
     assert_eq!(gpu, expected, "\n{gpu}");
     // The kernel table is as wide as allowed: names are cut to fit.

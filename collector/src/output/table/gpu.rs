@@ -50,6 +50,10 @@ pub(super) fn sections(
         out.push('\n');
         latency(out, s);
     }
+    if want(Section::KernExec) && !s.kern_exec.is_empty() {
+        out.push('\n');
+        kern_exec(out, s);
+    }
     if want(Section::Occupancy) {
         occupancy::section(out, traces, s);
     }
@@ -324,4 +328,46 @@ fn latency(out: &mut Page, s: &Sections) {
         })
         .collect();
     columns(out, &headers, &[Left, Left], &rows);
+}
+
+/// "Kernel launch and execution": per kernel name and launching function, the launches and
+/// those that waited in the queue, the mean of each part and the median of the total (every
+/// statistic of each part is in the CSV and JSON forms).
+fn kern_exec(out: &mut Page, s: &Sections) {
+    let rows = &s.kern_exec;
+    let launches: u64 = rows.iter().map(|r| r.total.count).sum();
+    let _ = writeln!(
+        out,
+        "Kernel launch and execution: {launches} {} matched with their calls \
+         (total = API call + queue + kernel)",
+        plural(launches, "launch", "launches"),
+    );
+    let headers = [
+        "kernel",
+        "API function",
+        "count",
+        "queued",
+        "API mean",
+        "queue mean",
+        "kernel mean",
+        "total mean",
+        "total median",
+    ];
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.kernel.clone(),
+                r.function.clone(),
+                r.total.count.to_string(),
+                r.queue.count.to_string(),
+                human_ns(r.api.mean_ns),
+                human_ns(r.queue.mean_ns),
+                human_ns(r.kernel_time.mean_ns),
+                human_ns(r.total.mean_ns),
+                human_ns(r.total.median_ns),
+            ]
+        })
+        .collect();
+    columns(out, &headers, &[Left, Left], &body);
 }
