@@ -8,7 +8,8 @@
 //! buckets of logarithmic width, which tells the range holding each middle value; further
 //! passes over the same values ([`Dist::select`]) count them in [`SELECT_BUCKETS`] buckets over
 //! each range, narrowing it until it is one value wide.
-//! Memory per distribution: at most about 24 KiB, whatever the number of values.
+//! Memory per distribution: at most about 16 KiB (two selections of 1024 counts), whatever the
+//! number of values.
 //!
 //! The standard deviation is the sample one (n − 1 in the denominator), as `nsys stats`
 //! reports it: exact from the integer sums Σx and Σx² while Σx² fits in 128 bits, else from

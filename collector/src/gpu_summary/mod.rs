@@ -1,6 +1,7 @@
 //! Statistics over the GPU activity records (kernels, memory copies, memsets)
 //! of one or more traces: per-kernel and per-copy-kind summaries, memsets,
-//! per-device and per-stream utilisation, and launch-to-start latency; and over
+//! per-device and per-stream utilisation, launch-to-start latency, and kernel launch and
+//! execution times ([`exec`]); and over
 //! the memory (allocation and free) and synchronization records: memory in use
 //! per memory kind, and host waits per kind of synchronization; and the
 //! resources of the traced processes ([`resources`]): devices, contexts,
@@ -8,7 +9,8 @@
 //!
 //! A record's duration is `end_ns - start_ns` (0 if the end is before the
 //! start). Means, medians and standard deviations are in integer ns, rounded
-//! down; the median of an even count is the lower middle value.
+//! down; the median of an even count is the mean of the two middle values and the standard
+//! deviation is the sample one, as `nsys stats` gives them.
 
 mod common;
 pub mod dist;
