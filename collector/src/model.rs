@@ -260,6 +260,7 @@ pub struct Run {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ApiCall {
     pub start_ns: u64,
+    pub end_ns: u64,
     /// The function id; `u32::MAX` while no record was found.
     pub function: u32,
 }
@@ -279,6 +280,7 @@ impl ApiLookup<'_> {
                 let r = threads[run.thread as usize].get(run.index as usize + offset as usize)?;
                 Some(ApiCall {
                     start_ns: r.start_ns,
+                    end_ns: r.end_ns,
                     function: r.function,
                 })
             }
@@ -400,6 +402,7 @@ impl Trace {
         drop(runs);
         let none = ApiCall {
             start_ns: 0,
+            end_ns: 0,
             function: u32::MAX,
         };
         let mut map: IdMap<ApiCall> = IdMap::default();
@@ -411,6 +414,7 @@ impl Trace {
                 if let Some(slot) = map.get_mut(&r.correlation) {
                     *slot = ApiCall {
                         start_ns: r.start_ns,
+                        end_ns: r.end_ns,
                         function: r.function,
                     };
                 }

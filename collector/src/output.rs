@@ -39,7 +39,11 @@ pub fn render_sections(
 ) -> String {
     let options = RenderOptions {
         format,
-        section,
+        sections: if format == Format::Csv {
+            vec![section]
+        } else {
+            Vec::new()
+        },
         ..RenderOptions::default()
     };
     render(traces, sections, &options)
@@ -50,7 +54,7 @@ pub fn render_sections(
 pub fn render(traces: &[Trace], sections: &Sections, options: &RenderOptions) -> String {
     match options.format {
         Format::Table => table::render(traces, sections, options),
-        Format::Csv => csv::render(sections, options.section),
-        Format::Json => json::render(traces, sections, options.nvdisasm.as_deref()),
+        Format::Csv => csv::render(sections, options.csv_section()),
+        Format::Json => json::render(traces, sections, options),
     }
 }

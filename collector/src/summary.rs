@@ -1,11 +1,14 @@
 //! Per-function statistics over the API records of one or more traces.
 
+use crate::gpu_summary::{Hundredths, Stats};
 use crate::model::Trace;
 use std::collections::HashMap;
 
 /// Statistics for one driver function, merged over every thread and trace.
 ///
-/// A call's duration is `end_ns - start_ns` (0 if the clock went backwards).
+/// A call's duration is `end_ns - start_ns` (0 if the clock went backwards). The columns are
+/// those of `nsys stats`' `cuda_api_sum`: time share, total, calls, mean, median, min, max and
+/// standard deviation.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FunctionSummary {
     /// The function's name (`function#ID` where a trace has no name for the id).
@@ -18,13 +21,17 @@ pub struct FunctionSummary {
     pub total_ns: u64,
     /// `total_ns / calls`, rounded down.
     pub mean_ns: u64,
-    /// The middle duration; for an even number of calls, the lower of the two
-    /// middle durations (so it is always a duration that occurred).
+    /// The middle duration; for an even number of calls, the mean of the two middle
+    /// durations, rounded down (as `nsys stats` and pandas take it).
     pub median_ns: u64,
     /// Shortest duration, ns.
     pub min_ns: u64,
     /// Longest duration, ns.
     pub max_ns: u64,
+    /// Sample standard deviation (n − 1), rounded down; 0 for one call.
+    pub stddev_ns: u64,
+    /// This function's share of the time of every function's calls, percent.
+    pub share_percent: Hundredths,
     /// Failed calls by result code (`CUresult`), ascending.
     pub error_codes: Vec<(u32, u64)>,
 }
@@ -63,30 +70,39 @@ pub fn api_summary(traces: &[Trace]) -> Vec<FunctionSummary> {
             acc.durations.extend(durations);
         }
     }
+    let all: u128 = by_name
+        .values()
+        .flat_map(|acc| &acc.durations)
+        .map(|&d| u128::from(d))
+        .sum();
     let mut rows: Vec<FunctionSummary> = by_name
         .into_iter()
         .map(|(function, mut acc)| {
-            acc.durations.sort_unstable();
-            let d = &acc.durations;
-            let calls = d.len() as u64;
-            let total: u128 = d.iter().map(|&x| u128::from(x)).sum();
+            let s = Stats::of(&mut acc.durations);
             FunctionSummary {
                 function,
-                calls,
+                calls: s.count,
                 errors: acc.errors.values().sum(),
-                total_ns: u64::try_from(total).unwrap_or(u64::MAX),
-                mean_ns: (total / u128::from(calls.max(1))) as u64,
-                median_ns: d[(d.len() - 1) / 2],
-                min_ns: d[0],
-                max_ns: d[d.len() - 1],
+                total_ns: s.total_ns(),
+                mean_ns: s.mean,
+                median_ns: s.median,
+                min_ns: s.min,
+                max_ns: s.max,
+                stddev_ns: s.stddev,
+                share_percent: Hundredths::percent(s.total, all),
                 error_codes: acc.errors.into_iter().collect(),
             }
         })
         .collect();
+    sort_rows(&mut rows);
+    rows
+}
+
+/// Sorts API summary rows by total time (descending), ties by name (ascending).
+pub(crate) fn sort_rows(rows: &mut [FunctionSummary]) {
     rows.sort_by(|a, b| {
         b.total_ns
             .cmp(&a.total_ns)
             .then_with(|| a.function.cmp(&b.function))
     });
-    rows
 }

@@ -124,11 +124,12 @@ fn read(bytes: &[u8]) -> Trace {
     Trace::read(Path::new("t.bin"), bytes).unwrap()
 }
 
-fn row(function: &str, v: [u64; 7]) -> FunctionSummary {
+/// calls, errors, total, mean, median, min, max, stddev, share (hundredths of a percent).
+fn row(function: &str, v: [u64; 9]) -> FunctionSummary {
     row_codes(function, v, &[])
 }
 
-fn row_codes(function: &str, v: [u64; 7], codes: &[(u32, u64)]) -> FunctionSummary {
+fn row_codes(function: &str, v: [u64; 9], codes: &[(u32, u64)]) -> FunctionSummary {
     FunctionSummary {
         error_codes: codes.to_vec(),
         function: function.into(),
@@ -139,6 +140,8 @@ fn row_codes(function: &str, v: [u64; 7], codes: &[(u32, u64)]) -> FunctionSumma
         median_ns: v[4],
         min_ns: v[5],
         max_ns: v[6],
+        stddev_ns: v[7],
+        share_percent: crate::gpu_summary::Hundredths(v[8]),
     }
 }
 
@@ -167,11 +170,18 @@ fn summary_values_are_exact() {
     assert_eq!(
         api_summary(&[t]),
         vec![
-            row("cuLaunchKernel", [3, 0, 112, 37, 7, 5, 100]),
+            // 5, 7, 100: sample variance (3·10074 − 112²) / 6 = 2946, stddev 54.28;
+            // 112 of 312 ns: 35.90%.
+            row("cuLaunchKernel", [3, 0, 112, 37, 7, 5, 100, 54, 3590]),
             // cuInit and cuMemAlloc_v2 tie on total time: by name.
-            row("cuInit", [1, 0, 100, 100, 100, 100, 100]),
-            // Even count: the median is the lower middle (10 20 | 30 40).
-            row_codes("cuMemAlloc_v2", [4, 1, 100, 25, 20, 10, 40], &[(2, 1)]),
+            row("cuInit", [1, 0, 100, 100, 100, 100, 100, 0, 3205]),
+            // Even count: the median is the mean of the two middle ones (10 20 | 30 40);
+            // sample variance 2000 / 12 = 166.7, stddev 12.9.
+            row_codes(
+                "cuMemAlloc_v2",
+                [4, 1, 100, 25, 25, 10, 40, 12, 3205],
+                &[(2, 1)]
+            ),
         ]
     );
 }
@@ -191,11 +201,20 @@ fn summary_merges_files_by_name_not_id() {
     assert_eq!(
         s,
         vec![
-            row_codes("cuInit", [2, 1, 400, 200, 100, 100, 300], &[(1, 1)]),
-            row("cuLaunchKernel", [3, 0, 112, 37, 7, 5, 100]),
-            row_codes("cuMemAlloc_v2", [4, 1, 100, 25, 20, 10, 40], &[(2, 1)]),
-            row("function#3", [1, 0, 2, 2, 2, 2, 2]),
-            row("cuCtxSynchronize", [1, 0, 1, 1, 1, 1, 1]),
+            // 100, 300: median 200, sample stddev √20000 = 141.4; 400 of 615 ns.
+            row_codes(
+                "cuInit",
+                [2, 1, 400, 200, 200, 100, 300, 141, 6504],
+                &[(1, 1)]
+            ),
+            row("cuLaunchKernel", [3, 0, 112, 37, 7, 5, 100, 54, 1821]),
+            row_codes(
+                "cuMemAlloc_v2",
+                [4, 1, 100, 25, 25, 10, 40, 12, 1626],
+                &[(2, 1)]
+            ),
+            row("function#3", [1, 0, 2, 2, 2, 2, 2, 0, 33]),
+            row("cuCtxSynchronize", [1, 0, 1, 1, 1, 1, 1, 0, 16]),
         ]
     );
 }
@@ -205,10 +224,10 @@ fn csv_is_exact() {
     let t = read(&sample().bytes);
     assert_eq!(
         render_report(&[t], Format::Csv),
-        "function,calls,errors,total_ns,mean_ns,median_ns,min_ns,max_ns\n\
-         cuLaunchKernel,3,0,112,37,7,5,100\n\
-         cuInit,1,0,100,100,100,100,100\n\
-         cuMemAlloc_v2,4,1,100,25,20,10,40\n"
+        "function,calls,errors,total_ns,mean_ns,median_ns,min_ns,max_ns,stddev_ns,share_percent\n\
+         cuLaunchKernel,3,0,112,37,7,5,100,54,35.90\n\
+         cuInit,1,0,100,100,100,100,100,0,32.05\n\
+         cuMemAlloc_v2,4,1,100,25,25,10,40,12,32.05\n"
     );
 }
 
@@ -231,11 +250,14 @@ fn json_is_exact() {
         "],\n",
         "\"api\":[\n",
         "  {\"function\":\"cuLaunchKernel\",\"calls\":3,\"errors\":0,\"total_ns\":112,",
-        "\"mean_ns\":37,\"median_ns\":7,\"min_ns\":5,\"max_ns\":100,\"error_codes\":{}},\n",
+        "\"mean_ns\":37,\"median_ns\":7,\"min_ns\":5,\"max_ns\":100,\"stddev_ns\":54,",
+        "\"share_percent\":35.90,\"error_codes\":{}},\n",
         "  {\"function\":\"cuInit\",\"calls\":1,\"errors\":0,\"total_ns\":100,",
-        "\"mean_ns\":100,\"median_ns\":100,\"min_ns\":100,\"max_ns\":100,\"error_codes\":{}},\n",
+        "\"mean_ns\":100,\"median_ns\":100,\"min_ns\":100,\"max_ns\":100,\"stddev_ns\":0,",
+        "\"share_percent\":32.05,\"error_codes\":{}},\n",
         "  {\"function\":\"cuMemAlloc_v2\",\"calls\":4,\"errors\":1,\"total_ns\":100,",
-        "\"mean_ns\":25,\"median_ns\":20,\"min_ns\":10,\"max_ns\":40,\"error_codes\":{\"2\":1}}\n",
+        "\"mean_ns\":25,\"median_ns\":25,\"min_ns\":10,\"max_ns\":40,\"stddev_ns\":12,",
+        "\"share_percent\":32.05,\"error_codes\":{\"2\":1}}\n",
         "],\n",
         "\"resources\":{\n\"devices\":[],\n\"contexts\":[],\n\"streams\":[],\n\"modules\":[],\n",
         "\"functions\":[]},\n",
@@ -245,6 +267,7 @@ fn json_is_exact() {
         "\"utilisation\":[],\n",
         "\"shared_devices\":[],\n",
         "\"latency\":[],\n",
+        "\"kern_exec\":[],\n",
         "\"occupancy\":[],\n",
         "\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0},\n\"external\":[]}\n"
     );
@@ -256,14 +279,14 @@ fn empty_json_and_csv() {
     let t = read(&Builder::new(&header(5)).bytes);
     assert_eq!(
         render_report(std::slice::from_ref(&t), Format::Csv),
-        "function,calls,errors,total_ns,mean_ns,median_ns,min_ns,max_ns\n"
+        "function,calls,errors,total_ns,mean_ns,median_ns,min_ns,max_ns,stddev_ns,share_percent\n"
     );
     let json = render_report(&[t], Format::Json);
     assert!(
         json.ends_with(
             "\"api\":[],\n\"resources\":{\n\"devices\":[],\n\"contexts\":[],\n\"streams\":[],\n\
              \"modules\":[],\n\"functions\":[]},\n\"kernels\":[],\n\"memcpy\":[],\n\"memset\":[],\n\
-             \"utilisation\":[],\n\"shared_devices\":[],\n\"latency\":[],\n\"occupancy\":[],\n\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0},\n\"external\":[]}\n"
+             \"utilisation\":[],\n\"shared_devices\":[],\n\"latency\":[],\n\"kern_exec\":[],\n\"occupancy\":[],\n\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0},\n\"external\":[]}\n"
         ),
         "{json}"
     );
@@ -277,10 +300,10 @@ fn table_shows_process_and_aligned_summary() {
     let out = render_report(&[t], Format::Table);
     let expected_summary = "\
 API summary: 3 functions, 8 calls, 1 process
-function        calls  errors   total    mean  median     min     max
-cuLaunchKernel      3       0  112 ns   37 ns    7 ns    5 ns  100 ns
-cuInit              1       0  100 ns  100 ns  100 ns  100 ns  100 ns
-cuMemAlloc_v2       4       1  100 ns   25 ns   20 ns   10 ns   40 ns
+function        calls  errors   total    mean  median     min     max  stddev   share
+cuLaunchKernel      3       0  112 ns   37 ns    7 ns    5 ns  100 ns   54 ns  35.90%
+cuInit              1       0  100 ns  100 ns  100 ns  100 ns  100 ns    0 ns  32.05%
+cuMemAlloc_v2       4       1  100 ns   25 ns   25 ns   10 ns   40 ns   12 ns  32.05%
 ";
     assert!(out.ends_with(expected_summary), "{out}");
     for line in [
@@ -320,8 +343,12 @@ fn table_fits_120_columns_and_truncates_names() {
     }
     assert!(table[1].starts_with("cuSomeExtremely"));
     assert!(table[1].contains("… "), "{}", table[1]);
-    assert!(table[1].ends_with("1.2 ms"), "{}", table[1]);
-    assert!(table[2].ends_with("12.3 µs"), "{}", table[2]);
+    assert!(table[1].ends_with("1.2 ms    0 ns  99.01%"), "{}", table[1]);
+    assert!(
+        table[2].ends_with("12.3 µs    0 ns   0.99%"),
+        "{}",
+        table[2]
+    );
     assert!(out.contains(
         "tracing ended      no end record: the process was killed, crashed or replaced itself (exec)"
     ));

@@ -286,11 +286,13 @@ fn ranges_that_end_out_of_nesting_order_get_exactly_their_calls() {
     // "a" holds the first call only; "b" both, and is the innermost of both.
     for row in [
         "{\"domain\":\"(default)\",\"name\":\"a\",\"count\":1,\"total_ns\":50,\"mean_ns\":50,\
-         \"median_ns\":50,\"min_ns\":50,\"max_ns\":50,\"gpu_records\":1,\"gpu_ns\":30,\
+         \"median_ns\":50,\"min_ns\":50,\"max_ns\":50,\"stddev_ns\":0,\"share_percent\":35.71,\
+         \"gpu_records\":1,\"gpu_ns\":30,\
          \"own_gpu_records\":0,\"own_gpu_ns\":0,\"process_gpu_records\":1,\"process_gpu_ns\":30,\
          \"process_own_gpu_records\":0,\"process_own_gpu_ns\":0}",
         "{\"domain\":\"(default)\",\"name\":\"b\",\"count\":1,\"total_ns\":90,\"mean_ns\":90,\
-         \"median_ns\":90,\"min_ns\":90,\"max_ns\":90,\"gpu_records\":2,\"gpu_ns\":40,\
+         \"median_ns\":90,\"min_ns\":90,\"max_ns\":90,\"stddev_ns\":0,\"share_percent\":64.29,\
+         \"gpu_records\":2,\"gpu_ns\":40,\
          \"own_gpu_records\":2,\"own_gpu_ns\":40,\"process_gpu_records\":2,\"process_gpu_ns\":40,\
          \"process_own_gpu_records\":2,\"process_own_gpu_ns\":40}",
     ] {

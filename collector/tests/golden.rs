@@ -116,6 +116,46 @@ const RUNS: &[Run] = &[
         "gpu.sync.csv",
     ),
     run(&["report", "--format", "json", "gpu.bin"], "gpu.json"),
+    // Chosen sections, in every format; kernel names whole (stdout is not a terminal).
+    run(
+        &["report", "--section", "kernels,memset", "gpu.bin"],
+        "gpu.sections.table.txt",
+    ),
+    run(
+        &[
+            "report",
+            "--format",
+            "json",
+            "--section",
+            "api",
+            "--section",
+            "memcpy",
+            "gpu.bin",
+        ],
+        "gpu.sections.json",
+    ),
+    run(
+        &[
+            "report",
+            "--format",
+            "csv",
+            "--section",
+            "nvtx_sum",
+            "nvtx.bin",
+        ],
+        "nvtx.nvtx.csv",
+    ),
+    run(
+        &[
+            "report",
+            "--format",
+            "csv",
+            "--section",
+            "cuda_kern_exec_sum",
+            "gpu.bin",
+        ],
+        "gpu.kern_exec.csv",
+    ),
     run(
         &["export", "--format", "chrome", "gpu.bin"],
         "gpu.chrome.json",
@@ -253,6 +293,29 @@ const RUNS: &[Run] = &[
         args: &["report", "--width", "20", "gpu.bin"],
         stdout: None,
     },
+    // CSV prints one table, and has none for some sections: usage errors.
+    Run {
+        args: &[
+            "report",
+            "--format",
+            "csv",
+            "--section",
+            "api,kernels",
+            "gpu.bin",
+        ],
+        stdout: None,
+    },
+    Run {
+        args: &[
+            "report",
+            "--format",
+            "csv",
+            "--section",
+            "resources",
+            "gpu.bin",
+        ],
+        stdout: None,
+    },
     Run {
         args: &["report", "--pid", "1", "gpu.bin"],
         stdout: None,
@@ -270,14 +333,7 @@ const RUNS: &[Run] = &[
         stdout: None,
     },
     Run {
-        args: &[
-            "report",
-            "--format",
-            "json",
-            "--section",
-            "kernels",
-            "gpu.bin",
-        ],
+        args: &["report", "--format", "json", "--section", "gpu", "gpu.bin"],
         stdout: None,
     },
 ];

@@ -1,7 +1,7 @@
 //! `rtrace report`: the report over the traces ([`crate::output`]).
 
 use super::inputs::{spool, start_progress, FilterArgs};
-use crate::output::{render, Format, RenderOptions, Section, TABLE_WIDTH};
+use crate::output::{render, Format, RenderOptions, Section};
 use clap::Args;
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -10,14 +10,17 @@ use std::path::PathBuf;
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Output format: `table` for people; `csv` (one table, see --section)
-    /// and `json` give durations as integer nanoseconds.
+    /// and `json` give durations as integer nanoseconds, in columns and keys named `..._ns`.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// The table `--format csv` prints [default: api]; only with `--format csv`.
-    #[arg(long, value_enum, value_name = "SECTION")]
-    pub section: Option<Section>,
+    /// The sections to print, comma-separated or repeated, in every format [default: all of
+    /// them for table and JSON; api for CSV, which prints one]. `nsys stats` report names
+    /// are accepted for theirs (cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, nvtx_sum, ...).
+    #[arg(long, value_enum, value_name = "SECTION", value_delimiter = ',')]
+    pub section: Vec<Section>,
     /// Lay tables out for lines of at most N characters (names in the first column are cut
-    /// to fit) [default: the terminal's width when standard output is one, else 120].
+    /// to fit) [default: the terminal's width when standard output is one; else names are
+    /// never cut].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(40..))]
     pub width: Option<u16>,
     /// The nvdisasm that names PC samples' instructions and source lines [default: nvdisasm
@@ -43,12 +46,22 @@ pub struct ReportArgs {
 
 /// Runs `rtrace report`; returns the exit code.
 pub(super) fn run(args: &ReportArgs) -> u8 {
-    if args.section.is_some() && args.format != Format::Csv {
-        eprintln!(
-            "rtrace: --section chooses the table of --format csv; the table and JSON \
-             formats hold every section"
-        );
-        return 2;
+    if args.format == Format::Csv {
+        if args.section.len() > 1 {
+            eprintln!(
+                "rtrace: --format csv prints one table: choose one --section (the table and \
+                 JSON formats take several)"
+            );
+            return 2;
+        }
+        if let Some(s) = args.section.first().filter(|s| !s.has_csv()) {
+            let name = clap::ValueEnum::to_possible_value(s)
+                .map_or_else(String::new, |v| v.get_name().to_string());
+            eprintln!(
+                "rtrace: --section {name} has no CSV table; use --format table or json for it"
+            );
+            return 2;
+        }
     }
     // The metrics and CUPTI are checked before any trace is read.
     let evaluate = match &args.metrics {
@@ -100,12 +113,13 @@ pub(super) fn run(args: &ReportArgs) -> u8 {
     }
     let options = RenderOptions {
         format: args.format,
-        section: args.section.unwrap_or_default(),
+        sections: args.section.clone(),
+        // Piped or redirected: whole names, for tools that join on them.
         width: args
             .width
             .map(usize::from)
             .or_else(crate::sys::terminal_width)
-            .unwrap_or(TABLE_WIDTH),
+            .unwrap_or(usize::MAX),
         nvdisasm: args.nvdisasm.clone(),
     };
     let report = render(&loaded.traces, &sections, &options);

@@ -1,13 +1,22 @@
 //! Exact statistics of a set of durations without keeping the durations: count, total, min,
 //! max, sum of squares, and the median by selection over passes.
 //!
+//! The median is that of `nsys stats` and pandas: the middle value of an odd count, the mean
+//! of the two middle values of an even one (rounded down to a whole ns, as the mean is).
 //! A [`Dist`] counts each distinct value while there are at most [`EXACT_VALUES`] of them
-//! (enough for the median, and the rare floating-point standard deviation, in one pass). Past
-//! that it keeps a histogram of [`LOG_BUCKETS`] buckets of logarithmic width, which tells the
-//! range holding the median; further passes over the same values ([`Dist::select`]) count
-//! them in [`SELECT_BUCKETS`] buckets over that range, narrowing it until it is one value wide.
-//! Memory per distribution: at most about 8 KiB, whatever the number of values.
+//! (enough for the median in one pass). Past that it keeps a histogram of [`LOG_BUCKETS`]
+//! buckets of logarithmic width, which tells the range holding each middle value; further
+//! passes over the same values ([`Dist::select`]) count them in [`SELECT_BUCKETS`] buckets over
+//! each range, narrowing it until it is one value wide.
+//! Memory per distribution: at most about 16 KiB (two selections of 1024 counts), whatever the
+//! number of values.
+//!
+//! The standard deviation is the sample one (n − 1 in the denominator), as `nsys stats`
+//! reports it: exact from the integer sums Σx and Σx² while Σx² fits in 128 bits, else from
+//! Welford's running mean and sum of squared deviations (kept alongside, merged with Chan's
+//! formula), which stay numerically stable where the sums no longer fit.
 
+use super::common::{middle_mean, sample_stddev, Welford};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -78,7 +87,7 @@ fn log_range(b: usize) -> (u64, u64) {
     (lo, lo + ((1u64 << shift) - 1))
 }
 
-/// Where the median is being looked for.
+/// Where one middle value is being looked for.
 #[derive(Clone, Debug)]
 struct Select {
     /// The range holding it (inclusive), and how many values are below `lo`.
@@ -90,14 +99,22 @@ struct Select {
     counts: Vec<u64>,
 }
 
+/// One middle value: being looked for, or found.
+#[derive(Clone, Debug)]
+enum Middle {
+    Select(Select),
+    Found(u64),
+}
+
 #[derive(Clone, Debug)]
 enum Values {
     /// Value → how many times.
     Exact(FastMap<u64, u64>),
     /// Counts per [`log_bucket`].
     Log(Box<[u64]>),
-    /// The median's range, narrowed by passes.
-    Select(Box<Select>),
+    /// The middle values' ranges (the lower and the upper middle value; one where the
+    /// count is odd), narrowed by passes.
+    Select(Box<[Middle]>),
     /// The median, found.
     Median(u64),
 }
@@ -111,6 +128,7 @@ pub struct Dist {
     pub max: u64,
     /// Σx², `None` once it no longer fits in 128 bits.
     squares: Option<u128>,
+    welford: Welford,
     values: Values,
 }
 
@@ -122,6 +140,7 @@ impl Default for Dist {
             min: u64::MAX,
             max: 0,
             squares: Some(0),
+            welford: Welford::default(),
             values: Values::Exact(FastMap::default()),
         }
     }
@@ -137,6 +156,7 @@ impl Dist {
         self.max = self.max.max(v);
         let sq = u128::from(v) * u128::from(v);
         self.squares = self.squares.and_then(|s| s.checked_add(sq));
+        self.welford.add(self.count, v);
         match &mut self.values {
             Values::Exact(map) => {
                 *map.entry(v).or_insert(0) += 1;
@@ -161,6 +181,7 @@ impl Dist {
 
     /// Adds every value of `other` (both from first passes).
     pub fn merge(&mut self, other: &Dist) {
+        self.welford.merge(self.count, &other.welford, other.count);
         self.count += other.count;
         self.total += other.total;
         self.min = self.min.min(other.min);
@@ -197,80 +218,89 @@ impl Dist {
         }
     }
 
-    /// The rank of the median among the sorted values (the lower middle one).
-    fn rank(&self) -> u64 {
-        (self.count.max(1) - 1) / 2
+    /// The ranks of the middle values among the sorted values: the lower and the upper
+    /// (the same where the count is odd).
+    fn ranks(&self) -> [u64; 2] {
+        let n = self.count.max(1);
+        [(n - 1) / 2, n / 2]
     }
 
     /// Ends a pass. True when the median needs another pass over the same values
     /// ([`Dist::select`] for each of them, then `end_pass` again).
     pub fn end_pass(&mut self) -> bool {
-        let rank = self.rank();
-        let next = match &self.values {
+        let [lower, upper] = self.ranks();
+        let ranks: &[u64] = if lower == upper {
+            &[lower]
+        } else {
+            &[lower, upper]
+        };
+        let middles: Vec<Middle> = match &self.values {
             Values::Exact(map) => {
                 let mut v: Vec<(u64, u64)> = map.iter().map(|(&v, &n)| (v, n)).collect();
                 v.sort_unstable();
-                let mut seen = 0;
-                let mut median = 0;
-                for (value, n) in v {
-                    seen += n;
-                    if seen > rank {
-                        median = value;
-                        break;
+                let at = |rank: u64| {
+                    let mut seen = 0;
+                    for &(value, n) in &v {
+                        seen += n;
+                        if seen > rank {
+                            return value;
+                        }
                     }
-                }
-                // Kept for the standard deviation's floating-point fallback.
-                if self.squares.is_some() {
-                    Values::Median(median)
-                } else {
-                    return false;
-                }
+                    0
+                };
+                self.values = Values::Median(middle_mean(at(lower), at(upper)));
+                return false;
             }
-            Values::Log(h) => {
-                let mut below = 0;
-                let mut found = (0, 0, 0);
-                for (b, &n) in h.iter().enumerate() {
-                    if below + n > rank {
-                        let (lo, hi) = log_range(b);
-                        found = (lo.max(self.min), hi.min(self.max), below);
-                        break;
+            Values::Log(h) => ranks
+                .iter()
+                .map(|&rank| {
+                    let mut below = 0;
+                    for (b, &n) in h.iter().enumerate() {
+                        if below + n > rank {
+                            let (lo, hi) = log_range(b);
+                            return Select::search(lo.max(self.min), hi.min(self.max), below);
+                        }
+                        below += n;
                     }
-                    below += n;
-                }
-                Values::Select(Box::new(Select::new(found.0, found.1, found.2)))
-            }
-            Values::Select(s) => {
-                let mut below = s.below;
-                let mut next = None;
-                for (b, &n) in s.counts.iter().enumerate() {
-                    if below + n > rank {
-                        let lo = u128::from(s.lo) + b as u128 * s.width;
-                        let hi = (lo + s.width - 1).min(u128::from(s.hi));
-                        next = Some((lo as u64, hi as u64, below));
-                        break;
-                    }
-                    below += n;
-                }
-                match next {
-                    Some((lo, hi, below)) => Values::Select(Box::new(Select::new(lo, hi, below))),
-                    None => Values::Median(s.lo),
-                }
-            }
+                    Middle::Found(0)
+                })
+                .collect(),
+            Values::Select(middles) => middles
+                .iter()
+                .zip(ranks)
+                .map(|(m, &rank)| match m {
+                    Middle::Found(v) => Middle::Found(*v),
+                    Middle::Select(s) => s.narrow(rank),
+                })
+                .collect(),
             Values::Median(_) => return false,
         };
-        self.values = match next {
-            Values::Select(s) if s.lo == s.hi => Values::Median(s.lo),
-            v => v,
-        };
-        matches!(self.values, Values::Select(_))
+        let found: Vec<u64> = middles
+            .iter()
+            .filter_map(|m| match m {
+                Middle::Found(v) => Some(*v),
+                Middle::Select(_) => None,
+            })
+            .collect();
+        if found.len() == middles.len() {
+            self.values = Values::Median(middle_mean(found[0], found[found.len() - 1]));
+            false
+        } else {
+            self.values = Values::Select(middles.into_boxed_slice());
+            true
+        }
     }
 
     /// Counts a value again, in a selection pass.
     #[inline]
     pub fn select(&mut self, v: u64) {
-        if let Values::Select(s) = &mut self.values {
-            if v >= s.lo && v <= s.hi {
-                s.counts[(u128::from(v - s.lo) / s.width) as usize] += 1;
+        if let Values::Select(middles) = &mut self.values {
+            for m in middles.iter_mut() {
+                if let Middle::Select(s) = m {
+                    if v >= s.lo && v <= s.hi {
+                        s.counts[(u128::from(v - s.lo) / s.width) as usize] += 1;
+                    }
+                }
             }
         }
     }
@@ -302,63 +332,43 @@ impl Dist {
         }
     }
 
-    /// Population standard deviation, rounded down, as `gpu_summary::Stats` computes it.
+    /// Sample standard deviation, rounded down ([`sample_stddev`]).
     fn stddev(&self) -> u64 {
-        if self.count == 0 {
-            return 0;
-        }
-        let n = u128::from(self.count);
-        let exact = self.squares.and_then(|sq| {
-            let num = sq
-                .checked_mul(n)?
-                .checked_sub(self.total.checked_mul(self.total)?)?;
-            Some(num / n.checked_mul(n)?)
-        });
-        match exact {
-            Some(variance) => u64::try_from(variance.isqrt()).unwrap_or(u64::MAX),
-            None => self.float_stddev(),
-        }
-    }
-
-    /// The floating-point fallback (Σx² past 128 bits), summed over the values in ascending
-    /// order as the sorted-slice computation does; exact only while the values were counted
-    /// one by one ([`EXACT_VALUES`]), else from the histogram's middles (durations of more
-    /// than 2^60 ns, damaged records, are the only way here).
-    fn float_stddev(&self) -> u64 {
-        let n = self.count as f64;
-        let mean = self.total as f64 / n;
-        let mut var = 0f64;
-        match &self.values {
-            Values::Exact(map) => {
-                let mut v: Vec<(u64, u64)> = map.iter().map(|(&v, &n)| (v, n)).collect();
-                v.sort_unstable();
-                for (x, c) in v {
-                    for _ in 0..c {
-                        var += (x as f64 - mean) * (x as f64 - mean);
-                    }
-                }
-            }
-            _ => {
-                let d = self.max as f64 - mean;
-                var = d * d * n;
-            }
-        }
-        (var / n).sqrt() as u64
+        sample_stddev(self.count, self.total, self.squares, self.welford)
     }
 }
 
 impl Select {
-    fn new(lo: u64, hi: u64, below: u64) -> Select {
+    /// The middle value's search over `lo..=hi` (`below` values under `lo`): found where the
+    /// range is one value wide.
+    fn search(lo: u64, hi: u64, below: u64) -> Middle {
+        if lo >= hi {
+            return Middle::Found(lo);
+        }
         let span = u128::from(hi) - u128::from(lo) + 1;
         let width = span.div_ceil(SELECT_BUCKETS).max(1);
         let buckets = span.div_ceil(width) as usize;
-        Select {
+        Middle::Select(Select {
             lo,
             hi,
             below,
             width,
             counts: vec![0; buckets],
+        })
+    }
+
+    /// After a pass: the bucket holding the value of `rank`, searched next.
+    fn narrow(&self, rank: u64) -> Middle {
+        let mut below = self.below;
+        for (b, &n) in self.counts.iter().enumerate() {
+            if below + n > rank {
+                let lo = u128::from(self.lo) + b as u128 * self.width;
+                let hi = (lo + self.width - 1).min(u128::from(self.hi));
+                return Select::search(lo as u64, hi as u64, below);
+            }
+            below += n;
         }
+        Middle::Found(self.lo)
     }
 }
 
@@ -381,10 +391,12 @@ mod tests {
         (d.median(), passes)
     }
 
+    /// The median as pandas takes it (the mean of the two middle values of an even
+    /// count), rounded down.
     fn sorted_median(values: &[u64]) -> u64 {
         let mut v = values.to_vec();
         v.sort_unstable();
-        v[(v.len() - 1) / 2]
+        ((u128::from(v[(v.len() - 1) / 2]) + u128::from(v[v.len() / 2])) / 2) as u64
     }
 
     #[test]
@@ -414,8 +426,11 @@ mod tests {
     #[test]
     fn medians_are_exact_in_one_pass_or_several() {
         // Few distinct values: one pass.
-        assert_eq!(median_of(&[40, 10, 30, 20]), (20, 1));
+        assert_eq!(median_of(&[40, 10, 30, 20]), (25, 1));
+        assert_eq!(median_of(&[40, 10, 30, 21]), (25, 1));
+        assert_eq!(median_of(&[40, 10, 30]), (30, 1));
         assert_eq!(median_of(&[7]), (7, 1));
+        assert_eq!(median_of(&[u64::MAX, u64::MAX - 2]), (u64::MAX - 1, 1));
         // Many: the histogram, then selection passes.
         let mut x = 12345u64;
         let values: Vec<u64> = (0..100_000)
@@ -435,6 +450,18 @@ mod tests {
         assert_eq!(median_of(&extreme).0, sorted_median(&extreme));
         let even: Vec<u64> = (0..1_000u64).collect();
         assert_eq!(median_of(&even).0, 499);
+        // Many distinct values, an even count: the two middle values found by passes of
+        // their own (500 and 10_000_000 here, in different histogram buckets).
+        let split: Vec<u64> = (0..300u64)
+            .map(|i| i + 200)
+            .chain((0..300u64).map(|i| 10_000_000 + i * 1_000))
+            .collect();
+        let (m, passes) = median_of(&split);
+        assert_eq!(m, (499 + 10_000_000) / 2);
+        assert_eq!(m, sorted_median(&split));
+        assert!(passes > 1);
+        let odd: Vec<u64> = split.iter().copied().chain([7]).collect();
+        assert_eq!(median_of(&odd).0, 499);
     }
 
     #[test]
@@ -451,5 +478,43 @@ mod tests {
         }
         assert_eq!(db.median(), sorted_median(&all));
         assert_eq!(db.count, 610);
+    }
+
+    fn stddev_of(values: &[u64]) -> u64 {
+        let mut d = Dist::default();
+        values.iter().for_each(|&v| d.add(v));
+        while d.end_pass() {
+            values.iter().for_each(|&v| d.select(v));
+        }
+        d.stats().stddev
+    }
+
+    #[test]
+    fn standard_deviations_are_sample_ones() {
+        // 2, 4, 4, 4, 5, 5, 7, 9: mean 5, squared deviations 32, / 7 = 4.571, √ = 2.138.
+        assert_eq!(stddev_of(&[2, 4, 4, 4, 5, 5, 7, 9]), 2);
+        // 1000, 1200, 100: mean 766.67, squared deviations 686_666.67, / 2, √ = 585.95.
+        assert_eq!(stddev_of(&[1000, 1200, 100]), 585);
+        assert_eq!(stddev_of(&[7]), 0);
+        assert_eq!(stddev_of(&[]), 0);
+        // Past 128 bits for Σx² (4·2^124): Welford's running sums. 2^62 three times and 0:
+        // mean 3·2^60.
+        let big = 1u64 << 62;
+        let values = [big, big, big, 0];
+        // Deviations: 2^60 three times, -3·2^60 once: Σ = 12·2^120, / 3 = 2^122, √ = 2^61.
+        assert_eq!(stddev_of(&values), 1 << 61);
+        // Merged from two folds: the same.
+        let (mut a, mut b) = (Dist::default(), Dist::default());
+        a.add(big);
+        a.add(0);
+        b.add(big);
+        b.add(big);
+        a.merge(&b);
+        assert_eq!(a.stats().stddev, 1 << 61);
+        let (mut a, mut b) = (Dist::default(), Dist::default());
+        [2u64, 4, 4].iter().for_each(|&v| a.add(v));
+        [4u64, 5, 5, 7, 9].iter().for_each(|&v| b.add(v));
+        b.merge(&a);
+        assert_eq!(b.stats().stddev, 2);
     }
 }

@@ -1,6 +1,7 @@
 //! Statistics over the GPU activity records (kernels, memory copies, memsets)
 //! of one or more traces: per-kernel and per-copy-kind summaries, memsets,
-//! per-device and per-stream utilisation, and launch-to-start latency; and over
+//! per-device and per-stream utilisation, launch-to-start latency, and kernel launch and
+//! execution times ([`exec`]); and over
 //! the memory (allocation and free) and synchronization records: memory in use
 //! per memory kind, and host waits per kind of synchronization; and the
 //! resources of the traced processes ([`resources`]): devices, contexts,
@@ -8,10 +9,12 @@
 //!
 //! A record's duration is `end_ns - start_ns` (0 if the end is before the
 //! start). Means, medians and standard deviations are in integer ns, rounded
-//! down; the median of an even count is the lower middle value.
+//! down; the median of an even count is the mean of the two middle values and the standard
+//! deviation is the sample one, as `nsys stats` gives them.
 
 mod common;
 pub mod dist;
+pub mod exec;
 pub mod latency;
 mod memory;
 mod resources;
@@ -20,6 +23,7 @@ pub mod union;
 mod work;
 
 pub use common::*;
+pub use exec::{kern_exec_summary, KernExecSummary, PartStats};
 pub use memory::*;
 pub use resources::*;
 pub use timeline::*;
@@ -103,21 +107,26 @@ mod tests {
                 count: 4,
                 total: 100,
                 mean: 25,
-                median: 20,
+                // The mean of the two middle values, 20 and 30.
+                median: 25,
                 min: 10,
                 max: 40,
-                // variance 125 → 11.18
-                stddev: 11,
+                // sample variance 500 / 3 → 12.9
+                stddev: 12,
             }
         );
         assert_eq!(Stats::of(&mut [2, 4, 4, 4, 5, 5, 7, 9]).stddev, 2);
         assert_eq!(Stats::of(&mut [7]).stddev, 0);
         assert_eq!(Stats::of(&mut []), Stats::default());
-        // Σx² overflows 128 bits: the floating-point fallback.
+        assert_eq!(Stats::of(&mut [7, 1, 4]).median, 4);
+        assert_eq!(Stats::of(&mut [7, 2]).median, 4);
+        // Σx² overflows 128 bits: Welford's running sums. u64::MAX is 2^64 as a float:
+        // mean 3·2^62, squared deviations 3·2^126, / 3, √ = 2^63.
         let big = u64::MAX;
         let s = Stats::of(&mut [big, big, big, 0]);
         assert_eq!(s.total_ns(), u64::MAX);
-        assert_eq!(s.stddev, (big as f64 * 3f64.sqrt() / 4.0) as u64);
+        assert_eq!(s.median, u64::MAX);
+        assert_eq!(s.stddev, 1 << 63);
     }
 
     #[test]

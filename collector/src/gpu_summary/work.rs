@@ -14,11 +14,11 @@ pub struct KernelSummary {
     pub total_ns: u64,
     /// `total_ns / count`, rounded down.
     pub mean_ns: u64,
-    /// The middle duration; for an even count, the lower of the two middle ones.
+    /// The middle duration; for an even count, the mean of the two middle ones, rounded down.
     pub median_ns: u64,
     pub min_ns: u64,
     pub max_ns: u64,
-    /// Population standard deviation of the durations, ns, rounded down.
+    /// Sample standard deviation (n − 1) of the durations, ns, rounded down.
     pub stddev_ns: u64,
     /// This kernel's share of the time of all kernels, %, rounded half up.
     pub share_percent: Hundredths,
@@ -119,7 +119,34 @@ pub fn ranked_kernels(mut rows: Vec<KernelSummary>) -> Vec<KernelSummary> {
     rows
 }
 
-/// Statistics for one direction of memory copy, merged over every trace.
+/// The sizes of a set of memory operations, bytes: `nsys stats`' `cuda_gpu_mem_size_sum`
+/// columns beside the total ([`Stats`] of the sizes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SizeStats {
+    /// Mean size, rounded down.
+    pub mean_bytes: u64,
+    /// The middle size; the mean of the two middle ones for an even count, rounded down.
+    pub median_bytes: u64,
+    pub min_bytes: u64,
+    pub max_bytes: u64,
+    /// Sample standard deviation, rounded down.
+    pub stddev_bytes: u64,
+}
+
+impl SizeStats {
+    pub(crate) fn new(s: &Stats) -> SizeStats {
+        SizeStats {
+            mean_bytes: s.mean,
+            median_bytes: s.median,
+            min_bytes: s.min,
+            max_bytes: s.max,
+            stddev_bytes: s.stddev,
+        }
+    }
+}
+
+/// Statistics for one direction of memory copy, merged over every trace: the columns of
+/// `nsys stats`' `cuda_gpu_mem_time_sum` and `cuda_gpu_mem_size_sum`, and the bandwidth.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MemcpySummary {
     /// The copy kind (`HtoD`, `DtoH`, ...; [`CopyKind::name`]).
@@ -132,42 +159,45 @@ pub struct MemcpySummary {
     pub total_ns: u64,
     /// `total_ns / count`, rounded down.
     pub mean_ns: u64,
-    /// The middle duration; for an even count, the lower of the two middle ones.
+    /// The middle duration; for an even count, the mean of the two middle ones, rounded down.
     pub median_ns: u64,
     pub min_ns: u64,
     pub max_ns: u64,
+    /// Sample standard deviation of the durations, rounded down.
+    pub stddev_ns: u64,
+    /// This kind's share of the time of every copy and memset, percent.
+    pub share_percent: Hundredths,
+    /// The copies' sizes.
+    pub size: SizeStats,
     /// `bytes / total_ns` in GB/s (10⁹ bytes per second), rounded half up;
     /// `None` when the total time is 0.
     pub bandwidth_gbps: Option<Hundredths>,
 }
 
-/// One row per copy kind over all `traces`, sorted by total time
-/// (descending), ties by kind name.
-pub fn memcpy_summary(traces: &[Trace]) -> Vec<MemcpySummary> {
-    let mut by_kind: HashMap<CopyKind, (u128, Vec<u64>)> = HashMap::new();
-    for m in traces.iter().flat_map(|t| &t.memcpys) {
-        let e = by_kind.entry(m.kind).or_default();
-        e.0 += u128::from(m.bytes);
-        e.1.push(duration(m.start_ns, m.end_ns));
+impl MemcpySummary {
+    /// The row of copies of `kind` whose durations are `d` and sizes `size`; `all`: the time
+    /// of every copy and memset.
+    pub(crate) fn new(kind: CopyKind, d: &Stats, size: &Stats, all: u128) -> MemcpySummary {
+        MemcpySummary {
+            kind,
+            count: d.count,
+            bytes: saturate(size.total),
+            total_ns: d.total_ns(),
+            mean_ns: d.mean,
+            median_ns: d.median,
+            min_ns: d.min,
+            max_ns: d.max,
+            stddev_ns: d.stddev,
+            share_percent: Hundredths::percent(d.total, all),
+            size: SizeStats::new(size),
+            // bytes per ns = GB/s.
+            bandwidth_gbps: (d.total > 0).then(|| Hundredths::ratio(size.total, d.total)),
+        }
     }
-    let mut rows: Vec<MemcpySummary> = by_kind
-        .into_iter()
-        .map(|(kind, (bytes, mut durations))| {
-            let s = Stats::of(&mut durations);
-            MemcpySummary {
-                kind,
-                count: s.count,
-                bytes: saturate(bytes),
-                total_ns: s.total_ns(),
-                mean_ns: s.mean,
-                median_ns: s.median,
-                min_ns: s.min,
-                max_ns: s.max,
-                // bytes per ns = GB/s.
-                bandwidth_gbps: (s.total > 0).then(|| Hundredths::ratio(bytes, s.total)),
-            }
-        })
-        .collect();
+}
+
+/// Copy rows in the report's order: the most time first, then by kind name.
+pub(crate) fn ranked_memcpys(mut rows: Vec<MemcpySummary>) -> Vec<MemcpySummary> {
     rows.sort_by(|a, b| {
         b.total_ns
             .cmp(&a.total_ns)
@@ -176,7 +206,43 @@ pub fn memcpy_summary(traces: &[Trace]) -> Vec<MemcpySummary> {
     rows
 }
 
-/// The memsets of every trace, together.
+/// One row per copy kind over all `traces`, sorted by total time
+/// (descending), ties by kind name.
+pub fn memcpy_summary(traces: &[Trace]) -> Vec<MemcpySummary> {
+    let mut by_kind: HashMap<CopyKind, (Vec<u64>, Vec<u64>)> = HashMap::new();
+    for m in traces.iter().flat_map(|t| &t.memcpys) {
+        let e = by_kind.entry(m.kind).or_default();
+        e.0.push(duration(m.start_ns, m.end_ns));
+        e.1.push(m.bytes);
+    }
+    let all = memory_op_time(traces);
+    let rows = by_kind
+        .into_iter()
+        .map(|(kind, (mut durations, mut sizes))| {
+            MemcpySummary::new(
+                kind,
+                &Stats::of(&mut durations),
+                &Stats::of(&mut sizes),
+                all,
+            )
+        })
+        .collect();
+    ranked_memcpys(rows)
+}
+
+/// The time of every copy and memset of `traces`.
+fn memory_op_time(traces: &[Trace]) -> u128 {
+    let copies = traces.iter().flat_map(|t| &t.memcpys);
+    let memsets = traces.iter().flat_map(|t| &t.memsets);
+    copies
+        .map(|m| duration(m.start_ns, m.end_ns))
+        .chain(memsets.map(|m| duration(m.start_ns, m.end_ns)))
+        .map(u128::from)
+        .sum()
+}
+
+/// The memsets of every trace, together: the columns of a `[CUDA memset]` row of
+/// `nsys stats`' `cuda_gpu_mem_time_sum` and `cuda_gpu_mem_size_sum`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MemsetSummary {
     /// Number of memsets.
@@ -185,19 +251,49 @@ pub struct MemsetSummary {
     pub bytes: u64,
     /// Sum of the memsets' durations, ns (saturates at `u64::MAX`).
     pub total_ns: u64,
+    /// `total_ns / count`, rounded down.
+    pub mean_ns: u64,
+    /// The middle duration; for an even count, the mean of the two middle ones, rounded down.
+    pub median_ns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    /// Sample standard deviation of the durations, rounded down.
+    pub stddev_ns: u64,
+    /// The memsets' share of the time of every copy and memset, percent.
+    pub share_percent: Hundredths,
+    /// The memsets' sizes.
+    pub size: SizeStats,
+}
+
+impl MemsetSummary {
+    /// The memsets whose durations are `d` and sizes `size`; `all`: the time of every copy
+    /// and memset. `None` without memsets.
+    pub(crate) fn new(d: &Stats, size: &Stats, all: u128) -> Option<MemsetSummary> {
+        (d.count > 0).then(|| MemsetSummary {
+            count: d.count,
+            bytes: saturate(size.total),
+            total_ns: d.total_ns(),
+            mean_ns: d.mean,
+            median_ns: d.median,
+            min_ns: d.min,
+            max_ns: d.max,
+            stddev_ns: d.stddev,
+            share_percent: Hundredths::percent(d.total, all),
+            size: SizeStats::new(size),
+        })
+    }
 }
 
 /// The memsets over all `traces`; `None` when there are none.
 pub fn memset_summary(traces: &[Trace]) -> Option<MemsetSummary> {
-    let (mut count, mut bytes, mut total) = (0u64, 0u128, 0u128);
+    let (mut durations, mut sizes) = (Vec::new(), Vec::new());
     for s in traces.iter().flat_map(|t| &t.memsets) {
-        count += 1;
-        bytes += u128::from(s.bytes);
-        total += u128::from(duration(s.start_ns, s.end_ns));
+        durations.push(duration(s.start_ns, s.end_ns));
+        sizes.push(s.bytes);
     }
-    (count > 0).then(|| MemsetSummary {
-        count,
-        bytes: saturate(bytes),
-        total_ns: saturate(total),
-    })
+    MemsetSummary::new(
+        &Stats::of(&mut durations),
+        &Stats::of(&mut sizes),
+        memory_op_time(traces),
+    )
 }

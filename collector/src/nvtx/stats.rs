@@ -89,10 +89,14 @@ pub struct NvtxSummary {
     pub count: u64,
     pub total_ns: u64,
     pub mean_ns: u64,
-    /// The middle duration (the lower of the two middle ones for an even count).
+    /// The middle duration (the mean of the two middle ones for an even count, rounded down).
     pub median_ns: u64,
     pub min_ns: u64,
     pub max_ns: u64,
+    /// Sample standard deviation of the durations, rounded down.
+    pub stddev_ns: u64,
+    /// These ranges' share of the time of every range, percent (`nsys stats`' `nvtx_sum`).
+    pub share_percent: crate::gpu_summary::Hundredths,
     /// GPU records launched inside these ranges, and their total GPU time (ns).
     pub gpu_records: u64,
     pub gpu_ns: u64,
@@ -201,6 +205,7 @@ impl NvtxStats {
 
     /// The section, once the passes are over.
     pub fn finish(self) -> NvtxSection {
+        let all: u128 = self.rows.iter().map(|(_, a)| a.durations.total).sum();
         let mut rows: Vec<NvtxSummary> = self
             .rows
             .into_iter()
@@ -215,6 +220,8 @@ impl NvtxStats {
                     median_ns: s.median,
                     min_ns: s.min,
                     max_ns: s.max,
+                    stddev_ns: s.stddev,
+                    share_percent: crate::gpu_summary::Hundredths::percent(s.total, all),
                     gpu_records: a.gpu_records,
                     gpu_ns: a.gpu_ns,
                     own_gpu_records: a.own_gpu_records,

@@ -7,15 +7,18 @@ use crate::summary::FunctionSummary;
 use std::fmt::Write;
 
 /// The CSV header line of the API summary.
-pub const HEADER: &str = "function,calls,errors,total_ns,mean_ns,median_ns,min_ns,max_ns";
+pub const HEADER: &str =
+    "function,calls,errors,total_ns,mean_ns,median_ns,min_ns,max_ns,stddev_ns,share_percent";
 /// The header of `--section kernels`.
 pub const KERNELS_HEADER: &str =
     "name,count,total_ns,mean_ns,median_ns,min_ns,max_ns,stddev_ns,share_percent,grid_block";
 /// The header of `--section memcpy`.
-pub const MEMCPY_HEADER: &str =
-    "kind,count,bytes,total_ns,mean_ns,median_ns,min_ns,max_ns,bandwidth_gbps";
+pub const MEMCPY_HEADER: &str = "kind,count,bytes,total_ns,mean_ns,median_ns,min_ns,max_ns,\
+     stddev_ns,share_percent,bandwidth_gbps,mean_bytes,median_bytes,min_bytes,max_bytes,\
+     stddev_bytes";
 /// The header of `--section memset`.
-pub const MEMSET_HEADER: &str = "count,bytes,total_ns";
+pub const MEMSET_HEADER: &str = "count,bytes,total_ns,mean_ns,median_ns,min_ns,max_ns,stddev_ns,\
+     share_percent,mean_bytes,median_bytes,min_bytes,max_bytes,stddev_bytes";
 /// The header of `--section utilisation`.
 pub const UTILISATION_HEADER: &str =
     "pid,device,stream,records,start_ns,end_ns,span_ns,busy_ns,busy_percent,gaps,idle_ns";
@@ -33,9 +36,22 @@ pub const SYNC_HEADER: &str = "type,count,total_wait_ns,mean_wait_ns,max_wait_ns
 /// The header of `--section profiles`.
 pub const PROFILES_HEADER: &str = "kernel,section,metric,label,unit,launches,mean,min,max";
 
+/// The header of `--section nvtx`.
+pub const NVTX_HEADER: &str = "domain,name,count,total_ns,mean_ns,median_ns,min_ns,max_ns,\
+     stddev_ns,share_percent,gpu_records,gpu_ns,own_gpu_records,own_gpu_ns";
+
+/// The CSV table of `section`; empty for the sections without one (`rtrace report` refuses
+/// them: [`Section::has_csv`]).
 pub(super) fn render(s: &Sections, section: Section) -> String {
     match section {
         Section::Api => api(&s.api),
+        Section::Nvtx => nvtx(s),
+        Section::KernExec => kern_exec(s),
+        Section::Processes
+        | Section::External
+        | Section::Resources
+        | Section::Occupancy
+        | Section::Pcsamp => String::new(),
         Section::Kernels => kernels(s),
         Section::Memcpy => memcpy(s),
         Section::Memset => memset(s),
@@ -75,6 +91,70 @@ fn profiles(s: &Sections) -> String {
                 );
             }
         }
+    }
+    out
+}
+
+/// The header of `--section kern-exec`: per part (`total`, `api`, `queue`, `kernel`) its
+/// mean, median, min, max and standard deviation.
+pub fn kern_exec_header() -> String {
+    let mut h = String::from("kernel,function,count,queued");
+    for part in ["total", "api", "queue", "kernel"] {
+        for stat in ["mean", "median", "min", "max", "stddev"] {
+            let _ = write!(h, ",{part}_{stat}_ns");
+        }
+    }
+    h
+}
+
+/// A part's columns of `--section kern-exec`.
+pub(super) fn part_fields(p: &crate::gpu_summary::PartStats) -> [u64; 5] {
+    [p.mean_ns, p.median_ns, p.min_ns, p.max_ns, p.stddev_ns]
+}
+
+fn kern_exec(s: &Sections) -> String {
+    let mut out = kern_exec_header();
+    out.push('\n');
+    for r in &s.kern_exec {
+        let _ = write!(
+            out,
+            "{},{},{},{}",
+            field(&r.kernel),
+            field(&r.function),
+            r.total.count,
+            r.queue.count
+        );
+        for p in [&r.total, &r.api, &r.queue, &r.kernel_time] {
+            for v in part_fields(p) {
+                let _ = write!(out, ",{v}");
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn nvtx(s: &Sections) -> String {
+    let mut out = format!("{NVTX_HEADER}\n");
+    for r in &s.nvtx.rows {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            field(&r.domain),
+            field(&r.name),
+            r.count,
+            r.total_ns,
+            r.mean_ns,
+            r.median_ns,
+            r.min_ns,
+            r.max_ns,
+            r.stddev_ns,
+            r.share_percent,
+            r.gpu_records,
+            r.gpu_ns,
+            r.own_gpu_records,
+            r.own_gpu_ns
+        );
     }
     out
 }
@@ -135,7 +215,7 @@ fn memcpy(s: &Sections) -> String {
     for m in &s.memcpy {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{}",
             m.kind.name(),
             m.count,
             m.bytes,
@@ -144,7 +224,10 @@ fn memcpy(s: &Sections) -> String {
             m.median_ns,
             m.min_ns,
             m.max_ns,
-            m.bandwidth_gbps.map_or(String::new(), |b| b.to_string())
+            m.stddev_ns,
+            m.share_percent,
+            m.bandwidth_gbps.map_or(String::new(), |b| b.to_string()),
+            sizes(&m.size)
         );
     }
     out
@@ -153,9 +236,30 @@ fn memcpy(s: &Sections) -> String {
 fn memset(s: &Sections) -> String {
     let mut out = format!("{MEMSET_HEADER}\n");
     if let Some(s) = &s.memset {
-        let _ = writeln!(out, "{},{},{}", s.count, s.bytes, s.total_ns);
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{}",
+            s.count,
+            s.bytes,
+            s.total_ns,
+            s.mean_ns,
+            s.median_ns,
+            s.min_ns,
+            s.max_ns,
+            s.stddev_ns,
+            s.share_percent,
+            sizes(&s.size)
+        );
     }
     out
+}
+
+/// The size columns: `mean_bytes,median_bytes,min_bytes,max_bytes,stddev_bytes`.
+fn sizes(s: &crate::gpu_summary::SizeStats) -> String {
+    format!(
+        "{},{},{},{},{}",
+        s.mean_bytes, s.median_bytes, s.min_bytes, s.max_bytes, s.stddev_bytes
+    )
 }
 
 fn utilisation_rows(s: &Sections) -> String {
@@ -217,7 +321,7 @@ fn api(summary: &[FunctionSummary]) -> String {
     for s in summary {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{}",
             field(&s.function),
             s.calls,
             s.errors,
@@ -225,7 +329,9 @@ fn api(summary: &[FunctionSummary]) -> String {
             s.mean_ns,
             s.median_ns,
             s.min_ns,
-            s.max_ns
+            s.max_ns,
+            s.stddev_ns,
+            s.share_percent
         );
     }
     out

@@ -6,13 +6,13 @@
 //! kernels were profiled or a notice says why not; written by hand (the shapes are small
 //! and fixed).
 
+use super::options::{RenderOptions, Section};
 use crate::gpu_summary::resources;
 use crate::model::{Duration, Trace};
 use crate::report::fold::Counts;
 use crate::report::Sections;
 use crate::text::{iso8601_utc, json_string};
 use std::fmt::Write;
-use std::path::Path;
 
 mod occupancy;
 mod pcsamp;
@@ -21,8 +21,16 @@ mod syntax;
 
 use syntax::{array, list, opt};
 
-/// The GPU keys, after `api`.
-fn gpu(out: &mut String, s: &Sections) {
+/// The size keys of a copy or memset row.
+fn size_keys(s: &crate::gpu_summary::SizeStats) -> String {
+    format!(
+        "\"mean_bytes\":{},\"median_bytes\":{},\"min_bytes\":{},\"max_bytes\":{},\
+         \"stddev_bytes\":{}",
+        s.mean_bytes, s.median_bytes, s.min_bytes, s.max_bytes, s.stddev_bytes
+    )
+}
+
+fn kernels_key(out: &mut String, s: &Sections) {
     array(out, "kernels", &s.kernels, |out, k| {
         let _ = write!(
             out,
@@ -41,11 +49,15 @@ fn gpu(out: &mut String, s: &Sections) {
             json_string(&k.grid_block)
         );
     });
+}
+
+fn memcpy_key(out: &mut String, s: &Sections) {
     array(out, "memcpy", &s.memcpy, |out, m| {
         let _ = write!(
             out,
             "{{\"kind\":{},\"count\":{},\"bytes\":{},\"total_ns\":{},\"mean_ns\":{},\
-             \"median_ns\":{},\"min_ns\":{},\"max_ns\":{},\"bandwidth_gbps\":{}}}",
+             \"median_ns\":{},\"min_ns\":{},\"max_ns\":{},\"stddev_ns\":{},\
+             \"share_percent\":{},\"bandwidth_gbps\":{},{}}}",
             json_string(m.kind.name()),
             m.count,
             m.bytes,
@@ -54,17 +66,36 @@ fn gpu(out: &mut String, s: &Sections) {
             m.median_ns,
             m.min_ns,
             m.max_ns,
-            opt(m.bandwidth_gbps)
+            m.stddev_ns,
+            m.share_percent,
+            opt(m.bandwidth_gbps),
+            size_keys(&m.size)
         );
     });
+}
+
+fn memset_key(out: &mut String, s: &Sections) {
     let memsets: Vec<_> = s.memset.iter().cloned().collect();
     array(out, "memset", &memsets, |out, m| {
         let _ = write!(
             out,
-            "{{\"count\":{},\"bytes\":{},\"total_ns\":{}}}",
-            m.count, m.bytes, m.total_ns
+            "{{\"count\":{},\"bytes\":{},\"total_ns\":{},\"mean_ns\":{},\"median_ns\":{},\
+             \"min_ns\":{},\"max_ns\":{},\"stddev_ns\":{},\"share_percent\":{},{}}}",
+            m.count,
+            m.bytes,
+            m.total_ns,
+            m.mean_ns,
+            m.median_ns,
+            m.min_ns,
+            m.max_ns,
+            m.stddev_ns,
+            m.share_percent,
+            size_keys(&m.size)
         );
     });
+}
+
+fn utilisation_key(out: &mut String, s: &Sections) {
     array(out, "utilisation", &s.utilisation, |out, u| {
         let _ = write!(
             out,
@@ -75,6 +106,9 @@ fn gpu(out: &mut String, s: &Sections) {
             busy_keys(u)
         );
     });
+}
+
+fn shared_key(out: &mut String, s: &Sections) {
     array(out, "shared_devices", &s.shared, |out, d| {
         let _ = write!(
             out,
@@ -89,6 +123,32 @@ fn gpu(out: &mut String, s: &Sections) {
         }
         let _ = write!(out, "],{}}}", busy_keys(&d.utilisation));
     });
+}
+
+/// `,\n"kern_exec":[...]`: the keys of the `kern-exec` CSV columns.
+fn kern_exec_key(out: &mut String, s: &Sections) {
+    let header = super::csv::kern_exec_header();
+    let names: Vec<&str> = header.split(',').skip(4).collect();
+    array(out, "kern_exec", &s.kern_exec, |out, r| {
+        let _ = write!(
+            out,
+            "{{\"kernel\":{},\"function\":{},\"count\":{},\"queued\":{}",
+            json_string(&r.kernel),
+            json_string(&r.function),
+            r.total.count,
+            r.queue.count
+        );
+        let values = [&r.total, &r.api, &r.queue, &r.kernel_time]
+            .into_iter()
+            .flat_map(super::csv::part_fields);
+        for (name, v) in names.iter().zip(values) {
+            let _ = write!(out, ",\"{name}\":{v}");
+        }
+        out.push('}');
+    });
+}
+
+fn latency_key(out: &mut String, s: &Sections) {
     let latencies = &s.latency;
     array(out, "latency", &latencies.slowest, |out, l| {
         let _ = write!(
@@ -105,8 +165,6 @@ fn gpu(out: &mut String, s: &Sections) {
             l.latency_ns
         );
     });
-    occupancy::key(out, s);
-    memory_and_sync(out, s);
 }
 
 /// The `resources` key, after `api`, always: `{"devices":[...],"contexts":[...],
@@ -219,8 +277,14 @@ fn resources_key(out: &mut String, traces: &[Trace]) {
 
 /// The `memory` and `sync` keys, after `occupancy`; only when some trace holds memory or
 /// synchronization records (traces without them read as before).
-fn memory_and_sync(out: &mut String, s: &Sections) {
-    if s.counts.iter().all(|c| c.memory + c.syncs == 0) {
+/// Whether any trace holds memory or synchronization records (their keys are left out
+/// otherwise).
+fn has_memory_or_sync(s: &Sections) -> bool {
+    s.counts.iter().any(|c| c.memory + c.syncs > 0)
+}
+
+fn memory_key(out: &mut String, s: &Sections) {
+    if !has_memory_or_sync(s) {
         return;
     }
     array(out, "memory", &s.memory, |out, m| {
@@ -237,6 +301,12 @@ fn memory_and_sync(out: &mut String, s: &Sections) {
             m.live_bytes
         );
     });
+}
+
+fn sync_key(out: &mut String, s: &Sections) {
+    if !has_memory_or_sync(s) {
+        return;
+    }
     array(out, "sync", &s.sync, |out, s| {
         let _ = write!(
             out,
@@ -251,15 +321,71 @@ fn memory_and_sync(out: &mut String, s: &Sections) {
     });
 }
 
-/// `"KEY":[...]`: one object per function of an API summary.
+/// The report as one JSON object: the keys of the sections `options` want, in the order the
+/// table report prints them.
+pub(super) fn render(traces: &[Trace], s: &Sections, options: &RenderOptions) -> String {
+    let nvdisasm = options.nvdisasm.as_deref();
+    let mut parts: Vec<String> = Vec::new();
+    let mut part = |section: Section, write: &dyn Fn(&mut String)| {
+        if options.wants(section) {
+            let mut p = String::new();
+            write(&mut p);
+            // The writers start each key with the comma that follows the one before.
+            let p = p.strip_prefix(',').unwrap_or(&p);
+            if !p.is_empty() {
+                parts.push(p.to_string());
+            }
+        }
+    };
+    part(Section::Processes, &|out| processes_key(out, traces, s));
+    part(Section::Api, &|out| {
+        api_list(out, "api", &s.api);
+        // Driver calls made inside runtime calls: only with runtime API records.
+        if !s.api_in_runtime.is_empty() {
+            out.push(',');
+            api_list(out, "api_in_runtime", &s.api_in_runtime);
+        }
+    });
+    part(Section::Resources, &|out| resources_key(out, traces));
+    part(Section::Kernels, &|out| kernels_key(out, s));
+    part(Section::Memcpy, &|out| memcpy_key(out, s));
+    part(Section::Memset, &|out| memset_key(out, s));
+    part(Section::Utilisation, &|out| utilisation_key(out, s));
+    part(Section::Shared, &|out| shared_key(out, s));
+    part(Section::Latency, &|out| latency_key(out, s));
+    part(Section::KernExec, &|out| kern_exec_key(out, s));
+    part(Section::Occupancy, &|out| occupancy::key(out, s));
+    part(Section::Memory, &|out| memory_key(out, s));
+    part(Section::Sync, &|out| sync_key(out, s));
+    part(Section::Nvtx, &|out| nvtx_key(out, &s.nvtx));
+    part(Section::External, &|out| {
+        external_key(out, &s.nvtx.external)
+    });
+    part(Section::Profiles, &|out| profiles::key(out, &s.profiles));
+    part(Section::Pcsamp, &|out| pcsamp::key(out, traces, nvdisasm));
+    format!("{{{}}}\n", parts.join(","))
+}
+
+/// `"processes":[...]`: one object per trace.
+fn processes_key(out: &mut String, traces: &[Trace], s: &Sections) {
+    out.push_str("\"processes\":[");
+    for (i, t) in traces.iter().enumerate() {
+        out.push_str(if i == 0 { "\n  " } else { ",\n  " });
+        process(out, t, &s.counts[i]);
+    }
+    out.push_str(if traces.is_empty() { "]" } else { "\n]" });
+}
+
+/// `\n"KEY":[...]`: one object per function of an API summary.
 fn api_list(out: &mut String, key: &str, rows: &[crate::summary::FunctionSummary]) {
-    let _ = write!(out, "\"{key}\":[");
+    let _ = write!(out, "\n\"{key}\":[");
     for (i, s) in rows.iter().enumerate() {
         out.push_str(if i == 0 { "\n  " } else { ",\n  " });
         let _ = write!(
             out,
             "{{\"function\":{},\"calls\":{},\"errors\":{},\"total_ns\":{},\"mean_ns\":{},\
-             \"median_ns\":{},\"min_ns\":{},\"max_ns\":{},\"error_codes\":{{{}}}}}",
+             \"median_ns\":{},\"min_ns\":{},\"max_ns\":{},\"stddev_ns\":{},\
+             \"share_percent\":{},\"error_codes\":{{{}}}}}",
             json_string(&s.function),
             s.calls,
             s.errors,
@@ -268,6 +394,8 @@ fn api_list(out: &mut String, key: &str, rows: &[crate::summary::FunctionSummary
             s.median_ns,
             s.min_ns,
             s.max_ns,
+            s.stddev_ns,
+            s.share_percent,
             s.error_codes
                 .iter()
                 .map(|(code, n)| format!("\"{code}\":{n}"))
@@ -276,30 +404,6 @@ fn api_list(out: &mut String, key: &str, rows: &[crate::summary::FunctionSummary
         );
     }
     out.push_str(if rows.is_empty() { "]" } else { "\n]" });
-}
-
-pub(super) fn render(traces: &[Trace], s: &Sections, nvdisasm: Option<&Path>) -> String {
-    let summary = &s.api;
-    let mut out = String::from("{\"processes\":[");
-    for (i, t) in traces.iter().enumerate() {
-        out.push_str(if i == 0 { "\n  " } else { ",\n  " });
-        process(&mut out, t, &s.counts[i]);
-    }
-    out.push_str(if traces.is_empty() { "],\n" } else { "\n],\n" });
-    api_list(&mut out, "api", summary);
-    // Driver calls made inside runtime calls: only with runtime API records.
-    if !s.api_in_runtime.is_empty() {
-        out.push_str(",\n");
-        api_list(&mut out, "api_in_runtime", &s.api_in_runtime);
-    }
-    resources_key(&mut out, traces);
-    gpu(&mut out, s);
-    nvtx_key(&mut out, &s.nvtx);
-    external_key(&mut out, &s.nvtx.external);
-    profiles::key(&mut out, &s.profiles);
-    pcsamp::key(&mut out, traces, nvdisasm);
-    out.push_str("}\n");
-    out
 }
 
 /// `,\n"external":[...]`: one object per pushed external correlation id; `calls`,
@@ -337,7 +441,8 @@ fn nvtx_key(out: &mut String, s: &crate::nvtx::NvtxSection) {
         let _ = write!(
             out,
             "{{\"domain\":{},\"name\":{},\"count\":{},\"total_ns\":{},\"mean_ns\":{},\
-             \"median_ns\":{},\"min_ns\":{},\"max_ns\":{},\"gpu_records\":{},\"gpu_ns\":{},\
+             \"median_ns\":{},\"min_ns\":{},\"max_ns\":{},\"stddev_ns\":{},\
+             \"share_percent\":{},\"gpu_records\":{},\"gpu_ns\":{},\
              \"own_gpu_records\":{},\"own_gpu_ns\":{},\"process_gpu_records\":{},\
              \"process_gpu_ns\":{},\"process_own_gpu_records\":{},\"process_own_gpu_ns\":{}}}",
             json_string(&r.domain),
@@ -348,6 +453,8 @@ fn nvtx_key(out: &mut String, s: &crate::nvtx::NvtxSection) {
             r.median_ns,
             r.min_ns,
             r.max_ns,
+            r.stddev_ns,
+            r.share_percent,
             r.gpu_records,
             r.gpu_ns,
             r.own_gpu_records,
@@ -506,7 +613,7 @@ mod tests {
         let json = render(
             std::slice::from_ref(&t),
             &no_api(std::slice::from_ref(&t)),
-            None,
+            &RenderOptions::default(),
         );
         let tail = &json[json.find("\"occupancy\"").unwrap()..];
         let expected = concat!(
@@ -528,7 +635,11 @@ mod tests {
             "\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0},\n\"external\":[]}\n"
         );
         assert_eq!(tail, expected);
-        let plain = render(&[Trace::default()], &no_api(&[Trace::default()]), None);
+        let plain = render(
+            &[Trace::default()],
+            &no_api(&[Trace::default()]),
+            &RenderOptions::default(),
+        );
         assert!(
             plain
                 .ends_with("\"occupancy\":[],\n\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0},\n\"external\":[]}\n"),

@@ -17,15 +17,27 @@ pub enum Format {
     Json,
 }
 
-/// The table that `--format csv` prints.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+/// A section of the report, as `--section` names it (several may be chosen in every format;
+/// `--format csv` prints one). The names of `nsys stats`' reports are aliases of theirs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum Section {
+    /// The process sections, one per trace (table and JSON only).
+    Processes,
     /// The API summary, one line per driver function.
     #[default]
     Api,
+    /// NVTX ranges, one line per range name and domain.
+    #[value(alias = "nvtx_sum")]
+    Nvtx,
+    /// External correlation ids (table and JSON only).
+    External,
+    /// Devices, contexts, streams, modules and functions (table and JSON only).
+    Resources,
     /// The GPU kernel summary, one line per kernel name.
+    #[value(alias = "cuda_gpu_kern_sum")]
     Kernels,
-    /// Memory copies, one line per copy kind.
+    /// Memory copies, one line per copy kind (with their sizes).
+    #[value(alias = "cuda_gpu_mem_time_sum", alias = "cuda_gpu_mem_size_sum")]
     Memcpy,
     /// Memsets, one line for all of them.
     Memset,
@@ -37,6 +49,12 @@ pub enum Section {
     Shared,
     /// The largest launch-to-start latencies.
     Latency,
+    /// Kernel launch and execution times: each launch split into the call (API), the wait
+    /// for the GPU (queue) and the kernel, per kernel name and launching function.
+    #[value(alias = "cuda_kern_exec_sum")]
+    KernExec,
+    /// Occupancy per kernel and launch configuration (table and JSON only).
+    Occupancy,
     /// Allocations and frees, one line per memory kind.
     Memory,
     /// Host synchronizations, one line per kind of synchronization.
@@ -44,22 +62,31 @@ pub enum Section {
     /// Kernel profiles: one line per profiled kernel and metric (mean, min, max over its
     /// launches).
     Profiles,
+    /// PC sampling (table and JSON only).
+    Pcsamp,
 }
 
 impl Section {
-    /// Every section, in the order the table report prints them.
-    pub const ALL: [Section; 10] = [
+    /// The sections `--format csv` can print, in the order the table report prints them.
+    pub const CSV: [Section; 12] = [
         Section::Api,
+        Section::Nvtx,
         Section::Kernels,
         Section::Memcpy,
         Section::Memset,
         Section::Utilisation,
         Section::Shared,
         Section::Latency,
+        Section::KernExec,
         Section::Memory,
         Section::Sync,
         Section::Profiles,
     ];
+
+    /// Whether `--format csv` has a table for this section.
+    pub fn has_csv(self) -> bool {
+        Section::CSV.contains(&self)
+    }
 }
 
 /// The widest line `--format table` lays its tables out for unless told otherwise
@@ -70,8 +97,9 @@ pub const TABLE_WIDTH: usize = 120;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RenderOptions {
     pub format: Format,
-    /// The table [`Format::Csv`] prints (the other formats always hold every section).
-    pub section: Section,
+    /// The sections to print; empty: every section for [`Format::Table`] and
+    /// [`Format::Json`], the API summary for [`Format::Csv`] (which prints the first only).
+    pub sections: Vec<Section>,
     /// The widest line [`Format::Table`] lays its tables out for: the first column of a
     /// table is cut to fit, the others never are.
     pub width: usize,
@@ -81,13 +109,26 @@ pub struct RenderOptions {
 }
 
 impl Default for RenderOptions {
-    /// A table [`TABLE_WIDTH`] wide, the API summary for CSV, nvdisasm from `PATH`.
+    /// A table [`TABLE_WIDTH`] wide, every section (the API summary for CSV), nvdisasm from
+    /// `PATH`.
     fn default() -> Self {
         RenderOptions {
             format: Format::default(),
-            section: Section::default(),
+            sections: Vec::new(),
             width: TABLE_WIDTH,
             nvdisasm: None,
         }
+    }
+}
+
+impl RenderOptions {
+    /// Whether the report holds `section`.
+    pub fn wants(&self, section: Section) -> bool {
+        self.sections.is_empty() || self.sections.contains(&section)
+    }
+
+    /// The table [`Format::Csv`] prints.
+    pub fn csv_section(&self) -> Section {
+        self.sections.first().copied().unwrap_or_default()
     }
 }

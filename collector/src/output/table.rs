@@ -6,7 +6,7 @@
 //! Each section is written by its own file on a [`layout::Page`] (the text and the width);
 //! the files read top-down: this one, then the sections, then `layout.rs`.
 
-use super::options::RenderOptions;
+use super::options::{RenderOptions, Section};
 use crate::model::Trace;
 use crate::report::Sections;
 use layout::Page;
@@ -24,20 +24,41 @@ mod resources;
 
 pub(super) fn render(traces: &[Trace], s: &Sections, options: &RenderOptions) -> String {
     let mut out = Page::new(options.width);
-    for (t, c) in traces.iter().zip(&s.counts) {
-        process::section(&mut out, t, c);
-        out.push('\n');
+    let want = |section| options.wants(section);
+    if want(Section::Processes) {
+        for (t, c) in traces.iter().zip(&s.counts) {
+            process::section(&mut out, t, c);
+            out.push('\n');
+        }
     }
-    api::section(&mut out, traces.len(), &s.api);
-    api::in_runtime_section(&mut out, traces.len(), &s.api_in_runtime);
-    nvtx::ranges_section(&mut out, &s.nvtx);
-    nvtx::external_section(&mut out, &s.nvtx.external);
-    resources::section(&mut out, traces);
-    gpu::sections(&mut out, traces, s);
-    memory::sections(&mut out, s);
-    profiles::section(&mut out, &s.profiles);
-    pcsamp::section(&mut out, traces, options.nvdisasm.as_deref());
-    out.into_text()
+    if want(Section::Api) {
+        api::section(&mut out, traces.len(), &s.api);
+        api::in_runtime_section(&mut out, traces.len(), &s.api_in_runtime);
+    }
+    if want(Section::Nvtx) {
+        nvtx::ranges_section(&mut out, &s.nvtx);
+    }
+    if want(Section::External) {
+        nvtx::external_section(&mut out, &s.nvtx.external);
+    }
+    if want(Section::Resources) {
+        resources::section(&mut out, traces);
+    }
+    gpu::sections(&mut out, traces, s, &want);
+    memory::sections(&mut out, s, &want);
+    if want(Section::Profiles) {
+        profiles::section(&mut out, &s.profiles);
+    }
+    if want(Section::Pcsamp) {
+        pcsamp::section(&mut out, traces, options.nvdisasm.as_deref());
+    }
+    // A report of chosen sections starts with the first one, not a blank line.
+    let text = out.into_text();
+    if options.sections.is_empty() {
+        text
+    } else {
+        text.trim_start_matches('\n').to_string()
+    }
 }
 
 #[cfg(test)]

@@ -231,7 +231,12 @@ fn the_part_is_absent_without_profiles_and_changes_nothing_else() {
     ] {
         let options = RenderOptions {
             format,
-            section,
+            // Table and JSON: every section.
+            sections: if format == Format::Csv {
+                vec![section]
+            } else {
+                Vec::new()
+            },
             ..RenderOptions::default()
         };
         let plain = render(&without, &s_without, &options);
@@ -255,7 +260,7 @@ fn the_part_is_absent_without_profiles_and_changes_nothing_else() {
         &s_without,
         &RenderOptions {
             format: Format::Csv,
-            section: Section::Profiles,
+            sections: vec![Section::Profiles],
             ..RenderOptions::default()
         },
     );

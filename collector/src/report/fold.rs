@@ -4,7 +4,9 @@
 //! ([`Merged`]), so memory grows with the number of distinct keys, not of records.
 
 use crate::gpu_summary::dist::{Dist, FastMap};
-use crate::gpu_summary::{ranked_kernels, Hundredths, KernelSummary, MemcpySummary, MemsetSummary};
+use crate::gpu_summary::{
+    ranked_kernels, ranked_memcpys, Hundredths, KernelSummary, MemcpySummary, MemsetSummary,
+};
 use crate::model::Trace;
 use crate::occupancy::{occupancy, ranked, KernelLaunch, OccupancyRow, OccupancyRows};
 use crate::summary::FunctionSummary;
@@ -71,8 +73,10 @@ pub struct TraceFold {
     /// Function id → failed calls by code, durations.
     api: FastMap<u32, (BTreeMap<u32, u64>, Dist)>,
     kernels: FastMap<u32, KernelAcc>,
-    memcpy: FastMap<CopyKind, (u128, Dist)>,
-    memset: (u64, u128, u128),
+    /// Copy kind → durations, sizes.
+    memcpy: FastMap<CopyKind, (Dist, Dist)>,
+    /// Memsets' durations, sizes.
+    memset: (Dist, Dist),
     /// (name id, device, configuration) → launches; (name id, device) → their time.
     configs: FastMap<(u32, u32, KernelLaunch), u64>,
     config_time: FastMap<(u32, u32), u128>,
@@ -141,16 +145,15 @@ impl TraceFold {
     pub fn memcpy(&mut self, m: &MemcpyRecord) {
         self.counts.memcpys += 1;
         let e = self.memcpy.entry(m.kind).or_default();
-        e.0 += u128::from(m.bytes);
-        e.1.add(duration(m.start_ns, m.end_ns));
+        e.0.add(duration(m.start_ns, m.end_ns));
+        e.1.add(m.bytes);
     }
 
     #[inline]
     pub fn memset(&mut self, s: &MemsetRecord) {
         self.counts.memsets += 1;
-        self.memset.0 += 1;
-        self.memset.1 += u128::from(s.bytes);
-        self.memset.2 += u128::from(duration(s.start_ns, s.end_ns));
+        self.memset.0.add(duration(s.start_ns, s.end_ns));
+        self.memset.1.add(s.bytes);
     }
 
     /// Every record of an in-memory trace.
@@ -201,8 +204,9 @@ pub struct Merged {
     api_index: HashMap<(bool, String), usize>,
     kernels: Vec<KernelRow>,
     kernel_index: HashMap<String, usize>,
-    memcpy: HashMap<CopyKind, (u128, Dist)>,
-    memset: (u64, u128, u128),
+    /// Copy kind → durations, sizes; memsets' durations, sizes.
+    memcpy: HashMap<CopyKind, (Dist, Dist)>,
+    memset: (Dist, Dist),
     /// (name, device, device name, configuration) → launches, and time per name, of kernels
     /// on described devices; launches on others.
     configs: HashMap<(String, u32, String, KernelLaunch), (u64, crate::occupancy::Occupancy)>,
@@ -265,14 +269,13 @@ impl Merged {
             row.uniform &= acc.uniform;
             keys.kernels.insert(id, i);
         }
-        for (kind, (bytes, dist)) in f.memcpy {
+        for (kind, (durations, sizes)) in f.memcpy {
             let e = self.memcpy.entry(kind).or_default();
-            e.0 += bytes;
-            e.1.merge(&dist);
+            e.0.merge(&durations);
+            e.1.merge(&sizes);
         }
-        self.memset.0 += f.memset.0;
-        self.memset.1 += f.memset.1;
-        self.memset.2 += f.memset.2;
+        self.memset.0.merge(&f.memset.0);
+        self.memset.1.merge(&f.memset.1);
         if t.devices.is_empty() {
             self.undescribed += f.configs.values().sum::<u64>();
         } else {
@@ -313,9 +316,12 @@ impl Merged {
         for r in &mut self.kernels {
             p.kernels |= r.dist.end_pass();
         }
-        for (_, d) in self.memcpy.values_mut() {
-            p.memcpys |= d.end_pass();
+        for (durations, sizes) in self.memcpy.values_mut() {
+            p.memcpys |= durations.end_pass();
+            p.memcpys |= sizes.end_pass();
         }
+        p.memsets |= self.memset.0.end_pass();
+        p.memsets |= self.memset.1.end_pass();
         p
     }
 
@@ -335,11 +341,25 @@ impl Merged {
 
     #[inline]
     pub fn memcpy_select(&mut self, m: &MemcpyRecord) {
-        if let Some((_, d)) = self.memcpy.get_mut(&m.kind) {
-            if d.selecting() {
-                d.select(duration(m.start_ns, m.end_ns));
+        if let Some((durations, sizes)) = self.memcpy.get_mut(&m.kind) {
+            if durations.selecting() {
+                durations.select(duration(m.start_ns, m.end_ns));
+            }
+            if sizes.selecting() {
+                sizes.select(m.bytes);
             }
         }
+    }
+
+    #[inline]
+    pub fn memset_select(&mut self, s: &MemsetRecord) {
+        self.memset.0.select(duration(s.start_ns, s.end_ns));
+        self.memset.1.select(s.bytes);
+    }
+
+    /// The time of every copy and memset.
+    fn memory_op_time(&self) -> u128 {
+        self.memcpy.values().map(|(d, _)| d.total).sum::<u128>() + self.memset.0.total
     }
 
     /// The rows of the API summary ([`crate::summary::api_summary`]): runtime calls, and
@@ -354,6 +374,12 @@ impl Merged {
     }
 
     fn api_rows_of(&self, in_runtime: bool) -> Vec<FunctionSummary> {
+        let all: u128 = self
+            .api
+            .iter()
+            .filter(|r| r.in_runtime == in_runtime)
+            .map(|r| r.dist.total)
+            .sum();
         let mut rows: Vec<FunctionSummary> = self
             .api
             .iter()
@@ -369,15 +395,13 @@ impl Merged {
                     median_ns: s.median,
                     min_ns: s.min,
                     max_ns: s.max,
+                    stddev_ns: s.stddev,
+                    share_percent: Hundredths::percent(s.total, all),
                     error_codes: r.errors.iter().map(|(&c, &n)| (c, n)).collect(),
                 }
             })
             .collect();
-        rows.sort_by(|a, b| {
-            b.total_ns
-                .cmp(&a.total_ns)
-                .then_with(|| a.function.cmp(&b.function))
-        });
+        crate::summary::sort_rows(&mut rows);
         rows
     }
 
@@ -397,40 +421,19 @@ impl Merged {
 
     /// The rows of the copy summary ([`crate::gpu_summary::memcpy_summary`]).
     pub fn memcpy_rows(&self) -> Vec<MemcpySummary> {
-        let mut rows: Vec<MemcpySummary> = self
+        let all = self.memory_op_time();
+        let rows = self
             .memcpy
             .iter()
-            .map(|(kind, (bytes, d))| {
-                let s = d.stats();
-                MemcpySummary {
-                    kind: *kind,
-                    count: s.count,
-                    bytes: crate::gpu_summary::saturate(*bytes),
-                    total_ns: s.total_ns(),
-                    mean_ns: s.mean,
-                    median_ns: s.median,
-                    min_ns: s.min,
-                    max_ns: s.max,
-                    bandwidth_gbps: (s.total > 0).then(|| Hundredths::ratio(*bytes, s.total)),
-                }
-            })
+            .map(|(kind, (d, size))| MemcpySummary::new(*kind, &d.stats(), &size.stats(), all))
             .collect();
-        rows.sort_by(|a, b| {
-            b.total_ns
-                .cmp(&a.total_ns)
-                .then_with(|| a.kind.name().cmp(b.kind.name()))
-        });
-        rows
+        ranked_memcpys(rows)
     }
 
     /// The memsets ([`crate::gpu_summary::memset_summary`]).
     pub fn memset(&self) -> Option<MemsetSummary> {
-        let (count, bytes, total) = self.memset;
-        (count > 0).then(|| MemsetSummary {
-            count,
-            bytes: crate::gpu_summary::saturate(bytes),
-            total_ns: crate::gpu_summary::saturate(total),
-        })
+        let (d, size) = &self.memset;
+        MemsetSummary::new(&d.stats(), &size.stats(), self.memory_op_time())
     }
 
     /// The occupancy rows ([`crate::occupancy::occupancy_rows`]).
@@ -460,10 +463,11 @@ pub struct Pending {
     pub api: bool,
     pub kernels: bool,
     pub memcpys: bool,
+    pub memsets: bool,
 }
 
 impl Pending {
     pub fn any(&self) -> bool {
-        self.api || self.kernels || self.memcpys
+        self.api || self.kernels || self.memcpys || self.memsets
     }
 }

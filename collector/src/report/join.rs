@@ -18,6 +18,7 @@ use crate::model::IdMap;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Slot {
     pub(crate) start: u64,
+    pub(crate) end: u64,
     pub(crate) function: u32,
     /// Rank of its chunk in (thread, file) order: of two records with one id, the one of the
     /// higher rank wins (as [`crate::model::Trace::api_records_for`]).
@@ -26,6 +27,7 @@ pub(crate) struct Slot {
 
 const EMPTY: Slot = Slot {
     start: 0,
+    end: 0,
     function: 0,
     rank: 0,
 };
@@ -170,6 +172,7 @@ mod tests {
     fn slot(start: u64, rank: u32) -> Slot {
         Slot {
             start,
+            end: start,
             function: 1,
             rank,
         }

@@ -10,7 +10,8 @@
 //! - utilisation: each device's and stream's records are merged into the union of their
 //!   intervals in any order; an interval is settled once no chunk still to read starts
 //!   before its end ([`crate::gpu_summary::union`]);
-//! - launch latency: API records are looked up by correlation id in a table of a window of
+//! - launch latency, and kernel launch and execution times (exact medians by joining
+//!   again while needed): API records are looked up by correlation id in a table of a window of
 //!   ids at a time (the ids of at most `ID_RANGE` calls, however far apart, each window
 //!   starting past the last: `join.rs`), filled from the API chunks whose ids reach into it, while
 //!   the GPU chunks whose ids do are matched against it ([`crate::gpu_summary::latency`]);
@@ -41,6 +42,7 @@ mod shared;
 pub use crate::read::inputs::StreamError;
 
 use crate::filter::{Filter, RecordFilter};
+use crate::gpu_summary::exec::KernExecFold;
 use crate::gpu_summary::{latency, SyncFold};
 use crate::gpu_summary::{Latencies, Utilisation, LATENCY_ROWS};
 use crate::model::Trace;
@@ -51,13 +53,13 @@ use crate::summary::FunctionSummary;
 use first::FirstPass;
 use fold::{Counts, KeyMap, Merged, TraceFold};
 use input::Input;
-use passes::{gpu_pass, linked_calls, profiled_links, select_streamed, Join};
+use passes::{gpu_pass, kern_exec_pass, linked_calls, profiled_links, select_streamed, Join};
 use shared::{memory_pass, shared_pass};
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-/// API records whose correlation ids the latency join holds at once (`join`): an array of 17
-/// bytes per id for the first 2^21 ids of a window (34 MiB), a hash map entry (about 50 bytes)
+/// API records whose correlation ids the latency join holds at once (`join`): an array of 25
+/// bytes per id for the first 2^21 ids of a window (50 MiB), a hash map entry (about 50 bytes)
 /// for each id past them, whatever the span of the ids.
 const ID_RANGE: u64 = 1 << 21;
 
@@ -79,6 +81,8 @@ pub struct Sections {
     /// GPUs that several traced processes of one host ran work on.
     pub shared: Vec<crate::gpu_summary::SharedDevice>,
     pub latency: Latencies,
+    /// Kernel launch and execution times per kernel name and launching function.
+    pub kern_exec: Vec<crate::gpu_summary::KernExecSummary>,
     /// Every configuration (no row limit).
     pub occupancy: OccupancyRows,
     /// NVTX ranges and external ids.
@@ -121,6 +125,7 @@ impl Sections {
             utilisation: crate::gpu_summary::utilisation(traces),
             shared: crate::gpu_summary::shared_devices(traces),
             latency: crate::gpu_summary::launch_latency(traces, LATENCY_ROWS),
+            kern_exec: crate::gpu_summary::kern_exec_summary(traces),
             occupancy: merged.occupancy(usize::MAX),
             nvtx: crate::nvtx::section(traces),
             memory: crate::gpu_summary::memory_summary(traces),
@@ -153,6 +158,9 @@ fn select_in_memory(merged: &mut Merged, p: fold::Pending, t: &Trace, k: &KeyMap
     }
     if p.memcpys {
         t.memcpys.iter().for_each(|m| merged.memcpy_select(m));
+    }
+    if p.memsets {
+        t.memsets.iter().for_each(|s| merged.memset_select(s));
     }
 }
 
@@ -285,10 +293,12 @@ fn report_inputs_with(
     let mut utilisation = Vec::new();
     let mut top = latency::Top::new(LATENCY_ROWS);
     let mut ran = Vec::new();
+    let mut kern_exec = KernExecFold::default();
     for (ti, (t, input)) in loaded.traces.iter().zip(&inputs).enumerate() {
         let mut join = Join {
             top: &mut top,
             syncs: &mut syncs,
+            kern_exec: &mut kern_exec,
             ti,
             trace: t,
         };
@@ -299,6 +309,12 @@ fn report_inputs_with(
                 .map(|u| (ti, u.device)),
         );
         utilisation.extend(rows);
+    }
+    // Exact medians of the launches' parts: the join again while needed.
+    while kern_exec.end_pass() {
+        for (ti, input) in inputs.iter().enumerate() {
+            kern_exec_pass(&mut kern_exec, ti, input, &input.index, id_range)?;
+        }
     }
     let groups = crate::gpu_summary::shared_groups(&loaded.traces, ran);
     let shared = shared_pass(&loaded.traces, &inputs, groups)?;
@@ -317,6 +333,7 @@ fn report_inputs_with(
         utilisation,
         shared,
         latency: top.finish(&loaded.traces),
+        kern_exec: kern_exec.rows(),
         occupancy: merged.occupancy(usize::MAX),
         nvtx: nvtx_stats.finish(),
         memory,

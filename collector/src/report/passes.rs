@@ -6,6 +6,7 @@
 use super::fold::{self, Merged};
 use super::input::{gpu_records, Input};
 use super::join;
+use crate::gpu_summary::exec::{launch_parts, KernExecFold};
 use crate::gpu_summary::{latency, linked, union, SyncFold, Utilisation};
 use crate::model::Trace;
 use crate::read::index::{decode, ChunkRef, Rereader};
@@ -70,7 +71,8 @@ pub(super) fn select_streamed(
         Kind::Api => p.api,
         Kind::Kernels => p.kernels,
         Kind::Memcpys | Kind::PeerCopies => p.memcpys,
-        Kind::Memsets | Kind::Nvtx | Kind::Memory | Kind::Syncs => false,
+        Kind::Memsets => p.memsets,
+        Kind::Nvtx | Kind::Memory | Kind::Syncs => false,
     };
     let mut file = Rereader::open(&input.path)?;
     for c in index.iter().filter(|c| wanted(c.kind)) {
@@ -95,6 +97,11 @@ pub(super) fn select_streamed(
                     merged.memcpy_select(&m);
                 }
             }
+            Records::Memsets(v) => {
+                for s in v.into_iter().filter_map(|s| input.keep.memset(s)) {
+                    merged.memset_select(&s);
+                }
+            }
             _ => {}
         }
     }
@@ -105,13 +112,86 @@ pub(super) fn select_streamed(
 pub(super) struct Join<'a> {
     pub(super) top: &'a mut latency::Top,
     pub(super) syncs: &'a mut SyncFold,
+    pub(super) kern_exec: &'a mut KernExecFold,
     /// The trace's index among the report's, and the trace (its function names).
     pub(super) ti: usize,
     pub(super) trace: &'a Trace,
 }
 
-/// The GPU pass over a streamed trace: utilisation, launch latency, and the synchronizations
-/// linked to calls (each one's kind depends on its call).
+/// The API chunks of a trace in file order, each with its rank ([`join::Slot::rank`]), and
+/// the span of their correlation ids.
+struct ApiChunks<'a> {
+    api: Vec<&'a ChunkRef>,
+    ranks: HashMap<u64, u32>,
+    id_lo: u64,
+    id_hi: u64,
+}
+
+fn api_chunks(index: &[ChunkRef]) -> ApiChunks<'_> {
+    let mut api: Vec<&ChunkRef> = index.iter().filter(|c| c.kind == Kind::Api).collect();
+    // A repeated id: the last in thread, then file order, wins (as `api_records_for`).
+    api.sort_by_key(|c| (c.thread, c.offset));
+    let ranks: HashMap<u64, u32> = api
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.offset, u32::try_from(i).unwrap_or(u32::MAX - 1)))
+        .collect();
+    api.sort_by_key(|c| c.offset);
+    ApiChunks {
+        id_lo: api.iter().map(|c| c.min_id).min().unwrap_or(u64::MAX),
+        id_hi: api.iter().map(|c| c.max_id).max().unwrap_or(0),
+        api,
+        ranks,
+    }
+}
+
+/// What [`for_each_window`] calls for each window: `(table, lo, hi, file)`.
+type Visit<'v> = dyn FnMut(&join::IdTable, u64, u64, &mut Rereader) -> Result<(), StreamError> + 'v;
+
+/// The correlation-id join, window by window: each window starts past the last one's end and
+/// reaches as far as its limit of API records allows (`join`); once the API chunks that reach
+/// it are in the table, `visit(table, lo, hi, file)` looks up the records with those ids.
+fn for_each_window(
+    input: &Input,
+    chunks: &ApiChunks,
+    id_range: u64,
+    file: &mut Rereader,
+    visit: &mut Visit,
+) -> Result<(), StreamError> {
+    let mut table = join::IdTable::new(usize::try_from(id_range).unwrap_or(usize::MAX));
+    let mut next = (chunks.id_lo <= chunks.id_hi).then_some(chunks.id_lo);
+    while let Some(lo) = next.take() {
+        table.window(lo);
+        for c in &chunks.api {
+            if c.max_id < lo || c.min_id > table.hi() {
+                continue;
+            }
+            let rank = chunks.ranks.get(&c.offset).copied().unwrap_or(0);
+            let chunk = file.chunk_of(c)?;
+            if let Records::Api(v) = decode(c, &chunk, &input.path)? {
+                for r in v.into_iter().filter_map(|r| input.keep.api(r)) {
+                    let slot = join::Slot {
+                        start: r.start_ns,
+                        end: r.end_ns,
+                        function: r.function,
+                        rank,
+                    };
+                    table.note(r.correlation, slot);
+                }
+            }
+        }
+        let hi = table.hi();
+        if hi < chunks.id_hi {
+            next = Some(hi + 1);
+        }
+        visit(&table, lo, hi, file)?;
+    }
+    Ok(())
+}
+
+/// The GPU pass over a streamed trace: utilisation, launch latency, kernel launch and
+/// execution times, and the synchronizations linked to calls (each one's kind depends on its
+/// call).
 pub(super) fn gpu_pass(
     join: &mut Join,
     input: &Input,
@@ -123,81 +203,56 @@ pub(super) fn gpu_pass(
     if gpu.is_empty() && sync.is_empty() {
         return Ok(Vec::new());
     }
-    let mut api: Vec<&ChunkRef> = index.iter().filter(|c| c.kind == Kind::Api).collect();
-    // A repeated id: the last in thread, then file order, wins (as `api_records_for`).
-    api.sort_by_key(|c| (c.thread, c.offset));
-    let ranks: HashMap<u64, u32> = api
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.offset, u32::try_from(i).unwrap_or(u32::MAX - 1)))
-        .collect();
-    api.sort_by_key(|c| c.offset);
+    let chunks = api_chunks(index);
     let mut devices = union::Devices::new(gpu.iter().map(|c| c.min_start));
     let mut file = Rereader::open(&input.path)?;
-    let id_lo = api.iter().map(|c| c.min_id).min().unwrap_or(u64::MAX);
-    let id_hi = api.iter().map(|c| c.max_id).max().unwrap_or(0);
-    let mut table = join::IdTable::new(usize::try_from(id_range).unwrap_or(usize::MAX));
     // The id ranges joined, ascending.
     let mut joined: Vec<(u64, u64)> = Vec::new();
-    // Each window starts past the last one's end, and reaches as far as its limit of API
-    // records allows (`join`).
-    let mut next = (id_lo <= id_hi).then_some(id_lo);
-    while let Some(lo) = next.take() {
-        table.window(lo);
-        for c in &api {
-            if c.max_id < lo || c.min_id > table.hi() {
-                continue;
-            }
-            let rank = ranks.get(&c.offset).copied().unwrap_or(0);
-            let chunk = file.chunk_of(c)?;
-            if let Records::Api(v) = decode(c, &chunk, &input.path)? {
-                for r in v.into_iter().filter_map(|r| input.keep.api(r)) {
-                    let slot = join::Slot {
-                        start: r.start_ns,
-                        function: r.function,
-                        rank,
-                    };
-                    table.note(r.correlation, slot);
+    for_each_window(
+        input,
+        &chunks,
+        id_range,
+        &mut file,
+        &mut |table, lo, hi, file| {
+            for (gi, c) in gpu.iter().enumerate() {
+                if !c.reaches(lo, hi) {
+                    continue;
+                }
+                let first_visit = !devices.was_fed(gi);
+                let chunk = file.chunk_of(c)?;
+                let records = decode(c, &chunk, &input.path)?;
+                gpu_records(
+                    input,
+                    c,
+                    records,
+                    &mut |work, i, id, dev, stream, start, end| {
+                        if first_visit {
+                            devices.add(dev, stream, start, end);
+                        }
+                        if let Some((id, s)) = id.and_then(|id| Some((id, table.get(id)?))) {
+                            join.top
+                                .matched(join.ti, work, i, id, start, s.start, s.function);
+                            if let latency::Work::Kernel(name) = work {
+                                let parts = launch_parts(s.start, s.end, start, end);
+                                join.kern_exec
+                                    .add(join.trace, join.ti, name, s.function, parts);
+                            }
+                        }
+                    },
+                );
+                if first_visit {
+                    devices.fed(gi);
                 }
             }
-        }
-        let hi = table.hi();
-        if hi < id_hi {
-            next = Some(hi + 1);
-        }
-        for (gi, c) in gpu.iter().enumerate() {
-            if !c.reaches(lo, hi) {
-                continue;
+            for c in sync.iter().filter(|c| c.reaches(lo, hi)) {
+                sync_records(file, input, c, join, |id| {
+                    table.holds(id).then(|| table.get(id))
+                })?;
             }
-            let first_visit = !devices.was_fed(gi);
-            let chunk = file.chunk_of(c)?;
-            let records = decode(c, &chunk, &input.path)?;
-            gpu_records(
-                input,
-                c,
-                records,
-                &mut |work, i, id, dev, stream, start, end| {
-                    if first_visit {
-                        devices.add(dev, stream, start, end);
-                    }
-                    if let Some((id, s)) = id.and_then(|id| Some((id, table.get(id)?))) {
-                        join.top
-                            .matched(join.ti, work, i, id, start, s.start, s.function);
-                    }
-                },
-            );
-            if first_visit {
-                devices.fed(gi);
-            }
-        }
-        for c in sync.iter().filter(|c| c.reaches(lo, hi)) {
-            sync_records(&mut file, input, c, join, |id| {
-                table.holds(id).then(|| table.get(id))
-            })?;
-        }
-        joined.push((lo, hi));
-    }
-    drop(table);
+            joined.push((lo, hi));
+            Ok(())
+        },
+    )?;
     // Synchronizations whose ids no range joined: linked to no call the trace holds.
     for c in sync.iter().filter(|c| !covers(&joined, c.min_id, c.max_id)) {
         sync_records(&mut file, input, c, join, |id| {
@@ -220,6 +275,48 @@ pub(super) fn gpu_pass(
         devices.fed(gi);
     }
     Ok(devices.rows(join.trace.header.pid))
+}
+
+/// A selection pass of the kernel launch and execution times of trace `ti`: the join again,
+/// over its API and kernel chunks only.
+pub(super) fn kern_exec_pass(
+    fold: &mut KernExecFold,
+    ti: usize,
+    input: &Input,
+    index: &[ChunkRef],
+    id_range: u64,
+) -> Result<(), StreamError> {
+    let kernels: Vec<&ChunkRef> = index.iter().filter(|c| c.kind == Kind::Kernels).collect();
+    if kernels.is_empty() {
+        return Ok(());
+    }
+    let chunks = api_chunks(index);
+    let mut file = Rereader::open(&input.path)?;
+    for_each_window(
+        input,
+        &chunks,
+        id_range,
+        &mut file,
+        &mut |table, lo, hi, file| {
+            for c in kernels.iter().filter(|c| c.reaches(lo, hi)) {
+                let chunk = file.chunk_of(c)?;
+                let records = decode(c, &chunk, &input.path)?;
+                gpu_records(input, c, records, &mut |work, _, id, _, _, start, end| {
+                    if let (latency::Work::Kernel(name), Some(s)) =
+                        (work, id.and_then(|id| table.get(id)))
+                    {
+                        fold.select(
+                            ti,
+                            name,
+                            s.function,
+                            launch_parts(s.start, s.end, start, end),
+                        );
+                    }
+                });
+            }
+            Ok(())
+        },
+    )
 }
 
 /// Whether the ascending, disjoint id ranges `ranges` hold every id of `lo..=hi`.

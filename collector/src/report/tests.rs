@@ -333,7 +333,7 @@ fn check(files: &[PathBuf], filter: &Filter, id_range: u64) {
     crate::filter::apply_all(filter, &mut whole.traces).unwrap();
     for (format, section) in [(Format::Table, Section::Api), (Format::Json, Section::Api)]
         .into_iter()
-        .chain(Section::ALL.map(|s| (Format::Csv, s)))
+        .chain(Section::CSV.map(|s| (Format::Csv, s)))
     {
         let a = render_sections(&streamed.traces, &sections, format, section);
         let b = render_report_section(&whole.traces, format, section);

@@ -3,6 +3,7 @@
 //! meant for it. The crate's unsafe code lives here and nowhere else.
 #![allow(unsafe_code)]
 
+pub mod demangle;
 pub mod isolate;
 pub mod signals;
 

@@ -3,7 +3,7 @@
 
 use super::{header, read, Builder};
 use crate::gpu_summary::*;
-use crate::output::{render_report_section, Section};
+use crate::output::{render_report_section, RenderOptions, Section};
 use crate::{render_report, Format};
 use rtrace_format::*;
 
@@ -220,10 +220,10 @@ fn kernel_summary_is_exact() {
     assert_eq!(
         kernel_summary(&[t]),
         vec![
-            // 1000, 1200, 100: mean 766.7, variance 228888.9, stddev 478.4.
+            // 1000, 1200, 100: mean 766.7, sample variance 343333.3, stddev 585.9.
             ks(
                 VECADD,
-                [3, 2_300, 766, 1_000, 100, 1_200, 478],
+                [3, 2_300, 766, 1_000, 100, 1_200, 585],
                 6_765,
                 "various"
             ),
@@ -243,7 +243,19 @@ fn kernel_summary_is_exact() {
     );
 }
 
-fn ms(kind: CopyKind, v: [u64; 7], bandwidth: Option<u64>) -> MemcpySummary {
+/// Sizes: mean, median, min, max, stddev.
+fn sizes(v: [u64; 5]) -> crate::gpu_summary::SizeStats {
+    crate::gpu_summary::SizeStats {
+        mean_bytes: v[0],
+        median_bytes: v[1],
+        min_bytes: v[2],
+        max_bytes: v[3],
+        stddev_bytes: v[4],
+    }
+}
+
+/// count, bytes, total, mean, median, min, max, stddev, share (hundredths).
+fn ms(kind: CopyKind, v: [u64; 9], size: [u64; 5], bandwidth: Option<u64>) -> MemcpySummary {
     MemcpySummary {
         kind,
         count: v[0],
@@ -253,6 +265,9 @@ fn ms(kind: CopyKind, v: [u64; 7], bandwidth: Option<u64>) -> MemcpySummary {
         median_ns: v[4],
         min_ns: v[5],
         max_ns: v[6],
+        stddev_ns: v[7],
+        share_percent: Hundredths(v[8]),
+        size: sizes(size),
         bandwidth_gbps: bandwidth.map(Hundredths),
     }
 }
@@ -264,15 +279,19 @@ fn memcpy_and_memset_summaries_are_exact() {
     assert_eq!(
         memcpy_summary(&traces),
         vec![
-            // 5000 bytes in 1200 ns: 4.1666 GB/s. Median of 200, 1000: the lower.
+            // 5000 bytes in 1200 ns: 4.1666 GB/s. Median of 200, 1000: their mean; sample
+            // stddev √320000 = 565.7; 1200 of the 1500 ns of copies and memsets. Sizes 4000
+            // and 1000: stddev √4500000 = 2121.3.
             ms(
                 CopyKind::HtoD,
-                [2, 5_000, 1_200, 600, 200, 200, 1_000],
+                [2, 5_000, 1_200, 600, 600, 200, 1_000, 565, 8_000],
+                [2_500, 2_500, 1_000, 4_000, 2_121],
                 Some(417)
             ),
             ms(
                 CopyKind::DtoH,
-                [1, 4_000, 200, 200, 200, 200, 200],
+                [1, 4_000, 200, 200, 200, 200, 200, 0, 1_333],
+                [4_000, 4_000, 4_000, 4_000, 0],
                 Some(2_000)
             ),
         ]
@@ -282,7 +301,14 @@ fn memcpy_and_memset_summaries_are_exact() {
         Some(MemsetSummary {
             count: 1,
             bytes: 1_000,
-            total_ns: 100
+            total_ns: 100,
+            mean_ns: 100,
+            median_ns: 100,
+            min_ns: 100,
+            max_ns: 100,
+            stddev_ns: 0,
+            share_percent: Hundredths(667),
+            size: sizes([1_000, 1_000, 1_000, 1_000, 0]),
         })
     );
     assert_eq!(memset_summary(&[read(&super::sample().bytes)]), None);
@@ -389,12 +415,13 @@ fn second_process() -> Builder {
 fn summaries_merge_processes_by_name() {
     let traces = [read(&gpu_sample().bytes), read(&second_process().bytes)];
     let k = kernel_summary(&traces);
-    // vecadd: 1000, 1200, 100 and 1000 ns. Total kernel time 4400 ns.
+    // vecadd: 1000, 1200, 100 and 1000 ns (sample variance 2910000 / 12, stddev 492.4).
+    // Total kernel time 4400 ns.
     assert_eq!(
         k[0],
         ks(
             VECADD,
-            [4, 3_300, 825, 1_000, 100, 1_200, 426],
+            [4, 3_300, 825, 1_000, 100, 1_200, 492],
             7_500,
             "various"
         )
@@ -405,7 +432,12 @@ fn summaries_merge_processes_by_name() {
     assert_eq!(m.len(), 3);
     assert_eq!(
         m[2],
-        ms(CopyKind::DtoD, [1, 64, 0, 0, 0, 0, 0], None),
+        ms(
+            CopyKind::DtoD,
+            [1, 64, 0, 0, 0, 0, 0, 0, 0],
+            [64, 64, 64, 64, 0],
+            None
+        ),
         "no bandwidth without time"
     );
     // Processes are not merged: pid 99 gets its own device 0.
@@ -497,17 +529,23 @@ fn csv_sections_are_exact() {
     assert_eq!(
         csv(Section::Kernels),
         "name,count,total_ns,mean_ns,median_ns,min_ns,max_ns,stddev_ns,share_percent,grid_block\n\
-         \"vecadd(float const*, float const*, float*, int)\",3,2300,766,1000,100,1200,478,67.65,various\n\
+         \"vecadd(float const*, float const*, float*, int)\",3,2300,766,1000,100,1200,585,67.65,various\n\
          \"fill(float*, int)\",1,1000,1000,1000,1000,1000,0,29.41,\"(1,1,1)x(32,1,1)\"\n\
          kernel#5,1,100,100,100,100,100,0,2.94,\"(2,1,1)x(64,1,1)\"\n"
     );
     assert_eq!(
         csv(Section::Memcpy),
-        "kind,count,bytes,total_ns,mean_ns,median_ns,min_ns,max_ns,bandwidth_gbps\n\
-         HtoD,2,5000,1200,600,200,200,1000,4.17\n\
-         DtoH,1,4000,200,200,200,200,200,20.00\n"
+        "kind,count,bytes,total_ns,mean_ns,median_ns,min_ns,max_ns,stddev_ns,share_percent,\
+         bandwidth_gbps,mean_bytes,median_bytes,min_bytes,max_bytes,stddev_bytes\n\
+         HtoD,2,5000,1200,600,600,200,1000,565,80.00,4.17,2500,2500,1000,4000,2121\n\
+         DtoH,1,4000,200,200,200,200,200,0,13.33,20.00,4000,4000,4000,4000,0\n"
     );
-    assert_eq!(csv(Section::Memset), "count,bytes,total_ns\n1,1000,100\n");
+    assert_eq!(
+        csv(Section::Memset),
+        "count,bytes,total_ns,mean_ns,median_ns,min_ns,max_ns,stddev_ns,share_percent,\
+         mean_bytes,median_bytes,min_bytes,max_bytes,stddev_bytes\n\
+         1,1000,100,100,100,100,100,0,6.67,1000,1000,1000,1000,0\n"
+    );
     assert_eq!(
         csv(Section::Utilisation),
         "pid,device,stream,records,start_ns,end_ns,span_ns,busy_ns,busy_percent,gaps,idle_ns\n\
@@ -528,11 +566,41 @@ fn csv_sections_are_exact() {
          1234,kernel,kernel#5,cuLaunchKernel,7,2500,3000,500\n\
          1234,memcpy,memcpy HtoD,cuMemcpyHtoD_v2,1,1000,1500,500\n"
     );
+    // Each launch: the call (50 ns each), the queue from its end to the kernel's start, the
+    // kernel; vecadd: calls at 2000 and 2100, kernels 3000-4000 and 3800-5000: totals 2000
+    // and 2900 (sample stddev 900/√2 = 636.4), queues 950 and 1650 (494.9), kernels 1000 and
+    // 1200 (141.4). The fifth kernel is not correlated.
+    assert_eq!(
+        csv(Section::KernExec),
+        "kernel,function,count,queued,total_mean_ns,total_median_ns,total_min_ns,total_max_ns,\
+         total_stddev_ns,api_mean_ns,api_median_ns,api_min_ns,api_max_ns,api_stddev_ns,\
+         queue_mean_ns,queue_median_ns,queue_min_ns,queue_max_ns,queue_stddev_ns,\
+         kernel_mean_ns,kernel_median_ns,kernel_min_ns,kernel_max_ns,kernel_stddev_ns\n\
+         \"vecadd(float const*, float const*, float*, int)\",cuLaunchKernel,2,2,\
+         2450,2450,2000,2900,636,50,50,50,50,0,1300,1300,950,1650,494,1100,1100,1000,1200,141\n\
+         \"fill(float*, int)\",cuLaunchKernel,1,1,\
+         3300,3300,3300,3300,0,50,50,50,50,0,2250,2250,2250,2250,0,1000,1000,1000,1000,0\n\
+         kernel#5,cuLaunchKernel,1,1,\
+         600,600,600,600,0,50,50,50,50,0,450,450,450,450,0,100,100,100,100,0\n"
+    );
+    assert_eq!(
+        kern_exec_summary(&traces)[0].queue,
+        PartStats {
+            count: 2,
+            total_ns: 2_600,
+            mean_ns: 1_300,
+            median_ns: 1_300,
+            min_ns: 950,
+            max_ns: 1_650,
+            stddev_ns: 494
+        }
+    );
     // Without GPU records: the headers alone.
     let none = [read(&super::sample().bytes)];
     assert_eq!(
         render_report_section(&none, Format::Csv, Section::Memset),
-        "count,bytes,total_ns\n"
+        "count,bytes,total_ns,mean_ns,median_ns,min_ns,max_ns,stddev_ns,share_percent,\
+         mean_bytes,median_bytes,min_bytes,max_bytes,stddev_bytes\n"
     );
 }
 
@@ -551,7 +619,7 @@ fn json_gpu_keys_are_exact() {
         "\"kernels\":[\n",
         "  {\"name\":\"vecadd(float const*, float const*, float*, int)\",\"count\":3,",
         "\"total_ns\":2300,\"mean_ns\":766,\"median_ns\":1000,\"min_ns\":100,\"max_ns\":1200,",
-        "\"stddev_ns\":478,\"share_percent\":67.65,\"grid_block\":\"various\"},\n",
+        "\"stddev_ns\":585,\"share_percent\":67.65,\"grid_block\":\"various\"},\n",
         "  {\"name\":\"fill(float*, int)\",\"count\":1,\"total_ns\":1000,\"mean_ns\":1000,",
         "\"median_ns\":1000,\"min_ns\":1000,\"max_ns\":1000,\"stddev_ns\":0,",
         "\"share_percent\":29.41,\"grid_block\":\"(1,1,1)x(32,1,1)\"},\n",
@@ -561,12 +629,18 @@ fn json_gpu_keys_are_exact() {
         "],\n",
         "\"memcpy\":[\n",
         "  {\"kind\":\"HtoD\",\"count\":2,\"bytes\":5000,\"total_ns\":1200,\"mean_ns\":600,",
-        "\"median_ns\":200,\"min_ns\":200,\"max_ns\":1000,\"bandwidth_gbps\":4.17},\n",
+        "\"median_ns\":600,\"min_ns\":200,\"max_ns\":1000,\"stddev_ns\":565,\"share_percent\":80.00,",
+        "\"bandwidth_gbps\":4.17,\"mean_bytes\":2500,\"median_bytes\":2500,\"min_bytes\":1000,",
+        "\"max_bytes\":4000,\"stddev_bytes\":2121},\n",
         "  {\"kind\":\"DtoH\",\"count\":1,\"bytes\":4000,\"total_ns\":200,\"mean_ns\":200,",
-        "\"median_ns\":200,\"min_ns\":200,\"max_ns\":200,\"bandwidth_gbps\":20.00}\n",
+        "\"median_ns\":200,\"min_ns\":200,\"max_ns\":200,\"stddev_ns\":0,\"share_percent\":13.33,",
+        "\"bandwidth_gbps\":20.00,\"mean_bytes\":4000,\"median_bytes\":4000,\"min_bytes\":4000,",
+        "\"max_bytes\":4000,\"stddev_bytes\":0}\n",
         "],\n",
         "\"memset\":[\n",
-        "  {\"count\":1,\"bytes\":1000,\"total_ns\":100}\n",
+        "  {\"count\":1,\"bytes\":1000,\"total_ns\":100,\"mean_ns\":100,\"median_ns\":100,",
+        "\"min_ns\":100,\"max_ns\":100,\"stddev_ns\":0,\"share_percent\":6.67,\"mean_bytes\":1000,",
+        "\"median_bytes\":1000,\"min_bytes\":1000,\"max_bytes\":1000,\"stddev_bytes\":0}\n",
         "],\n",
         "\"utilisation\":[\n",
         "  {\"pid\":1234,\"device\":0,\"stream\":null,\"records\":6,\"start_ns\":1500,",
@@ -611,6 +685,30 @@ fn json_gpu_keys_are_exact() {
         "\"function\":\"cuMemcpyHtoD_v2\",\"correlation\":1,\"api_start_ns\":1000,",
         "\"gpu_start_ns\":1500,\"latency_ns\":500}\n",
         "],\n",
+        "\"kern_exec\":[\n",
+        "  {\"kernel\":\"vecadd(float const*, float const*, float*, int)\",",
+        "\"function\":\"cuLaunchKernel\",\"count\":2,\"queued\":2,\"total_mean_ns\":2450,",
+        "\"total_median_ns\":2450,\"total_min_ns\":2000,\"total_max_ns\":2900,",
+        "\"total_stddev_ns\":636,\"api_mean_ns\":50,\"api_median_ns\":50,\"api_min_ns\":50,",
+        "\"api_max_ns\":50,\"api_stddev_ns\":0,\"queue_mean_ns\":1300,\"queue_median_ns\":1300,",
+        "\"queue_min_ns\":950,\"queue_max_ns\":1650,\"queue_stddev_ns\":494,",
+        "\"kernel_mean_ns\":1100,\"kernel_median_ns\":1100,\"kernel_min_ns\":1000,",
+        "\"kernel_max_ns\":1200,\"kernel_stddev_ns\":141},\n",
+        "  {\"kernel\":\"fill(float*, int)\",\"function\":\"cuLaunchKernel\",\"count\":1,",
+        "\"queued\":1,\"total_mean_ns\":3300,\"total_median_ns\":3300,\"total_min_ns\":3300,",
+        "\"total_max_ns\":3300,\"total_stddev_ns\":0,\"api_mean_ns\":50,\"api_median_ns\":50,",
+        "\"api_min_ns\":50,\"api_max_ns\":50,\"api_stddev_ns\":0,\"queue_mean_ns\":2250,",
+        "\"queue_median_ns\":2250,\"queue_min_ns\":2250,\"queue_max_ns\":2250,",
+        "\"queue_stddev_ns\":0,\"kernel_mean_ns\":1000,\"kernel_median_ns\":1000,",
+        "\"kernel_min_ns\":1000,\"kernel_max_ns\":1000,\"kernel_stddev_ns\":0},\n",
+        "  {\"kernel\":\"kernel#5\",\"function\":\"cuLaunchKernel\",\"count\":1,\"queued\":1,",
+        "\"total_mean_ns\":600,\"total_median_ns\":600,\"total_min_ns\":600,\"total_max_ns\":600,",
+        "\"total_stddev_ns\":0,\"api_mean_ns\":50,\"api_median_ns\":50,\"api_min_ns\":50,",
+        "\"api_max_ns\":50,\"api_stddev_ns\":0,\"queue_mean_ns\":450,\"queue_median_ns\":450,",
+        "\"queue_min_ns\":450,\"queue_max_ns\":450,\"queue_stddev_ns\":0,",
+        "\"kernel_mean_ns\":100,\"kernel_median_ns\":100,\"kernel_min_ns\":100,",
+        "\"kernel_max_ns\":100,\"kernel_stddev_ns\":0}\n",
+        "],\n",
         "\"occupancy\":[],\n",
         "\"nvtx\":{\"ranges\":[],\"open\":0,\"marks\":0},\n\"external\":[]}\n"
     );
@@ -632,16 +730,24 @@ fn table_has_gpu_sections_after_the_api_summary() {
     let expected = "\
 GPU kernel summary: 3 kernels, 5 launches, 3.4 µs of kernel time
 kernel                                   count   total    mean  median     min     max  stddev   share      grid x block
-vecadd(float const*, float const*, flo…      3  2.3 µs  766 ns  1.0 µs  100 ns  1.2 µs  478 ns  67.65%           various
+vecadd(float const*, float const*, flo…      3  2.3 µs  766 ns  1.0 µs  100 ns  1.2 µs  585 ns  67.65%           various
 fill(float*, int)                            1  1.0 µs  1.0 µs  1.0 µs  1.0 µs  1.0 µs    0 ns  29.41%  (1,1,1)x(32,1,1)
 kernel#5                                     1  100 ns  100 ns  100 ns  100 ns  100 ns    0 ns   2.94%  (2,1,1)x(64,1,1)
 
 Memory copies: 3 copies, 9.0 kB copied in 1.4 µs
-kind  count   bytes   total    mean  median     min     max   bandwidth
-HtoD      2  5.0 kB  1.2 µs  600 ns  200 ns  200 ns  1.0 µs   4.17 GB/s
-DtoH      1  4.0 kB  200 ns  200 ns  200 ns  200 ns  200 ns  20.00 GB/s
+kind  count   bytes   total    mean  median     min     max  stddev   share   bandwidth
+HtoD      2  5.0 kB  1.2 µs  600 ns  600 ns  200 ns  1.0 µs  565 ns  80.00%   4.17 GB/s
+DtoH      1  4.0 kB  200 ns  200 ns  200 ns  200 ns  200 ns    0 ns  13.33%  20.00 GB/s
 
 Memsets: 1 memset, 1.0 kB set in 100 ns
+count   total    mean  median     min     max  stddev  share
+    1  100 ns  100 ns  100 ns  100 ns  100 ns    0 ns  6.67%
+
+Memory operation sizes
+kind    count   total    mean  median     min     max  stddev
+HtoD        2  5.0 kB  2.5 kB  2.5 kB  1.0 kB  4.0 kB  2.1 kB
+DtoH        1  4.0 kB  4.0 kB  4.0 kB  4.0 kB  4.0 kB     0 B
+memset      1  1.0 kB  1.0 kB  1.0 kB  1.0 kB  1.0 kB     0 B
 
 GPU utilisation: busy time (kernels, copies, memsets) from the first start to the last end
 process  device  stream  records    busy    span   busy %  gaps    idle
@@ -660,6 +766,12 @@ vecadd(float const*, float const*, float*, int)  cuLaunchKernel      1234       
 vecadd(float const*, float const*, float*, int)  cuLaunchKernel      1234            2   1.0 µs
 kernel#5                                         cuLaunchKernel      1234            7   500 ns
 memcpy HtoD                                      cuMemcpyHtoD_v2     1234            1   500 ns
+
+Kernel launch and execution: 4 launches matched with their calls (total = API call + queue + kernel)
+kernel                        API function    count  queued  API mean  queue mean  kernel mean  total mean  total median
+vecadd(float const*, float …  cuLaunchKernel      2       2     50 ns      1.3 µs       1.1 µs      2.5 µs        2.5 µs
+fill(float*, int)             cuLaunchKernel      1       1     50 ns      2.3 µs       1.0 µs      3.3 µs        3.3 µs
+kernel#5                      cuLaunchKernel      1       1     50 ns      450 ns       100 ns      600 ns        600 ns
 ";
     assert_eq!(gpu, expected, "\n{gpu}");
     // The kernel table is as wide as allowed: names are cut to fit.
@@ -734,35 +846,75 @@ fn device_info_is_kept_by_ordinal() {
 }
 
 #[test]
-fn section_option_is_for_csv_only() {
+fn sections_are_chosen_in_every_format_and_csv_takes_one() {
     use crate::cli::{run, Cli, Command};
     use clap::Parser;
     let parse = |args: &[&str]| Cli::try_parse_from(args).unwrap();
     let cli = parse(&[
         "rtrace",
         "report",
-        "--format",
-        "csv",
         "--section",
-        "utilization",
+        "utilization,cuda_gpu_kern_sum",
+        "--section",
+        "nvtx_sum",
         "t",
     ]);
     match &cli.command {
-        Command::Report(r) => assert_eq!(r.section, Some(Section::Utilisation)),
+        Command::Report(r) => assert_eq!(
+            r.section,
+            vec![Section::Utilisation, Section::Kernels, Section::Nvtx]
+        ),
         other => panic!("{other:?}"),
     }
-    // Refused before any input is read (the file does not exist).
+    // Refused before any input is read (the file exists, so the refusal is the options').
+    let file = std::env::temp_dir().join(format!("rtrace-sections-{}.bin", std::process::id()));
+    std::fs::write(&file, gpu_sample().bytes).unwrap();
+    let path = file.to_str().unwrap();
+    for args in [
+        ["--format", "csv", "--section", "api,kernels"],
+        ["--format", "csv", "--section", "resources"],
+    ] {
+        let mut all = vec!["rtrace", "report"];
+        all.extend(args);
+        all.push(path);
+        assert_eq!(run(parse(&all)), 2, "{args:?}");
+    }
     assert_eq!(
-        run(parse(&[
-            "rtrace",
-            "report",
-            "--section",
-            "kernels",
-            "/nonexistent.bin"
-        ])),
-        2
+        run(parse(&["rtrace", "report", "--section", "kernels", path])),
+        0
     );
+    std::fs::remove_file(&file).unwrap();
     assert!(Cli::try_parse_from(["rtrace", "report", "--section", "gpu", "t"]).is_err());
+    // Only the chosen sections, in the table's order, the first without a blank line.
+    let traces = [read(&gpu_sample().bytes)];
+    let options = |format, sections: Vec<Section>| RenderOptions {
+        format,
+        sections,
+        ..RenderOptions::default()
+    };
+    let s = crate::report::Sections::of(&traces);
+    let table = crate::output::render(
+        &traces,
+        &s,
+        &options(Format::Table, vec![Section::Memset, Section::Api]),
+    );
+    assert!(
+        table.starts_with("API summary: 4 functions, 7 calls, 1 process\n"),
+        "{table}"
+    );
+    assert!(
+        table.contains("\n\nMemsets: 1 memset, 1.0 kB set in 100 ns\n"),
+        "{table}"
+    );
+    assert!(!table.contains("Process 1234") && !table.contains("GPU kernel summary"));
+    let json = crate::output::render(&traces, &s, &options(Format::Json, vec![Section::Memset]));
+    assert_eq!(
+        json,
+        "{\n\"memset\":[\n  {\"count\":1,\"bytes\":1000,\"total_ns\":100,\"mean_ns\":100,\
+         \"median_ns\":100,\"min_ns\":100,\"max_ns\":100,\"stddev_ns\":0,\"share_percent\":6.67,\
+         \"mean_bytes\":1000,\"median_bytes\":1000,\"min_bytes\":1000,\"max_bytes\":1000,\
+         \"stddev_bytes\":0}\n]}\n"
+    );
 }
 
 impl Builder {
@@ -1205,12 +1357,9 @@ fn nvtx_ranges_are_projected_onto_the_gpu_work_they_launched() {
              GPU work, time and own time: the process view (launches of other threads with no \
              range of the domain open count too; docs/nvtx.md); thread: its own thread's \
              launches only\n\
-             range  domain     count   total    mean  median     min     max  GPU work  GPU time  \
-             own time  thread work  thread time\n\
-             step   (default)      1  550 ns  550 ns  550 ns  550 ns  550 ns         5    3.5 µs    \
-             1.3 µs            5       3.5 µs\n\
-             fwd    (default)      2  210 ns  105 ns   10 ns   10 ns  200 ns         2    2.2 µs    \
-             2.2 µs            2       2.2 µs\n"
+             range  domain     count   total    mean  median     min     max  stddev   share  GPU work  GPU time  own time  thread work  thread time\n\
+             step   (default)      1  550 ns  550 ns  550 ns  550 ns  550 ns    0 ns  72.37%         5    3.5 µs    1.3 µs            5       3.5 µs\n\
+             fwd    (default)      2  210 ns  105 ns  105 ns   10 ns  200 ns  134 ns  27.63%         2    2.2 µs    2.2 µs            2       2.2 µs\n"
         ),
         "{table}"
     );
@@ -1507,7 +1656,7 @@ fn other_threads_launches_are_credited_to_open_ranges_in_the_process_view() {
         json.contains(
             "{\"domain\":\"(default)\",\"name\":\"backward\",\"count\":1,\"total_ns\":1500,\
              \"mean_ns\":1500,\"median_ns\":1500,\"min_ns\":1500,\"max_ns\":1500,\
-             \"gpu_records\":0,\"gpu_ns\":0,\"own_gpu_records\":0,\"own_gpu_ns\":0,\
+             \"stddev_ns\":0,\"share_percent\":31.58,\"gpu_records\":0,\"gpu_ns\":0,\"own_gpu_records\":0,\"own_gpu_ns\":0,\
              \"process_gpu_records\":3,\"process_gpu_ns\":800,\"process_own_gpu_records\":3,\
              \"process_own_gpu_ns\":800}"
         ),

@@ -43,7 +43,7 @@ fn titled(out: &mut Page, title: &str, processes: usize, summary: &[FunctionSumm
         }
     );
     let headers = [
-        "function", "calls", "errors", "total", "mean", "median", "min", "max",
+        "function", "calls", "errors", "total", "mean", "median", "min", "max", "stddev", "share",
     ];
     let rows: Vec<Vec<String>> = summary
         .iter()
@@ -57,6 +57,8 @@ fn titled(out: &mut Page, title: &str, processes: usize, summary: &[FunctionSumm
                 human_ns(s.median_ns),
                 human_ns(s.min_ns),
                 human_ns(s.max_ns),
+                human_ns(s.stddev_ns),
+                format!("{}%", s.share_percent),
             ]
         })
         .collect();

@@ -4,31 +4,59 @@
 use super::layout::{columns, plural, Align::Left, Page};
 use super::occupancy;
 use crate::model::Trace;
+use crate::output::options::Section;
 use crate::report::Sections;
 use crate::text::{human_bytes, human_ns};
 use std::fmt::Write;
 
 /// The GPU sections, after the API summary; nothing when no trace holds GPU
 /// activity records.
-pub(super) fn sections(out: &mut Page, traces: &[Trace], s: &Sections) {
+pub(super) fn sections(
+    out: &mut Page,
+    traces: &[Trace],
+    s: &Sections,
+    want: &dyn Fn(Section) -> bool,
+) {
     if s.counts.iter().all(|c| c.gpu() == 0) {
         return;
     }
-    out.push('\n');
-    kernels(out, s);
-    out.push('\n');
-    memcpys(out, s);
-    out.push('\n');
-    memsets(out, s);
-    out.push('\n');
-    utilisation_section(out, s);
-    out.push('\n');
-    if !s.shared.is_empty() {
-        shared_section(out, s);
+    if want(Section::Kernels) {
         out.push('\n');
+        kernels(out, s);
     }
-    latency(out, s);
-    occupancy::section(out, traces, s);
+    if want(Section::Memcpy) {
+        out.push('\n');
+        memcpys(out, s);
+    }
+    if want(Section::Memset) {
+        out.push('\n');
+        memsets(out, s);
+    }
+    if (want(Section::Memcpy) || want(Section::Memset))
+        && s.memcpy.len() + usize::from(s.memset.is_some()) > 0
+    {
+        out.push('\n');
+        sizes(out, s);
+    }
+    if want(Section::Utilisation) {
+        out.push('\n');
+        utilisation_section(out, s);
+    }
+    if want(Section::Shared) && !s.shared.is_empty() {
+        out.push('\n');
+        shared_section(out, s);
+    }
+    if want(Section::Latency) {
+        out.push('\n');
+        latency(out, s);
+    }
+    if want(Section::KernExec) && !s.kern_exec.is_empty() {
+        out.push('\n');
+        kern_exec(out, s);
+    }
+    if want(Section::Occupancy) {
+        occupancy::section(out, traces, s);
+    }
 }
 
 fn kernels(out: &mut Page, s: &Sections) {
@@ -111,6 +139,8 @@ fn memcpys(out: &mut Page, s: &Sections) {
         "median",
         "min",
         "max",
+        "stddev",
+        "share",
         "bandwidth",
     ];
     let rows: Vec<Vec<String>> = summary
@@ -125,11 +155,44 @@ fn memcpys(out: &mut Page, s: &Sections) {
                 human_ns(m.median_ns),
                 human_ns(m.min_ns),
                 human_ns(m.max_ns),
+                human_ns(m.stddev_ns),
+                format!("{}%", m.share_percent),
                 m.bandwidth_gbps
                     .map_or("-".to_string(), |b| format!("{b} GB/s")),
             ]
         })
         .collect();
+    columns(out, &headers, &[Left], &rows);
+}
+
+/// The sizes of the copies (per kind) and memsets, like `nsys stats`' `cuda_gpu_mem_size_sum`.
+fn sizes(out: &mut Page, s: &Sections) {
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut row = |name: &str, count: u64, bytes: u64, z: &crate::gpu_summary::SizeStats| {
+        rows.push(vec![
+            name.to_string(),
+            count.to_string(),
+            human_bytes(bytes),
+            human_bytes(z.mean_bytes),
+            human_bytes(z.median_bytes),
+            human_bytes(z.min_bytes),
+            human_bytes(z.max_bytes),
+            human_bytes(z.stddev_bytes),
+        ]);
+    };
+    for m in &s.memcpy {
+        row(m.kind.name(), m.count, m.bytes, &m.size);
+    }
+    if let Some(m) = &s.memset {
+        row("memset", m.count, m.bytes, &m.size);
+    }
+    if rows.is_empty() {
+        return;
+    }
+    out.push_str("Memory operation sizes\n");
+    let headers = [
+        "kind", "count", "total", "mean", "median", "min", "max", "stddev",
+    ];
     columns(out, &headers, &[Left], &rows);
 }
 
@@ -145,6 +208,20 @@ fn memsets(out: &mut Page, s: &Sections) {
                 human_bytes(s.bytes),
                 human_ns(s.total_ns)
             );
+            let headers = [
+                "count", "total", "mean", "median", "min", "max", "stddev", "share",
+            ];
+            let row = vec![
+                s.count.to_string(),
+                human_ns(s.total_ns),
+                human_ns(s.mean_ns),
+                human_ns(s.median_ns),
+                human_ns(s.min_ns),
+                human_ns(s.max_ns),
+                human_ns(s.stddev_ns),
+                format!("{}%", s.share_percent),
+            ];
+            columns(out, &headers, &[], &[row]);
         }
     }
 }
@@ -251,4 +328,46 @@ fn latency(out: &mut Page, s: &Sections) {
         })
         .collect();
     columns(out, &headers, &[Left, Left], &rows);
+}
+
+/// "Kernel launch and execution": per kernel name and launching function, the launches and
+/// those that waited in the queue, the mean of each part and the median of the total (every
+/// statistic of each part is in the CSV and JSON forms).
+fn kern_exec(out: &mut Page, s: &Sections) {
+    let rows = &s.kern_exec;
+    let launches: u64 = rows.iter().map(|r| r.total.count).sum();
+    let _ = writeln!(
+        out,
+        "Kernel launch and execution: {launches} {} matched with their calls \
+         (total = API call + queue + kernel)",
+        plural(launches, "launch", "launches"),
+    );
+    let headers = [
+        "kernel",
+        "API function",
+        "count",
+        "queued",
+        "API mean",
+        "queue mean",
+        "kernel mean",
+        "total mean",
+        "total median",
+    ];
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.kernel.clone(),
+                r.function.clone(),
+                r.total.count.to_string(),
+                r.queue.count.to_string(),
+                human_ns(r.api.mean_ns),
+                human_ns(r.queue.mean_ns),
+                human_ns(r.kernel_time.mean_ns),
+                human_ns(r.total.mean_ns),
+                human_ns(r.total.median_ns),
+            ]
+        })
+        .collect();
+    columns(out, &headers, &[Left, Left], &body);
 }

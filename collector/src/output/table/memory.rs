@@ -2,20 +2,25 @@
 
 use super::layout::{columns, plural, Align::Left, Page};
 use crate::gpu_summary::{MemorySummary, SyncSummary};
+use crate::output::options::Section;
 use crate::report::Sections;
 use crate::text::{human_bytes, human_ns};
 use std::fmt::Write;
 
 /// The "Memory" and "Synchronization" sections, after the GPU sections; nothing
 /// when no trace holds memory or synchronization records.
-pub(super) fn sections(out: &mut Page, s: &Sections) {
+pub(super) fn sections(out: &mut Page, s: &Sections, want: &dyn Fn(Section) -> bool) {
     if s.counts.iter().all(|c| c.memory + c.syncs == 0) {
         return;
     }
-    out.push('\n');
-    memory(out, &s.memory);
-    out.push('\n');
-    syncs(out, &s.sync);
+    if want(Section::Memory) {
+        out.push('\n');
+        memory(out, &s.memory);
+    }
+    if want(Section::Sync) {
+        out.push('\n');
+        syncs(out, &s.sync);
+    }
 }
 
 fn memory(out: &mut Page, summary: &[MemorySummary]) {
