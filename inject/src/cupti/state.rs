@@ -94,7 +94,7 @@ pub(super) struct Buffers {
     /// How a reader finds its way in the buffers that are pages of the trace file (set when
     /// GPU activity starts), and what makes one ([`super::set_region_source`]).
     pub layout: std::sync::OnceLock<rtrace_format::gpu_region::GpuBufferLayout>,
-    pub region_source: std::sync::OnceLock<super::RegionSource>,
+    pub region_source: std::sync::OnceLock<RegionSource>,
     /// Buffers handed to CUPTI are zeroed by rtrace (new ones are; the worker zeroes used ones
     /// before they go back to the pool), and CUPTI was told so.
     pub zeroed: AtomicBool,
@@ -105,6 +105,13 @@ pub(super) struct Buffers {
     pub dropped: AtomicU64,
     pub reported_dropped: AtomicU64,
 }
+
+/// What makes a CUPTI buffer of so many bytes in the trace file, with the layout a reader
+/// needs before the first one (None: the file cannot hold one now).
+pub type RegionSource = fn(
+    u64,
+    &rtrace_format::gpu_region::GpuBufferLayout,
+) -> Option<&'static crate::region::GpuRegion>;
 
 /// One CUPTI activity buffer: pages of the trace file, so that what CUPTI wrote into it is in
 /// the trace however the process ends, or heap memory where the file cannot hold one.
