@@ -242,6 +242,23 @@ fn processes_of_one_run_store_each_image_once() {
         )),
         "{err}"
     );
+    let table = |path: &Path| {
+        let out = Command::new(rtrace_bin())
+            .arg("report")
+            .arg(path)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let line = text.lines().find(|l| l.starts_with("  module images "));
+        line.map(|l| l["  module images ".len()..].trim().to_string())
+    };
+    assert_eq!(
+        (table(&first.0).unwrap(), table(&second.0).unwrap()),
+        (
+            "1 distinct for 1 module, 95 B stored".to_string(),
+            "1 module, none stored here; 1 in another trace of the run".to_string()
+        )
+    );
     let stored_flags = |json: &str| json.matches("\"image_stored\":true").count();
     assert_eq!(stored_flags(&report(&[&second.0])), 0);
     assert_eq!(stored_flags(&report(&[&second.0, &first.0])), 2);
@@ -262,6 +279,10 @@ fn processes_of_one_run_store_each_image_once() {
         assert_eq!(images_of(t), (1, 0, vec![false]));
     }
     for (path, _) in &traces {
+        assert_eq!(
+            table(path).unwrap(),
+            "not recorded (1 module; rtrace record --module-images stores them)"
+        );
         let chunks = image_chunks(path);
         assert_eq!(chunks.iter().map(Vec::len).collect::<Vec<_>>(), [40]);
         assert_eq!(stored_bits(&chunks[0]), 0);

@@ -248,10 +248,13 @@ fn module_images(t: &Trace) -> String {
     };
     let in_run = match elsewhere {
         0 => String::new(),
-        k => format!(", {k} in another trace of the run"),
+        k => format!("; {k} in another trace of the run"),
     };
-    if t.images.is_empty() && elsewhere == 0 {
-        return format!("not recorded ({modules}; rtrace record --module-images stores them)");
+    if t.images.is_empty() {
+        if elsewhere == 0 {
+            return format!("not recorded ({modules}; rtrace record --module-images stores them)");
+        }
+        return format!("{modules}, none stored here{in_run}");
     }
     let stored: u64 = t.images.values().map(|b| b.len() as u64).sum();
     format!(

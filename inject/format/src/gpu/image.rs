@@ -76,8 +76,8 @@ impl ModuleImage {
     }
 
     /// The chunk payload as librtrace.so writes it: the image, if any, compressed
-    /// ([`IMAGE_ZSTD`], at [`IMAGE_ZSTD_LEVEL`]). Compressing takes time (about a third of a
-    /// second for 100 MB): the library's worker does it, never the program's threads.
+    /// ([`IMAGE_ZSTD`], at [`IMAGE_ZSTD_LEVEL`]: 3.6 times smaller on CUDA 13's cubins, at
+    /// about 250 MB/s): the library's worker does it, never the program's threads.
     pub fn encode(&self) -> Vec<u8> {
         let Some(bytes) = &self.bytes else {
             return self.header(0);
