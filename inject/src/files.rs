@@ -137,3 +137,23 @@ pub fn claim_in_status(dir: &OsStr, prefix: &str, key: u64) -> bool {
         Err(e) => e.kind() != io::ErrorKind::AlreadyExists,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_claim_of_a_key_wins() {
+        let dir = std::env::temp_dir().join(format!("rtrace-claim-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        let d = dir.as_os_str();
+        assert!(claim_in_status(d, "image-", 0xab));
+        assert!(!claim_in_status(d, "image-", 0xab));
+        assert!(claim_in_status(d, "image-", 0xac));
+        assert!(dir.join("image-00000000000000ab").is_file());
+        // A directory that is gone: the claim is taken (the caller keeps the image).
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(claim_in_status(d, "image-", 0xab));
+    }
+}

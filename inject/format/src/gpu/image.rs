@@ -118,6 +118,13 @@ impl ModuleImage {
                 ))
             }
             (true, false) => Some(rest.to_vec()),
+            // No larger than a chunk could hold it as it is (what 2.1 wrote).
+            (false, true) if size > u64::from(u32::MAX) => {
+                return Err(format!(
+                    "module image {:016x} of {size} bytes is larger than a chunk holds",
+                    h.hash
+                ))
+            }
             (false, true) => Some(unpack(rest, size).map_err(|e| {
                 format!("module image {:016x} cannot be decompressed: {e}", h.hash)
             })?),
@@ -217,7 +224,7 @@ mod tests {
         assert_eq!(b.len() - ModuleImage::HEADER, 86, "compressed");
         assert_eq!(ModuleImage::decode(&b), Ok(img.clone()));
         // A size that does not match the frame is an error, whichever way it is off.
-        for size in [4095u64, 4097, u64::MAX] {
+        for size in [4095u64, 4097, 1 << 32, u64::MAX] {
             let mut bad = b.clone();
             bad[24..32].copy_from_slice(&size.to_le_bytes());
             assert!(ModuleImage::decode(&bad).is_err(), "{size}");
