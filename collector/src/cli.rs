@@ -151,6 +151,12 @@ pub struct RecordArgs {
     /// RTRACE_PC_SAMPLING_STALLS).
     #[arg(long, value_name = "REASONS", requires = "pc_sampling")]
     pub pc_stalls: Option<String>,
+    /// Store the code images (cubins) of the modules the program loads, compressed, each
+    /// content once per run, for `rtrace sass` (sets RTRACE_MODULE_IMAGES=1; turns on module
+    /// records). Without it, images are stored only with --pc-sampling or --metrics, which
+    /// need them; each module's image hash and CRC are recorded either way.
+    #[arg(long)]
+    pub module_images: bool,
     /// Profile the kernels kept (by --kernel-regex, --kernel-skip and --kernel-count) with
     /// CUPTI's range profiler, replaying each to collect LIST: set names (SpeedOfLight,
     /// MemoryWorkloadAnalysis, ComputeWorkloadAnalysis, Occupancy, WarpStateStats,
@@ -287,6 +293,7 @@ fn run_record(args: RecordArgs) -> u8 {
     set(env::PC_SAMPLING, args.pc_sampling);
     set(env::PC_SAMPLING_STALLS, args.pc_stalls);
     set(env::METRICS, args.metrics);
+    set(env::MODULE_IMAGES, args.module_images.then(|| "1".into()));
     let opts = RecordOptions {
         output: Some(args.output),
         lib: args.lib,
@@ -353,6 +360,7 @@ fn conflict(args: &RecordArgs, traced: &Traced) -> Option<String> {
         let needs = [
             (args.pc_sampling.is_some(), "--pc-sampling"),
             (args.metrics.is_some(), "--metrics"),
+            (args.module_images, "--module-images"),
         ];
         if let Some((_, opt)) = needs.iter().find(|(given, _)| *given) {
             return Some(format!("{opt} needs tracing, and {by} records nothing"));
@@ -401,10 +409,17 @@ mod tests {
             &["--buffer-records", "48", "./app"],
             &["--gpu-activity=kernel,bogus", "./app"],
             &["-t", "", "./app"],
+            &["--module-images=1", "./app"],
         ] {
             let e = record_args(bad).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad:?}");
         }
+        assert!(
+            record_args(&["--module-images", "x"])
+                .unwrap()
+                .module_images
+        );
+        assert!(!record_args(&["x"]).unwrap().module_images);
         assert_eq!(
             record_args(&["--flush-ms", "1000", "x"]).unwrap().flush_ms,
             Some(1000)

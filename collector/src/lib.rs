@@ -43,6 +43,7 @@ pub mod demangle;
 pub mod export;
 pub mod filter;
 pub mod gpu_summary;
+pub mod images;
 pub mod metrics;
 pub mod model;
 pub mod nvdisasm;

@@ -184,7 +184,7 @@ pub fn profile(traces: &[Trace]) -> Profile {
             }
         }
         for img in &t.module_images {
-            if img.crc != 0 && t.images.contains_key(&img.hash) {
+            if img.crc != 0 && crate::images::find(traces, img.hash).is_some() {
                 images.entry(img.crc).or_insert(img.hash);
             }
         }
@@ -287,7 +287,7 @@ pub fn annotate(p: &mut Profile, traces: &[Trace], nvdisasm: Result<&Path, Strin
             continue;
         };
         let l = listings.entry(hash).or_insert_with(|| {
-            let bytes = traces.iter().find_map(|t| t.images.get(&hash));
+            let bytes = crate::images::find(traces, hash);
             match bytes {
                 Some(b) => crate::nvdisasm::disassemble(nvdisasm, b, hash),
                 None => Err(format!("image {hash:016x} not stored")),
@@ -308,8 +308,12 @@ pub fn annotate(p: &mut Profile, traces: &[Trace], nvdisasm: Result<&Path, Strin
     }
     let mut notes = failures;
     if missing > 0 {
+        let why = crate::images::Missing::of(traces)
+            .line()
+            .map(|l| format!(": {l}"))
+            .unwrap_or_default();
         notes.push(format!(
-            "{missing} {} without a stored module image (recorded with RTRACE_MODULE_IMAGES=0?)",
+            "{missing} {} without a stored module image{why}",
             if missing == 1 { "kernel" } else { "kernels" }
         ));
     }

@@ -2,7 +2,8 @@
 //! under the source line it comes from (code built with `-lineinfo`), and that line's text
 //! when the source file can be found.
 //!
-//! The images are the cubins CUPTI handed rtrace as modules loaded (`ModuleImage` chunks);
+//! The images are the cubins CUPTI handed rtrace as modules loaded (`ModuleImage` chunks),
+//! found by hash in any of the traces given ([`crate::images`]);
 //! `nvdisasm` (the CUDA toolkit's, or the `nvidia-cuda-nvdisasm` wheel's) disassembles them
 //! ([`crate::nvdisasm`]).
 
@@ -71,7 +72,7 @@ pub fn render(
         .collect();
     for t in traces {
         for img in &t.module_images {
-            let Some(bytes) = t.images.get(&img.hash) else {
+            let Some(bytes) = crate::images::find(traces, img.hash) else {
                 continue;
             };
             if !seen.insert(img.hash) {
@@ -145,11 +146,10 @@ pub fn render(
         }
     }
     if images == 0 {
-        return Err(
-            "no module images in the traces (record with GPU activity; RTRACE_MODULE_IMAGES=0 \
-             leaves them out)"
-                .to_string(),
-        );
+        let why = crate::images::Missing::of(traces)
+            .line()
+            .unwrap_or_else(|| "the traces hold no modules (record with GPU activity)".into());
+        return Err(format!("no module images to disassemble: {why}"));
     }
     Ok(out)
 }

@@ -45,6 +45,7 @@ fn trace_with_images(dir: &Path) -> PathBuf {
             crc: 0,
             size: bytes.len() as u64,
             bytes: Some(bytes),
+            in_run: false,
         };
         b = b.chunk(ChunkKind::ModuleImage, 0, &image.encode());
         let module = ModuleRecord {
@@ -126,8 +127,8 @@ fn sass_lists_a_kernel_under_its_source_lines() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        "rtrace: no module images in the traces (record with GPU activity; \
-         RTRACE_MODULE_IMAGES=0 leaves them out)\n"
+        "rtrace: no module images to disassemble: the traces hold no modules (record with \
+         GPU activity)\n"
     );
     let out = Command::new(env!("CARGO_BIN_EXE_rtrace"))
         .args(["sass", "--nvdisasm", "/nonexistent/nvdisasm"])
@@ -247,4 +248,103 @@ fn pc_samples_map_to_instructions_and_lines() {
         bare.contains("?            0x03c0   797463  30.2%          Stall Short Scoreboard 99.9%"),
         "{bare}"
     );
+}
+
+/// A trace of process `pid` with one module of the sm_80 cubin: its image stored (compressed,
+/// as librtrace.so writes it) or named, stored by another process of the run (`in_run`) or
+/// not recorded.
+fn trace_of_run(dir: &Path, pid: u32, stored: bool, in_run: bool) -> PathBuf {
+    let bytes = std::fs::read(cubin_dir().join("sass_kernels.sm_80.cubin")).unwrap();
+    let image = ModuleImage {
+        module: 1,
+        context: 1,
+        hash: image_hash(&bytes),
+        crc: 0,
+        size: bytes.len() as u64,
+        bytes: stored.then_some(bytes),
+        in_run,
+    };
+    let module = ModuleRecord {
+        module: 1,
+        context: 1,
+        cubin_size: image.size,
+        ..Default::default()
+    };
+    let b = Builder::new(&header(pid, &["./app"]))
+        .chunk(ChunkKind::ModuleImage, 0, &image.encode())
+        .chunk(ChunkKind::Modules, 0, &module.to_bytes());
+    let path = dir.join(format!("run-{pid}.bin"));
+    std::fs::write(&path, b.bytes).unwrap();
+    path
+}
+
+fn sass(traces: &[&Path]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_rtrace"))
+        .args(["sass", "--kernel", "^saxpy", "--nvdisasm"])
+        .arg(nvdisasm())
+        .args(traces)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn images_are_found_in_any_trace_of_the_run() {
+    let dir = std::env::temp_dir().join(format!("rtrace-sass-run-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // Process 81 stored the image; 82, of the same run, named it.
+    let first = trace_of_run(&dir, 81, true, false);
+    let second = trace_of_run(&dir, 82, false, true);
+    let whole = std::fs::metadata(cubin_dir().join("sass_kernels.sm_80.cubin"))
+        .unwrap()
+        .len();
+    let stored = std::fs::metadata(&first).unwrap().len();
+    let named = std::fs::metadata(&second).unwrap().len();
+    // Compressed: the trace holding it is smaller than the image alone.
+    assert!(stored < whole, "{stored} bytes for an image of {whole}");
+    assert_eq!(stored - named, 2203, "the compressed image");
+
+    let (code, alone, err) = sass(&[&first]);
+    assert_eq!((code, err.as_str()), (Some(0), ""));
+    assert!(alone.starts_with("saxpy(float, float const*, float*, int)  [sm_80, image "));
+    // The second trace alone: the image is in a trace not given.
+    assert_eq!(
+        sass(&[&second]),
+        (
+            Some(2),
+            String::new(),
+            "rtrace: no module images to disassemble: 1 module image is stored in another \
+             trace of the same run (rtrace record stores each image once per run): give all \
+             of the run's traces\n"
+                .to_string()
+        )
+    );
+    // Both, or their directory: found by hash.
+    assert_eq!(
+        sass(&[&second, &first]),
+        (Some(0), alone.clone(), String::new())
+    );
+    assert_eq!(sass(&[&dir]), (Some(0), alone.clone(), String::new()));
+
+    // Recorded without images: how to record them.
+    std::fs::remove_file(&first).unwrap();
+    std::fs::remove_file(&second).unwrap();
+    let bare = trace_of_run(&dir, 83, false, false);
+    assert_eq!(
+        sass(&[&bare]),
+        (
+            Some(2),
+            String::new(),
+            "rtrace: no module images to disassemble: 1 module image was not recorded (images \
+             are stored with --pc-sampling or --metrics, or when asked for: rtrace record \
+             --module-images, RTRACE_MODULE_IMAGES=1)\n"
+                .to_string()
+        )
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

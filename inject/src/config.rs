@@ -48,7 +48,8 @@ pub struct Config {
     pub cupti_library: Option<OsString>,
     /// Receive NVTX calls (`RTRACE_NVTX`, on unless `0`).
     pub nvtx: bool,
-    /// Store loaded modules' code images in the trace (`RTRACE_MODULE_IMAGES`, on unless `0`).
+    /// Store loaded modules' code images in the trace (`RTRACE_MODULE_IMAGES`: `1` on, `0`
+    /// off; unset or empty: on with PC sampling or kernel profiling, which need them).
     pub module_images: bool,
     /// What gates recording (`RTRACE_CAPTURE_RANGE`, `RTRACE_NVTX_CAPTURE`,
     /// `RTRACE_NVTX_EXCLUDE`, `RTRACE_DELAY`, `RTRACE_DURATION`), and which kernels are kept
@@ -266,6 +267,16 @@ impl Config {
         if metrics.is_some() {
             gpu_activity.kernel = true;
         }
+        // Images come with GPU activity's module records: asked for, they turn those on; needed
+        // by PC sampling (which turns them on) or kernel profiling, they come with them.
+        let module_images = match get(env::MODULE_IMAGES).filter(|v| !v.is_empty()) {
+            Some(v) if v != "0" => {
+                gpu_activity.resources = true;
+                true
+            }
+            Some(_) => false,
+            None => pc_sampling.on || metrics.is_some(),
+        };
         let output: OsString = get(env::OUTPUT)
             .filter(|v| !v.is_empty())
             .unwrap_or_else(|| DEFAULT_OUTPUT.into());
@@ -299,7 +310,7 @@ impl Config {
             runtime_api: get(env::RUNTIME_API).is_none_or(|v| v != "0"),
             cupti_library: get(env::CUPTI_LIBRARY).filter(|v| !v.is_empty()),
             nvtx: get(env::NVTX).is_none_or(|v| v != "0"),
-            module_images: get(env::MODULE_IMAGES).is_none_or(|v| v != "0"),
+            module_images,
             capture: Capture::from_lookup(&get),
             pc_sampling,
             metrics,
@@ -369,6 +380,31 @@ mod tests {
         assert_eq!(c.session, "ab12");
         assert_eq!(c.status_dir, Some("/tmp/s".into()));
         assert_eq!(cfg(&[("RTRACE_STATUS_DIR", "")]).status_dir, None);
+    }
+
+    #[test]
+    fn module_images_only_when_needed_or_asked_for() {
+        let images = |vars: &[(&str, &str)]| {
+            let c = cfg(vars);
+            (c.module_images, c.gpu_activity.resources)
+        };
+        assert_eq!(images(&[]), (false, false));
+        assert_eq!(images(&[("RTRACE_GPU_ACTIVITY", "1")]), (false, true));
+        assert_eq!(images(&[("RTRACE_MODULE_IMAGES", "")]), (false, false));
+        assert_eq!(images(&[("RTRACE_MODULE_IMAGES", "1")]), (true, true));
+        assert_eq!(images(&[("RTRACE_PC_SAMPLING", "1")]), (true, true));
+        assert_eq!(
+            images(&[("RTRACE_PC_SAMPLING", "1"), ("RTRACE_MODULE_IMAGES", "0")]),
+            (false, true)
+        );
+        assert_eq!(
+            images(&[
+                ("RTRACE_METRICS", "SpeedOfLight"),
+                ("RTRACE_GPU_ACTIVITY", "1")
+            ]),
+            (true, true)
+        );
+        assert_eq!(images(&[("RTRACE_METRICS", "SpeedOfLight")]), (true, false));
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! never over anything already there), beside a name that is taken
 //! ([`rtrace_format::collision_path`]) unless told to replace an earlier run's file
 //! ([`rtrace_format::env::FORCE_OVERWRITE`]); and the status entries it leaves for `rtrace
-//! record` in `RTRACE_STATUS_DIR` (the traces it created, why tracing turned itself off).
+//! record` in `RTRACE_STATUS_DIR` (the traces it created, why tracing turned itself off, the
+//! module images it stores for the run).
 
 use crate::sys;
 use rtrace_format::{collision_path, MAX_COLLISION_SUFFIX};
@@ -118,5 +119,41 @@ pub fn leave_status(dir: &OsStr, prefix: &str, pid: u32, text: &[u8]) {
     if let Ok(created) = create_beside(&name, None) {
         let _ = sys::pwrite_all(created.fd, text, 0);
         sys::close(created.fd);
+    }
+}
+
+/// Claims `<prefix><key in 16 hex digits>` in the status directory `dir` for this process, by
+/// creating it exclusively (empty). Whether this process is the first to claim it; when the
+/// entry cannot be created for another reason than being there, the claim is taken (the caller
+/// then keeps for itself what it would have left to another process).
+pub fn claim_in_status(dir: &OsStr, prefix: &str, key: u64) -> bool {
+    let mut name = dir.as_bytes().to_vec();
+    name.extend_from_slice(format!("/{prefix}{key:016x}").as_bytes());
+    match sys::create_private(OsStr::from_bytes(&name)) {
+        Ok(fd) => {
+            sys::close(fd);
+            true
+        }
+        Err(e) => e.kind() != io::ErrorKind::AlreadyExists,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_claim_of_a_key_wins() {
+        let dir = std::env::temp_dir().join(format!("rtrace-claim-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        let d = dir.as_os_str();
+        assert!(claim_in_status(d, "image-", 0xab));
+        assert!(!claim_in_status(d, "image-", 0xab));
+        assert!(claim_in_status(d, "image-", 0xac));
+        assert!(dir.join("image-00000000000000ab").is_file());
+        // A directory that is gone: the claim is taken (the caller keeps the image).
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(claim_in_status(d, "image-", 0xab));
     }
 }

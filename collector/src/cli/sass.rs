@@ -51,6 +51,9 @@ pub(super) fn run(args: &SassArgs) -> u8 {
         &mut sources,
     ) {
         Ok(text) => {
+            if let Some(line) = crate::images::Missing::of(&loaded.traces).line() {
+                eprintln!("rtrace: {line}");
+            }
             let mut stdout = io::stdout().lock();
             match stdout
                 .write_all(text.as_bytes())

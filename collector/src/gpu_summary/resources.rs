@@ -80,8 +80,9 @@ pub struct ModuleRow {
     pub unloaded_by: Option<String>,
     /// That call's correlation id.
     pub unload_correlation: Option<u64>,
-    /// Its image: content hash, `cuptiGetCubinCrc` (0: unknown), and whether the trace holds
-    /// the bytes; `None` when the trace has no image of it.
+    /// Its image: content hash, `cuptiGetCubinCrc` (0: unknown), and whether the traces read
+    /// hold the bytes (its own, or another of the run's); `None` when the trace names no image
+    /// of it.
     pub image: Option<(u64, u64, bool)>,
     /// The functions of its stored image (a cubin), with their code's offset and size in it;
     /// empty without a stored image or for an image that is not a cubin.
@@ -219,9 +220,12 @@ pub fn resources(traces: &[Trace]) -> Resources {
                 unloaded_ns: unload.map(|u| u.timestamp_ns),
                 unloaded_by,
                 unload_correlation,
-                image: image.map(|i| (i.hash, i.crc, t.images.contains_key(&i.hash))),
+                image: image.map(|i| {
+                    let stored = crate::images::find(traces, i.hash).is_some();
+                    (i.hash, i.crc, stored)
+                }),
                 image_functions: image
-                    .and_then(|i| t.images.get(&i.hash))
+                    .and_then(|i| crate::images::find(traces, i.hash))
                     .and_then(|bytes| crate::cubin::functions(bytes).ok())
                     .unwrap_or_default(),
             });

@@ -1045,6 +1045,7 @@ fn resource_sample() -> Builder {
                 crc: 7,
                 size: 5,
                 bytes: Some(b"cubin".to_vec()),
+                in_run: false,
             }
             .encode(),
         )

@@ -59,7 +59,7 @@ u16_enum! {
         /// An array of [`NvtxEvent`](crate::NvtxEvent)s made by one thread (the chunk's `thread`).
         NvtxEvents = 19,
         /// One loaded module's code image ([`ModuleImage`](crate::ModuleImage)): its content hash, CUPTI's CRC, and
-        /// the image itself the first time that content is seen.
+        /// the image itself (compressed) in the chunk that stores it, when images are stored.
         ModuleImage = 20,
         /// How PC sampling was set up on one context ([`PcSamplingConfig`](crate::PcSamplingConfig), bincode).
         PcSamplingConfig = 21,

@@ -59,7 +59,9 @@ pub const REPLAY_PASS: &str = "RTRACE_REPLAY_PASS";
 /// Application replay: the directory the passes share (the pass count and chip, each
 /// context's counter data image, each pass's list of ranges), kept by `rtrace record`.
 pub const REPLAY_DIR: &str = "RTRACE_REPLAY_DIR";
-/// `0`: do not store loaded modules' code images in the trace.
+/// Loaded modules' code images: `1` stores each content once (compressed; under `rtrace record`
+/// once per run), `0` never; unset or empty: stored when something needs them (PC sampling,
+/// kernel profiling). Each module's image hash and CUPTI CRC are recorded either way.
 pub const MODULE_IMAGES: &str = "RTRACE_MODULE_IMAGES";
 /// PC sampling: `1` at CUPTI's default period, `N` in 5..31 for one sample every 2^N cycles.
 pub const PC_SAMPLING: &str = "RTRACE_PC_SAMPLING";

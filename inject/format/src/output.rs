@@ -116,6 +116,11 @@ pub const STATUS_TRACE: &str = "trace-";
 /// In `RTRACE_STATUS_DIR`: the prefix of the file that says why tracing turned itself off in
 /// a process (`off-<pid>`, holding the reason on one line).
 pub const STATUS_OFF: &str = "off-";
+/// In `RTRACE_STATUS_DIR`: the prefix of the empty file by which a process claims a module
+/// image's content for its trace (`image-<hash>`, the [`crate::image_hash`] in 16 hex digits),
+/// created exclusively: the run's first process to load the content stores it, the others
+/// name it ([`crate::IMAGE_IN_RUN`]).
+pub const STATUS_IMAGE: &str = "image-";
 
 /// The most names tried beside a taken one: `.1` to `.4096` ([`collision_path`]).
 pub const MAX_COLLISION_SUFFIX: u32 = 4096;

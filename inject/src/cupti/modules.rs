@@ -1,6 +1,7 @@
 //! What GPU activity finds besides activity records, for the worker to write: the devices,
 //! read once when it starts, and the modules CUPTI's resource callbacks report as they load
-//! and unload, with their code images.
+//! and unload, with their code images (each module's hash and CRC; the bytes when they are
+//! stored, compressed by the worker as it writes them).
 
 use super::api::CubinCrcParams;
 use super::layout;
@@ -67,25 +68,36 @@ pub(super) fn on_module(data: *const u8, unloading: bool) {
     if let Ok(mut m) = CUPTI.found.modules.lock() {
         m.push(rec);
     }
-    if !unloading && crate::state::config().module_images && !cubin.is_null() && cubin_size > 0 {
+    if !unloading && !cubin.is_null() && cubin_size > 0 {
         // SAFETY: CUPTI's image of the module, `cubin_size` bytes, valid during the callback.
         let bytes = unsafe { std::slice::from_raw_parts(cubin, cubin_size as usize) };
         keep_image(module, context_id, bytes);
     }
 }
 
-/// Queues a module's image for the worker: its hash and CUPTI's CRC always, the bytes the first
-/// time this content is seen. Inside the loading call (a module load: it may lock and copy).
+/// Queues a module's image for the worker: its hash and CUPTI's CRC always; the bytes when
+/// images are stored ([`crate::config::Config::module_images`]), the first time this process
+/// sees the content, and (under `rtrace record`) only if no other process of the run claimed
+/// it first. Inside the loading call (a module load: it may lock, copy and create a file).
 fn keep_image(module: u32, context: u32, bytes: &[u8]) {
+    let cfg = crate::state::config();
     let hash = rtrace_format::image_hash(bytes);
-    let new = CUPTI.found.image_hashes.lock().is_ok_and(|mut seen| {
-        if seen.contains(&hash) {
-            false
-        } else {
-            seen.push(hash);
-            true
-        }
-    });
+    // Stored here the first time this process sees the content, unless another process of
+    // the run claimed it first (then every chunk of it says so).
+    let (store, in_run) = match CUPTI.found.image_hashes.lock() {
+        Ok(mut seen) => match seen.iter().find(|(h, _)| *h == hash) {
+            Some(&(_, in_run)) => (false, in_run),
+            None => {
+                let in_run = cfg.module_images
+                    && cfg.status_dir.as_deref().is_some_and(|dir| {
+                        !crate::files::claim_in_status(dir, rtrace_format::STATUS_IMAGE, hash)
+                    });
+                seen.push((hash, in_run));
+                (cfg.module_images && !in_run, in_run)
+            }
+        },
+        Err(_) => (false, false),
+    };
     let mut crc = 0;
     if let Some(get) = CUPTI.api.get().and_then(|a| a.cubin_crc) {
         let mut p = CubinCrcParams {
@@ -105,7 +117,8 @@ fn keep_image(module: u32, context: u32, bytes: &[u8]) {
         hash,
         crc,
         size: bytes.len() as u64,
-        bytes: new.then(|| bytes.to_vec()),
+        bytes: store.then(|| bytes.to_vec()),
+        in_run,
     };
     if let Ok(mut q) = CUPTI.found.images.lock() {
         q.push(image);
@@ -137,6 +150,7 @@ pub(super) fn drain_into(sink: &mut Sink) {
         .lock()
         .map(|mut q| std::mem::take(&mut *q))
         .unwrap_or_default();
+    // Compressing is the worker's (`encode`), never the loading thread's.
     for image in images {
         sink.chunk(ChunkKind::ModuleImage, 0, 0, 0, &image.encode());
     }

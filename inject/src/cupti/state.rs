@@ -137,9 +137,10 @@ pub(super) struct Found {
     pub devices_read: Once,
     /// Modules loaded (from CUPTI's resource callback).
     pub modules: Mutex<Vec<ModuleRecord>>,
-    /// Their code images; the hashes of those stored so far.
+    /// Their code images, for the worker to write; the contents seen so far, each with whether
+    /// another process of the run stores it.
     pub images: Mutex<Vec<ModuleImage>>,
-    pub image_hashes: Mutex<Vec<u64>>,
+    pub image_hashes: Mutex<Vec<(u64, bool)>>,
 }
 
 /// Callback domains (CUPTI has 7) and ids (below 4096 in every domain).

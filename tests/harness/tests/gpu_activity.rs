@@ -349,11 +349,17 @@ fn contexts_streams_modules_and_functions_are_recorded_and_linked() {
         .1;
     assert!(load.start_ns <= m.timestamp_ns && m.timestamp_ns <= load.end_ns);
 
-    // Its image, stored once, with its hash and the (simulated) CUPTI CRC.
+    // Its image's hash and the (simulated) CUPTI CRC; the bytes only when asked for
+    // (tests/harness/tests/module_images.rs).
     assert_eq!(t.module_images.len(), 1, "{:?}", t.module_images);
+    assert!(t.images.is_empty());
     let img = &t.module_images[0];
-    let bytes = &t.images[&img.hash];
     assert_eq!((img.module, img.context, img.size), (m.module, context, 95));
+    let r =
+        run(Spec::traced("direct")
+            .env(&[("RTRACE_GPU_ACTIVITY", "1"), ("RTRACE_MODULE_IMAGES", "1")]));
+    let stored = r.trace();
+    let bytes = &stored.images[&img.hash];
     assert_eq!(bytes.len(), 95);
     assert!(bytes.starts_with(b"simcuda-module"), "{bytes:?}");
     assert_eq!(img.hash, rtrace_format::image_hash(bytes));
@@ -423,12 +429,15 @@ fn contexts_streams_modules_and_functions_are_recorded_and_linked() {
     assert_eq!(functions[1].1.name, fill.name);
     assert!(t.peer_copies.is_empty());
 
-    // RTRACE_MODULE_IMAGES=0 keeps the modules, not their images.
+    // RTRACE_MODULE_IMAGES=0 keeps the modules and their images' hashes, not the bytes.
     let r =
         run(Spec::traced("direct")
             .env(&[("RTRACE_GPU_ACTIVITY", "1"), ("RTRACE_MODULE_IMAGES", "0")]));
     let t = r.trace();
-    assert_eq!((t.modules.len(), t.module_images.len()), (1, 0));
+    assert_eq!(
+        (t.modules.len(), t.module_images.len(), t.images.len()),
+        (1, 1, 0)
+    );
 
     // Only when asked for: `kernel,memcpy,memset` has none of them.
     let r = run(Spec::traced("direct").env(&[("RTRACE_GPU_ACTIVITY", "kernel,memcpy,memset")]));

@@ -87,22 +87,7 @@ pub(super) fn section(out: &mut Page, t: &Trace, c: &Counts) {
         field(out, "resource records", text.join(", "));
     }
     if !t.module_images.is_empty() {
-        let stored: u64 = t.images.values().map(|b| b.len() as u64).sum();
-        field(
-            out,
-            "module images",
-            format!(
-                "{} distinct for {} {}, {} stored",
-                t.images.len(),
-                t.module_images.len(),
-                if t.module_images.len() == 1 {
-                    "module"
-                } else {
-                    "modules"
-                },
-                human_bytes(stored)
-            ),
-        );
+        field(out, "module images", module_images(t));
     }
     if c.memory + c.syncs > 0 {
         let (a, s) = (c.memory, c.syncs);
@@ -243,4 +228,38 @@ fn warnings(out: &mut Page, t: &Trace, c: &Counts) {
             );
         }
     }
+}
+
+/// What a trace holds of its modules' images: the distinct contents it stores, and why it
+/// holds no more (another trace of the run has them, or they were not recorded).
+fn module_images(t: &Trace) -> String {
+    let n = t.module_images.len();
+    let modules = format!("{n} {}", plural(n as u64, "module", "modules"));
+    let elsewhere = {
+        let mut hashes: Vec<u64> = t
+            .module_images
+            .iter()
+            .filter(|i| i.in_run && !t.images.contains_key(&i.hash))
+            .map(|i| i.hash)
+            .collect();
+        hashes.sort_unstable();
+        hashes.dedup();
+        hashes.len()
+    };
+    let in_run = match elsewhere {
+        0 => String::new(),
+        k => format!("; {k} in another trace of the run"),
+    };
+    if t.images.is_empty() {
+        if elsewhere == 0 {
+            return format!("not recorded ({modules}; rtrace record --module-images stores them)");
+        }
+        return format!("{modules}, none stored here{in_run}");
+    }
+    let stored: u64 = t.images.values().map(|b| b.len() as u64).sum();
+    format!(
+        "{} distinct for {modules}, {} stored{in_run}",
+        t.images.len(),
+        human_bytes(stored)
+    )
 }

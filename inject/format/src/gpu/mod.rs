@@ -19,6 +19,7 @@ pub const FLAG_PROFILED: u32 = 8;
 /// unload started; `correlation` names the unloading call), not its load.
 pub const FLAG_UNLOADED: u32 = 4;
 
+mod image;
 mod memory;
 mod nvtx;
 mod resources;
@@ -26,6 +27,7 @@ mod resources;
 mod tests;
 mod work;
 
+pub use image::*;
 pub use memory::*;
 pub use nvtx::*;
 pub use resources::*;
