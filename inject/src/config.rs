@@ -25,6 +25,9 @@ pub struct Config {
     pub buffer_records: usize,
     /// How long a call whose thread's buffer is full waits for the worker (0: never).
     pub full_wait_ms: u64,
+    /// CUPTI's activity buffers are pages of the trace file (`RTRACE_GPU_FILE_BUFFERS`, on
+    /// unless `0`).
+    pub gpu_file_buffers: bool,
     /// Partly filled buffers are drained at least this often.
     pub flush_ms: u64,
     /// How often the worker looks at the buffers.
@@ -297,6 +300,7 @@ impl Config {
             status_dir: get(env::STATUS_DIR).filter(|v| !v.is_empty()),
             buffer_records,
             full_wait_ms,
+            gpu_file_buffers: get(env::GPU_FILE_BUFFERS).is_none_or(|v| v != "0"),
             flush_ms,
             poll_ms: flush_ms.min(5),
             disabled: flag(env::DISABLE),

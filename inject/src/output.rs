@@ -227,9 +227,10 @@ impl Sink {
                 for (ring, to) in self.releases.drain(..) {
                     ring.release(to);
                 }
-                // A region the file has no more room for is not lent again.
-                let freed = self.gpu_written.drain(..).filter(|r| r.clear());
-                self.gpu_freed.extend(freed);
+                for region in self.gpu_written.drain(..) {
+                    region.clear();
+                    self.gpu_freed.push(region);
+                }
             }
             Err(e) => {
                 // The entries stay in their rings, where a reader finds them.
@@ -339,7 +340,7 @@ impl Sink {
         sys::allocate(self.fd, live, mapped as u64)?;
         let p = sys::map_file(self.fd, live, mapped)?;
         sys::populate(p, mapped);
-        let region = GpuRegion::new(p, len as usize, self.fd, live + RING_PAGE as u64);
+        let region = GpuRegion::new(p, len as usize);
         Ok(Box::leak(Box::new(region)))
     }
 

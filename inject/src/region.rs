@@ -157,9 +157,6 @@ pub struct GpuRegion {
     live: *mut u8,
     buffer: *mut u8,
     len: usize,
-    /// The trace file and the offset of the buffer in it.
-    fd: i32,
-    at: u64,
     /// The process whose trace file it is (a forked child must not lend it to its CUPTI).
     owner: u32,
     /// How far the worker has looked at the records CUPTI wrote (for their kernel names).
@@ -172,16 +169,14 @@ unsafe impl Sync for GpuRegion {}
 unsafe impl Send for GpuRegion {}
 
 impl GpuRegion {
-    /// A region over `live` (one page) followed by `len` bytes, the buffer at file offset `at`
-    /// of `fd`; the memory must stay mapped for the life of the process.
-    pub fn new(live: *mut u8, len: usize, fd: i32, at: u64) -> GpuRegion {
+    /// A region over `live` (one page) followed by `len` bytes of buffer, pages of the trace
+    /// file with their disk blocks; the memory must stay mapped for the life of the process.
+    pub fn new(live: *mut u8, len: usize) -> GpuRegion {
         GpuRegion {
             live,
             // SAFETY: the buffer follows the live page in the same mapping.
             buffer: unsafe { live.add(RING_PAGE) },
             len,
-            fd,
-            at,
             owner: std::process::id(),
             looked_at: std::sync::atomic::AtomicUsize::new(0),
         }
@@ -241,20 +236,15 @@ impl GpuRegion {
         self.field(live::WRITTEN_AT).store(at, Ordering::Release);
     }
 
-    /// Its records are written: the region holds nothing, its buffer is zero again (the file's
-    /// blocks given back and taken anew). False when the file has no room for it any more.
-    pub fn clear(&self) -> bool {
+    /// Its records are written: the region holds nothing, and the bytes CUPTI delivered are
+    /// zero again (its pages stay in memory and on disk: nothing is faulted in anew).
+    pub fn clear(&self) {
         use rtrace_format::gpu_region::{live, BUFFER_FREE};
         self.field(live::STATE)
             .store(BUFFER_FREE, Ordering::Release);
-        if crate::sys::punch_hole(self.fd, self.at, self.len as u64).is_err() {
-            // SAFETY: the buffer is mapped, and no one else holds it now.
-            unsafe { std::ptr::write_bytes(self.buffer, 0, self.len) };
-        }
-        let room = crate::sys::allocate(self.fd, self.at, self.len as u64).is_ok();
-        if room {
-            crate::sys::populate(self.buffer, self.len);
-        }
-        room
+        let valid = (self.field(live::VALID).load(Ordering::Relaxed) as usize).min(self.len);
+        // SAFETY: the buffer is mapped, and no one else holds it now.
+        unsafe { std::ptr::write_bytes(self.buffer, 0, valid) };
+        self.field(live::VALID).store(0, Ordering::Relaxed);
     }
 }

@@ -108,7 +108,8 @@ def main():
     launches = [n for n in inside if n.startswith("cudaLaunchKernel")]
     for n in launches:
         calls = ours[[c for c in ours if names.get(c) == n][0]] if any(names.get(c) == n for c in ours) else 0
-        got = inside[n].get("cuLaunchKernel", 0) + inside[n].get("cuLaunchKernel_ptsz", 0)
+        # cudaLaunchKernel calls cuLaunchKernel(_ptsz), cudaLaunchKernelExC cuLaunchKernelEx(_ptsz).
+        got = sum(v for k, v in inside[n].items() if str(k).startswith("cuLaunchKernel"))
         check(f"nested.{n}", got == calls, f"{got} driver launches inside {calls} calls")
     # Links: which layer's call each GPU record is linked to.
     rt_ids = {(r[0], r[6]) for r in runtime}

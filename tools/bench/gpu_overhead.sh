@@ -11,7 +11,8 @@
 # Modes: untraced; rtrace-api (LD_PRELOAD=librtrace.so); rtrace-default (what `rtrace record`
 # records by default: GPU activity, runtime API records, NVTX); rtrace-gpu (+ RTRACE_GPU_ACTIVITY=1,
 # or rtrace-gpu:KINDS for RTRACE_GPU_ACTIVITY=KINDS); rtrace-gpu-nort (rtrace-gpu without
-# runtime API records, RTRACE_RUNTIME_API=0: docs/runtime-api.md); rtrace-gpu-b (the same with the library
+# runtime API records, RTRACE_RUNTIME_API=0: docs/runtime-api.md); rtrace-gpu-nort-heap (the same with
+# CUPTI's buffers in heap memory, RTRACE_GPU_FILE_BUFFERS=0); rtrace-gpu-b (the same with the library
 # $LIB_B, to compare two builds in one run); for add and matmul, profiler
 # (torch.profiler.profile(activities=[CUDA]) around the timed rounds, its start and stop outside
 # them) and cupti:OPTIONS (CUPTI alone, no rtrace: tools/bench/cupti_alone.c with OPTIONS;
@@ -126,12 +127,13 @@ run_one() {
     esac
     case $m in
     untraced) ;;
-    rtrace-api | rtrace-gpu | rtrace-gpu:* | rtrace-gpu-b | rtrace-gpu-nort | rtrace-default)
+    rtrace-api | rtrace-gpu | rtrace-gpu:* | rtrace-gpu-b | rtrace-gpu-nort | rtrace-gpu-nort-heap | rtrace-default)
         env_=(LD_PRELOAD="$LIB" RTRACE_OUTPUT="$WORK/traces/$key.$i.%p.bin")
         case $m in
         rtrace-gpu) env_+=(RTRACE_GPU_ACTIVITY=1) ;;
         rtrace-default) env_+=(RTRACE_GPU_ACTIVITY=1 RTRACE_NVTX=1) ;;
         rtrace-gpu-nort) env_+=(RTRACE_GPU_ACTIVITY=1 RTRACE_RUNTIME_API=0) ;;
+        rtrace-gpu-nort-heap) env_+=(RTRACE_GPU_ACTIVITY=1 RTRACE_RUNTIME_API=0 RTRACE_GPU_FILE_BUFFERS=0) ;;
         rtrace-gpu-b) env_+=(LD_PRELOAD="${LIB_B:?rtrace-gpu-b needs LIB_B}" RTRACE_GPU_ACTIVITY=1) ;;
         rtrace-gpu:*) env_+=(RTRACE_GPU_ACTIVITY="${m#rtrace-gpu:}") ;;
         esac

@@ -13,6 +13,9 @@ pub const BUFFER_RECORDS: &str = "RTRACE_BUFFER_RECORDS";
 /// How long a thread whose buffer is full waits for the worker before it counts a record as
 /// lost, in ms (0: it never waits).
 pub const FULL_WAIT_MS: &str = "RTRACE_FULL_WAIT_MS";
+/// `0`: CUPTI's activity buffers in heap memory instead of pages of the trace file (GPU work
+/// CUPTI holds when the process dies is then lost; for measuring what the file costs).
+pub const GPU_FILE_BUFFERS: &str = "RTRACE_GPU_FILE_BUFFERS";
 /// Partly filled buffers are written at least this often, ms.
 pub const FLUSH_MS: &str = "RTRACE_FLUSH_MS";
 /// `monotonic`: read `CLOCK_MONOTONIC` on every call instead of the time-stamp counter.

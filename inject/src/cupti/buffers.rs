@@ -27,13 +27,42 @@ const POOL_START: usize = 2;
 
 /// A new buffer: pages of the trace file when the source can make one, else heap memory.
 fn new_buffer() -> Buffer {
-    let file = CUPTI.buffers.layout.get().and_then(|layout| {
-        let source = CUPTI.buffers.region_source.get()?;
-        source((BUFFER_WORDS * 8) as u64, layout)
-    });
+    let wanted = crate::state::config().gpu_file_buffers;
+    let file = CUPTI
+        .buffers
+        .layout
+        .get()
+        .filter(|_| wanted)
+        .and_then(|layout| {
+            let source = CUPTI.buffers.region_source.get()?;
+            source((BUFFER_WORDS * 8) as u64, layout)
+        });
     match file {
         Some(region) => Buffer::File(region),
         None => Buffer::Heap(vec![0u64; BUFFER_WORDS].into_boxed_slice()),
+    }
+}
+
+/// Keeps buffers in the trace file ready in the pool, made by the worker, so that CUPTI's
+/// requests on the program's threads seldom make one.
+pub(super) fn keep_spare(sink: &mut Sink) {
+    let Some(layout) = CUPTI.buffers.layout.get() else {
+        return;
+    };
+    if !crate::state::config().gpu_file_buffers || sink.is_broken() {
+        return;
+    }
+    let spare = |pool: &Vec<Buffer>| pool.iter().filter(|b| matches!(b, Buffer::File(_))).count();
+    let needed = CUPTI
+        .buffers
+        .pool
+        .lock()
+        .map_or(0, |p| POOL_START.saturating_sub(spare(&p)));
+    for _ in 0..needed {
+        match sink.reserve_gpu_region((BUFFER_WORDS * 8) as u64, layout) {
+            Ok(region) => give_back(Buffer::File(region)),
+            Err(_) => return,
+        }
     }
 }
 

@@ -269,6 +269,7 @@ pub fn drain_into(sink: &mut Sink) {
     }
     profiler::drain_into(sink);
     modules::drain_into(sink);
+    buffers::keep_spare(sink);
     buffers::learn_names(sink);
     let Some(full) = buffers::take_full() else {
         return;

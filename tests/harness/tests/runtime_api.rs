@@ -291,11 +291,13 @@ fn reports_and_exports_show_runtime_calls_with_their_driver_calls() {
         table.contains("\nDriver calls inside runtime calls: 10 functions, 13 calls, 1 process\n"),
         "{table}"
     );
-    // Launch latency is measured from the runtime call: its rows name it.
+    // Launch latency is measured from the runtime call: its rows (kernel, function, process,
+    // correlation, latency and its unit) name it.
     let latency_rows = |call: &str| {
         table
             .lines()
-            .filter(|l| l.starts_with("fill_u32 ") && l.contains(&format!(" {call} ")))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .filter(|w| w.len() == 6 && w[0] == "fill_u32" && w[1] == call)
             .count()
     };
     assert_eq!(latency_rows("cudaLaunchKernel"), 4, "{table}");
