@@ -73,10 +73,18 @@ pub fn drain_rings(process: &Process, sink: &mut Sink, mode: Drain) -> Drained {
         let at = sink.open_chunk();
         let calibration = &sink.calibration;
         let links = &mut sink.links;
+        let batch = &mut sink.gpu_batch;
         let nvtx = &mut sink.nvtx;
         let to_ns = |t| calibration.to_ns(t);
         let (n, end) = ring.drain(&mut sink.pending, to_ns, |e| match e {
-            Entry::Link { call, source } => links.insert(source, call),
+            Entry::Link {
+                call,
+                source,
+                symbol,
+            } => {
+                links.insert(source, call);
+                batch.learn_name_at(symbol);
+            }
             e => e.append_nvtx(nvtx, to_ns),
         });
         let dropped = ring.take_dropped();

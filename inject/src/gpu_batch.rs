@@ -65,6 +65,19 @@ impl GpuBatch {
         id
     }
 
+    /// Learns the kernel name at `address` in this process (0: none) if it has no id yet: read
+    /// through the kernel, so that an address no longer mapped is skipped, not a fault.
+    pub fn learn_name_at(&mut self, address: u64) {
+        if address == 0 || self.knows_address(address) {
+            return;
+        }
+        let mut text = Vec::with_capacity(1 << 14);
+        if crate::sys::read_own_string(address, &mut text) {
+            let id = self.name_id(&String::from_utf8_lossy(&text));
+            self.name_address(address, id);
+        }
+    }
+
     /// Whether the kernel name at `address` has an id.
     pub fn knows_address(&self, address: u64) -> bool {
         self.name_addresses.contains_key(&address)

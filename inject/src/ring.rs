@@ -470,6 +470,7 @@ mod tests {
         r.push(Entry::Link {
             call: 5,
             source: 77,
+            symbol: 0x7f00_0000_1000,
         });
         r.push(Entry::Call(rec(2)));
         let mut out = Vec::new();
@@ -478,22 +479,31 @@ mod tests {
             r.drain(
                 &mut out,
                 |t| t,
-                |e| if let Entry::Link { call, source } = e {
-                    links.push((call, source))
+                |e| if let Entry::Link {
+                    call,
+                    source,
+                    symbol,
+                } = e
+                {
+                    links.push((call, source, symbol))
                 }
             )
             .0,
             2
         );
         assert_eq!(out.len(), 2 * ApiRecord::SIZE);
-        assert_eq!(links, vec![(5, 77)]);
+        assert_eq!(links, vec![(5, 77, 0x7f00_0000_1000)]);
     }
 
     #[test]
     fn entries_round_trip_through_a_slot() {
         let entries = [
             Entry::Call(rec(3)),
-            Entry::Link { call: 9, source: 4 },
+            Entry::Link {
+                call: 9,
+                source: 4,
+                symbol: 0x7f00_0000_2000,
+            },
             Entry::Nvtx(NvtxEntry {
                 kind: NvtxKind::Push,
                 message: 7,

@@ -40,7 +40,11 @@ pub fn enter(source: u32, recording: bool) {
             corr[depth] = c;
             rc.correlation.set(corr);
             if source != 0 {
-                t.ring.push(Entry::Link { call: c, source });
+                t.ring.push(Entry::Link {
+                    call: c,
+                    source,
+                    symbol: 0,
+                });
             }
             start[depth] = clock::ticks().max(1);
         }

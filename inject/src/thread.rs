@@ -169,14 +169,18 @@ fn register(t: &ThreadState) -> bool {
 /// for it): called by CUPTI's API callback, inside the real call. No allocation, no lock. A
 /// driver call made inside a recorded runtime call links its GPU work to the runtime call,
 /// whichever of the two ids CUPTI gives that work (docs/runtime-api.md).
-pub fn link_current(source: u32) {
+pub fn link_current(source: u32, symbol: u64) {
     let _ = TLS.try_with(|t| {
         let current = t.current.get();
         if current == 0 {
             return;
         }
         let call = t.runtime.innermost_recorded().unwrap_or(current);
-        t.ring.push(Entry::Link { call, source });
+        t.ring.push(Entry::Link {
+            call,
+            source,
+            symbol,
+        });
     });
 }
 

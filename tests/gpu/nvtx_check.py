@@ -143,7 +143,7 @@ def check_process_view(check, rep, traces):
     mine, mine_ns = {}, {}
     for t in traces:
         k, c, m = tracefile.read_gpu(t)
-        calls = {corr: (start, tid) for (_fn, _res, start, _end, tid, corr) in tracefile.read(t)}
+        calls = {corr: (start, tid) for (_fn, _res, start, _end, tid, corr) in tracefile.read(t, runtime=True)}
         rs = tracefile.read_nvtx_ranges(t)
         for r in rs:
             mine.setdefault(r["name"], 0)

@@ -402,6 +402,15 @@ one_program() {
 }
 
 # ---------------------------------------------------------------------------
+# rtrace_own_calls JSON: the driver calls rtrace makes itself with GPU activity on (it describes
+# each device: CUPTI's counter counts those calls), for compare.py --rtrace-own.
+rtrace_own_calls() {
+    local devices attrs
+    devices=$(python3 -c 'import json,sys; t=open(sys.argv[1]).read(); print(len(json.loads(t[t.find("{"):])["resources"]["devices"]))' "$1" 2>/dev/null || echo 0)
+    attrs=$(awk '/pub const DEVICE_ATTRIBUTES/,/^];/' inject/format/src/device.rs | grep -c '^ *(')
+    echo "cuDeviceGetCount=1,cuDeviceGet=$devices,cuDeviceGetName=$devices,cuDeviceTotalMem_v2=$devices,cuDeviceGetAttribute=$((devices * attrs))"
+}
+
 step_record() {
     local label=$1 tmo=$2
     shift 2
@@ -419,7 +428,9 @@ step_record() {
     mapfile -t files < <(traces_of "$WORK/rtrace-$label-record-"*.bin)
     if [ "${#files[@]}" -gt 0 ]; then
         pass "$label.record.trace" "${#files[@]} file(s)"
-        report_json "$label" record "${files[@]}" && compare_cupti "$label" record "$WORK/cupti-$label-record"
+        # rtrace record records GPU activity by default: rtrace's own calls are set aside.
+        report_json "$label" record "${files[@]}" &&
+            compare_cupti "$label" record "$WORK/cupti-$label-record" --rtrace-own "$(rtrace_own_calls "$WORK/$label-record.json")"
     else
         fail "$label.record.trace" "no trace file $WORK/rtrace-$label-record-*.bin"
         tail_of "$WORK/$label-record.err" 15
@@ -474,7 +485,7 @@ step_activity() {
     checks_from "$out"
     # Modules: the driver-API sample loads one (cuModuleLoadData) and unloads it.
     if [ -x "$BIN/driver_api" ]; then
-        bounded 60 env RTRACE_GPU_ACTIVITY=1 RTRACE_OUTPUT="$WORK/rtrace-modules-%p.bin" \
+        bounded 60 env RTRACE_GPU_ACTIVITY=1 RTRACE_MODULE_IMAGES=1 RTRACE_OUTPUT="$WORK/rtrace-modules-%p.bin" \
             LD_PRELOAD="$LIBRTRACE" "$BIN/driver_api" >/dev/null 2>"$WORK/modules.err"
         local modules
         modules=$(bounded 60 "$RTRACE" report --format json "$WORK"/rtrace-modules-*.bin 2>"$WORK/modules-report.err" |
@@ -679,17 +690,14 @@ step_crash() {
         fi
         j=$WORK/crash-$mode.json
         bounded 60 "$RTRACE" report --format json "${files[@]}" >"$j" 2>"$WORK/crash-$mode.report.err"
-        # With GPU activity rtrace describes each device itself: CUPTI counts those calls.
-        local devices attrs own
-        devices=$(python3 -c 'import json,sys; t=open(sys.argv[1]).read(); print(len(json.loads(t[t.find("{"):])["resources"]["devices"]))' "$j" 2>/dev/null || echo 0)
-        attrs=$(awk '/pub const DEVICE_ATTRIBUTES/,/^];/' inject/format/src/device.rs | grep -c '^ *(')
-        own="cuDeviceGetCount=1,cuDeviceGet=$devices,cuDeviceGetName=$devices,cuDeviceTotalMem_v2=$devices,cuDeviceGetAttribute=$((devices * attrs))"
+        local own
+        own=$(rtrace_own_calls "$j")
         kernels=$(python3 - "$j" <<'PYEOF'
 import json, sys
 text = open(sys.argv[1]).read()
 doc = json.loads(text[text.find("{"):])
 p = doc["processes"][0]
-launches = sum(r["calls"] for r in doc["api"]
+launches = sum(r["calls"] for r in doc["api"] + doc.get("api_in_runtime", [])
                if r["function"].startswith("cuLaunch") and "HostFunc" not in r["function"])
 u = p["untimed_gpu_work"]
 named = sum(n["count"] for n in u["kernel_names"] if n["name"] is not None)

@@ -220,15 +220,35 @@ def read_nvtx_ranges(path):
     return ranges
 
 
+def _unzstd(data):
+    """A zstd frame's content, with whichever decoder this Python has (None: none)."""
+    for name in ("compression.zstd", "zstandard"):
+        try:
+            mod = __import__(name, fromlist=["x"])
+        except ImportError:
+            continue
+        if hasattr(mod, "decompress"):
+            return mod.decompress(data)
+        return mod.ZstdDecompressor().decompress(data)
+    import shutil
+    import subprocess
+    if shutil.which("zstd"):
+        return subprocess.run(["zstd", "-dc"], input=data, capture_output=True, check=True).stdout
+    return None
+
+
 def read_module_images(path):
     """The module images of a trace (chunk 20): dicts with module, context, hash, crc, size and
-    bytes (None where an earlier chunk holds the same content)."""
+    bytes (None where an earlier chunk, or another trace of the run, holds the same content;
+    or a compressed image this Python cannot decompress)."""
     out = []
     for kind, _tid, payload in chunks(path):
         if kind == 20:
             module, context, h, crc, size, stored = struct.unpack_from("<IIQQQI", payload, 0)
+            # stored: bit 0 the image as it is, bit 1 a zstd frame of it, neither: named only.
+            data = payload[40:] if stored & 1 else _unzstd(payload[40:]) if stored & 2 else None
             out.append(dict(module=module, context=context, hash=h, crc=crc, size=size,
-                            bytes=payload[40:] if stored & 1 else None))
+                            bytes=data))
     return out
 
 

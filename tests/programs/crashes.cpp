@@ -17,7 +17,8 @@
  * With CRASHES_KERNELS=K1,K2 in the environment, before its line it also loads a module (2
  * calls), launches K1 `empty` kernels, synchronizes, sleeps CRASHES_PAUSE_MS (default 300: the
  * worker writes what CUPTI handed back), then launches K2 more, which CUPTI has not handed back
- * when the process ends; C counts these calls too.
+ * when the process ends; C counts these calls too. CRASHES_END_PAUSE_MS: a pause after the
+ * launches, before the end (default none).
  * Compiled as C++ (for `throw`). */
 #include "common.h"
 
@@ -65,6 +66,8 @@ int main(int argc, char **argv) {
             }
             CHECK(cuLaunchKernel(empty, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
         }
+        const char *end_pause = getenv("CRASHES_END_PAUSE_MS");
+        if (end_pause) usleep(atol(end_pause) * 1000);
     }
     printf("crashes mode=%s calls=%ld\n", mode, calls);
     fflush(stdout);

@@ -353,8 +353,9 @@ pub struct GpuSalvage {
     regions: Vec<Region>,
     /// Kernel name address → name id.
     names: HashMap<u64, u32>,
-    /// CUPTI correlation id → rtrace's, from the rings' link entries.
-    links: HashMap<u32, u64>,
+    /// CUPTI correlation id → (rtrace's, the kernel name's address at the launch), from the
+    /// rings' link entries.
+    links: HashMap<u32, (u64, u64)>,
     /// The offset of the last GPU record chunk read.
     last_gpu_chunk: Option<u64>,
 }
@@ -385,9 +386,10 @@ impl GpuSalvage {
         }
     }
 
-    /// Notes the link of CUPTI's correlation id `source` to rtrace's `call`.
-    pub fn link(&mut self, source: u32, call: u64) {
-        self.links.insert(source, call);
+    /// Notes the link of CUPTI's correlation id `source` to rtrace's `call`, which launched the
+    /// kernel whose name is at `symbol` (0: not a launch, or not known).
+    pub fn link(&mut self, source: u32, call: u64, symbol: u64) {
+        self.links.insert(source, (call, symbol));
     }
 
     /// Whether any region needs rebuilding (the links are worth collecting).
@@ -467,13 +469,18 @@ impl GpuSalvage {
         out: &mut Rebuilt,
     ) {
         let correlate = |flags: u32, source: u32| match self.links.get(&source) {
-            Some(&c) => (c, flags | crate::gpu::FLAG_CORRELATED),
+            Some(&(c, _)) => (c, flags | crate::gpu::FLAG_CORRELATED),
             None => (0, flags),
         };
         let lost = if layout.kernel_kinds.contains(&kind) {
             let mut k = layout.kernel.record(rec);
             (k.correlation, k.flags) = correlate(k.flags, k.source_correlation);
-            let name = self.names.get(&layout.kernel.name_address(rec)).copied();
+            // CUPTI names the kernel in the record (not always before it completes it), and
+            // the launch's callback named it too.
+            let launched = self.links.get(&k.source_correlation).map_or(0, |&(_, s)| s);
+            let name = [layout.kernel.name_address(rec), launched]
+                .iter()
+                .find_map(|a| self.names.get(a).copied());
             match name {
                 Some(name) if timed && k.start_ns != 0 && k.end_ns >= k.start_ns => {
                     k.name = name;

@@ -201,8 +201,8 @@ impl<R: Read> TraceReader<R> {
             if let Some(s) = self.salvage.take() {
                 self.write_error = s.write_error();
                 if let Some(mut g) = self.gpu_salvage.take().filter(|g| g.wanted()) {
-                    for (source, call) in s.links() {
-                        g.link(source, call);
+                    for (source, call, symbol) in s.links() {
+                        g.link(source, call, symbol);
                     }
                     self.rebuilt = g.finish();
                 }

@@ -103,8 +103,9 @@ pub enum RingEntry {
     /// A recorded driver call; timestamps are raw ticks.
     Call(ApiRecord),
     /// The call in progress `call` (rtrace's correlation id) is `source` for the GPU-activity
-    /// source (CUPTI's correlation id). Links never reach the file as API records.
-    Link { call: u64, source: u32 },
+    /// source (CUPTI's correlation id); `symbol`: the address of the kernel's name CUPTI gave
+    /// for a launch (0: none). Links never reach the file as API records.
+    Link { call: u64, source: u32, symbol: u64 },
     /// An NVTX event (reaches the file in an NvtxEvents chunk).
     Nvtx(RingNvtx),
     /// The colour and payload of the NVTX event just before.
@@ -131,7 +132,7 @@ pub struct RingNvtx {
 
 /// The slot encoding: a slot's `function` tells the entry. Calls have the driver's function
 /// ids (far below these tags); a link is [`LINK`] (`correlation` the call, `result` the
-/// source's id); an NVTX event is `NVTX | kind` (kind below 0x100; `result` the message,
+/// source's id, `start_ns` the kernel name's address); an NVTX event is `NVTX | kind` (kind below 0x100; `result` the message,
 /// `start_ns` the time, `end_ns` the value, `correlation` domain << 32 | category); its
 /// attributes are [`NVTX_ATTRIBUTES`] (`result` the colour, `start_ns` the payload, `end_ns`
 /// payload type << 8 | colour type).
@@ -157,10 +158,14 @@ impl RingEntry {
     pub fn encode(self) -> ApiRecord {
         match self {
             RingEntry::Call(rec) => rec,
-            RingEntry::Link { call, source } => ApiRecord {
+            RingEntry::Link {
+                call,
+                source,
+                symbol,
+            } => ApiRecord {
                 function: LINK,
                 result: source,
-                start_ns: 0,
+                start_ns: symbol,
                 end_ns: 0,
                 correlation: call,
             },
@@ -196,6 +201,7 @@ impl RingEntry {
             return RingEntry::Link {
                 call: rec.correlation,
                 source: rec.result,
+                symbol: rec.start_ns,
             };
         }
         if rec.function == NVTX_ATTRIBUTES {
@@ -288,8 +294,8 @@ struct Region {
     write_error: u64,
     /// Entries from `tail`, as slots.
     slots: Vec<ApiRecord>,
-    /// (CUPTI correlation id, call) of every link entry in the ring.
-    links: Vec<(u32, u64)>,
+    /// (CUPTI correlation id, call, kernel name's address) of every link entry in the ring.
+    links: Vec<(u32, u64, u64)>,
     /// The latest start of a call the file's chunks hold for this thread: rebuilt calls,
     /// converted by a line that may differ from the writer's by a few ns, start no earlier.
     not_before: u64,
@@ -358,10 +364,13 @@ fn parse_region(offset: u64, payload: &[u8], from: Option<u64>) -> Option<Region
     for i in 0..allocated as usize {
         let at = slots_at + i * ApiRecord::SIZE;
         if let Some(b) = payload.get(at..at + ApiRecord::SIZE) {
-            if let RingEntry::Link { call, source } =
-                RingEntry::decode(ApiRecord::from_bytes(b.try_into().unwrap()))
+            if let RingEntry::Link {
+                call,
+                source,
+                symbol,
+            } = RingEntry::decode(ApiRecord::from_bytes(b.try_into().unwrap()))
             {
-                links.push((source, call));
+                links.push((source, call, symbol));
             }
         }
     }
@@ -516,8 +525,9 @@ impl Salvage {
         }
     }
 
-    /// (CUPTI correlation id, rtrace's) of the link entries the rings hold.
-    pub fn links(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+    /// (CUPTI correlation id, rtrace's, kernel name's address) of the link entries the rings
+    /// hold.
+    pub fn links(&self) -> impl Iterator<Item = (u32, u64, u64)> + '_ {
         self.regions.iter().flat_map(|r| r.links.iter().copied())
     }
 

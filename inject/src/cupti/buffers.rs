@@ -197,7 +197,8 @@ pub(super) fn convert_full(api: &Api, full: Vec<(Buffer, usize, bool)>, sink: &m
 /// Learns the names of the kernels CUPTI has written into the buffers it holds (it writes each
 /// record at launch, naming the kernel by the address of a string of its own): a reader that
 /// rebuilds those records after the process died finds them named. Each buffer is looked at
-/// from where the last look stopped, up to a record CUPTI is still writing.
+/// from where the last look stopped, up to a record CUPTI is still writing. (CUPTI may name a
+/// kernel only as it completes the record: the launch's link names it too.)
 pub(super) fn learn_names(sink: &mut Sink) {
     use rtrace_format::gpu_region::INCOMPLETE;
     let Some(layout) = CUPTI.buffers.layout.get() else {
@@ -213,7 +214,6 @@ pub(super) fn learn_names(sink: &mut Sink) {
             .collect(),
         Err(_) => return,
     };
-    let mut text = Vec::with_capacity(1 << 14);
     for region in regions {
         let mut at = region.looked_at.load(Ordering::Relaxed);
         while let Some(first) = region.word(at) {
@@ -222,17 +222,10 @@ pub(super) fn learn_names(sink: &mut Sink) {
                 break;
             };
             if layout.kernel_kinds.contains(&kind) {
+                // A record CUPTI has not named yet is named by its launch's link.
                 let name_at = at + layout.kernel.name as usize;
-                let Some(address) = region.word(name_at).filter(|&a| a != 0) else {
-                    break;
-                };
-                if !sink.gpu_batch.knows_address(address) {
-                    if !crate::sys::read_own_string(address, &mut text) {
-                        break;
-                    }
-                    let id = sink.gpu_batch.name_id(&String::from_utf8_lossy(&text));
-                    sink.gpu_batch.name_address(address, id);
-                }
+                sink.gpu_batch
+                    .learn_name_at(region.word(name_at).unwrap_or(0));
             }
             at += stride as usize;
         }

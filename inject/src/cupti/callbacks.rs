@@ -20,6 +20,7 @@ const CB_SITE_ENTER: u32 = layout::CUPTI_API_ENTER;
 const CB_DATA_RETURN_VALUE: usize = layout::callback_data::FUNCTION_RETURN_VALUE;
 const CB_DATA_SITE: usize = layout::callback_data::CALLBACK_SITE;
 const CB_DATA_CORRELATION: usize = layout::callback_data::CORRELATION_ID;
+const CB_DATA_SYMBOL: usize = layout::callback_data::SYMBOL_NAME;
 /// Upper bound of driver callback ids (`CUPTI_DRIVER_TRACE_CBID_SIZE` is 807 in CUPTI 13.0).
 const MAX_DRIVER_CBID: u32 = 4096;
 
@@ -215,7 +216,10 @@ fn our_callback(_user: *mut c_void, domain: u32, cbid: u32, data: *const u8) {
         )
     };
     if site == CB_SITE_ENTER {
-        crate::thread::link_current(correlation);
+        // SAFETY: as above; `symbolName`, a launch's kernel name (null for other calls), is a
+        // pointer field: only its value is kept.
+        let symbol = unsafe { (data.add(CB_DATA_SYMBOL) as *const u64).read_unaligned() };
+        crate::thread::link_current(correlation, symbol);
     }
 }
 

@@ -139,6 +139,33 @@ fn sigkill_keeps_the_gpu_work_cupti_held() {
     assert_eq!(linked, launches, "every launch's kernel, once");
 }
 
+/// A buffer CUPTI never handed back (it keeps the one it fills): its 70 kernels, launched 300
+/// ms before SIGKILL, are in the trace untimed, each linked to its launch and named (the
+/// worker learned the names of the launches it drained).
+#[test]
+fn sigkill_keeps_the_gpu_work_of_a_buffer_cupti_kept() {
+    let env = [
+        ("RTRACE_GPU_ACTIVITY", "1"),
+        ("RTRACE_FLUSH_MS", "20"),
+        ("SIMCUPTI_HOLD_CURRENT", "1"),
+        ("CRASHES_KERNELS", "0,70"),
+        ("CRASHES_PAUSE_MS", "0"),
+        ("CRASHES_END_PAUSE_MS", "300"),
+    ];
+    let r = run(Spec::traced("crashes").args(&["sigkill", "10"]).env(&env));
+    assert_eq!(r.signal(), Some(libc::SIGKILL), "{}", r.stderr());
+    let t = trace(&r);
+    check_invariants(&t);
+    use rtrace_format::gpu_region::UntimedKind;
+    let kind = |k| t.untimed.iter().filter(|w| w.kind == k).count();
+    assert_eq!((t.kernels.len(), kind(UntimedKind::Kernel)), (0, 70));
+    assert_eq!((t.memsets.len(), kind(UntimedKind::Memset)), (0, 1));
+    for w in t.untimed.iter().filter(|w| w.kind == UntimedKind::Kernel) {
+        assert_eq!(t.kernel_display_name(w.name), "empty");
+        assert_ne!(w.correlation, 0, "linked to its launch");
+    }
+}
+
 #[test]
 fn exec_of_another_program_keeps_every_record() {
     let (r, made) = crash("exec-true", "100000");

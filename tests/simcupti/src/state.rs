@@ -451,7 +451,8 @@ impl State {
         DROPPED.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The buffers ready to be handed back, in order: full buffers whose operations have all
+    /// The buffers ready to be handed back, in order (with `SIMCUPTI_HOLD_CURRENT=1`, a flush
+    /// that is not forced keeps the buffer being filled, as CUPTI may): full buffers whose operations have all
     /// ended by virtual time `now`, up to the first that has not; with `flush`, then the current
     /// buffer too if it is ready; with `force`, all of them, records of unfinished operations
     /// getting zero timestamps.
@@ -466,7 +467,7 @@ impl State {
             }
             out.extend(self.full.pop_front().map(|b| (complete, b)));
         }
-        if flush {
+        if flush && (force || !holds_current()) {
             if let Some(cur) = &self.current {
                 if force || cur.complete(now) {
                     out.extend(self.current.take().map(|b| (complete, b)));
@@ -741,6 +742,12 @@ impl CallbackData {
     pub fn put(&mut self, at: usize, len: usize, v: u64) {
         self.0[at..at + len].copy_from_slice(&v.to_le_bytes()[..len]);
     }
+}
+
+/// `SIMCUPTI_HOLD_CURRENT=1`: a flush that is not forced keeps the buffer being filled.
+fn holds_current() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| std::env::var_os("SIMCUPTI_HOLD_CURRENT").is_some_and(|v| v == "1"))
 }
 
 /// Calls the subscriber's callback for a driver call, at entry or exit.
