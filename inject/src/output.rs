@@ -62,6 +62,8 @@ pub struct Sink {
     pub gpu_freed: Vec<&'static GpuRegion>,
     /// Whether the GPU buffer layout chunk was written.
     gpu_layout_written: bool,
+    /// Every CUPTI buffer in the file (their blocks go back at the end when they hold nothing).
+    gpu_regions: Vec<&'static GpuRegion>,
 }
 
 const FLUSH_AT: usize = 1 << 20;
@@ -116,6 +118,7 @@ impl Sink {
             gpu_written: Vec::new(),
             gpu_freed: Vec::new(),
             gpu_layout_written: false,
+            gpu_regions: Vec::new(),
         };
         sink.pending.extend_from_slice(&encode_file_header(&header));
         let names = encode_function_names(
@@ -340,8 +343,14 @@ impl Sink {
         sys::allocate(self.fd, live, mapped as u64)?;
         let p = sys::map_file(self.fd, live, mapped)?;
         sys::populate(p, mapped);
-        let region = GpuRegion::new(p, len as usize);
-        Ok(Box::leak(Box::new(region)))
+        let region: &'static GpuRegion = Box::leak(Box::new(GpuRegion::new(
+            p,
+            len as usize,
+            self.fd,
+            live + RING_PAGE as u64,
+        )));
+        self.gpu_regions.push(region);
+        Ok(region)
     }
 
     /// Writes the end record and everything pending (no allocation).
@@ -357,6 +366,10 @@ impl Sink {
         let mut buf = [0u8; 512];
         let n = encode_value_into(&end, &mut buf).map_err(io::Error::other)?;
         self.chunk(ChunkKind::ProcessEnd, 0, 0, 0, &buf[..n]);
-        self.flush()
+        let written = self.flush();
+        for region in &self.gpu_regions {
+            region.give_back_blocks();
+        }
+        written
     }
 }

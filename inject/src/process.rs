@@ -45,8 +45,12 @@ struct Rings {
     free: Vec<&'static Region>,
 }
 
-/// How long a thread's first record waits for the consumer to put a new region in the file.
-pub const REGION_WAIT: Duration = Duration::from_secs(1);
+/// How long a thread's first record waits for the consumer to put a new region in the file
+/// (a consumer descheduled while it holds the writer, on a loaded machine, can take a second).
+pub const REGION_WAIT: Duration = Duration::from_secs(5);
+/// Regions the consumer keeps ready for new threads, so that threads starting together seldom
+/// wait for it.
+const SPARE_REGIONS: usize = 4;
 
 /// What the first ring of a process runs (set by the session before tracing starts).
 static OPENER: OnceLock<fn(&'static Process) -> bool> = OnceLock::new();
@@ -158,17 +162,25 @@ impl Process {
         }
     }
 
-    /// Keeps one free region ready in the file, so that a new thread need not wait for the
-    /// consumer. Consumer only.
+    /// Keeps [`SPARE_REGIONS`] free regions ready in the file, so that new threads seldom wait
+    /// for the consumer. Consumer only.
     pub fn keep_spare_region(&self, sink: &mut Sink, capacity: usize) {
         let capacity = capacity.max(2).next_power_of_two() as u64;
-        let needed = self.rings.try_lock().is_ok_and(|r| r.free.is_empty());
-        if !needed || sink.is_broken() {
-            return;
-        }
-        if let Ok(region) = sink.reserve_region(capacity) {
-            if let Ok(mut r) = self.rings.lock() {
-                r.free.push(region);
+        let needed = self
+            .rings
+            .try_lock()
+            .map_or(0, |r| SPARE_REGIONS.saturating_sub(r.free.len()));
+        for _ in 0..needed {
+            if sink.is_broken() {
+                return;
+            }
+            match sink.reserve_region(capacity) {
+                Ok(region) => {
+                    if let Ok(mut r) = self.rings.lock() {
+                        r.free.push(region);
+                    }
+                }
+                Err(_) => return,
             }
         }
     }

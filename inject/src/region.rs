@@ -157,6 +157,9 @@ pub struct GpuRegion {
     live: *mut u8,
     buffer: *mut u8,
     len: usize,
+    /// The trace file and the offset of the buffer in it.
+    fd: i32,
+    at: u64,
     /// The process whose trace file it is (a forked child must not lend it to its CUPTI).
     owner: u32,
     /// How far the worker has looked at the records CUPTI wrote (for their kernel names).
@@ -170,13 +173,16 @@ unsafe impl Send for GpuRegion {}
 
 impl GpuRegion {
     /// A region over `live` (one page) followed by `len` bytes of buffer, pages of the trace
-    /// file with their disk blocks; the memory must stay mapped for the life of the process.
-    pub fn new(live: *mut u8, len: usize) -> GpuRegion {
+    /// file `fd` at offset `at` with their disk blocks; the memory must stay mapped for the life
+    /// of the process.
+    pub fn new(live: *mut u8, len: usize, fd: i32, at: u64) -> GpuRegion {
         GpuRegion {
             live,
             // SAFETY: the buffer follows the live page in the same mapping.
             buffer: unsafe { live.add(RING_PAGE) },
             len,
+            fd,
+            at,
             owner: std::process::id(),
             looked_at: std::sync::atomic::AtomicUsize::new(0),
         }
@@ -210,12 +216,19 @@ impl GpuRegion {
     }
 
     /// CUPTI holds the buffer.
-    pub fn lent(&self) {
-        use rtrace_format::gpu_region::{live, BUFFER_WITH_CUPTI};
+    /// False when it cannot be: the trace ended and its blocks were given back.
+    pub fn lent(&self) -> bool {
+        use rtrace_format::gpu_region::{live, BUFFER_FREE, BUFFER_WITH_CUPTI};
         self.looked_at.store(0, Ordering::Relaxed);
         self.field(live::WRITTEN_AT).store(0, Ordering::Relaxed);
         self.field(live::STATE)
-            .store(BUFFER_WITH_CUPTI, Ordering::Release);
+            .compare_exchange(
+                BUFFER_FREE,
+                BUFFER_WITH_CUPTI,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
     }
 
     /// CUPTI handed the buffer back with `valid` bytes of records, timed on the program's
@@ -246,5 +259,20 @@ impl GpuRegion {
         // SAFETY: the buffer is mapped, and no one else holds it now.
         unsafe { std::ptr::write_bytes(self.buffer, 0, valid) };
         self.field(live::VALID).store(0, Ordering::Relaxed);
+    }
+
+    /// The trace ends: a region that holds nothing gives its disk blocks back (it reads as
+    /// zeros, as a free region does).
+    pub fn give_back_blocks(&self) {
+        use rtrace_format::gpu_region::{live, BUFFER_FREE, BUFFER_RETIRED};
+        let retired = self.field(live::STATE).compare_exchange(
+            BUFFER_FREE,
+            BUFFER_RETIRED,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+        if retired.is_ok() {
+            let _ = crate::sys::punch_hole(self.fd, self.at, self.len as u64);
+        }
     }
 }

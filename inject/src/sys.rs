@@ -228,6 +228,21 @@ pub fn read_own_string(addr: u64, out: &mut Vec<u8>) -> bool {
     found
 }
 
+/// Gives back the file's blocks for `len` bytes at `at` (they read as zeros), keeping its size.
+pub fn punch_hole(fd: i32, at: u64, len: u64) -> io::Result<()> {
+    let saved = errno();
+    let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+    // SAFETY: fallocate on an open descriptor; no memory is passed.
+    let rc = unsafe { libc::fallocate(fd, mode, at as libc::off_t, len as libc::off_t) };
+    let r = if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    };
+    set_errno(saved);
+    r
+}
+
 /// Gives `fd` disk blocks for `len` bytes at `at` (extending the file), so that pages of a
 /// shared mapping there can be written without the kernel running out of space (which would
 /// kill the writer with SIGBUS). Filesystems without `fallocate` get zeros written instead.

@@ -49,7 +49,8 @@ const _: () = assert!(GpuRegionDescriptor::SIZE == LIVE_CHECKED_LEN);
 
 /// Offsets of the live page's fields (each a little-endian u64).
 pub mod live {
-    /// [`super::BUFFER_FREE`], [`super::BUFFER_WITH_CUPTI`] or [`super::BUFFER_DELIVERED`].
+    /// [`super::BUFFER_FREE`], [`super::BUFFER_WITH_CUPTI`], [`super::BUFFER_DELIVERED`] or
+    /// [`super::BUFFER_RETIRED`].
     pub const STATE: usize = 0;
     /// Bytes of records CUPTI delivered (a delivered buffer).
     pub const VALID: usize = 8;
@@ -66,6 +67,8 @@ pub const BUFFER_FREE: u64 = 0;
 pub const BUFFER_WITH_CUPTI: u64 = 1;
 /// CUPTI handed it back; the library has not yet written its records out.
 pub const BUFFER_DELIVERED: u64 = 2;
+/// Held nothing when the trace ended; its disk blocks were given back (it reads as zeros).
+pub const BUFFER_RETIRED: u64 = 3;
 
 /// Where a GPU buffer region's parts lie, for a region whose chunk header is at file offset
 /// `at`: the payload's length and the live page's offset in it.

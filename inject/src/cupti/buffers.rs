@@ -81,9 +81,10 @@ pub(super) extern "C" fn request(buf: *mut *mut u8, size: *mut usize, max_record
         p.retain(|b| !matches!(b, Buffer::File(r) if !r.is_ours()));
         p.pop()
     });
-    let b = pooled.unwrap_or_else(new_buffer);
-    if let Buffer::File(region) = &b {
-        region.lent();
+    let mut b = pooled.unwrap_or_else(new_buffer);
+    if matches!(&b, Buffer::File(region) if !region.lent()) {
+        // The trace has ended: its buffers are not lent again.
+        b = Buffer::Heap(vec![0u64; BUFFER_WORDS].into_boxed_slice());
     }
     let (ptr, len) = b.memory();
     if let Ok(mut lent) = CUPTI.buffers.lent.lock() {

@@ -166,6 +166,35 @@ fn sigkill_keeps_the_gpu_work_of_a_buffer_cupti_kept() {
     }
 }
 
+/// At a normal end every CUPTI buffer in the file holds nothing: their disk blocks are given
+/// back (the file keeps its size; the buffers read as zeros).
+#[test]
+fn a_normal_end_gives_back_the_gpu_buffers_blocks() {
+    use std::os::unix::fs::MetadataExt;
+    let env = [("RTRACE_GPU_ACTIVITY", "1"), ("CRASHES_KERNELS", "50,0")];
+    let r = run(Spec::traced("crashes").args(&["return", "10"]).env(&env));
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    let t = trace(&r);
+    assert_eq!(t.kernels.len(), 50);
+    let path = &r.trace_files()[0];
+    let bytes = std::fs::read(path).unwrap();
+    let mut reader = rtrace_format::TraceReader::new(&bytes[..]).unwrap();
+    let mut regions = 0u64;
+    while let Some(c) = reader.next_chunk().unwrap() {
+        if c.header.kind == rtrace_format::ChunkKind::GpuBufferRegion {
+            regions += 1;
+        }
+    }
+    assert!(regions >= 2, "{regions} GPU buffer regions");
+    let m = std::fs::metadata(path).unwrap();
+    let on_disk = m.blocks() * 512;
+    assert!(
+        on_disk + regions * (4 << 20) <= m.len() + (64 << 10),
+        "{on_disk} bytes on disk for {} bytes and {regions} regions",
+        m.len()
+    );
+}
+
 #[test]
 fn exec_of_another_program_keeps_every_record() {
     let (r, made) = crash("exec-true", "100000");
