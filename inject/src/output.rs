@@ -256,9 +256,7 @@ impl Sink {
     /// Appends a ring region of `capacity` slots (a power of two) to the file, after what is
     /// pending, and maps it: its live page and first [`FIRST_SLOTS`] slots get disk blocks.
     pub fn reserve_region(&mut self, capacity: u64) -> io::Result<&'static Region> {
-        use rtrace_format::ring::{
-            region_layout, RingDescriptor, FLAG_LIVE, RING_LAYOUT, RING_PAGE,
-        };
+        use rtrace_format::ring::{region_layout, RingDescriptor, RING_LAYOUT, RING_PAGE};
         if sys::page_size() != RING_PAGE {
             return Err(io::Error::other("the page size is not 4 KiB"));
         }
@@ -273,17 +271,8 @@ impl Sink {
             tsc: u32::from(clock::uses_tsc()),
         }
         .to_bytes();
-        let mut header = ChunkHeader::new(ChunkKind::RingRegion, 0, 0, 0, &descriptor);
-        header.flags = FLAG_LIVE;
-        header.payload_len = len;
-        header.crc = header.checksum(&descriptor);
-        let mut head = header.encode().to_vec();
-        head.extend_from_slice(&descriptor);
-        sys::pwrite_all(self.fd, &head, at)?;
-        // From here the file holds the chunk: what follows goes after it.
-        let region_end = at + rtrace_format::CHUNK_HEADER_LEN as u64 + u64::from(len);
-        self.end = region_end;
-        let live = at + rtrace_format::CHUNK_HEADER_LEN as u64 + u64::from(live_at);
+        let (live, region_end) =
+            self.live_chunk(ChunkKind::RingRegion, &descriptor, len, live_at)?;
         let first = FIRST_SLOTS.min(capacity);
         let slot = rtrace_format::ApiRecord::SIZE as u64;
         sys::allocate(self.fd, live, RING_PAGE as u64 + first * slot)?;
@@ -293,6 +282,31 @@ impl Sink {
         let region = Region::new(p, capacity, Some((self.fd, live + RING_PAGE as u64)));
         region.set_allocated(first);
         Ok(Box::leak(Box::new(region)))
+    }
+
+    /// Writes, at the end of the file (nothing pending), the header and descriptor of a chunk
+    /// of kind `kind` flagged [`rtrace_format::ring::FLAG_LIVE`] whose payload of `payload_len`
+    /// bytes has its live page at `live_at`; what follows goes after it. Returns the file
+    /// offsets of the live page and of the chunk's end.
+    fn live_chunk(
+        &mut self,
+        kind: ChunkKind,
+        descriptor: &[u8],
+        payload_len: u32,
+        live_at: u32,
+    ) -> io::Result<(u64, u64)> {
+        let at = self.end;
+        let mut header = ChunkHeader::new(kind, 0, 0, 0, descriptor);
+        header.flags = rtrace_format::ring::FLAG_LIVE;
+        header.payload_len = payload_len;
+        header.crc = header.checksum(descriptor);
+        let mut head = header.encode().to_vec();
+        head.extend_from_slice(descriptor);
+        sys::pwrite_all(self.fd, &head, at)?;
+        // From here the file holds the chunk: what follows goes after it.
+        let payload_at = at + rtrace_format::CHUNK_HEADER_LEN as u64;
+        self.end = payload_at + u64::from(payload_len);
+        Ok((payload_at + u64::from(live_at), self.end))
     }
 
     /// The file offset where what is pending will be written.
@@ -311,7 +325,7 @@ impl Sink {
         use rtrace_format::gpu_region::{
             gpu_region_layout, GpuRegionDescriptor, GPU_REGION_LAYOUT,
         };
-        use rtrace_format::ring::{FLAG_LIVE, RING_PAGE};
+        use rtrace_format::ring::RING_PAGE;
         if sys::page_size() != RING_PAGE {
             return Err(io::Error::other("the page size is not 4 KiB"));
         }
@@ -329,16 +343,12 @@ impl Sink {
             len,
         }
         .to_bytes();
-        let mut header = ChunkHeader::new(ChunkKind::GpuBufferRegion, 0, 0, 0, &descriptor);
-        header.flags = FLAG_LIVE;
-        header.payload_len = payload_len;
-        header.crc = header.checksum(&descriptor);
-        let mut head = header.encode().to_vec();
-        head.extend_from_slice(&descriptor);
-        sys::pwrite_all(self.fd, &head, at)?;
-        let region_end = at + rtrace_format::CHUNK_HEADER_LEN as u64 + u64::from(payload_len);
-        self.end = region_end;
-        let live = at + rtrace_format::CHUNK_HEADER_LEN as u64 + u64::from(live_at);
+        let (live, _) = self.live_chunk(
+            ChunkKind::GpuBufferRegion,
+            &descriptor,
+            payload_len,
+            live_at,
+        )?;
         let mapped = RING_PAGE + len as usize;
         sys::allocate(self.fd, live, mapped as u64)?;
         let p = sys::map_file(self.fd, live, mapped)?;
