@@ -430,6 +430,44 @@ impl Trace {
         })
     }
 
+    /// What librtrace.so said of GPU activity in this trace: the rest of its `GPU activity on`
+    /// notice, or `Err` with the reason of its `GPU activity off` one; `None` when it said
+    /// neither (GPU activity was not asked for, or CUPTI never started: the driver was never
+    /// initialised).
+    pub fn gpu_activity(&self) -> Option<Result<String, String>> {
+        let said = |prefix: &str| {
+            self.notices.iter().find_map(|n| {
+                let rest = n.message.strip_prefix(prefix)?;
+                Some(rest.strip_prefix(':').unwrap_or(rest).trim().to_string())
+            })
+        };
+        match (
+            said(rtrace_format::GPU_ACTIVITY_OFF),
+            said(rtrace_format::GPU_ACTIVITY_ON),
+        ) {
+            (Some(why), _) => Some(Err(why)),
+            (None, Some(on)) => Some(Ok(on)),
+            (None, None) => None,
+        }
+    }
+
+    /// Why a trace holds no GPU work, in a line (None: it holds some).
+    pub fn no_gpu_work(&self, gpu_records: u64) -> Option<String> {
+        if gpu_records > 0 {
+            return None;
+        }
+        Some(match self.gpu_activity() {
+            Some(Err(why)) => format!("GPU activity off: {why}"),
+            Some(Ok(_)) => "GPU activity on, none recorded (the program ran no kernels, copies \
+                            or memsets while recording)"
+                .into(),
+            None => "GPU activity not recorded (not asked for, or CUPTI never started: no \
+                     successful cuInit, no GPU, or a forked child); `rtrace record` records it \
+                     by default, LD_PRELOAD needs RTRACE_GPU_ACTIVITY=1"
+                .into(),
+        })
+    }
+
     /// Number of API records read, over all threads.
     pub fn api_records(&self) -> u64 {
         self.threads.values().map(|t| t.records.len() as u64).sum()

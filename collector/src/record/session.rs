@@ -11,8 +11,7 @@ use crate::model::Trace;
 use crate::read::inputs::{read_header, LoadError};
 use crate::read::{RecordSink, Records};
 use rtrace_format::{
-    collision_base, env, Chunk, NvtxKind, ProcessHeader, CAPTURE_NOTICE, GPU_ACTIVITY_OFF,
-    GPU_ACTIVITY_ON, STATUS_OFF, STATUS_TRACE,
+    collision_base, env, Chunk, NvtxKind, ProcessHeader, CAPTURE_NOTICE, STATUS_OFF, STATUS_TRACE,
 };
 use std::ffi::OsString;
 use std::fs::File;
@@ -283,25 +282,15 @@ pub fn contents(path: &Path) -> Result<Contents, LoadError> {
     let mut count = Count(Contents::default());
     let trace = crate::read::trace::read_light(path, &mut count)?;
     let mut c = count.0;
+    c.gpu_activity = trace.gpu_activity();
     c.damage = trace.damage;
     c.dropped = trace.dropped;
-    let said = |prefix: &str| {
-        trace.notices.iter().find_map(|n| {
-            let rest = n.message.strip_prefix(prefix)?;
-            Some(rest.strip_prefix(':').unwrap_or(rest).trim().to_string())
-        })
-    };
     c.capture = trace
         .notices
         .iter()
         .filter_map(|n| n.message.strip_prefix(CAPTURE_NOTICE)?.strip_prefix(": "))
         .map(String::from)
         .collect();
-    c.gpu_activity = match (said(GPU_ACTIVITY_OFF), said(GPU_ACTIVITY_ON)) {
-        (Some(why), _) => Some(Err(why)),
-        (None, Some(on)) => Some(Ok(on)),
-        (None, None) => None,
-    };
     c.bytes = std::fs::metadata(path)
         .map(|m| m.len())
         .map_err(|error| LoadError::Io {

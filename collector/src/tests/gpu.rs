@@ -782,9 +782,13 @@ kernel#5                      cuLaunchKernel      1       1     50 ns      450 n
 }
 
 #[test]
-fn table_without_gpu_records_has_no_gpu_sections() {
+fn table_without_gpu_records_says_why_instead_of_gpu_sections() {
     let out = render_report(&[read(&super::sample().bytes)], Format::Table);
-    assert!(!out.contains("GPU"), "{out}");
+    assert!(!out.contains("GPU kernel summary"), "{out}");
+    assert!(
+        out.contains("\nGPU work of process 1234: none\n  GPU activity not recorded ("),
+        "{out}"
+    );
     // Only copies: the other sections say so.
     let t = read(
         &Builder::new(&header(8))

@@ -17,7 +17,27 @@ pub(super) fn sections(
     s: &Sections,
     want: &dyn Fn(Section) -> bool,
 ) {
+    let gpu_sections = [
+        Section::Kernels,
+        Section::Memcpy,
+        Section::Memset,
+        Section::Utilisation,
+        Section::Shared,
+        Section::Latency,
+        Section::KernExec,
+        Section::Occupancy,
+    ];
     if s.counts.iter().all(|c| c.gpu() == 0) {
+        if !gpu_sections.iter().any(|&g| want(g)) {
+            return;
+        }
+        // Where the user looks for GPU work: why there is none.
+        out.push('\n');
+        for (t, c) in traces.iter().zip(&s.counts) {
+            if let Some(why) = t.no_gpu_work(c.gpu()) {
+                let _ = writeln!(out, "GPU work of process {}: none\n  {why}", t.header.pid);
+            }
+        }
         return;
     }
     if want(Section::Kernels) {
