@@ -258,13 +258,14 @@ impl Process {
         }
     }
 
-    /// Drops rings that are closed and whose entries are all in the file; their regions
-    /// serve later threads.
+    /// Drops rings that are closed and whose entries and losses are all in the file (a thread's
+    /// last call may count a loss after the consumer's last look: the next pass writes it);
+    /// their regions serve later threads.
     pub fn forget_finished_rings(&self) {
         if let Ok(mut rings) = self.rings.try_lock() {
             let Rings { live, free } = &mut *rings;
             live.retain(|r| {
-                let done = r.is_closed() && r.is_empty() && r.is_written();
+                let done = r.is_closed() && r.is_empty() && r.is_written() && r.drops_taken();
                 // Only once nothing else holds the ring can its region serve another thread.
                 if done && Arc::strong_count(r) == 1 {
                     free.push(r.region());

@@ -311,6 +311,12 @@ impl Ring {
 
     /// Takes the count of entries lost since the last call. The live page keeps the total
     /// (a reader subtracts what the chunks of this ring counted). Consumer only.
+    /// Whether every loss counted in the ring has been taken by [`Ring::take_dropped`].
+    pub fn drops_taken(&self) -> bool {
+        self.region.field(live::DROPPED).load(Ordering::Acquire)
+            == self.dropped_taken.0.load(Ordering::Relaxed)
+    }
+
     pub fn take_dropped(&self) -> u64 {
         let total = self.region.field(live::DROPPED).load(Ordering::Relaxed);
         let before = self.dropped_taken.0.swap(total, Ordering::Relaxed);
