@@ -375,12 +375,17 @@ pub struct KernelFilter {
     verdicts: std::collections::HashMap<usize, bool>,
 }
 
+/// Whether the kernel controls (regex, skip, count) are set.
+fn filters_kernels(c: &crate::config::Capture) -> bool {
+    c.kernel_regex.is_some() || c.kernel_skip > 0 || c.kernel_count.is_some()
+}
+
 impl KernelFilter {
     /// The filter the configuration asks for; `None` keeps every kernel. An invalid regular
     /// expression is said in `error` and keeps every kernel.
     pub fn from_config(error: &mut Option<String>) -> Option<KernelFilter> {
         let c = &state::config().capture;
-        if c.kernel_regex.is_none() && c.kernel_skip == 0 && c.kernel_count.is_none() {
+        if !filters_kernels(c) {
             return None;
         }
         let regex = match &c.kernel_regex {
@@ -405,6 +410,7 @@ impl KernelFilter {
     }
 
     /// Whether to keep a kernel named `name` (CUPTI's string, `key` its address).
+    #[cfg(test)]
     pub fn keep(&mut self, key: usize, name: &str) -> bool {
         self.keep_by(key, || name)
     }
@@ -458,11 +464,12 @@ pub fn keep_work(flags: u32) -> bool {
     true
 }
 
-/// A kernel record named `name` (CUPTI's string at `key`): whether the kernel filter keeps it.
-/// With `RTRACE_METRICS` the kernel controls choose what is profiled and every kernel record is
-/// kept.
-pub fn keep_kernel(key: usize, name: &str) -> bool {
-    if state::config().metrics.is_some() {
+/// A kernel record named `name()` (CUPTI's string at `key`, asked for only when a regex must
+/// judge `key` the first time): whether the kernel filter keeps it. With `RTRACE_METRICS` the
+/// kernel controls choose what is profiled and every kernel record is kept.
+pub fn keep_kernel<N: AsRef<str>>(key: usize, name: impl FnOnce() -> N) -> bool {
+    let config = state::config();
+    if config.metrics.is_some() || !filters_kernels(&config.capture) {
         return true;
     }
     let Ok(mut f) = FILTER.lock() else {
@@ -479,7 +486,7 @@ pub fn keep_kernel(key: usize, name: &str) -> bool {
     match filter {
         None => true,
         Some(filter) => {
-            let keep = filter.keep(key, name);
+            let keep = filter.keep_by(key, name);
             if !keep {
                 FILTERED.fetch_add(1, Ordering::Relaxed);
             }

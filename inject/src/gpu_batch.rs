@@ -7,32 +7,65 @@
 use rtrace_format::ChunkKind;
 use std::collections::HashMap;
 
-/// CUPTI correlation id → rtrace correlation id, for the most recent links.
+/// CUPTI correlation id → rtrace correlation id, for the most recent links: a table indexed by
+/// CUPTI's id modulo its size. CUPTI numbers the calls of a process in order, so a link is
+/// forgotten only once [`Links::CAPACITY`] later calls were numbered (their GPU work is long
+/// done); an insert and a look-up are an index and a compare (the worker does one of each per
+/// launch).
 #[derive(Default)]
 pub struct Links {
-    map: HashMap<u32, u64>,
-    order: std::collections::VecDeque<u32>,
+    /// CUPTI's id in each slot (0: empty), and rtrace's id linked to it.
+    sources: Vec<u32>,
+    correlations: Vec<u64>,
 }
 
 impl Links {
-    /// Links kept; older ones are forgotten (their GPU work is long done).
+    /// Slots (a power of two); the tables are made on the first link, zeroed by the kernel
+    /// (pages are touched as ids reach them).
     const CAPACITY: usize = 1 << 20;
 
     pub fn insert(&mut self, source: u32, correlation: u64) {
-        if self.map.insert(source, correlation).is_none() {
-            self.order.push_back(source);
-            if self.order.len() > Self::CAPACITY {
-                if let Some(old) = self.order.pop_front() {
-                    self.map.remove(&old);
-                }
-            }
+        if source == 0 {
+            return;
         }
+        if self.sources.is_empty() {
+            self.sources = vec![0; Self::CAPACITY];
+            self.correlations = vec![0; Self::CAPACITY];
+        }
+        let slot = source as usize & (Self::CAPACITY - 1);
+        self.sources[slot] = source;
+        self.correlations[slot] = correlation;
     }
 
     pub fn get(&self, source: u32) -> Option<u64> {
-        self.map.get(&source).copied()
+        let slot = source as usize & (Self::CAPACITY - 1);
+        (source != 0 && self.sources.get(slot) == Some(&source)).then(|| self.correlations[slot])
     }
 }
+
+/// Hashes the worker's integer keys (kernel-name addresses) by one multiplication, where the
+/// standard hasher (SipHash, made for keys an adversary picks) cost about 100 instructions per
+/// look-up on a path taken for every kernel.
+#[derive(Default, Clone, Copy)]
+pub struct WordHasher(u64);
+
+impl std::hash::Hasher for WordHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 32)
+    }
+}
+
+type WordMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<WordHasher>>;
 
 /// GPU records being collected for the next chunks, and the kernel-name table.
 #[derive(Default)]
@@ -48,9 +81,11 @@ pub struct GpuBatch {
     pub modules: Vec<u8>,
     pub functions: Vec<u8>,
     pub new_names: Vec<(u32, String)>,
-    pub names: HashMap<String, u32>,
+    names: HashMap<String, u32>,
+    /// Each id's name, by id.
+    texts: Vec<String>,
     /// Kernel names' addresses in this process (CUPTI's strings) → name id, and the new ones.
-    name_addresses: HashMap<u64, u32>,
+    name_addresses: WordMap<u32>,
     new_name_addresses: Vec<(u64, u32)>,
 }
 
@@ -61,7 +96,28 @@ impl GpuBatch {
         }
         let id = self.names.len() as u32;
         self.names.insert(name.to_string(), id);
+        self.texts.push(name.to_string());
         self.new_names.push((id, name.to_string()));
+        id
+    }
+
+    /// The name of id `id`.
+    pub fn name_of(&self, id: u32) -> &str {
+        self.texts.get(id as usize).map_or("", |t| t.as_str())
+    }
+
+    /// The id of the NUL-terminated kernel name `text` at `address` in this process (CUPTI's
+    /// string, which stays put while its module is loaded): the address's id when the text
+    /// there is still the one named by it (a comparison, no hashing of the name and no
+    /// allocation), else the text's id, remembered for the address.
+    pub fn name_id_at(&mut self, address: u64, text: &std::ffi::CStr) -> u32 {
+        if let Some(id) = self.id_at(address) {
+            if self.name_of(id).as_bytes() == text.to_bytes() {
+                return id;
+            }
+        }
+        let id = self.name_id(&text.to_string_lossy());
+        self.name_address(address, id);
         id
     }
 
@@ -81,6 +137,11 @@ impl GpuBatch {
     /// Whether the kernel name at `address` has an id.
     pub fn knows_address(&self, address: u64) -> bool {
         self.name_addresses.contains_key(&address)
+    }
+
+    /// The id of the kernel name at `address` (CUPTI's string), if it has one.
+    pub fn id_at(&self, address: u64) -> Option<u32> {
+        self.name_addresses.get(&address).copied()
     }
 
     /// Notes that the kernel name at `address` (CUPTI's string) has id `id`, for a reader
@@ -127,5 +188,32 @@ impl GpuBatch {
                 data.clear();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Links;
+
+    #[test]
+    fn links_keep_the_latest_ids_of_each_slot() {
+        let mut l = Links::default();
+        assert_eq!(l.get(5), None);
+        l.insert(5, 50);
+        l.insert(6, 60);
+        l.insert(0, 1); // CUPTI's "no id": never linked
+        assert_eq!(
+            (l.get(5), l.get(6), l.get(7), l.get(0)),
+            (Some(50), Some(60), None, None)
+        );
+        // An id a whole table later takes the slot: the older link is forgotten.
+        let later = 5 + Links::CAPACITY as u32;
+        l.insert(later, 99);
+        assert_eq!(
+            (l.get(5), l.get(later), l.get(6)),
+            (None, Some(99), Some(60))
+        );
+        l.insert(6, 61);
+        assert_eq!(l.get(6), Some(61));
     }
 }

@@ -13,8 +13,9 @@
 use crate::clock;
 use crate::ring::Entry;
 use crate::state::{self, State};
-use crate::thread::{self, RUNTIME_DEPTH};
+use crate::thread;
 use rtrace_format::{runtime_function, ApiRecord};
+use std::cell::Cell;
 
 /// A runtime call with CUPTI correlation id `source` (0: none) is entered on this thread;
 /// `recording`: capture control lets calls be recorded now.
@@ -24,11 +25,10 @@ pub fn enter(source: u32, recording: bool) {
         let rc = &t.runtime;
         let depth = rc.depth.get();
         rc.depth.set(depth + 1);
-        if depth >= RUNTIME_DEPTH {
+        let Some(start) = rc.start.get(depth) else {
             return;
-        }
-        let mut start = rc.start.get();
-        start[depth] = 0;
+        };
+        start.set(0);
         let recorded = state::state() == State::Running
             && recording
             && !t.busy.get()
@@ -36,9 +36,7 @@ pub fn enter(source: u32, recording: bool) {
             && t.ensure_ring();
         if recorded {
             let c = t.take_correlation();
-            let mut corr = rc.correlation.get();
-            corr[depth] = c;
-            rc.correlation.set(corr);
+            rc.correlation[depth].set(c);
             if source != 0 {
                 t.ring.push(Entry::Link {
                     call: c,
@@ -46,9 +44,8 @@ pub fn enter(source: u32, recording: bool) {
                     symbol: 0,
                 });
             }
-            start[depth] = clock::ticks().max(1);
+            start.set(clock::ticks().max(1));
         }
-        rc.start.set(start);
     });
 }
 
@@ -61,10 +58,9 @@ pub fn exit(cbid: u32, result: u32) {
             return;
         };
         rc.depth.set(depth);
-        if depth >= RUNTIME_DEPTH {
+        let Some(start) = rc.start.get(depth).map(Cell::get) else {
             return;
-        }
-        let start = rc.start.get()[depth];
+        };
         if start == 0 || !t.has_ring() {
             return;
         }
@@ -74,7 +70,7 @@ pub fn exit(cbid: u32, result: u32) {
             result,
             start_ns: start,
             end_ns,
-            correlation: rc.correlation.get()[depth],
+            correlation: rc.correlation[depth].get(),
         }));
     });
 }

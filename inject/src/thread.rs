@@ -38,8 +38,8 @@ pub struct RuntimeCalls {
     /// recorded).
     pub depth: Cell<usize>,
     /// Each level's start in ticks (0: that call is not recorded) and rtrace correlation id.
-    pub start: Cell<[u64; RUNTIME_DEPTH]>,
-    pub correlation: Cell<[u64; RUNTIME_DEPTH]>,
+    pub start: [Cell<u64>; RUNTIME_DEPTH],
+    pub correlation: [Cell<u64>; RUNTIME_DEPTH],
 }
 
 impl RuntimeCalls {
@@ -54,10 +54,10 @@ impl RuntimeCalls {
     #[inline(always)]
     pub fn innermost_recorded(&self) -> Option<u64> {
         let d = self.depth.get().checked_sub(1)?;
-        if *self.start.get().get(d)? == 0 {
+        if self.start.get(d)?.get() == 0 {
             return None;
         }
-        self.correlation.get().get(d).copied()
+        self.correlation.get(d).map(Cell::get)
     }
 }
 
@@ -76,8 +76,8 @@ thread_local! {
             current: Cell::new(0),
             runtime: RuntimeCalls {
                 depth: Cell::new(0),
-                start: Cell::new([0; RUNTIME_DEPTH]),
-                correlation: Cell::new([0; RUNTIME_DEPTH]),
+                start: [const { Cell::new(0) }; RUNTIME_DEPTH],
+                correlation: [const { Cell::new(0) }; RUNTIME_DEPTH],
             },
         }
     };

@@ -14,6 +14,9 @@
  *           module-loaded resource callback (with cb)
  *   rt      also the whole runtime API domain on the subscriber (with cb), reading the
  *           correlation id at entry and exit, as rtrace's runtime API records do
+ *   rtact   runtime API activity records (CUPTI_ACTIVITY_KIND_RUNTIME: CUPTI writes each
+ *           runtime call into the activity buffer itself; the PyTorch profiler's way)
+ *   drvact  driver API activity records (CUPTI_ACTIVITY_KIND_DRIVER)
  * CUPTI's own settings, to measure what each costs (issue 20):
  *   kernels       kernels only (no copies, memsets or resources)
  *   buf=KIB       activity buffers of KIB KiB (default 4096, as rtrace's)
@@ -171,6 +174,8 @@ int cupti_alone_start(const char *options) {
                                   CUPTI_ACTIVITY_KIND_FUNCTION};
     int enabled = has(options, "kernels") ? 1 : res ? 7 : 3;
     for (int i = 0; i < enabled; i++) CALL(1, cuptiActivityEnable, (CUpti_ActivityKind), kinds[i]);
+    if (has(options, "rtact")) CALL(1, cuptiActivityEnable, (CUpti_ActivityKind), CUPTI_ACTIVITY_KIND_RUNTIME);
+    if (has(options, "drvact")) CALL(1, cuptiActivityEnable, (CUpti_ActivityKind), CUPTI_ACTIVITY_KIND_DRIVER);
     if (has(options, "cb")) {
         CUpti_SubscriberHandle sub;
         CALL(1, cuptiSubscribe, (CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *), &sub,

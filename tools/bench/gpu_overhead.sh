@@ -9,7 +9,8 @@
 #   matmul  tools/bench/overhead_torch.py matmul: MATMULS bf16 N x N matmuls per round
 #           (ms/matmul), GPU-bound
 # Modes: untraced; rtrace-api (LD_PRELOAD=librtrace.so); rtrace-default (what `rtrace record`
-# records by default: GPU activity, runtime API records, NVTX); rtrace-gpu (+ RTRACE_GPU_ACTIVITY=1,
+# records by default: GPU activity, runtime API records, NVTX); rtrace-default-heap (the same
+# with CUPTI's buffers in heap memory); rtrace-default-b (the default with the library $LIB_B); rtrace-gpu (+ RTRACE_GPU_ACTIVITY=1,
 # or rtrace-gpu:KINDS for RTRACE_GPU_ACTIVITY=KINDS); rtrace-gpu-nort (rtrace-gpu without
 # runtime API records, RTRACE_RUNTIME_API=0: docs/runtime-api.md); rtrace-gpu-nort-heap (the same with
 # CUPTI's buffers in heap memory, RTRACE_GPU_FILE_BUFFERS=0); rtrace-gpu-b (the same with the library
@@ -27,7 +28,8 @@
 #     bash tools/bench/gpu_overhead.sh [PROCS=5] [ROUNDS=5]
 # Environment: WORKLOADS ("empty add matmul"); MODES_EMPTY ("untraced rtrace-api rtrace-gpu"),
 # MODES_ADD and MODES_MATMUL ("untraced rtrace-api rtrace-gpu profiler cupti:ts,cb,res");
-# LAUNCHES (20000), OPS (20000), MATMULS (50), MATMUL_N (8192); BUDGET_S (400:
+# PIN: a CPU list (taskset -c) every process and all its threads are pinned to, for example 2
+# (one core) or 2,3; unset: not pinned. LAUNCHES (20000), OPS (20000), MATMULS (50), MATMUL_N (8192); BUDGET_S (400:
 # no process starts after that many seconds, so the whole run stays under 8 minutes);
 # CUDA_HOME (/usr/local/cuda-13.0); NVCC_ARCH (sm_90); BENCH_BUFFER_RECORDS (sets
 # RTRACE_BUFFER_RECORDS in traced runs; default: rtrace's own default); OUT: a copy of the
@@ -57,7 +59,7 @@ for v in $(compgen -e); do
 done
 
 WORK=$(mktemp -d /tmp/rtrace-overhead.XXXXXX) || exit 2
-mkdir -p "$WORK"/{rounds,ops,procs,prof,traces,out} || exit 2
+mkdir -p "$WORK"/{rounds,ops,procs,prof,traces,out,usage} || exit 2
 LOG=$WORK/log.txt
 
 log() { printf '[%4ds] %s\n' "$SECONDS" "$*" | tee -a "$LOG"; }
@@ -127,11 +129,13 @@ run_one() {
     esac
     case $m in
     untraced) ;;
-    rtrace-api | rtrace-gpu | rtrace-gpu:* | rtrace-gpu-b | rtrace-gpu-nort | rtrace-gpu-nort-heap | rtrace-default)
+    rtrace-api | rtrace-gpu | rtrace-gpu:* | rtrace-gpu-b | rtrace-gpu-nort | rtrace-gpu-nort-heap | rtrace-default | rtrace-default-heap | rtrace-default-b)
         env_=(LD_PRELOAD="$LIB" RTRACE_OUTPUT="$WORK/traces/$key.$i.%p.bin")
         case $m in
         rtrace-gpu) env_+=(RTRACE_GPU_ACTIVITY=1) ;;
         rtrace-default) env_+=(RTRACE_GPU_ACTIVITY=1 RTRACE_NVTX=1) ;;
+        rtrace-default-heap) env_+=(RTRACE_GPU_ACTIVITY=1 RTRACE_NVTX=1 RTRACE_GPU_FILE_BUFFERS=0) ;;
+        rtrace-default-b) env_+=(LD_PRELOAD="${LIB_B:?rtrace-default-b needs LIB_B}" RTRACE_GPU_ACTIVITY=1 RTRACE_NVTX=1) ;;
         rtrace-gpu-nort) env_+=(RTRACE_GPU_ACTIVITY=1 RTRACE_RUNTIME_API=0) ;;
         rtrace-gpu-nort-heap) env_+=(RTRACE_GPU_ACTIVITY=1 RTRACE_RUNTIME_API=0 RTRACE_GPU_FILE_BUFFERS=0) ;;
         rtrace-gpu-b) env_+=(LD_PRELOAD="${LIB_B:?rtrace-gpu-b needs LIB_B}" RTRACE_GPU_ACTIVITY=1) ;;
@@ -151,9 +155,12 @@ run_one() {
     [ "$limit" -lt 20 ] && limit=20
     local out=$WORK/out/$key.$i
     local t0=$SECONDS
-    timeout -k 5 "$limit" env "${env_[@]}" "${cmd[@]}" >"$out.stdout" 2>"$out.stderr"
+    local -a pin=()
+    [ -n "${PIN:-}" ] && pin=(taskset -c "$PIN")
+    timeout -k 5 "$limit" "${pin[@]}" env "${env_[@]}" "${cmd[@]}" >"$out.stdout" 2>"$out.stderr"
     rc=$?
     awk '$1 == "round" {print $2}' "$out.stdout" >>"$WORK/rounds/$key"
+    awk '$1 == "usage" {print $2, $3, $4, $5}' "$out.stdout" >>"$WORK/usage/$key"
     awk '$1 == "ops" {print $2}' "$out.stdout" >>"$WORK/ops/$key"
     awk '$1 == "profiler_kernels" || $1 == "cupti_kernels" {print $2}' "$out.stdout" >>"$WORK/prof/$key"
     local med
@@ -169,7 +176,7 @@ run_one() {
     fi
 }
 
-log "$PROCS processes x $ROUNDS timed rounds per mode; budget ${BUDGET}s for starting processes"
+log "$PROCS processes x $ROUNDS timed rounds per mode; budget ${BUDGET}s for starting processes; pinned to: ${PIN:-nothing}"
 for ((i = 0; i < PROCS; i++)); do
     for w in "${WORKLOADS[@]}"; do
         for m in $(modes_of "$w" "$i"); do

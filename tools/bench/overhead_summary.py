@@ -8,6 +8,8 @@ WORK holds, per workload W and mode M (written by gpu_overhead.sh):
     procs/W.M       "ok" or "fail ..." per process started
     prof/W.M        the profiler's kernel event count, one line per process (profiler mode), or
                     the kernel records CUPTI alone delivered, warm-up included (cupti modes)
+    usage/W.M       per timed round: CPU time of the process per op (all threads), minor faults,
+                    voluntary and involuntary context switches per op (add and matmul)
     modes/W         the workload's modes, one per line
     traces/W.M.*.bin  rtrace traces (rtrace modes)
 API records and dropped records come from `RTRACE report --format json` over a mode's traces;
@@ -106,6 +108,33 @@ def fmt(v, digits):
     return "-" if v is None else f"{v:.{digits}f}"
 
 
+def usage_table(work, w, modes, rounds, unit, dg):
+    """Per mode: the spread of its processes' medians, and what the process spent per op (CPU time
+    of all its threads, page faults, context switches), medians over the timed rounds."""
+    rows = []
+    for m in modes:
+        vals = [float(v) for v in lines(os.path.join(work, "rounds", f"{w}.{m}"))]
+        per_proc = [statistics.median(vals[i:i + rounds]) for i in range(0, len(vals) - rounds + 1, rounds)]
+        use = [[float(x) for x in l.split()] for l in lines(os.path.join(work, "usage", f"{w}.{m}"))]
+        use = [u for u in use if len(u) == 4]
+        if not per_proc and not use:
+            continue
+        med = [statistics.median(col) for col in zip(*use)] if use else [None] * 4
+        rows.append((m, per_proc, med))
+    if not rows:
+        return
+    print(f"  per process medians ({unit}) and per op usage (median of timed rounds):")
+    print(f"  {'mode':<22} {'procs':>5} {'min':>9} {'median':>9} {'max':>9} {'cpu ' + unit:>12} {'cpu added':>10} "
+          f"{'minflt/op':>10} {'vcsw/op':>9} {'ivcsw/op':>9}")
+    base_cpu = next((r[2][0] for r in rows if r[0] == "untraced"), None)
+    for m, pp, med in rows:
+        lo, mid, hi = (min(pp), statistics.median(pp), max(pp)) if pp else (None, None, None)
+        cpu_add = None if med[0] is None or base_cpu is None or m == "untraced" else med[0] - base_cpu
+        print(f"  {m:<22} {len(pp):>5} {fmt(lo, dg):>9} {fmt(mid, dg):>9} {fmt(hi, dg):>9} {fmt(med[0], dg):>12} "
+              f"{('-' if m == 'untraced' else fmt(cpu_add, dg)):>10} {fmt(med[1], 4):>10} {fmt(med[2], 4):>9} "
+              f"{fmt(med[3], 4):>9}")
+
+
 def main():
     work, rtrace = sys.argv[1], sys.argv[2]
     procs, rounds, launches, ops, matmuls, n = (int(a) for a in sys.argv[3:9])
@@ -179,6 +208,7 @@ def main():
                   f"{('-' if m == 'untraced' else fmt(pct, 1)):>7} {api:>10} {kern:>9} {drop:>8} {issued:>10}")
         for line in notes:
             print(line)
+        usage_table(work, w, modes, rounds, unit, dg)
         if w == "add":
             a, p = added.get("rtrace-gpu"), added.get("profiler")
             if a is None or p is None:
@@ -194,9 +224,10 @@ def main():
             b = added.get("rtrace-gpu-b")
             if b is not None and p:
                 print(f"(b) rtrace-gpu-b (LIB_B) added / profiler added = {b:.3f} / {p:.3f} = {b / p:.2f}")
-            c = added.get("cupti:ts,cb,res")
-            if a is not None and c is not None:
-                print(f"(b) rtrace-gpu added beyond CUPTI alone (cupti:ts,cb,res) = {a:.3f} - {c:.3f} = {a - c:.3f} us/op")
+            for r, c in (("rtrace-gpu", "cupti:ts,cb,res"), ("rtrace-default", "cupti:ts,cb,res,rt")):
+                a, b = added.get(r), added.get(c)
+                if a is not None and b is not None:
+                    print(f"(b) {r} added beyond CUPTI alone ({c}) = {a:.3f} - {b:.3f} = {a - b:.3f} us/op")
     if ratio_line:
         print()
         print("goal " + ratio_line)

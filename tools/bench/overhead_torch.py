@@ -14,6 +14,11 @@ inside torch.profiler.profile(activities=[ProfilerActivity.CUDA]); the profiler'
 are outside every round. `cupti` starts its CUPTI collection after the first CUDA call and
 flushes it after the last round. Prints, for gpu_overhead.sh:
     round <value>            one line per timed round
+    usage <cpu> <minflt> <vcsw> <ivcsw>
+                             per timed round, per op: CPU time of the whole process (every
+                             thread: the program's, CUDA's, CUPTI's, a tracer's) in the unit
+                             of the round's value, minor page faults, voluntary and involuntary
+                             context switches (getrusage)
     ops <n>                  operations issued in all, warm-up included
     profiler_kernels <n>     (profiler mode) GPU kernel events the profiler reported
     profiler_stop_s <s>      (profiler mode) time the profiler took to stop and parse its records
@@ -21,6 +26,7 @@ flushes it after the last round. Prints, for gpu_overhead.sh:
 """
 import ctypes
 import os
+import resource
 import sys
 import time
 
@@ -55,12 +61,20 @@ def main():
             for _ in range(ops):
                 torch.mm(a, b, out=c)
 
+    usages = []
+
     def one_round():
         torch.cuda.synchronize()
+        u0 = resource.getrusage(resource.RUSAGE_SELF)
         t0 = time.perf_counter()
         body()
         torch.cuda.synchronize()
-        return (time.perf_counter() - t0) / ops * scale
+        t = (time.perf_counter() - t0) / ops * scale
+        u1 = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = (u1.ru_utime + u1.ru_stime - u0.ru_utime - u0.ru_stime) / ops * scale
+        usages.append((cpu, (u1.ru_minflt - u0.ru_minflt) / ops, (u1.ru_nvcsw - u0.ru_nvcsw) / ops,
+                       (u1.ru_nivcsw - u0.ru_nivcsw) / ops))
+        return t
 
     if mode.startswith("cupti"):
         cupti = ctypes.CDLL(os.environ["CUPTI_ALONE_LIB"])
@@ -85,6 +99,8 @@ def main():
         stop_s = time.perf_counter() - t0
     for t in times:
         print(f"round {t:.4f}")
+    for u in usages[1:]:  # the timed rounds
+        print("usage " + " ".join(f"{v:.6f}" for v in u))
     print(f"ops {ops * (rounds + 1)}")
     if cupti is not None:
         print(f"cupti_kernels {cupti.cupti_alone_stop()}")

@@ -24,6 +24,29 @@ impl ApiRecord {
     pub fn write_to(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.to_bytes());
     }
+
+    /// The `function` of an encoded record, read from its bytes.
+    #[inline(always)]
+    pub fn function_of(bytes: &[u8; Self::SIZE]) -> u32 {
+        u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
+    }
+
+    /// Appends the encoded record `bytes` to `out` with its two times mapped by `time`: the
+    /// record as [`ApiRecord::from_bytes`], then [`ApiRecord::write_to`] would give it, with no
+    /// decoding of the other fields.
+    #[inline(always)]
+    pub fn append_retimed(bytes: &[u8; Self::SIZE], out: &mut Vec<u8>, time: impl Fn(u64) -> u64) {
+        let at = |i: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&bytes[i..i + 8]);
+            u64::from_le_bytes(b)
+        };
+        let (start, end) = (time(at(8)), time(at(16)));
+        out.extend_from_slice(&bytes[..8]);
+        out.extend_from_slice(&start.to_le_bytes());
+        out.extend_from_slice(&end.to_le_bytes());
+        out.extend_from_slice(&bytes[24..]);
+    }
 }
 
 /// One entry of the function-name table.

@@ -141,6 +141,13 @@ const NVTX: u32 = 0xFFFF_FE00;
 const NVTX_ATTRIBUTES: u32 = NVTX | 0xFF;
 
 impl RingEntry {
+    /// Whether a slot whose `function` is `function` holds a call (its bytes are then an
+    /// [`ApiRecord`]'s, times in raw ticks).
+    #[inline(always)]
+    pub fn is_call(function: u32) -> bool {
+        function < NVTX
+    }
+
     /// The entry with its time set to `ticks` (NVTX events; others unchanged).
     #[inline(always)]
     pub fn stamped(self, ticks: u64) -> RingEntry {

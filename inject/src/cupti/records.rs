@@ -182,16 +182,17 @@ pub(super) fn correlate(links: &Links, source: u32, flags: u32) -> (u64, u32) {
 pub(super) fn kernel(r: &[u8], batch: &mut GpuBatch, links: &Links) {
     let mut rec = fields::KERNEL.record(r);
     let name_ptr = fields::KERNEL.name_address(r) as *const c_char;
-    let name = if name_ptr.is_null() {
-        String::from("<unknown>")
-    } else {
-        // SAFETY: CUPTI's NUL-terminated kernel name, valid while the record is.
-        unsafe { CStr::from_ptr(name_ptr) }
-            .to_string_lossy()
-            .into_owned()
-    };
+    // SAFETY: CUPTI's NUL-terminated kernel name (or null), valid while the record is.
+    let text = (!name_ptr.is_null()).then(|| unsafe { CStr::from_ptr(name_ptr) });
     let (correlation, flags) = correlate(links, rec.source_correlation, rec.flags);
-    if !crate::capture::keep_work(flags) || !crate::capture::keep_kernel(name_ptr as usize, &name) {
+    if !crate::capture::keep_work(flags)
+        || !crate::capture::keep_kernel(name_ptr as usize, || {
+            text.map_or(
+                std::borrow::Cow::Borrowed("<unknown>"),
+                CStr::to_string_lossy,
+            )
+        })
+    {
         return;
     }
     let (mut start_ns, mut end_ns, mut flags) = (rec.start_ns, rec.end_ns, flags);
@@ -202,8 +203,10 @@ pub(super) fn kernel(r: &[u8], batch: &mut GpuBatch, links: &Links) {
     }
     rec.correlation = correlation;
     (rec.start_ns, rec.end_ns, rec.flags) = (start_ns, end_ns, flags);
-    rec.name = batch.name_id(&name);
-    batch.name_address(name_ptr as u64, rec.name);
+    rec.name = match text {
+        Some(text) => batch.name_id_at(name_ptr as u64, text),
+        None => batch.name_id("<unknown>"),
+    };
     batch.kernels.extend_from_slice(&rec.to_bytes());
 }
 
