@@ -1,9 +1,12 @@
 //! One table's file of one partition, written as rows come ([`TableFile`]): the rows are
-//! appended to Arrow column builders, a record batch is handed to Parquet's Arrow writer every
-//! [`BATCH_ROWS`] rows and a row group closed every [`ROW_GROUP_ROWS`], so that memory holds
-//! at most a batch and the row group being encoded, whatever the number of rows.
+//! appended to Arrow column builders, a record batch is handed every [`BATCH_ROWS`] rows to a
+//! thread of the file's that encodes it with Parquet's Arrow writer (so that reading and
+//! encoding use two cores), and a row group is closed every [`ROW_GROUP_ROWS`]; memory holds at
+//! most the batch being built, [`QUEUED`] batches waiting, and the row group being encoded,
+//! whatever the number of rows.
 
 use super::schema::{Table, Type, SCHEMA_VERSION};
+use crate::model::IdMap;
 use arrow_array::builder::{BooleanBuilder, Float64Builder, Int32Builder, Int64Builder};
 use arrow_array::types::Int32Type;
 use arrow_array::{ArrayRef, DictionaryArray, RecordBatch, StringArray};
@@ -17,12 +20,16 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 
 /// Rows handed to the Parquet writer at a time.
 pub const BATCH_ROWS: usize = 65_536;
 /// Rows per row group.
 pub const ROW_GROUP_ROWS: usize = 1 << 20;
+/// Batches handed on and not yet encoded, at most, per file.
+pub const QUEUED: usize = 2;
 
 /// A column being built.
 enum Builder {
@@ -30,14 +37,25 @@ enum Builder {
     I32(Int32Builder),
     F64(Float64Builder),
     Bool(BooleanBuilder),
-    /// Dictionary keys into `values`, the distinct strings so far (`index` finds them).
+    /// Dictionary keys into `values`, the distinct strings so far (`index` finds them by text,
+    /// `by_id` by the id of what they name: [`TableFile::sym`]).
     Str {
         keys: Int32Builder,
         values: Vec<String>,
         index: HashMap<String, i32>,
-        /// The last string appended and its key: rows often repeat it.
-        last: Option<(String, i32)>,
+        by_id: IdMap<i32>,
     },
+}
+
+/// The key of `s` among `values`, added when new.
+fn intern(values: &mut Vec<String>, index: &mut HashMap<String, i32>, s: &str) -> i32 {
+    if let Some(&k) = index.get(s) {
+        return k;
+    }
+    let k = values.len() as i32;
+    values.push(s.to_string());
+    index.insert(s.to_string(), k);
+    k
 }
 
 impl Builder {
@@ -51,7 +69,7 @@ impl Builder {
                 keys: Int32Builder::with_capacity(BATCH_ROWS),
                 values: Vec::new(),
                 index: HashMap::new(),
-                last: None,
+                by_id: IdMap::default(),
             },
         }
     }
@@ -106,7 +124,22 @@ pub struct TableFile {
     at: usize,
     rows: usize,
     pub written: u64,
-    writer: ArrowWriter<BufWriter<File>>,
+    /// The encoding thread's queue (`None` once closed) and the thread.
+    queue: Option<SyncSender<RecordBatch>>,
+    encoder: Option<JoinHandle<io::Result<()>>>,
+}
+
+/// The encoding thread: writes each batch it is given, then the file's footer.
+fn encode(
+    mut writer: ArrowWriter<BufWriter<File>>,
+    batches: Receiver<RecordBatch>,
+    path: PathBuf,
+) -> io::Result<()> {
+    for batch in batches {
+        writer.write(&batch).map_err(|e| parquet_error(&path, e))?;
+    }
+    let mut file = writer.into_inner().map_err(|e| parquet_error(&path, e))?;
+    io::Write::flush(&mut file)
 }
 
 fn parquet_error(path: &Path, e: parquet::errors::ParquetError) -> io::Error {
@@ -150,6 +183,11 @@ impl TableFile {
             Some(props.build()),
         )
         .map_err(|e| parquet_error(path, e))?;
+        let (queue, batches) = sync_channel(QUEUED);
+        let owned = path.to_path_buf();
+        let encoder = std::thread::Builder::new()
+            .name(format!("parquet-{}", table.name))
+            .spawn(move || encode(writer, batches, owned))?;
         Ok(TableFile {
             table,
             path: path.to_path_buf(),
@@ -158,7 +196,8 @@ impl TableFile {
             at: 0,
             rows: 0,
             written: 0,
-            writer,
+            queue: Some(queue),
+            encoder: Some(encoder),
         })
     }
 
@@ -223,29 +262,37 @@ impl TableFile {
                 keys,
                 values,
                 index,
-                last,
+                ..
             } => match v {
                 None => keys.append_null(),
-                Some(s) => {
-                    let key = match last {
-                        Some((l, k)) if l == s => *k,
-                        _ => {
-                            let k = match index.get(s) {
-                                Some(&k) => k,
-                                None => {
-                                    let k = values.len() as i32;
-                                    values.push(s.to_string());
-                                    index.insert(s.to_string(), k);
-                                    k
-                                }
-                            };
-                            *last = Some((s.to_string(), k));
-                            k
-                        }
-                    };
-                    keys.append_value(key);
-                }
+                Some(s) => keys.append_value(intern(values, index, s)),
             },
+            _ => panic!("not a string column"),
+        }
+        self
+    }
+
+    /// A string named by `id` (a name id, an enum's number): found by the id, `text` asked
+    /// only the first time the column meets it (rows repeat a few names many times).
+    #[inline]
+    pub fn sym<S: AsRef<str>>(&mut self, id: u64, text: impl FnOnce() -> S) -> &mut Self {
+        match self.next() {
+            Builder::Str {
+                keys,
+                values,
+                index,
+                by_id,
+            } => {
+                let key = match by_id.get(&id) {
+                    Some(&k) => k,
+                    None => {
+                        let k = intern(values, index, text().as_ref());
+                        by_id.insert(id, k);
+                        k
+                    }
+                };
+                keys.append_value(key);
+            }
             _ => panic!("not a string column"),
         }
         self
@@ -275,23 +322,45 @@ impl TableFile {
         let arrays: Vec<ArrayRef> = self.columns.iter_mut().map(Builder::finish).collect();
         let batch = RecordBatch::try_new(self.schema.clone(), arrays)
             .map_err(|e| io::Error::other(format!("{}: {e}", self.path.display())))?;
-        self.writer
-            .write(&batch)
-            .map_err(|e| parquet_error(&self.path, e))?;
+        let sent = self.queue.as_ref().is_some_and(|q| q.send(batch).is_ok());
+        if !sent {
+            // The encoder stopped: its error says why.
+            self.queue = None;
+            return Err(self.join().err().unwrap_or_else(|| {
+                io::Error::other(format!("{}: the encoder stopped", self.path.display()))
+            }));
+        }
         self.written += self.rows as u64;
         self.rows = 0;
         Ok(())
     }
 
+    /// Waits for the encoding thread to end.
+    fn join(&mut self) -> io::Result<()> {
+        match self.encoder.take().map(JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(io::Error::other(format!(
+                "{}: the encoder panicked",
+                self.path.display()
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Writes what is held and the file's footer; returns the rows written.
     pub fn close(mut self) -> io::Result<u64> {
         self.flush_batch()?;
-        let path = self.path.clone();
-        let mut file = self
-            .writer
-            .into_inner()
-            .map_err(|e| parquet_error(&path, e))?;
-        io::Write::flush(&mut file)?;
+        self.queue = None;
+        self.join()?;
         Ok(self.written)
+    }
+}
+
+impl Drop for TableFile {
+    /// A file left unclosed (an error elsewhere) still has its thread waited for, so that no
+    /// thread writes in a directory being removed.
+    fn drop(&mut self) {
+        self.queue = None;
+        let _ = self.join();
     }
 }

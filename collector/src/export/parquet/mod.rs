@@ -17,6 +17,8 @@ mod meta;
 mod rows;
 pub mod schema;
 pub mod tables;
+#[cfg(test)]
+mod tests;
 
 use super::{trace_warnings, ExportError};
 use crate::filter::{Filter, RecordFilter};

@@ -35,10 +35,11 @@ impl Names {
         }
     }
 
-    fn function(&mut self, id: u32) -> &str {
+    fn function(&mut self, id: u32) -> String {
         self.functions
-            .entry(id)
-            .or_insert_with(|| format!("function#{id}"))
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| format!("function#{id}"))
     }
 
     fn kernel(&mut self, id: u32) -> &(String, String) {
@@ -81,19 +82,21 @@ impl RecordTables {
         match records {
             Records::Api(v) => {
                 for r in v.into_iter().filter_map(|r| keep.api(r)) {
-                    let api = if runtime_cbid(r.function).is_some() {
-                        "runtime"
-                    } else {
-                        "driver"
-                    };
+                    let runtime = runtime_cbid(r.function).is_some();
                     self.api
                         .u64(thread)
                         .u64(r.correlation)
                         .u64(r.start_ns)
                         .u64(r.end_ns)
                         .u64(r.end_ns.saturating_sub(r.start_ns))
-                        .str(Some(api))
-                        .str(Some(names.function(r.function)))
+                        .sym(u64::from(runtime), || {
+                            if runtime {
+                                "runtime"
+                            } else {
+                                "driver"
+                            }
+                        })
+                        .sym(u64::from(r.function), || names.function(r.function))
                         .int(i64::from(r.function))
                         .bool(in_runtime(r.function))
                         .int(i64::from(r.result))
@@ -102,14 +105,13 @@ impl RecordTables {
             }
             Records::Kernels(v) => {
                 for k in v.into_iter().filter_map(|k| keep.kernel(k)) {
-                    let (name, mangled) = names.kernel(k.name);
                     self.kernels
                         .opt_int(Gpu::Kernel(&k).correlation().map(|c| c as i64))
                         .u64(k.start_ns)
                         .u64(k.end_ns)
                         .u64(k.end_ns.saturating_sub(k.start_ns))
-                        .str(Some(name))
-                        .str(Some(mangled))
+                        .sym(u64::from(k.name), || names.kernel(k.name).0.clone())
+                        .sym(u64::from(k.name), || names.kernel(k.name).1.clone())
                         .int(i64::from(k.device))
                         .int(i64::from(k.context))
                         .opt_int(stream(k.stream))
@@ -152,8 +154,8 @@ impl RecordTables {
                     self.memory
                         .opt_int((m.correlation != 0).then_some(m.correlation as i64))
                         .u64(m.timestamp_ns)
-                        .str(Some(m.operation.name()))
-                        .str(Some(m.kind.name()))
+                        .sym(m.operation as u64, || m.operation.name())
+                        .sym(m.kind as u64, || m.kind.name())
                         .u64(m.address)
                         .u64(m.bytes)
                         .int(i64::from(m.device))
@@ -170,7 +172,7 @@ impl RecordTables {
                         .u64(y.start_ns)
                         .u64(y.end_ns)
                         .u64(y.end_ns.saturating_sub(y.start_ns))
-                        .str(Some(y.kind.name()))
+                        .sym(y.kind as u64, || y.kind.name())
                         .int(i64::from(y.context))
                         .opt_int(stream(y.stream))
                         .opt_int(stream(y.event))
@@ -196,10 +198,10 @@ impl RecordTables {
                 .u64(m.start_ns)
                 .u64(m.end_ns)
                 .u64(m.end_ns.saturating_sub(m.start_ns))
-                .str(Some(m.kind.name()))
+                .sym(m.kind as u64, || m.kind.name())
                 .u64(m.bytes)
-                .str(Some(m.src_kind.name()))
-                .str(Some(m.dst_kind.name()))
+                .sym(m.src_kind as u64, || m.src_kind.name())
+                .sym(m.dst_kind as u64, || m.dst_kind.name())
                 .int(i64::from(m.device))
                 .int(i64::from(m.context))
                 .opt_int(stream(m.stream))
