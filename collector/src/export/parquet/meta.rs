@@ -1,11 +1,8 @@
 //! The rows of the small tables, from what a trace's first read keeps ([`Trace`]): the process,
-//! its threads, devices, contexts, streams and modules, its PC samples and kernel metrics; and
-//! the NVTX ranges and external ids a projection of its records gives
-//! ([`crate::nvtx::Projected`]).
+//! its threads, devices, contexts, streams and modules, its PC samples and kernel metrics.
 
 use super::columns::TableFile;
 use crate::model::Trace;
-use crate::nvtx::Projected;
 use rtrace_format::{attr, ID_NONE};
 use std::collections::HashMap;
 use std::io;
@@ -179,60 +176,6 @@ pub fn kernel_metrics(out: &mut TableFile, t: &Trace) -> io::Result<()> {
                 .float(value)
                 .end()?;
         }
-    }
-    Ok(())
-}
-
-/// The `nvtx_ranges` and `external_ids` rows of a projection.
-pub fn nvtx(ranges: &mut TableFile, external: &mut TableFile, p: &Projected) -> io::Result<()> {
-    let span = |s: Option<(u32, u64, u64)>| {
-        (
-            s.map(|s| i64::from(s.0)),
-            s.map(|s| s.1 as i64),
-            s.map(|s| s.2 as i64),
-        )
-    };
-    for (i, r) in p.ranges.ranges.iter().enumerate() {
-        let (d, s, e) = span(r.gpu_span);
-        let (pd, ps, pe) = span(r.process_gpu_span);
-        ranges
-            .u64(i as u64)
-            .u64(r.tid)
-            .u64(r.end_tid)
-            .str(Some(&r.domain))
-            .str(Some(&r.name))
-            .int(i64::from(r.category))
-            .opt_int(r.level.map(|l| l as i64))
-            .u64(r.start_ns)
-            .u64(r.end_ns)
-            .u64(r.end_ns.saturating_sub(r.start_ns))
-            .u64(r.gpu_records)
-            .u64(r.gpu_ns)
-            .opt_int(d)
-            .opt_int(s)
-            .opt_int(e)
-            .u64(r.own_gpu_records)
-            .u64(r.own_gpu_ns)
-            .u64(r.process_gpu_records)
-            .u64(r.process_gpu_ns)
-            .opt_int(pd)
-            .opt_int(ps)
-            .opt_int(pe)
-            .end()?;
-    }
-    let mut rows: Vec<_> = p.external.iter().collect();
-    rows.sort_by_key(|x| (x.kind, x.id));
-    for x in rows {
-        external
-            .int(i64::from(x.kind))
-            .u64(x.id)
-            .u64(x.calls)
-            .u64(x.gpu_records)
-            .u64(x.gpu_ns)
-            .u64(x.process_calls)
-            .u64(x.process_gpu_records)
-            .u64(x.process_gpu_ns)
-            .end()?;
     }
     Ok(())
 }

@@ -7,13 +7,14 @@
 //! [`crate::clocks`]), then a first read that keeps its names and resources and indexes its
 //! chunks of records ([`Indexer`]), then those chunks again in file order, each record one row
 //! ([`rows`]), written a batch at a time ([`columns`]); a trace with NVTX ranges is projected
-//! as the report projects it ([`crate::nvtx::project`]) for its `nvtx_ranges` and
-//! `external_ids`. Memory holds a batch per table and the row group being encoded, plus the
-//! ranges of a trace with NVTX (held until its projection ends). The dataset is written under a
-//! temporary name beside `DIR` and renamed into place when complete.
+//! as the report projects it for its `nvtx_ranges` and `external_ids` ([`ranges`]). Memory
+//! holds a few batches per table and the row group being encoded, and for a trace with NVTX the
+//! ranges open or waiting for their GPU work. The dataset is written under a temporary name
+//! beside `DIR` and renamed into place when complete.
 
 mod columns;
 mod meta;
+mod ranges;
 mod rows;
 pub mod schema;
 pub mod tables;
@@ -26,6 +27,7 @@ use crate::model::Trace;
 use crate::read::first::hold_names;
 use crate::read::index::{decode, ChunkRef, Rereader};
 use crate::read::inputs::StreamError;
+use crate::read::merge::Failure;
 use crate::read::records::{Kind, Records};
 use crate::read::trace::{kernel_names_kept, read_light, RecordSink};
 use columns::TableFile;
@@ -361,9 +363,10 @@ fn write_trace(
     let mut ranges = out.open(&NVTX_RANGES)?;
     let mut external = out.open(&EXTERNAL_IDS)?;
     if index.nvtx {
-        let (projected, _) =
-            crate::nvtx::project(file, trace, keep, crate::nvtx::Mode::Collect).map_err(changed)?;
-        meta::nvtx(&mut ranges, &mut external, &projected).map_err(&werr)?;
+        ranges::write(file, trace, keep, &mut ranges, &mut external).map_err(|e| match e {
+            Failure::Read(e) => changed(e),
+            Failure::Write(e) => werr(e),
+        })?;
     }
     rows += ranges.close().map_err(&werr)?;
     rows += external.close().map_err(&werr)?;

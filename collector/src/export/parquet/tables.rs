@@ -237,7 +237,7 @@ pub const NVTX_RANGES: Table = Table {
             "range_id",
             I64,
             "",
-            "the range's place among the process's ranges in order of start, from 0",
+            "the range's number among the process's ranges in order of beginning, from 1 (rows come in the order ranges end)",
         ),
         col("tid", I64, "", "thread it began on"),
         col("end_tid", I64, "", "thread it ended on"),
