@@ -391,23 +391,19 @@ fn report_json(traces: &Path, extra: &[&str], to: &Path) {
     std::fs::write(to, run.stdout).unwrap();
 }
 
-#[test]
-fn duckdb_queries_of_the_docs_match_the_report() {
-    let Some(python) = python_with_duckdb() else {
-        assert!(
-            std::env::var_os("RTRACE_REQUIRE_DUCKDB").is_none(),
-            "RTRACE_REQUIRE_DUCKDB is set (as .ci/run sets it) and no Python imports duckdb"
-        );
-        eprintln!(
-            "skipped: no Python with duckdb (tools/setup-cuda.sh test installs it into .venv)"
-        );
-        return;
-    };
-    let (dir, traces) = job("duckdb");
-    let out = dir.join("train.parquet");
-    assert_eq!(export(&traces, &out, &[]).status.code(), Some(0));
-    let report = dir.join("report.json");
-    report_json(&traces, &[], &report);
+/// Exports `traces` to `dir`/NAME.parquet and runs tests/parquet_check.py on it against the
+/// report of `traces` (and, per pid of `nccl`, the report of its NCCL kernels); its output.
+fn check_queries(python: &Path, dir: &Path, name: &str, traces: &Path, nccl: &[u32]) -> String {
+    let out = dir.join(format!("{name}.parquet"));
+    let run = export(traces, &out, &[]);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let report = dir.join(format!("{name}.json"));
+    report_json(traces, &[], &report);
     let mut args = vec![
         out.display().to_string(),
         Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -416,30 +412,84 @@ fn duckdb_queries_of_the_docs_match_the_report() {
             .to_string(),
         report.display().to_string(),
     ];
-    for r in 0..5 {
-        let json = dir.join(format!("nccl-{r}.json"));
-        let p = pid(r).to_string();
-        report_json(&traces, &["--pid", &p, "--kernel", "(?i)nccl"], &json);
+    for p in nccl {
+        let json = dir.join(format!("{name}-nccl-{p}.json"));
+        let p = p.to_string();
+        report_json(traces, &["--pid", &p, "--kernel", "(?i)nccl"], &json);
         args.push(format!("{p}={}", json.display()));
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/parquet_check.py");
-    let run = Command::new(&python)
+    let run = Command::new(python)
         .arg(script)
         .args(&args)
         .output()
         .unwrap();
-    let stdout = String::from_utf8(run.stdout).unwrap();
     assert!(
         run.status.success(),
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    let checks: Vec<&str> = stdout.lines().filter(|l| l.starts_with("check ")).collect();
-    let bad: Vec<&&str> = checks.iter().filter(|l| !l.ends_with(": ok")).collect();
-    assert!(bad.is_empty(), "{bad:#?}\n{stdout}");
+    let stdout = String::from_utf8(run.stdout).unwrap();
+    let bad: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("check ") && !l.ends_with(": ok"))
+        .collect();
+    assert!(bad.is_empty(), "{name}: {bad:#?}\n{stdout}");
+    stdout
+}
+
+fn require_python() -> Option<PathBuf> {
+    let python = python_with_duckdb();
+    if python.is_none() {
+        assert!(
+            std::env::var_os("RTRACE_REQUIRE_DUCKDB").is_none(),
+            "RTRACE_REQUIRE_DUCKDB is set (as .ci/run sets it) and no Python imports duckdb"
+        );
+        eprintln!(
+            "skipped: no Python with duckdb (tools/setup-cuda.sh test installs it into .venv)"
+        );
+    }
+    python
+}
+
+/// The committed fixtures (one process each: GPU work of every kind on two devices, NVTX
+/// ranges on two threads with external ids, profiled kernels): the same numbers as the report.
+#[test]
+fn duckdb_queries_of_the_docs_match_the_report_on_the_fixtures() {
+    let Some(python) = require_python() else {
+        return;
+    };
+    let dir = temp_dir("fixtures");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    for name in ["gpu", "nvtx", "profiles", "api_threads"] {
+        let stdout = check_queries(
+            &python,
+            &dir,
+            name,
+            &fixtures.join(format!("{name}.bin")),
+            &[],
+        );
+        assert!(
+            stdout.contains("check gpu_idle_per_rank keys: ok"),
+            "{stdout}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn duckdb_queries_of_the_docs_match_the_report() {
+    let Some(python) = require_python() else {
+        return;
+    };
+    let (dir, traces) = job("duckdb");
+    let pids: Vec<u32> = (0..5).map(pid).collect();
+    let stdout = check_queries(&python, &dir, "train", &traces, &pids);
+    let checks = stdout.lines().filter(|l| l.starts_with("check ")).count();
     // 2 kernels' rows and their number, 4 ranks' devices x 7 columns plus the keys (rank 4
-    // has no GPU records before its damage), 3 NVTX, 5 ranks' NCCL plus the pids.
-    assert_eq!(checks.len(), 3 + 1 + 4 * 7 + 3 + 1 + 5, "{stdout}");
+    // has no GPU records before its damage), 3 for the slowest step, 1 NVTX name and the
+    // names, 5 ranks' NCCL plus the pids.
+    assert_eq!(checks, 3 + 1 + 4 * 7 + 3 + 2 + 1 + 5, "{stdout}");
     let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("row ")).collect();
     // NCCL time per rank, exactly as built (rank 4 lost its kernels to the damage).
     for r in 0..4 {

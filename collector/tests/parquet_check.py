@@ -76,6 +76,20 @@ def main():
               row.get("max_ns") == max(r["slowest_ns"] for r in mine), f"report {row.get('max_ns')}")
         check(f"slowest_rank_per_step {name} min_ns",
               row.get("min_ns") == min(r["fastest_ns"] for r in mine), f"report {row.get('min_ns')}")
+    # Every NVTX range name's count, time and projected GPU work, as the report's NVTX rows.
+    cols = ["count", "total_ns", "gpu_records", "gpu_ns", "own_gpu_records", "own_gpu_ns",
+            "process_gpu_records", "process_gpu_ns"]
+    sums = con.sql(
+        "SELECT domain, name, count(*), sum(duration_ns), sum(gpu_records), sum(gpu_ns), "
+        "sum(own_gpu_records), sum(own_gpu_ns), sum(process_gpu_records), sum(process_gpu_ns) "
+        "FROM nvtx_ranges GROUP BY domain, name ORDER BY domain, name").fetchall()
+    nvtx_rows = {(n["domain"], n["name"]): n for n in rep["nvtx"]["ranges"]}
+    check("nvtx_ranges names", sorted(nvtx_rows) == [tuple(r[:2]) for r in sums], f"{sorted(nvtx_rows)}")
+    for r in sums:
+        n = nvtx_rows.get(tuple(r[:2]), {})
+        got = dict(zip(cols, (int(v) for v in r[2:])))
+        want = {c: n.get(c) for c in cols}
+        check(f"nvtx_ranges {r[1]}", got == want, f"query {got}, report {want}")
     # NCCL time per rank: the report of that rank's NCCL kernels.
     # A rank with no NCCL kernel has no row.
     nccl = {r["pid"]: r for r in results["nccl_time_per_rank"]}
