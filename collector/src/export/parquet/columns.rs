@@ -11,7 +11,7 @@ use arrow_array::builder::{BooleanBuilder, Float64Builder, Int32Builder, Int64Bu
 use arrow_array::types::Int32Type;
 use arrow_array::{ArrayRef, DictionaryArray, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_writer::{ArrowWriter, ArrowWriterOptions};
 use parquet::basic::Compression;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
@@ -177,10 +177,14 @@ impl TableFile {
         for c in table.columns.iter().filter(|c| c.ty == Type::Str) {
             props = props.set_column_dictionary_enabled(ColumnPath::from(c.name), true);
         }
-        let writer = ArrowWriter::try_new(
+        // Without Arrow's schema in the file: readers that honour it (pyarrow, so pandas and
+        // Dask) would read the strings as categoricals; Parquet's own UTF8 type is what they are.
+        let writer = ArrowWriter::try_new_with_options(
             BufWriter::with_capacity(1 << 20, file),
             schema.clone(),
-            Some(props.build()),
+            ArrowWriterOptions::new()
+                .with_properties(props.build())
+                .with_skip_arrow_metadata(true),
         )
         .map_err(|e| parquet_error(path, e))?;
         let (queue, batches) = sync_channel(QUEUED);
