@@ -2,9 +2,10 @@
 //! a training loop: per step an NVTX `step` range around a GEMM, a copy, a memset and an NCCL
 //! all-reduce; rank 2 slowed; rank 3 on another host whose clock is 5 s ahead; rank 4's file
 //! truncated; a `.bin` file that is not a trace): the dataset's files and rows (read back with
-//! the `parquet` crate), the command line's refusals and exit codes, and docs/parquet.md's
-//! DuckDB queries run on the dataset (tests/parquet_check.py) with their results checked
-//! against `rtrace report --format json` exactly.
+//! the `parquet` crate, peer copies' ends included), the report's filters, the command line's
+//! refusals and exit codes, and docs/parquet.md's DuckDB queries run on the dataset
+//! (tests/parquet_check.py) with their results checked against `rtrace report --format json`
+//! exactly.
 //!
 //! The DuckDB part runs with a Python that imports `duckdb` (`$RTRACE_PYTHON`, else the
 //! repository's `.venv/bin/python3`, where tools/setup-cuda.sh installs it, else `python3`);
@@ -513,5 +514,83 @@ fn duckdb_queries_of_the_docs_match_the_report() {
         );
         assert!(rows.contains(&line.as_str()), "{line}\n{stdout}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The `copies` rows of the fixture gpu.bin (one process, two devices), read back: kind,
+/// device, and a peer-to-peer copy's source and destination (device, context).
+#[test]
+fn peer_copies_keep_both_ends() {
+    use arrow_array::{Array, Int64Array, StringArray};
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let dir = temp_dir("peer");
+    let out = dir.join("ds");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gpu.bin");
+    assert_eq!(export(&fixture, &out, &[]).status.code(), Some(0));
+    let file = std::fs::File::open(out.join("copies/host=node07/pid=4200/part-0.parquet")).unwrap();
+    let mut rows = Vec::new();
+    for batch in ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap()
+    {
+        let batch = batch.unwrap();
+        let text = |name: &str| {
+            let c = batch.column_by_name(name).unwrap();
+            let c = c.as_any().downcast_ref::<StringArray>().unwrap();
+            (0..c.len())
+                .map(|i| c.value(i).to_string())
+                .collect::<Vec<_>>()
+        };
+        let int = |name: &str| {
+            let c = batch.column_by_name(name).unwrap();
+            let c = c.as_any().downcast_ref::<Int64Array>().unwrap();
+            (0..c.len())
+                .map(|i| (!c.is_null(i)).then(|| c.value(i)))
+                .collect::<Vec<_>>()
+        };
+        let (kind, device) = (text("kind"), int("device"));
+        let ends = ["src_device", "src_context", "dst_device", "dst_context"].map(int);
+        for i in 0..batch.num_rows() {
+            let e: Vec<Option<i64>> = ends.iter().map(|c| c[i]).collect();
+            rows.push((kind[i].clone(), device[i].unwrap(), e));
+        }
+    }
+    let none = vec![None; 4];
+    assert_eq!(
+        rows,
+        vec![
+            ("HtoD".to_string(), 0, none.clone()),
+            (
+                "PtoP".to_string(),
+                0,
+                vec![Some(0), Some(1), Some(1), Some(2)]
+            ),
+            ("DtoH".to_string(), 0, none.clone()),
+            ("DtoD".to_string(), 1, none),
+        ]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--pid` keeps one rank's partitions; the other ranks' folders are not written.
+#[test]
+fn the_report_filters_apply() {
+    let (dir, traces) = job("filter");
+    let out = dir.join("ds");
+    let run = export(&traces, &out, &["--pid", "7001"]);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let pids: Vec<String> = std::fs::read_dir(out.join("kernels/host=node07"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(pids, vec!["pid=7001".to_string()]);
+    assert!(!out.join("kernels/host=node08").exists());
+    assert_eq!(rows(&out, "kernels", "node07", 1), 2 * STEPS as i64);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -294,6 +294,21 @@ impl Partition<'_> {
     }
 }
 
+/// The records of indexed chunk `c` read again, as [`decode`] gives them but peer-to-peer
+/// copies kept as such (their source and destination devices are columns of `copies`).
+fn decode_records(c: &ChunkRef, chunk: &Chunk, file: &Path) -> Result<Records, StreamError> {
+    if c.kind != Kind::PeerCopies {
+        return decode(c, chunk, file);
+    }
+    let mut records = Records::decode(c.kind, chunk).map_err(|why| StreamError::Changed {
+        path: file.to_path_buf(),
+        why,
+    })?;
+    // Counted on the first read.
+    records.set_aside_damaged(|_, _, _, _| {});
+    Ok(records)
+}
+
 /// Writes one trace's tables; returns the rows written.
 fn write_trace(
     file: &Path,
@@ -321,7 +336,7 @@ fn write_trace(
     let mut reread = Rereader::open(file).map_err(changed)?;
     for c in &index.chunks {
         let chunk = reread.chunk_of(c).map_err(changed)?;
-        let recs = decode(c, &chunk, file).map_err(changed)?;
+        let recs = decode_records(c, &chunk, file).map_err(changed)?;
         records
             .write(&mut names, keep, c.thread, recs)
             .map_err(&werr)?;

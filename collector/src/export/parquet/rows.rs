@@ -130,8 +130,14 @@ impl RecordTables {
                         .end()?;
                 }
             }
-            Records::Memcpys(v) => self.copies(keep, v.into_iter())?,
-            Records::PeerCopies(v) => self.copies(keep, v.into_iter().map(|p| p.copy))?,
+            Records::Memcpys(v) => self.copies(keep, v.into_iter().map(|m| (m, None)))?,
+            Records::PeerCopies(v) => self.copies(
+                keep,
+                v.into_iter().map(|p| {
+                    let ends = [p.src_device, p.src_context, p.dst_device, p.dst_context];
+                    (p.copy, Some(ends.map(i64::from)))
+                }),
+            )?,
             Records::Memsets(v) => {
                 for s in v.into_iter().filter_map(|s| keep.memset(s)) {
                     self.memsets
@@ -189,9 +195,9 @@ impl RecordTables {
     fn copies(
         &mut self,
         keep: &RecordFilter,
-        v: impl Iterator<Item = rtrace_format::MemcpyRecord>,
+        v: impl Iterator<Item = (rtrace_format::MemcpyRecord, Option<[i64; 4]>)>,
     ) -> io::Result<()> {
-        for m in v.filter_map(|m| keep.memcpy(m)) {
+        for (m, ends) in v.filter_map(|(m, ends)| Some((keep.memcpy(m)?, ends))) {
             let correlated = u32::from(m.flags) & FLAG_CORRELATED != 0;
             self.copies
                 .opt_int(correlated.then_some(m.correlation as i64))
@@ -207,6 +213,10 @@ impl RecordTables {
                 .opt_int(stream(m.stream))
                 .opt_int(graph(u64::from(m.graph_id)))
                 .opt_int(graph(m.graph_node_id))
+                .opt_int(ends.map(|e| e[0]))
+                .opt_int(ends.map(|e| e[1]))
+                .opt_int(ends.map(|e| e[2]))
+                .opt_int(ends.map(|e| e[3]))
                 .end()?;
         }
         Ok(())

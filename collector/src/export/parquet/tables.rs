@@ -146,6 +146,30 @@ pub const COPIES: Table = Table {
         STREAM,
         GRAPH,
         NODE,
+        opt(
+            "src_device",
+            I64,
+            "",
+            "peer-to-peer copies: the source device; null for others",
+        ),
+        opt(
+            "src_context",
+            I64,
+            "",
+            "peer-to-peer copies: the source context",
+        ),
+        opt(
+            "dst_device",
+            I64,
+            "",
+            "peer-to-peer copies: the destination device",
+        ),
+        opt(
+            "dst_context",
+            I64,
+            "",
+            "peer-to-peer copies: the destination context",
+        ),
     ],
 };
 
