@@ -224,7 +224,10 @@ fn write_dataset(files: &[PathBuf], tmp: &Path, filter: &Filter) -> Result<Writt
     let to = filter.to_ns.map_or(u64::MAX, |v| base.saturating_add(v));
     let mut written = Written::default();
     let mut parts: HashMap<(String, u32), usize> = HashMap::new();
-    for (file, shift) in files.iter().zip(shifts) {
+    for ((file, shift), header) in files.iter().zip(shifts).zip(&headers) {
+        if !filter.keeps_process(header.pid) {
+            continue;
+        }
         let names = match &filter.kernel {
             Some(re) => Some(kernel_names_kept(file, re).map_err(ExportError::Load)?),
             None => None,
@@ -232,9 +235,6 @@ fn write_dataset(files: &[PathBuf], tmp: &Path, filter: &Filter) -> Result<Writt
         let keep = RecordFilter::new(shift.as_ref().map_or(0, |s| s.ns), from, to, filter, names);
         let mut index = Indexer::default();
         let mut trace = read_light(file, &mut index).map_err(ExportError::Load)?;
-        if !filter.keeps_process(trace.header.pid) {
-            continue;
-        }
         if let Some(s) = shift {
             trace.shift_times(s.ns);
             written.clock_notes.push(format!(
