@@ -16,7 +16,7 @@ mod metrics;
 mod report;
 mod sass;
 
-pub use export::ExportArgs;
+pub use export::{ExportArgs, Format as ExportOutputFormat};
 pub use inputs::FilterArgs;
 pub use metrics::MetricsArgs;
 pub use report::ReportArgs;

@@ -458,7 +458,7 @@ fn command_line_errors() {
     let stderr = String::from_utf8(run.stderr).unwrap();
     assert!(
         stderr.contains("invalid value 'json' for '--format <FORMAT>'")
-            && stderr.contains("[possible values: perfetto, chrome]"),
+            && stderr.contains("[possible values: perfetto, chrome, parquet]"),
         "{stderr}"
     );
     // A missing input: exit 2, and no output file.

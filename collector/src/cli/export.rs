@@ -9,19 +9,38 @@ use std::path::PathBuf;
 #[derive(Debug, Args)]
 pub struct ExportArgs {
     /// `perfetto`: Perfetto's protobuf trace (ui.perfetto.dev, any size);
-    /// `chrome`: Chrome's JSON trace events (viewers fail past about 256 MB).
+    /// `chrome`: Chrome's JSON trace events (viewers fail past about 256 MB);
+    /// `parquet`: a Parquet dataset, a table per kind of record (docs/parquet.md).
     #[arg(long, value_enum)]
-    pub format: crate::export::ExportFormat,
+    pub format: Format,
     /// Write to FILE (written in full, then renamed into place) instead of
-    /// standard output; `-` is standard output.
+    /// standard output; `-` is standard output. With `--format parquet`: the
+    /// dataset's directory (required; it must not exist or be empty).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// With `--format parquet`: replace an earlier dataset at the output
+    /// directory (one holding `_schema.json`), once the new one is complete.
+    #[arg(long)]
+    pub force_overwrite: bool,
     #[command(flatten)]
     pub filter: FilterArgs,
     /// Trace files, or directories: every *.bin trace directly in one is read,
     /// in name order. One process each in the output.
     #[arg(value_name = "TRACE", required = true)]
     pub files: Vec<PathBuf>,
+}
+
+/// What `rtrace export --format` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Perfetto's protobuf trace format, for ui.perfetto.dev (any size).
+    Perfetto,
+    /// Chrome's JSON trace event format, for chrome://tracing and other
+    /// viewers (which fail on files past about 256 MB).
+    Chrome,
+    /// A Parquet dataset: a table per kind of record, partitioned by host and
+    /// process (docs/parquet.md).
+    Parquet,
 }
 
 /// Runs `rtrace export`; returns the exit code.
@@ -32,6 +51,25 @@ pub(super) fn run(args: &ExportArgs) -> u8 {
         .output
         .as_deref()
         .filter(|p| *p != std::path::Path::new("-"));
+    let format = match args.format {
+        Format::Perfetto => ExportFormat::Perfetto,
+        Format::Chrome => ExportFormat::Chrome,
+        Format::Parquet => {
+            let Some(dir) = output else {
+                eprintln!("rtrace: --format parquet writes a directory: name it with --output DIR");
+                return 2;
+            };
+            if let Err(e) = crate::export::parquet::check_output(dir, args.force_overwrite) {
+                eprintln!("rtrace: {e}");
+                return 2;
+            }
+            ExportFormat::Perfetto
+        }
+    };
+    if args.force_overwrite && args.format != Format::Parquet {
+        eprintln!("rtrace: --force-overwrite is for --format parquet");
+        return 2;
+    }
     let Some(spooled) = spool(&args.files) else {
         return 2;
     };
@@ -42,7 +80,7 @@ pub(super) fn run(args: &ExportArgs) -> u8 {
             return 2;
         }
     };
-    if output.is_none() && args.format == ExportFormat::Perfetto && io::stdout().is_terminal() {
+    if output.is_none() && format == ExportFormat::Perfetto && io::stdout().is_terminal() {
         eprintln!(
             "rtrace: a Perfetto trace is binary: name a file with --output FILE, or redirect \
              standard output"
@@ -76,7 +114,15 @@ pub(super) fn run(args: &ExportArgs) -> u8 {
         eprintln!("rtrace: filter: {filter}");
     }
     start_progress(&inputs.files, 2);
-    let exported = export_filtered(&inputs.files, args.format, output, &filter);
+    if args.format == Format::Parquet {
+        return parquet(
+            &inputs.files,
+            output.unwrap_or(std::path::Path::new("-")),
+            args,
+            &filter,
+        );
+    }
+    let exported = export_filtered(&inputs.files, format, output, &filter);
     crate::progress::finish();
     match exported {
         Ok(outcome) => {
@@ -106,6 +152,45 @@ pub(super) fn run(args: &ExportArgs) -> u8 {
             0
         }
         Err(e) if e.is_broken_pipe() => 0,
+        Err(e) => {
+            eprintln!("rtrace: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+/// `rtrace export --format parquet -o DIR`.
+fn parquet(
+    files: &[PathBuf],
+    dir: &std::path::Path,
+    args: &ExportArgs,
+    filter: &crate::filter::Filter,
+) -> u8 {
+    let exported = crate::export::parquet::export_dataset(files, dir, args.force_overwrite, filter);
+    crate::progress::finish();
+    match exported {
+        Ok(w) => {
+            for line in &w.clock_notes {
+                eprintln!("rtrace: {line}");
+            }
+            for line in &w.warnings {
+                eprintln!("warning: {line}");
+            }
+            eprintln!(
+                "rtrace: wrote {} ({}): {} {}, {} rows in {} files",
+                dir.display(),
+                crate::text::human_bytes(w.bytes),
+                w.traces,
+                if w.traces == 1 {
+                    "process"
+                } else {
+                    "processes"
+                },
+                w.rows,
+                w.files
+            );
+            0
+        }
         Err(e) => {
             eprintln!("rtrace: {e}");
             e.exit_code()

@@ -22,6 +22,7 @@ mod emitter;
 mod layout;
 pub(crate) mod merge;
 mod nvtx_tracks;
+pub mod parquet;
 mod perfetto;
 mod proto;
 #[cfg(test)]

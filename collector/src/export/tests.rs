@@ -1139,7 +1139,7 @@ fn format_is_required_and_checked() {
     let Command::Export(args) = cli.command else {
         panic!("export")
     };
-    assert_eq!(args.format, ExportFormat::Chrome);
+    assert_eq!(args.format, crate::cli::ExportOutputFormat::Chrome);
     assert_eq!(args.output.as_deref(), Some(Path::new("x.json")));
     assert_eq!(args.files, vec![PathBuf::from("a.bin")]);
     let err = Cli::try_parse_from(["rtrace", "export", "--format", "json", "a.bin"]).unwrap_err();
@@ -1148,7 +1148,7 @@ fn format_is_required_and_checked() {
     let text = err.to_string();
     assert!(
         text.contains("invalid value 'json' for '--format <FORMAT>'")
-            && text.contains("[possible values: perfetto, chrome]"),
+            && text.contains("[possible values: perfetto, chrome, parquet]"),
         "{text}"
     );
     let err = Cli::try_parse_from(["rtrace", "export", "a.bin"]).unwrap_err();

@@ -54,6 +54,58 @@ pub(super) fn add_work(to: &mut (u64, u64), w: (u64, u64)) {
     to.1 = to.1.saturating_add(w.1);
 }
 
+/// The name of a domain id of `t`: `(default)` for 0.
+fn domain_namer(t: &Trace) -> impl Fn(u32) -> String {
+    let domains = domain_names(t);
+    move |id: u32| -> String {
+        if id == 0 {
+            "(default)".to_string()
+        } else {
+            domains
+                .get(&id)
+                .cloned()
+                .unwrap_or_else(|| format!("domain#{id}"))
+        }
+    }
+}
+
+/// Range `s` of trace `t` of process `pid`, over.
+fn range(t: &Trace, pid: u32, domain: &impl Fn(u32) -> String, s: Slot) -> NvtxRange {
+    let mut process = s.acc.clone();
+    process.merge(&s.foreign, false);
+    NvtxRange {
+        pid,
+        tid: s.tid,
+        end_tid: s.end_tid,
+        domain: domain(s.domain),
+        name: text(t, s.message, "(unnamed)"),
+        category: s.category,
+        start_ns: s.start,
+        end_ns: s.end.unwrap_or(s.start),
+        level: s.level,
+        gpu_records: s.acc.records,
+        gpu_ns: s.acc.ns,
+        gpu_span: s.acc.gpu_span(),
+        own_gpu_records: s.own_gpu_records,
+        own_gpu_ns: s.own_gpu_ns,
+        process_gpu_records: process.records,
+        process_gpu_ns: process.ns,
+        process_gpu_span: process.gpu_span(),
+        process_own_gpu_records: s.own_gpu_records + s.foreign_own.0,
+        process_own_gpu_ns: s.own_gpu_ns.saturating_add(s.foreign_own.1),
+    }
+}
+
+/// The ranges of `slots` (over) of trace `t` of process `pid`, each with its order of
+/// beginning, in the order given.
+pub(super) fn ranges_of(t: &Trace, pid: u32, slots: Vec<Slot>) -> Vec<(u64, NvtxRange)> {
+    let domain = domain_namer(t);
+    slots
+        .into_iter()
+        .map(|s| (s.begun, range(t, pid, &domain, s)))
+        .collect()
+}
+
 /// What was worked out for trace `t` of process `pid`: the ranges begun and never ended and
 /// the marks (`open`, `marks`), the statistics per (domain id, message id), the ranges over
 /// ([`super::Mode::Collect`]) and the external ids' rows.
@@ -65,17 +117,7 @@ pub(super) fn projected(
     ranges: Vec<Slot>,
     rows: std::collections::BTreeMap<(u32, u64), ExternalRow>,
 ) -> Projected {
-    let domains = domain_names(t);
-    let domain = |id: u32| -> String {
-        if id == 0 {
-            "(default)".to_string()
-        } else {
-            domains
-                .get(&id)
-                .cloned()
-                .unwrap_or_else(|| format!("domain#{id}"))
-        }
-    };
+    let domain = domain_namer(t);
     let mut summary: Vec<NameAcc> = acc
         .into_iter()
         .map(|((d, m), a)| ((d, m), (domain(d), text(t, m, "(unnamed)")), a))
@@ -83,31 +125,7 @@ pub(super) fn projected(
     summary.sort_by_key(|x| x.0);
     let mut ranges: Vec<NvtxRange> = ranges
         .into_iter()
-        .map(|s| {
-            let mut process = s.acc.clone();
-            process.merge(&s.foreign, false);
-            NvtxRange {
-                pid,
-                tid: s.tid,
-                end_tid: s.end_tid,
-                domain: domain(s.domain),
-                name: text(t, s.message, "(unnamed)"),
-                category: s.category,
-                start_ns: s.start,
-                end_ns: s.end.unwrap_or(s.start),
-                level: s.level,
-                gpu_records: s.acc.records,
-                gpu_ns: s.acc.ns,
-                gpu_span: s.acc.gpu_span(),
-                own_gpu_records: s.own_gpu_records,
-                own_gpu_ns: s.own_gpu_ns,
-                process_gpu_records: process.records,
-                process_gpu_ns: process.ns,
-                process_gpu_span: process.gpu_span(),
-                process_own_gpu_records: s.own_gpu_records + s.foreign_own.0,
-                process_own_gpu_ns: s.own_gpu_ns.saturating_add(s.foreign_own.1),
-            }
-        })
+        .map(|s| range(t, pid, &domain, s))
         .collect();
     sort(&mut ranges);
     let external = rows

@@ -581,6 +581,12 @@ impl Projector {
         }
     }
 
+    /// The ranges over so far ([`Mode::Collect`]) with their order of beginning, in the order
+    /// they were over, taken (a caller that takes them as they come holds none). `t`: names.
+    pub fn take_ranges(&mut self, t: &Trace) -> Vec<(u64, super::stats::NvtxRange)> {
+        super::outcome::ranges_of(t, self.pid, std::mem::take(&mut self.ranges))
+    }
+
     /// What was worked out ([`Projector::close`] first, if not yet). `t`: the trace, for the
     /// names.
     pub fn finish(mut self, t: &Trace) -> Projected {
