@@ -11,7 +11,7 @@ use super::profiler;
 use super::share;
 use super::state::CUPTI;
 use std::ffi::{c_char, c_void, CStr};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 const CB_DOMAIN_DRIVER_API: u32 = layout::CUPTI_CB_DOMAIN_DRIVER_API;
 const CB_DOMAIN_RESOURCE: u32 = layout::CUPTI_CB_DOMAIN_RESOURCE;
@@ -54,6 +54,38 @@ pub(super) fn makes_gpu_work(name: &[u8], kinds: crate::config::GpuKinds) -> boo
     (kinds.memory && (MEMORY.iter().any(|p| name.starts_with(p)) || VMM.contains(&name)))
         || (kinds.sync && SYNC.iter().any(|p| name.starts_with(p)))
         || (kinds.resources && STREAMS.iter().any(|p| name.starts_with(p)))
+}
+
+/// Runtime functions that never make GPU work, activity records or streams, called often
+/// (PyTorch asks `cudaGetDevice` and `cudaGetLastError` around every operation): their calls
+/// are recorded, but CUPTI's correlation id is not linked (no ring entry, no link for the
+/// worker). Every other runtime function is linked, so a call this list misses still links.
+pub(super) fn runtime_never_makes_work(name: &[u8]) -> bool {
+    // Queries only: no function here can create a context or load a module (cudaSetDevice
+    // and lazily loaded modules' cudaFuncGetAttributes can, and stay linked).
+    const QUERIES: [&[u8]; 9] = [
+        b"cudaGetDevice", // and cudaGetDeviceCount, cudaGetDeviceProperties, cudaGetDeviceFlags
+        b"cudaGetLastError",
+        b"cudaPeekAtLastError",
+        b"cudaDeviceGetAttribute",
+        b"cudaPointerGetAttributes",
+        b"cudaStreamIsCapturing",
+        b"cudaStreamGetCaptureInfo",
+        b"cudaDriverGetVersion",
+        b"cudaRuntimeGetVersion",
+    ];
+    QUERIES.iter().any(|p| name.starts_with(p))
+}
+
+/// Runtime callback ids whose CUPTI correlation ids are not linked
+/// ([`runtime_never_makes_work`]), one bit each; set once when the runtime domain is enabled.
+static RUNTIME_UNLINKED: [AtomicU64; 16] = [const { AtomicU64::new(0) }; 16];
+
+fn runtime_unlinked(cbid: u32) -> bool {
+    let c = cbid as usize;
+    RUNTIME_UNLINKED
+        .get(c / 64)
+        .is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (c % 64)) != 0)
 }
 
 /// Virtual memory management: physical allocations, mappings and address ranges.
@@ -171,8 +203,17 @@ fn enable_runtime(api: &Api, sub: *mut c_void) -> Result<(), String> {
     // SAFETY: plain CUPTI call on our subscriber.
     match unsafe { (api.enable_domain)(1, sub, CB_DOMAIN_RUNTIME_API) } {
         0 => {
-            for cbid in 1..rtrace_format::RUNTIME_API_CBID_NAMES.len() as u32 {
-                share::mark_ours(CB_DOMAIN_RUNTIME_API, cbid);
+            for (cbid, name) in rtrace_format::RUNTIME_API_CBID_NAMES
+                .iter()
+                .enumerate()
+                .skip(1)
+            {
+                share::mark_ours(CB_DOMAIN_RUNTIME_API, cbid as u32);
+                if runtime_never_makes_work(name.as_bytes()) {
+                    if let Some(w) = RUNTIME_UNLINKED.get(cbid / 64) {
+                        w.fetch_or(1 << (cbid % 64), Ordering::Relaxed);
+                    }
+                }
             }
             Ok(())
         }
@@ -234,7 +275,12 @@ fn on_runtime(cbid: u32, data: *const u8) {
         )
     };
     if site == CB_SITE_ENTER {
-        crate::runtime_api::enter(correlation, crate::capture::recording());
+        let source = if runtime_unlinked(cbid) {
+            0
+        } else {
+            correlation
+        };
+        crate::runtime_api::enter(source, crate::capture::recording());
         return;
     }
     // SAFETY: as above; at exit `functionReturnValue` points to the call's `cudaError_t`.

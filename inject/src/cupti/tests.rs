@@ -1,6 +1,6 @@
 //! Unit tests of the CUPTI client: which calls are linked, and record conversion.
 
-use super::callbacks::makes_gpu_work;
+use super::callbacks::{makes_gpu_work, runtime_never_makes_work};
 use super::layout;
 use super::records::*;
 use crate::gpu_batch::{GpuBatch, Links};
@@ -9,6 +9,42 @@ use rtrace_format::{
     MemoryPoolType, MemoryRecord, PeerCopyRecord, StreamFlag, StreamRecord, SyncKind, SyncRecord,
     FLAG_CORRELATED,
 };
+
+#[test]
+fn runtime_queries_are_not_linked() {
+    let unlinked: Vec<&str> = rtrace_format::RUNTIME_API_CBID_NAMES
+        .iter()
+        .copied()
+        .filter(|name| runtime_never_makes_work(name.as_bytes()))
+        .collect();
+    assert_eq!(unlinked.len(), 19);
+    for name in [
+        "cudaGetDevice_v3020",
+        "cudaGetLastError_v3020",
+        "cudaStreamIsCapturing_v10000",
+    ] {
+        assert!(unlinked.contains(&name), "{name}");
+    }
+    for name in [
+        "cudaLaunchKernel_v7000",
+        "cudaMemcpyAsync_v3020",
+        "cudaMemsetAsync_v3020",
+        "cudaGraphLaunch_v10000",
+        "cudaMalloc_v3020",
+        "cudaFree_v3020",
+        "cudaStreamSynchronize_v3020",
+        "cudaDeviceSynchronize_v3020",
+        "cudaStreamCreate_v3020",
+        "cudaSetDevice_v3020",
+        "cudaFuncGetAttributes_v3020",
+        "cudaEventRecord_v3020",
+    ] {
+        assert!(
+            rtrace_format::RUNTIME_API_CBID_NAMES.contains(&name) && !unlinked.contains(&name),
+            "{name}"
+        );
+    }
+}
 
 #[test]
 fn linked_functions_are_gpu_work_allocations_synchronizations_and_stream_creators() {
