@@ -36,6 +36,14 @@ pub struct ReportArgs {
     /// libcupti.so.13 on the loader's path, else in the CUDA toolkit's folders].
     #[arg(long, value_name = "PATH", requires = "metrics")]
     pub cupti: Option<PathBuf>,
+    /// Read N traces at once (each on its own thread) [default: 0, as many as the machine has
+    /// cores]. The report is the same whatever N.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub jobs: usize,
+    /// The NVTX ranges compared across ranks in the ranks section: those whose name matches
+    /// REGEX [default: `(?i)step`, names holding "step" in any case].
+    #[arg(long, value_name = "REGEX")]
+    pub steps: Option<String>,
     #[command(flatten)]
     pub filter: FilterArgs,
     /// Trace files, or directories: every *.bin trace directly in one is read,
@@ -90,7 +98,11 @@ pub(super) fn run(args: &ReportArgs) -> u8 {
     start_progress(spooled.paths(), 1);
     let filter = args.filter.filter();
     // Read as streams: memory bounded by the distinct keys, not the records (crate::report).
-    let read = crate::report::report_inputs(spooled.paths(), &filter);
+    let read = crate::report::report_inputs(
+        spooled.paths(),
+        &filter,
+        crate::read::parallel::Jobs::new(args.jobs),
+    );
     crate::progress::finish();
     let (loaded, mut sections) = match read {
         Ok(r) => r,

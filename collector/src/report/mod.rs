@@ -47,7 +47,9 @@ use crate::gpu_summary::{latency, SyncFold};
 use crate::gpu_summary::{Latencies, Utilisation, LATENCY_ROWS};
 use crate::model::Trace;
 use crate::occupancy::OccupancyRows;
+use crate::read::index::ChunkRef;
 use crate::read::inputs::expand_inputs;
+use crate::read::parallel::{map_ordered, Jobs};
 use crate::read::trace::{kernel_names_kept, read_light, Loaded};
 use crate::summary::FunctionSummary;
 use first::FirstPass;
@@ -56,7 +58,7 @@ use input::Input;
 use passes::{gpu_pass, kern_exec_pass, linked_calls, profiled_links, select_streamed, Join};
 use shared::{memory_pass, shared_pass};
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// API records whose correlation ids the latency join holds at once (`join`): an array of 25
 /// bytes per id for the first 2^21 ids of a window (50 MiB), a hash map entry (about 50 bytes)
@@ -170,8 +172,9 @@ fn select_in_memory(merged: &mut Merged, p: fold::Pending, t: &Trace, k: &KeyMap
 pub fn report_inputs(
     paths: &[PathBuf],
     filter: &Filter,
+    jobs: Jobs,
 ) -> Result<(Loaded, Sections), StreamError> {
-    report_inputs_with(paths, filter, ID_RANGE)
+    report_inputs_with(paths, filter, ID_RANGE, jobs)
 }
 
 /// [`report_inputs`], holding the correlation ids of `id_range` API records at a time.
@@ -179,6 +182,7 @@ fn report_inputs_with(
     paths: &[PathBuf],
     filter: &Filter,
     id_range: u64,
+    jobs: Jobs,
 ) -> Result<(Loaded, Sections), StreamError> {
     let found = expand_inputs(paths)?;
     let headers = crate::filter::read_headers(&found.files)?;
@@ -207,6 +211,12 @@ fn report_inputs_with(
         traces: Vec::new(),
         skipped: found.skipped,
     };
+    // Each file's first read (its records folded, its chunks indexed, its NVTX ranges
+    // projected, the calls behind its streams and modules found) on `jobs` threads; what they
+    // give is merged below in input order, as a read one after the other would.
+    let firsts = map_ordered(&kept, jobs, |_, &i| {
+        first_read(&found.files[i], shift_of(i), filter, base, (from, to))
+    })?;
     let mut merged = Merged::default();
     let mut counts = Vec::new();
     let mut inputs: Vec<Input> = Vec::new();
@@ -214,60 +224,36 @@ fn report_inputs_with(
     let mut nvtx_ids = Vec::new();
     let mut syncs = SyncFold::default();
     let mut profiled_ranges = Vec::new();
-    for &i in &kept {
-        let path = &found.files[i];
-        let shift = shift_of(i);
-        let names = match &filter.kernel {
-            Some(re) => Some(kernel_names_kept(path, re)?),
-            None => None,
-        };
-        let keep = RecordFilter::new(shift.as_ref().map_or(0, |s| s.ns), from, to, filter, names);
-        let mut first = FirstPass {
-            keep: &keep,
-            fold: TraceFold::default(),
-            index: Vec::new(),
-            nvtx: false,
-            syncs: SyncFold::default(),
-        };
-        let mut t = read_light(path, &mut first)?;
-        let index = std::mem::take(&mut first.index);
-        let (fold, nvtx) = (first.fold, first.nvtx);
-        syncs.merge(first.syncs);
-        if let Some(s) = shift {
-            t.shift_times(s.ns);
-            t.clock_shift = Some(s);
-        }
-        filter.apply(&mut t, base);
-        if nvtx {
-            // NVTX ranges are built and projected onto the GPU work of the calls inside them
-            // as the events and records stream by again, in time order.
-            // With kernel profiles, the ranges themselves too: those open around each
-            // profiled launch.
-            let mode = if t.kernel_profiles.is_empty() {
-                crate::nvtx::Mode::Summary
-            } else {
-                crate::nvtx::Mode::Collect
-            };
-            let (mut projected, chunks) = crate::nvtx::project(path, &t, &keep, mode)?;
-            profiled_ranges.push(std::mem::take(&mut projected.ranges.ranges));
-            nvtx_ids.push((nvtx_stats.add(projected), chunks));
-        } else {
-            profiled_ranges.push(Vec::new());
-            nvtx_ids.push((HashMap::new(), Vec::new()));
+    for first in firsts {
+        let FirstRead {
+            t,
+            path,
+            keep,
+            index,
+            fold,
+            syncs: first_syncs,
+            nvtx,
+        } = first;
+        syncs.merge(first_syncs);
+        match nvtx {
+            Some((mut projected, chunks)) => {
+                profiled_ranges.push(std::mem::take(&mut projected.ranges.ranges));
+                nvtx_ids.push((nvtx_stats.add(projected), chunks));
+            }
+            None => {
+                profiled_ranges.push(Vec::new());
+                nvtx_ids.push((HashMap::new(), Vec::new()));
+            }
         }
         counts.push(fold.counts.clone());
         let keys = merged.add(loaded.traces.len(), &t, fold);
         loaded.traces.push(t);
         inputs.push(Input {
-            path: path.clone(),
+            path,
             keep,
             index,
             keys,
         });
-    }
-    // The API calls that created streams, loaded or unloaded modules.
-    for (t, input) in loaded.traces.iter_mut().zip(&inputs) {
-        linked_calls(t, input, &input.index)?;
     }
     loop {
         let p = merged.end_pass();
@@ -341,6 +327,79 @@ fn report_inputs_with(
         profiles: crate::profiles::section(&loaded.traces, &linked),
     };
     Ok((loaded, sections))
+}
+
+/// What the first read of one file gives ([`first_read`]).
+struct FirstRead<'a> {
+    /// The trace, without its API and GPU records but for those its streams and modules link
+    /// to; shifted onto the reference clock, filtered.
+    t: Trace,
+    path: PathBuf,
+    keep: RecordFilter<'a>,
+    index: Vec<ChunkRef>,
+    fold: TraceFold,
+    /// The synchronizations linked to no call.
+    syncs: SyncFold,
+    /// Its NVTX ranges projected, and their chunks (for the selection passes); `None` without
+    /// NVTX events.
+    nvtx: Option<(crate::nvtx::Projected, Vec<ChunkRef>)>,
+}
+
+/// The first read of the file at `path` (shifted by `shift` onto the reference clock; `base`
+/// the reference start the filter's times count from, `(from, to)` its window): its kept
+/// records folded and their chunks indexed, its NVTX ranges projected, the API calls that
+/// created its streams and loaded or unloaded its modules found. Reads only this file.
+fn first_read<'a>(
+    path: &Path,
+    shift: Option<crate::clocks::Shift>,
+    filter: &'a Filter,
+    base: u64,
+    (from, to): (u64, u64),
+) -> Result<FirstRead<'a>, StreamError> {
+    let names = match &filter.kernel {
+        Some(re) => Some(kernel_names_kept(path, re)?),
+        None => None,
+    };
+    let keep = RecordFilter::new(shift.as_ref().map_or(0, |s| s.ns), from, to, filter, names);
+    let mut first = FirstPass {
+        keep: &keep,
+        fold: TraceFold::default(),
+        index: Vec::new(),
+        nvtx: false,
+        syncs: SyncFold::default(),
+    };
+    let mut t = read_light(path, &mut first)?;
+    let (fold, index, nvtx, syncs) = (first.fold, first.index, first.nvtx, first.syncs);
+    if let Some(s) = shift {
+        t.shift_times(s.ns);
+        t.clock_shift = Some(s);
+    }
+    filter.apply(&mut t, base);
+    let nvtx = if nvtx {
+        // NVTX ranges are built and projected onto the GPU work of the calls inside them
+        // as the events and records stream by again, in time order.
+        // With kernel profiles, the ranges themselves too: those open around each
+        // profiled launch.
+        let mode = if t.kernel_profiles.is_empty() {
+            crate::nvtx::Mode::Summary
+        } else {
+            crate::nvtx::Mode::Collect
+        };
+        Some(crate::nvtx::project(path, &t, &keep, mode)?)
+    } else {
+        None
+    };
+    // The API calls that created streams, loaded or unloaded modules.
+    linked_calls(&mut t, path, &keep, &index)?;
+    Ok(FirstRead {
+        t,
+        path: path.to_path_buf(),
+        keep,
+        index,
+        fold,
+        syncs,
+        nvtx,
+    })
 }
 
 #[cfg(test)]

@@ -18,7 +18,8 @@ use std::collections::HashMap;
 /// name (what [`Trace::api_records_for`] is asked for about them).
 pub(super) fn linked_calls(
     t: &mut Trace,
-    input: &Input,
+    path: &std::path::Path,
+    keep: &crate::filter::RecordFilter,
     index: &[ChunkRef],
 ) -> Result<(), StreamError> {
     let wanted: std::collections::HashSet<u64> = t
@@ -41,16 +42,16 @@ pub(super) fn linked_calls(
         wanted.iter().min().copied().unwrap_or(0),
         wanted.iter().max().copied().unwrap_or(0),
     );
-    let mut file = Rereader::open(&input.path)?;
+    let mut file = Rereader::open(path)?;
     for c in index
         .iter()
         .filter(|c| c.kind == Kind::Api && c.reaches(lo, hi))
     {
         let chunk = file.chunk_of(c)?;
-        if let Records::Api(records) = decode(c, &chunk, &input.path)? {
+        if let Records::Api(records) = decode(c, &chunk, path)? {
             let found = records
                 .into_iter()
-                .filter_map(|r| input.keep.api(r))
+                .filter_map(|r| keep.api(r))
                 .filter(|r| wanted.contains(&r.correlation));
             if let Some(th) = t.threads.get_mut(&c.thread) {
                 th.records.extend(found);

@@ -258,7 +258,7 @@ fn the_session_follows_the_header_fields() {
     );
     // A 1.0 body (no session) reads with the session empty.
     let v10 = encode_value(&header);
-    assert_eq!(v10.len() + 9, body.len());
+    assert_eq!(v10.len() + 9 + 1, body.len());
     assert_eq!(
         decode_header_body(&v10).unwrap(),
         ProcessHeader {
@@ -272,4 +272,40 @@ fn the_session_follows_the_header_fields() {
     assert!(decode_header_body(&bad)
         .unwrap_err()
         .starts_with("session: "));
+}
+
+#[test]
+fn the_rank_variables_follow_the_session() {
+    let header = ProcessHeader {
+        pid: 7,
+        session: "s".into(),
+        rank_env: vec![
+            ("RANK".into(), "3".into()),
+            ("LOCAL_RANK".into(), "1".into()),
+        ],
+        ..Default::default()
+    };
+    let file = encode_file_header(&header);
+    let r = TraceReader::new(&file[..]).unwrap();
+    assert_eq!(r.header(), &header);
+    assert_eq!(r.version(), (2, 2));
+    // A 2.1 body (header fields and session) reads with no rank variables.
+    let body = encode_header_body(&header);
+    let mut v21 = encode_value(&header);
+    v21.extend_from_slice(&encode_value(&header.session));
+    assert_eq!(v21.len() + 21, body.len());
+    let read = decode_header_body(&v21).unwrap();
+    assert_eq!(read.session, "s");
+    assert!(read.rank_env.is_empty());
+    // A 2.1 reader (header fields, then the session alone) leaves them unread.
+    let old: ProcessHeader = decode_value(&body).unwrap();
+    assert_eq!(old.pid, 7);
+    let session: String = decode_value(&body[encode_value(&header).len()..]).unwrap();
+    assert_eq!(session, "s");
+    // Rank variables that cannot be read are an error.
+    let mut bad = v21.clone();
+    bad.push(200);
+    assert!(decode_header_body(&bad)
+        .unwrap_err()
+        .starts_with("rank variables: "));
 }
