@@ -92,6 +92,16 @@ pub(super) fn run(args: &ReportArgs) -> u8 {
             }
         }
     };
+    let steps = match &args.steps {
+        None => crate::report::ranks::StepNames::default(),
+        Some(p) => match regex::Regex::new(p) {
+            Ok(re) => crate::report::ranks::StepNames(re),
+            Err(e) => {
+                eprintln!("rtrace: --steps: {e}");
+                return 2;
+            }
+        },
+    };
     let Some(spooled) = spool(&args.files) else {
         return 2;
     };
@@ -102,6 +112,7 @@ pub(super) fn run(args: &ReportArgs) -> u8 {
         spooled.paths(),
         &filter,
         crate::read::parallel::Jobs::new(args.jobs),
+        &steps,
     );
     crate::progress::finish();
     let (loaded, mut sections) = match read {

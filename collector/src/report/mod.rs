@@ -37,6 +37,7 @@ pub mod fold;
 mod input;
 mod join;
 mod passes;
+pub mod ranks;
 mod shared;
 
 pub use crate::read::inputs::StreamError;
@@ -56,6 +57,7 @@ use first::FirstPass;
 use fold::{Counts, KeyMap, Merged, TraceFold};
 use input::Input;
 use passes::{gpu_pass, kern_exec_pass, linked_calls, profiled_links, select_streamed, Join};
+use ranks::StepNames;
 use shared::{memory_pass, shared_pass};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -95,6 +97,8 @@ pub struct Sections {
     pub sync: Vec<crate::gpu_summary::SyncSummary>,
     /// Kernel profiles: empty when nothing was profiled and no notice says why not.
     pub profiles: crate::profiles::ProfileSection,
+    /// The processes compared as ranks of one job (empty for fewer than two).
+    pub ranks: ranks::RankSection,
 }
 
 impl Sections {
@@ -117,6 +121,8 @@ impl Sections {
                 select_in_memory(&mut merged, p, t, k);
             }
         }
+        let utilisation = crate::gpu_summary::utilisation(traces);
+        let ranks = ranks::section_in_memory(traces, &utilisation, &StepNames::default());
         Sections {
             counts,
             api: merged.api_rows(),
@@ -124,7 +130,7 @@ impl Sections {
             kernels: merged.kernel_rows(),
             memcpy: merged.memcpy_rows(),
             memset: merged.memset(),
-            utilisation: crate::gpu_summary::utilisation(traces),
+            utilisation,
             shared: crate::gpu_summary::shared_devices(traces),
             latency: crate::gpu_summary::launch_latency(traces, LATENCY_ROWS),
             kern_exec: crate::gpu_summary::kern_exec_summary(traces),
@@ -139,6 +145,7 @@ impl Sections {
                     .map(crate::profiles::linked_in_memory)
                     .collect(),
             ),
+            ranks,
         }
     }
 }
@@ -169,12 +176,15 @@ fn select_in_memory(merged: &mut Merged, p: fold::Pending, t: &Trace, k: &KeyMap
 /// The report's traces (held without their API and GPU records, unless they have NVTX
 /// events) and its sections, reading `paths` (files, or directories of `*.bin` files) as
 /// streams; `filter` applied as [`crate::filter::apply_all`] would.
+/// `jobs` traces are read at once; `step_names` says which NVTX ranges the ranks section
+/// compares.
 pub fn report_inputs(
     paths: &[PathBuf],
     filter: &Filter,
     jobs: Jobs,
+    step_names: &StepNames,
 ) -> Result<(Loaded, Sections), StreamError> {
-    report_inputs_with(paths, filter, ID_RANGE, jobs)
+    report_inputs_with(paths, filter, ID_RANGE, jobs, step_names)
 }
 
 /// [`report_inputs`], holding the correlation ids of `id_range` API records at a time.
@@ -183,6 +193,7 @@ fn report_inputs_with(
     filter: &Filter,
     id_range: u64,
     jobs: Jobs,
+    step_names: &StepNames,
 ) -> Result<(Loaded, Sections), StreamError> {
     let found = expand_inputs(paths)?;
     let headers = crate::filter::read_headers(&found.files)?;
@@ -276,31 +287,71 @@ fn report_inputs_with(
             }
         }
     }
-    let mut utilisation = Vec::new();
-    let mut top = latency::Top::new(LATENCY_ROWS);
-    let mut ran = Vec::new();
-    let mut kern_exec = KernExecFold::default();
-    for (ti, (t, input)) in loaded.traces.iter().zip(&inputs).enumerate() {
+    // The GPU pass of each trace on `jobs` threads, each with folds of its own, merged in
+    // input order (their merges give what folding every trace into one would).
+    let traces = &loaded.traces;
+    let gpu = map_ordered(&inputs, jobs, |ti, input| {
+        let t = &traces[ti];
+        let mut top = latency::Top::new(LATENCY_ROWS);
+        let mut syncs = SyncFold::default();
+        let mut kern_exec = KernExecFold::default();
+        let mut collectives = Vec::new();
+        let nccl = ranks::collective_names(t);
         let mut join = Join {
             top: &mut top,
             syncs: &mut syncs,
             kern_exec: &mut kern_exec,
             ti,
             trace: t,
+            nccl: &nccl,
+            collectives: &mut collectives,
         };
         let rows = gpu_pass(&mut join, input, &input.index, id_range)?;
+        Ok::<_, StreamError>((rows, top, syncs, kern_exec, collectives))
+    })?;
+    let mut utilisation = Vec::new();
+    let mut top = latency::Top::new(LATENCY_ROWS);
+    let mut ran = Vec::new();
+    let mut kern_exec = KernExecFold::default();
+    let mut per_rank = Vec::new();
+    for (ti, (rows, t_top, t_syncs, t_kern_exec, collectives)) in gpu.into_iter().enumerate() {
+        top.merge(t_top);
+        syncs.merge(t_syncs);
+        kern_exec.merge(t_kern_exec);
         ran.extend(
             rows.iter()
                 .filter(|u| u.stream.is_none())
                 .map(|u| (ti, u.device)),
         );
+        per_rank.push(ranks::RankInput::new(
+            &loaded.traces[ti],
+            &rows,
+            collectives,
+        ));
         utilisation.extend(rows);
     }
-    // Exact medians of the launches' parts: the join again while needed.
+    // Exact medians of the launches' parts: the join again while needed, each trace's
+    // launches counted into a copy of the fold taken as the pass begins, the counts added.
     while kern_exec.end_pass() {
-        for (ti, input) in inputs.iter().enumerate() {
-            kern_exec_pass(&mut kern_exec, ti, input, &input.index, id_range)?;
-        }
+        let start = &kern_exec;
+        let counted = std::sync::Mutex::new(kern_exec.clone());
+        map_ordered(&inputs, jobs, |ti, input| {
+            let mut fold = start.clone();
+            kern_exec_pass(&mut fold, ti, input, &input.index, id_range)?;
+            // Counts add up in any order.
+            if let Ok(mut c) = counted.lock() {
+                c.add_selected(&fold);
+            }
+            Ok::<_, StreamError>(())
+        })?;
+        kern_exec = counted.into_inner().unwrap_or_default();
+    }
+    // The step ranges of every trace, for the ranks section.
+    let steps = map_ordered(&inputs, jobs, |ti, input| {
+        ranks::step_durations(&loaded.traces[ti], input, &nvtx_ids[ti].1, step_names)
+    })?;
+    for (r, (s, dropped)) in per_rank.iter_mut().zip(steps) {
+        (r.steps, r.steps_dropped) = (s, dropped);
     }
     let groups = crate::gpu_summary::shared_groups(&loaded.traces, ran);
     let shared = shared_pass(&loaded.traces, &inputs, groups)?;
@@ -325,6 +376,7 @@ fn report_inputs_with(
         memory,
         sync: syncs.rows(),
         profiles: crate::profiles::section(&loaded.traces, &linked),
+        ranks: ranks::section(per_rank),
     };
     Ok((loaded, sections))
 }
@@ -402,5 +454,7 @@ fn first_read<'a>(
     })
 }
 
+#[cfg(test)]
+mod ranks_tests;
 #[cfg(test)]
 mod tests;

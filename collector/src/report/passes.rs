@@ -117,6 +117,9 @@ pub(super) struct Join<'a> {
     /// The trace's index among the report's, and the trace (its function names).
     pub(super) ti: usize,
     pub(super) trace: &'a Trace,
+    /// The trace's collective (NCCL) kernel name ids, and where their (start, end) go.
+    pub(super) nccl: &'a std::collections::HashSet<u32>,
+    pub(super) collectives: &'a mut Vec<(u64, u64)>,
 }
 
 /// The API chunks of a trace in file order, each with its rank ([`join::Slot::rank`]), and
@@ -229,6 +232,11 @@ pub(super) fn gpu_pass(
                     &mut |work, i, id, dev, stream, start, end| {
                         if first_visit {
                             devices.add(dev, stream, start, end);
+                            if let latency::Work::Kernel(name) = work {
+                                if join.nccl.contains(&name) {
+                                    join.collectives.push((start, end));
+                                }
+                            }
                         }
                         if let Some((id, s)) = id.and_then(|id| Some((id, table.get(id)?))) {
                             join.top
@@ -271,7 +279,14 @@ pub(super) fn gpu_pass(
             input,
             c,
             records,
-            &mut |_, _, _, dev, stream, start, end| devices.add(dev, stream, start, end),
+            &mut |work, _, _, dev, stream, start, end| {
+                devices.add(dev, stream, start, end);
+                if let latency::Work::Kernel(name) = work {
+                    if join.nccl.contains(&name) {
+                        join.collectives.push((start, end));
+                    }
+                }
+            },
         );
         devices.fed(gi);
     }

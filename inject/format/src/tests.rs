@@ -258,7 +258,7 @@ fn the_session_follows_the_header_fields() {
     );
     // A 1.0 body (no session) reads with the session empty.
     let v10 = encode_value(&header);
-    assert_eq!(v10.len() + 9 + 1, body.len());
+    assert_eq!(v10.len() + 9, body.len());
     assert_eq!(
         decode_header_body(&v10).unwrap(),
         ProcessHeader {
@@ -288,16 +288,22 @@ fn the_rank_variables_follow_the_session() {
     let file = encode_file_header(&header);
     let r = TraceReader::new(&file[..]).unwrap();
     assert_eq!(r.header(), &header);
-    assert_eq!(r.version(), (2, 2));
-    // A 2.1 body (header fields and session) reads with no rank variables.
+    assert_eq!(r.version(), (FORMAT_MAJOR, FORMAT_MINOR));
+    // A body of the header fields and session alone reads with no rank variables.
     let body = encode_header_body(&header);
     let mut v21 = encode_value(&header);
     v21.extend_from_slice(&encode_value(&header.session));
+    // Without rank variables, the body is that (what writers before them wrote).
+    let none = ProcessHeader {
+        rank_env: Vec::new(),
+        ..header.clone()
+    };
+    assert_eq!(encode_header_body(&none), v21);
     assert_eq!(v21.len() + 21, body.len());
     let read = decode_header_body(&v21).unwrap();
     assert_eq!(read.session, "s");
     assert!(read.rank_env.is_empty());
-    // A 2.1 reader (header fields, then the session alone) leaves them unread.
+    // A reader before them (header fields, then the session) leaves them unread.
     let old: ProcessHeader = decode_value(&body).unwrap();
     assert_eq!(old.pid, 7);
     let session: String = decode_value(&body[encode_value(&header).len()..]).unwrap();

@@ -13,8 +13,9 @@ pub const FORMAT_MAJOR: u16 = 2;
 /// `seq` as a ring position, and [`ProcessHeader::session`] in the file header's body. 2.1: GPU
 /// buffer regions and their layout, kernel name addresses and untimed work (chunk kinds 30 to
 /// 33); runtime API records, [`crate::RUNTIME_FUNCTION`] and [`crate::IN_RUNTIME`] in an API
-/// record's function. 2.2: [`ProcessHeader::rank_env`] after the session.)
-pub const FORMAT_MINOR: u16 = 2;
+/// record's function; [`ProcessHeader::rank_env`] after the session, written only when some
+/// rank variable was set, which 2.1 readers before it leave unread.)
+pub const FORMAT_MINOR: u16 = 1;
 /// Largest file-header body a reader accepts.
 pub const MAX_HEADER_BODY: u32 = 16 << 20;
 
@@ -54,8 +55,8 @@ pub struct ProcessHeader {
     pub session: String,
     /// The launcher's rank variables ([`crate::env::RANK_VARS`]) set when tracing started,
     /// as (name, value), in that list's order; empty when none was set. Encoded after the
-    /// session (format 2.2): older readers leave it unread, and an older file reads with it
-    /// empty.
+    /// session, only when not empty: older readers leave it unread, and a file without it
+    /// reads with it empty.
     #[serde(skip)]
     pub rank_env: Vec<(String, String)>,
 }
@@ -172,17 +173,19 @@ fn decode_prefix<T: for<'de> Deserialize<'de>>(b: &[u8]) -> Result<(T, usize), S
 }
 
 /// The file header's body for `h`: its fields, then [`ProcessHeader::session`] (format 1.1),
-/// then [`ProcessHeader::rank_env`] (format 2.2).
+/// then [`ProcessHeader::rank_env`] when it is not empty (a body without it reads the same
+/// as before).
 pub fn encode_header_body(h: &ProcessHeader) -> Vec<u8> {
     let mut body = encode_value(h);
     body.extend_from_slice(&encode_value(&h.session));
-    body.extend_from_slice(&encode_value(&h.rank_env));
+    if !h.rank_env.is_empty() {
+        body.extend_from_slice(&encode_value(&h.rank_env));
+    }
     body
 }
 
 /// The [`ProcessHeader`] of a file header's body ([`encode_header_body`]); a body without the
-/// session (format 1.0) leaves it empty, one without the rank variables (before 2.2) leaves
-/// them empty.
+/// session (format 1.0) leaves it empty, one without the rank variables leaves them empty.
 pub fn decode_header_body(b: &[u8]) -> Result<ProcessHeader, String> {
     let (mut header, mut used): (ProcessHeader, usize) = decode_prefix(b)?;
     if used < b.len() {
