@@ -206,3 +206,64 @@ fn ranks_are_compared_exactly_however_they_are_read() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A rank's file truncated inside its last chunk: reported with the chunk's offset, its chunks
+/// before the damage and every other rank analysed, read one at a time or all at once.
+#[test]
+fn a_truncated_rank_is_reported_and_the_others_analysed() {
+    let dir = std::env::temp_dir().join(format!("rtrace-ranks-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut traces = vec![
+        rank_trace(11, Some("0"), &[1_000, 3_000], &[500, 800]),
+        rank_trace(12, Some("1"), &[2_000, 2_000], &[300, 900]),
+        rank_trace(13, Some("2"), &[1_500, 6_000], &[400, 600]),
+    ];
+    // Rank 1's kernel chunk (its last: 3 records) loses its last 10 bytes.
+    let whole = traces[1].len();
+    let at = whole - CHUNK_HEADER_LEN - 3 * KernelRecord::SIZE;
+    traces[1].truncate(whole - 10);
+    let mut files = Vec::new();
+    for (i, bytes) in traces.iter().enumerate() {
+        let path = dir.join(format!("r{i}.bin"));
+        std::fs::write(&path, bytes).unwrap();
+        files.push(path);
+    }
+    let steps = StepNames::default();
+    let (one_traces, one) = report_inputs(&files, &Filter::default(), Jobs::ONE, &steps).unwrap();
+    let (all_traces, all) =
+        report_inputs(&files, &Filter::default(), Jobs::new(3), &steps).unwrap();
+    for traces in [&one_traces.traces, &all_traces.traces] {
+        let damage: Vec<Option<String>> = traces.iter().map(|t| t.damage.clone()).collect();
+        assert_eq!(
+            damage,
+            [
+                None,
+                Some(format!(
+                    "truncated: the file ends inside the chunk at byte {at}; reported the 3 \
+                     chunks (0 records) before it"
+                )),
+                None
+            ]
+        );
+    }
+    assert_eq!(one.ranks, all.ranks);
+    // The damaged rank keeps its steps (before the damage), loses its GPU work.
+    let rows: Vec<(&str, u64, u64, u64)> = all
+        .ranks
+        .ranks
+        .iter()
+        .map(|r| (r.rank.as_str(), r.gpu_busy_ns, r.collectives, r.steps))
+        .collect();
+    assert_eq!(
+        rows,
+        [("0", 6_300, 2, 2), ("1", 0, 0, 2), ("2", 6_000, 2, 2)]
+    );
+    let lags: Vec<(u64, &str, u64)> = all
+        .ranks
+        .steps
+        .iter()
+        .map(|s| (s.occurrence, s.slowest_rank.as_str(), s.lag_ns))
+        .collect();
+    assert_eq!(lags, [(1, "1", 500), (2, "2", 3_000)]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
