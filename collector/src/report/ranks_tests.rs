@@ -213,7 +213,7 @@ fn ranks_are_compared_exactly_however_they_are_read() {
 fn a_truncated_rank_is_reported_and_the_others_analysed() {
     let dir = std::env::temp_dir().join(format!("rtrace-ranks-bad-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut traces = vec![
+    let mut traces = [
         rank_trace(11, Some("0"), &[1_000, 3_000], &[500, 800]),
         rank_trace(12, Some("1"), &[2_000, 2_000], &[300, 900]),
         rank_trace(13, Some("2"), &[1_500, 6_000], &[400, 600]),
