@@ -4,12 +4,14 @@
 #     tools/bench/ranks_scale.sh [RANKS] [RECORDS]     # default: 256 ranks of 1000000 records
 #
 # Writes RANKS synthetic rank traces (collector/examples/synth.rs with SYNTH_RANK=r,
-# SYNTH_NVTX=1 and SYNTH_SLOW=1: 8 threads of launch iterations, NVTX `step` ranges, a
+# SYNTH_NVTX=1 (NVTX=0: none) and SYNTH_SLOW=1: 8 threads of launch iterations, NVTX `step` ranges, a
 # collective kernel every sixteenth iteration, RANK and LOCAL_RANK in the header), then times
 # `rtrace report` over the directory (REPS runs, default 3, the files in the page cache when
 # they fit) and reads its peak resident memory from /usr/bin/time: records per second (API +
 # GPU records of every rank / wall time), min/median/max wall time over the runs.
 # JOBS (default 0: all cores) is passed as --jobs; JOBS=1 reads one trace at a time.
+# NVTX=0 writes the traces without NVTX events (no steps: the report's NVTX projection, which
+# reads a trace with NVTX events twice more, is then left out).
 # Goal (issue 22): peak memory under 1 GiB whatever the number of ranks.
 # A rank of 1M records is about 57 MB: when the free space of $WORK's file system (less 8 GB
 # left free) cannot hold RANKS of them, fewer ranks are written, and the script says so.
@@ -20,6 +22,7 @@ ranks=${1:-256}
 records=${2:-1000000}
 REPS=${REPS:-3}
 JOBS=${JOBS:-0}
+NVTX=${NVTX:-1}
 cargo build --release -q -p rtrace-collector --bin rtrace --example synth
 target=${CARGO_TARGET_DIR:-$PWD/target}
 RTRACE=$target/release/rtrace
@@ -33,7 +36,7 @@ cleanup() { [ "$own_work" = 1 ] && rm -rf "$WORK"; }
 trap cleanup EXIT
 
 # Room: one rank's size measured, then as many ranks as fit beside 8 GB kept free.
-SYNTH_RANK=0 SYNTH_NVTX=1 SYNTH_SLOW=1 "$SYNTH" "$WORK/rank-00000.bin" "$records" 8 10000 >/dev/null
+SYNTH_RANK=0 SYNTH_NVTX=$NVTX SYNTH_SLOW=1 "$SYNTH" "$WORK/rank-00000.bin" "$records" 8 10000 >/dev/null
 one=$(stat -c %s "$WORK/rank-00000.bin")
 free=$(( $(df -B1 --output=avail "$WORK" | tail -n 1) - 8 * 1024 * 1024 * 1024 ))
 fit=$(( free > 0 ? free / one + 1 : 1 ))
@@ -43,14 +46,14 @@ if [ "$fit" -lt "$ranks" ]; then
 fi
 start=$(date +%s.%N)
 for ((r = 1; r < ranks; r++)); do
-    SYNTH_RANK=$r SYNTH_NVTX=1 SYNTH_SLOW=1 "$SYNTH" "$(printf '%s/rank-%05d.bin' "$WORK" "$r")" \
+    SYNTH_RANK=$r SYNTH_NVTX=$NVTX SYNTH_SLOW=1 "$SYNTH" "$(printf '%s/rank-%05d.bin' "$WORK" "$r")" \
         "$records" 8 $((10000 + r)) >/dev/null
 done
 written=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN {printf "%.1f", e - s}')
 total=$((ranks * records))
 size=$(du -sh "$WORK" | cut -f1)
 
-echo "ranks scale benchmark: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $REPS runs, --jobs $JOBS"
+echo "ranks scale benchmark: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $REPS runs, --jobs $JOBS, NVTX=$NVTX"
 echo "$ranks ranks x $records records = $total records, $size on disk (written in $written s)"
 walls=()
 peak=0
