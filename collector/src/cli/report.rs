@@ -37,7 +37,7 @@ pub struct ReportArgs {
     #[arg(long, value_name = "PATH", requires = "metrics")]
     pub cupti: Option<PathBuf>,
     /// Read N traces at once (each on its own thread) [default: 0, as many as the machine has
-    /// cores]. The report is the same whatever N.
+    /// cores, at most 8]. The report is the same whatever N; memory grows with N.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub jobs: usize,
     /// The NVTX ranges compared across ranks in the ranks section: those whose name matches

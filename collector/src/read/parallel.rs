@@ -7,6 +7,9 @@ use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+/// [`Jobs::new`]`(0)` reads at most this many traces at once, however many cores there are.
+pub const DEFAULT_MOST: usize = 8;
+
 /// How many traces are read at once: 1 reads them one after the other.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Jobs(pub NonZeroUsize);
@@ -21,9 +24,22 @@ impl Jobs {
         Jobs(std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN))
     }
 
-    /// `n` at once (0: [`Jobs::all_cores`]).
+    /// `n` at once; 0: as many as the machine has cores, at most [`DEFAULT_MOST`] (each
+    /// trace being read holds its own tables: `rtrace report`'s join holds up to about
+    /// 120 MiB for a large trace).
     pub fn new(n: usize) -> Jobs {
-        NonZeroUsize::new(n).map_or_else(Jobs::all_cores, Jobs)
+        NonZeroUsize::new(n)
+            .unwrap_or_else(|| {
+                let cores = Jobs::all_cores().0;
+                cores.min(NonZeroUsize::new(DEFAULT_MOST).unwrap_or(NonZeroUsize::MIN))
+            })
+            .into()
+    }
+}
+
+impl From<NonZeroUsize> for Jobs {
+    fn from(n: NonZeroUsize) -> Jobs {
+        Jobs(n)
     }
 }
 
