@@ -307,14 +307,16 @@ fn report_inputs_with(
             collectives: &mut collectives,
         };
         let rows = gpu_pass(&mut join, input, &input.index, id_range)?;
-        Ok::<_, StreamError>((rows, top, syncs, kern_exec, collectives))
+        // The rank's figures: its collectives' durations, not their times.
+        let rank = ranks::RankInput::new(t, &rows, collectives);
+        Ok::<_, StreamError>((rows, top, syncs, kern_exec, rank))
     })?;
     let mut utilisation = Vec::new();
     let mut top = latency::Top::new(LATENCY_ROWS);
     let mut ran = Vec::new();
     let mut kern_exec = KernExecFold::default();
     let mut per_rank = Vec::new();
-    for (ti, (rows, t_top, t_syncs, t_kern_exec, collectives)) in gpu.into_iter().enumerate() {
+    for (ti, (rows, t_top, t_syncs, t_kern_exec, rank)) in gpu.into_iter().enumerate() {
         top.merge(t_top);
         syncs.merge(t_syncs);
         kern_exec.merge(t_kern_exec);
@@ -323,11 +325,7 @@ fn report_inputs_with(
                 .filter(|u| u.stream.is_none())
                 .map(|u| (ti, u.device)),
         );
-        per_rank.push(ranks::RankInput::new(
-            &loaded.traces[ti],
-            &rows,
-            collectives,
-        ));
+        per_rank.push(rank);
         utilisation.extend(rows);
     }
     // Exact medians of the launches' parts: the join again while needed, each trace's
