@@ -11,7 +11,12 @@
 //! allocates 1 MiB (`cuMemAlloc_v2`, freeing the thread's previous one with `cuMemFree_v2`)
 //! and waits for its stream (`cuStreamSynchronize`), with their memory and synchronization
 //! records, as a program that allocates and synchronizes in its loop does.
-//! Used by tools/bench/collector_scale.sh.
+//! With `SYNTH_RANK=R`, the process is rank R of a job: its header records `RANK=R` and
+//! `LOCAL_RANK=R % 8` as librtrace.so does, and every sixteenth iteration's kernel is a
+//! collective (`ncclDevKernel_AllReduce_Sum_f32_RING_LL`) lasting 20 µs plus 1 µs times
+//! `(R * 7) % 5` (ranks arrive at different times: the wait differs); with `SYNTH_SLOW=1`
+//! also, each iteration of rank R takes `R % 4` µs longer on the host (steps differ).
+//! Used by tools/bench/collector_scale.sh and tools/bench/ranks_scale.sh.
 //!
 //!     cargo run --release -p rtrace-collector --example synth -- OUT RECORDS [THREADS] [PID]
 //!
@@ -82,6 +87,15 @@ fn main() {
     let file = std::fs::File::create(&args[0]).expect("create OUT");
     let mut out = BufWriter::with_capacity(1 << 20, file);
     let t0 = 1_000_000_000_000u64;
+    let rank: Option<u64> = std::env::var("SYNTH_RANK")
+        .ok()
+        .map(|v| v.parse().expect("SYNTH_RANK: a number"));
+    let slow = std::env::var("SYNTH_SLOW").is_ok_and(|v| v == "1");
+    // Extra host time per iteration, ns.
+    let lag = match (rank, slow) {
+        (Some(r), true) => (r % 4) * 1_000,
+        _ => 0,
+    };
     let header = ProcessHeader {
         pid,
         ppid: 1,
@@ -95,6 +109,12 @@ fn main() {
             realtime_ns: 1_700_000_000_000_000_000,
         },
         clock: "CLOCK_MONOTONIC".into(),
+        rank_env: rank.map_or_else(Vec::new, |r| {
+            vec![
+                ("RANK".into(), r.to_string()),
+                ("LOCAL_RANK".into(), (r % 8).to_string()),
+            ]
+        }),
         ..Default::default()
     };
     out.write_all(&encode_file_header(&header)).expect("write");
@@ -117,6 +137,7 @@ fn main() {
         (0u32, "_Z9vectorAddPKfS0_Pfi"),
         (1, "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_"),
         (2, "gemm_bf16_128x128"),
+        (3, "ncclDevKernel_AllReduce_Sum_f32_RING_LL"),
     ];
     chunk(
         &mut out,
@@ -223,10 +244,14 @@ fn main() {
         let launch = api(t, 1, dur, &mut out);
         let start = (launch.start_ns + 6_000).max(t.gpu_free);
         let kernel = (t.iteration % 3) as u32;
+        let (kernel, took) = match rank {
+            Some(r) if t.iteration % 16 == 15 => (3, 20_000 + (r * 7) % 5 * 1_000),
+            _ => (kernel, 1_500 + u64::from(kernel) * 20_000),
+        };
         let k = KernelRecord {
             correlation: launch.correlation,
             start_ns: start,
-            end_ns: start + 1_500 + u64::from(kernel) * 20_000,
+            end_ns: start + took,
             source_correlation: launch.correlation as u32,
             name: kernel,
             device: (t.tid % 2) as u32,
@@ -320,7 +345,7 @@ fn main() {
             }
         }
         t.iteration += 1;
-        t.now += 200;
+        t.now += 200 + lag;
         if kn == GPU_CHUNK {
             chunk(&mut out, ChunkKind::Kernels, 0, 0, &kbuf);
             kbuf.clear();

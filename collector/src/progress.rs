@@ -4,8 +4,8 @@
 //! The CLI starts it ([`start`]); [`load_trace`](crate::read::load_trace) counts what it
 //! reads ([`Counting`]).
 
-use std::cell::RefCell;
 use std::io::{self, IsTerminal, Read, Write};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How long a read goes on before the line appears.
@@ -69,21 +69,27 @@ pub fn line(done: u64, total: u64) -> String {
     )
 }
 
-thread_local! {
-    static METER: RefCell<Option<Meter<io::Stderr>>> = const { RefCell::new(None) };
+/// The process's progress line: one for every thread that reads (`rtrace report` reads several
+/// traces at once), taken for each buffer's worth read (64 KiB).
+static METER: Mutex<Option<Meter<io::Stderr>>> = Mutex::new(None);
+
+fn with_meter(f: impl FnOnce(&mut Option<Meter<io::Stderr>>)) {
+    if let Ok(mut m) = METER.lock() {
+        f(&mut m);
+    }
 }
 
 /// Starts a progress line for reading `total` bytes, if standard error is a terminal.
 pub fn start(total: u64) {
     if io::stderr().is_terminal() {
-        METER.with(|m| *m.borrow_mut() = Some(Meter::new(total, Instant::now(), io::stderr())));
+        with_meter(|m| *m = Some(Meter::new(total, Instant::now(), io::stderr())));
     }
 }
 
 /// Ends the progress line (erasing it).
 pub fn finish() {
-    METER.with(|m| {
-        if let Some(mut meter) = m.borrow_mut().take() {
+    with_meter(|m| {
+        if let Some(mut meter) = m.take() {
             meter.finish();
         }
     });
@@ -91,8 +97,8 @@ pub fn finish() {
 
 /// Counts `n` bytes read into the progress line, if one was started.
 pub fn advance(n: u64) {
-    METER.with(|m| {
-        if let Some(meter) = m.borrow_mut().as_mut() {
+    with_meter(|m| {
+        if let Some(meter) = m.as_mut() {
             meter.advance(n, Instant::now());
         }
     });

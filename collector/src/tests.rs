@@ -80,6 +80,7 @@ fn header(pid: u32) -> ProcessHeader {
         },
         clock: "CLOCK_MONOTONIC".into(),
         session: String::new(),
+        rank_env: Vec::new(),
     }
 }
 

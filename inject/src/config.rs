@@ -19,6 +19,9 @@ pub struct Config {
     pub force_overwrite: bool,
     /// The `rtrace record` run's token for the trace header (`RTRACE_SESSION`); empty: none.
     pub session: String,
+    /// The launcher's rank variables set at start-up ([`rtrace_format::env::RANK_VARS`], in
+    /// that order), for the trace header.
+    pub rank_env: Vec<(String, String)>,
     /// Where to leave status entries for `rtrace record` (`RTRACE_STATUS_DIR`).
     pub status_dir: Option<OsString>,
     /// Ring capacity per thread, in records (a power of two).
@@ -297,6 +300,10 @@ impl Config {
             session: get(env::SESSION)
                 .map(|v| v.to_string_lossy().into_owned())
                 .unwrap_or_default(),
+            rank_env: env::RANK_VARS
+                .iter()
+                .filter_map(|&name| Some((name.to_string(), get(name)?.into_string().ok()?)))
+                .collect(),
             status_dir: get(env::STATUS_DIR).filter(|v| !v.is_empty()),
             buffer_records,
             full_wait_ms,
@@ -518,6 +525,20 @@ mod tests {
                  memory, sync, resources)"
             )
         );
+    }
+
+    #[test]
+    fn rank_variables_are_read_at_start_up() {
+        let c = cfg(&[
+            ("LOCAL_RANK", "1"),
+            ("SLURM_PROCID", "9"),
+            ("RANK", "5"),
+            ("OTHER", "x"),
+        ]);
+        let want = [("RANK", "5"), ("SLURM_PROCID", "9"), ("LOCAL_RANK", "1")];
+        let want: Vec<(String, String)> = want.iter().map(|&(n, v)| (n.into(), v.into())).collect();
+        assert_eq!(c.rank_env, want);
+        assert!(cfg(&[]).rank_env.is_empty());
     }
 
     #[test]

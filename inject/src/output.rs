@@ -98,6 +98,7 @@ impl Sink {
             start: clock::anchor(),
             clock: "CLOCK_MONOTONIC".into(),
             session: cfg.session.clone(),
+            rank_env: cfg.rank_env.clone(),
         };
         let fd = created.fd;
         let mut sink = Sink {

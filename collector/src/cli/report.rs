@@ -36,6 +36,14 @@ pub struct ReportArgs {
     /// libcupti.so.13 on the loader's path, else in the CUDA toolkit's folders].
     #[arg(long, value_name = "PATH", requires = "metrics")]
     pub cupti: Option<PathBuf>,
+    /// Read N traces at once (each on its own thread) [default: 0, as many as the machine has
+    /// cores, at most 8]. The report is the same whatever N; memory grows with N.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub jobs: usize,
+    /// The NVTX ranges compared across ranks in the ranks section: those whose name matches
+    /// REGEX [default: `(?i)step`, names holding "step" in any case].
+    #[arg(long, value_name = "REGEX")]
+    pub steps: Option<String>,
     #[command(flatten)]
     pub filter: FilterArgs,
     /// Trace files, or directories: every *.bin trace directly in one is read,
@@ -84,13 +92,28 @@ pub(super) fn run(args: &ReportArgs) -> u8 {
             }
         }
     };
+    let steps = match &args.steps {
+        None => crate::report::ranks::StepNames::default(),
+        Some(p) => match regex::Regex::new(p) {
+            Ok(re) => crate::report::ranks::StepNames(re),
+            Err(e) => {
+                eprintln!("rtrace: --steps: {e}");
+                return 2;
+            }
+        },
+    };
     let Some(spooled) = spool(&args.files) else {
         return 2;
     };
     start_progress(spooled.paths(), 1);
     let filter = args.filter.filter();
     // Read as streams: memory bounded by the distinct keys, not the records (crate::report).
-    let read = crate::report::report_inputs(spooled.paths(), &filter);
+    let read = crate::report::report_inputs(
+        spooled.paths(),
+        &filter,
+        crate::read::parallel::Jobs::new(args.jobs),
+        &steps,
+    );
     crate::progress::finish();
     let (loaded, mut sections) = match read {
         Ok(r) => r,

@@ -305,6 +305,21 @@ impl Dist {
         }
     }
 
+    /// Adds the counts `other`, a copy of this one taken when the pass began and given other
+    /// values ([`Dist::select`]), made in this pass: a pass split over several threads.
+    pub fn add_selected(&mut self, other: &Dist) {
+        if let (Values::Select(mine), Values::Select(theirs)) = (&mut self.values, &other.values) {
+            for (m, o) in mine.iter_mut().zip(theirs) {
+                if let (Middle::Select(m), Middle::Select(o)) = (m, o) {
+                    m.counts
+                        .iter_mut()
+                        .zip(&o.counts)
+                        .for_each(|(a, b)| *a += b);
+                }
+            }
+        }
+    }
+
     /// Whether a selection pass is under way.
     pub fn selecting(&self) -> bool {
         matches!(self.values, Values::Select(_))

@@ -111,6 +111,13 @@ impl Parts {
         self.kernel.select(kernel);
     }
 
+    fn merge(&mut self, other: &Parts) {
+        self.total.merge(&other.total);
+        self.api.merge(&other.api);
+        self.queue.merge(&other.queue);
+        self.kernel.merge(&other.kernel);
+    }
+
     fn end_pass(&mut self) -> bool {
         // Every part ends its pass (no short circuit).
         let a = self.total.end_pass();
@@ -124,7 +131,7 @@ impl Parts {
 /// The launches of every trace folded by (kernel name, function) as they are matched with
 /// their calls; while a median needs it ([`KernExecFold::end_pass`]), the same launches are
 /// given again ([`KernExecFold::select`]).
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct KernExecFold {
     rows: Vec<((String, String), Parts)>,
     index: HashMap<(String, String), usize>,
@@ -158,6 +165,38 @@ impl KernExecFold {
     pub fn add(&mut self, t: &Trace, ti: usize, name: u32, function: u32, parts: LaunchParts) {
         let row = self.row(t, ti, name, function);
         self.rows[row].1.add(parts);
+    }
+
+    /// Adds what `other` folded (other traces'), row by row; its traces' keys lead to the
+    /// rows here.
+    pub fn merge(&mut self, other: KernExecFold) {
+        let mut to = Vec::with_capacity(other.rows.len());
+        for (key, parts) in other.rows {
+            let row = match self.index.get(&key) {
+                Some(&row) => row,
+                None => {
+                    self.index.insert(key.clone(), self.rows.len());
+                    self.rows.push((key, Parts::default()));
+                    self.rows.len() - 1
+                }
+            };
+            self.rows[row].1.merge(&parts);
+            to.push(row);
+        }
+        for (k, row) in other.keys {
+            self.keys.insert(k, to[row]);
+        }
+    }
+
+    /// Adds the selection counts of `other`, a clone of this fold taken when the pass began
+    /// and given other traces' launches ([`KernExecFold::select`]).
+    pub fn add_selected(&mut self, other: &KernExecFold) {
+        for ((_, mine), (_, theirs)) in self.rows.iter_mut().zip(&other.rows) {
+            mine.total.add_selected(&theirs.total);
+            mine.api.add_selected(&theirs.api);
+            mine.queue.add_selected(&theirs.queue);
+            mine.kernel.add_selected(&theirs.kernel);
+        }
     }
 
     /// The same launch again, in a selection pass.

@@ -81,6 +81,11 @@ impl Top {
             api_start,
             gpu_start,
         };
+        self.keep(key, found);
+    }
+
+    /// Keeps `found` if its key is among the `limit` largest.
+    fn keep(&mut self, key: Key, found: Found) {
         if self.slots.len() < self.limit {
             self.kept.push(Reverse((key, self.slots.len())));
             self.slots.push((key, found));
@@ -89,6 +94,15 @@ impl Top {
                 self.kept.push(Reverse((key, slot)));
                 self.slots[slot] = (key, found);
             }
+        }
+    }
+
+    /// Adds what `other` kept and counted (the records of other traces: keys are unique, so
+    /// the latencies kept are those one `Top` given every record would keep, in any order).
+    pub fn merge(&mut self, other: Top) {
+        self.correlated += other.correlated;
+        for (key, found) in other.slots {
+            self.keep(key, found);
         }
     }
 

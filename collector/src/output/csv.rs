@@ -36,6 +36,15 @@ pub const SYNC_HEADER: &str = "type,count,total_wait_ns,mean_wait_ns,max_wait_ns
 /// The header of `--section profiles`.
 pub const PROFILES_HEADER: &str = "kernel,section,metric,label,unit,launches,mean,min,max";
 
+/// The header of `--section ranks`.
+pub const RANKS_HEADER: &str = "rank,rank_var,pid,hostname,gpu_busy_ns,gpu_idle_ns,steps,\
+     steps_slowest,step_ns,collectives,collective_ns,collectives_matched,collective_matched_ns,\
+     collective_wait_ns,wait_percent";
+
+/// The header of `--section steps`.
+pub const STEPS_HEADER: &str = "step,occurrence,ranks,fastest_rank,fastest_ns,median_ns,\
+     slowest_rank,slowest_ns,lag_ns,spread_ns";
+
 /// The header of `--section nvtx`.
 pub const NVTX_HEADER: &str = "domain,name,count,total_ns,mean_ns,median_ns,min_ns,max_ns,\
      stddev_ns,share_percent,gpu_records,gpu_ns,own_gpu_records,own_gpu_ns";
@@ -60,6 +69,8 @@ pub(super) fn render(s: &Sections, section: Section) -> String {
         Section::Latency => latency(s),
         Section::Memory => memory(s),
         Section::Sync => sync(s),
+        Section::Ranks => ranks(s),
+        Section::Steps => steps(s),
         Section::Profiles => profiles(s),
     }
 }
@@ -172,6 +183,53 @@ fn memory(s: &Sections) -> String {
             m.peak_bytes,
             m.largest_bytes,
             m.live_bytes
+        );
+    }
+    out
+}
+
+fn ranks(s: &Sections) -> String {
+    let mut out = format!("{RANKS_HEADER}\n");
+    for r in &s.ranks.ranks {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            field(&r.rank),
+            field(&r.rank_var),
+            r.pid,
+            field(&r.hostname),
+            r.gpu_busy_ns,
+            r.gpu_idle_ns,
+            r.steps,
+            r.steps_slowest,
+            r.step_ns,
+            r.collectives,
+            r.collective_ns,
+            r.collectives_matched,
+            r.collective_matched_ns,
+            r.collective_wait_ns,
+            r.wait_percent
+        );
+    }
+    out
+}
+
+fn steps(s: &Sections) -> String {
+    let mut out = format!("{STEPS_HEADER}\n");
+    for r in &s.ranks.steps {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{}",
+            field(&r.name),
+            r.occurrence,
+            r.ranks,
+            field(&r.fastest_rank),
+            r.fastest_ns,
+            r.median_ns,
+            field(&r.slowest_rank),
+            r.slowest_ns,
+            r.lag_ns,
+            r.spread_ns
         );
     }
     out

@@ -2,7 +2,8 @@
 //! "contexts":[...],"streams":[...],"modules":[...],"functions":[...]},
 //! "kernels":[...],"memcpy":[...],"memset":[...],"utilisation":[...],
 //! "latency":[...],"occupancy":[...]}`, then `"memory":[...],"sync":[...]` when
-//! a trace holds memory or synchronization records, `"kernel_profiles":{...}` when
+//! a trace holds memory or synchronization records, `"ranks":[...],"steps":[...]` when two or
+//! more processes are compared, `"kernel_profiles":{...}` when
 //! kernels were profiled or a notice says why not; written by hand (the shapes are small
 //! and fixed).
 
@@ -17,6 +18,7 @@ mod occupancy;
 mod pcsamp;
 mod process;
 mod profiles;
+mod ranks;
 mod syntax;
 
 use syntax::{array, list, opt};
@@ -359,6 +361,8 @@ pub(super) fn render(traces: &[Trace], s: &Sections, options: &RenderOptions) ->
     part(Section::Occupancy, &|out| occupancy::key(out, s));
     part(Section::Memory, &|out| memory_key(out, s));
     part(Section::Sync, &|out| sync_key(out, s));
+    part(Section::Ranks, &|out| ranks::ranks_key(out, &s.ranks));
+    part(Section::Steps, &|out| ranks::steps_key(out, &s.ranks));
     part(Section::Nvtx, &|out| nvtx_key(out, &s.nvtx));
     part(Section::External, &|out| {
         external_key(out, &s.nvtx.external)

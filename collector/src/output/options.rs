@@ -59,6 +59,12 @@ pub enum Section {
     Memory,
     /// Host synchronizations, one line per kind of synchronization.
     Sync,
+    /// The processes compared as ranks of one job, one line per rank: GPU busy and idle
+    /// time, steps, collective (NCCL) kernel time and wait (two or more processes).
+    Ranks,
+    /// Steps (NVTX ranges matching `--steps`) compared across ranks, one line per step and
+    /// occurrence: fastest, median and slowest rank, lag (two or more processes).
+    Steps,
     /// Kernel profiles: one line per profiled kernel and metric (mean, min, max over its
     /// launches).
     Profiles,
@@ -68,7 +74,7 @@ pub enum Section {
 
 impl Section {
     /// The sections `--format csv` can print, in the order the table report prints them.
-    pub const CSV: [Section; 12] = [
+    pub const CSV: [Section; 14] = [
         Section::Api,
         Section::Nvtx,
         Section::Kernels,
@@ -80,6 +86,8 @@ impl Section {
         Section::KernExec,
         Section::Memory,
         Section::Sync,
+        Section::Ranks,
+        Section::Steps,
         Section::Profiles,
     ];
 

@@ -1,7 +1,7 @@
 //! `--format table`: process sections, the API summary, then (when the traces
 //! hold them) NVTX ranges and external correlation ids, the resources (devices, contexts,
 //! streams, modules, functions), the GPU sections, the memory and synchronization sections,
-//! kernel profiles and PC sampling, as aligned columns that fit in [`RenderOptions::width`] columns.
+//! the ranks compared (two or more processes), kernel profiles and PC sampling, as aligned columns that fit in [`RenderOptions::width`] columns.
 //!
 //! Each section is written by its own file on a [`layout::Page`] (the text and the width);
 //! the files read top-down: this one, then the sections, then `layout.rs`.
@@ -20,6 +20,7 @@ mod occupancy;
 mod pcsamp;
 mod process;
 mod profiles;
+mod ranks;
 mod resources;
 
 pub(super) fn render(traces: &[Trace], s: &Sections, options: &RenderOptions) -> String {
@@ -46,6 +47,12 @@ pub(super) fn render(traces: &[Trace], s: &Sections, options: &RenderOptions) ->
     }
     gpu::sections(&mut out, traces, s, &want);
     memory::sections(&mut out, s, &want);
+    if want(Section::Ranks) {
+        ranks::ranks_section(&mut out, &s.ranks);
+    }
+    if want(Section::Steps) {
+        ranks::steps_section(&mut out, &s.ranks);
+    }
     if want(Section::Profiles) {
         profiles::section(&mut out, &s.profiles);
     }

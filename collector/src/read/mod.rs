@@ -15,7 +15,8 @@
 //! - [`links`]: the links from API calls to their GPU work, by correlation id
 //!   ([`LinkTable`](links::LinkTable));
 //! - [`first`]: the first read of the passes that merge a file's records in time order (its
-//!   chunks indexed, its links noted).
+//!   chunks indexed, its links noted);
+//! - [`parallel`]: several traces read at once, their results handed back in input order.
 //!
 //! Files here read top-down: `inputs` ← `merge` ← `records` ← `index`, `links` ← `trace` ←
 //! `first`. A new record kind is declared in the format crate, named and decoded in
@@ -29,6 +30,7 @@ pub mod index;
 pub mod inputs;
 pub mod links;
 pub mod merge;
+pub mod parallel;
 pub mod records;
 pub mod trace;
 

@@ -75,20 +75,58 @@ impl Trace {
         input: R,
         sink: &mut dyn RecordSink,
     ) -> Result<Trace, LoadError> {
-        let mut api_read = 0u64;
         let mut reader = TraceReader::new(input).map_err(|error| LoadError::Header {
             path: path.to_path_buf(),
             error,
         })?;
-        let mut trace = Trace {
+        let trace = Trace::begin(path, &reader);
+        Ok(trace.read_chunks(sink, &mut || next_decoded(&mut reader)))
+    }
+
+    /// [`Trace::read_with`] with the reading, checking and decoding of chunks on a thread of
+    /// their own, a few chunks ahead of `sink` (which gets the same chunks in the same order).
+    pub fn read_ahead<R: Read + Send>(
+        path: &Path,
+        input: R,
+        sink: &mut dyn RecordSink,
+    ) -> Result<Trace, LoadError> {
+        let mut reader = TraceReader::new(input).map_err(|error| LoadError::Header {
+            path: path.to_path_buf(),
+            error,
+        })?;
+        let trace = Trace::begin(path, &reader);
+        let (send, receive) = std::sync::mpsc::sync_channel::<Step>(AHEAD);
+        Ok(std::thread::scope(|s| {
+            s.spawn(move || loop {
+                let step = next_decoded(&mut reader);
+                let last = !matches!(step, Step::Chunk(..));
+                // The consumer stops taking only when it has the last one.
+                if send.send(step).is_err() || last {
+                    break;
+                }
+            });
+            let mut next = || receive.recv().unwrap_or(Step::End { write_error: None });
+            trace.read_chunks(sink, &mut next)
+        }))
+    }
+
+    /// An empty trace of the file `reader` has read the header of.
+    fn begin<R: Read>(path: &Path, reader: &TraceReader<R>) -> Trace {
+        Trace {
             path: path.to_path_buf(),
             format_version: reader.version(),
             header: reader.header().clone(),
             ..Default::default()
-        };
+        }
+    }
+
+    /// Takes the chunks `next` gives, until the end or the damage.
+    fn read_chunks(mut self, sink: &mut dyn RecordSink, next: &mut dyn FnMut() -> Step) -> Trace {
+        let trace = &mut self;
+        let mut api_read = 0u64;
         loop {
-            match reader.next_chunk() {
-                Ok(Some(chunk)) => {
+            match next() {
+                Step::Chunk(chunk, decoded) => {
                     trace.chunks += 1;
                     trace.dropped = trace.dropped.saturating_add(chunk.header.dropped);
                     let thread = chunk.header.thread;
@@ -96,8 +134,8 @@ impl Trace {
                         let t = trace.thread_mut(thread);
                         t.dropped = t.dropped.saturating_add(chunk.header.dropped);
                     }
-                    if let Some(kind) = Kind::of(chunk.header.kind) {
-                        match Records::decode(kind, &chunk) {
+                    if let Some((kind, decoded)) = decoded {
+                        match decoded {
                             Ok(mut records) => {
                                 let size = records.record_size() as u64;
                                 let first = chunk.offset + CHUNK_HEADER_LEN as u64;
@@ -111,7 +149,7 @@ impl Trace {
                                     })
                                 });
                                 if let Records::Api(v) = &records {
-                                    name_runtime_calls(&mut trace, v);
+                                    name_runtime_calls(trace, v);
                                     api_read += v.len() as u64;
                                     if chunk.header.flags & FLAG_SALVAGED != 0 {
                                         trace.salvaged += v.len() as u64;
@@ -122,7 +160,7 @@ impl Trace {
                                 if matches!(kind, Kind::Api | Kind::Nvtx) {
                                     trace.thread_mut(thread);
                                 }
-                                sink.records(&mut trace, &chunk, records);
+                                sink.records(trace, &chunk, records);
                             }
                             Err(why) => {
                                 let bad = format!("chunk at byte {}: {why}", chunk.offset);
@@ -130,15 +168,15 @@ impl Trace {
                             }
                         }
                     } else {
-                        read_other(&mut trace, &chunk);
+                        read_other(trace, &chunk);
                     }
                 }
-                Ok(None) => {
-                    trace.write_error = reader.write_error();
+                Step::End { write_error } => {
+                    trace.write_error = write_error;
                     break;
                 }
-                Err(error) => {
-                    trace.write_error = reader.write_error();
+                Step::Failed { error, write_error } => {
+                    trace.write_error = write_error;
                     let records = api_read;
                     trace.damage = Some(format!(
                         "{error}; reported the {} {} ({records} {}) before it",
@@ -150,8 +188,40 @@ impl Trace {
                 }
             }
         }
-        trace.name_threads_from_nvtx();
-        Ok(trace)
+        self.name_threads_from_nvtx();
+        self
+    }
+}
+
+/// Chunks read ahead of the sink by [`Trace::read_ahead`].
+const AHEAD: usize = 4;
+
+/// What the reader gives next: a chunk (decoded, when it holds records), the end, or damage.
+enum Step {
+    Chunk(Chunk, Option<(Kind, Result<Records, String>)>),
+    End {
+        write_error: Option<u64>,
+    },
+    Failed {
+        error: rtrace_format::ReadError,
+        write_error: Option<u64>,
+    },
+}
+
+/// The next chunk of `reader`, its records decoded.
+fn next_decoded<R: Read>(reader: &mut TraceReader<R>) -> Step {
+    match reader.next_chunk() {
+        Ok(Some(chunk)) => {
+            let decoded = Kind::of(chunk.header.kind).map(|k| (k, Records::decode(k, &chunk)));
+            Step::Chunk(chunk, decoded)
+        }
+        Ok(None) => Step::End {
+            write_error: reader.write_error(),
+        },
+        Err(error) => Step::Failed {
+            error,
+            write_error: reader.write_error(),
+        },
     }
 }
 
@@ -316,7 +386,7 @@ pub fn read_light(path: &Path, sink: &mut dyn RecordSink) -> Result<Trace, LoadE
         path: path.to_path_buf(),
         error,
     })?;
-    Trace::read_with(
+    Trace::read_ahead(
         path,
         crate::progress::Counting(BufReader::with_capacity(1 << 16, file)),
         sink,

@@ -37,6 +37,7 @@ pub mod fold;
 mod input;
 mod join;
 mod passes;
+pub mod ranks;
 mod shared;
 
 pub use crate::read::inputs::StreamError;
@@ -47,16 +48,19 @@ use crate::gpu_summary::{latency, SyncFold};
 use crate::gpu_summary::{Latencies, Utilisation, LATENCY_ROWS};
 use crate::model::Trace;
 use crate::occupancy::OccupancyRows;
+use crate::read::index::ChunkRef;
 use crate::read::inputs::expand_inputs;
+use crate::read::parallel::{map_ordered, Jobs};
 use crate::read::trace::{kernel_names_kept, read_light, Loaded};
 use crate::summary::FunctionSummary;
 use first::FirstPass;
 use fold::{Counts, KeyMap, Merged, TraceFold};
 use input::Input;
 use passes::{gpu_pass, kern_exec_pass, linked_calls, profiled_links, select_streamed, Join};
+use ranks::StepNames;
 use shared::{memory_pass, shared_pass};
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// API records whose correlation ids the latency join holds at once (`join`): an array of 25
 /// bytes per id for the first 2^21 ids of a window (50 MiB), a hash map entry (about 50 bytes)
@@ -93,6 +97,8 @@ pub struct Sections {
     pub sync: Vec<crate::gpu_summary::SyncSummary>,
     /// Kernel profiles: empty when nothing was profiled and no notice says why not.
     pub profiles: crate::profiles::ProfileSection,
+    /// The processes compared as ranks of one job (empty for fewer than two).
+    pub ranks: ranks::RankSection,
 }
 
 impl Sections {
@@ -115,6 +121,8 @@ impl Sections {
                 select_in_memory(&mut merged, p, t, k);
             }
         }
+        let utilisation = crate::gpu_summary::utilisation(traces);
+        let ranks = ranks::section_in_memory(traces, &utilisation, &StepNames::default());
         Sections {
             counts,
             api: merged.api_rows(),
@@ -122,7 +130,7 @@ impl Sections {
             kernels: merged.kernel_rows(),
             memcpy: merged.memcpy_rows(),
             memset: merged.memset(),
-            utilisation: crate::gpu_summary::utilisation(traces),
+            utilisation,
             shared: crate::gpu_summary::shared_devices(traces),
             latency: crate::gpu_summary::launch_latency(traces, LATENCY_ROWS),
             kern_exec: crate::gpu_summary::kern_exec_summary(traces),
@@ -137,6 +145,7 @@ impl Sections {
                     .map(crate::profiles::linked_in_memory)
                     .collect(),
             ),
+            ranks,
         }
     }
 }
@@ -167,11 +176,15 @@ fn select_in_memory(merged: &mut Merged, p: fold::Pending, t: &Trace, k: &KeyMap
 /// The report's traces (held without their API and GPU records, unless they have NVTX
 /// events) and its sections, reading `paths` (files, or directories of `*.bin` files) as
 /// streams; `filter` applied as [`crate::filter::apply_all`] would.
+/// `jobs` traces are read at once; `step_names` says which NVTX ranges the ranks section
+/// compares.
 pub fn report_inputs(
     paths: &[PathBuf],
     filter: &Filter,
+    jobs: Jobs,
+    step_names: &StepNames,
 ) -> Result<(Loaded, Sections), StreamError> {
-    report_inputs_with(paths, filter, ID_RANGE)
+    report_inputs_with(paths, filter, ID_RANGE, jobs, step_names)
 }
 
 /// [`report_inputs`], holding the correlation ids of `id_range` API records at a time.
@@ -179,6 +192,8 @@ fn report_inputs_with(
     paths: &[PathBuf],
     filter: &Filter,
     id_range: u64,
+    jobs: Jobs,
+    step_names: &StepNames,
 ) -> Result<(Loaded, Sections), StreamError> {
     let found = expand_inputs(paths)?;
     let headers = crate::filter::read_headers(&found.files)?;
@@ -207,6 +222,12 @@ fn report_inputs_with(
         traces: Vec::new(),
         skipped: found.skipped,
     };
+    // Each file's first read (its records folded, its chunks indexed, its NVTX ranges
+    // projected, the calls behind its streams and modules found) on `jobs` threads; what they
+    // give is merged below in input order, as a read one after the other would.
+    let firsts = map_ordered(&kept, jobs, |_, &i| {
+        first_read(&found.files[i], shift_of(i), filter, base, (from, to))
+    })?;
     let mut merged = Merged::default();
     let mut counts = Vec::new();
     let mut inputs: Vec<Input> = Vec::new();
@@ -214,60 +235,36 @@ fn report_inputs_with(
     let mut nvtx_ids = Vec::new();
     let mut syncs = SyncFold::default();
     let mut profiled_ranges = Vec::new();
-    for &i in &kept {
-        let path = &found.files[i];
-        let shift = shift_of(i);
-        let names = match &filter.kernel {
-            Some(re) => Some(kernel_names_kept(path, re)?),
-            None => None,
-        };
-        let keep = RecordFilter::new(shift.as_ref().map_or(0, |s| s.ns), from, to, filter, names);
-        let mut first = FirstPass {
-            keep: &keep,
-            fold: TraceFold::default(),
-            index: Vec::new(),
-            nvtx: false,
-            syncs: SyncFold::default(),
-        };
-        let mut t = read_light(path, &mut first)?;
-        let index = std::mem::take(&mut first.index);
-        let (fold, nvtx) = (first.fold, first.nvtx);
-        syncs.merge(first.syncs);
-        if let Some(s) = shift {
-            t.shift_times(s.ns);
-            t.clock_shift = Some(s);
-        }
-        filter.apply(&mut t, base);
-        if nvtx {
-            // NVTX ranges are built and projected onto the GPU work of the calls inside them
-            // as the events and records stream by again, in time order.
-            // With kernel profiles, the ranges themselves too: those open around each
-            // profiled launch.
-            let mode = if t.kernel_profiles.is_empty() {
-                crate::nvtx::Mode::Summary
-            } else {
-                crate::nvtx::Mode::Collect
-            };
-            let (mut projected, chunks) = crate::nvtx::project(path, &t, &keep, mode)?;
-            profiled_ranges.push(std::mem::take(&mut projected.ranges.ranges));
-            nvtx_ids.push((nvtx_stats.add(projected), chunks));
-        } else {
-            profiled_ranges.push(Vec::new());
-            nvtx_ids.push((HashMap::new(), Vec::new()));
+    for first in firsts {
+        let FirstRead {
+            t,
+            path,
+            keep,
+            index,
+            fold,
+            syncs: first_syncs,
+            nvtx,
+        } = first;
+        syncs.merge(first_syncs);
+        match nvtx {
+            Some((mut projected, chunks)) => {
+                profiled_ranges.push(std::mem::take(&mut projected.ranges.ranges));
+                nvtx_ids.push((nvtx_stats.add(projected), chunks));
+            }
+            None => {
+                profiled_ranges.push(Vec::new());
+                nvtx_ids.push((HashMap::new(), Vec::new()));
+            }
         }
         counts.push(fold.counts.clone());
         let keys = merged.add(loaded.traces.len(), &t, fold);
         loaded.traces.push(t);
         inputs.push(Input {
-            path: path.clone(),
+            path,
             keep,
             index,
             keys,
         });
-    }
-    // The API calls that created streams, loaded or unloaded modules.
-    for (t, input) in loaded.traces.iter_mut().zip(&inputs) {
-        linked_calls(t, input, &input.index)?;
     }
     loop {
         let p = merged.end_pass();
@@ -290,31 +287,69 @@ fn report_inputs_with(
             }
         }
     }
-    let mut utilisation = Vec::new();
-    let mut top = latency::Top::new(LATENCY_ROWS);
-    let mut ran = Vec::new();
-    let mut kern_exec = KernExecFold::default();
-    for (ti, (t, input)) in loaded.traces.iter().zip(&inputs).enumerate() {
+    // The GPU pass of each trace on `jobs` threads, each with folds of its own, merged in
+    // input order (their merges give what folding every trace into one would).
+    let traces = &loaded.traces;
+    let gpu = map_ordered(&inputs, jobs, |ti, input| {
+        let t = &traces[ti];
+        let mut top = latency::Top::new(LATENCY_ROWS);
+        let mut syncs = SyncFold::default();
+        let mut kern_exec = KernExecFold::default();
+        let mut collectives = Vec::new();
+        let nccl = ranks::collective_names(t);
         let mut join = Join {
             top: &mut top,
             syncs: &mut syncs,
             kern_exec: &mut kern_exec,
             ti,
             trace: t,
+            nccl: &nccl,
+            collectives: &mut collectives,
         };
         let rows = gpu_pass(&mut join, input, &input.index, id_range)?;
+        // The rank's figures: its collectives' durations, not their times.
+        let rank = ranks::RankInput::new(t, &rows, collectives);
+        Ok::<_, StreamError>((rows, top, syncs, kern_exec, rank))
+    })?;
+    let mut utilisation = Vec::new();
+    let mut top = latency::Top::new(LATENCY_ROWS);
+    let mut ran = Vec::new();
+    let mut kern_exec = KernExecFold::default();
+    let mut per_rank = Vec::new();
+    for (ti, (rows, t_top, t_syncs, t_kern_exec, rank)) in gpu.into_iter().enumerate() {
+        top.merge(t_top);
+        syncs.merge(t_syncs);
+        kern_exec.merge(t_kern_exec);
         ran.extend(
             rows.iter()
                 .filter(|u| u.stream.is_none())
                 .map(|u| (ti, u.device)),
         );
+        per_rank.push(rank);
         utilisation.extend(rows);
     }
-    // Exact medians of the launches' parts: the join again while needed.
+    // Exact medians of the launches' parts: the join again while needed, each trace's
+    // launches counted into a copy of the fold taken as the pass begins, the counts added.
     while kern_exec.end_pass() {
-        for (ti, input) in inputs.iter().enumerate() {
-            kern_exec_pass(&mut kern_exec, ti, input, &input.index, id_range)?;
-        }
+        let start = &kern_exec;
+        let counted = std::sync::Mutex::new(kern_exec.clone());
+        map_ordered(&inputs, jobs, |ti, input| {
+            let mut fold = start.clone();
+            kern_exec_pass(&mut fold, ti, input, &input.index, id_range)?;
+            // Counts add up in any order.
+            if let Ok(mut c) = counted.lock() {
+                c.add_selected(&fold);
+            }
+            Ok::<_, StreamError>(())
+        })?;
+        kern_exec = counted.into_inner().unwrap_or_default();
+    }
+    // The step ranges of every trace, for the ranks section.
+    let steps = map_ordered(&inputs, jobs, |ti, input| {
+        ranks::step_durations(&loaded.traces[ti], input, &nvtx_ids[ti].1, step_names)
+    })?;
+    for (r, (s, dropped)) in per_rank.iter_mut().zip(steps) {
+        (r.steps, r.steps_dropped) = (s, dropped);
     }
     let groups = crate::gpu_summary::shared_groups(&loaded.traces, ran);
     let shared = shared_pass(&loaded.traces, &inputs, groups)?;
@@ -339,9 +374,85 @@ fn report_inputs_with(
         memory,
         sync: syncs.rows(),
         profiles: crate::profiles::section(&loaded.traces, &linked),
+        ranks: ranks::section(per_rank),
     };
     Ok((loaded, sections))
 }
 
+/// What the first read of one file gives ([`first_read`]).
+struct FirstRead<'a> {
+    /// The trace, without its API and GPU records but for those its streams and modules link
+    /// to; shifted onto the reference clock, filtered.
+    t: Trace,
+    path: PathBuf,
+    keep: RecordFilter<'a>,
+    index: Vec<ChunkRef>,
+    fold: TraceFold,
+    /// The synchronizations linked to no call.
+    syncs: SyncFold,
+    /// Its NVTX ranges projected, and their chunks (for the selection passes); `None` without
+    /// NVTX events.
+    nvtx: Option<(crate::nvtx::Projected, Vec<ChunkRef>)>,
+}
+
+/// The first read of the file at `path` (shifted by `shift` onto the reference clock; `base`
+/// the reference start the filter's times count from, `(from, to)` its window): its kept
+/// records folded and their chunks indexed, its NVTX ranges projected, the API calls that
+/// created its streams and loaded or unloaded its modules found. Reads only this file.
+fn first_read<'a>(
+    path: &Path,
+    shift: Option<crate::clocks::Shift>,
+    filter: &'a Filter,
+    base: u64,
+    (from, to): (u64, u64),
+) -> Result<FirstRead<'a>, StreamError> {
+    let names = match &filter.kernel {
+        Some(re) => Some(kernel_names_kept(path, re)?),
+        None => None,
+    };
+    let keep = RecordFilter::new(shift.as_ref().map_or(0, |s| s.ns), from, to, filter, names);
+    let mut first = FirstPass {
+        keep: &keep,
+        fold: TraceFold::default(),
+        index: Vec::new(),
+        nvtx: false,
+        syncs: SyncFold::default(),
+    };
+    let mut t = read_light(path, &mut first)?;
+    let (fold, index, nvtx, syncs) = (first.fold, first.index, first.nvtx, first.syncs);
+    if let Some(s) = shift {
+        t.shift_times(s.ns);
+        t.clock_shift = Some(s);
+    }
+    filter.apply(&mut t, base);
+    let nvtx = if nvtx {
+        // NVTX ranges are built and projected onto the GPU work of the calls inside them
+        // as the events and records stream by again, in time order.
+        // With kernel profiles, the ranges themselves too: those open around each
+        // profiled launch.
+        let mode = if t.kernel_profiles.is_empty() {
+            crate::nvtx::Mode::Summary
+        } else {
+            crate::nvtx::Mode::Collect
+        };
+        Some(crate::nvtx::project(path, &t, &keep, mode)?)
+    } else {
+        None
+    };
+    // The API calls that created streams, loaded or unloaded modules.
+    linked_calls(&mut t, path, &keep, &index)?;
+    Ok(FirstRead {
+        t,
+        path: path.to_path_buf(),
+        keep,
+        index,
+        fold,
+        syncs,
+        nvtx,
+    })
+}
+
+#[cfg(test)]
+mod ranks_tests;
 #[cfg(test)]
 mod tests;

@@ -18,7 +18,8 @@ use std::collections::HashMap;
 /// name (what [`Trace::api_records_for`] is asked for about them).
 pub(super) fn linked_calls(
     t: &mut Trace,
-    input: &Input,
+    path: &std::path::Path,
+    keep: &crate::filter::RecordFilter,
     index: &[ChunkRef],
 ) -> Result<(), StreamError> {
     let wanted: std::collections::HashSet<u64> = t
@@ -41,16 +42,16 @@ pub(super) fn linked_calls(
         wanted.iter().min().copied().unwrap_or(0),
         wanted.iter().max().copied().unwrap_or(0),
     );
-    let mut file = Rereader::open(&input.path)?;
+    let mut file = Rereader::open(path)?;
     for c in index
         .iter()
         .filter(|c| c.kind == Kind::Api && c.reaches(lo, hi))
     {
         let chunk = file.chunk_of(c)?;
-        if let Records::Api(records) = decode(c, &chunk, &input.path)? {
+        if let Records::Api(records) = decode(c, &chunk, path)? {
             let found = records
                 .into_iter()
-                .filter_map(|r| input.keep.api(r))
+                .filter_map(|r| keep.api(r))
                 .filter(|r| wanted.contains(&r.correlation));
             if let Some(th) = t.threads.get_mut(&c.thread) {
                 th.records.extend(found);
@@ -116,6 +117,9 @@ pub(super) struct Join<'a> {
     /// The trace's index among the report's, and the trace (its function names).
     pub(super) ti: usize,
     pub(super) trace: &'a Trace,
+    /// The trace's collective (NCCL) kernel name ids, and where their (start, end) go.
+    pub(super) nccl: &'a std::collections::HashSet<u32>,
+    pub(super) collectives: &'a mut Vec<(u64, u64)>,
 }
 
 /// The API chunks of a trace in file order, each with its rank ([`join::Slot::rank`]), and
@@ -151,6 +155,11 @@ type Visit<'v> = dyn FnMut(&join::IdTable, u64, u64, &mut Rereader) -> Result<()
 /// The correlation-id join, window by window: each window starts past the last one's end and
 /// reaches as far as its limit of API records allows (`join`); once the API chunks that reach
 /// it are in the table, `visit(table, lo, hi, file)` looks up the records with those ids.
+///
+/// Two tables: while `visit` looks up the records of one window (on this thread), the next
+/// window's table is filled on another thread from a file of its own (it starts past the end
+/// of the one before, known once that one is filled). The windows and what `visit` sees are
+/// those of filling one table after the other.
 fn for_each_window(
     input: &Input,
     chunks: &ApiChunks,
@@ -158,33 +167,96 @@ fn for_each_window(
     file: &mut Rereader,
     visit: &mut Visit,
 ) -> Result<(), StreamError> {
-    let mut table = join::IdTable::new(usize::try_from(id_range).unwrap_or(usize::MAX));
-    let mut next = (chunks.id_lo <= chunks.id_hi).then_some(chunks.id_lo);
-    while let Some(lo) = next.take() {
-        table.window(lo);
-        for c in &chunks.api {
-            if c.max_id < lo || c.min_id > table.hi() {
-                continue;
+    if chunks.id_lo > chunks.id_hi {
+        return Ok(());
+    }
+    let most = usize::try_from(id_range).unwrap_or(usize::MAX);
+    let (filled_tx, filled_rx) = std::sync::mpsc::sync_channel(1);
+    let (empty_tx, empty_rx) = std::sync::mpsc::sync_channel::<join::IdTable>(2);
+    let mut fill_file = Rereader::open(&input.path)?;
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            let mut next = Some(chunks.id_lo);
+            let mut table = join::IdTable::new(most);
+            while let Some(lo) = next.take() {
+                if let Err(e) = fill(input, chunks, &mut fill_file, &mut table, lo) {
+                    let _ = filled_tx.send(Err(e));
+                    return;
+                }
+                let hi = table.hi();
+                if hi < chunks.id_hi {
+                    next = Some(hi + 1);
+                }
+                if filled_tx.send(Ok((table, lo, hi))).is_err() {
+                    return;
+                }
+                // The second table at first; then the one `visit` is done with.
+                table = match empty_rx.try_recv() {
+                    Ok(t) => t,
+                    Err(std::sync::mpsc::TryRecvError::Empty) if next.is_some() => {
+                        match empty_rx.recv() {
+                            Ok(t) => t,
+                            Err(_) => return,
+                        }
+                    }
+                    Err(_) => return,
+                };
             }
-            let rank = chunks.ranks.get(&c.offset).copied().unwrap_or(0);
-            let chunk = file.chunk_of(c)?;
-            if let Records::Api(v) = decode(c, &chunk, &input.path)? {
-                for r in v.into_iter().filter_map(|r| input.keep.api(r)) {
-                    let slot = join::Slot {
-                        start: r.start_ns,
-                        end: r.end_ns,
-                        function: r.function,
-                        rank,
-                    };
-                    table.note(r.correlation, slot);
+        });
+        // The second table, for the first window the filler fills while this one visits.
+        let _ = empty_tx.send(join::IdTable::new(most));
+        let mut result = Ok(());
+        for filled in filled_rx.iter() {
+            match filled {
+                Ok((table, lo, hi)) => {
+                    if result.is_ok() {
+                        result = visit(&table, lo, hi, file);
+                    }
+                    if result.is_err() {
+                        break;
+                    }
+                    let _ = empty_tx.send(table);
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
                 }
             }
         }
-        let hi = table.hi();
-        if hi < chunks.id_hi {
-            next = Some(hi + 1);
+        // Ends the filler if it still waits (its channel gone).
+        drop(filled_rx);
+        drop(empty_tx);
+        result
+    })
+}
+
+/// Fills `table` with the window of ids from `lo` on: the kept records of the API chunks that
+/// reach it.
+fn fill(
+    input: &Input,
+    chunks: &ApiChunks,
+    file: &mut Rereader,
+    table: &mut join::IdTable,
+    lo: u64,
+) -> Result<(), StreamError> {
+    table.window(lo);
+    for c in &chunks.api {
+        if c.max_id < lo || c.min_id > table.hi() {
+            continue;
         }
-        visit(&table, lo, hi, file)?;
+        let rank = chunks.ranks.get(&c.offset).copied().unwrap_or(0);
+        let chunk = file.chunk_of(c)?;
+        if let Records::Api(v) = decode(c, &chunk, &input.path)? {
+            for r in v.into_iter().filter_map(|r| input.keep.api(r)) {
+                let slot = join::Slot {
+                    start: r.start_ns,
+                    end: r.end_ns,
+                    function: r.function,
+                    rank,
+                };
+                table.note(r.correlation, slot);
+            }
+        }
     }
     Ok(())
 }
@@ -228,6 +300,11 @@ pub(super) fn gpu_pass(
                     &mut |work, i, id, dev, stream, start, end| {
                         if first_visit {
                             devices.add(dev, stream, start, end);
+                            if let latency::Work::Kernel(name) = work {
+                                if join.nccl.contains(&name) {
+                                    join.collectives.push((start, end));
+                                }
+                            }
                         }
                         if let Some((id, s)) = id.and_then(|id| Some((id, table.get(id)?))) {
                             join.top
@@ -270,7 +347,14 @@ pub(super) fn gpu_pass(
             input,
             c,
             records,
-            &mut |_, _, _, dev, stream, start, end| devices.add(dev, stream, start, end),
+            &mut |work, _, _, dev, stream, start, end| {
+                devices.add(dev, stream, start, end);
+                if let latency::Work::Kernel(name) = work {
+                    if join.nccl.contains(&name) {
+                        join.collectives.push((start, end));
+                    }
+                }
+            },
         );
         devices.fed(gi);
     }

@@ -328,7 +328,11 @@ const SYNC_KINDS: [(&str, u64); 3] = [
 const MEMORY_ROWS: [(&str, u64, u64); 2] = [("device", 1178, 1164), ("pinned", 370, 386)];
 
 fn check(files: &[PathBuf], filter: &Filter, id_range: u64) {
-    let (streamed, sections) = report_inputs_with(files, filter, id_range).unwrap();
+    let (streamed, sections) =
+        report_inputs_with(files, filter, id_range, Jobs::ONE, &StepNames::default()).unwrap();
+    // Read on three threads at once: the same report.
+    let (parallel, in_parallel) =
+        report_inputs_with(files, filter, id_range, Jobs::new(3), &StepNames::default()).unwrap();
     let mut whole = crate::read::load_inputs(files).unwrap();
     crate::filter::apply_all(filter, &mut whole.traces).unwrap();
     for (format, section) in [(Format::Table, Section::Api), (Format::Json, Section::Api)]
@@ -338,6 +342,8 @@ fn check(files: &[PathBuf], filter: &Filter, id_range: u64) {
         let a = render_sections(&streamed.traces, &sections, format, section);
         let b = render_report_section(&whole.traces, format, section);
         assert_eq!(a, b, "{format:?} {section:?} {filter}");
+        let c = render_sections(&parallel.traces, &in_parallel, format, section);
+        assert_eq!(a, c, "in parallel: {format:?} {section:?} {filter}");
         if std::env::var_os("RTRACE_SHOW").is_some() && format == Format::Table {
             eprintln!("{a}");
         }
@@ -359,7 +365,14 @@ fn streamed_reports_are_the_in_memory_ones() {
     for id_range in [1 << 22, 500, 37] {
         check(&files, &Filter::default(), id_range);
     }
-    let (_, sections) = report_inputs_with(&files, &Filter::default(), 1 << 22).unwrap();
+    let (_, sections) = report_inputs_with(
+        &files,
+        &Filter::default(),
+        1 << 22,
+        Jobs::ONE,
+        &StepNames::default(),
+    )
+    .unwrap();
     // Every path of the synchronization join is taken: linked to a query, to a synchronize
     // call, to an id no call has, to none.
     let kinds: Vec<(&str, u64)> = sections.sync.iter().map(|s| (s.kind, s.count)).collect();
@@ -517,7 +530,13 @@ fn a_gpu_shared_by_processes_is_busy_over_all_their_work() {
         std::fs::write(&path, bytes).unwrap();
         files.push(path);
     }
-    let (_, sections) = report_inputs(&files, &Filter::default()).unwrap();
+    let (_, sections) = report_inputs(
+        &files,
+        &Filter::default(),
+        Jobs::default(),
+        &StepNames::default(),
+    )
+    .unwrap();
     let want = vec![crate::gpu_summary::SharedDevice {
         hostname: "h1".into(),
         pci_address: "00000000:18:00.0".into(),

@@ -86,6 +86,7 @@ pub fn header(pid: u32, command_line: &[&str]) -> ProcessHeader {
         },
         clock: "CLOCK_MONOTONIC".into(),
         session: String::new(),
+        rank_env: Vec::new(),
     }
 }
 

@@ -147,6 +147,7 @@ pub fn header(pid: u32, ppid: u32, command_line: &[&str], start_offset_ns: u64) 
         },
         clock: "CLOCK_MONOTONIC".into(),
         session: String::new(),
+        rank_env: Vec::new(),
     }
 }
 

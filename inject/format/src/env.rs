@@ -75,6 +75,11 @@ pub const NVTX: &str = "RTRACE_NVTX";
 /// The token of one `rtrace record` run: librtrace.so writes it into each trace's header
 /// (`ProcessHeader::session`), and `rtrace record` lists the traces that carry it.
 pub const SESSION: &str = "RTRACE_SESSION";
+/// The launchers' variables that name a process's rank, in the order the report prefers them
+/// (torchrun and most launchers, Open MPI, Slurm, then the rank on its node): librtrace.so
+/// writes those set at start-up into the trace header (`ProcessHeader::rank_env`), and
+/// `rtrace report` names each process by the first of them it finds.
+pub const RANK_VARS: [&str; 4] = ["RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "LOCAL_RANK"];
 /// A directory `rtrace record` made for the run (mode 0700): librtrace.so leaves there, in
 /// files it creates exclusively, the path of each trace it creates ([`crate::STATUS_TRACE`]`<pid>`) and
 /// why tracing turned itself off ([`crate::STATUS_OFF`]`<pid>`), [`crate::collision_path`] naming a second one of

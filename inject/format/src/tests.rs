@@ -273,3 +273,45 @@ fn the_session_follows_the_header_fields() {
         .unwrap_err()
         .starts_with("session: "));
 }
+
+#[test]
+fn the_rank_variables_follow_the_session() {
+    let header = ProcessHeader {
+        pid: 7,
+        session: "s".into(),
+        rank_env: vec![
+            ("RANK".into(), "3".into()),
+            ("LOCAL_RANK".into(), "1".into()),
+        ],
+        ..Default::default()
+    };
+    let file = encode_file_header(&header);
+    let r = TraceReader::new(&file[..]).unwrap();
+    assert_eq!(r.header(), &header);
+    assert_eq!(r.version(), (FORMAT_MAJOR, FORMAT_MINOR));
+    // A body of the header fields and session alone reads with no rank variables.
+    let body = encode_header_body(&header);
+    let mut v21 = encode_value(&header);
+    v21.extend_from_slice(&encode_value(&header.session));
+    // Without rank variables, the body is that (what writers before them wrote).
+    let none = ProcessHeader {
+        rank_env: Vec::new(),
+        ..header.clone()
+    };
+    assert_eq!(encode_header_body(&none), v21);
+    assert_eq!(v21.len() + 21, body.len());
+    let read = decode_header_body(&v21).unwrap();
+    assert_eq!(read.session, "s");
+    assert!(read.rank_env.is_empty());
+    // A reader before them (header fields, then the session) leaves them unread.
+    let old: ProcessHeader = decode_value(&body).unwrap();
+    assert_eq!(old.pid, 7);
+    let session: String = decode_value(&body[encode_value(&header).len()..]).unwrap();
+    assert_eq!(session, "s");
+    // Rank variables that cannot be read are an error.
+    let mut bad = v21.clone();
+    bad.push(200);
+    assert!(decode_header_body(&bad)
+        .unwrap_err()
+        .starts_with("rank variables: "));
+}

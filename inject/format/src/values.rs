@@ -13,7 +13,8 @@ pub const FORMAT_MAJOR: u16 = 2;
 /// `seq` as a ring position, and [`ProcessHeader::session`] in the file header's body. 2.1: GPU
 /// buffer regions and their layout, kernel name addresses and untimed work (chunk kinds 30 to
 /// 33); runtime API records, [`crate::RUNTIME_FUNCTION`] and [`crate::IN_RUNTIME`] in an API
-/// record's function.)
+/// record's function; [`ProcessHeader::rank_env`] after the session, written only when some
+/// rank variable was set, which 2.1 readers before it leave unread.)
 pub const FORMAT_MINOR: u16 = 1;
 /// Largest file-header body a reader accepts.
 pub const MAX_HEADER_BODY: u32 = 16 << 20;
@@ -52,6 +53,12 @@ pub struct ProcessHeader {
     /// unread, and a 1.0 file reads with it empty.
     #[serde(skip)]
     pub session: String,
+    /// The launcher's rank variables ([`crate::env::RANK_VARS`]) set when tracing started,
+    /// as (name, value), in that list's order; empty when none was set. Encoded after the
+    /// session, only when not empty: older readers leave it unread, and a file without it
+    /// reads with it empty.
+    #[serde(skip)]
+    pub rank_env: Vec<(String, String)>,
 }
 
 /// A thread's identity, sent once per thread before its first records.
@@ -165,19 +172,29 @@ fn decode_prefix<T: for<'de> Deserialize<'de>>(b: &[u8]) -> Result<(T, usize), S
     }
 }
 
-/// The file header's body for `h`: its fields, then [`ProcessHeader::session`] (format 1.1).
+/// The file header's body for `h`: its fields, then [`ProcessHeader::session`] (format 1.1),
+/// then [`ProcessHeader::rank_env`] when it is not empty (a body without it reads the same
+/// as before).
 pub fn encode_header_body(h: &ProcessHeader) -> Vec<u8> {
     let mut body = encode_value(h);
     body.extend_from_slice(&encode_value(&h.session));
+    if !h.rank_env.is_empty() {
+        body.extend_from_slice(&encode_value(&h.rank_env));
+    }
     body
 }
 
 /// The [`ProcessHeader`] of a file header's body ([`encode_header_body`]); a body without the
-/// session (format 1.0) leaves it empty.
+/// session (format 1.0) leaves it empty, one without the rank variables leaves them empty.
 pub fn decode_header_body(b: &[u8]) -> Result<ProcessHeader, String> {
-    let (mut header, used): (ProcessHeader, usize) = decode_prefix(b)?;
+    let (mut header, mut used): (ProcessHeader, usize) = decode_prefix(b)?;
     if used < b.len() {
-        header.session = decode_value(&b[used..]).map_err(|e| format!("session: {e}"))?;
+        let (session, n) = decode_prefix(&b[used..]).map_err(|e| format!("session: {e}"))?;
+        header.session = session;
+        used += n;
+    }
+    if used < b.len() {
+        header.rank_env = decode_value(&b[used..]).map_err(|e| format!("rank variables: {e}"))?;
     }
     Ok(header)
 }

@@ -372,6 +372,71 @@ fn patterns_expand_one_way_in_the_library_and_the_command() {
     }
 }
 
+/// The launcher's rank variables set at start-up go into the header, in `RANK_VARS`' order,
+/// and name the ranks in the report.
+#[test]
+fn rank_variables_are_recorded_and_name_the_ranks() {
+    let dir = fresh_dir("options-ranks");
+    for rank in ["1", "0"] {
+        let out = rtrace(
+            &[
+                "record",
+                "-t",
+                "cuda",
+                "-o",
+                dir.join("rank%q{RANK}.bin").to_str().unwrap(),
+                "--",
+                &program("direct"),
+            ],
+            &[
+                ("LOCAL_RANK", rank),
+                ("RANK", rank),
+                ("OMPI_COMM_WORLD_RANK", "7"),
+                ("SLURM_PROCID", ""),
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    }
+    let t = load_trace(&dir.join("rank1.bin")).unwrap();
+    let env: Vec<(&str, &str)> = t
+        .header
+        .rank_env
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(
+        env,
+        [
+            ("RANK", "1"),
+            ("OMPI_COMM_WORLD_RANK", "7"),
+            ("SLURM_PROCID", ""),
+            ("LOCAL_RANK", "1")
+        ]
+    );
+    let report = rtrace(
+        &[
+            "report",
+            "--format",
+            "csv",
+            "--section",
+            "ranks",
+            dir.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(report.status.code(), Some(0), "{}", text(&report.stderr));
+    // Rank, the variable that named it, and (no GPU activity) no GPU time.
+    let rows: Vec<String> = text(&report.stdout)
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            format!("{} {} {} {}", f[0], f[1], f[4], f[5])
+        })
+        .collect();
+    assert_eq!(rows, ["0 RANK 0 0", "1 RANK 0 0"]);
+}
+
 #[test]
 fn force_overwrite_replaces_an_earlier_runs_files_and_nothing_else() {
     let dir = fresh_dir("options-force");
