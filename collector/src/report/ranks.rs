@@ -82,10 +82,7 @@ impl RankInput {
 
 /// The first of the launcher's rank variables the header recorded, with its value.
 pub fn rank_of(h: &rtrace_format::ProcessHeader) -> Option<(String, String)> {
-    rtrace_format::env::RANK_VARS.iter().find_map(|&name| {
-        let (n, v) = h.rank_env.iter().find(|(n, _)| n == name)?;
-        Some((n.clone(), v.clone()))
-    })
+    h.rank().map(|(n, v)| (n.to_string(), v.to_string()))
 }
 
 /// The kernel name ids of `t` that are collectives: names starting with `nccl`.

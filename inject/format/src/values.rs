@@ -61,6 +61,17 @@ pub struct ProcessHeader {
     pub rank_env: Vec<(String, String)>,
 }
 
+impl ProcessHeader {
+    /// The first of the launcher's rank variables ([`crate::env::RANK_VARS`], in that order)
+    /// the process had, with its value.
+    pub fn rank(&self) -> Option<(&str, &str)> {
+        crate::env::RANK_VARS.iter().find_map(|&name| {
+            let (n, v) = self.rank_env.iter().find(|(n, _)| n == name)?;
+            Some((n.as_str(), v.as_str()))
+        })
+    }
+}
+
 /// A thread's identity, sent once per thread before its first records.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ThreadInfo {

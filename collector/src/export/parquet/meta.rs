@@ -19,6 +19,7 @@ fn id(v: u32) -> Option<i64> {
 /// The `processes` row of `t` (times already shifted).
 pub fn process(out: &mut TableFile, t: &Trace) -> io::Result<()> {
     let h = &t.header;
+    let rank = h.rank();
     out.str(Some(&t.path.display().to_string()))
         .int(i64::from(h.ppid))
         .opt_int(h.forked_from.map(i64::from))
@@ -36,6 +37,8 @@ pub fn process(out: &mut TableFile, t: &Trace) -> io::Result<()> {
         .str(Some(&h.writer_version))
         .u64(t.dropped)
         .str(t.damage.as_deref())
+        .str(rank.map(|(n, _)| n))
+        .str(rank.map(|(_, v)| v))
         .end()
 }
 

@@ -397,6 +397,13 @@ pub const PROCESSES: Table = Table {
             "",
             "how the file is damaged (exported up to there); null when whole",
         ),
+        opt(
+            "rank_variable",
+            Str,
+            "",
+            "the launcher's rank variable the process had (RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, LOCAL_RANK: the first set); null without one",
+        ),
+        opt("rank", Str, "", "its value: the process's rank in the job"),
     ],
 };
 
