@@ -8,7 +8,8 @@
 //        flush after all), cycle (enable, launch, sync, flush, disable around each kernel),
 //        nosync (flush right after each launch, no synchronization); GRAN gpu|sm|smsp
 //   sassmetrics_probe activity ORDER             with CUPTI activity CONCURRENT_KERNEL on too:
-//        ORDER act-first | sass-first (which is enabled first); error codes printed
+//        ORDER act-first | sass-first (which is enabled first); error codes printed;
+//        ORDER other-kinds: CONTEXT, STREAM, FUNCTION, MEMCPY, MEMSET on first, no kernels
 //   sassmetrics_probe pcsamp ORDER               with PC sampling enabled on the same context:
 //        ORDER pc-first | sass-first
 //   sassmetrics_probe streams N                  N launches of each kernel on 4 streams while a
@@ -412,6 +413,16 @@ static CUptiResult activity_on()
     rc("cuptiActivityRegisterCallbacks", cuptiActivityRegisterCallbacks(buf_requested, buf_completed));
     return rc("cuptiActivityEnable(CONCURRENT_KERNEL)", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
 }
+// The kinds rtrace's GPU activity enables besides kernels (resources, copies, memsets).
+static void other_kinds_on()
+{
+    rc("cuptiActivityRegisterCallbacks", cuptiActivityRegisterCallbacks(buf_requested, buf_completed));
+    rc("cuptiActivityEnable(CONTEXT)", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONTEXT));
+    rc("cuptiActivityEnable(STREAM)", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_STREAM));
+    rc("cuptiActivityEnable(FUNCTION)", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_FUNCTION));
+    rc("cuptiActivityEnable(MEMCPY)", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
+    rc("cuptiActivityEnable(MEMSET)", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
+}
 
 static CUptiResult pcsamp_on(CUcontext ctx)
 {
@@ -447,6 +458,8 @@ int main(int argc, char **argv)
     rc("cuptiSassMetricsGetNumOfMetrics(before-init,GH100)", cuptiSassMetricsGetNumOfMetrics(&np0));
     if (!strcmp(cmd, "activity") && argc > 2 && !strcmp(argv[2], "act-first"))
         activity_on();
+    if (!strcmp(cmd, "activity") && argc > 2 && !strcmp(argv[2], "other-kinds"))
+        other_kinds_on();
     CUcontext ctx = setup();
     if (!chip_name(0))
         return 2;

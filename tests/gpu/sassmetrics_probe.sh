@@ -69,7 +69,7 @@ div=$(s divergent smsp__sass_branch_targets_threads_divergent)
 [ -n "$sec" ] && [ -n "$seci" ] && [ "$sec" -gt "$seci" ] && pass strided.sectors "$sec > ideal $seci" || fail strided.sectors "'$sec' vs ideal '$seci'"
 [ -n "$div" ] && [ "$div" -gt 0 ] && pass divergent.targets "$div" || fail divergent.targets "'$div'"
 
-for order in act-first sass-first; do
+for order in act-first sass-first other-kinds; do
     run activity-$order 40 ./probe activity $order; rc=$?
     grep -E '^(RC|ACTIVITY|DATA|CUDAERR|DONE)' activity-$order.out | sort | uniq -c
     echo "exit $rc"
