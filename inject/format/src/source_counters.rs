@@ -12,6 +12,20 @@ use serde::{Deserialize, Serialize};
 /// The start of every notice about source counters.
 pub const SOURCE_COUNTERS_NOTICE: &str = "source counters";
 
+/// Why source counters go with neither PC sampling nor kernel profiling.
+pub const SOURCE_COUNTERS_EXCLUSIVE: &str =
+    "CUPTI collects them by patching the kernels' code, and one context cannot be patched and sampled or profiled at once";
+
+/// Why GPU activity of `kinds` cannot run beside source counters (`None`: it can). Kernel
+/// records cannot: CUPTI's SASS metrics refuse kernel activity in the same process
+/// (`CUPTI_ERROR_NOT_COMPATIBLE`, tests/gpu/sassmetrics_probe.sh); resources (modules and
+/// their images, which source counters need), copies and memsets can.
+pub fn source_counters_activity_conflict(kinds: &crate::env::GpuKinds) -> Option<&'static str> {
+    kinds.kernel.then_some(
+        "CUPTI's SASS metrics and kernel activity records do not run in one process (give -t cuda,resources,nvtx or leave -t out)",
+    )
+}
+
 /// One counter: its short name (the JSON key and the CSV column), the CUPTI SASS metrics that
 /// give it (the first the chip lists is collected), and its name in Nsight Compute's Source page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
