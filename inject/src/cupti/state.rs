@@ -12,7 +12,7 @@ use super::clockmap::ClockMap;
 use super::pcsampling::data::PcState;
 use super::profiler::launch::Launches;
 use super::profiler::range_state::Ranges;
-use super::source_counters::ScState;
+use super::source_counters::state::ScState;
 use crate::{diag, thread::internal};
 use rtrace_format::{DeviceInfo, ModuleImage, ModuleRecord};
 use std::ffi::c_void;

@@ -22,6 +22,7 @@
 pub(super) mod api;
 mod choose;
 mod collect;
+pub(super) mod state;
 
 use super::api::Api;
 use super::state::CUPTI;
@@ -29,38 +30,14 @@ use crate::output::Sink;
 use crate::thread::internal;
 use choose::Chooser;
 use collect::{collect, Collector, Output};
-use rtrace_format::{ChunkKind, SOURCE_COUNTERS_NOTICE};
+use rtrace_format::SOURCE_COUNTERS_NOTICE;
 use std::ffi::c_void;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::Ordering;
 
 /// `CUDA_ERROR_UNKNOWN`: what a launch returns had it been lost (it cannot be: the real call
 /// runs exactly once, and a C function does not unwind).
 const CUDA_ERROR_UNKNOWN: u32 = 999;
-
-/// Source counters' state, in CUPTI's state (`Cupti::sc`).
-pub(crate) struct ScState {
-    /// Source counters are on: the flag a launch wrapper reads (one relaxed load).
-    pub on: AtomicBool,
-    /// The kernel controls, built at start-up.
-    chooser: OnceLock<Chooser>,
-    /// What the chosen launches share; their collection is serialized under it.
-    collector: Mutex<Option<Collector>>,
-    /// Chunks for the worker to write, in order.
-    pending: Mutex<Vec<(ChunkKind, Vec<u8>)>>,
-}
-
-impl ScState {
-    pub(crate) const fn new() -> ScState {
-        ScState {
-            on: AtomicBool::new(false),
-            chooser: OnceLock::new(),
-            collector: Mutex::new(None),
-            pending: Mutex::new(Vec::new()),
-        }
-    }
-}
 
 /// When GPU activity has started with `api`: turns source counters on if asked for and
 /// possible; the notices say what was done.
