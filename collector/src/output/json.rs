@@ -17,6 +17,7 @@ mod occupancy;
 mod pcsamp;
 mod process;
 mod profiles;
+mod source_counters;
 mod syntax;
 
 use syntax::{array, list, opt};
@@ -365,6 +366,9 @@ pub(super) fn render(traces: &[Trace], s: &Sections, options: &RenderOptions) ->
     });
     part(Section::Profiles, &|out| profiles::key(out, &s.profiles));
     part(Section::Pcsamp, &|out| pcsamp::key(out, traces, nvdisasm));
+    part(Section::SourceCounters, &|out| {
+        source_counters::key(out, traces, nvdisasm)
+    });
     format!("{{{}}}\n", parts.join(","))
 }
 
