@@ -277,19 +277,7 @@ fn run_record(args: RecordArgs) -> u8 {
         );
         return 2;
     }
-    let mut traced = args
-        .trace
-        .clone()
-        .or(args.gpu_activity.clone())
-        .unwrap_or_default();
-    if args.source_counters && args.trace.is_none() && args.gpu_activity.is_none() {
-        // Source counters keep of GPU activity what can run beside them: the modules.
-        traced.gpu = rtrace_format::env::GpuKinds {
-            resources: true,
-            ..Default::default()
-        };
-        traced.chosen_by = "--source-counters".into();
-    }
+    let traced = traced_of(&args);
     if let Some(why) = conflict(&args, &traced) {
         eprintln!("rtrace: {why}");
         return 2;
@@ -375,6 +363,25 @@ fn run_record(args: RecordArgs) -> u8 {
     code
 }
 
+/// What to trace: `-t` or `--gpu-activity`, else the default; with `--source-counters` and
+/// neither, of GPU activity only what can run beside them: the resources (modules and their
+/// images, which they need).
+fn traced_of(args: &RecordArgs) -> Traced {
+    let mut traced = args
+        .trace
+        .clone()
+        .or(args.gpu_activity.clone())
+        .unwrap_or_default();
+    if args.source_counters && args.trace.is_none() && args.gpu_activity.is_none() {
+        traced.gpu = rtrace_format::env::GpuKinds {
+            resources: true,
+            ..Default::default()
+        };
+        traced.chosen_by = "--source-counters".into();
+    }
+    traced
+}
+
 /// Options that cannot go together with what is traced; the message.
 fn conflict(args: &RecordArgs, traced: &Traced) -> Option<String> {
     let by = &traced.chosen_by;
@@ -402,7 +409,7 @@ fn conflict(args: &RecordArgs, traced: &Traced) -> Option<String> {
         }
         if let Some(why) = rtrace_format::source_counters_activity_conflict(&traced.gpu) {
             return Some(format!(
-                "--source-counters cannot be combined with {by}'s GPU activity: {why}"
+                "--source-counters cannot be combined with kernel records, which {by} asks for: {why}"
             ));
         }
     }
@@ -431,6 +438,49 @@ mod tests {
             Command::Record(args) => Ok(*args),
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn source_counters_keep_resources_and_refuse_what_cannot_run_beside_them() {
+        let check = |argv: &[&str]| {
+            let a = record_args(argv).unwrap();
+            let t = traced_of(&a);
+            (t.gpu, conflict(&a, &t))
+        };
+        let (gpu, why) = check(&["--source-counters", "./app"]);
+        assert_eq!(
+            gpu,
+            rtrace_format::env::GpuKinds {
+                resources: true,
+                ..Default::default()
+            }
+        );
+        assert_eq!(why, None);
+        assert_eq!(
+            check(&["--source-counters", "-t", "cuda,resources", "./app"]).1,
+            None
+        );
+        let exclusive = rtrace_format::SOURCE_COUNTERS_EXCLUSIVE;
+        assert_eq!(
+            check(&["--source-counters", "--pc-sampling", "./app"]).1,
+            Some(format!(
+                "--source-counters cannot be combined with --pc-sampling: {exclusive}"
+            ))
+        );
+        assert_eq!(
+            check(&["--source-counters", "--metrics", "SpeedOfLight", "./app"]).1,
+            Some(format!(
+                "--source-counters cannot be combined with --metrics: {exclusive}"
+            ))
+        );
+        assert_eq!(
+            check(&["--source-counters", "-t", "cuda,gpu", "./app"]).1,
+            Some("--source-counters cannot be combined with kernel records, which -t cuda,gpu asks for: CUPTI's SASS metrics and kernel activity records do not run in one process (give -t cuda,resources,nvtx or leave -t out)".into())
+        );
+        assert_eq!(
+            check(&["--source-counters", "-t", "none", "./app"]).1,
+            Some("--source-counters needs tracing, and -t none records nothing".into())
+        );
     }
 
     #[test]

@@ -4,8 +4,8 @@
     sassmetrics_compare.py rtrace RTRACE_SASS_JSON NCU_SOURCE_CSV
 
 probe: the `REC <TAG>-<kernel>-0 ...` lines of sassmetrics_probe's output (one launch of each
-kernel, flushed alone). rtrace: `rtrace sass --format json` of a trace recorded with
---source-counters (one launch of each kernel). NCU_SOURCE_CSV: `ncu -i REP --page source --csv
+kernel, flushed alone). rtrace: `rtrace report --format json --section source-counters` of a trace
+recorded with --source-counters (one launch of each kernel). NCU_SOURCE_CSV: `ncu -i REP --page source --csv
 --print-units base --print-source sass` of a report with the SourceCounters section of one launch
 of each kernel. Prints ncu's column names, then one PASS/FAIL line per kernel and counter: every
 instruction's value equal (instructions with no record count as 0 on our side).
@@ -17,23 +17,32 @@ import re
 import sys
 
 KERNELS = ["bank_conflicts", "strided_reads", "divergent"]
-# Our counter -> ncu Source page column names it may have (first found wins).
+# Our counter (rtrace's keys, rtrace_format::COUNTERS) -> ncu Source page column names it may
+# have (first found wins).
 COLUMNS = {
-    "smsp__sass_inst_executed": ["Instructions Executed"],
-    "smsp__sass_thread_inst_executed_pred_on": ["Predicated-On Thread Instructions Executed"],
-    "smsp__sass_thread_inst_executed": ["Thread Instructions Executed"],
-    "smsp__sass_sectors_mem_global": ["L2 Theoretical Sectors Global"],
-    "smsp__sass_sectors_mem_global_ideal": ["L2 Theoretical Sectors Global Ideal", "L2 Ideal Sectors Global"],
+    "inst_executed": ["Instructions Executed"],
+    "thread_inst_executed": ["Predicated-On Thread Instructions Executed"],
+    "thread_inst_executed_all": ["Thread Instructions Executed"],
+    "global_sectors": ["L2 Theoretical Sectors Global"],
+    "global_sectors_ideal": ["L2 Theoretical Sectors Global Ideal", "L2 Ideal Sectors Global"],
     "shared_wavefronts": ["L1 Wavefronts Shared"],
     "shared_wavefronts_ideal": ["L1 Wavefronts Shared Ideal"],
-    "smsp__sass_branch_targets_threads_divergent": ["Divergent Branches", "Branch Targets Threads Divergent"],
+    "divergent_branch_targets": ["Divergent Branches", "Branch Targets Threads Divergent"],
 }
 
 
 def role(metric):
+    """A CUPTI SASS metric name (the probe's) or an rtrace key -> rtrace's key."""
     if "wavefronts_mem_shared" in metric:
         return "shared_wavefronts_ideal" if metric.endswith("_ideal") else "shared_wavefronts"
-    return metric
+    return {
+        "smsp__sass_inst_executed": "inst_executed",
+        "smsp__sass_thread_inst_executed_pred_on": "thread_inst_executed",
+        "smsp__sass_thread_inst_executed": "thread_inst_executed_all",
+        "smsp__sass_sectors_mem_global": "global_sectors",
+        "smsp__sass_sectors_mem_global_ideal": "global_sectors_ideal",
+        "smsp__sass_branch_targets_threads_divergent": "divergent_branch_targets",
+    }.get(metric, metric)
 
 
 def num(s):
@@ -91,17 +100,17 @@ def probe_records(path, tag):
 
 
 def rtrace_records(path):
+    """kernel -> {offset: {counter: value}} from `rtrace report --format json` (its
+    "source_counters" key)."""
     out = {}
-    data = json.load(open(path))
+    data = json.load(open(path)).get("source_counters", {})
     for k in data.get("kernels", []):
         name = k.get("demangled", k.get("name", ""))
         short = next((s for s in KERNELS if s in name), None)
         if not short:
             continue
         for ins in k.get("instructions", []):
-            c = ins.get("counters")
-            if c:
-                out.setdefault(short, {})[ins["offset"]] = {role(m): v for m, v in c.items()}
+            out.setdefault(short, {})[ins["offset"]] = {role(m): v for m, v in ins["counters"].items()}
     return out
 
 
