@@ -95,7 +95,10 @@ def probe_records(path, tag):
         pc = int(kv.pop("pc"), 16)
         for k in ("crc", "fidx", "fn"):
             kv.pop(k, None)
-        out.setdefault(kern, {})[pc] = {role(k): int(v) for k, v in kv.items()}
+        # CUPTI gives one record per instruction and metric: merged per instruction.
+        row = out.setdefault(kern, {}).setdefault(pc, {})
+        for k, v in kv.items():
+            row[role(k)] = row.get(role(k), 0) + int(v)
     return out
 
 

@@ -14,6 +14,14 @@
 //        ORDER pc-first | sass-first
 //   sassmetrics_probe streams N                  N launches of each kernel on 4 streams while a
 //        second thread flushes every 5 ms; the sums must equal N x one launch's
+//   sassmetrics_probe recipe OPTS                how to get every launch counted alone: the
+//        kernels launched b b s s d d, each synchronized and flushed after it; OPTS comma-
+//        separated: act (CONCURRENT_KERNEL activity on before the context), kind=K (activity
+//        kind K on before the context: CONTEXT STREAM FUNCTION MEMCPY MEMSET), cb (a subscriber
+//        with the driver's launch callbacks and the resource callbacks, as rtrace's), cycle
+//        (Enable/Disable around each launch), unset (SetConfig/UnsetConfig too), lazy0.
+//        Prints "RECIPE <opts> counted N/6" (launches whose own function came back with one
+//        launch's instructions) and the per-launch detail.
 //
 // Kernels (small and deterministic, so that counts are exact and equal ncu's):
 //   bank_conflicts  a warp reads a column of a 32x32 float tile: 32-way bank conflict
@@ -440,6 +448,93 @@ static void pcsamp_off(CUcontext ctx)
     rc("cuptiPCSamplingDisable", cuptiPCSamplingDisable(&d));
 }
 
+static void CUPTIAPI recipe_callback(void *, CUpti_CallbackDomain, CUpti_CallbackId, const void *) {}
+
+static bool has_opt(const std::string &opts, const char *o)
+{
+    std::string all = "," + opts + ",";
+    return all.find(std::string(",") + o + ",") != std::string::npos;
+}
+
+// Before the context: activity kinds the options ask for.
+static void recipe_early(const std::string &opts)
+{
+    if (has_opt(opts, "act"))
+        activity_on();
+    const char *kinds[] = {"CONTEXT", "STREAM", "FUNCTION", "MEMCPY", "MEMSET"};
+    const CUpti_ActivityKind ids[] = {CUPTI_ACTIVITY_KIND_CONTEXT, CUPTI_ACTIVITY_KIND_STREAM,
+                                      CUPTI_ACTIVITY_KIND_FUNCTION, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                      CUPTI_ACTIVITY_KIND_MEMSET};
+    for (int i = 0; i < 5; i++)
+        if (has_opt(opts, (std::string("kind=") + kinds[i]).c_str())) {
+            rc("cuptiActivityRegisterCallbacks", cuptiActivityRegisterCallbacks(buf_requested, buf_completed));
+            rc((std::string("cuptiActivityEnable(") + kinds[i] + ")").c_str(), cuptiActivityEnable(ids[i]));
+        }
+    if (has_opt(opts, "cb")) {
+        CUpti_SubscriberHandle sub;
+        rc("cuptiSubscribe", cuptiSubscribe(&sub, recipe_callback, nullptr));
+        rc("cuptiEnableCallback(cuLaunchKernel)",
+           cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
+        rc("cuptiEnableCallback(MODULE_LOADED)",
+           cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED));
+        rc("cuptiEnableCallback(CONTEXT_CREATED)",
+           cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
+    }
+}
+
+// The instructions one launch of each kernel executes (ncu, H100): what a launch counted alone
+// must give.
+static const uint64_t kOneLaunch[] = {30336, 9152, 26880};
+
+static int recipe(CUcontext ctx, const std::string &opts)
+{
+    bool cycle = has_opt(opts, "cycle") || has_opt(opts, "unset");
+    bool unset = has_opt(opts, "unset");
+    int lazy = has_opt(opts, "lazy0") ? 0 : 1;
+    if (!cycle)
+        sass_enable(ctx, lazy);
+    int counted = 0;
+    const int order[] = {0, 0, 1, 1, 2, 2};
+    for (int i = 0; i < 6; i++) {
+        int w = order[i];
+        if (unset && i > 0)
+            set_config(0);
+        if (cycle)
+            sass_enable(ctx, lazy);
+        g_sum.clear();
+        char tag[64];
+        snprintf(tag, sizeof tag, "recipe-%d-%s", i, kNames[w]);
+        timed(w, tag);
+        CHECK(cudaDeviceSynchronize());
+        size_t n = flush(ctx, tag, false);
+        uint64_t own = 0;
+        std::string fns;
+        std::map<std::string, uint64_t> per_fn;
+        for (auto &e : g_sum)
+            per_fn[e.first.first] += e.second["smsp__sass_inst_executed"];
+        for (auto &f : per_fn) {
+            fns += " " + f.first + "=" + std::to_string(f.second);
+            if (f.first.find(kNames[w]) != std::string::npos)
+                own = f.second;
+        }
+        bool ok = own == kOneLaunch[w];
+        counted += ok;
+        printf("LAUNCH %d %s records=%zu own_inst=%llu %s |%s\n", i, kNames[w], n, (unsigned long long)own,
+               ok ? "ok" : "no", fns.c_str());
+        if (cycle)
+            sass_disable(ctx);
+        if (unset) {
+            CUpti_SassMetricsUnsetConfig_Params up = {CUpti_SassMetricsUnsetConfig_Params_STRUCT_SIZE};
+            up.deviceIndex = 0;
+            rc("cuptiSassMetricsUnsetConfig", cuptiSassMetricsUnsetConfig(&up));
+        }
+    }
+    if (!cycle)
+        sass_disable(ctx);
+    printf("RECIPE %s counted %d/6\n", opts.c_str(), counted);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *cmd = argc > 1 ? argv[1] : "list";
@@ -460,6 +555,9 @@ int main(int argc, char **argv)
         activity_on();
     if (!strcmp(cmd, "activity") && argc > 2 && !strcmp(argv[2], "other-kinds"))
         other_kinds_on();
+    std::string opts = !strcmp(cmd, "recipe") && argc > 2 ? argv[2] : "";
+    if (!strcmp(cmd, "recipe"))
+        recipe_early(opts);
     CUcontext ctx = setup();
     if (!chip_name(0))
         return 2;
@@ -473,7 +571,14 @@ int main(int argc, char **argv)
     if (set_config(0) != CUPTI_SUCCESS && strcmp(cmd, "activity"))
         return 3;
     int status = 0;
-    if (!strcmp(cmd, "collect")) {
+    if (!strcmp(cmd, "recipe")) {
+        status = recipe(ctx, opts);
+        if (has_opt(opts, "unset")) {
+            CHECK(cudaDeviceSynchronize());
+            printf("DONE %s\n", cmd);
+            return status;
+        }
+    } else if (!strcmp(cmd, "collect")) {
         int lazy = argc > 2 ? atoi(argv[2]) : 1;
         const char *mode = argc > 3 ? argv[3] : "each";
         std::string tag = std::string("lazy") + std::to_string(lazy) + "-" + mode;
@@ -651,6 +756,8 @@ extern "C" int InitializeInjection(void)
         rc("cuptiActivityEnable(CONCURRENT_KERNEL)", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     }
     atexit(inj_exit);
+    if (getenv("INJ_NOTHREAD"))
+        return 1;
     g_thread = new std::thread([] {
         while (!g_stop) {
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
