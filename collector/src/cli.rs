@@ -475,7 +475,7 @@ mod tests {
         );
         assert_eq!(
             check(&["--source-counters", "-t", "cuda,gpu", "./app"]).1,
-            Some("--source-counters cannot be combined with kernel records, which -t cuda,gpu asks for: CUPTI's SASS metrics and kernel activity records do not run in one process (give -t cuda,resources,nvtx or leave -t out)".into())
+            Some("--source-counters cannot be combined with kernel records, which -t cuda,gpu asks for: CUPTI refuses kernel activity records beside SASS metrics and PyTorch crashed with both (give -t cuda,resources,nvtx or leave -t out)".into())
         );
         assert_eq!(
             check(&["--source-counters", "-t", "none", "./app"]).1,

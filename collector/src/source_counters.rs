@@ -10,7 +10,7 @@
 //! (global sectors beyond the ideal: `smsp__sass_sectors_mem_global` −
 //! `smsp__sass_sectors_mem_global_ideal`) and **Uncoalesced Shared Accesses** (shared-memory
 //! wavefronts beyond the ideal, which bank conflicts cause:
-//! `smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared` − `..._ideal`). A finding is made when
+//! `smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared` − `..._ideal`). A finding is made when
 //! the excess is above 0; its estimated speedup is excessive ÷ total (the share of that
 //! traffic the kernel would not need, taken as the share of its time: an upper bound; Nsight
 //! Compute scales it further by how busy the memory unit is, e.g. 48.64% where the share was

@@ -14,20 +14,23 @@ pub const SOURCE_COUNTERS_NOTICE: &str = "source counters";
 
 /// Why source counters go with neither PC sampling nor kernel profiling.
 pub const SOURCE_COUNTERS_EXCLUSIVE: &str =
-    "CUPTI collects them by patching the kernels' code, and one context cannot be patched and sampled or profiled at once";
+    "CUPTI collects them by patching the kernels' code and counts nothing while PC sampling or the profiler holds the context";
 
 /// Why GPU activity of `kinds` cannot run beside source counters (`None`: it can). Kernel
-/// records cannot: CUPTI's SASS metrics refuse kernel activity in the same process
-/// (`CUPTI_ERROR_NOT_COMPATIBLE`, tests/gpu/sassmetrics_probe.sh); resources (modules and
-/// their images, which source counters need), copies and memsets can.
+/// records cannot: once SASS metrics are enabled CUPTI refuses kernel activity
+/// (`CUPTI_ERROR_NOT_COMPATIBLE`), and PyTorch crashed with both on (SIGSEGV;
+/// tests/gpu/sassmetrics_probe.sh on an H100). Resources (modules and their images, which
+/// source counters need) can.
 pub fn source_counters_activity_conflict(kinds: &crate::env::GpuKinds) -> Option<&'static str> {
     kinds.kernel.then_some(
-        "CUPTI's SASS metrics and kernel activity records do not run in one process (give -t cuda,resources,nvtx or leave -t out)",
+        "CUPTI refuses kernel activity records beside SASS metrics and PyTorch crashed with both (give -t cuda,resources,nvtx or leave -t out)",
     )
 }
 
 /// One counter: its short name (the JSON key and the CSV column), the CUPTI SASS metrics that
-/// give it (the first the chip lists is collected), and its name in Nsight Compute's Source page.
+/// give it (the first the chip lists is collected; GH100 lists these, tests/gpu/
+/// sassmetrics_probe.sh), and its name in Nsight Compute's Source page (the same values per
+/// instruction, measured on an H100).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Counter {
     pub key: &'static str,
@@ -62,18 +65,12 @@ pub const COUNTERS: [Counter; COUNTER_COUNT] = [
     },
     Counter {
         key: "shared_wavefronts",
-        metrics: &[
-            "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared",
-            "smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared",
-        ],
+        metrics: &["smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared"],
         ncu_column: "L1 Wavefronts Shared",
     },
     Counter {
         key: "shared_wavefronts_ideal",
-        metrics: &[
-            "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_ideal",
-            "smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared_ideal",
-        ],
+        metrics: &["smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared_ideal"],
         ncu_column: "L1 Wavefronts Shared Ideal",
     },
     Counter {

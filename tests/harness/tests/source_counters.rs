@@ -73,8 +73,8 @@ fn every_launch_is_counted_per_instruction_and_joined_to_its_image() {
             "smsp__sass_thread_inst_executed_pred_on",
             "smsp__sass_sectors_mem_global",
             "smsp__sass_sectors_mem_global_ideal",
-            "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared",
-            "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_ideal",
+            "smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared",
+            "smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared_ideal",
             "smsp__sass_branch_targets_threads_divergent",
         ]
     );
@@ -178,11 +178,11 @@ fn refused_beside_kernel_activity_and_pc_sampling_and_when_cupti_refuses() {
     for (env, why) in [
         (
             &[("RTRACE_SOURCE_COUNTERS", "1"), ("RTRACE_GPU_ACTIVITY", "1")][..],
-            "source counters off: CUPTI's SASS metrics and kernel activity records do not run in one process (give -t cuda,resources,nvtx or leave -t out)",
+            "source counters off: CUPTI refuses kernel activity records beside SASS metrics and PyTorch crashed with both (give -t cuda,resources,nvtx or leave -t out)",
         ),
         (
             &[("RTRACE_SOURCE_COUNTERS", "1"), ("RTRACE_PC_SAMPLING", "1")],
-            "source counters off: PC sampling is on: CUPTI collects them by patching the kernels' code, and one context cannot be patched and sampled or profiled at once",
+            "source counters off: PC sampling is on: CUPTI collects them by patching the kernels' code and counts nothing while PC sampling or the profiler holds the context",
         ),
         (
             &[

@@ -20,10 +20,11 @@
 //!   at k = 3; at k = 1 global sectors 32·W and ideal 4·W; at k = 2 shared wavefronts 32·W and
 //!   ideal W; at k = 3 divergent branch targets W. Launches of one function add up until a
 //!   flush.
-//! - `GetDataProperties`: records = the instructions pending, instances = the metrics
-//!   configured (one value per metric: GPU granularity); `FlushData` fills records in order of
-//!   (function name, offset), each instance `(metric id, value)` in configuration order, and
-//!   empties the context's data. Both `INVALID_OPERATION` outside Enable … Disable.
+//! - As CUPTI 13.0 on an H100 (tests/gpu/sassmetrics_probe.sh): one record per instruction and
+//!   configured metric, one instance (GPU granularity). `GetDataProperties`: records = pending
+//!   instructions × configured metrics, instances = 1; `FlushData` fills the records in order
+//!   of (function name, offset, configuration order), each with its one `(metric id, value)`,
+//!   and empties the context's data. Both `INVALID_OPERATION` outside Enable … Disable.
 
 #![allow(clippy::missing_safety_doc, non_snake_case)]
 
@@ -63,11 +64,11 @@ pub const METRICS: [(&str, &str); 8] = [
         "ideal # of global memory sectors accessed",
     ),
     (
-        "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared",
+        "smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared",
         "# of shared memory wavefronts processed",
     ),
     (
-        "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_ideal",
+        "smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared_ideal",
         "ideal # of shared memory wavefronts",
     ),
     (
@@ -389,8 +390,8 @@ pub unsafe extern "C" fn cuptiSassMetricsDisable(p: *mut abi::SassMetricsDisable
             let Some((device, c)) = st.sass.contexts.remove(&ctx) else {
                 return CUPTI_ERROR_INVALID_OPERATION;
             };
-            let instances = st.sass.devices.get(&device).map_or(0, Vec::len);
-            p.num_of_dropped_records = c.pending.len() * instances;
+            let metrics = st.sass.devices.get(&device).map_or(0, Vec::len);
+            p.num_of_dropped_records = c.pending.len() * metrics;
             CUPTI_SUCCESS
         })
     })
@@ -414,8 +415,9 @@ pub unsafe extern "C" fn cuptiSassMetricsGetDataProperties(
             let Some((device, c)) = st.sass.contexts.get(&ctx) else {
                 return CUPTI_ERROR_INVALID_OPERATION;
             };
-            p.num_of_patched_instruction_records = c.pending.len();
-            p.num_of_instances = st.sass.devices.get(device).map_or(0, Vec::len);
+            let metrics = st.sass.devices.get(device).map_or(0, Vec::len);
+            p.num_of_patched_instruction_records = c.pending.len() * metrics;
+            p.num_of_instances = usize::from(!c.pending.is_empty() && metrics > 0);
             CUPTI_SUCCESS
         })
     })
@@ -439,29 +441,31 @@ pub unsafe extern "C" fn cuptiSassMetricsFlushData(p: *mut abi::SassMetricsFlush
             };
             let places = st.sass.devices.get(device).cloned().unwrap_or_default();
             if p.metrics_data.is_null()
-                || p.num_of_patched_instruction_records < c.pending.len()
-                || p.num_of_instances < places.len()
+                || p.num_of_patched_instruction_records < c.pending.len() * places.len()
+                || (!c.pending.is_empty() && p.num_of_instances < 1)
             {
                 return CUPTI_ERROR_INVALID_PARAMETER;
             }
-            for (i, ((name, offset), v)) in std::mem::take(&mut c.pending).into_iter().enumerate() {
-                // SAFETY: the caller's array of `num_of_patched_instruction_records` records.
-                let d = unsafe { &mut *p.metrics_data.add(i) };
-                d.cubin_crc = v.crc;
-                d.function_index = v.function_index;
-                // Leaked: CUPTI's names live as long as the process.
-                d.function_name = name.into_raw();
-                d.pc_offset = offset;
-                for (j, &place) in places.iter().enumerate() {
-                    // SAFETY: each record's array holds `num_of_instances` values.
+            let mut i = 0;
+            for ((name, offset), v) in std::mem::take(&mut c.pending) {
+                // Leaked: CUPTI's names live as long as the process (one per instruction).
+                let name = name.into_raw();
+                for &place in &places {
+                    // SAFETY: the caller's array of `num_of_patched_instruction_records`
+                    // records, each with room for one instance.
+                    let d = unsafe { &mut *p.metrics_data.add(i) };
+                    d.cubin_crc = v.crc;
+                    d.function_index = v.function_index;
+                    d.function_name = name;
+                    d.pc_offset = offset;
+                    // SAFETY: as above.
                     unsafe {
-                        d.instance_values
-                            .add(j)
-                            .write(abi::SassMetricsInstanceValue {
-                                metric_id: metric_id(place),
-                                value: v.values[place],
-                            })
+                        d.instance_values.write(abi::SassMetricsInstanceValue {
+                            metric_id: metric_id(place),
+                            value: v.values[place],
+                        })
                     };
+                    i += 1;
                 }
             }
             CUPTI_SUCCESS
