@@ -13,8 +13,8 @@
 //! `smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared` − `..._ideal`). A finding is made when
 //! the excess is above 0; its estimated speedup is excessive ÷ total (the share of that
 //! traffic the kernel would not need, taken as the share of its time: an upper bound; Nsight
-//! Compute scales it further by how busy the memory unit is, e.g. 48.64% where the share was
-//! 50%).
+//! Compute weighs it by how much the kernel depends on that unit, from counters this mode does
+//! not collect: docs/source-counters.md).
 
 use crate::model::Trace;
 use crate::nvdisasm::Listing;
