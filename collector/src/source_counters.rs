@@ -38,8 +38,9 @@ pub struct Profile {
     pub contexts: usize,
     pub chips: Vec<String>,
     pub missing: Vec<&'static str>,
-    /// Launches counted, and records CUPTI dropped.
+    /// Launches counted, those CUPTI gave no counts for, and records CUPTI dropped.
     pub launches: u64,
+    pub empty_launches: u64,
     pub dropped: u64,
     /// The kernels counted, most instructions executed first.
     pub kernels: Vec<KernelCounters>,
@@ -249,6 +250,7 @@ pub fn profile(traces: &[Trace]) -> Profile {
         }
         for l in &t.source_counters {
             p.launches += 1;
+            p.empty_launches += u64::from(l.functions.is_empty());
             p.dropped += l.dropped;
             for f in &l.functions {
                 let acc = kernels.entry((f.cubin_crc, f.name.clone())).or_default();

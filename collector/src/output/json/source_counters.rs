@@ -37,10 +37,11 @@ pub(super) fn key(out: &mut String, traces: &[Trace], nvdisasm: Option<&Path>) {
     let _ =
         write!(
         out,
-        ",\n\"source_counters\":{{\"contexts\":{},\"launches\":{},\"dropped\":{},\"chips\":[{}],\
+        ",\n\"source_counters\":{{\"contexts\":{},\"launches\":{},\"empty_launches\":{},\"dropped\":{},\"chips\":[{}],\
          \"missing\":[{}],\"notes\":[{}],\"sass_note\":{},\"kernels\":[",
         p.contexts,
         p.launches,
+        p.empty_launches,
         p.dropped,
         list(&p.chips),
         p.missing.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(","),

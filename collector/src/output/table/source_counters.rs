@@ -72,6 +72,13 @@ pub(super) fn section(out: &mut Page, traces: &[Trace], nvdisasm: Option<&Path>)
             String::new()
         }
     );
+    if p.empty_launches > 0 {
+        let _ = writeln!(
+            out,
+            "  {} of the launches came back without counts from CUPTI",
+            p.empty_launches
+        );
+    }
     if !p.missing.is_empty() {
         let _ = writeln!(
             out,

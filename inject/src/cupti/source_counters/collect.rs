@@ -31,6 +31,8 @@ pub(crate) struct Collector {
     chosen: u64,
     /// Devices and the initialization whose failure was said.
     said: Vec<String>,
+    /// A chosen launch came back without counts (said once).
+    empty_said: bool,
 }
 
 /// A configured device: its chip, and for each counter the CUPTI metric and its id.
@@ -162,6 +164,12 @@ pub(super) fn collect(
             Vec::new()
         }
     };
+    if functions.is_empty() && !c.empty_said {
+        c.empty_said = true;
+        out.notices.push(format!(
+            "{SOURCE_COUNTERS_NOTICE}: CUPTI gave no counts for launch {ordinal} ({name}): CUPTI 13.0 counts only the first function it patches in a process (docs/source-counters.md); choose the kernel with --kernel-regex, --kernel-skip and --kernel-count (said once)"
+        ));
+    }
     let mut d = abi::SassMetricsDisable::new();
     d.ctx = ctx;
     let rc = call(sass.disable, &mut d);
