@@ -20,7 +20,12 @@
 //!   at k = 3; at k = 1 global sectors 32·W and ideal 4·W; at k = 2 shared wavefronts 32·W and
 //!   ideal W; at k = 3 divergent branch targets W. Launches of one function add up until a
 //!   flush.
-//! - As CUPTI 13.0 on an H100 (tests/gpu/sassmetrics_probe.sh): one record per instruction and
+//! - As CUPTI 13.0 on an H100 (tests/gpu/sassmetrics_probe.sh), only the first function patched
+//!   in the process is counted, and only until its first flush, unless its context was
+//!   *armed*: kernel activity (`CONCURRENT_KERNEL`) enabled while the context existed (and
+//!   disabled again: while it stays on, every value is 0). Enabling kernel activity while SASS
+//!   metrics are enabled on a context is `NOT_COMPATIBLE` (state.rs).
+//! - As CUPTI 13.0 on an H100: one record per instruction and
 //!   configured metric, one instance (GPU granularity). `GetDataProperties`: records = pending
 //!   instructions × configured metrics, instances = 1; `FlushData` fills the records in order
 //!   of (function name, offset, configuration order), each with its one `(metric id, value)`,
@@ -132,6 +137,14 @@ pub struct SassMetrics {
     contexts: BTreeMap<u32, (u32, Ctx)>,
     /// Each context's device, from simcuda's context ops (unknown: device 0).
     context_devices: BTreeMap<u32, u32>,
+    /// Contexts armed by kernel activity enabled while they existed.
+    armed: Vec<u32>,
+    /// Kernel activity is on now.
+    kernel_activity: bool,
+    /// The first function patched in the process (context, name), and whether it was flushed
+    /// since: what an unarmed context may still count.
+    first: Option<(u32, CString)>,
+    first_flushed: bool,
 }
 
 impl SassMetrics {
@@ -140,6 +153,27 @@ impl SassMetrics {
             devices: BTreeMap::new(),
             contexts: BTreeMap::new(),
             context_devices: BTreeMap::new(),
+            armed: Vec::new(),
+            kernel_activity: false,
+            first: None,
+            first_flushed: false,
+        }
+    }
+
+    /// Whether SASS metrics are enabled on any context.
+    pub fn any_enabled(&self) -> bool {
+        !self.contexts.is_empty()
+    }
+
+    /// Kernel activity enabled (`on`) or disabled: enabling arms every context that exists.
+    pub fn kernel_activity(&mut self, on: bool) {
+        self.kernel_activity = on;
+        if on {
+            for &ctx in self.context_devices.keys() {
+                if !self.armed.contains(&ctx) {
+                    self.armed.push(ctx);
+                }
+            }
         }
     }
 
@@ -158,6 +192,17 @@ impl SassMetrics {
         };
         // SAFETY: a kernel op's name is NUL-terminated.
         let name = unsafe { CStr::from_ptr(op.name) };
+        if !self.armed.contains(&op.context_id) {
+            match &self.first {
+                None => self.first = Some((op.context_id, name.to_owned())),
+                Some((ctx, f)) if *ctx == op.context_id && f.as_c_str() == name => {}
+                Some(_) => return,
+            }
+            if self.first_flushed {
+                return;
+            }
+        }
+        let zero = self.kernel_activity;
         let Some((crc, function_index)) = function(op.context_id, name) else {
             return;
         };
@@ -173,6 +218,9 @@ impl SassMetrics {
                     function_index,
                     values: [0; 8],
                 });
+            if zero {
+                continue;
+            }
             for (a, b) in p.values.iter_mut().zip(launch_values(k, warps, threads)) {
                 *a += b;
             }
@@ -446,6 +494,12 @@ pub unsafe extern "C" fn cuptiSassMetricsFlushData(p: *mut abi::SassMetricsFlush
             {
                 return CUPTI_ERROR_INVALID_PARAMETER;
             }
+            if !c.pending.is_empty() && !st.sass.armed.contains(&ctx) {
+                st.sass.first_flushed = true;
+            }
+            let Some((_, c)) = st.sass.contexts.get_mut(&ctx) else {
+                return CUPTI_ERROR_INVALID_OPERATION;
+            };
             let mut i = 0;
             for ((name, offset), v) in std::mem::take(&mut c.pending) {
                 // Leaked: CUPTI's names live as long as the process (one per instruction).

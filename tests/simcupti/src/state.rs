@@ -327,6 +327,14 @@ impl State {
         if kind == CUPTI_ACTIVITY_KIND_MODULE {
             return CUPTI_ERROR_INVALID_KIND;
         }
+        // Kernel activity once SASS metrics are enabled: refused, as CUPTI 13.0 on an H100; its
+        // enabling arms the contexts that exist for the SASS metrics (sass_metrics.rs).
+        if kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL {
+            if self.sass.any_enabled() {
+                return CUPTI_ERROR_NOT_COMPATIBLE;
+            }
+            self.sass.kernel_activity(true);
+        }
         let other = match kind {
             CUPTI_ACTIVITY_KIND_KERNEL => Some(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
             CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL => Some(CUPTI_ACTIVITY_KIND_KERNEL),
@@ -363,6 +371,9 @@ impl State {
     pub fn disable(&mut self, kind: u32) {
         if kind < 64 {
             self.enabled &= !(1 << kind);
+        }
+        if kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL {
+            self.sass.kernel_activity(false);
         }
     }
 

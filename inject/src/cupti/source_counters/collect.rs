@@ -6,6 +6,11 @@
 //! The context is synchronized before enabling (CUPTI patches code no kernel is running) and
 //! after the launch (the counts are complete only once it ended): chosen launches are
 //! serialized; the others run untouched.
+//!
+//! On a context's first chosen launch, CUPTI's kernel activity is enabled and disabled again
+//! before the SASS metrics: without that, CUPTI 13.0 counts only the first function it patches
+//! in the process, and nothing after a flush; with it, every launch (measured on an H100:
+//! docs/source-counters.md). No launch runs between the two, so no kernel record is made.
 
 use super::api::{call, synchronize, SassApi};
 use crate::cupti::api::{describe, Api};
@@ -63,6 +68,17 @@ pub(super) fn collect(
     run: &mut dyn FnMut() -> u32,
     out: &mut Output,
 ) {
+    let mut context = 0u32;
+    // SAFETY: `ctx` is the calling thread's current context; CUPTI writes its id.
+    unsafe { (api.context_id)(ctx, &mut context) };
+    let known = c
+        .contexts
+        .iter()
+        .position(|(h, id, _)| *h == ctx as usize && *id == context);
+    if known.is_none() {
+        // Before anything else of the SASS metrics, as measured.
+        arm(api, context, out);
+    }
     if let Err(e) = initialize(sass, c) {
         if !c.said.contains(&e) {
             out.notices.push(e.clone());
@@ -89,14 +105,7 @@ pub(super) fn collect(
             return;
         }
     };
-    let mut context = 0u32;
-    // SAFETY: `ctx` is the calling thread's current context; CUPTI writes its id.
-    unsafe { (api.context_id)(ctx, &mut context) };
-    let k = match c
-        .contexts
-        .iter()
-        .position(|(h, id, _)| *h == ctx as usize && *id == context)
-    {
+    let k = match known {
         Some(k) => k,
         None => {
             c.contexts.retain(|(h, _, _)| *h != ctx as usize);
@@ -190,6 +199,24 @@ pub(super) fn collect(
         ChunkKind::SourceCounters,
         rtrace_format::encode_value(&record),
     ));
+}
+
+/// CUPTI's kernel activity enabled and disabled on the calling thread's context: what makes
+/// CUPTI 13.0 patch every function launched afterwards (not only the first). A failure is said.
+fn arm(api: &Api, context: u32, out: &mut Output) {
+    let kind = super::super::layout::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL as i32;
+    // SAFETY: plain CUPTI calls; no launch runs between them (the caller holds the lock every
+    // chosen launch takes, and the program's thread is in its launch call).
+    let rc = unsafe { (api.enable)(kind) };
+    if rc != 0 {
+        out.notices.push(format!(
+            "{SOURCE_COUNTERS_NOTICE}: enabling kernel activity on context {context} (which makes CUPTI patch every function): {}: only the first function may be counted",
+            describe(api, rc)
+        ));
+        return;
+    }
+    // SAFETY: as above.
+    unsafe { (api.disable)(kind) };
 }
 
 /// `cuptiProfilerInitialize`, once per process.
