@@ -19,7 +19,8 @@
 //        separated: act (CONCURRENT_KERNEL activity on before the context), kind=K (activity
 //        kind K on before the context: CONTEXT STREAM FUNCTION MEMCPY MEMSET), cb (a subscriber
 //        with the driver's launch callbacks and the resource callbacks, as rtrace's), cycle
-//        (Enable/Disable around each launch), unset (SetConfig/UnsetConfig too), lazy0.
+//        (Enable/Disable around each launch), unset (SetConfig/UnsetConfig too), lazy0, toggle
+//        (kernel activity enabled and disabled once the context exists, as rtrace does).
 //        Prints "RECIPE <opts> counted N/6" (launches whose own function came back with one
 //        launch's instructions) and the per-launch detail.
 //
@@ -559,6 +560,12 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "recipe"))
         recipe_early(opts);
     CUcontext ctx = setup();
+    if (!strcmp(cmd, "recipe") && has_opt(opts, "toggle")) {
+        // Kernel activity enabled and disabled once the context exists (what rtrace does).
+        rc("cuptiActivityRegisterCallbacks", cuptiActivityRegisterCallbacks(buf_requested, buf_completed));
+        rc("cuptiActivityEnable(CONCURRENT_KERNEL)", cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+        rc("cuptiActivityDisable(CONCURRENT_KERNEL)", cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    }
     if (!chip_name(0))
         return 2;
     uint8_t gran = granularity(argc > 4 ? argv[4] : "gpu");

@@ -24,7 +24,7 @@ $C/bin/nvcc -arch=sm_90 -O2 -DSASS_INJECT -shared -Xcompiler -fPIC -I$T/include 
     "$here/sassmetrics_probe.cu" -L$T/lib -Xlinker -rpath,$T/lib -lcupti -lcuda >> build.log 2>&1 ||
     { echo "FAIL build $(tail -3 build.log)"; return; }
 i=0
-for opts in "" cycle unset lazy0 act act,cycle act,unset act,lazy0 cb cb,cycle cb,unset \
+for opts in toggle toggle,cycle toggle,cb,cycle "" cycle unset lazy0 act act,cycle act,unset act,lazy0 cb cb,cycle cb,unset \
     kind=CONTEXT kind=STREAM kind=FUNCTION kind=MEMCPY kind=MEMSET \
     kind=CONTEXT,kind=STREAM,kind=FUNCTION,cb kind=CONTEXT,kind=STREAM,kind=FUNCTION,cb,cycle \
     act,kind=CONTEXT,kind=STREAM,kind=FUNCTION,cb act,kind=CONTEXT,kind=STREAM,kind=FUNCTION,kind=MEMCPY,kind=MEMSET,cb,cycle; do
