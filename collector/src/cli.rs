@@ -164,6 +164,16 @@ pub struct RecordArgs {
     /// them (sets RTRACE_METRICS). Checked before the program starts.
     #[arg(long, value_name = "LIST", value_parser = check_metrics)]
     pub metrics: Option<String>,
+    /// Source counters: for each kernel launch kept by --kernel-regex, --kernel-skip and
+    /// --kernel-count, count per SASS instruction the instructions and thread instructions
+    /// executed, global sectors against the ideal, shared wavefronts against the ideal and
+    /// divergent branch targets, through CUPTI's SASS Metric API (sets
+    /// RTRACE_SOURCE_COUNTERS=1). CUPTI patches the code and each chosen launch is
+    /// serialized, so it is a mode of its own: GPU activity is limited to resources (modules
+    /// and their images, which it turns on), and it refuses --pc-sampling, --metrics and GPU
+    /// activity kinds that cannot run beside it. `rtrace sass` and `rtrace report` show them.
+    #[arg(long)]
+    pub source_counters: bool,
     /// How kernel profiling replays: `kernel` (each chosen launch, by CUPTI) or
     /// `application`: each capture range (--capture-range or --nvtx-capture) is profiled
     /// as one unit by running the whole program once per replay pass; the last pass's
@@ -267,11 +277,7 @@ fn run_record(args: RecordArgs) -> u8 {
         );
         return 2;
     }
-    let traced = args
-        .trace
-        .clone()
-        .or(args.gpu_activity.clone())
-        .unwrap_or_default();
+    let traced = traced_of(&args);
     if let Some(why) = conflict(&args, &traced) {
         eprintln!("rtrace: {why}");
         return 2;
@@ -293,6 +299,10 @@ fn run_record(args: RecordArgs) -> u8 {
     set(env::PC_SAMPLING, args.pc_sampling);
     set(env::PC_SAMPLING_STALLS, args.pc_stalls);
     set(env::METRICS, args.metrics);
+    set(
+        env::SOURCE_COUNTERS,
+        args.source_counters.then(|| "1".into()),
+    );
     set(env::MODULE_IMAGES, args.module_images.then(|| "1".into()));
     let opts = RecordOptions {
         output: Some(args.output),
@@ -353,6 +363,25 @@ fn run_record(args: RecordArgs) -> u8 {
     code
 }
 
+/// What to trace: `-t` or `--gpu-activity`, else the default; with `--source-counters` and
+/// neither, of GPU activity only what can run beside them: the resources (modules and their
+/// images, which they need).
+fn traced_of(args: &RecordArgs) -> Traced {
+    let mut traced = args
+        .trace
+        .clone()
+        .or(args.gpu_activity.clone())
+        .unwrap_or_default();
+    if args.source_counters && args.trace.is_none() && args.gpu_activity.is_none() {
+        traced.gpu = rtrace_format::env::GpuKinds {
+            resources: true,
+            ..Default::default()
+        };
+        traced.chosen_by = "--source-counters".into();
+    }
+    traced
+}
+
 /// Options that cannot go together with what is traced; the message.
 fn conflict(args: &RecordArgs, traced: &Traced) -> Option<String> {
     let by = &traced.chosen_by;
@@ -361,9 +390,27 @@ fn conflict(args: &RecordArgs, traced: &Traced) -> Option<String> {
             (args.pc_sampling.is_some(), "--pc-sampling"),
             (args.metrics.is_some(), "--metrics"),
             (args.module_images, "--module-images"),
+            (args.source_counters, "--source-counters"),
         ];
         if let Some((_, opt)) = needs.iter().find(|(given, _)| *given) {
             return Some(format!("{opt} needs tracing, and {by} records nothing"));
+        }
+    }
+    if args.source_counters {
+        let with = [
+            (args.pc_sampling.is_some(), "--pc-sampling"),
+            (args.metrics.is_some(), "--metrics"),
+        ];
+        if let Some((_, opt)) = with.iter().find(|(given, _)| *given) {
+            return Some(format!(
+                "--source-counters cannot be combined with {opt}: {}",
+                rtrace_format::SOURCE_COUNTERS_EXCLUSIVE
+            ));
+        }
+        if let Some(why) = rtrace_format::source_counters_activity_conflict(&traced.gpu) {
+            return Some(format!(
+                "--source-counters cannot be combined with kernel records, which {by} asks for: {why}"
+            ));
         }
     }
     if !traced.nvtx || traced.nothing {
@@ -391,6 +438,49 @@ mod tests {
             Command::Record(args) => Ok(*args),
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn source_counters_keep_resources_and_refuse_what_cannot_run_beside_them() {
+        let check = |argv: &[&str]| {
+            let a = record_args(argv).unwrap();
+            let t = traced_of(&a);
+            (t.gpu, conflict(&a, &t))
+        };
+        let (gpu, why) = check(&["--source-counters", "./app"]);
+        assert_eq!(
+            gpu,
+            rtrace_format::env::GpuKinds {
+                resources: true,
+                ..Default::default()
+            }
+        );
+        assert_eq!(why, None);
+        assert_eq!(
+            check(&["--source-counters", "-t", "cuda,resources", "./app"]).1,
+            None
+        );
+        let exclusive = rtrace_format::SOURCE_COUNTERS_EXCLUSIVE;
+        assert_eq!(
+            check(&["--source-counters", "--pc-sampling", "./app"]).1,
+            Some(format!(
+                "--source-counters cannot be combined with --pc-sampling: {exclusive}"
+            ))
+        );
+        assert_eq!(
+            check(&["--source-counters", "--metrics", "SpeedOfLight", "./app"]).1,
+            Some(format!(
+                "--source-counters cannot be combined with --metrics: {exclusive}"
+            ))
+        );
+        assert_eq!(
+            check(&["--source-counters", "-t", "cuda,gpu", "./app"]).1,
+            Some("--source-counters cannot be combined with kernel records, which -t cuda,gpu asks for: CUPTI refuses kernel activity records beside SASS metrics and PyTorch crashed with both (give -t cuda,resources,nvtx or leave -t out)".into())
+        );
+        assert_eq!(
+            check(&["--source-counters", "-t", "none", "./app"]).1,
+            Some("--source-counters needs tracing, and -t none records nothing".into())
+        );
     }
 
     #[test]

@@ -58,6 +58,7 @@ pub mod record;
 pub mod record_replay;
 pub mod report;
 pub mod sass;
+pub mod source_counters;
 pub mod spool;
 pub mod summary;
 mod sys;

@@ -65,6 +65,10 @@ pub struct Trace {
     pub profiler_setups: Vec<rtrace_format::ProfilerSetup>,
     /// Profiled launches (metric values and counter data), in file order.
     pub kernel_profiles: Vec<rtrace_format::KernelProfile>,
+    /// Source counters as set up on each context, in file order.
+    pub source_counter_setups: Vec<rtrace_format::SourceCounterSetup>,
+    /// Launches with source counters, in file order.
+    pub source_counters: Vec<rtrace_format::SourceCounterLaunch>,
     /// API records lost because a buffer was full: the sum of every chunk
     /// header's `dropped` count.
     pub dropped: u64,

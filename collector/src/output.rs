@@ -54,6 +54,9 @@ pub fn render_sections(
 pub fn render(traces: &[Trace], sections: &Sections, options: &RenderOptions) -> String {
     match options.format {
         Format::Table => table::render(traces, sections, options),
+        Format::Csv if options.csv_section() == Section::SourceCounters => {
+            csv::source_counters(traces, options.nvdisasm.as_deref())
+        }
         Format::Csv => csv::render(sections, options.csv_section()),
         Format::Json => json::render(traces, sections, options),
     }

@@ -9,6 +9,7 @@
 
 use crate::model::Trace;
 use crate::nvdisasm::disassemble;
+use crate::source_counters::Values;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -48,6 +49,22 @@ impl Sources {
 /// A kernel's sampled instructions by offset.
 type SampledPcs<'a> = HashMap<u64, &'a crate::pcsamp::PcRow>;
 
+/// A kernel's counted instructions by offset, with its launches.
+type CountedPcs = (u64, HashMap<u64, Values>);
+
+/// Counters as `rtrace sass` prints them beside an instruction: instructions, thread
+/// instructions, global sectors/ideal, shared wavefronts/ideal, divergent branch targets.
+fn counter_cells(v: &Values) -> String {
+    format!(
+        "{:>9} {:>10} {:>13} {:>13} {:>6}",
+        v[0],
+        v[1],
+        format!("{}/{}", v[2], v[3]),
+        format!("{}/{}", v[4], v[5]),
+        v[6]
+    )
+}
+
 /// The listings of the kernels of `traces` whose demangled or mangled name matches `kernel`
 /// (all without), one per distinct image and kernel, as text.
 pub fn render(
@@ -70,6 +87,20 @@ pub fn render(
             Some(((k.image?, k.name.as_str()), (k.samples, rows)))
         })
         .collect();
+    // Source counters, when the traces have them: (image, kernel) → offset → counters.
+    let counters = crate::source_counters::profile(traces);
+    let counted: HashMap<(u64, &str), CountedPcs> = counters
+        .kernels
+        .iter()
+        .filter_map(|k| {
+            let rows = k
+                .instructions
+                .iter()
+                .map(|r| (r.offset, r.values))
+                .collect();
+            Some(((k.image?, k.name.as_str()), (k.launches, rows)))
+        })
+        .collect();
     for t in traces {
         for img in &t.module_images {
             let Some(bytes) = crate::images::find(traces, img.hash) else {
@@ -88,9 +119,10 @@ pub fn render(
                     .map(|(o, s)| format!(", at {o:#x}, {s} bytes"))
                     .unwrap_or_default();
                 let samples = sampled.get(&(k.image, k.name.as_str()));
+                let counts = counted.get(&(k.image, k.name.as_str()));
                 let _ = writeln!(
                     out,
-                    "{}  [{}, image {:016x}{extent}, {} instructions{}]",
+                    "{}  [{}, image {:016x}{extent}, {} instructions{}{}]",
                     k.demangled,
                     k.target,
                     k.image,
@@ -99,8 +131,26 @@ pub fn render(
                         .map(|(n, _)| format!(
                             ", {n} PC samples: samples, share of the kernel's, instruction, stall reasons"
                         ))
+                        .unwrap_or_default(),
+                    counts
+                        .map(|(n, _)| format!(
+                            ", source counters of {n} launch{}: instructions, thread instructions, global sectors/ideal, shared wavefronts/ideal, divergent branch targets; each source line their sum",
+                            if *n == 1 { "" } else { "es" }
+                        ))
                         .unwrap_or_default()
                 );
+                // Each source line's counters: the sum of its instructions.
+                let mut line_sums: HashMap<(&str, u32), Values> = HashMap::new();
+                if let Some((_, rows)) = counts {
+                    for (offset, _, at) in &k.instructions {
+                        if let (Some((file, n)), Some(v)) = (at, rows.get(offset)) {
+                            let sum = line_sums.entry((file.as_str(), *n)).or_default();
+                            for (a, b) in sum.iter_mut().zip(v) {
+                                *a += b;
+                            }
+                        }
+                    }
+                }
                 let mut last: Option<(String, u32)> = None;
                 for (offset, code, at) in &k.instructions {
                     if at.is_some() && *at != last {
@@ -114,8 +164,19 @@ pub fn render(
                                     let _ = writeln!(out, "  {name}:{n}");
                                 }
                             }
+                            if let Some(v) = line_sums.get(&(file.as_str(), *n)) {
+                                let _ = writeln!(out, "    line sum  {}", counter_cells(v));
+                            }
                         }
                         last = at.clone();
+                    }
+                    if let Some((_, rows)) = counts {
+                        let cells = rows.get(offset).map_or_else(
+                            || format!("{:>9} {:>10} {:>13} {:>13} {:>6}", "", "", "", "", ""),
+                            counter_cells,
+                        );
+                        let _ = writeln!(out, "    /*{offset:04x}*/  {cells}  {code}");
+                        continue;
                     }
                     match samples {
                         None => {

@@ -421,20 +421,61 @@ impl KernelFilter {
     pub fn keep_by<N: AsRef<str>>(&mut self, key: usize, name: impl FnOnce() -> N) -> bool {
         let matches = match &self.regex {
             None => true,
-            Some(re) => *self.verdicts.entry(key).or_insert_with(|| {
-                let name = name();
-                let name = name.as_ref();
-                let demangled = cpp_demangle::Symbol::new(name)
-                    .ok()
-                    .and_then(|s| s.demangle().ok());
-                re.is_match(demangled.as_deref().unwrap_or(name)) || re.is_match(name)
-            }),
+            Some(_) => {
+                if let Some(&v) = self.verdicts.get(&key) {
+                    v
+                } else {
+                    let v = self.name_matches(name().as_ref());
+                    self.verdicts.insert(key, v);
+                    v
+                }
+            }
         };
         matches && {
             let n = self.seen;
             self.seen += 1;
-            n >= self.skip && self.count.is_none_or(|c| n - self.skip < c)
+            self.kept(n)
         }
+    }
+
+    /// A filter of these controls (tests).
+    #[cfg(test)]
+    pub fn for_test(regex: Option<&str>, skip: u64, count: Option<u64>) -> KernelFilter {
+        KernelFilter {
+            regex: regex.map(|r| regex::Regex::new(r).unwrap()),
+            skip,
+            count,
+            seen: 0,
+            verdicts: Default::default(),
+        }
+    }
+
+    /// Whether a kernel named `name` (mangled) matches the regex, demangled or not (true
+    /// without one). Changes nothing.
+    pub fn name_matches(&self, name: &str) -> bool {
+        let Some(re) = &self.regex else {
+            return true;
+        };
+        let demangled = cpp_demangle::Symbol::new(name)
+            .ok()
+            .and_then(|s| s.demangle().ok());
+        re.is_match(demangled.as_deref().unwrap_or(name)) || re.is_match(name)
+    }
+
+    /// Whether a regex judges names (else every kernel matches).
+    pub fn has_regex(&self) -> bool {
+        self.regex.is_some()
+    }
+
+    /// Whether the `n`-th matching kernel (from 0) is kept: past the skipped ones, within the
+    /// count.
+    pub fn kept(&self, n: u64) -> bool {
+        n >= self.skip && self.count.is_none_or(|c| n - self.skip < c)
+    }
+
+    /// Whether no matching kernel from the `n`-th on is kept (the count is used up).
+    pub fn used_up(&self, n: u64) -> bool {
+        self.count.is_some_and(|c| n >= self.skip.saturating_add(c))
     }
 }
 

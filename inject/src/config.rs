@@ -66,6 +66,9 @@ pub struct Config {
     /// Kernel profiling's LIST of sets and metrics (`RTRACE_METRICS`), resolved at start-up;
     /// `None`: off.
     pub metrics: Option<String>,
+    /// Source counters (`RTRACE_SOURCE_COUNTERS=1`): CUPTI's SASS metrics on the launches the
+    /// kernel controls choose.
+    pub source_counters: bool,
     /// Application replay (`RTRACE_METRICS_REPLAY=application`): the pass and the shared
     /// directory (`RTRACE_REPLAY_PASS`, `RTRACE_REPLAY_DIR`); `None`: kernel replay.
     pub application_replay: Option<AppReplay>,
@@ -266,6 +269,11 @@ impl Config {
         if pc_sampling.on {
             gpu_activity.resources = true;
         }
+        // Counters name their code by module: source counters need the modules and images.
+        let source_counters = flag(env::SOURCE_COUNTERS);
+        if source_counters {
+            gpu_activity.resources = true;
+        }
         let metrics = get(env::METRICS)
             .map(|v| v.to_string_lossy().trim().to_string())
             .filter(|v| !v.is_empty());
@@ -281,7 +289,7 @@ impl Config {
                 true
             }
             Some(_) => false,
-            None => pc_sampling.on || metrics.is_some(),
+            None => pc_sampling.on || metrics.is_some() || source_counters,
         };
         let output: OsString = get(env::OUTPUT)
             .filter(|v| !v.is_empty())
@@ -325,6 +333,7 @@ impl Config {
             capture: Capture::from_lookup(&get),
             pc_sampling,
             metrics,
+            source_counters,
             application_replay: app_replay(&get),
         }
     }

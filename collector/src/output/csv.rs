@@ -45,6 +45,48 @@ pub const RANKS_HEADER: &str = "rank,rank_var,pid,hostname,gpu_busy_ns,gpu_idle_
 pub const STEPS_HEADER: &str = "step,occurrence,ranks,fastest_rank,fastest_ns,median_ns,\
      slowest_rank,slowest_ns,lag_ns,spread_ns";
 
+/// The header of `--section source-counters`.
+pub const SOURCE_COUNTERS_HEADER: &str = "kernel,launches,finding,est_speedup_percent,excessive,total,file,line,offset,instruction,place_excessive";
+
+/// `--section source-counters`: one line per kernel, finding and place (the kernel's line
+/// with empty finding fields when it has none).
+pub(super) fn source_counters(
+    traces: &[crate::model::Trace],
+    nvdisasm: Option<&std::path::Path>,
+) -> String {
+    let mut out = format!("{SOURCE_COUNTERS_HEADER}\n");
+    let p = crate::source_counters::report_profile(traces, nvdisasm);
+    for k in &p.kernels {
+        let kernel = field(&k.demangled);
+        let found = crate::source_counters::findings(k);
+        if found.is_empty() {
+            let _ = writeln!(out, "{kernel},{},,,,,,,,,", k.launches);
+        }
+        for f in &found {
+            for pl in &f.places {
+                let _ = writeln!(
+                    out,
+                    "{kernel},{},{},{:.2},{},{},{},{},{},{},{}",
+                    k.launches,
+                    f.rule.key(),
+                    f.speedup_percent,
+                    f.excessive,
+                    f.total,
+                    pl.line.as_ref().map(|(f, _)| field(f)).unwrap_or_default(),
+                    pl.line
+                        .as_ref()
+                        .map(|(_, n)| n.to_string())
+                        .unwrap_or_default(),
+                    pl.offset.map(|o| o.to_string()).unwrap_or_default(),
+                    pl.instruction.as_deref().map(field).unwrap_or_default(),
+                    pl.excessive
+                );
+            }
+        }
+    }
+    out
+}
+
 /// The header of `--section nvtx`.
 pub const NVTX_HEADER: &str = "domain,name,count,total_ns,mean_ns,median_ns,min_ns,max_ns,\
      stddev_ns,share_percent,gpu_records,gpu_ns,own_gpu_records,own_gpu_ns";
@@ -60,7 +102,8 @@ pub(super) fn render(s: &Sections, section: Section) -> String {
         | Section::External
         | Section::Resources
         | Section::Occupancy
-        | Section::Pcsamp => String::new(),
+        | Section::Pcsamp
+        | Section::SourceCounters => String::new(),
         Section::Kernels => kernels(s),
         Section::Memcpy => memcpy(s),
         Section::Memset => memset(s),

@@ -19,6 +19,7 @@ mod pcsamp;
 mod process;
 mod profiles;
 mod ranks;
+mod source_counters;
 mod syntax;
 
 use syntax::{array, list, opt};
@@ -369,6 +370,9 @@ pub(super) fn render(traces: &[Trace], s: &Sections, options: &RenderOptions) ->
     });
     part(Section::Profiles, &|out| profiles::key(out, &s.profiles));
     part(Section::Pcsamp, &|out| pcsamp::key(out, traces, nvdisasm));
+    part(Section::SourceCounters, &|out| {
+        source_counters::key(out, traces, nvdisasm)
+    });
     format!("{{{}}}\n", parts.join(","))
 }
 

@@ -70,11 +70,14 @@ pub enum Section {
     Profiles,
     /// PC sampling (table and JSON only).
     Pcsamp,
+    /// Source counters: per kernel, Nsight Compute's Uncoalesced Global and Shared Accesses
+    /// findings with the lines that cause them (CSV: one line per kernel, finding and place).
+    SourceCounters,
 }
 
 impl Section {
     /// The sections `--format csv` can print, in the order the table report prints them.
-    pub const CSV: [Section; 14] = [
+    pub const CSV: [Section; 15] = [
         Section::Api,
         Section::Nvtx,
         Section::Kernels,
@@ -89,6 +92,7 @@ impl Section {
         Section::Ranks,
         Section::Steps,
         Section::Profiles,
+        Section::SourceCounters,
     ];
 
     /// Whether `--format csv` has a table for this section.

@@ -22,6 +22,7 @@ mod process;
 mod profiles;
 mod ranks;
 mod resources;
+mod source_counters;
 
 pub(super) fn render(traces: &[Trace], s: &Sections, options: &RenderOptions) -> String {
     let mut out = Page::new(options.width);
@@ -58,6 +59,9 @@ pub(super) fn render(traces: &[Trace], s: &Sections, options: &RenderOptions) ->
     }
     if want(Section::Pcsamp) {
         pcsamp::section(&mut out, traces, options.nvdisasm.as_deref());
+    }
+    if want(Section::SourceCounters) {
+        source_counters::section(&mut out, traces, options.nvdisasm.as_deref());
     }
     // A report of chosen sections starts with the first one, not a blank line.
     let text = out.into_text();

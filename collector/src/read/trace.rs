@@ -340,6 +340,18 @@ fn read_other(trace: &mut Trace, chunk: &Chunk) {
             Ok(profile) => trace.kernel_profiles.push(profile),
             Err(why) => trace.bad_chunks.push(bad(format!("kernel profile: {why}"))),
         },
+        ChunkKind::SourceCounterSetup => match chunk.value() {
+            Ok(setup) => trace.source_counter_setups.push(setup),
+            Err(why) => trace
+                .bad_chunks
+                .push(bad(format!("source counters set-up: {why}"))),
+        },
+        ChunkKind::SourceCounters => match chunk.value() {
+            Ok(launch) => trace.source_counters.push(launch),
+            Err(why) => trace
+                .bad_chunks
+                .push(bad(format!("source counters: {why}"))),
+        },
         ChunkKind::UntimedWork => match chunk.untimed_work() {
             Ok(work) => trace.untimed.extend(work),
             Err(why) => trace.bad_chunks.push(bad(why)),

@@ -282,7 +282,7 @@ pub fn api_threads() -> Vec<u8> {
                 call(42, CU_ERROR_INVALID_VALUE, (48_730_000, 48_730_400), 12),
             ],
         )
-        .chunk(ChunkKind::Unknown(40), 0, 0, b"from a newer writer")
+        .chunk(ChunkKind::Unknown(999), 0, 0, b"from a newer writer")
         .records(
             4101,
             0,

@@ -376,6 +376,138 @@ params!(
     }
 );
 
+// ---- cupti_sass_metrics.h ---------------------------------------------------------------
+
+/// `CUpti_SassMetrics_OutputGranularity`: values summed over the whole GPU (one instance).
+pub const SASS_METRICS_OUTPUT_GRANULARITY_GPU: u8 = 0;
+
+/// `CUpti_SassMetrics_MetricDetails`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SassMetricDetails {
+    pub metric_id: u64,
+    pub metric_name: *const c_char,
+    pub metric_description: *const c_char,
+}
+
+impl Zero for SassMetricDetails {
+    fn zero() -> Self {
+        SassMetricDetails {
+            metric_id: 0,
+            metric_name: std::ptr::null(),
+            metric_description: std::ptr::null(),
+        }
+    }
+}
+
+/// `CUpti_SassMetrics_Config`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SassMetricsConfig {
+    pub metric_id: u64,
+    pub output_granularity: u8,
+}
+
+/// `CUpti_SassMetrics_InstanceValue`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SassMetricsInstanceValue {
+    pub metric_id: u64,
+    pub value: u64,
+}
+
+params!(
+    /// `CUpti_SassMetrics_GetNumOfMetrics_Params`.
+    SassMetricsGetNumOfMetrics {
+        chip_name: *const c_char,
+        num_of_metrics: usize,
+    }
+);
+params!(
+    /// `CUpti_SassMetrics_GetMetrics_Params`.
+    SassMetricsGetMetrics {
+        chip_name: *const c_char,
+        num_of_metrics: usize,
+        metrics_list: *mut SassMetricDetails,
+    }
+);
+params!(
+    /// `CUpti_SassMetrics_GetProperties_Params`.
+    SassMetricsGetProperties {
+        chip_name: *const c_char,
+        metric_name: *const c_char,
+        metric: SassMetricDetails,
+    }
+);
+params!(
+    /// `CUpti_SassMetricsSetConfig_Params`.
+    SassMetricsSetConfig {
+        num_of_metric_config: usize,
+        configs: *mut SassMetricsConfig,
+        device_index: u32,
+    }
+);
+params!(
+    /// `CUpti_SassMetricsUnsetConfig_Params`.
+    SassMetricsUnsetConfig { device_index: u32 }
+);
+params!(
+    /// `CUpti_SassMetricsEnable_Params`.
+    SassMetricsEnable {
+        ctx: *mut c_void,
+        enable_lazy_patching: u8,
+    }
+);
+params!(
+    /// `CUpti_SassMetricsDisable_Params`.
+    SassMetricsDisable {
+        ctx: *mut c_void,
+        num_of_dropped_records: usize,
+    }
+);
+params!(
+    /// `CUpti_SassMetricsGetDataProperties_Params`.
+    SassMetricsGetDataProperties {
+        ctx: *mut c_void,
+        num_of_patched_instruction_records: usize,
+        num_of_instances: usize,
+    }
+);
+params!(
+    /// `CUpti_SassMetrics_Data`: one patched instruction's record.
+    SassMetricsData {
+        cubin_crc: u32,
+        function_index: u32,
+        function_name: *const c_char,
+        pc_offset: u32,
+        instance_values: *mut SassMetricsInstanceValue,
+    }
+);
+params!(
+    /// `CUpti_SassMetricsFlushData_Params`. The header's `STRUCT_SIZE` stops at
+    /// `numOfInstances`, before `pMetricsData`: [`SassMetricsFlushData::HEADER_SIZE`].
+    SassMetricsFlushData {
+        ctx: *mut c_void,
+        num_of_patched_instruction_records: usize,
+        num_of_instances: usize,
+        metrics_data: *mut SassMetricsData,
+    }
+);
+
+impl SassMetricsFlushData {
+    /// `CUpti_SassMetricsFlushData_Params_STRUCT_SIZE` as the header defines it (up to
+    /// `numOfInstances`): what `struct_size` is set to.
+    pub const HEADER_SIZE: usize =
+        std::mem::offset_of!(SassMetricsFlushData, num_of_instances) + std::mem::size_of::<usize>();
+
+    /// Every field zero or null, `struct_size` the header's.
+    pub fn with_header_size() -> SassMetricsFlushData {
+        let mut p = SassMetricsFlushData::new();
+        p.struct_size = Self::HEADER_SIZE;
+        p
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -411,6 +543,28 @@ mod tests {
         assert_eq!(RangeProfilerCounterDataImageInitialize::SIZE, 40);
         assert_eq!(RangeProfilerGetCounterDataInfo::SIZE, 40);
         assert_eq!(RangeProfilerCounterDataGetRangeInfo::SIZE, 56);
+    }
+
+    #[test]
+    fn sass_metrics_sizes_are_the_headers() {
+        // CUpti_*_STRUCT_SIZE of cupti_sass_metrics.h (CUPTI 13.0), printed by a C program.
+        assert_eq!(SassMetricsGetNumOfMetrics::SIZE, 32);
+        assert_eq!(SassMetricsGetMetrics::SIZE, 40);
+        assert_eq!(SassMetricsGetProperties::SIZE, 56);
+        assert_eq!(SassMetricsSetConfig::SIZE, 36);
+        assert_eq!(SassMetricsUnsetConfig::SIZE, 20);
+        assert_eq!(SassMetricsEnable::SIZE, 25);
+        assert_eq!(SassMetricsDisable::SIZE, 32);
+        assert_eq!(SassMetricsGetDataProperties::SIZE, 40);
+        assert_eq!(SassMetricsFlushData::HEADER_SIZE, 40);
+        assert_eq!(SassMetricsFlushData::with_header_size().struct_size, 40);
+        assert_eq!(std::mem::size_of::<SassMetricsFlushData>(), 48);
+        assert_eq!(std::mem::size_of::<SassMetricsData>(), 48);
+        assert_eq!(std::mem::offset_of!(SassMetricsData, pc_offset), 32);
+        assert_eq!(std::mem::offset_of!(SassMetricsData, instance_values), 40);
+        assert_eq!(std::mem::size_of::<SassMetricsConfig>(), 16);
+        assert_eq!(std::mem::size_of::<SassMetricDetails>(), 24);
+        assert_eq!(std::mem::size_of::<SassMetricsInstanceValue>(), 16);
     }
 
     #[test]

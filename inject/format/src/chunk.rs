@@ -85,6 +85,12 @@ u16_enum! {
         /// GPU work launched but never timed ([`UntimedWork`](crate::gpu_region::UntimedWork)s,
         /// rebuilt from GPU buffer regions).
         UntimedWork = 33,
+        /// Source counters set up on one context
+        /// ([`SourceCounterSetup`](crate::SourceCounterSetup), bincode).
+        SourceCounterSetup = 40,
+        /// One chosen launch's source counters per instruction
+        /// ([`SourceCounterLaunch`](crate::SourceCounterLaunch), bincode).
+        SourceCounters = 41,
     }
     /// A kind this reader does not know; carried so it can be counted.
     Unknown(u16)

@@ -70,6 +70,12 @@ pub const MODULE_IMAGES: &str = "RTRACE_MODULE_IMAGES";
 pub const PC_SAMPLING: &str = "RTRACE_PC_SAMPLING";
 /// Comma-separated stall reasons PC sampling collects (all when unset).
 pub const PC_SAMPLING_STALLS: &str = "RTRACE_PC_SAMPLING_STALLS";
+/// Source counters (CUPTI's SASS Metric API): `1` collects, for each kernel launch the kernel
+/// controls above choose, per SASS instruction: instructions executed, thread instructions
+/// executed (predicated on), global sectors and ideal sectors, shared wavefronts and ideal
+/// wavefronts, divergent branch targets. A mode of its own: not with PC sampling, kernel
+/// profiling or kernel activity (docs/source-counters.md).
+pub const SOURCE_COUNTERS: &str = "RTRACE_SOURCE_COUNTERS";
 /// `0`: leave NVTX alone.
 pub const NVTX: &str = "RTRACE_NVTX";
 /// The token of one `rtrace record` run: librtrace.so writes it into each trace's header

@@ -60,6 +60,7 @@ mod pcsampling;
 mod profiling;
 pub mod ring;
 mod runtime;
+mod source_counters;
 
 pub use api::*;
 pub use chunk::*;
@@ -73,6 +74,7 @@ pub use pcsampling::*;
 pub use profiling::*;
 pub use reader::*;
 pub use runtime::*;
+pub use source_counters::*;
 pub use time::*;
 pub use values::*;
 

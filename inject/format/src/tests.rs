@@ -315,3 +315,55 @@ fn the_rank_variables_follow_the_session() {
         .unwrap_err()
         .starts_with("rank variables: "));
 }
+
+#[test]
+fn source_counter_chunks_round_trip_and_name_their_counters() {
+    let setup = SourceCounterSetup {
+        context: 1,
+        device: 0,
+        time_ns: 5,
+        chip: "GH100".into(),
+        metrics: COUNTERS.iter().map(|c| c.metrics[0].to_string()).collect(),
+        lazy_patching: true,
+    };
+    let launch = SourceCounterLaunch {
+        context: 1,
+        correlation: 9,
+        launch: 0,
+        start_ns: 10,
+        end_ns: 20,
+        name: "_Z1kPf".into(),
+        functions: vec![SourceCounterFunction {
+            cubin_crc: 0xabcd,
+            function_index: 3,
+            name: "_Z1kPf".into(),
+            instructions: vec![InstructionCounters {
+                pc_offset: 16,
+                values: [1, 32, 8, 4, 0, 0, 2],
+            }],
+        }],
+        dropped: 0,
+    };
+    let mut file = Vec::new();
+    for (kind, bytes) in [
+        (ChunkKind::SourceCounterSetup, encode_value(&setup)),
+        (ChunkKind::SourceCounters, encode_value(&launch)),
+    ] {
+        file.extend_from_slice(&ChunkHeader::new(kind, 0, 0, 0, &bytes).encode());
+        file.extend_from_slice(&bytes);
+    }
+    let mut header = encode_file_header(&ProcessHeader::default());
+    header.extend_from_slice(&file);
+    let mut r = TraceReader::new(&header[..]).unwrap();
+    let c = r.next_chunk().unwrap().unwrap();
+    assert_eq!(c.header.kind.to_u16(), 40);
+    assert_eq!(c.value::<SourceCounterSetup>().unwrap(), setup);
+    let c = r.next_chunk().unwrap().unwrap();
+    assert_eq!(c.header.kind.to_u16(), 41);
+    assert_eq!(c.value::<SourceCounterLaunch>().unwrap(), launch);
+    assert_eq!(COUNTERS[GLOBAL_SECTORS_IDEAL].key, "global_sectors_ideal");
+    assert_eq!(
+        COUNTERS[DIVERGENT_BRANCH_TARGETS].metrics,
+        ["smsp__sass_branch_targets_threads_divergent"]
+    );
+}

@@ -54,6 +54,10 @@ pub(super) fn start(api: &Api) -> Result<Vec<&'static str>, String> {
         ));
     }
     let want = crate::state::config().gpu_activity;
+    // Source counters: with the context, stream, function, copy and memset kinds on, CUPTI's SASS
+    // metrics counted nothing (tests/gpu/sassmetrics_probe.sh on an H100): no activity kind is
+    // enabled, the modules and their images come through the resource callbacks alone.
+    let counters = crate::state::config().source_counters;
     // What the configuration asks for; a kind CUPTI refuses is said in a notice and the rest
     // stays on.
     let mut kinds = Vec::new();
@@ -101,7 +105,7 @@ pub(super) fn start(api: &Api) -> Result<Vec<&'static str>, String> {
             "functions",
         ),
     ] {
-        if !on {
+        if !on || counters {
             continue;
         }
         // SAFETY: plain CUPTI call.
@@ -116,7 +120,7 @@ pub(super) fn start(api: &Api) -> Result<Vec<&'static str>, String> {
             ));
         }
     }
-    if kinds.is_empty() {
+    if kinds.is_empty() && !counters {
         return Err("CUPTI enabled none of the kinds asked for".into());
     }
     Ok(kinds)

@@ -3,6 +3,7 @@
 
 use super::pcsampling::api::PcApi;
 use super::profiler::api::ProfApi;
+use super::source_counters::api::SassApi;
 use crate::driver;
 use rtrace_format::{CUPTI_DIRS, CUPTI_SONAME};
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -69,6 +70,8 @@ pub(super) struct Api {
     pub pc_sampling: Option<Result<PcApi, String>>,
     /// The range profiler's entry points when kernel profiling is asked for.
     pub profiler: Option<Result<ProfApi, String>>,
+    /// The SASS Metric API when source counters are asked for.
+    pub sass: Option<Result<SassApi, String>>,
 }
 
 // SAFETY: plain function pointers into libcupti, callable from any thread.
@@ -169,6 +172,9 @@ pub(super) fn load() -> Result<Api, String> {
                 .metrics
                 .is_some()
                 .then(|| ProfApi::load(sym)),
+            sass: crate::state::config()
+                .source_counters
+                .then(|| SassApi::load(sym)),
         })
     }
 }

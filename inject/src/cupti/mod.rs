@@ -47,6 +47,7 @@ mod pcsampling;
 mod profiler;
 mod records;
 mod share;
+mod source_counters;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -93,6 +94,7 @@ fn enable() {
 /// GPU activity could not start: says why, for PC sampling too when it was asked for.
 fn off(why: String) {
     profiler::activity_off(&format!("GPU activity is off: {why}"));
+    source_counters::activity_off(&format!("GPU activity is off: {why}"));
     if crate::state::config().pc_sampling.on {
         notice(format!("PC sampling off: {why}"));
     }
@@ -130,6 +132,7 @@ fn enable_now() {
     if let Some(Err(e)) = &api.profiler {
         profiler::activity_off(e);
     }
+    source_counters::configure(api);
     let last = kinds.pop().unwrap_or_default();
     let listed = if kinds.is_empty() {
         last.to_string()
@@ -172,20 +175,24 @@ pub fn configure_profiling() -> Vec<String> {
     profiler::configure()
 }
 
-/// Whether kernel profiling is on: the one relaxed load a launch wrapper adds.
+/// Whether kernel profiling or source counters are on: the two relaxed loads a launch
+/// wrapper adds.
 #[inline(always)]
 pub fn profiling() -> bool {
-    CUPTI.prof.on.load(Ordering::Relaxed)
+    CUPTI.prof.on.load(Ordering::Relaxed) || CUPTI.sc.on.load(Ordering::Relaxed)
 }
 
-/// A recorded launch of kernel `f` while profiling is on: runs `run` once (profiled if chosen)
-/// and returns its result.
+/// A recorded launch of kernel `f` while profiling or source counters are on: runs `run` once
+/// (profiled or counted if chosen) and returns its result.
 #[cold]
 pub fn profiled_launch(
     correlation: u64,
     f: *mut std::ffi::c_void,
     run: impl FnOnce() -> u32,
 ) -> u32 {
+    if CUPTI.sc.on.load(Ordering::Relaxed) {
+        return source_counters::launch(correlation, f, run);
+    }
     profiler::launch(correlation, f, run)
 }
 
@@ -269,6 +276,7 @@ pub fn drain_into(sink: &mut Sink) {
     }
     profiler::drain_into(sink);
     modules::drain_into(sink);
+    source_counters::drain_into(sink);
     buffers::keep_spare(sink);
     buffers::learn_names(sink);
     let Some(full) = buffers::take_full() else {

@@ -12,6 +12,7 @@ use super::clockmap::ClockMap;
 use super::pcsampling::data::PcState;
 use super::profiler::launch::Launches;
 use super::profiler::range_state::Ranges;
+use super::source_counters::state::ScState;
 use crate::{diag, thread::internal};
 use rtrace_format::{DeviceInfo, ModuleImage, ModuleRecord};
 use std::ffi::c_void;
@@ -49,6 +50,8 @@ pub(super) struct Cupti {
     pub pc: Mutex<Option<PcState>>,
     /// Kernel profiling (`profiler/`).
     pub prof: ProfilerState,
+    /// Source counters (`source_counters/`).
+    pub sc: ScState,
     /// CUPTI's own functions behind the entry points rtrace interposes (`exports.rs`).
     #[cfg_attr(test, allow(dead_code))]
     pub own: OwnFns,
@@ -284,6 +287,7 @@ pub(super) static CUPTI: Cupti = Cupti {
         range_launches: AtomicU64::new(0),
         ranges: Mutex::new(None),
     },
+    sc: ScState::new(),
     own: OwnFns {
         register_callbacks: NONE,
         register_timestamp: NONE,

@@ -32,6 +32,7 @@ mod profiling;
 mod range_profiler;
 mod records;
 mod runtime;
+mod sass_metrics;
 /// The private interface to simcuda.
 #[path = "../../simcuda/src/activity_abi.rs"]
 mod sim;

@@ -254,6 +254,18 @@ pub fn context_id_of(ctx: *mut c_void) -> Option<u32> {
 
 // ---- the state
 
+/// The CRC and index of kernel `name` in the latest of `modules` on context `ctx` that has it.
+fn find_function(modules: &[Module], ctx: u32, name: &CStr) -> Option<(u64, u32)> {
+    modules
+        .iter()
+        .rev()
+        .filter(|m| m.context_id == ctx)
+        .find_map(|m| {
+            let f = m.functions.iter().find(|(n, _)| n == name.to_bytes())?;
+            Some((m.crc, f.1))
+        })
+}
+
 /// A loaded module: its context, CRC and functions `(name, index)`.
 struct Module {
     context_id: u32,
@@ -448,6 +460,12 @@ impl PcSampling {
         }
     }
 
+    /// The module CRC and function index of kernel `name` on context `ctx` (the latest module
+    /// that has it).
+    pub fn function_of(&self, ctx: u32, name: &CStr) -> Option<(u64, u32)> {
+        find_function(&self.modules, ctx, name)
+    }
+
     /// A kernel `name` launched on context `ctx`.
     pub fn launch(&mut self, ctx: u32, name: &CStr) {
         let Some(c) = self.contexts.get_mut(&ctx).filter(|c| c.sampling()) else {
@@ -455,15 +473,7 @@ impl PcSampling {
         };
         let total = launch_total();
         c.total += total;
-        let found = self
-            .modules
-            .iter()
-            .rev()
-            .filter(|m| m.context_id == ctx)
-            .find_map(|m| {
-                let f = m.functions.iter().find(|(n, _)| n == name.to_bytes())?;
-                Some((m.crc, f.1))
-            });
+        let found = find_function(&self.modules, ctx, name);
         let Some((crc, function_index)) = found else {
             c.non_user += total;
             return;

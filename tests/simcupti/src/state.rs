@@ -18,6 +18,7 @@ use crate::lock::Locked;
 use crate::pcsampling::PcSampling;
 use crate::profiling::Profiling;
 use crate::records::{self, Times};
+use crate::sass_metrics::SassMetrics;
 use crate::sim::*;
 use crate::worker;
 
@@ -153,6 +154,8 @@ pub struct State {
     pub pcs: PcSampling,
     /// The profiler's state (host objects, range profilers).
     pub prof: Profiling,
+    /// The SASS Metric API's state.
+    pub sass: SassMetrics,
 }
 
 /// The client hands over zeroed buffers (`CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER`).
@@ -174,6 +177,7 @@ static STATE: Locked<State> = Locked::new(State {
     next_function_id: 1,
     pcs: PcSampling::new(),
     prof: Profiling::new(),
+    sass: SassMetrics::new(),
 });
 
 /// `CUpti_ExternalCorrelationKind` values are below this.
@@ -323,6 +327,14 @@ impl State {
         if kind == CUPTI_ACTIVITY_KIND_MODULE {
             return CUPTI_ERROR_INVALID_KIND;
         }
+        // Kernel activity once SASS metrics are enabled: refused, as CUPTI 13.0 on an H100; its
+        // enabling arms the contexts that exist for the SASS metrics (sass_metrics.rs).
+        if kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL {
+            if self.sass.any_enabled() {
+                return CUPTI_ERROR_NOT_COMPATIBLE;
+            }
+            self.sass.kernel_activity(true);
+        }
         let other = match kind {
             CUPTI_ACTIVITY_KIND_KERNEL => Some(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
             CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL => Some(CUPTI_ACTIVITY_KIND_KERNEL),
@@ -359,6 +371,9 @@ impl State {
     pub fn disable(&mut self, kind: u32) {
         if kind < 64 {
             self.enabled &= !(1 << kind);
+        }
+        if kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL {
+            self.sass.kernel_activity(false);
         }
     }
 
@@ -877,6 +892,8 @@ unsafe extern "C" fn on_sim_call(call: *const SimCall) -> u32 {
                 if let Some(op) = op {
                     st.pcs.observe(op);
                     st.prof.observe(op);
+                    let pcs = &st.pcs;
+                    st.sass.observe(op, |ctx, name| pcs.function_of(ctx, name));
                 }
                 st.record_call(call, name, own);
                 deliver(st, false, false);

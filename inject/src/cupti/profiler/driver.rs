@@ -9,7 +9,7 @@ type DeviceFn = unsafe extern "C" fn(*mut i32) -> u32;
 
 /// The driver's name of function (or library kernel) handle `f`: `cuFuncGetName`, else
 /// `cuKernelGetName`.
-pub(super) fn function_name(f: *mut c_void) -> Option<String> {
+pub(crate) fn function_name(f: *mut c_void) -> Option<String> {
     use crate::generated::id;
     for fid in [id::cuFuncGetName, id::cuKernelGetName] {
         let real = crate::driver::real(fid);
@@ -34,7 +34,7 @@ pub(super) fn function_name(f: *mut c_void) -> Option<String> {
 }
 
 /// The calling thread's current context (null: none).
-pub(super) fn current_context() -> *mut c_void {
+pub(crate) fn current_context() -> *mut c_void {
     let real = crate::driver::real(crate::generated::id::cuCtxGetCurrent);
     if real.is_null() {
         return std::ptr::null_mut();
@@ -50,7 +50,7 @@ pub(super) fn current_context() -> *mut c_void {
 }
 
 /// The current context's device ordinal (0 if the driver cannot say).
-pub(super) fn current_device() -> i32 {
+pub(crate) fn current_device() -> i32 {
     let real = crate::driver::real(crate::generated::id::cuCtxGetDevice);
     if real.is_null() {
         return 0;

@@ -24,7 +24,7 @@
 //! here, the state's use, start-up and the worker's drain.
 
 pub(super) mod api;
-mod driver;
+pub(super) mod driver;
 pub(super) mod launch;
 mod output;
 pub(crate) mod range;
