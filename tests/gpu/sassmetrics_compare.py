@@ -137,8 +137,15 @@ def main():
         for metric in metrics:
             col = next((c for c in COLUMNS.get(metric, []) if c in header), None)
             if col is None:
-                print(f"FAIL {kern}.{metric}  (no ncu column among {COLUMNS.get(metric)})")
-                failed += 1
+                # ncu leaves a counter's columns out of a kernel's Source page when the kernel
+                # has none of it (no shared memory access: no shared wavefront columns).
+                total = sum(v.get(metric, 0) for v in mine.values())
+                if total == 0:
+                    print(f"PASS {kern}.{metric}  (ncu has no column for it, all {len(mine)} of ours 0)")
+                    passed += 1
+                else:
+                    print(f"FAIL {kern}.{metric}  (no ncu column among {COLUMNS.get(metric)}, ours sum {total})")
+                    failed += 1
                 continue
             bad = []
             for off in sorted(set(rows) | set(mine)):
