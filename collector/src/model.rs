@@ -296,6 +296,19 @@ impl ApiLookup<'_> {
     }
 }
 
+/// Why GPU activity that was on (`on`: the library's list of the kinds it recorded, "kernels,
+/// memory copies, ... through CUPTI") holds no kernels, copies or memsets.
+pub fn none_recorded(on: &str) -> String {
+    if ["kernels", "copies", "memsets"]
+        .iter()
+        .any(|k| on.contains(k))
+    {
+        "none recorded (the program ran no kernels, copies or memsets while recording)".into()
+    } else {
+        format!("none recorded: kernels, copies and memsets were not asked for (on: {on})")
+    }
+}
+
 impl Trace {
     /// Adds `delta` ns to every timestamp of the trace: its anchors, API records, GPU records,
     /// allocations, synchronizations, modules and notices (an unknown time, 0, stays 0).
@@ -456,15 +469,16 @@ impl Trace {
     }
 
     /// Why a trace holds no GPU work, in a line (None: it holds some).
+    ///
+    /// GPU activity "on" with no work: either the program ran none, or the kinds on did not
+    /// include kernels, copies or memsets ([`none_recorded`]).
     pub fn no_gpu_work(&self, gpu_records: u64) -> Option<String> {
         if gpu_records > 0 {
             return None;
         }
         Some(match self.gpu_activity() {
             Some(Err(why)) => format!("GPU activity off: {why}"),
-            Some(Ok(_)) => "GPU activity on, none recorded (the program ran no kernels, copies \
-                            or memsets while recording)"
-                .into(),
+            Some(Ok(on)) => format!("GPU activity on, {}", none_recorded(&on)),
             None => "GPU activity not recorded (not asked for, or CUPTI never started: no \
                      successful cuInit, no GPU, or a forked child); `rtrace record` records it \
                      by default, LD_PRELOAD needs RTRACE_GPU_ACTIVITY=1"

@@ -111,11 +111,9 @@ fn describe(c: &Contents, traced: &Traced) -> Vec<String> {
                  forked child)"
                     .into(),
             ),
-            Some(Ok(_)) if c.gpu() == 0 => Some(
-                "on, none recorded (the program ran no kernels, copies or memsets while \
-                 recording)"
-                    .into(),
-            ),
+            Some(Ok(on)) if c.gpu() == 0 => {
+                Some(format!("on, {}", crate::model::none_recorded(on)))
+            }
             Some(Ok(_)) => None,
         }
     };
@@ -206,6 +204,16 @@ mod tests {
                 "GPU activity: on, none recorded (the program ran no kernels, copies or \
                  memsets while recording)"
             ]
+        );
+        // Source counters record modules only: kernels were not asked for.
+        let c = Contents {
+            gpu_activity: Some(Ok("modules through CUPTI".into())),
+            ..c
+        };
+        assert_eq!(
+            describe(&c, &default)[1],
+            "GPU activity: on, none recorded: kernels, copies and memsets were not asked for \
+             (on: modules through CUPTI)"
         );
     }
 }
