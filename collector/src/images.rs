@@ -77,3 +77,54 @@ impl Missing {
         (!parts.is_empty()).then(|| parts.join("; "))
     }
 }
+
+/// Hands each of `kernels` its function's listing in its stored module image, each image
+/// disassembled once with `nvdisasm` (`key`: a kernel's image hash, None when none is stored,
+/// and its function's name; `apply`: what to do with the listing). Returns what could not be
+/// shown, in a line (None: every kernel got its listing or has none in its image).
+pub fn annotate_kernels<K>(
+    kernels: &mut [K],
+    traces: &[Trace],
+    nvdisasm: &std::path::Path,
+    key: impl Fn(&K) -> (Option<u64>, String),
+    mut apply: impl FnMut(&mut K, &crate::nvdisasm::Listing),
+) -> Option<String> {
+    let mut listings = std::collections::HashMap::new();
+    let mut missing = 0;
+    let mut notes: Vec<String> = Vec::new();
+    for k in kernels.iter_mut() {
+        let (Some(hash), name) = key(k) else {
+            missing += 1;
+            continue;
+        };
+        let l = listings
+            .entry(hash)
+            .or_insert_with(|| match find(traces, hash) {
+                Some(b) => crate::nvdisasm::disassemble(nvdisasm, b, hash),
+                None => Err(format!("image {hash:016x} not stored")),
+            });
+        match l {
+            Ok(all) => {
+                if let Some(listing) = all.iter().find(|l| l.name == name) {
+                    apply(k, listing);
+                }
+            }
+            Err(e) => {
+                if !notes.contains(e) {
+                    notes.push(e.clone());
+                }
+            }
+        }
+    }
+    if missing > 0 {
+        let why = Missing::of(traces)
+            .line()
+            .map(|l| format!(": {l}"))
+            .unwrap_or_default();
+        notes.push(format!(
+            "{missing} {} without a stored module image{why}",
+            if missing == 1 { "kernel" } else { "kernels" }
+        ));
+    }
+    (!notes.is_empty()).then(|| notes.join("; "))
+}

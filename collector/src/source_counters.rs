@@ -345,46 +345,15 @@ pub fn annotate(p: &mut Profile, traces: &[Trace], nvdisasm: Result<&Path, Strin
             return;
         }
     };
-    let mut listings: HashMap<u64, Result<Vec<Listing>, String>> = HashMap::new();
-    let mut missing = 0;
-    let mut failures = Vec::new();
-    for k in &mut p.kernels {
-        let Some(hash) = k.image else {
-            missing += 1;
-            continue;
-        };
-        let l = listings
-            .entry(hash)
-            .or_insert_with(|| match crate::images::find(traces, hash) {
-                Some(b) => crate::nvdisasm::disassemble(nvdisasm, b, hash),
-                None => Err(format!("image {hash:016x} not stored")),
-            });
-        match l {
-            Ok(all) => {
-                if let Some(listing) = all.iter().find(|l| l.name == k.name) {
-                    apply_listing(k, listing);
-                }
-            }
-            Err(e) => {
-                if !failures.contains(e) {
-                    failures.push(e.clone());
-                }
-            }
-        }
-    }
-    let mut notes = failures;
-    if missing > 0 {
-        let why = crate::images::Missing::of(traces)
-            .line()
-            .map(|l| format!(": {l}"))
-            .unwrap_or_default();
-        notes.push(format!(
-            "{missing} {} without a stored module image{why}",
-            if missing == 1 { "kernel" } else { "kernels" }
-        ));
-    }
-    if !notes.is_empty() {
-        p.sass_note = Some(format!("some instructions not shown: {}", notes.join("; ")));
+    let note = crate::images::annotate_kernels(
+        &mut p.kernels,
+        traces,
+        nvdisasm,
+        |k| (k.image, k.name.clone()),
+        apply_listing,
+    );
+    if let Some(note) = note {
+        p.sass_note = Some(format!("some instructions not shown: {note}"));
     }
 }
 

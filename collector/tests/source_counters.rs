@@ -128,6 +128,23 @@ fn rtrace(args: &[&std::ffi::OsStr]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// `rtrace report --section source-counters` of trace `t` in `format` (tables 120 wide), with
+/// `nvdisasm` `n`.
+fn section(t: &std::ffi::OsStr, n: &std::ffi::OsStr, format: &str) -> String {
+    rtrace(&[
+        "report".as_ref(),
+        "--format".as_ref(),
+        format.as_ref(),
+        "--section".as_ref(),
+        "source-counters".as_ref(),
+        "--width".as_ref(),
+        "120".as_ref(),
+        "--nvdisasm".as_ref(),
+        n,
+        t,
+    ])
+}
+
 fn golden(name: &str, text: &str) {
     let expected = dir().join(name);
     if std::env::var_os("RTRACE_BLESS").is_some() {
@@ -144,16 +161,7 @@ fn counters_beside_instructions_lines_and_findings() {
     let n = nvdisasm();
     let (n, t) = (n.as_os_str(), t.as_os_str());
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cubin");
-    let table = rtrace(&[
-        "report".as_ref(),
-        "--section".as_ref(),
-        "source-counters".as_ref(),
-        "--width".as_ref(),
-        "120".as_ref(),
-        "--nvdisasm".as_ref(),
-        n,
-        t,
-    ]);
+    let table = section(t, n, "table");
     // Two launches: 2 × 2048 sectors at the load against 2 × 256 ideal: 3584 excessive of
     // 4608 (77.8%), all on line 12.
     assert!(
@@ -164,27 +172,9 @@ fn counters_beside_instructions_lines_and_findings() {
         "{table}"
     );
     golden("table.txt", &table);
-    let csv = rtrace(&[
-        "report".as_ref(),
-        "--format".as_ref(),
-        "csv".as_ref(),
-        "--section".as_ref(),
-        "source-counters".as_ref(),
-        "--nvdisasm".as_ref(),
-        n,
-        t,
-    ]);
+    let csv = section(t, n, "csv");
     golden("counters.csv", &csv);
-    let json = rtrace(&[
-        "report".as_ref(),
-        "--format".as_ref(),
-        "json".as_ref(),
-        "--section".as_ref(),
-        "source-counters".as_ref(),
-        "--nvdisasm".as_ref(),
-        n,
-        t,
-    ]);
+    let json = section(t, n, "json");
     assert!(json.contains("\"est_speedup_percent\":77.78"), "{json}");
     golden("counters.json", &json);
     let sass = rtrace(&[
@@ -224,16 +214,7 @@ fn a_trace_recorded_on_the_h100_matches_nsight_compute() {
     std::fs::write(&t, bytes).unwrap();
     let n = nvdisasm();
     let (n, t) = (n.as_os_str(), t.as_os_str());
-    let table = rtrace(&[
-        "report".as_ref(),
-        "--section".as_ref(),
-        "source-counters".as_ref(),
-        "--width".as_ref(),
-        "120".as_ref(),
-        "--nvdisasm".as_ref(),
-        n,
-        t,
-    ]);
+    let table = section(t, n, "table");
     for line in [
         "bank_conflicts(float*, int): 1 launch: 30336 instructions, 960512 thread instructions, \
          256 global sectors (256 ideal), 131328 shared wavefronts (4352 ideal), 0 divergent \
@@ -250,16 +231,7 @@ fn a_trace_recorded_on_the_h100_matches_nsight_compute() {
         assert!(table.contains(line), "{line}\n{table}");
     }
     golden("h100.table.txt", &table);
-    let json = rtrace(&[
-        "report".as_ref(),
-        "--format".as_ref(),
-        "json".as_ref(),
-        "--section".as_ref(),
-        "source-counters".as_ref(),
-        "--nvdisasm".as_ref(),
-        n,
-        t,
-    ]);
+    let json = section(t, n, "json");
     golden("h100.counters.json", &json);
     let sass = rtrace(&[
         "sass".as_ref(),
