@@ -376,6 +376,9 @@ params!(
     }
 );
 
+mod pmsampling;
+pub use pmsampling::*;
+
 #[cfg(test)]
 mod tests {
     use super::*;

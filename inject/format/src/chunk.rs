@@ -85,6 +85,11 @@ u16_enum! {
         /// GPU work launched but never timed ([`UntimedWork`](crate::gpu_region::UntimedWork)s,
         /// rebuilt from GPU buffer regions).
         UntimedWork = 33,
+        /// GPU metrics sampling set up on a device ([`GpuMetricsSetup`](crate::GpuMetricsSetup), bincode).
+        GpuMetricsSetup = 45,
+        /// One decode of a device's GPU metric samples: counter data and sample times
+        /// ([`GpuMetricSamples`](crate::GpuMetricSamples), bincode).
+        GpuMetricSamples = 46,
     }
     /// A kind this reader does not know; carried so it can be counted.
     Unknown(u16)
