@@ -65,6 +65,10 @@ pub struct Trace {
     pub profiler_setups: Vec<rtrace_format::ProfilerSetup>,
     /// Profiled launches (metric values and counter data), in file order.
     pub kernel_profiles: Vec<rtrace_format::KernelProfile>,
+    /// GPU metrics sampling as set up on each sampled device, in file order.
+    pub gpu_metric_setups: Vec<rtrace_format::GpuMetricsSetup>,
+    /// GPU metric samples as decoded (counter data and sample times), in file order.
+    pub gpu_metric_samples: Vec<rtrace_format::GpuMetricSamples>,
     /// API records lost because a buffer was full: the sum of every chunk
     /// header's `dropped` count.
     pub dropped: u64,
@@ -336,6 +340,16 @@ impl Trace {
         }
         for n in &mut self.notices {
             s(&mut n.time_ns);
+        }
+        for g in &mut self.gpu_metric_setups {
+            s(&mut g.time_ns);
+        }
+        for b in &mut self.gpu_metric_samples {
+            s(&mut b.time_ns);
+            for (start, end) in &mut b.times {
+                s(start);
+                s(end);
+            }
         }
         for th in self.threads.values_mut() {
             for e in &mut th.nvtx {
