@@ -130,6 +130,19 @@ static CUptiResult set_config(const std::vector<uint8_t> &config, size_t hwbuf, 
 }
 static CUptiResult start() { CUpti_PmSampling_Start_Params p = {CUpti_PmSampling_Start_Params_STRUCT_SIZE}; p.pPmSamplingObject = pm; return cuptiPmSamplingStart(&p); }
 static CUptiResult stop() { CUpti_PmSampling_Stop_Params p = {CUpti_PmSampling_Stop_Params_STRUCT_SIZE}; p.pPmSamplingObject = pm; return cuptiPmSamplingStop(&p); }
+// SetConfig again on a configured object; when CUPTI refuses, the object is disabled and
+// enabled again first (printed, so the output says whether a re-SetConfig needs that).
+static CUptiResult reconfigure(const std::vector<uint8_t> &config, size_t hwbuf, uint64_t interval,
+                               CUpti_PmSampling_TriggerMode mode, CUpti_PmSampling_HardwareBuffer_AppendMode append) {
+    CUptiResult r = set_config(config, hwbuf, interval, mode, append);
+    if (r == CUPTI_SUCCESS) return r;
+    printf("  SetConfig again refused (%s): disable, enable, SetConfig\n", rs(r));
+    CUpti_PmSampling_Disable_Params di = {CUpti_PmSampling_Disable_Params_STRUCT_SIZE}; di.pPmSamplingObject = pm;
+    cuptiPmSamplingDisable(&di);
+    CUpti_PmSampling_Enable_Params en = {CUpti_PmSampling_Enable_Params_STRUCT_SIZE}; en.deviceIndex = 0;
+    CU(cuptiPmSamplingEnable(&en)); pm = en.pPmSamplingObject;
+    return set_config(config, hwbuf, interval, mode, append);
+}
 static std::vector<const char *> cnames;
 static size_t image_size(uint32_t max_samples) {
     CUpti_PmSampling_GetCounterDataSize_Params p = {CUpti_PmSampling_GetCounterDataSize_Params_STRUCT_SIZE};
@@ -179,7 +192,7 @@ int main(int argc, char **argv) {
     CK(cudaFree(0));
     CUcontext ctx; cuCtxGetCurrent(&ctx);
     cudaDeviceProp prop; CK(cudaGetDeviceProperties(&prop, 0));
-    printf("device %s sms %d mem clock %d kHz bus %d bits\n", prop.name, prop.multiProcessorCount, prop.memoryClockRate, prop.memoryBusWidth);
+    printf("device %s sms %d bus %d bits\n", prop.name, prop.multiProcessorCount, prop.memoryBusWidth);
 
     CUpti_Profiler_Initialize_Params ip = {CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
     CU(cuptiProfilerInitialize(&ip));
@@ -310,7 +323,7 @@ int main(int argc, char **argv) {
     Try tries[] = {{1, 1000000}, {1, 100000}, {1, 50000}, {1, 20000}, {1, 10000}, {1, 5000}, {1, 1000}, {1, 100},
                    {0, 100000}, {0, 1000000}};
     for (auto t : tries) {
-        CUptiResult r = set_config(config, 64 << 20, t.interval, (CUpti_PmSampling_TriggerMode)t.mode, CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST);
+        CUptiResult r = reconfigure(config, 64 << 20, t.interval, (CUpti_PmSampling_TriggerMode)t.mode, CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST);
         if (r != CUPTI_SUCCESS) { printf("interval %s %llu: SetConfig %s\n", t.mode ? "time ns" : "sysclk cycles", (unsigned long long)t.interval, rs(r)); continue; }
         r = start();
         if (r != CUPTI_SUCCESS) { printf("interval %s %llu: Start %s\n", t.mode ? "time ns" : "sysclk cycles", (unsigned long long)t.interval, rs(r)); continue; }
@@ -337,14 +350,14 @@ int main(int argc, char **argv) {
         for (int k = 0; k < 10 && d.r == CUPTI_SUCCESS && d.reason == CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL; k++) { init_image(img); d = decode(img); }
     }
     for (size_t hw : {(size_t)1 << 20, (size_t)4 << 20, (size_t)64 << 20, (size_t)512 << 20, (size_t)2 << 30, (size_t)4 << 30}) {
-        CUptiResult r = set_config(config, hw, 100000, CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL, CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST);
+        CUptiResult r = reconfigure(config, hw, 100000, CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL, CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST);
         printf("hardware buffer %zu MiB: SetConfig %s\n", hw >> 20, rs(r));
     }
 
     // ---- overflow: 1 MiB of hardware buffer at 1 us for 200 ms, KEEP_OLDEST then KEEP_LATEST ----
     for (int mode = 0; mode < 2; mode++) {
         uint64_t iv = 1000;
-        CUptiResult r = set_config(config, 1 << 20, iv, CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL, (CUpti_PmSampling_HardwareBuffer_AppendMode)mode);
+        CUptiResult r = reconfigure(config, 1 << 20, iv, CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL, (CUpti_PmSampling_HardwareBuffer_AppendMode)mode);
         if (r != CUPTI_SUCCESS) { iv = 10000; r = set_config(config, 1 << 20, iv, CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL, (CUpti_PmSampling_HardwareBuffer_AppendMode)mode); }
         if (r != CUPTI_SUCCESS) { printf("overflow test %d: SetConfig %s\n", mode, rs(r)); continue; }
         CU(start()); usleep(200000); CU(stop());
@@ -362,7 +375,7 @@ int main(int argc, char **argv) {
     // ---- the main run: 10 kHz, copy / idle / FMA / idle / WMMA, decoding while sampling ----
     const uint32_t per_image = 1000;
     std::vector<uint8_t> im(image_size(per_image));
-    CU(set_config(config, (size_t)512 << 20, interval_ns, CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL, CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST));
+    CU(reconfigure(config, (size_t)512 << 20, interval_ns, CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL, CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST));
     cuptiActivityFlushAll(1); kernels.clear();
     std::vector<Sample> samples;
     HostObj eval(chip, avail.data());   // evaluates every decoded image
@@ -434,13 +447,15 @@ int main(int argc, char **argv) {
             fprintf(f, "start,end"); for (auto n : cnames) fprintf(f, ",%s", n); fprintf(f, "\n");
             for (auto &s : samples) {
                 fprintf(f, "%llu,%llu", (unsigned long long)s.start, (unsigned long long)s.end);
-                for (double v : s.v) fprintf(f, ",%.17g", v); fprintf(f, "\n");
+                for (double v : s.v) fprintf(f, ",%.17g", v);
+                fprintf(f, "\n");
             }
             fclose(f);
         }
         f = fopen((out + "/kernels.csv").c_str(), "w");
         if (f) { fprintf(f, "name,start,end\n"); for (auto &k : kernels) fprintf(f, "%s,%llu,%llu\n", k.name.c_str(), (unsigned long long)k.start, (unsigned long long)k.end); fclose(f); }
     }
+    std::sort(kernels.begin(), kernels.end(), [](const Kernel &a, const Kernel &b) { return a.start < b.start; });
     printf("kernel activity records during sampling: %zu\n", kernels.size());
     check(kernels.size() == 10, "activity-beside-sampling", "%zu kernel records (expected 10: 8 copies, fma, wmma)", kernels.size());
     if (samples.empty() || kernels.empty()) { printf("nothing to compare\n"); return 0; }
@@ -525,7 +540,7 @@ int main(int argc, char **argv) {
     auto fma_run = [&]() { double t0 = now_ms(); fma_kernel<<<nsm * 8, 1024>>>(fout, 50000); CK(cudaDeviceSynchronize()); return now_ms() - t0; };
     double base_t = 1e9, samp_t = 1e9, base_f = 1e9, samp_f = 1e9;
     for (int r = 0; r < 3; r++) { base_t = std::min(base_t, tiny_run()); base_f = std::min(base_f, fma_run()); }
-    CU(set_config(config, (size_t)512 << 20, interval_ns, CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL, CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST));
+    CU(reconfigure(config, (size_t)512 << 20, interval_ns, CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL, CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST));
     CU(start());
     for (int r = 0; r < 3; r++) { samp_t = std::min(samp_t, tiny_run()); samp_f = std::min(samp_f, fma_run()); }
     CU(stop());
