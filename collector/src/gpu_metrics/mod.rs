@@ -135,9 +135,12 @@ pub fn nvtx_spans(ranges: &[crate::nvtx::NvtxRange]) -> Vec<(String, u32, u64, u
         .collect()
 }
 
+/// A physical GPU: (host, PCI address, boot id).
+type GpuKey = (String, String, String);
+
 /// Which physical GPU a trace's device ordinal is: host, boot and PCI address where the device
 /// is described, else the trace and ordinal themselves.
-fn gpu_key(traces: &[Trace], ti: usize, ordinal: u32) -> (String, String, String) {
+fn gpu_key(traces: &[Trace], ti: usize, ordinal: u32) -> GpuKey {
     let t = &traces[ti];
     match t.devices.get(&ordinal).and_then(|d| d.pci_address()) {
         Some(pci) => (t.header.hostname.clone(), pci, t.header.boot_id.clone()),
@@ -204,34 +207,28 @@ pub fn section(
         }
     }
     // Each sampled GPU's timeline: (key, pid, ordinal, timeline).
-    let mut timelines: Vec<((String, String, String), u32, u32, Timeline)> = Vec::new();
+    let mut timelines: Vec<(GpuKey, u32, u32, Timeline)> = Vec::new();
     for (ti, t) in traces.iter().enumerate() {
-        let mut devices: Vec<u32> = t.gpu_metric_setups.iter().map(|g| g.device).collect();
-        devices.sort_unstable();
-        devices.dedup();
-        for d in devices {
-            if !t.gpu_metric_samples.iter().any(|b| b.device == d) {
+        if t.gpu_metric_samples.is_empty() {
+            continue;
+        }
+        let f = match &evaluate {
+            Ok(f) => *f,
+            Err(e) => {
+                if !s.errors.contains(e) {
+                    s.errors.push(e.clone());
+                }
                 continue;
             }
-            let f = match &evaluate {
-                Ok(f) => *f,
-                Err(e) => {
-                    if !s.errors.contains(e) {
-                        s.errors.push(e.clone());
-                    }
-                    continue;
-                }
-            };
-            let (tl, errors) =
-                evaluate::timeline(d, &t.gpu_metric_setups, &t.gpu_metric_samples, f);
-            for e in errors {
-                if !s.errors.contains(&e) {
-                    s.errors.push(e);
-                }
+        };
+        let (tls, errors) = trace_timelines(t, f);
+        for e in errors {
+            if !s.errors.contains(&e) {
+                s.errors.push(e);
             }
-            if !tl.samples.is_empty() {
-                timelines.push((gpu_key(traces, ti, d), t.header.pid, d, tl));
-            }
+        }
+        for (d, tl) in tls {
+            timelines.push((gpu_key(traces, ti, d), t.header.pid, d, tl));
         }
     }
     for (_, _, _, tl) in &timelines {
@@ -333,3 +330,67 @@ fn device_name(traces: &[Trace], pid: u32, ordinal: u32) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// A trace's sampled devices and their timelines, evaluated by `evaluate`; why decodes could
+/// not be evaluated (each reason once).
+pub fn trace_timelines(
+    t: &Trace,
+    evaluate: &EvaluateFn<'_>,
+) -> (Vec<(u32, Timeline)>, Vec<String>) {
+    let mut devices: Vec<u32> = t.gpu_metric_setups.iter().map(|g| g.device).collect();
+    devices.sort_unstable();
+    devices.dedup();
+    let mut out = Vec::new();
+    let mut errors: Vec<String> = Vec::new();
+    for d in devices {
+        if !t.gpu_metric_samples.iter().any(|b| b.device == d) {
+            continue;
+        }
+        let (tl, e) = evaluate::timeline(d, &t.gpu_metric_setups, &t.gpu_metric_samples, evaluate);
+        for e in e {
+            if !errors.contains(&e) {
+                errors.push(e);
+            }
+        }
+        if !tl.samples.is_empty() {
+            out.push((d, tl));
+        }
+    }
+    (out, errors)
+}
+
+/// [`trace_timelines`] through CUPTI loaded as [`section_with_cupti`] loads it.
+pub fn trace_timelines_with_cupti(t: &Trace) -> (Vec<(u32, Timeline)>, Vec<String>) {
+    match crate::metrics::Cupti::load(crate::metrics::library_path(None).as_deref()) {
+        Ok(cupti) => {
+            let host = evaluate::HostEvaluator::new(&cupti);
+            let f = |s: &rtrace_format::GpuMetricsSetup, b: &rtrace_format::GpuMetricSamples| {
+                host.evaluate(s, b)
+            };
+            trace_timelines(t, &f)
+        }
+        Err(e) => (Vec::new(), vec![format!("GPU metrics not evaluated: {e}")]),
+    }
+}
+
+/// [`section`], evaluating through CUPTI loaded from `$RTRACE_CUPTI_LIBRARY` or the loader's
+/// search path (loaded only when some trace has samples).
+pub fn section_with_cupti(traces: &[Trace], works: &[Work]) -> GpuMetricsSection {
+    if !Work::wanted(traces) {
+        return section(traces, works, Err(String::new()));
+    }
+    match crate::metrics::Cupti::load(crate::metrics::library_path(None).as_deref()) {
+        Ok(cupti) => {
+            let host = evaluate::HostEvaluator::new(&cupti);
+            let f = |s: &rtrace_format::GpuMetricsSetup, b: &rtrace_format::GpuMetricSamples| {
+                host.evaluate(s, b)
+            };
+            section(traces, works, Ok(&f))
+        }
+        Err(e) => section(
+            traces,
+            works,
+            Err(format!("GPU metrics not evaluated: {e}")),
+        ),
+    }
+}

@@ -64,11 +64,14 @@ pub enum Section {
     Profiles,
     /// PC sampling (table and JSON only).
     Pcsamp,
+    /// GPU metrics over time: per GPU, process, kernel and NVTX range, each metric's average
+    /// over the time its work ran.
+    GpuMetrics,
 }
 
 impl Section {
     /// The sections `--format csv` can print, in the order the table report prints them.
-    pub const CSV: [Section; 12] = [
+    pub const CSV: [Section; 13] = [
         Section::Api,
         Section::Nvtx,
         Section::Kernels,
@@ -81,6 +84,7 @@ impl Section {
         Section::Memory,
         Section::Sync,
         Section::Profiles,
+        Section::GpuMetrics,
     ];
 
     /// Whether `--format csv` has a table for this section.

@@ -53,7 +53,9 @@ use crate::summary::FunctionSummary;
 use first::FirstPass;
 use fold::{Counts, KeyMap, Merged, TraceFold};
 use input::Input;
-use passes::{gpu_pass, kern_exec_pass, linked_calls, profiled_links, select_streamed, Join};
+use passes::{
+    gpu_metric_work, gpu_pass, kern_exec_pass, linked_calls, profiled_links, select_streamed, Join,
+};
 use shared::{memory_pass, shared_pass};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -93,6 +95,8 @@ pub struct Sections {
     pub sync: Vec<crate::gpu_summary::SyncSummary>,
     /// Kernel profiles: empty when nothing was profiled and no notice says why not.
     pub profiles: crate::profiles::ProfileSection,
+    /// GPU metrics over time: empty when nothing was sampled and no notice says why not.
+    pub gpu_metrics: crate::gpu_metrics::GpuMetricsSection,
 }
 
 impl Sections {
@@ -136,6 +140,17 @@ impl Sections {
                     .iter()
                     .map(crate::profiles::linked_in_memory)
                     .collect(),
+            ),
+            gpu_metrics: crate::gpu_metrics::section_with_cupti(
+                traces,
+                &if crate::gpu_metrics::Work::wanted(traces) {
+                    traces
+                        .iter()
+                        .map(crate::gpu_metrics::Work::in_memory)
+                        .collect()
+                } else {
+                    vec![Default::default(); traces.len()]
+                },
             ),
         }
     }
@@ -214,6 +229,7 @@ fn report_inputs_with(
     let mut nvtx_ids = Vec::new();
     let mut syncs = SyncFold::default();
     let mut profiled_ranges = Vec::new();
+    let mut nvtx_spans = Vec::new();
     for &i in &kept {
         let path = &found.files[i];
         let shift = shift_of(i);
@@ -243,16 +259,18 @@ fn report_inputs_with(
             // as the events and records stream by again, in time order.
             // With kernel profiles, the ranges themselves too: those open around each
             // profiled launch.
-            let mode = if t.kernel_profiles.is_empty() {
+            let mode = if t.kernel_profiles.is_empty() && t.gpu_metric_samples.is_empty() {
                 crate::nvtx::Mode::Summary
             } else {
                 crate::nvtx::Mode::Collect
             };
             let (mut projected, chunks) = crate::nvtx::project(path, &t, &keep, mode)?;
+            nvtx_spans.push(crate::gpu_metrics::nvtx_spans(&projected.ranges.ranges));
             profiled_ranges.push(std::mem::take(&mut projected.ranges.ranges));
             nvtx_ids.push((nvtx_stats.add(projected), chunks));
         } else {
             profiled_ranges.push(Vec::new());
+            nvtx_spans.push(Vec::new());
             nvtx_ids.push((HashMap::new(), Vec::new()));
         }
         counts.push(fold.counts.clone());
@@ -323,6 +341,15 @@ fn report_inputs_with(
     for ((t, input), nvtx) in loaded.traces.iter().zip(&inputs).zip(profiled_ranges) {
         linked.push(profiled_links(t, input, &input.index, nvtx)?);
     }
+    let mut works = Vec::new();
+    let want_work = crate::gpu_metrics::Work::wanted(&loaded.traces);
+    for ((t, input), spans) in loaded.traces.iter().zip(&inputs).zip(nvtx_spans) {
+        works.push(if want_work {
+            gpu_metric_work(t, input, &input.index, spans)?
+        } else {
+            Default::default()
+        });
+    }
     let sections = Sections {
         counts,
         api: merged.api_rows(),
@@ -339,6 +366,7 @@ fn report_inputs_with(
         memory,
         sync: syncs.rows(),
         profiles: crate::profiles::section(&loaded.traces, &linked),
+        gpu_metrics: crate::gpu_metrics::section_with_cupti(&loaded.traces, &works),
     };
     Ok((loaded, sections))
 }
