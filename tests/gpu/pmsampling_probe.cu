@@ -317,12 +317,18 @@ int main(int argc, char **argv) {
     CK(cudaDeviceSynchronize());
 
     // ---- intervals and trigger modes: what SetConfig and Start accept, what the samples measure ----
-    std::vector<uint8_t> img(image_size(20000));
-    printf("probe image: %zu bytes for 20000 samples\n", img.size());
+    std::vector<uint8_t> img(image_size(5000));
+    printf("probe image: %zu bytes for 5000 samples\n", img.size());
     struct Try { int mode; uint64_t interval; };
     Try tries[] = {{1, 1000000}, {1, 100000}, {1, 50000}, {1, 20000}, {1, 10000}, {1, 5000}, {1, 1000}, {1, 100},
                    {0, 100000}, {0, 1000000}};
     for (auto t : tries) {
+        {   // A fresh object for each: does the interval of a SetConfig after the first one hold?
+            CUpti_PmSampling_Disable_Params di = {CUpti_PmSampling_Disable_Params_STRUCT_SIZE}; di.pPmSamplingObject = pm;
+            CU(cuptiPmSamplingDisable(&di));
+            CUpti_PmSampling_Enable_Params e2 = {CUpti_PmSampling_Enable_Params_STRUCT_SIZE}; e2.deviceIndex = 0;
+            CU(cuptiPmSamplingEnable(&e2)); pm = e2.pPmSamplingObject;
+        }
         CUptiResult r = reconfigure(config, 64 << 20, t.interval, (CUpti_PmSampling_TriggerMode)t.mode, CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST);
         if (r != CUPTI_SUCCESS) { printf("interval %s %llu: SetConfig %s\n", t.mode ? "time ns" : "sysclk cycles", (unsigned long long)t.interval, rs(r)); continue; }
         r = start();
@@ -334,10 +340,10 @@ int main(int argc, char **argv) {
         CU(stop());
         init_image(img);
         Decoded d = decode(img);
-        uint64_t s0 = 0, e0 = 0, sl = 0, el = 0; double mean = 0, mn = 1e30, mx = 0;
+        uint64_t s0 = 0, e0 = 0, el = 0; double mean = 0, mn = 1e30, mx = 0;
         for (size_t i = 0; i < d.completed; i++) {
             uint64_t s, e; sample_times(img, i, &s, &e);
-            if (i == 0) { s0 = s; e0 = e; } sl = s; el = e;
+            if (i == 0) { s0 = s; e0 = e; } el = e;
             double w = (double)(e - s); mean += w; mn = std::min(mn, w); mx = std::max(mx, w);
         }
         if (d.completed) mean /= d.completed;
@@ -396,6 +402,11 @@ int main(int argc, char **argv) {
                 if (r != CUPTI_SUCCESS) { printf("  evaluate sample %zu: %s\n", i, rs(r)); break; }
                 s.v = v; samples.push_back(s);
             }
+            {   // How much of the image is zero (what compression would leave).
+                size_t nz = 0, last = 0;
+                for (size_t b = 0; b < im.size(); b++) if (im[b]) { nz++; last = b; }
+                printf("  image: %zu bytes, %zu nonzero, last nonzero at %zu, %zu completed samples\n", im.size(), nz, last, d.completed);
+            }
             if (d.completed && images_saved < 2) {
                 write_file(out + "/counterdata-" + std::to_string(images_saved) + ".bin", im.data(), im.size());
                 images_saved++;
@@ -412,6 +423,7 @@ int main(int argc, char **argv) {
         if (clocks) fprintf(clocks, "%s %llu %llu %llu\n", what, (unsigned long long)c, (unsigned long long)rt, (unsigned long long)m0);
     };
     stamp("before-start");
+    uint64_t started = cupti_now();
     double t_start = now_ms(); CU(start()); double start_ms = now_ms() - t_start;
     stamp("after-start");
     usleep(10000);
@@ -469,6 +481,9 @@ int main(int argc, char **argv) {
         printf("samples: first start %llu last end %llu, mean width %.1f ns, %llu gaps, %llu overlaps between neighbours\n",
                (unsigned long long)samples.front().start, (unsigned long long)samples.back().end, w / samples.size(),
                (unsigned long long)gaps, (unsigned long long)overlaps);
+        printf("Start called at %llu: first sample [%llu, %llu], second starts %llu\n", (unsigned long long)started,
+               (unsigned long long)samples[0].start, (unsigned long long)samples[0].end,
+               (unsigned long long)(samples.size() > 1 ? samples[1].start : 0));
         printf("first kernel start %llu (after first sample start by %lld ns)\n", (unsigned long long)kernels.front().start,
                (long long)(kernels.front().start - samples.front().start));
     }
