@@ -1,6 +1,7 @@
-//! Samples evaluated: each decode's counter data image through CUPTI's host API (a PM
-//! sampling host object for the set-up's chip, no counter availability image), every sample
-//! at once in one forked child ([`crate::metrics::Host::evaluate_samples`]), into timelines.
+//! Samples into timelines: each decode's values as the library evaluated them, or, for a decode
+//! without them, its counter data image evaluated through CUPTI's host API (a PM sampling host
+//! object for the set-up's chip, no counter availability image), every sample at once in one
+//! forked child ([`crate::metrics::Host::evaluate_samples`]).
 
 use super::timeline::{is_count, shown_name, Sample, Timeline};
 use crate::metrics::{Cupti, Host};
@@ -10,6 +11,9 @@ use std::collections::HashMap;
 /// Evaluates a decode's samples: one row of values per sample, in the set-up's metric order.
 pub type EvaluateFn<'a> =
     dyn Fn(&GpuMetricsSetup, &GpuMetricSamples) -> Result<Vec<Vec<f64>>, String> + 'a;
+
+/// The largest counter data image read back (one decode's, unpacked).
+const IMAGE_LIMIT: u64 = 4 << 30;
 
 /// Evaluation through a loaded CUPTI, one host object per chip.
 pub struct HostEvaluator<'a> {
@@ -39,7 +43,8 @@ impl<'a> HostEvaluator<'a> {
             .clone();
         let host = host.as_ref().as_ref().map_err(Clone::clone)?;
         let names: Vec<&str> = setup.metrics.iter().map(String::as_str).collect();
-        host.evaluate_samples(&batch.counter_data, batch.times.len(), &names)
+        let image = rtrace_format::unpack_counter_data(&batch.counter_data, IMAGE_LIMIT)?;
+        host.evaluate_samples(&image, batch.times.len(), &names)
     }
 }
 
@@ -74,7 +79,16 @@ pub fn timeline(
         else {
             continue;
         };
-        let rows = match evaluate(setup, b) {
+        let n = setup.metrics.len();
+        let kept = n > 0 && b.values.len() == b.times.len() * n;
+        let rows = if kept {
+            Ok(b.values.chunks(n).map(<[f64]>::to_vec).collect())
+        } else if b.counter_data.is_empty() {
+            Err("a decode with neither values nor counter data".to_string())
+        } else {
+            evaluate(setup, b)
+        };
+        let rows = match rows {
             Ok(rows) => rows,
             Err(e) => {
                 if !errors.contains(&e) {

@@ -204,3 +204,23 @@ fn a_process_that_did_not_sample_gets_the_samples_of_its_gpu() {
     assert_eq!(s.processes.iter().filter(|r| r.pid == 8).count(), 1);
     assert_eq!(s.devices[0].name, "H100");
 }
+
+#[test]
+fn values_the_library_evaluated_are_taken_as_they_are() {
+    let mut t = trace();
+    // The second decode carries its values (and no image): 70 % and 7000 B per µs, 80 % and
+    // nothing (NaN).
+    let b = &mut t.gpu_metric_samples[1];
+    b.counter_data.clear();
+    b.values = vec![70.0, 7000.0, 80.0, f64::NAN];
+    let never = |_: &GpuMetricsSetup, b: &GpuMetricSamples| {
+        assert!(
+            b.values.is_empty(),
+            "decodes with values are not evaluated again"
+        );
+        rule(&GpuMetricsSetup::default(), b)
+    };
+    let s = section(std::slice::from_ref(&t), &[Work::in_memory(&t)], Ok(&never));
+    // 0, 10, 20, 30, 70, 80 %; 0, 1, 2, 3, 7 e9 B/s (the NaN left out).
+    assert_eq!(s.devices[0].values, vec![35.0, 13e9 / 5.0]);
+}

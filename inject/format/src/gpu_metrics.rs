@@ -1,8 +1,11 @@
 //! GPU metrics over time (CUPTI's PM Sampling API, `cupti_pmsampling.h`): how sampling was set
-//! up on each device (chunk kind 45), and each decode of its samples (chunk kind 46): the
-//! counter data image as CUPTI decoded it, with each sample's start and end already on the
-//! trace's clock. The collector evaluates the metrics from the images with CUPTI's host API
-//! and the setup's chip, as it does kernel profiles' counter data. Both are bincode values.
+//! up on each device (chunk kind 45), and each decode of its samples (chunk kind 46): each
+//! sample's start and end already on the trace's clock, its values as the library's worker
+//! evaluated them (CUPTI's host API, a PM sampling host object for the chip, in the traced
+//! process), and, for the first decode of each device, the counter data image as CUPTI decoded
+//! it (zstd-compressed), so a reader can check the evaluation or evaluate other metrics from
+//! it. Every image is not kept: on GH100 one costs 62.6 KB per sample (measured with CUDA
+//! 13.0, tests/gpu/pmsampling_probe.cu), 62 MB/s at 1 kHz. Both are bincode values.
 //!
 //! Why sampling is off on a device (no permission, counters held by another tool, an
 //! unsupported chip, a rate the chip refuses) is a [`Notice`](crate::Notice) whose message
@@ -142,9 +145,32 @@ pub struct GpuMetricSamples {
     /// Samples known lost before these (an estimate from the gap in time when CUPTI reports an
     /// overflow: the gap over the interval).
     pub dropped: u64,
-    /// The counter data image as CUPTI decoded it: `times.len()` completed samples, sample
-    /// `i` evaluated as range `i`.
+    /// The samples' values, row after row (`times.len()` rows of the set-up's metrics, in its
+    /// order): NaN where CUPTI could not evaluate one; empty when evaluation failed as a whole
+    /// (a notice says why; the reader can evaluate `counter_data` if kept).
+    pub values: Vec<f64>,
+    /// The counter data image as CUPTI decoded it, compressed ([`pack_counter_data`]): sample
+    /// `i` is range `i`; kept for the first decode of each device only (empty in the others).
     pub counter_data: Vec<u8>,
+}
+
+/// zstd level for counter data images: most of an image is zeros.
+pub const COUNTER_DATA_ZSTD_LEVEL: i32 = 1;
+
+/// A counter data image as [`GpuMetricSamples::counter_data`] keeps it (zstd); empty when zstd
+/// cannot allocate its state.
+pub fn pack_counter_data(image: &[u8]) -> Vec<u8> {
+    zstd::bulk::compress(image, COUNTER_DATA_ZSTD_LEVEL).unwrap_or_default()
+}
+
+/// The image of [`GpuMetricSamples::counter_data`], at most `limit` bytes, or why not.
+pub fn unpack_counter_data(packed: &[u8], limit: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    zstd::stream::read::Decoder::new(packed)
+        .and_then(|d| d.take(limit).read_to_end(&mut out))
+        .map_err(|e| format!("counter data image: {e}"))?;
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -207,12 +233,19 @@ mod tests {
             raw_last: (200, 300),
             overflow: true,
             dropped: 2,
-            counter_data: vec![1, 2, 3],
+            values: vec![1.5, 2.5],
+            counter_data: pack_counter_data(&[0u8; 4096]),
         };
         assert_eq!(
             decode_value::<GpuMetricSamples>(&encode_value(&s)).unwrap(),
             s
         );
+        assert!(s.counter_data.len() < 64);
+        assert_eq!(
+            unpack_counter_data(&s.counter_data, 1 << 20).unwrap(),
+            vec![0u8; 4096]
+        );
+        assert!(unpack_counter_data(&[1, 2, 3], 1 << 20).is_err());
         assert_eq!(ChunkKind::from_u16(45), ChunkKind::GpuMetricsSetup);
         assert_eq!(ChunkKind::GpuMetricSamples.to_u16(), 46);
     }
