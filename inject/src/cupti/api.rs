@@ -2,6 +2,7 @@
 //! the PC Sampling API and the range profiler when asked for), looked up at run time.
 
 use super::pcsampling::api::PcApi;
+use super::pmsampling::api::PmApi;
 use super::profiler::api::ProfApi;
 use crate::driver;
 use rtrace_format::{CUPTI_DIRS, CUPTI_SONAME};
@@ -69,6 +70,8 @@ pub(super) struct Api {
     pub pc_sampling: Option<Result<PcApi, String>>,
     /// The range profiler's entry points when kernel profiling is asked for.
     pub profiler: Option<Result<ProfApi, String>>,
+    /// PM sampling's entry points when GPU metrics are asked for.
+    pub pm_sampling: Option<Result<PmApi, String>>,
 }
 
 // SAFETY: plain function pointers into libcupti, callable from any thread.
@@ -169,6 +172,10 @@ pub(super) fn load() -> Result<Api, String> {
                 .metrics
                 .is_some()
                 .then(|| ProfApi::load(sym)),
+            pm_sampling: crate::state::config()
+                .gpu_metrics
+                .is_some()
+                .then(|| PmApi::load(sym)),
         })
     }
 }

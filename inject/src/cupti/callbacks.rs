@@ -7,6 +7,7 @@ use super::api::{describe, Api};
 use super::layout;
 use super::modules;
 use super::pcsampling;
+use super::pmsampling;
 use super::profiler;
 use super::share;
 use super::state::CUPTI;
@@ -271,11 +272,13 @@ fn on_resource(cbid: u32, data: *const u8) {
         layout::CUPTI_CBID_RESOURCE_CONTEXT_CREATED => {
             if let (false, Some(api)) = (context.is_null(), api) {
                 pcsampling::on_context_created(api, context);
+                pmsampling::on_context_created(api, context);
             }
         }
         layout::CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING => {
             if let (false, Some(api)) = (context.is_null(), api) {
                 pcsampling::on_context_destroying(api, context);
+                pmsampling::on_context_destroying(api, context);
                 profiler::range::context_destroying(context);
             }
         }
