@@ -267,13 +267,16 @@ pub(super) fn set_up(
                 &mut sz,
             )?;
             let image = vec![0u8; sz.counter_data_size];
+            // Read before Start: the first sample CUPTI gives began before it (the span since
+            // Enable or the last Stop) and is left out by this time.
+            let started = crate::sys::clock_ns(libc::CLOCK_REALTIME);
             let mut st = abi::PmSamplingStart::new();
             st.pm_sampling_object = object;
             check(api, device, "cuptiPmSamplingStart", pm.start, &mut st)?;
-            Ok(image)
+            Ok((image, started))
         };
         match configure() {
-            Ok(image) => Ok((object, image)),
+            Ok((image, started)) => Ok((object, image, started)),
             Err(e) => {
                 let mut di = abi::PmSamplingDisable::new();
                 di.pm_sampling_object = object;
@@ -282,7 +285,7 @@ pub(super) fn set_up(
             }
         }
     })();
-    let (object, image) = match on {
+    let (object, image, started) = match on {
         Ok(x) => x,
         Err(e) => {
             release_host(pm, host_object);
@@ -311,7 +314,7 @@ pub(super) fn set_up(
         image,
         names: kept,
         name_ptrs,
-        started: crate::sys::clock_ns(libc::CLOCK_REALTIME),
+        started,
         next: 0,
         kept_image: false,
         contexts: 1,
