@@ -44,7 +44,9 @@ impl<'a> HostEvaluator<'a> {
         let host = host.as_ref().as_ref().map_err(Clone::clone)?;
         let names: Vec<&str> = setup.metrics.iter().map(String::as_str).collect();
         let image = rtrace_format::unpack_counter_data(&batch.counter_data, IMAGE_LIMIT)?;
-        host.evaluate_samples(&image, batch.times.len(), &names)
+        let skip = batch.image_first as usize;
+        let mut rows = host.evaluate_samples(&image, skip + batch.times.len(), &names)?;
+        Ok(rows.split_off(skip.min(rows.len())))
     }
 }
 

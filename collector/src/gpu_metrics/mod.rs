@@ -359,38 +359,36 @@ pub fn trace_timelines(
     (out, errors)
 }
 
-/// [`trace_timelines`] through CUPTI loaded as [`section_with_cupti`] loads it.
+/// [`trace_timelines`], evaluating the decodes that carry no values through CUPTI loaded as
+/// [`section_with_cupti`] loads it.
 pub fn trace_timelines_with_cupti(t: &Trace) -> (Vec<(u32, Timeline)>, Vec<String>) {
-    match crate::metrics::Cupti::load(crate::metrics::library_path(None).as_deref()) {
-        Ok(cupti) => {
-            let host = evaluate::HostEvaluator::new(&cupti);
-            let f = |s: &rtrace_format::GpuMetricsSetup, b: &rtrace_format::GpuMetricSamples| {
-                host.evaluate(s, b)
-            };
-            trace_timelines(t, &f)
-        }
-        Err(e) => (Vec::new(), vec![format!("GPU metrics not evaluated: {e}")]),
-    }
+    let cupti = std::cell::OnceCell::new();
+    let f = |s: &rtrace_format::GpuMetricsSetup, b: &rtrace_format::GpuMetricSamples| {
+        lazy_evaluate(&cupti, s, b)
+    };
+    trace_timelines(t, &f)
 }
 
-/// [`section`], evaluating through CUPTI loaded from `$RTRACE_CUPTI_LIBRARY` or the loader's
-/// search path (loaded only when some trace has samples).
+/// Evaluates a decode through CUPTI, loaded (from `$RTRACE_CUPTI_LIBRARY` or the loader's
+/// search path) the first time one is needed.
+fn lazy_evaluate(
+    cupti: &std::cell::OnceCell<Result<crate::metrics::Cupti, String>>,
+    s: &rtrace_format::GpuMetricsSetup,
+    b: &rtrace_format::GpuMetricSamples,
+) -> Result<Vec<Vec<f64>>, String> {
+    let c = cupti.get_or_init(|| {
+        crate::metrics::Cupti::load(crate::metrics::library_path(None).as_deref())
+            .map_err(|e| format!("GPU metrics not evaluated: {e}"))
+    });
+    evaluate::HostEvaluator::new(c.as_ref().map_err(Clone::clone)?).evaluate(s, b)
+}
+
+/// [`section`], the decodes that carry no values evaluated through CUPTI (loaded from
+/// `$RTRACE_CUPTI_LIBRARY` or the loader's search path when one is needed).
 pub fn section_with_cupti(traces: &[Trace], works: &[Work]) -> GpuMetricsSection {
-    if !Work::wanted(traces) {
-        return section(traces, works, Err(String::new()));
-    }
-    match crate::metrics::Cupti::load(crate::metrics::library_path(None).as_deref()) {
-        Ok(cupti) => {
-            let host = evaluate::HostEvaluator::new(&cupti);
-            let f = |s: &rtrace_format::GpuMetricsSetup, b: &rtrace_format::GpuMetricSamples| {
-                host.evaluate(s, b)
-            };
-            section(traces, works, Ok(&f))
-        }
-        Err(e) => section(
-            traces,
-            works,
-            Err(format!("GPU metrics not evaluated: {e}")),
-        ),
-    }
+    let cupti = std::cell::OnceCell::new();
+    let f = |s: &rtrace_format::GpuMetricsSetup, b: &rtrace_format::GpuMetricSamples| {
+        lazy_evaluate(&cupti, s, b)
+    };
+    section(traces, works, Ok(&f))
 }

@@ -150,8 +150,12 @@ pub struct GpuMetricSamples {
     /// (a notice says why; the reader can evaluate `counter_data` if kept).
     pub values: Vec<f64>,
     /// The counter data image as CUPTI decoded it, compressed ([`pack_counter_data`]): sample
-    /// `i` is range `i`; kept for the first decode of each device only (empty in the others).
+    /// `i` of `times` is range `image_first + i`; kept for the first decode of each device only
+    /// (empty in the others).
     pub counter_data: Vec<u8>,
+    /// The image's range of the first sample (the ranges before it were left out: the sample
+    /// CUPTI gives first after Start began before it).
+    pub image_first: u32,
 }
 
 /// zstd level for counter data images: most of an image is zeros.
@@ -235,6 +239,7 @@ mod tests {
             dropped: 2,
             values: vec![1.5, 2.5],
             counter_data: pack_counter_data(&[0u8; 4096]),
+            image_first: 1,
         };
         assert_eq!(
             decode_value::<GpuMetricSamples>(&encode_value(&s)).unwrap(),

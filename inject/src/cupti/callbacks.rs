@@ -110,7 +110,9 @@ pub(super) fn subscribe(api: &Api, kinds: crate::config::GpuKinds) -> Result<Sub
     let runtime = crate::state::config()
         .runtime_api
         .then(|| enable_runtime(api, sub));
-    let sampling = api.pc_sampling.as_ref().is_some_and(|r| r.is_ok());
+    // PC sampling is per context, GPU metrics per device from its first context.
+    let sampling = api.pc_sampling.as_ref().is_some_and(|r| r.is_ok())
+        || api.pm_sampling.as_ref().is_some_and(|r| r.is_ok());
     let contexts: &[(u32, &str)] = if sampling {
         &[
             (

@@ -425,11 +425,13 @@ fn samples(
     if b.times.is_empty() {
         return None;
     }
-    // The first image is kept whole only when every sample in it is in the batch (sample `i`
-    // of the image is then row `i`).
-    if !s.kept_image && ranges.len() == completed {
+    // The first image is kept when the samples left out are only those before the batch's
+    // first (row `i` is then range `image_first + i`).
+    let first = ranges[0];
+    if !s.kept_image && ranges.len() == completed - first {
         s.kept_image = true;
         b.counter_data = rtrace_format::pack_counter_data(&s.image);
+        b.image_first = first as u32;
     }
     s.next += b.times.len() as u64;
     Some(b)
