@@ -11,6 +11,7 @@
 //     WMMA fp16 tensor-core kernel run, beside activity tracing (CONCURRENT_KERNEL);
 //   - the cost of sampling on a stream of short launches; overflow with a small buffer.
 // Writes to argv[1]: base_metrics.txt, metrics.txt (the set that fits), config.bin,
+// fixture-counterdata.bin and fixture-values.txt (16 samples and their values: a CI fixture),
 // counterdata-N.bin (images as decoded), samples.csv (per sample: start, end, values),
 // kernels.csv (activity records), clocks.txt.
 // Lines starting "CHECK ok|bad name detail" are counted by pmsampling_probe.sh.
@@ -407,7 +408,7 @@ int main(int argc, char **argv) {
                 for (size_t b = 0; b < im.size(); b++) if (im[b]) { nz++; last = b; }
                 printf("  image: %zu bytes, %zu nonzero, last nonzero at %zu, %zu completed samples\n", im.size(), nz, last, d.completed);
             }
-            if (d.completed && images_saved < 2) {
+            if (d.completed && images_saved < 2 && im.size() <= (8u << 20)) {  // 62.6 KB a sample: only small ones
                 write_file(out + "/counterdata-" + std::to_string(images_saved) + ".bin", im.data(), im.size());
                 images_saved++;
             }
@@ -562,6 +563,39 @@ int main(int argc, char **argv) {
     samples.clear(); images_saved = 2; drain("after cost run");
     printf("cost: 2000 tiny launches %.3f ms unsampled, %.3f ms sampled at %llu ns (%+.1f%%); FMA kernel %.3f vs %.3f ms (%+.1f%%)\n",
            base_t, samp_t, (unsigned long long)interval_ns, 100 * (samp_t / base_t - 1), base_f, samp_f, 100 * (samp_f / base_f - 1));
+    {   // A CI fixture: an image of 16 samples (about 1 MB) over an FMA kernel, its values as
+        // evaluated here, the metric names and the chip (the collector's test evaluates the
+        // image with the host library and must get these values exactly).
+        std::vector<uint8_t> small(image_size(16));
+        CU(reconfigure(config, (size_t)64 << 20, 1000000, CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL, CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST));
+        CU(start());
+        fma_kernel<<<nsm * 8, 1024>>>(fout, 100000); CK(cudaDeviceSynchronize());
+        usleep(5000);
+        CU(stop());
+        init_image(small);
+        Decoded d = decode(small);
+        printf("fixture image: %zu bytes, decode %s (%s), %zu completed samples\n", small.size(), rs(d.r), reason_name(d.reason), d.completed);
+        write_file(out + "/fixture-counterdata.bin", small.data(), small.size());
+        FILE *f = fopen((out + "/fixture-values.txt").c_str(), "w");
+        if (f) {
+            fprintf(f, "chip %s\nsamples %zu\n", chip, d.completed);
+            for (auto n : cnames) fprintf(f, "metric %s\n", n);
+            std::vector<double> v(cnames.size());
+            for (size_t i = 0; i < d.completed; i++) {
+                CUpti_Profiler_Host_EvaluateToGpuValues_Params ev = {CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
+                ev.pHostObject = eval.h; ev.pCounterDataImage = small.data(); ev.counterDataImageSize = small.size();
+                ev.rangeIndex = i; ev.ppMetricNames = cnames.data(); ev.numMetrics = cnames.size(); ev.pMetricValues = v.data();
+                CUptiResult r = cuptiProfilerHostEvaluateToGpuValues(&ev);
+                uint64_t a, b; sample_times(small, i, &a, &b);
+                fprintf(f, "sample %zu %llu %llu r=%d", i, (unsigned long long)a, (unsigned long long)b, r);
+                for (double x : v) fprintf(f, " %.17g", x);
+                fprintf(f, "\n");
+            }
+            fclose(f);
+        }
+        check(d.completed > 0, "fixture", "%zu samples in fixture-counterdata.bin", d.completed);
+        for (int k = 0; k < 20 && d.reason == CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL; k++) { init_image(small); d = decode(small); }
+    }
     CUpti_PmSampling_Disable_Params di = {CUpti_PmSampling_Disable_Params_STRUCT_SIZE}; di.pPmSamplingObject = pm;
     double td = now_ms(); CU(cuptiPmSamplingDisable(&di)); printf("disable took %.2f ms\n", now_ms() - td);
     return 0;
