@@ -49,7 +49,7 @@ fn samples_are_set_up_decoded_evaluated_and_reported() {
     );
     assert_eq!(
         (s.hardware_buffer_bytes, s.samples_per_image),
-        (64 << 20, 256)
+        (64 << 20, 64)
     );
     // Every sample 10 µs, one after the other, numbered on from 1 (the stale one left out).
     let batches = &t.gpu_metric_samples;

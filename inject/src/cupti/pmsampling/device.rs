@@ -16,10 +16,11 @@ use std::ffi::{c_char, c_void, CStr, CString};
 /// CUPTI's hardware buffer per device: records of about 5 KB on GH100 (the probe's 1 MiB held
 /// 200), so 64 MiB holds seconds of samples between the worker's decodes.
 pub(super) const HARDWARE_BUFFER: usize = 64 << 20;
-/// Samples one counter data image holds (62.6 KB each on GH100: 16 MB).
-pub(super) const SAMPLES_PER_IMAGE: u32 = 256;
-/// Decodes per drain at most (each fills an image).
-const DECODES_PER_DRAIN: usize = 64;
+/// Samples one counter data image holds (62.6 KB each on GH100: 4 MB; the first image, kept
+/// in the trace compressed, stays small).
+pub(super) const SAMPLES_PER_IMAGE: u32 = 64;
+/// Decodes per drain at most (each fills an image): 16384 samples, 1.6 s at 10 kHz.
+const DECODES_PER_DRAIN: usize = 256;
 
 /// The devices sampled and what waits for the worker.
 #[derive(Default)]

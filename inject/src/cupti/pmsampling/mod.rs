@@ -5,7 +5,7 @@
 //! - A device is set up in CUPTI's context-created callback for its first context (on the
 //!   creating thread): the metrics that fit one pass, `Enable`, `SetConfig` (a GPU time
 //!   interval of 1e9 / rate ns, a 64 MiB hardware buffer), `Start`; a `GpuMetricsSetup` chunk.
-//! - The worker decodes every sampled device each drain: images of 256 samples until CUPTI
+//! - The worker decodes every sampled device each drain: images of 64 samples until CUPTI
 //!   has no more records, each completed sample's times put on the trace's clock (CUPTI's are
 //!   CLOCK_REALTIME: tests/gpu/pmsampling_probe.cu) and its metrics evaluated in this process
 //!   (a host object for the chip); `GpuMetricSamples` chunks, the first image kept with them.
