@@ -224,3 +224,31 @@ fn values_the_library_evaluated_are_taken_as_they_are() {
     // 0, 10, 20, 30, 70, 80 %; 0, 1, 2, 3, 7 e9 B/s (the NaN left out).
     assert_eq!(s.devices[0].values, vec![35.0, 13e9 / 5.0]);
 }
+
+#[test]
+fn an_nvtx_range_name_gets_the_union_of_its_gpu_spans() {
+    let t = trace();
+    let mut w = Work::in_memory(&t);
+    // Two ranges named step: 11..13 µs and 12.5..14.5 µs (overlapping: 11..14.5 once), one
+    // named other on another device (no samples there: no row).
+    w.nvtx = vec![
+        ("step".into(), 0, 11_000, 13_000),
+        ("step".into(), 0, 12_500, 14_500),
+        ("other".into(), 1, 11_000, 12_000),
+    ];
+    let s = section(std::slice::from_ref(&t), &[w], Ok(&rule));
+    assert_eq!(s.nvtx.len(), 1);
+    let r = &s.nvtx[0];
+    // Samples 1, 2, 3 whole (10, 20, 30 %) and half of sample 4 (40 %).
+    assert_eq!(
+        (r.name.as_str(), r.span_ns, r.covered),
+        ("step", 3_500, 1.0)
+    );
+    assert_eq!(
+        r.values,
+        vec![
+            (1000.0 * 10.0 + 1000.0 * 20.0 + 1000.0 * 30.0 + 500.0 * 40.0) / 3500.0,
+            (1000.0 * 1e9 + 1000.0 * 2e9 + 1000.0 * 3e9 + 500.0 * 4e9) / 3500.0
+        ]
+    );
+}

@@ -142,8 +142,8 @@ pub struct GpuMetricSamples {
     pub raw_last: (u64, u64),
     /// CUPTI said its hardware buffer overflowed before this decode: samples were lost.
     pub overflow: bool,
-    /// Samples known lost before these (an estimate from the gap in time when CUPTI reports an
-    /// overflow: the gap over the interval).
+    /// Samples known lost before these: when CUPTI reports an overflow, the gap since the last
+    /// sample written over the interval.
     pub dropped: u64,
     /// The samples' values, row after row (`times.len()` rows of the set-up's metrics, in its
     /// order): NaN where CUPTI could not evaluate one; empty when evaluation failed as a whole

@@ -61,6 +61,10 @@ pub(super) struct Sampled {
     pub next: u64,
     /// The first decode's image was kept.
     kept_image: bool,
+    /// The interval asked for, ns, and CUPTI's end of the last sample written (for the
+    /// samples an overflow lost).
+    interval: u64,
+    last_end: u64,
     /// Contexts on the device (sampling ends with the last one).
     pub contexts: u32,
     /// A failure of a decode was said.
@@ -318,6 +322,8 @@ pub(super) fn set_up(
         started,
         next: 0,
         kept_image: false,
+        interval,
+        last_end: 0,
         contexts: 1,
         said: false,
     };
@@ -426,6 +432,11 @@ fn samples(
     if b.times.is_empty() {
         return None;
     }
+    // After an overflow, the gap since the last sample written is samples lost.
+    if overflow && s.last_end > 0 && b.raw_first.0 > s.last_end {
+        b.dropped = (b.raw_first.0 - s.last_end) / s.interval.max(1);
+    }
+    s.last_end = b.raw_last.1;
     // The first image is kept when the samples left out are only those before the batch's
     // first (row `i` is then range `image_first + i`).
     let first = ranges[0];
