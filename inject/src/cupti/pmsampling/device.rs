@@ -19,6 +19,8 @@ pub(super) const HARDWARE_BUFFER: usize = 64 << 20;
 /// Samples one counter data image holds (62.6 KB each on GH100: 4 MB; the first image, kept
 /// in the trace compressed, stays small).
 pub(super) const SAMPLES_PER_IMAGE: u32 = 64;
+/// The interval tried when CUPTI refuses the one asked for: 1 ms (what the H100 gave).
+const FALLBACK_INTERVAL: u64 = 1_000_000;
 /// Decodes per drain at most (each fills an image): 16384 samples, 1.6 s at 10 kHz.
 const DECODES_PER_DRAIN: usize = 256;
 
@@ -148,14 +150,15 @@ fn configured(
 }
 
 /// Sets sampling up on `device` at `hz`. `initialized`: whether `cuptiProfilerInitialize`
-/// succeeded already in this process. `Err`: the notice saying why sampling is off there.
+/// succeeded already in this process. The set-up, and what was refused on the way (the
+/// interval asked for); `Err`: the notice saying why sampling is off there.
 pub(super) fn set_up(
     api: &Api,
     pm: &PmApi,
     device: u32,
     hz: u64,
     initialized: &mut bool,
-) -> Result<(Sampled, GpuMetricsSetup), String> {
+) -> Result<(Sampled, GpuMetricsSetup, Option<String>), String> {
     if !*initialized {
         let mut p = abi::ProfilerInitialize::new();
         check(
@@ -238,27 +241,40 @@ pub(super) fn set_up(
         ));
     };
     let interval = rtrace_format::gpu_metrics_interval_ns(hz);
+    let refused = std::cell::Cell::new(None);
     let on = (|| {
         let mut en = abi::PmSamplingEnable::new();
         en.device_index = device as usize;
         check(api, device, "cuptiPmSamplingEnable", pm.enable, &mut en)?;
         let object = en.pm_sampling_object;
         let configure = || {
-            let mut sc = abi::PmSamplingSetConfig::new();
-            sc.pm_sampling_object = object;
-            sc.config_size = config.len();
-            sc.config = config.as_ptr();
-            sc.hardware_buffer_size = HARDWARE_BUFFER;
-            sc.sampling_interval = interval;
-            sc.trigger_mode = abi::PM_TRIGGER_GPU_TIME_INTERVAL;
-            sc.hw_buffer_append_mode = abi::PM_APPEND_KEEP_OLDEST;
-            check(
-                api,
-                device,
-                "cuptiPmSamplingSetConfig",
-                pm.set_config,
-                &mut sc,
-            )?;
+            // The interval asked for; where CUPTI refuses it, FALLBACK_INTERVAL (said).
+            let set = |interval: u64| {
+                let mut sc = abi::PmSamplingSetConfig::new();
+                sc.pm_sampling_object = object;
+                sc.config_size = config.len();
+                sc.config = config.as_ptr();
+                sc.hardware_buffer_size = HARDWARE_BUFFER;
+                sc.sampling_interval = interval;
+                sc.trigger_mode = abi::PM_TRIGGER_GPU_TIME_INTERVAL;
+                sc.hw_buffer_append_mode = abi::PM_APPEND_KEEP_OLDEST;
+                check(
+                    api,
+                    device,
+                    "cuptiPmSamplingSetConfig",
+                    pm.set_config,
+                    &mut sc,
+                )
+            };
+            let interval = match set(interval) {
+                Ok(()) => interval,
+                Err(e) if interval < FALLBACK_INTERVAL => {
+                    set(FALLBACK_INTERVAL)?;
+                    refused.set(Some(format!("every {interval} ns refused ({e})")));
+                    FALLBACK_INTERVAL
+                }
+                Err(e) => return Err(e),
+            };
             let mut sz = abi::PmSamplingGetCounterDataSize::new();
             sz.pm_sampling_object = object;
             sz.metric_names = name_ptrs.as_ptr();
@@ -278,10 +294,10 @@ pub(super) fn set_up(
             let mut st = abi::PmSamplingStart::new();
             st.pm_sampling_object = object;
             check(api, device, "cuptiPmSamplingStart", pm.start, &mut st)?;
-            Ok((image, started))
+            Ok((image, started, interval))
         };
         match configure() {
-            Ok((image, started)) => Ok((object, image, started)),
+            Ok((image, started, interval)) => Ok((object, image, started, interval)),
             Err(e) => {
                 let mut di = abi::PmSamplingDisable::new();
                 di.pm_sampling_object = object;
@@ -290,7 +306,7 @@ pub(super) fn set_up(
             }
         }
     })();
-    let (object, image, started) = match on {
+    let (object, image, started, interval) = match on {
         Ok(x) => x,
         Err(e) => {
             release_host(pm, host_object);
@@ -327,7 +343,7 @@ pub(super) fn set_up(
         contexts: 1,
         said: false,
     };
-    Ok((sampled, setup))
+    Ok((sampled, setup, refused.take()))
 }
 
 /// Decodes what CUPTI holds into batches (`out`), image after image until it has no more

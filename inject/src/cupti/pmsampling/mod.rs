@@ -75,12 +75,13 @@ pub(super) fn on_context_created(api: &Api, ctx: *mut c_void) {
             return;
         }
         match device::set_up(api, pm, device, hz, &mut st.initialized) {
-            Ok((sampled, setup)) => {
+            Ok((sampled, setup, refused)) => {
                 CUPTI.notice(format!(
-                    "{GPU_METRICS_NOTICE} on device {device}: {}, every {} ns, {} metrics",
+                    "{GPU_METRICS_NOTICE} on device {device}: {}, every {} ns, {} metrics{}",
                     setup.chip,
                     setup.interval,
-                    setup.metrics.len()
+                    setup.metrics.len(),
+                    refused.map_or(String::new(), |r| format!(" ({r})"))
                 ));
                 st.pending
                     .push((ChunkKind::GpuMetricsSetup, encode_value(&setup)));
