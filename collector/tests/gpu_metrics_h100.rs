@@ -119,3 +119,38 @@ fn each_kernel_gets_the_averages_the_probe_computed() {
     .sum();
     assert!((bytes / probe - 1.0).abs() < 1e-3, "{bytes} vs {probe}");
 }
+
+/// The real CUPTI 13.0 host library of the nvidia-cuda-cupti wheel (as collector/tests/metrics.rs
+/// finds it): `$CUDA_INCLUDE/../lib/libcupti.so.13`, else the workspace's .venv.
+fn cupti_path() -> std::path::PathBuf {
+    let lib = "libcupti.so.13";
+    if let Some(inc) = std::env::var_os("CUDA_INCLUDE") {
+        let p = std::path::Path::new(&inc).join("../lib").join(lib);
+        if p.is_file() {
+            return p;
+        }
+    }
+    let venv = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../.venv/lib/python3.11/site-packages/nvidia/cu13/lib")
+        .join(lib);
+    assert!(
+        venv.is_file(),
+        "no {lib}: set CUDA_INCLUDE (tools/setup-cuda.sh)"
+    );
+    venv
+}
+
+#[test]
+fn the_default_metrics_fit_one_pm_sampling_pass_on_gh100() {
+    let cupti = rtrace_collector::metrics::Cupti::load(Some(&cupti_path())).unwrap();
+    // rtrace_format::GPU_METRICS together: one pass (PM sampling takes no more).
+    let mut h = cupti.pm_host("GH100").unwrap();
+    h.add_metrics(&rtrace_format::GPU_METRICS).unwrap();
+    assert_eq!(h.passes().unwrap(), 1);
+    // sm__warps_active (not `_realtime`) would cost a second: why the list has the other.
+    let mut more = rtrace_format::GPU_METRICS.to_vec();
+    more.push("sm__warps_active.avg.pct_of_peak_sustained_elapsed");
+    let mut h = cupti.pm_host("GH100").unwrap();
+    h.add_metrics(&more).unwrap();
+    assert_eq!(h.passes().unwrap(), 2);
+}
