@@ -9,7 +9,7 @@
 #   - the tensor pipe is active (> 10%) over the WMMA kernel only (< 1% over the others);
 #   - the NVTX ranges get their kernel's values.
 # Also runs tests/gpu/pmsampling_probe.sh unless NO_PROBE=1. Copies the trace to
-# $OUT/gpu_metrics_h100.bin (a CI fixture: collector/tests/fixtures/gpu_metrics_h100.bin).
+# $OUT/gpu_metrics_h100.bin (a CI fixture: collector/tests/pmsampling/gpu_metrics_h100.bin).
 #
 #   OUT=dir bash tests/gpu/gpu_metrics_check.sh     (from the repository root, on the GPU machine)
 #
