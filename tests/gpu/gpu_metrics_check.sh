@@ -106,6 +106,26 @@ ranges = {n["name"]: n for n in g["nvtx"]}
 ok = all(x in ranges for x in ["copy", "fma", "wmma"]) and val(ranges["fma"], sm) is not None
 out(ok, "nvtx-ranges", ", ".join("%s %.1f%% SM" % (n, val(ranges[n], sm) or 0) for n in ranges))
 PY
+
+# A PyTorch step beside GPU activity and NVTX: same output, samples, and what each mode costs
+# (best of three wall times, one call each: plain, rtrace record, rtrace record --gpu-metrics).
+if python3 -c 'import torch' 2>/dev/null; then
+    best() { local b=999999; for _ in 1 2 3; do
+        local t0=$(date +%s%N); "$@" > step.out 2> step.err; local rc=$?
+        local t=$(( ($(date +%s%N) - t0) / 1000000 )); [ $t -lt $b ] && b=$t; done; echo "$b $rc"; }
+    read tp rcp < <(best python3 "$ROOT/tests/gpu/pytorch_step.py"); cp step.out plain_step.out
+    read tr rcr < <(best "$RTRACE" record -o step-%p.bin -- python3 "$ROOT/tests/gpu/pytorch_step.py")
+    rm -f step-*.bin
+    read tg rcg < <(best "$RTRACE" record --gpu-metrics -o stepgm-%p.bin -- python3 "$ROOT/tests/gpu/pytorch_step.py")
+    samples=$("$RTRACE" report --section gpu-metrics stepgm-*.bin 2>/dev/null | grep -o '^GPU metrics: [0-9]* samples' | head -1)
+    if [ "$rcg" = 0 ] && cmp -s plain_step.out step.out && [ -n "$samples" ]; then
+        pass pytorch-step "same output; $samples; wall ms: plain $tp, record $tr, record --gpu-metrics $tg"
+    else
+        fail pytorch-step "exit $rcg; ${samples:-no samples}; $(tail -2 step.err | tr '\n' ' ')"
+    fi
+else
+    echo "    (no PyTorch: pytorch-step skipped)"
+fi
 cat checks.txt
 PASS=$((PASS + $(grep -c '^PASS' checks.txt)))
 FAIL=$((FAIL + $(grep -c '^FAIL' checks.txt)))
