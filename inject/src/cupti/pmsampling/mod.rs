@@ -34,14 +34,26 @@ fn pm_api(api: &Api) -> Option<&PmApi> {
     api.pm_sampling.as_ref().and_then(|r| r.as_ref().ok())
 }
 
-/// CUPTI's sample times (CLOCK_REALTIME, ns) on the trace's clock, from a pair of readings of
-/// both taken now (a drain lasts milliseconds: their rates agree to far better than a sample).
+/// CUPTI's sample times (CLOCK_REALTIME, ns: measured on the H100 with no timestamp callback)
+/// on the trace's clock, from a pair of readings of both taken now (a drain lasts
+/// milliseconds: their rates agree to far better than a sample). A time nearer to the trace's
+/// clock than to CLOCK_REALTIME is already on it (were CUPTI to time samples with the
+/// timestamp callback GPU activity registers): kept as it is. The two clocks are decades
+/// apart, a sample at most seconds old.
 fn clock_map() -> impl Fn(u64) -> u64 {
     let (real, ours) = clockmap::read_pair(
         || crate::sys::clock_ns(libc::CLOCK_REALTIME),
         crate::clock::now_ns,
     );
-    move |t| (t as i128 - real as i128 + ours as i128).max(0) as u64
+    move |t| to_ours(t, real, ours)
+}
+
+/// `t` on the trace's clock, given `real` and `ours` read together (see [`clock_map`]).
+fn to_ours(t: u64, real: u64, ours: u64) -> u64 {
+    if t.abs_diff(ours) < t.abs_diff(real) {
+        return t;
+    }
+    (t as i128 - real as i128 + ours as i128).max(0) as u64
 }
 
 /// Context created (CUPTI's resource callback, on the creating thread): its device's sampling
@@ -147,5 +159,21 @@ pub(super) fn drain_into(api: &Api, sink: &mut Sink) {
     }
     for (kind, bytes) in st.pending.drain(..) {
         sink.chunk(kind, 0, 0, 0, &bytes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sample_times_are_put_on_the_traces_clock_once() {
+        // CLOCK_REALTIME now 1.8e18, the trace's clock 5e9 (CLOCK_MONOTONIC-like).
+        let (real, ours) = (1_795_596_004_227_443_970, 5_000_000_000);
+        assert_eq!(
+            super::to_ours(real - 2_000_000, real, ours),
+            ours - 2_000_000
+        );
+        assert_eq!(super::to_ours(real + 10, real, ours), ours + 10);
+        // Already on the trace's clock: as it is.
+        assert_eq!(super::to_ours(ours - 7, real, ours), ours - 7);
     }
 }
