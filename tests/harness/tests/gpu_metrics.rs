@@ -169,3 +169,29 @@ fn a_device_cupti_refuses_is_said_and_the_program_runs_on() {
     );
     assert!(text.contains("notice (pid"), "{text}");
 }
+
+#[test]
+fn rtrace_record_gpu_metrics_says_what_was_sampled() {
+    let b = build();
+    let dir = fresh_dir("gpu-metrics-record");
+    let path = dir.join("t.bin");
+    let out = std::process::Command::new(rtrace_bin())
+        .args(["record", "--gpu-metrics=100kHz", "-o"])
+        .arg(&path)
+        .arg("--")
+        .arg(b.bin.join("direct"))
+        .env("LD_LIBRARY_PATH", &b.lib)
+        .env_remove("LD_PRELOAD")
+        .env_remove("RTRACE_GPU_ACTIVITY")
+        .env_remove("NVTX_INJECTION64_PATH")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let t = rtrace_collector::load_trace(&path).unwrap();
+    assert_eq!(t.gpu_metric_setups[0].interval, 10_000);
+    let samples: usize = t.gpu_metric_samples.iter().map(|b| b.times.len()).sum();
+    assert!(samples > 0);
+    let line = format!("rtrace:   GPU metrics: {samples} samples on 1 device\n");
+    assert!(err.contains(&line), "{err}");
+}
