@@ -384,6 +384,14 @@ fn conflict(args: &RecordArgs, traced: &Traced) -> Option<String> {
             return Some(format!("{opt} needs tracing, and {by} records nothing"));
         }
     }
+    // Both read the GPU's performance counters, which one user holds at a time.
+    if args.gpu_metrics.is_some() && args.metrics.is_some() {
+        return Some(
+            "--gpu-metrics and --metrics both need the GPU's performance counters, which CUPTI \
+             gives one user at a time: choose one"
+                .into(),
+        );
+    }
     if !traced.nvtx || traced.nothing {
         let needs = [
             (args.nvtx_capture.is_some(), "--nvtx-capture"),
