@@ -154,3 +154,17 @@ fn the_default_metrics_fit_one_pm_sampling_pass_on_gh100() {
     h.add_metrics(&more).unwrap();
     assert_eq!(h.passes().unwrap(), 2);
 }
+
+#[test]
+fn bytes_that_are_no_counter_data_image_are_an_error_not_a_crash() {
+    let cupti = rtrace_collector::metrics::Cupti::load(Some(&cupti_path())).unwrap();
+    let host = cupti.pm_host("GH100").unwrap();
+    let e = host
+        .evaluate_samples(
+            &[7u8; 4096],
+            2,
+            &["sm__cycles_active.avg.pct_of_peak_sustained_elapsed"],
+        )
+        .unwrap_err();
+    assert!(e.starts_with("cuptiProfilerHostEvaluateToGpuValues"), "{e}");
+}
