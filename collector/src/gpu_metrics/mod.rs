@@ -160,8 +160,9 @@ fn trigger_name(t: PmTrigger) -> &'static str {
 }
 
 /// The part for `traces`, with `works[i]` the GPU work of `traces[i]` (an empty [`Work`] where
-/// it was not read) and `evaluate` turning a decode into values (None: why there is nothing to
-/// evaluate with, e.g. CUPTI could not be loaded).
+/// it was not read) and `evaluate` turning a decode without values into values (`Err`: why
+/// there is nothing to evaluate with, e.g. CUPTI could not be loaded; said for the decodes
+/// that needed it).
 pub fn section(
     traces: &[Trace],
     works: &[Work],
@@ -208,19 +209,19 @@ pub fn section(
     }
     // Each sampled GPU's timeline: (key, pid, ordinal, timeline).
     let mut timelines: Vec<(GpuKey, u32, u32, Timeline)> = Vec::new();
+    // Without an evaluator, only the decodes that need one fail (with its reason).
+    let why = evaluate.as_ref().err().cloned().unwrap_or_default();
+    let failing = |_: &rtrace_format::GpuMetricsSetup,
+                   _: &rtrace_format::GpuMetricSamples|
+     -> Result<Vec<Vec<f64>>, String> { Err(why.clone()) };
+    let f: &EvaluateFn<'_> = match &evaluate {
+        Ok(f) => *f,
+        Err(_) => &failing,
+    };
     for (ti, t) in traces.iter().enumerate() {
         if t.gpu_metric_samples.is_empty() {
             continue;
         }
-        let f = match &evaluate {
-            Ok(f) => *f,
-            Err(e) => {
-                if !s.errors.contains(e) {
-                    s.errors.push(e.clone());
-                }
-                continue;
-            }
-        };
         let (tls, errors) = trace_timelines(t, f);
         for e in errors {
             if !s.errors.contains(&e) {

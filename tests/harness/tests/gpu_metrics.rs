@@ -195,3 +195,29 @@ fn rtrace_record_gpu_metrics_says_what_was_sampled() {
     let line = format!("rtrace:   GPU metrics: {samples} samples on 1 device\n");
     assert!(err.contains(&line), "{err}");
 }
+
+#[test]
+fn on_the_real_time_clock_every_kernel_lies_inside_the_samples() {
+    // SIMCUDA_CLOCK=real: GPU work at real times (tests/harness/tests/sim_clock.rs). The
+    // samples' CLOCK_REALTIME times and the kernels' times reach the trace's clock by
+    // different roads; on it, every kernel lies inside the sampled time.
+    let r =
+        run(Spec::traced("direct")
+            .env(&[("RTRACE_GPU_METRICS", "100000"), ("SIMCUDA_CLOCK", "real")]));
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    let t = r.trace();
+    assert_eq!(t.kernels.len(), 2);
+    let works = vec![rtrace_collector::gpu_metrics::Work::in_memory(&t)];
+    let s = rtrace_collector::gpu_metrics::section(
+        std::slice::from_ref(&t),
+        &works,
+        Err("no evaluation needed".into()),
+    );
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert_eq!(s.kernels.len(), 2, "{:?}", s.kernels);
+    for k in &s.kernels {
+        assert_eq!(k.covered, 1.0, "{} at {:?}", k.name, k.span_ns);
+        assert!(k.values.iter().all(|v| v.is_finite()), "{k:?}");
+    }
+    assert_eq!(s.processes[0].covered, 1.0);
+}
