@@ -215,7 +215,7 @@ pub fn section(
                    _: &rtrace_format::GpuMetricSamples|
      -> Result<Vec<Vec<f64>>, String> { Err(why.clone()) };
     let f: &EvaluateFn<'_> = match &evaluate {
-        Ok(f) => *f,
+        Ok(f) => f,
         Err(_) => &failing,
     };
     for (ti, t) in traces.iter().enumerate() {
