@@ -1678,3 +1678,25 @@ fn perfetto_draws_a_counter_track_per_gpu_metric() {
     assert_eq!(points(dram.uuid), vec![(2_000, 2000.0 / 1e-6)]);
     assert_eq!(stats.counter_values, 4 + 4);
 }
+
+#[test]
+fn chrome_draws_a_counter_per_gpu_metric() {
+    let mut t = read(&sample().bytes);
+    t.gpu_metric_setups.push(rtrace_format::GpuMetricsSetup {
+        metrics: vec!["sm__cycles_active.avg.pct_of_peak_sustained_elapsed".into()],
+        ..Default::default()
+    });
+    t.gpu_metric_samples.push(rtrace_format::GpuMetricSamples {
+        times: vec![(2_000, 3_000), (3_000, 4_500)],
+        values: vec![40.0, 62.5],
+        ..Default::default()
+    });
+    let (bytes, stats) = export(&[t], ExportFormat::Chrome);
+    let text = String::from_utf8(bytes).unwrap();
+    let name = "\"name\":\"GPU 0 sm__cycles_active.avg.pct_of_peak_sustained_elapsed\"";
+    for (ts, v) in [("2.000", "40"), ("3.000", "62.5"), ("4.500", "62.5")] {
+        let want = format!("{name},\"pid\":1234,\"ts\":{ts},\"args\":{{\"value\":{v}}}}}");
+        assert!(text.contains(&want), "{want} not in {text}");
+    }
+    assert_eq!(stats.counter_values, 4 + 3);
+}
