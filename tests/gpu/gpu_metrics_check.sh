@@ -8,8 +8,9 @@
 #     the GPU's average over the run within [0.5, 1.05] of its busy share;
 #   - the tensor pipe is active (> 10%) over the WMMA kernel only (< 1% over the others);
 #   - the NVTX ranges get their kernel's values.
-# Also runs tests/gpu/pmsampling_probe.sh unless NO_PROBE=1. Copies the trace to
-# $OUT/gpu_metrics_h100.bin (a CI fixture: collector/tests/pmsampling/gpu_metrics_h100.bin).
+# Runs tests/gpu/pmsampling_probe.sh too with RUN_PROBE=1. Writes the trace gzipped to
+# $OUT/gpu_metrics_h100.bin.gz (a CI fixture: collector/tests/pmsampling/gpu_metrics_h100.bin).
+# About a minute (nvcc, three short runs of the kernels, one PyTorch step per mode).
 #
 #   OUT=dir bash tests/gpu/gpu_metrics_check.sh     (from the repository root, on the GPU machine)
 #
@@ -30,20 +31,20 @@ FAIL=0
 pass() { PASS=$((PASS + 1)); echo "PASS $1  ($2)"; }
 fail() { FAIL=$((FAIL + 1)); echo "FAIL $1  ($2)"; }
 
-if [ "${NO_PROBE:-0}" != 1 ]; then
+if [ "${RUN_PROBE:-0}" = 1 ]; then
     echo "== tests/gpu/pmsampling_probe.sh"
     OUT=$OUT/probe timeout 170 sh tests/gpu/pmsampling_probe.sh > "$OUT/probe.txt" 2>&1
     tail -n 1 "$OUT/probe.txt" | sed 's/^/    probe: /'
 fi
 
 cd "$W" || exit 2
-if ! timeout 120 "$C/bin/nvcc" -O2 -arch=sm_90 -I"$C/include" -o kernels \
+if ! timeout 60 "$C/bin/nvcc" -O2 -arch=sm_90 -I"$C/include" -o kernels \
     "$ROOT/tests/gpu/gpu_metrics_kernels.cu" -ldl > build.txt 2>&1; then
     fail build "$(head -5 build.txt | tr '\n' ' ')"
     echo "$PASS passed, $FAIL failed"; exit 1
 fi
-plain=$(./kernels)
-timeout 120 "$RTRACE" record --gpu-metrics -o gm.bin -- ./kernels > traced.out 2> traced.err
+plain=$(timeout 30 ./kernels)
+timeout 40 "$RTRACE" record --gpu-metrics -o gm.bin -- ./kernels > traced.out 2> traced.err
 rc=$?
 tail -n 5 traced.err | sed 's/^/    /'
 if [ $rc = 0 ] && [ "$(cat traced.out)" = "$plain" ]; then
@@ -51,10 +52,11 @@ if [ $rc = 0 ] && [ "$(cat traced.out)" = "$plain" ]; then
 else
     fail record "exit $rc; $(head -3 traced.err | tr '\n' ' ')"
 fi
-cp gm.bin "$OUT/gpu_metrics_h100.bin" 2>/dev/null
-"$RTRACE" report --section gpu-metrics gm.bin > report.txt 2>&1
+gzip -c gm.bin > "$OUT/gpu_metrics_h100.bin.gz" 2>/dev/null
+echo "    trace $(stat -c %s gm.bin) bytes, gzipped $(stat -c %s "$OUT/gpu_metrics_h100.bin.gz") bytes"
+timeout 30 "$RTRACE" report --section gpu-metrics gm.bin > report.txt 2>&1
 sed 's/^/    /' report.txt | head -40
-"$RTRACE" report --format json gm.bin > report.json 2> report.err || fail report "$(head -3 report.err)"
+timeout 30 "$RTRACE" report --format json gm.bin > report.json 2> report.err || fail report "$(head -3 report.err)"
 cp report.txt report.json "$OUT/" 2>/dev/null
 
 python3 - report.json > checks.txt 2>&1 <<'PY'
@@ -108,16 +110,14 @@ out(ok, "nvtx-ranges", ", ".join("%s %.1f%% SM" % (n, val(ranges[n], sm) or 0) f
 PY
 
 # A PyTorch step beside GPU activity and NVTX: same output, samples, and what each mode costs
-# (best of three wall times, one call each: plain, rtrace record, rtrace record --gpu-metrics).
+# (wall time of one call each: plain, rtrace record, rtrace record --gpu-metrics).
 if python3 -c 'import torch' 2>/dev/null; then
-    best() { local b=999999; for _ in 1 2 3; do
-        local t0=$(date +%s%N); "$@" > step.out 2> step.err; local rc=$?
-        local t=$(( ($(date +%s%N) - t0) / 1000000 )); [ $t -lt $b ] && b=$t; done; echo "$b $rc"; }
-    read tp rcp < <(best python3 "$ROOT/tests/gpu/pytorch_step.py"); cp step.out plain_step.out
-    read tr rcr < <(best "$RTRACE" record -o step-%p.bin -- python3 "$ROOT/tests/gpu/pytorch_step.py")
-    rm -f step-*.bin
-    read tg rcg < <(best "$RTRACE" record --gpu-metrics -o stepgm-%p.bin -- python3 "$ROOT/tests/gpu/pytorch_step.py")
-    samples=$("$RTRACE" report --section gpu-metrics stepgm-*.bin 2>/dev/null | grep -o '^GPU metrics: [0-9]* samples' | head -1)
+    wall() { local t0=$(date +%s%N); timeout 40 "$@" > step.out 2> step.err; local rc=$?
+        echo "$(( ($(date +%s%N) - t0) / 1000000 )) $rc"; }
+    read tp rcp < <(wall python3 "$ROOT/tests/gpu/pytorch_step.py"); cp step.out plain_step.out
+    read tr rcr < <(wall "$RTRACE" record -o step-%p.bin -- python3 "$ROOT/tests/gpu/pytorch_step.py")
+    read tg rcg < <(wall "$RTRACE" record --gpu-metrics -o stepgm-%p.bin -- python3 "$ROOT/tests/gpu/pytorch_step.py")
+    samples=$(timeout 20 "$RTRACE" report --section gpu-metrics stepgm-*.bin 2>/dev/null | grep -o '^GPU metrics: [0-9]* samples' | head -1)
     if [ "$rcg" = 0 ] && cmp -s plain_step.out step.out && [ -n "$samples" ]; then
         pass pytorch-step "same output; $samples; wall ms: plain $tp, record $tr, record --gpu-metrics $tg"
     else

@@ -329,6 +329,8 @@ int main(int argc, char **argv) {
             CU(cuptiPmSamplingDisable(&di));
             CUpti_PmSampling_Enable_Params e2 = {CUpti_PmSampling_Enable_Params_STRUCT_SIZE}; e2.deviceIndex = 0;
             CU(cuptiPmSamplingEnable(&e2)); pm = e2.pPmSamplingObject;
+            // The image must be sized on the object that initializes it (run 2: INVALID_OPERATION).
+            img.assign(image_size(5000), 0);
         }
         CUptiResult r = reconfigure(config, 64 << 20, t.interval, (CUpti_PmSampling_TriggerMode)t.mode, CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST);
         if (r != CUPTI_SUCCESS) { printf("interval %s %llu: SetConfig %s\n", t.mode ? "time ns" : "sysclk cycles", (unsigned long long)t.interval, rs(r)); continue; }
