@@ -44,6 +44,7 @@ mod exports;
 mod fields;
 mod modules;
 mod pcsampling;
+mod pmsampling;
 mod profiler;
 mod records;
 mod share;
@@ -223,13 +224,15 @@ pub fn flush(force: bool) {
     CUPTI.flush(force);
 }
 
-/// Reads every sampled context one last time and disables PC sampling (exit).
+/// Reads every sampled context one last time and disables PC sampling, and stops GPU metrics
+/// sampling after a last decode (exit).
 pub fn finish_pc_sampling() {
     if !CUPTI.on_here() {
         return;
     }
     if let Some(api) = CUPTI.api.get() {
         internal(|| pcsampling::finish(api));
+        internal(|| pmsampling::finish(api));
     }
 }
 
@@ -291,5 +294,6 @@ pub fn drain_into(sink: &mut Sink) {
     buffers::reuse_written(sink);
     // After the module images, which the samples name.
     pcsampling::drain_into(api, sink);
+    pmsampling::drain_into(api, sink);
     buffers::report_dropped(sink);
 }
