@@ -151,12 +151,6 @@ pub struct RecordArgs {
     /// RTRACE_PC_SAMPLING_STALLS).
     #[arg(long, value_name = "REASONS", requires = "pc_sampling")]
     pub pc_stalls: Option<String>,
-    /// Sample GPU hardware metrics over time on each device (SM active, issue active, tensor
-    /// pipe, warps, DRAM, PCIe and NVLink throughput: what fits one pass on the chip) through
-    /// CUPTI's PM Sampling API, HZ samples a second (default 10000, 1..=100000; sets
-    /// RTRACE_GPU_METRICS). Turns on kernel records.
-    #[arg(long, value_name = "HZ", num_args = 0..=1, require_equals = true, default_missing_value = "10000", value_parser = check_gpu_metrics)]
-    pub gpu_metrics: Option<String>,
     /// Store the code images (cubins) of the modules the program loads, compressed, each
     /// content once per run, for `rtrace sass` (sets RTRACE_MODULE_IMAGES=1; turns on module
     /// records). Without it, images are stored only with --pc-sampling or --metrics, which
@@ -272,16 +266,6 @@ fn check_period(v: &str) -> Result<String, String> {
     }
 }
 
-fn check_gpu_metrics(v: &str) -> Result<String, String> {
-    match rtrace_format::parse_gpu_metrics_hz(v) {
-        Ok(Some(hz)) => Ok(hz.to_string()),
-        Ok(None) => Err(format!(
-            "'{v}' is not a sampling rate: give Hz, e.g. 10000 or 10kHz"
-        )),
-        Err(e) => Err(e),
-    }
-}
-
 fn run_record(args: RecordArgs) -> u8 {
     let application = args.replay == "application";
     if application
@@ -319,7 +303,6 @@ fn run_record(args: RecordArgs) -> u8 {
         env::SOURCE_COUNTERS,
         args.source_counters.then(|| "1".into()),
     );
-    set(env::GPU_METRICS, args.gpu_metrics);
     set(env::MODULE_IMAGES, args.module_images.then(|| "1".into()));
     let opts = RecordOptions {
         output: Some(args.output),
@@ -406,7 +389,6 @@ fn conflict(args: &RecordArgs, traced: &Traced) -> Option<String> {
         let needs = [
             (args.pc_sampling.is_some(), "--pc-sampling"),
             (args.metrics.is_some(), "--metrics"),
-            (args.gpu_metrics.is_some(), "--gpu-metrics"),
             (args.module_images, "--module-images"),
             (args.source_counters, "--source-counters"),
         ];
@@ -430,14 +412,6 @@ fn conflict(args: &RecordArgs, traced: &Traced) -> Option<String> {
                 "--source-counters cannot be combined with kernel records, which {by} asks for: {why}"
             ));
         }
-    }
-    // Both read the GPU's performance counters, which one user holds at a time.
-    if args.gpu_metrics.is_some() && args.metrics.is_some() {
-        return Some(
-            "--gpu-metrics and --metrics both need the GPU's performance counters, which CUPTI \
-             gives one user at a time: choose one"
-                .into(),
-        );
     }
     if !traced.nvtx || traced.nothing {
         let needs = [
@@ -507,23 +481,6 @@ mod tests {
             check(&["--source-counters", "-t", "none", "./app"]).1,
             Some("--source-counters needs tracing, and -t none records nothing".into())
         );
-    }
-
-    #[test]
-    fn gpu_metrics_takes_a_rate() {
-        assert_eq!(record_args(&["./app"]).unwrap().gpu_metrics, None);
-        let a = record_args(&["--gpu-metrics", "./app"]).unwrap();
-        assert_eq!(a.gpu_metrics.as_deref(), Some("10000"));
-        let a = record_args(&["--gpu-metrics=2kHz", "./app"]).unwrap();
-        assert_eq!(a.gpu_metrics.as_deref(), Some("2000"));
-        let e = record_args(&["--gpu-metrics=500k", "./app"])
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("500000 Hz is out of range"), "{e}");
-        let e = record_args(&["--gpu-metrics=0", "./app"])
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("'0' is not a sampling rate"), "{e}");
     }
 
     #[test]

@@ -42,7 +42,6 @@ pub mod cubin;
 pub mod demangle;
 pub mod export;
 pub mod filter;
-pub mod gpu_metrics;
 pub mod gpu_summary;
 pub mod images;
 pub mod metrics;

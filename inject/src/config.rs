@@ -69,8 +69,6 @@ pub struct Config {
     /// Source counters (`RTRACE_SOURCE_COUNTERS=1`): CUPTI's SASS metrics on the launches the
     /// kernel controls choose.
     pub source_counters: bool,
-    /// GPU metrics sampling's rate, Hz (`RTRACE_GPU_METRICS`; None: off or not a rate).
-    pub gpu_metrics: Option<u64>,
     /// Application replay (`RTRACE_METRICS_REPLAY=application`): the pass and the shared
     /// directory (`RTRACE_REPLAY_PASS`, `RTRACE_REPLAY_DIR`); `None`: kernel replay.
     pub application_replay: Option<AppReplay>,
@@ -283,13 +281,6 @@ impl Config {
         if metrics.is_some() {
             gpu_activity.kernel = true;
         }
-        let gpu_metrics = get(env::GPU_METRICS)
-            .and_then(|v| rtrace_format::parse_gpu_metrics_hz(&v.to_string_lossy()).ok())
-            .flatten();
-        // Attribution needs the kernels, and sampling uses GPU activity's CUPTI.
-        if gpu_metrics.is_some() {
-            gpu_activity.kernel = true;
-        }
         // Images come with GPU activity's module records: asked for, they turn those on; needed
         // by PC sampling (which turns them on) or kernel profiling, they come with them.
         let module_images = match get(env::MODULE_IMAGES).filter(|v| !v.is_empty()) {
@@ -343,7 +334,6 @@ impl Config {
             pc_sampling,
             metrics,
             source_counters,
-            gpu_metrics,
             application_replay: app_replay(&get),
         }
     }

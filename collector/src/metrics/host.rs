@@ -29,8 +29,6 @@ use rtrace_cupti_abi::{
 };
 use rtrace_cupti_abi::{DeviceGetChipName, ProfilerInitialize};
 
-mod pm;
-
 /// `CUpti_MetricType`: the kinds of base metric a chip lists.
 pub use rtrace_cupti_abi::METRIC_TYPES;
 
@@ -319,14 +317,9 @@ impl Cupti {
 
     /// A range profiler host object for `chip`.
     pub fn host(&self, chip: &str) -> Result<Host<'_>, String> {
-        self.host_of(chip, PROFILER_TYPE_RANGE_PROFILER)
-    }
-
-    /// A host object for `chip` and one `CUpti_ProfilerType`.
-    fn host_of(&self, chip: &str, profiler_type: u32) -> Result<Host<'_>, String> {
         let name = CString::new(chip).map_err(|_| format!("{chip:?}: not a chip name"))?;
         let mut p = InitializeParams {
-            profiler_type,
+            profiler_type: PROFILER_TYPE_RANGE_PROFILER,
             chip_name: name.as_ptr(),
             // No counter availability image: a host object for a chip, not a device.
             counter_availability_image: ptr::null(),

@@ -13,7 +13,6 @@ use layout::Page;
 
 mod api;
 mod gpu;
-mod gpu_metrics;
 mod layout;
 mod memory;
 mod nvtx;
@@ -57,9 +56,6 @@ pub(super) fn render(traces: &[Trace], s: &Sections, options: &RenderOptions) ->
     }
     if want(Section::Profiles) {
         profiles::section(&mut out, &s.profiles);
-    }
-    if want(Section::GpuMetrics) {
-        gpu_metrics::section(&mut out, &s.gpu_metrics);
     }
     if want(Section::Pcsamp) {
         pcsamp::section(&mut out, traces, options.nvdisasm.as_deref());

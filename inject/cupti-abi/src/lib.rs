@@ -1,8 +1,7 @@
 //! CUPTI 13.0's profiling ABI: the parameter structures of `cupti_profiler_host.h` (metrics
 //! and configurations from a chip name, evaluation of counter data), `cupti_profiler_target.h`
 //! and `cupti_target.h` (the device side: initialization, chip name, counter availability,
-//! support), `cupti_range_profiler.h` (collection) and `cupti_pmsampling.h` (PM sampling), laid
-//! out as the headers lay them out,
+//! support) and `cupti_range_profiler.h` (collection), laid out as the headers lay them out,
 //! with the result and enum values rtrace uses.
 //!
 //! Every structure is declared once here, through [`params!`], which also gives it `SIZE`
@@ -509,113 +508,6 @@ impl SassMetricsFlushData {
     }
 }
 
-// `cupti_pmsampling.h`: PM sampling (GPU metrics over time, per device).
-
-/// `CUpti_Profiler_API`: PM sampling (`CUPTI_PROFILER_PM_SAMPLING`).
-pub const PROFILER_API_PM_SAMPLING: u32 = 3;
-
-/// `CUpti_PmSampling_TriggerMode`.
-pub const PM_TRIGGER_GPU_SYSCLK_INTERVAL: u32 = 0;
-pub const PM_TRIGGER_GPU_TIME_INTERVAL: u32 = 1;
-
-/// `CUpti_PmSampling_DecodeStopReason`.
-pub const PM_DECODE_STOP_OTHER: u32 = 0;
-pub const PM_DECODE_STOP_COUNTER_DATA_FULL: u32 = 1;
-pub const PM_DECODE_STOP_END_OF_RECORDS: u32 = 2;
-
-/// `CUpti_PmSampling_HardwareBuffer_AppendMode`.
-pub const PM_APPEND_KEEP_OLDEST: u32 = 0;
-pub const PM_APPEND_KEEP_LATEST: u32 = 1;
-
-params!(
-    /// `CUpti_PmSampling_SetConfig_Params`.
-    PmSamplingSetConfig {
-        pm_sampling_object: *mut c_void,
-        config_size: usize,
-        config: *const u8,
-        hardware_buffer_size: usize,
-        sampling_interval: u64,
-        trigger_mode: u32,
-        hw_buffer_append_mode: u32,
-    }
-);
-params!(
-    /// `CUpti_PmSampling_Enable_Params`.
-    PmSamplingEnable {
-        device_index: usize,
-        pm_sampling_object: *mut c_void,
-    }
-);
-params!(
-    /// `CUpti_PmSampling_Disable_Params`.
-    PmSamplingDisable { pm_sampling_object: *mut c_void }
-);
-params!(
-    /// `CUpti_PmSampling_Start_Params`.
-    PmSamplingStart { pm_sampling_object: *mut c_void }
-);
-params!(
-    /// `CUpti_PmSampling_Stop_Params`.
-    PmSamplingStop { pm_sampling_object: *mut c_void }
-);
-params!(
-    /// `CUpti_PmSampling_DecodeData_Params`.
-    PmSamplingDecodeData {
-        pm_sampling_object: *mut c_void,
-        counter_data_image: *mut u8,
-        counter_data_image_size: usize,
-        decode_stop_reason: u32,
-        overflow: u8,
-    }
-);
-params!(
-    /// `CUpti_PmSampling_GetCounterAvailability_Params`.
-    PmSamplingGetCounterAvailability {
-        device_index: usize,
-        counter_availability_image_size: usize,
-        counter_availability_image: *mut u8,
-    }
-);
-params!(
-    /// `CUpti_PmSampling_GetCounterDataSize_Params`.
-    PmSamplingGetCounterDataSize {
-        pm_sampling_object: *mut c_void,
-        metric_names: *const *const c_char,
-        num_metrics: usize,
-        max_samples: u32,
-        counter_data_size: usize,
-    }
-);
-params!(
-    /// `CUpti_PmSampling_CounterDataImage_Initialize_Params`.
-    PmSamplingCounterDataImageInitialize {
-        pm_sampling_object: *mut c_void,
-        counter_data_size: usize,
-        counter_data: *mut u8,
-    }
-);
-params!(
-    /// `CUpti_PmSampling_GetCounterDataInfo_Params`.
-    PmSamplingGetCounterDataInfo {
-        counter_data_image: *const u8,
-        counter_data_image_size: usize,
-        num_total_samples: usize,
-        num_populated_samples: usize,
-        num_completed_samples: usize,
-    }
-);
-params!(
-    /// `CUpti_PmSampling_CounterData_GetSampleInfo_Params`.
-    PmSamplingCounterDataGetSampleInfo {
-        pm_sampling_object: *mut c_void,
-        counter_data_image: *const u8,
-        counter_data_image_size: usize,
-        sample_index: usize,
-        start_timestamp: u64,
-        end_timestamp: u64,
-    }
-);
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -681,21 +573,5 @@ mod tests {
         assert_eq!(p.struct_size, 41);
         assert!(p.p_priv.is_null() && p.range_profiler_object.is_null());
         assert_eq!((p.pass_index, p.is_all_pass_submitted), (0, 0));
-    }
-
-    /// `CUPTI_PROFILER_STRUCT_SIZE` on LP64 Linux, counted from the header's fields.
-    #[test]
-    fn pm_sampling_sizes_are_the_headers() {
-        assert_eq!(PmSamplingSetConfig::SIZE, 64);
-        assert_eq!(PmSamplingEnable::SIZE, 32);
-        assert_eq!(PmSamplingDisable::SIZE, 24);
-        assert_eq!(PmSamplingStart::SIZE, 24);
-        assert_eq!(PmSamplingStop::SIZE, 24);
-        assert_eq!(PmSamplingDecodeData::SIZE, 45);
-        assert_eq!(PmSamplingGetCounterAvailability::SIZE, 40);
-        assert_eq!(PmSamplingGetCounterDataSize::SIZE, 56);
-        assert_eq!(PmSamplingCounterDataImageInitialize::SIZE, 40);
-        assert_eq!(PmSamplingGetCounterDataInfo::SIZE, 56);
-        assert_eq!(PmSamplingCounterDataGetSampleInfo::SIZE, 64);
     }
 }

@@ -76,10 +76,6 @@ pub const PC_SAMPLING_STALLS: &str = "RTRACE_PC_SAMPLING_STALLS";
 /// wavefronts, divergent branch targets. A mode of its own: not with PC sampling, kernel
 /// profiling or kernel activity (docs/source-counters.md).
 pub const SOURCE_COUNTERS: &str = "RTRACE_SOURCE_COUNTERS";
-/// GPU metrics over time (CUPTI's PM sampling, per device): a rate in Hz (`10000`, `10kHz`),
-/// `1` for the default ([`crate::DEFAULT_GPU_METRICS_HZ`]); unset, empty or `0`: off
-/// ([`crate::parse_gpu_metrics_hz`]).
-pub const GPU_METRICS: &str = "RTRACE_GPU_METRICS";
 /// `0`: leave NVTX alone.
 pub const NVTX: &str = "RTRACE_NVTX";
 /// The token of one `rtrace record` run: librtrace.so writes it into each trace's header

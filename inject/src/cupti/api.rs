@@ -2,7 +2,6 @@
 //! the PC Sampling API and the range profiler when asked for), looked up at run time.
 
 use super::pcsampling::api::PcApi;
-use super::pmsampling::api::PmApi;
 use super::profiler::api::ProfApi;
 use super::source_counters::api::SassApi;
 use crate::driver;
@@ -73,8 +72,6 @@ pub(super) struct Api {
     pub profiler: Option<Result<ProfApi, String>>,
     /// The SASS Metric API when source counters are asked for.
     pub sass: Option<Result<SassApi, String>>,
-    /// PM sampling's entry points when GPU metrics are asked for.
-    pub pm_sampling: Option<Result<PmApi, String>>,
 }
 
 // SAFETY: plain function pointers into libcupti, callable from any thread.
@@ -178,10 +175,6 @@ pub(super) fn load() -> Result<Api, String> {
             sass: crate::state::config()
                 .source_counters
                 .then(|| SassApi::load(sym)),
-            pm_sampling: crate::state::config()
-                .gpu_metrics
-                .is_some()
-                .then(|| PmApi::load(sym)),
         })
     }
 }

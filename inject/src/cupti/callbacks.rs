@@ -7,7 +7,6 @@ use super::api::{describe, Api};
 use super::layout;
 use super::modules;
 use super::pcsampling;
-use super::pmsampling;
 use super::profiler;
 use super::share;
 use super::state::CUPTI;
@@ -142,9 +141,7 @@ pub(super) fn subscribe(api: &Api, kinds: crate::config::GpuKinds) -> Result<Sub
     let runtime = crate::state::config()
         .runtime_api
         .then(|| enable_runtime(api, sub));
-    // PC sampling is per context, GPU metrics per device from its first context.
-    let sampling = api.pc_sampling.as_ref().is_some_and(|r| r.is_ok())
-        || api.pm_sampling.as_ref().is_some_and(|r| r.is_ok());
+    let sampling = api.pc_sampling.as_ref().is_some_and(|r| r.is_ok());
     let contexts: &[(u32, &str)] = if sampling {
         &[
             (
@@ -320,13 +317,11 @@ fn on_resource(cbid: u32, data: *const u8) {
         layout::CUPTI_CBID_RESOURCE_CONTEXT_CREATED => {
             if let (false, Some(api)) = (context.is_null(), api) {
                 pcsampling::on_context_created(api, context);
-                pmsampling::on_context_created(api, context);
             }
         }
         layout::CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING => {
             if let (false, Some(api)) = (context.is_null(), api) {
                 pcsampling::on_context_destroying(api, context);
-                pmsampling::on_context_destroying(api, context);
                 profiler::range::context_destroying(context);
             }
         }

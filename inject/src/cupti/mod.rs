@@ -44,7 +44,6 @@ mod exports;
 mod fields;
 mod modules;
 mod pcsampling;
-mod pmsampling;
 mod profiler;
 mod records;
 mod share;
@@ -224,15 +223,13 @@ pub fn flush(force: bool) {
     CUPTI.flush(force);
 }
 
-/// Reads every sampled context one last time and disables PC sampling, and stops GPU metrics
-/// sampling after a last decode (exit).
+/// Reads every sampled context one last time and disables PC sampling (exit).
 pub fn finish_pc_sampling() {
     if !CUPTI.on_here() {
         return;
     }
     if let Some(api) = CUPTI.api.get() {
         internal(|| pcsampling::finish(api));
-        internal(|| pmsampling::finish(api));
     }
 }
 
@@ -294,6 +291,5 @@ pub fn drain_into(sink: &mut Sink) {
     buffers::reuse_written(sink);
     // After the module images, which the samples name.
     pcsampling::drain_into(api, sink);
-    pmsampling::drain_into(api, sink);
     buffers::report_dropped(sink);
 }

@@ -10,7 +10,6 @@
 use super::api::Api;
 use super::clockmap::ClockMap;
 use super::pcsampling::data::PcState;
-use super::pmsampling::device::PmState;
 use super::profiler::launch::Launches;
 use super::profiler::range_state::Ranges;
 use super::source_counters::state::ScState;
@@ -49,8 +48,6 @@ pub(super) struct Cupti {
     /// PC sampling's contexts and what its callbacks read (`pcsampling/`); `None` until a
     /// context is sampled.
     pub pc: Mutex<Option<PcState>>,
-    /// GPU metrics sampling (PM sampling), when asked for.
-    pub pm: Mutex<Option<PmState>>,
     /// Kernel profiling (`profiler/`).
     pub prof: ProfilerState,
     /// Source counters (`source_counters/`).
@@ -279,7 +276,6 @@ pub(super) static CUPTI: Cupti = Cupti {
         open: Mutex::new(None),
     },
     pc: Mutex::new(None),
-    pm: Mutex::new(None),
     prof: ProfilerState {
         on: AtomicBool::new(false),
         metrics: OnceLock::new(),
