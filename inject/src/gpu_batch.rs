@@ -145,9 +145,10 @@ impl GpuBatch {
     }
 
     /// Notes that the kernel name at `address` (CUPTI's string) has id `id`, for a reader
-    /// that rebuilds records from CUPTI's buffers.
+    /// that rebuilds records from CUPTI's buffers (again when the address names another
+    /// kernel now, a module loaded where an unloaded one was: the reader keeps the last).
     pub fn name_address(&mut self, address: u64, id: u32) {
-        if self.name_addresses.insert(address, id).is_none() {
+        if self.name_addresses.insert(address, id) != Some(id) {
             self.new_name_addresses.push((address, id));
         }
     }
@@ -215,5 +216,22 @@ mod tests {
         );
         l.insert(6, 61);
         assert_eq!(l.get(6), Some(61));
+    }
+
+    #[test]
+    fn a_kernel_name_is_found_by_its_address_and_renamed_when_the_text_there_changes() {
+        let mut b = super::GpuBatch::default();
+        let (k1, k2) = (c"_Z2k1v", c"_Z2k2v");
+        assert_eq!(b.name_id_at(0x1000, k1), 0);
+        assert_eq!(b.name_id_at(0x1000, k1), 0);
+        assert_eq!(b.name_id_at(0x2000, k1), 0);
+        // Another module at the same address: another name, the address mapped anew.
+        assert_eq!(b.name_id_at(0x1000, k2), 1);
+        assert_eq!(b.id_at(0x1000), Some(1));
+        assert_eq!(
+            b.new_name_addresses,
+            [(0x1000, 0), (0x2000, 0), (0x1000, 1)]
+        );
+        assert_eq!((b.name_of(0), b.name_of(1)), ("_Z2k1v", "_Z2k2v"));
     }
 }
