@@ -23,12 +23,39 @@ pub struct Proto {
 pub struct Open(usize);
 
 /// Appends `v` as a base-128 varint.
-pub fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        buf.push((v as u8) | 0x80);
-        v >>= 7;
+#[inline(always)]
+pub fn put_varint(buf: &mut Vec<u8>, v: u64) {
+    // Inline for one byte (a tag, a small number: most of them); a call for more.
+    if v < 0x80 {
+        buf.push(v as u8);
+    } else {
+        put_long_varint(buf, v);
     }
-    buf.push(v as u8);
+}
+
+/// [`put_varint`] for values of two bytes or more: ten bytes appended at once (a copy of
+/// fixed size), the unused ones cut off again, for one capacity check instead of one per byte.
+#[inline(never)]
+fn put_long_varint(buf: &mut Vec<u8>, v: u64) {
+    let mut bytes = [0u8; 10];
+    let n = put_varint_at(&mut bytes, v);
+    let start = buf.len();
+    buf.extend_from_slice(&bytes);
+    buf.truncate(start + n);
+}
+
+/// Writes `v` as a base-128 varint at the start of `out` (room for 10 bytes); returns its
+/// length.
+#[inline]
+fn put_varint_at(out: &mut [u8], mut v: u64) -> usize {
+    let mut n = 0;
+    while v >= 0x80 {
+        out[n] = (v as u8) | 0x80;
+        v >>= 7;
+        n += 1;
+    }
+    out[n] = v as u8;
+    n + 1
 }
 
 /// The number of bytes of `v` as a varint.
@@ -39,34 +66,40 @@ pub fn varint_len(v: u64) -> usize {
 }
 
 impl Proto {
+    #[inline(always)]
     fn tag(&mut self, field: u32, wire: u32) {
         put_varint(&mut self.buf, u64::from(field << 3 | wire));
     }
 
     /// A varint field: uint32/64, int32/64 (negative values take 10 bytes),
     /// bool, enum.
+    #[inline(always)]
     pub fn varint(&mut self, field: u32, v: u64) {
         self.tag(field, VARINT);
         put_varint(&mut self.buf, v);
     }
 
     /// An int64 (or int32) field.
+    #[inline(always)]
     pub fn int64(&mut self, field: u32, v: i64) {
         self.varint(field, v as u64);
     }
 
     /// A fixed64 field.
+    #[inline(always)]
     pub fn fixed64(&mut self, field: u32, v: u64) {
         self.tag(field, FIXED64);
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
 
     /// A string (or bytes) field.
+    #[inline]
     pub fn string(&mut self, field: u32, s: &str) {
         self.bytes(field, s.as_bytes());
     }
 
     /// A bytes field.
+    #[inline]
     pub fn bytes(&mut self, field: u32, b: &[u8]) {
         self.tag(field, LEN);
         put_varint(&mut self.buf, b.len() as u64);
@@ -74,6 +107,7 @@ impl Proto {
     }
 
     /// Starts a nested message in `field`; close it with [`Proto::end`].
+    #[inline(always)]
     pub fn begin(&mut self, field: u32) -> Open {
         self.tag(field, LEN);
         self.buf.push(0);
@@ -81,19 +115,27 @@ impl Proto {
     }
 
     /// Closes the nested message `open`, writing its length.
+    #[inline(always)]
     pub fn end(&mut self, open: Open) {
         let start = open.0;
         let len = self.buf.len() - start;
-        let n = varint_len(len as u64);
-        if n > 1 {
-            // Make room for the longer length: move the body right.
-            let extra = n - 1;
-            self.buf.resize(self.buf.len() + extra, 0);
-            self.buf.copy_within(start..start + len, start + extra);
+        if len < 0x80 {
+            // The byte reserved holds it (most messages).
+            self.buf[start - 1] = len as u8;
+        } else {
+            self.end_long(start, len);
         }
-        let mut head = Vec::with_capacity(n);
-        put_varint(&mut head, len as u64);
-        self.buf[start - 1..start - 1 + n].copy_from_slice(&head);
+    }
+
+    /// [`Proto::end`] for a message of 128 bytes or more, whose length takes more than the
+    /// byte reserved: the body moves right to make room.
+    #[inline(never)]
+    fn end_long(&mut self, start: usize, len: usize) {
+        let n = varint_len(len as u64);
+        let extra = n - 1;
+        self.buf.resize(self.buf.len() + extra, 0);
+        self.buf.copy_within(start..start + len, start + extra);
+        put_varint_at(&mut self.buf[start - 1..], len as u64);
     }
 }
 
