@@ -35,6 +35,8 @@ pub struct ChromeWriter<W: Write> {
     t: TraceState,
     /// Argument buffer, reused.
     args: Vec<layout::Arg>,
+    /// A string argument's text, reused.
+    scratch: String,
 }
 
 impl<W: Write> ChromeWriter<W> {
@@ -48,6 +50,7 @@ impl<W: Write> ChromeWriter<W> {
             stats: Stats::default(),
             t: TraceState::default(),
             args: Vec::new(),
+            scratch: String::new(),
         }
     }
 
@@ -132,7 +135,11 @@ impl<W: Write> ChromeWriter<W> {
                 Value::Uint(v) => {
                     let _ = write!(self.buf, "{v}");
                 }
-                Value::Str(s) => string(&mut self.buf, s),
+                _ => {
+                    if let Some(s) = value.write_str(&mut self.scratch) {
+                        string(&mut self.buf, s);
+                    }
+                }
             }
         }
         for (i, (key, value)) in metrics.iter().enumerate() {

@@ -237,7 +237,78 @@ fn contexts_of(streams: &BTreeSet<Place>, ordinal: u32) -> Vec<Context> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Value {
     Uint(u64),
-    Str(String),
+    /// A launch dimension, shown as `(x,y,z)` ([`Value::write_str`]).
+    Dim([i32; 3]),
+    /// A name fixed at build time (a memory kind).
+    Name(&'static str),
+}
+
+impl Value {
+    /// A string value as shown, written into `out` (cleared first); `None` for a number.
+    pub fn write_str<'a>(&'a self, out: &'a mut String) -> Option<&'a str> {
+        match self {
+            Value::Uint(_) => None,
+            Value::Dim(d) => {
+                out.clear();
+                for (i, &v) in d.iter().enumerate() {
+                    out.push(if i == 0 { '(' } else { ',' });
+                    push_decimal(out, v);
+                }
+                out.push(')');
+                Some(out.as_str())
+            }
+            Value::Name(n) => Some(n),
+        }
+    }
+}
+
+/// The text of string arguments ([`Value::write_str`]), keeping the last two launch
+/// dimensions' (a kernel's grid and block): launches mostly repeat theirs.
+#[derive(Debug, Default)]
+pub struct ArgText {
+    recent: [(Option<[i32; 3]>, String); 2],
+    /// The slot the next new dimensions go to.
+    next: usize,
+}
+
+impl ArgText {
+    /// `value`'s text; `None` for a number.
+    pub fn of<'a>(&'a mut self, value: &'a Value) -> Option<&'a str> {
+        let Value::Dim(d) = value else {
+            return value.write_str(&mut self.recent[self.next].1);
+        };
+        let slot = match self.recent.iter().position(|(k, _)| *k == Some(*d)) {
+            Some(i) => i,
+            None => {
+                let i = self.next;
+                self.next = (i + 1) % self.recent.len();
+                self.recent[i].0 = Some(*d);
+                value.write_str(&mut self.recent[i].1);
+                i
+            }
+        };
+        Some(self.recent[slot].1.as_str())
+    }
+}
+
+/// Appends `v` in decimal, as `{v}` would (without going through a formatter: a kernel's
+/// grid and block are six numbers per record).
+fn push_decimal(out: &mut String, v: i32) {
+    let mut digits = [0u8; 10];
+    let mut n = v.unsigned_abs();
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        out.push('-');
+    }
+    out.extend(digits[i..].iter().map(|&d| char::from(d)));
 }
 
 /// The names of slice arguments; the Perfetto writer interns them by position.
@@ -283,19 +354,18 @@ pub fn api_args(r: &ApiRecord, out: &mut Vec<Arg>) {
 /// correlation id, when the record has one.
 pub fn gpu_args(record: Gpu, out: &mut Vec<Arg>) {
     out.clear();
-    let dim = |d: [i32; 3]| Value::Str(format!("({},{},{})", d[0], d[1], d[2]));
     match record {
         Gpu::Kernel(k) => {
-            out.push((GRID, dim(k.grid)));
-            out.push((BLOCK, dim(k.block)));
+            out.push((GRID, Value::Dim(k.grid)));
+            out.push((BLOCK, Value::Dim(k.block)));
             out.push((REGISTERS, Value::Uint(k.registers_per_thread.into())));
             out.push((STATIC_SHARED, Value::Uint(k.static_shared_memory.into())));
             out.push((DYNAMIC_SHARED, Value::Uint(k.dynamic_shared_memory.into())));
         }
         Gpu::Memcpy(m) => {
             out.push((BYTES, Value::Uint(m.bytes)));
-            out.push((SRC_KIND, Value::Str(m.src_kind.name().into())));
-            out.push((DST_KIND, Value::Str(m.dst_kind.name().into())));
+            out.push((SRC_KIND, Value::Name(m.src_kind.name())));
+            out.push((DST_KIND, Value::Name(m.dst_kind.name())));
         }
         Gpu::Memset(m) => {
             out.push((BYTES, Value::Uint(m.bytes)));
@@ -360,6 +430,16 @@ pub fn copy_or_set_name(record: Gpu) -> Option<String> {
             binary_bytes(m.bytes)
         )),
         Gpu::Memset(m) => Some(format!("memset {}", binary_bytes(m.bytes))),
+    }
+}
+
+/// What a copy's or memset's slice name ([`copy_or_set_name`]) depends on: the copy's kind
+/// (`u32::MAX` for a memset) and the bytes; `None` for a kernel.
+pub fn copy_or_set_key(record: Gpu) -> Option<(u32, u64)> {
+    match record {
+        Gpu::Kernel(_) => None,
+        Gpu::Memcpy(m) => Some((u32::from(m.kind as u8), m.bytes)),
+        Gpu::Memset(m) => Some((u32::MAX, m.bytes)),
     }
 }
 

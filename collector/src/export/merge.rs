@@ -7,12 +7,13 @@
 use super::emitter::{Emitter, Track};
 use super::layout::{self, Lanes, Step};
 use super::nvtx_tracks::NvtxTracks;
+use crate::gpu_summary::dist::FastMap;
 use crate::model::Trace;
 use crate::read::first::{counter_change, CounterKey, Places};
 use crate::read::links::LinkTable;
 use crate::read::merge::{merge, Failure, Source};
 use crate::read::records::{Gpu, Rec};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 /// Writes one trace through `e`: `trace` holds all but its API, GPU and
 /// memory records and NVTX events (which may be there too: they are not
@@ -31,7 +32,7 @@ pub fn write<E: Emitter>(
 ) -> Result<(), Failure> {
     let devices = layout::devices(&places.streams, &places.counters);
     e.begin_trace(trace, &devices)?;
-    let mut lanes: HashMap<Track, Lanes> = HashMap::new();
+    let mut lanes: FastMap<Track, Lanes> = FastMap::default();
     let mut steps = VecDeque::new();
     let mut nvtx = NvtxTracks::default();
     // Counter → its value, and the point not yet written (time, value).

@@ -17,6 +17,7 @@
 //! eprintln!("{} slices, {} flows", stats.slices, stats.flows);
 //! ```
 
+mod behind;
 mod chrome;
 mod emitter;
 mod layout;
@@ -213,8 +214,8 @@ pub fn export_filtered(
 ) -> Result<Outcome, ExportError> {
     match output {
         None => {
-            let stdout = io::stdout().lock();
-            let mut outcome = write_all(files, format, stdout, None, filter)?;
+            let stdout = io::stdout();
+            let mut outcome = write_behind(files, format, stdout, None, filter)?;
             size_warning(format, None, &mut outcome);
             Ok(outcome)
         }
@@ -225,10 +226,11 @@ pub fn export_filtered(
                 error,
             };
             let file = File::create(&tmp).map_err(werr)?;
-            let result = write_all(files, format, file, Some(path), filter).and_then(|outcome| {
-                std::fs::rename(&tmp, path).map_err(werr)?;
-                Ok(outcome)
-            });
+            let result =
+                write_behind(files, format, file, Some(path), filter).and_then(|outcome| {
+                    std::fs::rename(&tmp, path).map_err(werr)?;
+                    Ok(outcome)
+                });
             match result {
                 Ok(mut outcome) => {
                     size_warning(format, Some(path), &mut outcome);
@@ -241,6 +243,24 @@ pub fn export_filtered(
             }
         }
     }
+}
+
+/// [`write_all`] with the output written on a thread of its own ([`behind::write_behind`]).
+fn write_behind<W: Write + Send>(
+    files: &[PathBuf],
+    format: ExportFormat,
+    out: W,
+    path: Option<&Path>,
+    filter: &crate::filter::Filter,
+) -> Result<Outcome, ExportError> {
+    let (outcome, written) =
+        behind::write_behind(out, |out| write_all(files, format, out, path, filter));
+    // A failed write stops the encoding too: its own error is the one to give.
+    written.map_err(|error| ExportError::Write {
+        path: path.map(Path::to_path_buf),
+        error,
+    })?;
+    outcome
 }
 
 fn write_all<W: Write>(
@@ -307,8 +327,12 @@ fn write_all<W: Write>(
         first.links.number(w.next_flow());
         let mut src = FileSource::open(file, std::mem::take(&mut first.index), &keep)
             .map_err(|e| failed(Failure::Read(e)))?;
-        w.write_with(&trace, &first.places, nvtx, &mut first.links, &mut src)
-            .map_err(failed)?;
+        // The chunks are read and decoded on a thread of their own, ahead of the merge.
+        let links = &mut first.links;
+        crate::read::merge::ahead(&mut src, |src| {
+            w.write_with(&trace, &first.places, nvtx, links, src)
+        })
+        .map_err(failed)?;
         outcome.warnings.extend(trace_warnings(&trace));
     }
     let (mut out, stats) = w.finish().map_err(werr)?;

@@ -23,12 +23,52 @@ pub struct Proto {
 pub struct Open(usize);
 
 /// Appends `v` as a base-128 varint.
-pub fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        buf.push((v as u8) | 0x80);
-        v >>= 7;
+#[inline(always)]
+pub fn put_varint(buf: &mut Vec<u8>, v: u64) {
+    // Inline for one byte (a tag, a small number: most of them); a call for more.
+    if v < 0x80 {
+        buf.push(v as u8);
+    } else {
+        put_long_varint(buf, v);
     }
-    buf.push(v as u8);
+}
+
+/// [`put_varint`] for values of two bytes or more: the bytes made in one word (below 2^56,
+/// eight bytes at most: timestamps in ns), appended as a copy of fixed size and the unused
+/// ones cut off again, for one capacity check and no loop.
+#[inline(never)]
+fn put_long_varint(buf: &mut Vec<u8>, v: u64) {
+    let start = buf.len();
+    if v >= 1 << 56 {
+        let mut bytes = [0u8; 10];
+        let n = put_varint_at(&mut bytes, v);
+        buf.extend_from_slice(&bytes);
+        buf.truncate(start + n);
+        return;
+    }
+    let n = varint_len(v); // 2..=8
+    let mut word = 0u64;
+    for i in 0..8 {
+        word |= ((v >> (7 * i)) & 0x7f) << (8 * i);
+    }
+    // The continuation bit on every byte but the last.
+    word |= 0x8080_8080_8080_8080 & ((1u64 << (8 * (n - 1))) - 1);
+    buf.extend_from_slice(&word.to_le_bytes());
+    buf.truncate(start + n);
+}
+
+/// Writes `v` as a base-128 varint at the start of `out` (room for 10 bytes); returns its
+/// length.
+#[inline]
+fn put_varint_at(out: &mut [u8], mut v: u64) -> usize {
+    let mut n = 0;
+    while v >= 0x80 {
+        out[n] = (v as u8) | 0x80;
+        v >>= 7;
+        n += 1;
+    }
+    out[n] = v as u8;
+    n + 1
 }
 
 /// The number of bytes of `v` as a varint.
@@ -39,34 +79,40 @@ pub fn varint_len(v: u64) -> usize {
 }
 
 impl Proto {
+    #[inline(always)]
     fn tag(&mut self, field: u32, wire: u32) {
         put_varint(&mut self.buf, u64::from(field << 3 | wire));
     }
 
     /// A varint field: uint32/64, int32/64 (negative values take 10 bytes),
     /// bool, enum.
+    #[inline(always)]
     pub fn varint(&mut self, field: u32, v: u64) {
         self.tag(field, VARINT);
         put_varint(&mut self.buf, v);
     }
 
     /// An int64 (or int32) field.
+    #[inline(always)]
     pub fn int64(&mut self, field: u32, v: i64) {
         self.varint(field, v as u64);
     }
 
     /// A fixed64 field.
+    #[inline(always)]
     pub fn fixed64(&mut self, field: u32, v: u64) {
         self.tag(field, FIXED64);
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
 
     /// A string (or bytes) field.
+    #[inline]
     pub fn string(&mut self, field: u32, s: &str) {
         self.bytes(field, s.as_bytes());
     }
 
     /// A bytes field.
+    #[inline]
     pub fn bytes(&mut self, field: u32, b: &[u8]) {
         self.tag(field, LEN);
         put_varint(&mut self.buf, b.len() as u64);
@@ -74,6 +120,7 @@ impl Proto {
     }
 
     /// Starts a nested message in `field`; close it with [`Proto::end`].
+    #[inline(always)]
     pub fn begin(&mut self, field: u32) -> Open {
         self.tag(field, LEN);
         self.buf.push(0);
@@ -81,19 +128,27 @@ impl Proto {
     }
 
     /// Closes the nested message `open`, writing its length.
+    #[inline(always)]
     pub fn end(&mut self, open: Open) {
         let start = open.0;
         let len = self.buf.len() - start;
-        let n = varint_len(len as u64);
-        if n > 1 {
-            // Make room for the longer length: move the body right.
-            let extra = n - 1;
-            self.buf.resize(self.buf.len() + extra, 0);
-            self.buf.copy_within(start..start + len, start + extra);
+        if len < 0x80 {
+            // The byte reserved holds it (most messages).
+            self.buf[start - 1] = len as u8;
+        } else {
+            self.end_long(start, len);
         }
-        let mut head = Vec::with_capacity(n);
-        put_varint(&mut head, len as u64);
-        self.buf[start - 1..start - 1 + n].copy_from_slice(&head);
+    }
+
+    /// [`Proto::end`] for a message of 128 bytes or more, whose length takes more than the
+    /// byte reserved: the body moves right to make room.
+    #[inline(never)]
+    fn end_long(&mut self, start: usize, len: usize) {
+        let n = varint_len(len as u64);
+        let extra = n - 1;
+        self.buf.resize(self.buf.len() + extra, 0);
+        self.buf.copy_within(start..start + len, start + extra);
+        put_varint_at(&mut self.buf[start - 1..], len as u64);
     }
 }
 
@@ -118,6 +173,31 @@ mod tests {
             put_varint(&mut b, v);
             assert_eq!(b, bytes, "{v}");
             assert_eq!(varint_len(v), bytes.len(), "{v}");
+        }
+    }
+
+    #[test]
+    fn varints_of_every_length_as_byte_by_byte() {
+        // Each length's first and last values, and values between, against the encoding
+        // byte by byte.
+        let mut values = vec![0u64, u64::MAX];
+        for bits in 1..64 {
+            let p = 1u64 << bits;
+            values.extend([p - 1, p, p + 1, p | (p >> 1) | 0x55, p.wrapping_mul(3) / 2]);
+        }
+        values.push(1_732_000_123_456_789_012);
+        for v in values {
+            let mut want = Vec::new();
+            let mut rest = v;
+            while rest >= 0x80 {
+                want.push((rest as u8) | 0x80);
+                rest >>= 7;
+            }
+            want.push(rest as u8);
+            let mut got = vec![9u8];
+            put_varint(&mut got, v);
+            assert_eq!(got[1..], want[..], "{v}");
+            assert_eq!(got[0], 9);
         }
     }
 

@@ -1611,3 +1611,45 @@ fn nvtx_tracks_hold_few_ranges_under_a_long_one() {
     assert_eq!(on("NVTX: app (11)").len(), N as usize + 1);
     assert_eq!(stats.nvtx_unplaced, 0);
 }
+
+#[test]
+fn launch_dimensions_read_as_formatted() {
+    let mut text = String::new();
+    for d in [
+        [1, 1, 1],
+        [0, 10, 255],
+        [-7, 1_000_000, 65_535],
+        [i32::MIN, i32::MAX, -1],
+    ] {
+        let want = format!("({},{},{})", d[0], d[1], d[2]);
+        let value = super::layout::Value::Dim(d);
+        assert_eq!(value.write_str(&mut text), Some(want.as_str()));
+    }
+    let value = super::layout::Value::Name("device");
+    assert_eq!(value.write_str(&mut text), Some("device"));
+    assert_eq!(super::layout::Value::Uint(3).write_str(&mut text), None);
+}
+
+#[test]
+fn argument_texts_follow_their_values() {
+    use super::layout::{ArgText, Value};
+    let mut texts = ArgText::default();
+    // Grid and block alternating, repeated, then new ones: each read as formatted.
+    for d in [
+        [4, 1, 1],
+        [256, 1, 1],
+        [4, 1, 1],
+        [256, 1, 1],
+        [8, 2, 1],
+        [256, 1, 1],
+        [8, 2, 1],
+        [4, 1, 1],
+        [4, 1, 1],
+        [-3, 0, 7],
+    ] {
+        let want = format!("({},{},{})", d[0], d[1], d[2]);
+        assert_eq!(texts.of(&Value::Dim(d)), Some(want.as_str()));
+        assert_eq!(texts.of(&Value::Name("pinned")), Some("pinned"));
+        assert_eq!(texts.of(&Value::Uint(9)), None);
+    }
+}

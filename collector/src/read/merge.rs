@@ -26,6 +26,10 @@ pub trait Source<T> {
     fn next_start(&self) -> Option<u64>;
     /// Reads the next batch into `out`.
     fn read(&mut self, out: &mut Vec<T>) -> Result<(), StreamError>;
+    /// True when every batch comes sorted by key already (the merge sorts them otherwise).
+    fn sorted(&self) -> bool {
+        false
+    }
 }
 
 /// Why a merge stopped: a source could not be read, or what the items were handed to failed.
@@ -91,7 +95,9 @@ pub fn merge<T: Sorted>(
         if batch.is_empty() {
             continue;
         }
-        batch.sort_unstable_by_key(T::key);
+        if !src.sorted() {
+            batch.sort_unstable_by_key(T::key);
+        }
         let key = batch[0].key();
         let run = match free.pop() {
             Some(r) => {
@@ -104,6 +110,72 @@ pub fn merge<T: Sorted>(
             }
         };
         heap.push(Reverse((key, run)));
+    }
+}
+
+/// Batches read ahead by [`ahead`], with the earliest time of those after each.
+type AheadBatch<T> = (Result<Vec<T>, StreamError>, Option<u64>);
+
+/// Batches of a source read on a thread of their own, up to [`AHEAD`] ahead of the merge:
+/// what [`ahead`] hands on.
+pub struct Ahead<T> {
+    next: Option<u64>,
+    batches: std::sync::mpsc::Receiver<AheadBatch<T>>,
+}
+
+/// Batches read ahead of the merge by [`ahead`].
+const AHEAD: usize = 2;
+
+/// Runs `then` over `src`, whose batches are read (checked, decoded) and sorted on a thread
+/// of their own, up to [`AHEAD`] ahead: the same batches in the same order, while `then`
+/// merges and writes the ones before. The thread stops at the first failed read (handed on as the
+/// batch it could not read) or when `then` returns.
+pub fn ahead<T: Sorted + Send, S: Source<T> + Send, R>(
+    src: &mut S,
+    then: impl FnOnce(&mut Ahead<T>) -> R,
+) -> R {
+    let next = src.next_start();
+    let (send, batches) = std::sync::mpsc::sync_channel::<AheadBatch<T>>(AHEAD);
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            while src.next_start().is_some() {
+                let mut batch = Vec::new();
+                let read = src.read(&mut batch).map(|()| {
+                    batch.sort_unstable_by_key(T::key);
+                    batch
+                });
+                let failed = read.is_err();
+                // The receiver is gone once `then` returned.
+                if send.send((read, src.next_start())).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        let mut source = Ahead { next, batches };
+        then(&mut source)
+    })
+}
+
+impl<T> Source<T> for Ahead<T> {
+    fn next_start(&self) -> Option<u64> {
+        self.next
+    }
+    fn sorted(&self) -> bool {
+        true
+    }
+    fn read(&mut self, out: &mut Vec<T>) -> Result<(), StreamError> {
+        let Ok((batch, next)) = self.batches.recv() else {
+            self.next = None;
+            return Ok(());
+        };
+        self.next = next;
+        let batch = batch?;
+        if out.is_empty() {
+            *out = batch;
+        } else {
+            out.extend(batch);
+        }
+        Ok(())
     }
 }
 

@@ -12,6 +12,7 @@
 use super::emitter::{Emitter, Stats, Track};
 use super::layout::{self, Device, Flow, Gpu, KernelNames, Value, ARG_NAMES, MAX_LANES};
 use super::proto::Proto;
+use crate::gpu_summary::dist::FastMap;
 use crate::model::Trace;
 use crate::read::first::CounterKey;
 use rtrace_format::ApiRecord;
@@ -51,6 +52,8 @@ pub struct PerfettoWriter<W: Write> {
     seq: Sequence,
     /// Argument buffer, reused.
     args: Vec<layout::Arg>,
+    /// String arguments' text.
+    arg_text: layout::ArgText,
 }
 
 /// The tracks and interned names of the trace being written (one packet
@@ -60,9 +63,9 @@ struct Sequence {
     seq: u64,
     process: u64,
     /// Each thread, stream and NVTX track: its lanes' name and uuids.
-    tracks: HashMap<Track, Lanes>,
+    tracks: FastMap<Track, Lanes>,
     /// (device, host) → counter track uuid.
-    counters: HashMap<(u32, bool), u64>,
+    counters: FastMap<(u32, bool), u64>,
     names: Names,
     /// Profiled launches' metric values.
     metrics: layout::MetricArgs,
@@ -88,8 +91,10 @@ enum Under {
 #[derive(Default)]
 struct Names {
     iids: HashMap<String, u64>,
-    functions: HashMap<u32, u64>,
-    kernels: HashMap<u32, u64>,
+    functions: FastMap<u32, u64>,
+    kernels: FastMap<u32, u64>,
+    /// Copies and memsets by what their name depends on ([`layout::copy_or_set_key`]).
+    copies: FastMap<(u32, u64), u64>,
     demangled: KernelNames,
 }
 
@@ -104,6 +109,7 @@ impl<W: Write> PerfettoWriter<W> {
             stats: Stats::default(),
             seq: Sequence::default(),
             args: Vec::new(),
+            arg_text: layout::ArgText::default(),
         }
     }
 
@@ -387,10 +393,18 @@ impl<W: Write> Emitter for PerfettoWriter<W> {
                     demangled.get(trace, k.name).to_string()
                 })
             }
-            _ => intern_name(
-                &mut names.iids,
-                layout::copy_or_set_name(g).unwrap_or_default(),
-            ),
+            _ => {
+                let key = layout::copy_or_set_key(g).unwrap_or_default();
+                match names.copies.get(&key) {
+                    Some(&iid) => (iid, None),
+                    None => {
+                        let name = layout::copy_or_set_name(g).unwrap_or_default();
+                        let (iid, new) = intern_name(&mut names.iids, name);
+                        names.copies.insert(key, iid);
+                        (iid, new)
+                    }
+                }
+            }
         };
         let mut args = std::mem::take(&mut self.args);
         layout::gpu_args(g, &mut args);
@@ -495,7 +509,11 @@ impl<W: Write> PerfettoWriter<W> {
             self.p.varint(field::ANNOTATION_NAME_IID, *name as u64 + 1);
             match value {
                 Value::Uint(v) => self.p.varint(field::UINT_VALUE, *v),
-                Value::Str(s) => self.p.string(field::STRING_VALUE, s),
+                _ => {
+                    if let Some(s) = self.arg_text.of(value) {
+                        self.p.string(field::STRING_VALUE, s);
+                    }
+                }
             }
             self.p.end(a);
         }
@@ -543,7 +561,7 @@ impl<W: Write> PerfettoWriter<W> {
 /// The iid of the name of `id` (a function or kernel id), interning the name
 /// `make` gives on first use: returns (iid, the name when new).
 fn intern(
-    by_id: &mut HashMap<u32, u64>,
+    by_id: &mut FastMap<u32, u64>,
     id: u32,
     iids: &mut HashMap<String, u64>,
     make: impl FnOnce() -> String,
