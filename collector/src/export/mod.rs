@@ -195,7 +195,8 @@ pub struct Outcome {
 /// Exports `files`, reading one at a time (only one trace is in memory at
 /// once), to `output` (standard output when `None`). A file is written
 /// under a temporary name in its directory, renamed when complete, and
-/// removed on failure.
+/// removed on failure; an output that exists and is no regular file (`/dev/null`, a FIFO, a
+/// terminal) is written as it is, and a symbolic link's target is the file replaced.
 pub fn export_files(
     files: &[PathBuf],
     format: ExportFormat,
@@ -219,7 +220,23 @@ pub fn export_filtered(
             size_warning(format, None, &mut outcome);
             Ok(outcome)
         }
-        Some(path) => {
+        Some(path) if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) => {
+            let werr = |error| ExportError::Write {
+                path: Some(path.to_path_buf()),
+                error,
+            };
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(werr)?;
+            write_behind(files, format, file, Some(path), filter)
+        }
+        Some(link) => {
+            let resolved = std::fs::symlink_metadata(link)
+                .is_ok_and(|m| m.file_type().is_symlink())
+                .then(|| std::fs::canonicalize(link).ok())
+                .flatten();
+            let path = resolved.as_deref().unwrap_or(link);
             let tmp = temp_path(path);
             let werr = |error| ExportError::Write {
                 path: Some(path.to_path_buf()),

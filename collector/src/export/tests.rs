@@ -1081,6 +1081,37 @@ fn files_and_directories_are_read_one_at_a_time_into_a_renamed_file() {
 }
 
 #[test]
+fn an_output_that_is_no_regular_file_is_written_as_it_is_and_a_link_keeps_its_target() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = temp_dir("special");
+    let input = dir.join("a.bin");
+    std::fs::write(&input, sample().bytes).unwrap();
+    let files = [input];
+    // A device stays the device (it used to be replaced by a regular file).
+    let null = Path::new("/dev/null");
+    export_files(&files, ExportFormat::Chrome, Some(null)).unwrap();
+    assert!(std::fs::metadata(null)
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    // A symbolic link stays a link; its target gets the export.
+    let target = dir.join("target.json");
+    std::fs::write(&target, b"old").unwrap();
+    let link = dir.join("link.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let outcome = export_files(&files, ExportFormat::Chrome, Some(&link)).unwrap();
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(
+        std::fs::read(&target).unwrap().len() as u64,
+        outcome.stats.bytes
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn unreadable_inputs_fail_before_writing() {
     let dir = temp_dir("bad");
     std::fs::write(dir.join("a.bin"), sample().bytes).unwrap();
