@@ -238,9 +238,10 @@ def _unzstd(data):
 
 
 def read_module_images(path):
-    """The module images of a trace (chunk 20): dicts with module, context, hash, crc, size and
-    bytes (None where an earlier chunk, or another trace of the run, holds the same content;
-    or a compressed image this Python cannot decompress)."""
+    """The module images of a trace (chunk 20): dicts with module, context, hash, crc, size,
+    zstd (whether the image is stored as a zstd frame) and bytes (None where an earlier chunk,
+    or another trace of the run, holds the same content; or a compressed image this Python
+    cannot decompress)."""
     out = []
     for kind, _tid, payload in chunks(path):
         if kind == 20:
@@ -248,7 +249,7 @@ def read_module_images(path):
             # stored: bit 0 the image as it is, bit 1 a zstd frame of it, neither: named only.
             data = payload[40:] if stored & 1 else _unzstd(payload[40:]) if stored & 2 else None
             out.append(dict(module=module, context=context, hash=h, crc=crc, size=size,
-                            bytes=data))
+                            zstd=bool(stored & 2), bytes=data))
     return out
 
 
