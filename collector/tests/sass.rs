@@ -6,29 +6,14 @@
 
 #[path = "common/export_fixture.rs"]
 mod fixture;
+#[path = "common/nvdisasm.rs"]
+mod tools;
 
 use fixture::*;
 use rtrace_format::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn nvdisasm() -> PathBuf {
-    if let Some(p) = std::env::var_os("NVDISASM") {
-        return PathBuf::from(p);
-    }
-    if let Some(inc) = std::env::var_os("CUDA_INCLUDE") {
-        let p = Path::new(&inc).join("../bin/nvdisasm");
-        if p.is_file() {
-            return p;
-        }
-    }
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../.venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvdisasm");
-    if venv.is_file() {
-        return venv;
-    }
-    PathBuf::from("nvdisasm")
-}
+use tools::nvdisasm;
 
 fn cubin_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cubin")
