@@ -220,7 +220,7 @@ mod tests {
         assert_eq!(expand("", 7, "h"), "");
         assert_eq!(expand("%p%p", 0, ""), "00");
         assert_eq!(expand("%h/%p", u32::MAX, "a.b"), "a.b/4294967295");
-        // The known bug of issue 20: `%%` before `%p` is one `%`.
+        // `%%` before `%p` is one `%` (issue 20 found the CLI looking for `x%%-PID.bin`).
         assert_eq!(expand("x%%-%p.bin", 42, "h"), "x%-42.bin");
     }
 

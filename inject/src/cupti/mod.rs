@@ -27,7 +27,7 @@
 //! library and its entry points), `state.rs` (the value), `records.rs` (activity records →
 //! rtrace's), `share.rs` (the program's own CUPTI client), `buffers.rs` (the activity buffers),
 //! `activity.rs` (the Activity API set up), `modules.rs` (devices and modules),
-//! `pcsampling/` (the PC Sampling API), `profiler/` (kernel profiling), `callbacks.rs` (the Callback API); here, start and end;
+//! `pcsampling/` (the PC Sampling API), `profiler/` (kernel profiling), `source_counters/` (SASS metrics), `entry.rs` (their entry points looked up and called), `callbacks.rs` (the Callback API); here, start and end;
 //! above, `exports.rs` (the CUPTI entry points the program calls).
 
 /// CUPTI 13.0's record layouts and constants (generated from cupti_activity.h).
@@ -40,6 +40,7 @@ mod api;
 mod buffers;
 mod callbacks;
 mod clockmap;
+mod entry;
 mod exports;
 mod fields;
 mod modules;

@@ -2,6 +2,8 @@
 //! `cupti_profiler_host.h`, `cupti_range_profiler.h`), looked up in the CUPTI library GPU
 //! activity loaded. Their parameter structures are `rtrace-cupti-abi`'s.
 
+pub(super) use crate::cupti::entry::call;
+use crate::cupti::entry::entry;
 use rtrace_cupti_abi as abi;
 use rtrace_cupti_abi::{Call, CuptiResult};
 use std::ffi::{c_void, CStr};
@@ -31,19 +33,6 @@ pub(crate) struct ProfApi {
     pub(super) decode: Call<abi::RangeProfilerDecodeData>,
     pub(super) counter_data_info: Call<abi::RangeProfilerGetCounterDataInfo>,
     pub(super) range_info: Call<abi::RangeProfilerCounterDataGetRangeInfo>,
-}
-
-/// Looks `name` up with `sym` as an entry point taking `P`.
-///
-/// # Safety
-/// `name` must be a CUPTI function whose C signature is `CUptiResult (P *)`.
-unsafe fn entry<P>(
-    sym: &impl Fn(&CStr) -> Result<*mut c_void, String>,
-    name: &CStr,
-) -> Result<Call<P>, String> {
-    let p = sym(name)?;
-    // SAFETY: the caller names a CUPTI function taking one `P *` and returning CUptiResult.
-    Ok(unsafe { std::mem::transmute::<*mut c_void, Call<P>>(p) })
 }
 
 impl ProfApi {
@@ -84,13 +73,6 @@ impl ProfApi {
             })
         }
     }
-}
-
-/// Calls a CUPTI entry point with its parameters; its result.
-pub(super) fn call<P>(f: Call<P>, p: &mut P) -> CuptiResult {
-    // SAFETY: `f` was looked up as the entry point taking `P`; `p` is a live, initialized
-    // parameter structure (`P::new()`), whose pointers the caller set to live buffers.
-    unsafe { f(p) }
 }
 
 // `CUptiResult`s (cupti_result.h) that `rtrace-cupti-abi` does not name.

@@ -3,8 +3,10 @@
 //! library GPU activity loaded. Their parameter structures are `rtrace-cupti-abi`'s; the
 //! driver's context synchronization, through its real entry point.
 
+pub(super) use crate::cupti::entry::call;
+use crate::cupti::entry::entry;
 use rtrace_cupti_abi as abi;
-use rtrace_cupti_abi::{Call, CuptiResult};
+use rtrace_cupti_abi::Call;
 use std::ffi::{c_void, CStr};
 
 /// The entry points source counters call.
@@ -17,19 +19,6 @@ pub(crate) struct SassApi {
     pub(super) disable: Call<abi::SassMetricsDisable>,
     pub(super) data_properties: Call<abi::SassMetricsGetDataProperties>,
     pub(super) flush: Call<abi::SassMetricsFlushData>,
-}
-
-/// Looks `name` up with `sym` as an entry point taking `P`.
-///
-/// # Safety
-/// `name` must be a CUPTI function whose C signature is `CUptiResult (P *)`.
-unsafe fn entry<P>(
-    sym: &impl Fn(&CStr) -> Result<*mut c_void, String>,
-    name: &CStr,
-) -> Result<Call<P>, String> {
-    let p = sym(name)?;
-    // SAFETY: the caller names a CUPTI function taking one `P *` and returning CUptiResult.
-    Ok(unsafe { std::mem::transmute::<*mut c_void, Call<P>>(p) })
 }
 
 impl SassApi {
@@ -52,13 +41,6 @@ impl SassApi {
             })
         }
     }
-}
-
-/// Calls a CUPTI entry point with its parameters; its result.
-pub(super) fn call<P>(f: Call<P>, p: &mut P) -> CuptiResult {
-    // SAFETY: `f` was looked up as the entry point taking `P`; `p` is a live, initialized
-    // parameter structure whose pointers the caller set to live buffers.
-    unsafe { f(p) }
 }
 
 type SyncFn = unsafe extern "C" fn() -> u32;
