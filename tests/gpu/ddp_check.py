@@ -6,7 +6,8 @@ ddpR-RANK.bin.
 
 - job: every rank printed its line, untraced and traced, and the traced losses equal the
   untraced ones;
-- traces: one per rank, named by its RANK, none dropped anything, each with kernels on its own
+- traces: one per rank, named by its RANK (beside the launcher's, named by an empty RANK),
+  none dropped anything, each with kernels on its own
   device and STEPS `train_step` ranges;
 - with two ranks or more: NCCL kernels on every device, NCCL's NVTX ranges on every rank, one
   timeline (the k-th NCCL kernel of each rank overlaps the others' in the Chrome export), and
@@ -67,9 +68,11 @@ for rnd in (1, 2):
 
 # Each rank's trace (the second round's).
 files = {r: f"{work}/ddp2-{r}.bin" for r in range(ranks)}
-found = sorted(os.path.basename(f) for f in glob.glob(f"{work}/ddp2-*.bin"))
+# torchrun's launcher, which has no RANK, makes driver calls too: its trace is `ddp2-.bin`.
+found = sorted(os.path.basename(f) for f in glob.glob(f"{work}/ddp2-[0-9]*.bin"))
+launcher = os.path.exists(f"{work}/ddp2-.bin")
 out(all(os.path.exists(f) for f in files.values()) and len(found) == ranks, "traces.one-per-rank",
-    ", ".join(found))
+    ", ".join(found) + (" (and the launcher's, ddp2-.bin)" if launcher else ""))
 per_rank = {}
 for r, f in files.items():
     if not os.path.exists(f):
