@@ -10,9 +10,9 @@
 # and, from a run without valgrind, each thread's context switches per op during the loop.
 #
 # Usage: tools/bench/callgrind_add.sh [OPS]   (default 200000)
-# Environment: LIB (the librtrace.so to measure; default this build's), CUDA_INCLUDE (else tools/setup-cuda.sh test), CARGO_TARGET_DIR, OUTDIR (kept: the
-# callgrind files and the traces; default a temporary directory, removed), RTRACE_ARGS (more
-# `rtrace record` options, e.g. "-t cuda" for API only).
+# Environment: LIB (the librtrace.so to measure; default this build's), CUDA_INCLUDE (else
+# tools/setup-cuda.sh test), CARGO_TARGET_DIR, OUTDIR (kept: the callgrind files and the traces;
+# default a temporary directory, removed), RTRACE_ARGS (more `rtrace record` options).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OPS=${1:-200000}

@@ -13,10 +13,12 @@ Per thread: its instructions (exclusive, so each instruction counts once) per op
 (librtrace.so, the dynamic loader's `__tls_get_addr`, libc, the simulated driver, CUPTI and
 runtime, the program), the part of librtrace.so in each function group (GROUPS below, first
 match wins), and the system calls per op (when run with `--collect-systime=yes`). A thread is
-named by what it runs: `worker` (rtrace's), `cupti` (the simulated CUPTI's thread), `main`
-(the program's first), else its number. "rtrace's own" on the program's thread is librtrace.so
-plus the loader's TLS lookups (`__tls_get_addr`, which only rtrace calls there) plus libc
-functions librtrace.so calls (memcpy and the like, counted inclusively from its call sites)."""
+named by what it runs: `main` (the program's first), `worker` (rtrace's), `cupti` (the
+simulated CUPTI's thread), else its number. "rtrace's own" on the program's thread is
+librtrace.so plus what it calls in the loader (`__tls_get_addr`) and in libc (memcpy and the
+like), counted inclusively from its call sites; on the worker, the whole thread. callgrind counts
+each iteration of a `rep movs`/`rep stos` as an instruction: libc's memcpy and memset figures
+overstate their time."""
 
 import re
 import sys
