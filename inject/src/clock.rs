@@ -246,6 +246,15 @@ impl Calibration {
         self.to_ns_searched(t)
     }
 
+    /// A converter for a run of timestamps (one ring's drain): [`Calibration::to_ns`] with the
+    /// last segment used held in the converter, not re-read from the calibration each time.
+    pub fn converter(&self) -> Converter<'_> {
+        Converter {
+            calibration: self,
+            hint: self.hint.get(),
+        }
+    }
+
     /// [`Calibration::to_ns`] outside the last segment used: finds the segment.
     #[cold]
     fn to_ns_searched(&self, t: u64) -> u64 {
@@ -259,6 +268,25 @@ impl Calibration {
             }
             None => convert(&self.samples, t),
         }
+    }
+}
+
+/// [`Calibration::converter`]'s converter.
+pub struct Converter<'a> {
+    calibration: &'a Calibration,
+    hint: Hint,
+}
+
+impl Converter<'_> {
+    /// `CLOCK_MONOTONIC` ns of a raw timestamp, as [`Calibration::to_ns`] gives it.
+    #[inline(always)]
+    pub fn ns(&mut self, t: u64) -> u64 {
+        if t >= self.hint.lo && t < self.hint.hi {
+            return self.hint.at(t);
+        }
+        let ns = self.calibration.to_ns_searched(t);
+        self.hint = self.calibration.hint.get();
+        ns
     }
 }
 
@@ -324,10 +352,12 @@ mod tests {
             samples: samples.clone(),
             hint: std::cell::Cell::new(Hint::NONE),
         };
+        let mut conv = c.converter();
         for t in [
             0, 500, 1_000, 2_000, 2_999, 3_000, 4_000, 5_000, 7_000, 9_000, 12_000, 4_500, 100,
         ] {
             assert_eq!(c.to_ns(t), convert(&samples, t), "t={t}");
+            assert_eq!(conv.ns(t), convert(&samples, t), "t={t}");
         }
     }
 
