@@ -96,8 +96,56 @@ pub struct Calibration {
     /// Whether timestamps are TSC ticks (fixed at start-up, before the first record).
     tsc: bool,
     samples: VecDeque<(u64, u64)>,
-    /// The segment used last (records come mostly in order).
-    hint: std::cell::Cell<Option<Segment>>,
+    /// The segment used last (records come mostly in order), in the short form.
+    hint: std::cell::Cell<Hint>,
+}
+
+/// A [`Segment`] whose slope fits 64 bits (every time-stamp counter: under 2^32 ns a tick),
+/// for the conversion of nearly every timestamp: a range check, one 64x64-bit multiply and a
+/// shift, with the same result as [`Segment::at`]. `lo > hi`: none.
+#[derive(Clone, Copy)]
+struct Hint {
+    lo: u64,
+    hi: u64,
+    t0: u64,
+    n0: u64,
+    per_tick: u64,
+}
+
+impl Hint {
+    const NONE: Hint = Hint {
+        lo: 1,
+        hi: 0,
+        t0: 0,
+        n0: 0,
+        per_tick: 0,
+    };
+
+    fn of(seg: &Segment) -> Hint {
+        match u64::try_from(seg.per_tick) {
+            Ok(per_tick) => Hint {
+                lo: seg.lo,
+                hi: seg.hi,
+                t0: seg.t0,
+                n0: seg.n0,
+                per_tick,
+            },
+            Err(_) => Hint::NONE,
+        }
+    }
+
+    /// As [`Segment::at`] (the same arithmetic, with the slope's high half known to be 0).
+    #[inline(always)]
+    fn at(&self, t: u64) -> u64 {
+        const HALF: u128 = 1 << 31;
+        if t >= self.t0 {
+            let d = (u128::from(t - self.t0) * u128::from(self.per_tick) + HALF) >> 32;
+            self.n0.saturating_add(d as u64)
+        } else {
+            let d = (u128::from(self.t0 - t) * u128::from(self.per_tick) + HALF) >> 32;
+            self.n0.saturating_sub(d as u64)
+        }
+    }
 }
 
 /// The line through two samples, and the ticks `lo..hi` it converts.
@@ -122,10 +170,6 @@ impl Segment {
             n0,
             per_tick: ((dn << 32) + dt / 2) / dt,
         }
-    }
-
-    fn contains(&self, t: u64) -> bool {
-        t >= self.lo && t < self.hi
     }
 
     /// The ns of `t`, rounded to the nearest (halves away from the segment's start).
@@ -155,7 +199,7 @@ impl Calibration {
         Calibration {
             tsc,
             samples,
-            hint: std::cell::Cell::new(None),
+            hint: std::cell::Cell::new(Hint::NONE),
         }
     }
 
@@ -178,7 +222,7 @@ impl Calibration {
             self.samples.pop_front();
         }
         self.samples.push_back(p);
-        self.hint.set(None);
+        self.hint.set(Hint::NONE);
     }
 
     /// The latest pair read (ticks, ns); with no time-stamp counter, ticks are ns.
@@ -193,20 +237,56 @@ impl Calibration {
     }
 
     /// `CLOCK_MONOTONIC` ns of a raw timestamp made by [`ticks`].
+    #[inline]
     pub fn to_ns(&self, t: u64) -> u64 {
+        let hint = self.hint.get();
+        if t >= hint.lo && t < hint.hi {
+            return hint.at(t);
+        }
+        self.to_ns_searched(t)
+    }
+
+    /// A converter for a run of timestamps (one ring's drain): [`Calibration::to_ns`] with the
+    /// last segment used held in the converter, not re-read from the calibration each time.
+    pub fn converter(&self) -> Converter<'_> {
+        Converter {
+            calibration: self,
+            hint: self.hint.get(),
+        }
+    }
+
+    /// [`Calibration::to_ns`] outside the last segment used: finds the segment.
+    #[cold]
+    fn to_ns_searched(&self, t: u64) -> u64 {
         if !self.tsc {
             return t;
         }
-        if let Some(seg) = self.hint.get().filter(|s| s.contains(t)) {
-            return seg.at(t);
-        }
         match segment(&self.samples, t) {
             Some(seg) => {
-                self.hint.set(Some(seg));
+                self.hint.set(Hint::of(&seg));
                 seg.at(t)
             }
             None => convert(&self.samples, t),
         }
+    }
+}
+
+/// [`Calibration::converter`]'s converter.
+pub struct Converter<'a> {
+    calibration: &'a Calibration,
+    hint: Hint,
+}
+
+impl Converter<'_> {
+    /// `CLOCK_MONOTONIC` ns of a raw timestamp, as [`Calibration::to_ns`] gives it.
+    #[inline(always)]
+    pub fn ns(&mut self, t: u64) -> u64 {
+        if t >= self.hint.lo && t < self.hint.hi {
+            return self.hint.at(t);
+        }
+        let ns = self.calibration.to_ns_searched(t);
+        self.hint = self.calibration.hint.get();
+        ns
     }
 }
 
@@ -270,12 +350,14 @@ mod tests {
         let c = Calibration {
             tsc: true,
             samples: samples.clone(),
-            hint: std::cell::Cell::new(None),
+            hint: std::cell::Cell::new(Hint::NONE),
         };
+        let mut conv = c.converter();
         for t in [
             0, 500, 1_000, 2_000, 2_999, 3_000, 4_000, 5_000, 7_000, 9_000, 12_000, 4_500, 100,
         ] {
             assert_eq!(c.to_ns(t), convert(&samples, t), "t={t}");
+            assert_eq!(conv.ns(t), convert(&samples, t), "t={t}");
         }
     }
 

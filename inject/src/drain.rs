@@ -76,17 +76,22 @@ pub fn drain_rings(process: &Process, sink: &mut Sink, mode: Drain) -> Drained {
         let batch = &mut sink.gpu_batch;
         let nvtx = &mut sink.nvtx;
         let to_ns = |t| calibration.to_ns(t);
-        let (n, end) = ring.drain(&mut sink.pending, to_ns, |e| match e {
-            Entry::Link {
-                call,
-                source,
-                symbol,
-            } => {
-                links.insert(source, call);
-                batch.learn_name_at(symbol);
-            }
-            e => e.append_nvtx(nvtx, to_ns),
-        });
+        let mut calls = calibration.converter();
+        let (n, end) = ring.drain(
+            &mut sink.pending,
+            |t| calls.ns(t),
+            |e| match e {
+                Entry::Link {
+                    call,
+                    source,
+                    symbol,
+                } => {
+                    links.insert(source, call);
+                    batch.learn_name_at(symbol);
+                }
+                e => e.append_nvtx(nvtx, to_ns),
+            },
+        );
         let dropped = ring.take_dropped();
         // A chunk's `seq` is the ring position after its last entry: a reader of a file whose
         // process died before `release` knows which of the ring's entries a chunk holds.

@@ -14,13 +14,13 @@ use std::collections::HashMap;
 /// launch).
 #[derive(Default)]
 pub struct Links {
-    /// CUPTI's id in each slot (0: empty), and rtrace's id linked to it.
-    sources: Vec<u32>,
-    correlations: Vec<u64>,
+    /// Each slot: CUPTI's id (0: empty) and rtrace's id linked to it (one slot, one bounds
+    /// check, one cache line per look-up).
+    slots: Vec<(u32, u64)>,
 }
 
 impl Links {
-    /// Slots (a power of two); the tables are made on the first link, zeroed by the kernel
+    /// Slots (a power of two); the table is made on the first link, zeroed by the kernel
     /// (pages are touched as ids reach them).
     const CAPACITY: usize = 1 << 20;
 
@@ -28,18 +28,19 @@ impl Links {
         if source == 0 {
             return;
         }
-        if self.sources.is_empty() {
-            self.sources = vec![0; Self::CAPACITY];
-            self.correlations = vec![0; Self::CAPACITY];
+        if self.slots.is_empty() {
+            self.slots = vec![(0, 0); Self::CAPACITY];
         }
-        let slot = source as usize & (Self::CAPACITY - 1);
-        self.sources[slot] = source;
-        self.correlations[slot] = correlation;
+        if let Some(slot) = self.slots.get_mut(source as usize & (Self::CAPACITY - 1)) {
+            *slot = (source, correlation);
+        }
     }
 
     pub fn get(&self, source: u32) -> Option<u64> {
-        let slot = source as usize & (Self::CAPACITY - 1);
-        (source != 0 && self.sources.get(slot) == Some(&source)).then(|| self.correlations[slot])
+        match self.slots.get(source as usize & (Self::CAPACITY - 1)) {
+            Some(&(s, c)) if s == source && source != 0 => Some(c),
+            _ => None,
+        }
     }
 }
 
@@ -87,6 +88,12 @@ pub struct GpuBatch {
     /// Kernel names' addresses in this process (CUPTI's strings) → name id, and the new ones.
     name_addresses: WordMap<u32>,
     new_name_addresses: Vec<(u64, u32)>,
+    /// The address found last in `name_addresses` and its id (0: none): a launch's kernel is
+    /// looked up three times (its link, CUPTI's buffer, its record) and loops launch the same
+    /// kernels, so one compare usually answers without hashing. Entries are never removed
+    /// from `name_addresses`, and [`GpuBatch::name_address`] sets this one too.
+    last_address: u64,
+    last_id: u32,
 }
 
 impl GpuBatch {
@@ -113,6 +120,7 @@ impl GpuBatch {
     pub fn name_id_at(&mut self, address: u64, text: &std::ffi::CStr) -> u32 {
         if let Some(id) = self.id_at(address) {
             if self.name_of(id).as_bytes() == text.to_bytes() {
+                (self.last_address, self.last_id) = (address, id);
                 return id;
             }
         }
@@ -124,7 +132,11 @@ impl GpuBatch {
     /// Learns the kernel name at `address` in this process (0: none) if it has no id yet: read
     /// through the kernel, so that an address no longer mapped is skipped, not a fault.
     pub fn learn_name_at(&mut self, address: u64) {
-        if address == 0 || self.knows_address(address) {
+        if address == 0 {
+            return;
+        }
+        if let Some(id) = self.id_at(address) {
+            (self.last_address, self.last_id) = (address, id);
             return;
         }
         let mut text = Vec::with_capacity(1 << 14);
@@ -134,13 +146,12 @@ impl GpuBatch {
         }
     }
 
-    /// Whether the kernel name at `address` has an id.
-    pub fn knows_address(&self, address: u64) -> bool {
-        self.name_addresses.contains_key(&address)
-    }
-
     /// The id of the kernel name at `address` (CUPTI's string), if it has one.
+    #[inline]
     pub fn id_at(&self, address: u64) -> Option<u32> {
+        if address != 0 && address == self.last_address {
+            return Some(self.last_id);
+        }
         self.name_addresses.get(&address).copied()
     }
 
@@ -151,6 +162,7 @@ impl GpuBatch {
         if self.name_addresses.insert(address, id) != Some(id) {
             self.new_name_addresses.push((address, id));
         }
+        (self.last_address, self.last_id) = (address, id);
     }
 
     /// Hands the collected records to `chunk` (kind, payload), new kernel names first, and
@@ -228,6 +240,10 @@ mod tests {
         // Another module at the same address: another name, the address mapped anew.
         assert_eq!(b.name_id_at(0x1000, k2), 1);
         assert_eq!(b.id_at(0x1000), Some(1));
+        // The address looked up last answers first; the others from the table.
+        assert_eq!((b.id_at(0x2000), b.id_at(0x3000)), (Some(0), None));
+        b.learn_name_at(0x2000);
+        assert_eq!((b.id_at(0x2000), b.id_at(0x1000)), (Some(0), Some(1)));
         assert_eq!(
             b.new_name_addresses,
             [(0x1000, 0), (0x2000, 0), (0x1000, 1)]

@@ -272,32 +272,40 @@ impl Ring {
     pub fn drain(
         &self,
         out: &mut Vec<u8>,
-        to_ns: impl Fn(u64) -> u64,
+        mut to_ns: impl FnMut(u64) -> u64,
         mut other: impl FnMut(Entry),
     ) -> (usize, u64) {
+        const SIZE: usize = ApiRecord::SIZE;
         let h = self.head().load(Ordering::Acquire);
         let t = self.drained.0.load(Ordering::Relaxed);
         let mut written = 0;
-        out.reserve(h.wrapping_sub(t) as usize * ApiRecord::SIZE);
+        out.reserve(h.wrapping_sub(t) as usize * SIZE);
+        let start = out.len();
+        let (slots, mask) = (self.region.slots(), self.mask);
         for p in t..h {
             // SAFETY: positions below `head` (acquired) are published, and the producer does
             // not reuse their slots before `release`.
-            let bytes: &[u8; ApiRecord::SIZE] = unsafe {
-                &*(self
-                    .region
-                    .slots()
-                    .add((p & self.mask) as usize * ApiRecord::SIZE)
-                    as *const [u8; ApiRecord::SIZE])
-            };
+            let bytes: &[u8; SIZE] =
+                unsafe { &*(slots.add((p & mask) as usize * SIZE) as *const [u8; SIZE]) };
             // Calls, nearly every entry, are copied with their times converted and nothing
-            // else decoded.
+            // else decoded, each into its place in the room reserved above (no growth check).
             if Entry::is_call(ApiRecord::function_of(bytes)) {
-                ApiRecord::append_retimed(bytes, out, &to_ns);
+                let rec = ApiRecord::retimed(bytes, &mut to_ns);
+                // SAFETY: `reserve` made room for every entry after `start`; this is the
+                // `written`-th call, so it lies inside that room.
+                unsafe {
+                    out.as_mut_ptr()
+                        .add(start + written * SIZE)
+                        .cast::<[u8; SIZE]>()
+                        .write_unaligned(rec);
+                }
                 written += 1;
             } else {
                 other(Entry::decode(ApiRecord::from_bytes(bytes)));
             }
         }
+        // SAFETY: the `written` records after `start` were written above.
+        unsafe { out.set_len(start + written * SIZE) };
         self.drained.0.store(h, Ordering::Relaxed);
         (written, h)
     }

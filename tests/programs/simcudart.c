@@ -82,7 +82,13 @@ static struct {
     CUresult (*stream_sync)(CUstream);
     CUresult (*stream_create)(CUstream *, unsigned);
     CUresult (*stream_destroy)(CUstream);
+    CUresult (*ctx_get_device)(CUdevice *, CUcontext); /* cuCtxGetDevice_v2, on first use */
 } drv;
+
+typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t,
+                           CUdriverProcAddressQueryResult *);
+/* cuGetProcAddress_v2, kept for the functions looked up on their first use. */
+static gpa_fn gpa_saved;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static CUresult init_rc = CUDA_ERROR_NOT_INITIALIZED;
@@ -96,6 +102,7 @@ static void init(void) {
         (CUresult(*)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *))
             dlsym(h, "cuGetProcAddress_v2");
     if (!gpa) return;
+    gpa_saved = gpa;
     struct { const char *name; void **slot; } fns[] = {
         {"cuInit", (void **)&drv.init},
         {"cuDeviceGet", (void **)&drv.device_get},
@@ -216,6 +223,31 @@ cudaError_t cudaStreamCreate(cudaStream_t *stream) {
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
     BEGIN(cudaStreamDestroy_v5050);
     DRIVER(drv.stream_destroy((CUstream)stream));
+}
+
+/* The current context's device, asked of the driver as CUDA 13's runtime does (one
+ * cuCtxGetDevice_v2 of the current context, looked up on the first call, so that programs that
+ * never call it look up what they did before; PyTorch calls it around every operation). */
+static CUresult ctx_get_device(CUdevice *device) {
+    CUresult (*f)(CUdevice *, CUcontext) =
+        __atomic_load_n(&drv.ctx_get_device, __ATOMIC_ACQUIRE);
+    if (!f) {
+        CUdriverProcAddressQueryResult status;
+        void *p = NULL;
+        if (gpa_saved("cuCtxGetDevice", &p, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &status) !=
+                CUDA_SUCCESS ||
+            !p)
+            return CUDA_ERROR_NOT_FOUND;
+        f = (CUresult(*)(CUdevice *, CUcontext))p;
+        __atomic_store_n(&drv.ctx_get_device, f, __ATOMIC_RELEASE);
+    }
+    return f(device, NULL);
+}
+
+cudaError_t cudaGetDevice(int *device) {
+    BEGIN(cudaGetDevice_v3020);
+    if (!device) END(cudaErrorInvalidValue);
+    DRIVER(ctx_get_device((CUdevice *)device));
 }
 
 /* No driver call: the runtime keeps the last error itself (always none here). */

@@ -31,21 +31,20 @@ impl ApiRecord {
         u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
     }
 
-    /// Appends the encoded record `bytes` to `out` with its two times mapped by `time`: the
-    /// record as [`ApiRecord::from_bytes`], then [`ApiRecord::write_to`] would give it, with no
-    /// decoding of the other fields.
+    /// The encoded record `bytes` with its two times mapped by `time`: the record as
+    /// [`ApiRecord::from_bytes`], then [`ApiRecord::to_bytes`] would give it, with no decoding
+    /// of the other fields.
     #[inline(always)]
-    pub fn append_retimed(bytes: &[u8; Self::SIZE], out: &mut Vec<u8>, time: impl Fn(u64) -> u64) {
+    pub fn retimed(bytes: &[u8; Self::SIZE], mut time: impl FnMut(u64) -> u64) -> [u8; Self::SIZE] {
         let at = |i: usize| {
             let mut b = [0u8; 8];
             b.copy_from_slice(&bytes[i..i + 8]);
             u64::from_le_bytes(b)
         };
-        let (start, end) = (time(at(8)), time(at(16)));
-        out.extend_from_slice(&bytes[..8]);
-        out.extend_from_slice(&start.to_le_bytes());
-        out.extend_from_slice(&end.to_le_bytes());
-        out.extend_from_slice(&bytes[24..]);
+        let mut rec = *bytes;
+        rec[8..16].copy_from_slice(&time(at(8)).to_le_bytes());
+        rec[16..24].copy_from_slice(&time(at(16)).to_le_bytes());
+        rec
     }
 }
 

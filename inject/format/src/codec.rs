@@ -21,9 +21,11 @@ macro_rules! int_fields {
     ($($t:ty),*) => {$(
         impl Field for $t {
             const SIZE: usize = std::mem::size_of::<$t>();
+            #[inline]
             fn put(&self, b: &mut [u8]) {
                 b.copy_from_slice(&self.to_le_bytes());
             }
+            #[inline]
             fn get(b: &[u8]) -> Self {
                 let mut a = [0u8; std::mem::size_of::<$t>()];
                 a.copy_from_slice(b);
@@ -38,9 +40,11 @@ int_fields!(u8, u16, u32, i32, u64);
 /// One byte: 1 for true, 0 for false; any byte but 0 reads as true.
 impl Field for bool {
     const SIZE: usize = 1;
+    #[inline]
     fn put(&self, b: &mut [u8]) {
         b[0] = u8::from(*self);
     }
+    #[inline]
     fn get(b: &[u8]) -> Self {
         b[0] != 0
     }
@@ -114,6 +118,9 @@ macro_rules! record {
             pub const SIZE: usize = $size;
 
             /// The record's encoding: its fields in declaration order, little-endian.
+            /// (`#[inline]`: the library's hot path encodes a record per call, from another
+            /// crate, and its worker decodes and encodes one per GPU record.)
+            #[inline]
             pub fn to_bytes(&self) -> [u8; Self::SIZE] {
                 let mut b = [0u8; Self::SIZE];
                 $crate::codec::record!(@put self b 0usize; $($wire)*);
@@ -121,6 +128,7 @@ macro_rules! record {
             }
 
             /// Decodes what [`Self::to_bytes`] wrote (reserved bytes are ignored).
+            #[inline]
             pub fn from_bytes(b: &[u8; Self::SIZE]) -> Self {
                 $crate::codec::record!(@get b 0usize; $($wire)*);
                 $name { $($names),* }
@@ -134,9 +142,11 @@ macro_rules! record {
 
         impl $crate::codec::Field for $name {
             const SIZE: usize = $size;
+            #[inline]
             fn put(&self, b: &mut [u8]) {
                 b.copy_from_slice(&self.to_bytes());
             }
+            #[inline]
             fn get(b: &[u8]) -> Self {
                 let mut a = [0u8; $size];
                 a.copy_from_slice(b);

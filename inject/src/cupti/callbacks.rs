@@ -11,7 +11,7 @@ use super::profiler;
 use super::share;
 use super::state::CUPTI;
 use std::ffi::{c_char, c_void, CStr};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 const CB_DOMAIN_DRIVER_API: u32 = layout::CUPTI_CB_DOMAIN_DRIVER_API;
 const CB_DOMAIN_RESOURCE: u32 = layout::CUPTI_CB_DOMAIN_RESOURCE;
@@ -80,6 +80,25 @@ pub(super) fn runtime_never_makes_work(name: &[u8]) -> bool {
 /// Runtime callback ids whose CUPTI correlation ids are not linked
 /// ([`runtime_never_makes_work`]), one bit each; set once when the runtime domain is enabled.
 static RUNTIME_UNLINKED: [AtomicU64; 16] = [const { AtomicU64::new(0) }; 16];
+
+/// rtrace enabled the runtime domain: every runtime callback id of the table (1 to its end) is
+/// rtrace's ([`enable_runtime`] marks them all in `share`, and marks are never taken back), so
+/// [`on_api`] knows without looking it up (about 12 instructions on each of the two callbacks
+/// of every runtime call).
+static RUNTIME_ALL_OURS: AtomicBool = AtomicBool::new(false);
+
+/// Whether a callback of `domain` and `cbid` is rtrace's.
+#[inline(always)]
+fn ours(domain: u32, cbid: u32) -> bool {
+    const RUNTIME_CBIDS: u32 = rtrace_format::RUNTIME_API_CBID_NAMES.len() as u32;
+    if domain == CB_DOMAIN_RUNTIME_API
+        && cbid.wrapping_sub(1) < RUNTIME_CBIDS - 1
+        && RUNTIME_ALL_OURS.load(Ordering::Relaxed)
+    {
+        return true;
+    }
+    share::ours(domain, cbid)
+}
 
 fn runtime_unlinked(cbid: u32) -> bool {
     let c = cbid as usize;
@@ -215,6 +234,7 @@ fn enable_runtime(api: &Api, sub: *mut c_void) -> Result<(), String> {
                     }
                 }
             }
+            RUNTIME_ALL_OURS.store(true, Ordering::Relaxed);
             Ok(())
         }
         rc => Err(format!(
@@ -228,7 +248,7 @@ fn enable_runtime(api: &Api, sub: *mut c_void) -> Result<(), String> {
 /// rtrace's for the call in progress (no allocation, no lock); a module loaded or about to be
 /// unloaded goes to [`modules::on_module`]; then the program's own callback, if it enabled this one.
 extern "C" fn on_api(user: *mut c_void, domain: u32, cbid: u32, data: *const u8) {
-    if share::ours(domain, cbid) {
+    if ours(domain, cbid) {
         our_callback(user, domain, cbid, data);
     }
     share::forward(domain, cbid, data);
