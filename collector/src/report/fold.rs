@@ -112,6 +112,15 @@ impl TraceFold {
         }
     }
 
+    /// Takes the API records' fold from `api`, a fold given only API records (this one none):
+    /// what folding both kinds into one would give.
+    pub fn take_api(&mut self, api: TraceFold) {
+        self.counts.threads = api.counts.threads;
+        self.counts.api = api.counts.api;
+        self.counts.last_api_end = api.counts.last_api_end;
+        self.api = api.api;
+    }
+
     #[inline]
     fn api_untallied(&mut self, r: &ApiRecord) {
         self.counts.api += 1;

@@ -10,8 +10,9 @@
 //! - utilisation: each device's and stream's records are merged into the union of their
 //!   intervals in any order; an interval is settled once no chunk still to read starts
 //!   before its end ([`crate::gpu_summary::union`]);
-//! - launch latency, and kernel launch and execution times (exact medians by joining
-//!   again while needed): API records are looked up by correlation id in a table of a window of
+//! - launch latency, and kernel launch and execution times (exact medians by passes over the
+//!   launches the join matched, kept in a temporary file: `launches.rs`; where they cannot be
+//!   kept, by joining again): API records are looked up by correlation id in a table of a window of
 //!   ids at a time (the ids of at most `ID_RANGE` calls, however far apart, each window
 //!   starting past the last: `join.rs`), filled from the API chunks whose ids reach into it, while
 //!   the GPU chunks whose ids do are matched against it ([`crate::gpu_summary::latency`]);
@@ -470,15 +471,29 @@ fn first_read<'a>(
         None => None,
     };
     let keep = RecordFilter::new(shift.as_ref().map_or(0, |s| s.ns), from, to, filter, names);
+    // The API records folded on a thread of their own, a few chunks behind.
+    let (api_to, api_chunks) = std::sync::mpsc::sync_channel(4);
     let mut first = FirstPass {
         keep: &keep,
         fold: TraceFold::default(),
         index: Vec::new(),
         nvtx: false,
         syncs: SyncFold::default(),
+        api_to: Some(api_to),
     };
-    let mut t = read_light(path, &mut first)?;
-    let (fold, index, nvtx, syncs) = (first.fold, first.index, first.nvtx, first.syncs);
+    let (t, api) = std::thread::scope(|s| {
+        let api = s.spawn(move || first::fold_api(api_chunks));
+        let t = read_light(path, &mut first);
+        // Ends the folding thread's input.
+        first.api_to = None;
+        (t, api.join())
+    });
+    let mut t = t?;
+    let (mut fold, index, nvtx, syncs) = (first.fold, first.index, first.nvtx, first.syncs);
+    match api {
+        Ok(api) => fold.take_api(api),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
     if let Some(s) = shift {
         t.shift_times(s.ns);
         t.clock_shift = Some(s);
