@@ -19,7 +19,9 @@ use std::sync::Mutex;
 pub(super) const BLOCK: usize = 1 << 20;
 
 /// The file every trace's launches go to (made when the first block is written), and its
-/// length; `Err` once it could not be made or written.
+/// length; `Err` where it could not be made. A block that could not be written is not counted
+/// (the next is written where it would have been), and the blocks written before it are still
+/// read back.
 pub(super) struct LaunchFile {
     file: Mutex<Result<Option<(File, u64)>, ()>>,
     /// Bytes of launches a block holds; 0: none are kept (the selection passes join again).
@@ -47,10 +49,7 @@ impl LaunchFile {
             return None;
         };
         let at = *len;
-        if file.write_all_at(bytes, at).is_err() {
-            *state = Err(());
-            return None;
-        }
+        file.write_all_at(bytes, at).ok()?;
         *len += bytes.len() as u64;
         Some(at)
     }
