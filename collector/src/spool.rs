@@ -150,8 +150,8 @@ fn copy_name(dir: &Path, n: usize) -> PathBuf {
 }
 
 /// A new file in `dir` with no name: `O_TMPFILE`, else created exclusively and unlinked at
-/// once; mode 0600 either way.
-fn unnamed_file(dir: &Path) -> io::Result<File> {
+/// once; mode 0600 either way. (Also the report's launches: `report/launches.rs`.)
+pub(crate) fn unnamed_file(dir: &Path) -> io::Result<File> {
     let tmpfile = OpenOptions::new()
         .read(true)
         .write(true)

@@ -298,7 +298,8 @@ impl Dist {
             for m in middles.iter_mut() {
                 if let Middle::Select(s) = m {
                     if v >= s.lo && v <= s.hi {
-                        s.counts[(u128::from(v - s.lo) / s.width) as usize] += 1;
+                        // A width is at most 2^64 / SELECT_BUCKETS: a 64-bit division.
+                        s.counts[((v - s.lo) / s.width as u64) as usize] += 1;
                     }
                 }
             }

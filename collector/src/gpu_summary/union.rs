@@ -5,6 +5,13 @@ use super::common::{Hundredths, Utilisation};
 use std::collections::{BTreeMap, BinaryHeap};
 
 /// The union of the intervals of one device or stream, built incrementally.
+///
+/// Records mostly come in order of start (one stream's, a chunk at a time) and extend the
+/// interval that starts last; the others wait, as they came, until a sweep sorts and merges
+/// them and settles those that end before the watermark (no record still to come starts
+/// before it, so none can touch them). A sweep comes once the intervals waiting are twice
+/// as many as the last sweep kept (and at least [`SWEEP`]): each interval is sorted a few
+/// times at most, and what waits is at most twice what the sweeps keep.
 #[derive(Clone, Debug, Default)]
 pub struct Union {
     records: u64,
@@ -13,16 +20,23 @@ pub struct Union {
     busy: u64,
     /// Merged intervals settled (each ended before the watermark).
     settled: u64,
-    /// Merged intervals not yet settled: start → end, disjoint and not touching; all before
-    /// `last`.
-    pending: BTreeMap<u64, u64>,
-    /// The pending interval that starts last, kept out of the map: records mostly come in
-    /// order of start, and extend it.
+    /// Intervals not yet settled, not merged with each other (but those a sweep left,
+    /// which are disjoint and not touching); none of them is `last`.
+    pending: Vec<(u64, u64)>,
+    /// The interval records extend while they come in order of start.
     last: Option<(u64, u64)>,
+    /// The least start of a record still to come, as last said ([`Union::settle`]).
+    watermark: u64,
+    /// How many intervals may wait before the next sweep.
+    sweep_at: usize,
 }
+
+/// The fewest intervals waiting that a sweep is made for.
+const SWEEP: usize = 4096;
 
 impl Union {
     /// Adds the interval of one record; an end before its start counts as the start.
+    #[inline]
     pub fn add(&mut self, start: u64, end: u64) {
         let end = end.max(start);
         if self.records == 0 {
@@ -32,53 +46,56 @@ impl Union {
             self.end = self.end.max(end);
         }
         self.records += 1;
-        match self.last {
-            Some((ls, le)) if start >= ls => {
-                if start <= le {
-                    self.last = Some((ls, le.max(end)));
-                } else {
-                    self.pending.insert(ls, le);
-                    self.last = Some((start, end));
+        match &mut self.last {
+            // Touching the last interval: one with it.
+            Some((ls, le)) if start <= *le && end >= *ls => {
+                *ls = (*ls).min(start);
+                *le = (*le).max(end);
+            }
+            Some(last) => {
+                self.pending.push(*last);
+                *last = (start, end);
+                if self.pending.len() >= self.sweep_at.max(SWEEP) {
+                    self.sweep(self.watermark);
                 }
-                return;
             }
-            None if self.pending.is_empty() => {
-                self.last = Some((start, end));
-                return;
-            }
-            _ => {}
+            None => self.last = Some((start, end)),
         }
-        if let Some((ls, le)) = self.last.take() {
-            self.pending.insert(ls, le);
-        }
-        let (mut s, mut e) = (start, end);
-        // Touching intervals merge: those with start <= e and end >= s.
-        while let Some((&ps, &pe)) = self.pending.range(..=e).next_back() {
-            if pe < s {
-                break;
-            }
-            self.pending.remove(&ps);
-            s = s.min(ps);
-            e = e.max(pe);
-        }
-        self.pending.insert(s, e);
-        self.last = self.pending.pop_last();
     }
 
-    /// Settles the intervals that end before `watermark`: no later record can touch them.
-    pub fn settle(&mut self, watermark: u64) {
-        while let Some(entry) = self.pending.first_entry() {
-            if *entry.get() >= watermark {
-                return;
+    /// Sorts and merges the intervals waiting (and the last), settling those that end before
+    /// `watermark`; the one that starts last is the last again.
+    fn sweep(&mut self, watermark: u64) {
+        self.pending.extend(self.last.take());
+        self.pending.sort_unstable();
+        let mut kept = 0;
+        let mut i = 0;
+        while i < self.pending.len() {
+            let (s, mut e) = self.pending[i];
+            i += 1;
+            while i < self.pending.len() && self.pending[i].0 <= e {
+                e = e.max(self.pending[i].1);
+                i += 1;
             }
-            let (s, e) = entry.remove_entry();
-            self.busy = self.busy.saturating_add(e - s);
-            self.settled += 1;
+            if e < watermark {
+                self.busy = self.busy.saturating_add(e - s);
+                self.settled += 1;
+            } else {
+                self.pending[kept] = (s, e);
+                kept += 1;
+            }
         }
-        if let Some((s, e)) = self.last.filter(|&(_, e)| e < watermark) {
-            self.busy = self.busy.saturating_add(e - s);
-            self.settled += 1;
-            self.last = None;
+        self.pending.truncate(kept);
+        self.last = self.pending.pop();
+        self.sweep_at = 2 * self.pending.len();
+    }
+
+    /// Settles the intervals that end before `watermark` (when a sweep is due): no later
+    /// record can touch them.
+    pub fn settle(&mut self, watermark: u64) {
+        self.watermark = self.watermark.max(watermark);
+        if self.pending.len() >= self.sweep_at.max(SWEEP) {
+            self.sweep(self.watermark);
         }
     }
 
@@ -89,10 +106,8 @@ impl Union {
 
     /// The row, once every record was added.
     pub fn row(mut self, pid: u32, device: u32, stream: Option<u32>) -> Utilisation {
-        if let Some(last) = self.last.take() {
-            self.pending.insert(last.0, last.1);
-        }
-        while let Some((s, e)) = self.pending.pop_first() {
+        self.sweep(u64::MAX);
+        if let Some((s, e)) = self.last.take() {
             self.busy = self.busy.saturating_add(e - s);
             self.settled += 1;
         }
@@ -214,5 +229,57 @@ mod tests {
             union_of(&[(10, 12), (20, 22), (12, 20), (0, 100)], true),
             (100, 0)
         );
+        // Growing the last interval back: touching it, and touching a pending one too.
+        assert_eq!(union_of(&[(10, 20), (30, 40), (25, 30)], false), (25, 1));
+        assert_eq!(union_of(&[(10, 20), (30, 40), (20, 30)], true), (30, 0));
+        assert_eq!(union_of(&[(10, 20), (30, 40), (21, 29)], false), (28, 2));
+    }
+
+    /// Busy time and gaps of `iv` from the intervals sorted by start.
+    fn sorted_union(iv: &[(u64, u64)]) -> (u64, u64) {
+        let mut v = iv.to_vec();
+        v.sort_unstable();
+        let (mut busy, mut pieces) = (0, 0u64);
+        let mut cur: Option<(u64, u64)> = None;
+        for (s, e) in v {
+            match &mut cur {
+                Some((_, ce)) if s <= *ce => *ce = (*ce).max(e),
+                _ => {
+                    if let Some((cs, ce)) = cur {
+                        busy += ce - cs;
+                    }
+                    pieces += 1;
+                    cur = Some((s, e));
+                }
+            }
+        }
+        if let Some((cs, ce)) = cur {
+            busy += ce - cs;
+        }
+        (busy, pieces.saturating_sub(1))
+    }
+
+    #[test]
+    fn interleaved_streams_agree_with_the_sorted_computation() {
+        // Four streams' kernels, each stream's in order, the streams interleaved as a
+        // device's chunks give them (their starts going back and forth).
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        let mut now = [0u64; 4];
+        let mut iv = Vec::new();
+        for i in 0..4000 {
+            let s = i % 4;
+            now[s] += next() % 50;
+            let len = next() % 40;
+            iv.push((now[s], now[s] + len));
+            now[s] += len;
+        }
+        assert_eq!(union_of(&iv, false), sorted_union(&iv));
+        assert_eq!(union_of(&iv[..500], true), sorted_union(&iv[..500]));
     }
 }

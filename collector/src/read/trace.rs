@@ -83,8 +83,9 @@ impl Trace {
         Ok(trace.read_chunks(sink, &mut || next_decoded(&mut reader)))
     }
 
-    /// [`Trace::read_with`] with the reading, checking and decoding of chunks on a thread of
-    /// their own, a few chunks ahead of `sink` (which gets the same chunks in the same order).
+    /// [`Trace::read_with`] with the reading and checking of chunks on a thread of their own
+    /// and their decoding on another, a few chunks ahead of `sink` (which gets the same chunks
+    /// in the same order).
     pub fn read_ahead<R: Read + Send>(
         path: &Path,
         input: R,
@@ -95,14 +96,31 @@ impl Trace {
             error,
         })?;
         let trace = Trace::begin(path, &reader);
+        let (send_read, receive_read) = std::sync::mpsc::sync_channel::<Step>(AHEAD);
         let (send, receive) = std::sync::mpsc::sync_channel::<Step>(AHEAD);
         Ok(std::thread::scope(|s| {
             s.spawn(move || loop {
-                let step = next_decoded(&mut reader);
+                let step = next_read(&mut reader);
                 let last = !matches!(step, Step::Chunk(..));
-                // The consumer stops taking only when it has the last one.
-                if send.send(step).is_err() || last {
+                // The decoder stops taking only when it has the last one.
+                if send_read.send(step).is_err() || last {
                     break;
+                }
+            });
+            s.spawn(move || {
+                for step in receive_read {
+                    let step = match step {
+                        Step::Chunk(chunk, _) => {
+                            let decoded = decode_chunk(&chunk);
+                            Step::Chunk(chunk, decoded)
+                        }
+                        other => other,
+                    };
+                    let last = !matches!(step, Step::Chunk(..));
+                    // The consumer stops taking only when it has the last one.
+                    if send.send(step).is_err() || last {
+                        break;
+                    }
                 }
             });
             let mut next = || receive.recv().unwrap_or(Step::End { write_error: None });
@@ -210,11 +228,24 @@ enum Step {
 
 /// The next chunk of `reader`, its records decoded.
 fn next_decoded<R: Read>(reader: &mut TraceReader<R>) -> Step {
-    match reader.next_chunk() {
-        Ok(Some(chunk)) => {
-            let decoded = Kind::of(chunk.header.kind).map(|k| (k, Records::decode(k, &chunk)));
+    match next_read(reader) {
+        Step::Chunk(chunk, _) => {
+            let decoded = decode_chunk(&chunk);
             Step::Chunk(chunk, decoded)
         }
+        other => other,
+    }
+}
+
+/// The records of `chunk` decoded, if it is a chunk of records.
+fn decode_chunk(chunk: &Chunk) -> Option<(Kind, Result<Records, String>)> {
+    Kind::of(chunk.header.kind).map(|k| (k, Records::decode(k, chunk)))
+}
+
+/// The next chunk of `reader`, not decoded yet.
+fn next_read<R: Read>(reader: &mut TraceReader<R>) -> Step {
+    match reader.next_chunk() {
+        Ok(Some(chunk)) => Step::Chunk(chunk, None),
         Ok(None) => Step::End {
             write_error: reader.write_error(),
         },

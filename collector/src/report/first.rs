@@ -1,5 +1,8 @@
 //! The report's first read of a file ([`FirstPass`]): its kept records folded, their chunks
 //! indexed, the synchronizations linked to no call folded, NVTX events noted (streamed later).
+//! The API records may be folded on a thread of their own ([`FirstPass::api_to`],
+//! [`fold_api`]): their fold shares nothing with the GPU records' and gets them in the same
+//! order.
 
 use super::fold::TraceFold;
 use crate::filter::RecordFilter;
@@ -9,7 +12,11 @@ use crate::read::first::hold_names;
 use crate::read::index::ChunkRef;
 use crate::read::records::{Kind, Records};
 use crate::read::trace::RecordSink;
-use rtrace_format::{Chunk, MemcpyRecord, FLAG_CORRELATED};
+use rtrace_format::{ApiRecord, Chunk, MemcpyRecord, FLAG_CORRELATED};
+use std::sync::mpsc::{Receiver, SyncSender};
+
+/// A chunk's kept API records, and its thread.
+pub(super) type ApiChunk = (u64, Vec<ApiRecord>);
 
 /// The first pass's sink: folds the kept records, indexes their chunks, notes whether there
 /// are NVTX ranges, marks or external ids (streamed later, not held).
@@ -20,6 +27,18 @@ pub(super) struct FirstPass<'a> {
     pub(super) nvtx: bool,
     /// The synchronizations linked to no call (those linked to one wait for the join).
     pub(super) syncs: SyncFold,
+    /// Where the API records go to be folded ([`fold_api`]); `None`: into `fold` here.
+    pub(super) api_to: Option<SyncSender<ApiChunk>>,
+}
+
+/// Folds the API records sent by a [`FirstPass`] (in the order sent) into a fold of their own,
+/// until the sender is gone.
+pub(super) fn fold_api(chunks: Receiver<ApiChunk>) -> TraceFold {
+    let mut fold = TraceFold::default();
+    for (thread, records) in chunks {
+        fold.api_chunk(thread, records.into_iter());
+    }
+    fold
 }
 
 impl RecordSink for FirstPass<'_> {
@@ -35,7 +54,20 @@ impl RecordSink for FirstPass<'_> {
                     c.id(r.correlation);
                     c.min_start = c.min_start.min(r.start_ns);
                 });
-                self.fold.api_chunk(chunk.header.thread, kept);
+                let thread = chunk.header.thread;
+                match &self.api_to {
+                    Some(to) => {
+                        let kept: Vec<ApiRecord> = kept.collect();
+                        if let Err(e) = to.send((thread, kept)) {
+                            // The folding thread is gone (it cannot be, but for a panic):
+                            // folded here.
+                            let (thread, kept) = e.0;
+                            self.api_to = None;
+                            self.fold.api_chunk(thread, kept.into_iter());
+                        }
+                    }
+                    None => self.fold.api_chunk(thread, kept),
+                }
                 if c.min_start != u64::MAX {
                     self.index.push(c);
                 }

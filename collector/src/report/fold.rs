@@ -80,7 +80,14 @@ pub struct TraceFold {
     /// (name id, device, configuration) → launches; (name id, device) → their time.
     configs: FastMap<(u32, u32, KernelLaunch), u64>,
     config_time: FastMap<(u32, u32), u128>,
+    /// The latest configurations' launches and time, not yet in `configs` and `config_time`
+    /// (a few, looked up in order: kernels mostly repeat a few configurations; added to the
+    /// maps when a new one finds it full, and by [`TraceFold::settled`]).
+    recent: Vec<((u32, u32, KernelLaunch), u64, u128)>,
 }
+
+/// Configurations [`TraceFold::recent`] holds.
+const RECENT: usize = 8;
 
 fn duration(start: u64, end: u64) -> u64 {
     end.saturating_sub(start)
@@ -103,6 +110,15 @@ impl TraceFold {
         if n > 0 {
             *self.counts.threads.entry(tid).or_insert(0) += n;
         }
+    }
+
+    /// Takes the API records' fold from `api`, a fold given only API records (this one none):
+    /// what folding both kinds into one would give.
+    pub fn take_api(&mut self, api: TraceFold) {
+        self.counts.threads = api.counts.threads;
+        self.counts.api = api.counts.api;
+        self.counts.last_api_end = api.counts.last_api_end;
+        self.api = api.api;
     }
 
     #[inline]
@@ -134,11 +150,33 @@ impl TraceFold {
             None => acc.first = Some((index, (k.grid, k.block))),
             Some((_, first)) => acc.uniform &= first == (k.grid, k.block),
         }
-        *self
-            .configs
-            .entry((k.name, k.device, KernelLaunch::from(k)))
-            .or_insert(0) += 1;
-        *self.config_time.entry((k.name, k.device)).or_insert(0) += u128::from(d);
+        let key = (k.name, k.device, KernelLaunch::from(k));
+        match self.recent.iter_mut().find(|r| r.0 == key) {
+            Some(r) => {
+                r.1 += 1;
+                r.2 += u128::from(d);
+            }
+            None => {
+                if self.recent.len() == RECENT {
+                    self.settle_recent();
+                }
+                self.recent.push((key, 1, u128::from(d)));
+            }
+        }
+    }
+
+    /// Adds the recent configurations' launches and time to the maps.
+    fn settle_recent(&mut self) {
+        for ((name, device, launch), n, time) in self.recent.drain(..) {
+            *self.configs.entry((name, device, launch)).or_insert(0) += n;
+            *self.config_time.entry((name, device)).or_insert(0) += time;
+        }
+    }
+
+    /// The fold with every launch in the configuration maps (as [`Merged::add`] reads them).
+    fn settled(mut self) -> TraceFold {
+        self.settle_recent();
+        self
     }
 
     #[inline]
@@ -218,6 +256,7 @@ impl Merged {
     /// Merges the fold of trace `ti` (`t`: its names, devices); returns how its keys map to
     /// the merged rows.
     pub fn add(&mut self, ti: usize, t: &Trace, f: TraceFold) -> KeyMap {
+        let f = f.settled();
         let mut keys = KeyMap::default();
         for (id, (errors, dist)) in f.api {
             let name = t.function_name(id).into_owned();

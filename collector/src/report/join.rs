@@ -97,6 +97,12 @@ impl IdTable {
             Some(i) => {
                 if i >= self.dense.len() {
                     let len = (i + 1).max(self.dense.len() * 2).min(self.most);
+                    // Room for the whole window at once: growing copies nothing, and only the
+                    // pages written are touched.
+                    if self.dense.capacity() < self.most {
+                        self.dense.reserve_exact(self.most - self.dense.len());
+                        self.written.reserve_exact(self.most - self.written.len());
+                    }
                     self.dense.resize(len, EMPTY);
                     self.written.resize(len, 0);
                 }

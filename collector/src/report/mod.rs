@@ -10,8 +10,9 @@
 //! - utilisation: each device's and stream's records are merged into the union of their
 //!   intervals in any order; an interval is settled once no chunk still to read starts
 //!   before its end ([`crate::gpu_summary::union`]);
-//! - launch latency, and kernel launch and execution times (exact medians by joining
-//!   again while needed): API records are looked up by correlation id in a table of a window of
+//! - launch latency, and kernel launch and execution times (exact medians by passes over the
+//!   launches the join matched, kept in a temporary file: `launches.rs`; where they cannot be
+//!   kept, by joining again): API records are looked up by correlation id in a table of a window of
 //!   ids at a time (the ids of at most `ID_RANGE` calls, however far apart, each window
 //!   starting past the last: `join.rs`), filled from the API chunks whose ids reach into it, while
 //!   the GPU chunks whose ids do are matched against it ([`crate::gpu_summary::latency`]);
@@ -36,6 +37,7 @@ mod first;
 pub mod fold;
 mod input;
 mod join;
+mod launches;
 mod passes;
 pub mod ranks;
 mod shared;
@@ -66,6 +68,25 @@ use std::path::{Path, PathBuf};
 /// bytes per id for the first 2^21 ids of a window (50 MiB), a hash map entry (about 50 bytes)
 /// for each id past them, whatever the span of the ids.
 const ID_RANGE: u64 = 1 << 21;
+
+/// How the report reads its traces, beyond what the command line says.
+#[derive(Clone, Copy, Debug)]
+struct How {
+    /// API records whose correlation ids the join holds at once ([`ID_RANGE`]).
+    id_range: u64,
+    /// Bytes per block of the kernel launches kept for the selection passes
+    /// ([`launches::BLOCK`]); 0: not kept, the passes join again.
+    launch_block: usize,
+}
+
+impl Default for How {
+    fn default() -> How {
+        How {
+            id_range: ID_RANGE,
+            launch_block: launches::BLOCK,
+        }
+    }
+}
 
 /// Everything the report prints that is computed from the API and GPU records.
 #[derive(Clone, Debug, Default)]
@@ -184,14 +205,14 @@ pub fn report_inputs(
     jobs: Jobs,
     step_names: &StepNames,
 ) -> Result<(Loaded, Sections), StreamError> {
-    report_inputs_with(paths, filter, ID_RANGE, jobs, step_names)
+    report_inputs_with(paths, filter, How::default(), jobs, step_names)
 }
 
-/// [`report_inputs`], holding the correlation ids of `id_range` API records at a time.
+/// [`report_inputs`], read as `how` says.
 fn report_inputs_with(
     paths: &[PathBuf],
     filter: &Filter,
-    id_range: u64,
+    how: How,
     jobs: Jobs,
     step_names: &StepNames,
 ) -> Result<(Loaded, Sections), StreamError> {
@@ -290,6 +311,8 @@ fn report_inputs_with(
     // The GPU pass of each trace on `jobs` threads, each with folds of its own, merged in
     // input order (their merges give what folding every trace into one would).
     let traces = &loaded.traces;
+    let id_range = how.id_range;
+    let launch_file = launches::LaunchFile::new(how.launch_block);
     let gpu = map_ordered(&inputs, jobs, |ti, input| {
         let t = &traces[ti];
         let mut top = latency::Top::new(LATENCY_ROWS);
@@ -297,6 +320,7 @@ fn report_inputs_with(
         let mut kern_exec = KernExecFold::default();
         let mut collectives = Vec::new();
         let nccl = ranks::collective_names(t);
+        let mut launches = launches::Launches::new(&launch_file);
         let mut join = Join {
             top: &mut top,
             syncs: &mut syncs,
@@ -305,18 +329,21 @@ fn report_inputs_with(
             trace: t,
             nccl: &nccl,
             collectives: &mut collectives,
+            launches: &mut launches,
         };
         let rows = gpu_pass(&mut join, input, &input.index, id_range)?;
         // The rank's figures: its collectives' durations, not their times.
         let rank = ranks::RankInput::new(t, &rows, collectives);
-        Ok::<_, StreamError>((rows, top, syncs, kern_exec, rank))
+        Ok::<_, StreamError>((rows, top, syncs, kern_exec, rank, launches.finish()))
     })?;
     let mut utilisation = Vec::new();
     let mut top = latency::Top::new(LATENCY_ROWS);
     let mut ran = Vec::new();
     let mut kern_exec = KernExecFold::default();
     let mut per_rank = Vec::new();
-    for (ti, (rows, t_top, t_syncs, t_kern_exec, rank)) in gpu.into_iter().enumerate() {
+    let mut matched = Vec::new();
+    for (ti, (rows, t_top, t_syncs, t_kern_exec, rank, written)) in gpu.into_iter().enumerate() {
+        matched.push(written);
         top.merge(t_top);
         syncs.merge(t_syncs);
         kern_exec.merge(t_kern_exec);
@@ -328,15 +355,48 @@ fn report_inputs_with(
         per_rank.push(rank);
         utilisation.extend(rows);
     }
-    // Exact medians of the launches' parts: the join again while needed, each trace's
-    // launches counted into a copy of the fold taken as the pass begins, the counts added.
+    // Exact medians of the launches' parts: the launches the GPU pass matched read back (or,
+    // where they could not be kept, the join again) while needed, in pieces (up to `jobs`
+    // of each trace's: its blocks of launches), each counted into a copy of the fold taken as
+    // the pass begins, the counts added (they add up in any order).
+    let threads = jobs.0.get();
+    let pieces: Vec<(usize, Option<std::ops::Range<usize>>)> = matched
+        .iter()
+        .enumerate()
+        .flat_map(|(ti, w)| match w {
+            Some(w) => {
+                let n = w.blocks();
+                (0..threads.min(n))
+                    .map(|p| {
+                        (
+                            ti,
+                            Some(p * n / threads.min(n)..(p + 1) * n / threads.min(n)),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            }
+            None => vec![(ti, None)],
+        })
+        .collect();
     while kern_exec.end_pass() {
         let start = &kern_exec;
         let counted = std::sync::Mutex::new(kern_exec.clone());
-        map_ordered(&inputs, jobs, |ti, input| {
+        map_ordered(&pieces, jobs, |_, (ti, blocks)| {
+            let (ti, input) = (*ti, &inputs[*ti]);
             let mut fold = start.clone();
-            kern_exec_pass(&mut fold, ti, input, &input.index, id_range)?;
-            // Counts add up in any order.
+            match (blocks, &matched[ti]) {
+                (Some(blocks), Some(w)) => w
+                    .each_in(blocks.clone(), &mut |name, function, parts| {
+                        fold.select(ti, name, function, parts)
+                    })
+                    .ok_or_else(|| StreamError::Changed {
+                        path: input.path.clone(),
+                        why: "its kernel launches, kept in a temporary file, could not be read \
+                              back"
+                            .into(),
+                    })?,
+                _ => kern_exec_pass(&mut fold, ti, input, &input.index, id_range)?,
+            }
             if let Ok(mut c) = counted.lock() {
                 c.add_selected(&fold);
             }
@@ -411,15 +471,29 @@ fn first_read<'a>(
         None => None,
     };
     let keep = RecordFilter::new(shift.as_ref().map_or(0, |s| s.ns), from, to, filter, names);
+    // The API records folded on a thread of their own, a few chunks behind.
+    let (api_to, api_chunks) = std::sync::mpsc::sync_channel(4);
     let mut first = FirstPass {
         keep: &keep,
         fold: TraceFold::default(),
         index: Vec::new(),
         nvtx: false,
         syncs: SyncFold::default(),
+        api_to: Some(api_to),
     };
-    let mut t = read_light(path, &mut first)?;
-    let (fold, index, nvtx, syncs) = (first.fold, first.index, first.nvtx, first.syncs);
+    let (t, api) = std::thread::scope(|s| {
+        let api = s.spawn(move || first::fold_api(api_chunks));
+        let t = read_light(path, &mut first);
+        // Ends the folding thread's input.
+        first.api_to = None;
+        (t, api.join())
+    });
+    let mut t = t?;
+    let (mut fold, index, nvtx, syncs) = (first.fold, first.index, first.nvtx, first.syncs);
+    match api {
+        Ok(api) => fold.take_api(api),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
     if let Some(s) = shift {
         t.shift_times(s.ns);
         t.clock_shift = Some(s);

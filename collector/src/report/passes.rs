@@ -6,6 +6,7 @@
 use super::fold::{self, Merged};
 use super::input::{gpu_records, Input};
 use super::join;
+use super::launches::Launches;
 use crate::gpu_summary::exec::{launch_parts, KernExecFold};
 use crate::gpu_summary::{latency, linked, union, SyncFold, Utilisation};
 use crate::model::Trace;
@@ -110,7 +111,7 @@ pub(super) fn select_streamed(
 }
 
 /// What the join of [`gpu_pass`] adds its matches to.
-pub(super) struct Join<'a> {
+pub(super) struct Join<'a, 'l> {
     pub(super) top: &'a mut latency::Top,
     pub(super) syncs: &'a mut SyncFold,
     pub(super) kern_exec: &'a mut KernExecFold,
@@ -120,6 +121,8 @@ pub(super) struct Join<'a> {
     /// The trace's collective (NCCL) kernel name ids, and where their (start, end) go.
     pub(super) nccl: &'a std::collections::HashSet<u32>,
     pub(super) collectives: &'a mut Vec<(u64, u64)>,
+    /// The kernel launches matched, for the selection passes of their medians.
+    pub(super) launches: &'a mut Launches<'l>,
 }
 
 /// The API chunks of a trace in file order, each with its rank ([`join::Slot::rank`]), and
@@ -313,6 +316,7 @@ pub(super) fn gpu_pass(
                                 let parts = launch_parts(s.start, s.end, start, end);
                                 join.kern_exec
                                     .add(join.trace, join.ti, name, s.function, parts);
+                                join.launches.add(name, s.function, parts);
                             }
                         }
                     },

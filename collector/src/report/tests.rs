@@ -4,6 +4,7 @@
 //! allocations and frees of two processes at equal times, NVTX ranges (nested, crossing
 //! threads) and external ids projected onto GPU work, two files.
 
+use super::launches::BLOCK;
 use super::*;
 use crate::export::ExportFormat;
 use crate::output::{render_report_section, render_sections, Format, Section};
@@ -328,11 +329,20 @@ const SYNC_KINDS: [(&str, u64); 3] = [
 const MEMORY_ROWS: [(&str, u64, u64); 2] = [("device", 1178, 1164), ("pinned", 370, 386)];
 
 fn check(files: &[PathBuf], filter: &Filter, id_range: u64) {
+    let how = |launch_block| How {
+        id_range,
+        launch_block,
+    };
+    let steps = StepNames::default();
     let (streamed, sections) =
-        report_inputs_with(files, filter, id_range, Jobs::ONE, &StepNames::default()).unwrap();
-    // Read on three threads at once: the same report.
+        report_inputs_with(files, filter, how(BLOCK), Jobs::ONE, &steps).unwrap();
+    // Read on three threads at once, the launches kept in blocks of 64 bytes (each trace's
+    // read back in three pieces at once): the same report.
     let (parallel, in_parallel) =
-        report_inputs_with(files, filter, id_range, Jobs::new(3), &StepNames::default()).unwrap();
+        report_inputs_with(files, filter, how(64), Jobs::new(3), &steps).unwrap();
+    // The launches not kept: the selection passes join again.
+    let (joined, joined_again) =
+        report_inputs_with(files, filter, how(0), Jobs::ONE, &steps).unwrap();
     let mut whole = crate::read::load_inputs(files).unwrap();
     crate::filter::apply_all(filter, &mut whole.traces).unwrap();
     for (format, section) in [(Format::Table, Section::Api), (Format::Json, Section::Api)]
@@ -344,6 +354,8 @@ fn check(files: &[PathBuf], filter: &Filter, id_range: u64) {
         assert_eq!(a, b, "{format:?} {section:?} {filter}");
         let c = render_sections(&parallel.traces, &in_parallel, format, section);
         assert_eq!(a, c, "in parallel: {format:?} {section:?} {filter}");
+        let d = render_sections(&joined.traces, &joined_again, format, section);
+        assert_eq!(a, d, "joined again: {format:?} {section:?} {filter}");
         if std::env::var_os("RTRACE_SHOW").is_some() && format == Format::Table {
             eprintln!("{a}");
         }
@@ -368,7 +380,10 @@ fn streamed_reports_are_the_in_memory_ones() {
     let (_, sections) = report_inputs_with(
         &files,
         &Filter::default(),
-        1 << 22,
+        How {
+            id_range: 1 << 22,
+            launch_block: BLOCK,
+        },
         Jobs::ONE,
         &StepNames::default(),
     )
