@@ -8,8 +8,10 @@
 # - test: also the CUPTI headers (and crt/, which they include), NVTX's headers, nvdisasm (13.2.51,
 #   the oldest wheel; collector/tests/sass.rs runs it from the `bin/` beside the include
 #   directory) and Perfetto's trace schema (the `perfetto` package's perfetto_trace_pb2, which
-#   collector/tests/export.rs decodes `rtrace export` output with) and DuckDB (which
-#   collector/tests/parquet.rs runs docs/parquet.md's queries with): what tools/test.sh needs.
+#   collector/tests/export.rs decodes `rtrace export` output with), DuckDB (which
+#   collector/tests/parquet.rs runs docs/parquet.md's queries with) and Dask with pandas and
+#   pyarrow (which it runs docs/parquet.md's Dask code with; about 30 s to install): what
+#   tools/test.sh needs.
 # - all (the default): also libclang, for the generators' checks (tools/gen-*/gen.py, .ci/run).
 #
 # Safe to run again: it installs only the packages missing at the pinned versions.
@@ -18,7 +20,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$repo/.venv"
 demo=(nvidia-cuda-runtime==13.0.88)
-test=("${demo[@]}" nvidia-nvtx==13.0.85 nvidia-cuda-cupti==13.0.85 nvidia-cuda-crt==13.0.88 nvidia-cuda-nvdisasm==13.2.51 perfetto==0.59.1 protobuf==7.36.2 duckdb==2.0.0)
+test=("${demo[@]}" nvidia-nvtx==13.0.85 nvidia-cuda-cupti==13.0.85 nvidia-cuda-crt==13.0.88 nvidia-cuda-nvdisasm==13.2.51 perfetto==0.59.1 protobuf==7.36.2 duckdb==2.0.0 dask==2026.8.0 pandas==3.1.1 pyarrow==26.0.1)
 all=("${test[@]}" libclang==18.1.1)
 case "${1:-all}" in
     demo) packages=("${demo[@]}") ;;

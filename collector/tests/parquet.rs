@@ -361,6 +361,12 @@ fn refuses_a_taken_directory_unless_forced_and_only_over_a_dataset() {
 
 /// A Python that imports duckdb, if there is one.
 fn python_with_duckdb() -> Option<PathBuf> {
+    python_with("import duckdb")
+}
+
+/// The first Python (`$RTRACE_PYTHON`, the repository's `.venv/bin/python3`, `python3`) that
+/// runs `code` (imports).
+fn python_with(code: &str) -> Option<PathBuf> {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut candidates: Vec<PathBuf> = Vec::new();
     if let Some(p) = std::env::var_os("RTRACE_PYTHON") {
@@ -370,7 +376,7 @@ fn python_with_duckdb() -> Option<PathBuf> {
     candidates.push("python3".into());
     candidates.into_iter().find(|python| {
         Command::new(python)
-            .args(["-c", "import duckdb"])
+            .args(["-c", code])
             .output()
             .is_ok_and(|o| o.status.success())
     })
@@ -514,6 +520,57 @@ fn duckdb_queries_of_the_docs_match_the_report() {
         );
         assert!(rows.contains(&line.as_str()), "{line}\n{stdout}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// docs/parquet.md's Dask code, run as written on the job's dataset by tests/engines_check.py:
+/// exactly the rows of the DuckDB queries (which the test above checks against the report). It
+/// runs with a Python that imports duckdb and dask.dataframe; without one it says so and
+/// passes, unless `RTRACE_REQUIRE_DASK` is set: .ci/run sets it, tools/setup-cuda.sh installs
+/// Dask. (The Spark code is checked the same way by tools/bench/engines_check.sh, not in CI:
+/// Spark needs Java.)
+#[test]
+fn dask_code_of_the_docs_gives_the_duckdb_rows() {
+    let Some(python) = python_with("import duckdb, dask.dataframe") else {
+        assert!(
+            std::env::var_os("RTRACE_REQUIRE_DASK").is_none(),
+            "RTRACE_REQUIRE_DASK is set (as .ci/run sets it) and no Python imports duckdb and dask"
+        );
+        eprintln!(
+            "skipped: no Python with duckdb and dask (tools/setup-cuda.sh test installs them)"
+        );
+        return;
+    };
+    let (dir, traces) = job("dask");
+    let out = dir.join("train.parquet");
+    let run = export(&traces, &out, &[]);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let run = Command::new(python)
+        .arg(manifest.join("tests/engines_check.py"))
+        .arg(&out)
+        .arg(manifest.join("../docs/parquet.md"))
+        .arg("dask")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    // Each query's row count and rows: 2 kernels; 4 ranks' devices (rank 4 has no GPU records
+    // before its damage); 5 steps; 4 ranks' NCCL kernels.
+    assert!(stdout.ends_with("19 passed, 0 failed\n"), "{stdout}");
+    assert!(
+        stdout.contains("check dask nccl_time_per_rank row 3: ok\n"),
+        "{stdout}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -6,13 +6,19 @@
 //! GPU streams are shown as threads of their process with synthetic thread
 //! ids from [`SYNTHETIC_TID_BASE`] up, named `GPU 0 context 1 stream 7`. Times are in
 //! µs with three decimals (whole ns).
+//!
+//! The fields follow PyTorch's profiler (Kineto) where Holistic Trace Analysis reads them:
+//! categories `cuda_driver`, `cuda_runtime`, `kernel`, `gpu_memcpy`, `gpu_memset`; GPU
+//! slices' arguments `device`, `context` and `stream`; copies and memsets named from
+//! `Memcpy` and `Memset`; and, when the output holds one process that recorded its rank,
+//! `"distributedInfo": {"rank": R}` after the events.
 
 use super::emitter::{Emitter, Stats, Track};
 use super::layout::{self, Device, Flow, Gpu, KernelNames, Value, ARG_NAMES};
 use crate::model::Trace;
 use crate::read::first::CounterKey;
 use crate::text::push_json_string as string;
-use rtrace_format::ApiRecord;
+use rtrace_format::{runtime_cbid, ApiRecord};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -37,6 +43,8 @@ pub struct ChromeWriter<W: Write> {
     args: Vec<layout::Arg>,
     /// A string argument's text, reused.
     scratch: String,
+    /// The rank of the only trace written, while only one with a rank has been.
+    rank: Option<u64>,
 }
 
 impl<W: Write> ChromeWriter<W> {
@@ -51,6 +59,7 @@ impl<W: Write> ChromeWriter<W> {
             t: TraceState::default(),
             args: Vec::new(),
             scratch: String::new(),
+            rank: None,
         }
     }
 
@@ -83,10 +92,17 @@ impl<W: Write> ChromeWriter<W> {
         Ok(())
     }
 
-    /// Ends the output (`],"displayTimeUnit":"ns"}`) and returns it, with
-    /// what was written.
+    /// Ends the output (`],"displayTimeUnit":"ns"}`, with `"distributedInfo": {"rank": R}`
+    /// before the `}` when one trace was written and it recorded its rank R) and returns it,
+    /// with what was written.
     pub fn finish(mut self) -> io::Result<(W, Stats)> {
-        self.buf.push_str("\n],\"displayTimeUnit\":\"ns\"}\n");
+        self.buf.push_str("\n],\"displayTimeUnit\":\"ns\"");
+        if let (1, Some(rank)) = (self.stats.traces, self.rank) {
+            // Holistic Trace Analysis finds a file's rank with the pattern `"rank":\s+(\d+)`:
+            // the space is needed.
+            let _ = write!(self.buf, ",\"distributedInfo\": {{\"rank\": {rank}}}");
+        }
+        self.buf.push_str("}\n");
         self.flush()?;
         self.out.flush()?;
         self.stats.events = self.events;
@@ -104,7 +120,8 @@ impl<W: Write> ChromeWriter<W> {
         self.buf.push_str("}}");
     }
 
-    /// A complete event; `name` is JSON already (a quoted string).
+    /// A complete event; `name` is JSON already (a quoted string). Its arguments: `args`,
+    /// then a GPU record's `device`, `context` and `stream` (`place`), then `metrics`.
     #[allow(clippy::too_many_arguments)]
     fn complete(
         &mut self,
@@ -115,6 +132,7 @@ impl<W: Write> ChromeWriter<W> {
         start: u64,
         end: u64,
         args: &[layout::Arg],
+        place: Option<(u32, u32, u32)>,
         metrics: &[(String, f64)],
     ) {
         self.event("X");
@@ -142,8 +160,17 @@ impl<W: Write> ChromeWriter<W> {
                 }
             }
         }
+        if let Some((device, context, stream)) = place {
+            if !args.is_empty() {
+                self.buf.push(',');
+            }
+            let _ = write!(
+                self.buf,
+                "\"device\":{device},\"context\":{context},\"stream\":{stream}"
+            );
+        }
         for (i, (key, value)) in metrics.iter().enumerate() {
-            if i > 0 || !args.is_empty() {
+            if i > 0 || !args.is_empty() || place.is_some() {
                 self.buf.push(',');
             }
             string(&mut self.buf, key);
@@ -216,6 +243,7 @@ impl<W: Write> Emitter for ChromeWriter<W> {
 
     fn begin_trace(&mut self, trace: &Trace, devices: &[Device]) -> io::Result<()> {
         self.stats.traces += 1;
+        self.rank = trace.header.rank().and_then(|(_, v)| v.parse().ok());
         let pid = trace.header.pid;
         self.t = TraceState {
             pid,
@@ -279,7 +307,12 @@ impl<W: Write> Emitter for ChromeWriter<W> {
         let mut args = std::mem::take(&mut self.args);
         layout::api_args(r, &mut args);
         let pid = self.t.pid;
-        self.complete("api", name, pid, lane_tid, r.start_ns, end, &args, &[]);
+        let cat = if runtime_cbid(r.function).is_some() {
+            "cuda_runtime"
+        } else {
+            "cuda_driver"
+        };
+        self.complete(cat, name, pid, lane_tid, r.start_ns, end, &args, None, &[]);
         for id in flows {
             self.flow("s", id, pid, lane_tid, r.start_ns);
         }
@@ -312,14 +345,11 @@ impl<W: Write> Emitter for ChromeWriter<W> {
                 ("kernel", json.as_str())
             }
             Gpu::Memcpy(_) | Gpu::Memset(_) => {
-                string(
-                    &mut copy_name,
-                    &layout::copy_or_set_name(g).unwrap_or_default(),
-                );
+                string(&mut copy_name, &kineto_copy_name(g));
                 let cat = if matches!(g, Gpu::Memcpy(_)) {
-                    "memcpy"
+                    "gpu_memcpy"
                 } else {
-                    "memset"
+                    "gpu_memset"
                 };
                 (cat, copy_name.as_str())
             }
@@ -329,7 +359,18 @@ impl<W: Write> Emitter for ChromeWriter<W> {
         let pid = self.t.pid;
         let start = g.span().0;
         let metrics = std::mem::take(&mut self.t.metrics);
-        self.complete(cat, name, pid, tid, start, end, &args, metrics.of_record(g));
+        let place = Some((device, context, stream));
+        self.complete(
+            cat,
+            name,
+            pid,
+            tid,
+            start,
+            end,
+            &args,
+            place,
+            metrics.of_record(g),
+        );
         self.t.metrics = metrics;
         self.t.kernel_json = kernel_json;
         self.args = args;
@@ -359,7 +400,7 @@ impl<W: Write> Emitter for ChromeWriter<W> {
             return Ok(());
         };
         let pid = self.t.pid;
-        self.complete("nvtx", &json, pid, tid, start, end, &[], &[]);
+        self.complete("nvtx", &json, pid, tid, start, end, &[], None, &[]);
         self.stats.slices += 1;
         self.flush_if_full()
     }
@@ -398,6 +439,17 @@ impl<W: Write> Emitter for ChromeWriter<W> {
         }
         self.flush_if_full()
     }
+}
+
+/// A copy's or memset's slice name ([`layout::copy_or_set_name`]) with its first letter
+/// capitalised, as PyTorch's profiler names them (`Memcpy HtoD 4 KiB`, `Memset 1 MiB`):
+/// Holistic Trace Analysis tells memory operations from kernels by these names.
+fn kineto_copy_name(record: Gpu) -> String {
+    let mut name = layout::copy_or_set_name(record).unwrap_or_default();
+    if let Some(first) = name.get_mut(0..1) {
+        first.make_ascii_uppercase();
+    }
+    name
 }
 
 /// Appends `ns` as µs with three decimals: `1234.567`.

@@ -957,16 +957,16 @@ fn chrome_json_is_exact() {
         r#"{{"traceEvents":[
 {{"ph":"M","name":"process_name","pid":42,"tid":0,"args":{{"name":"./tiny 'a\"b'"}}}},
 {{"ph":"M","name":"thread_name","pid":42,"tid":7,"args":{{"name":"main"}}}},
-{{"ph":"X","cat":"api","name":"cuLaunchKernel","pid":42,"tid":7,"ts":1.000,"dur":0.500,"args":{{"result":0,"correlation":1}}}},
+{{"ph":"X","cat":"cuda_driver","name":"cuLaunchKernel","pid":42,"tid":7,"ts":1.000,"dur":0.500,"args":{{"result":0,"correlation":1}}}},
 {{"ph":"s","cat":"flow","name":"launch","id":1,"pid":42,"tid":7,"ts":1.000}},
 {{"ph":"M","name":"thread_name","pid":42,"tid":{g},"args":{{"name":"GPU 0 context 1 stream 13"}}}},
-{{"ph":"X","cat":"kernel","name":"step(float*, int)","pid":42,"tid":{g},"ts":1.800,"dur":0.800,"args":{{"grid":"(120,1,1)","block":"(256,1,1)","registers_per_thread":32,"static_shared_memory":1024,"dynamic_shared_memory":0,"correlation":1}}}},
+{{"ph":"X","cat":"kernel","name":"step(float*, int)","pid":42,"tid":{g},"ts":1.800,"dur":0.800,"args":{{"grid":"(120,1,1)","block":"(256,1,1)","registers_per_thread":32,"static_shared_memory":1024,"dynamic_shared_memory":0,"correlation":1,"device":0,"context":1,"stream":13}}}},
 {{"ph":"f","bp":"e","cat":"flow","name":"launch","id":1,"pid":42,"tid":{g},"ts":1.800}},
-{{"ph":"X","cat":"api","name":"cuMemcpyDtoH_v2","pid":42,"tid":7,"ts":2.000,"dur":10.345,"args":{{"result":700,"correlation":2}}}},
+{{"ph":"X","cat":"cuda_driver","name":"cuMemcpyDtoH_v2","pid":42,"tid":7,"ts":2.000,"dur":10.345,"args":{{"result":700,"correlation":2}}}},
 {{"ph":"s","cat":"flow","name":"launch","id":2,"pid":42,"tid":7,"ts":2.000}},
 {{"ph":"M","name":"thread_name","pid":42,"tid":{g1},"args":{{"name":"GPU 0 context 1 stream 13"}}}},
-{{"ph":"X","cat":"kernel","name":"step(float*, int)","pid":42,"tid":{g1},"ts":2.500,"dur":0.500,"args":{{"grid":"(120,1,1)","block":"(256,1,1)","registers_per_thread":32,"static_shared_memory":1024,"dynamic_shared_memory":0}}}},
-{{"ph":"X","cat":"memcpy","name":"memcpy DtoH 2 KiB","pid":42,"tid":{g},"ts":3.000,"dur":1.024,"args":{{"bytes":2048,"src_kind":"device","dst_kind":"pinned","correlation":2}}}},
+{{"ph":"X","cat":"kernel","name":"step(float*, int)","pid":42,"tid":{g1},"ts":2.500,"dur":0.500,"args":{{"grid":"(120,1,1)","block":"(256,1,1)","registers_per_thread":32,"static_shared_memory":1024,"dynamic_shared_memory":0,"device":0,"context":1,"stream":13}}}},
+{{"ph":"X","cat":"gpu_memcpy","name":"Memcpy DtoH 2 KiB","pid":42,"tid":{g},"ts":3.000,"dur":1.024,"args":{{"bytes":2048,"src_kind":"device","dst_kind":"pinned","correlation":2,"device":0,"context":1,"stream":13}}}},
 {{"ph":"f","bp":"e","cat":"flow","name":"launch","id":2,"pid":42,"tid":{g},"ts":3.000}},
 {{"ph":"C","name":"GPU 0 memory in use","pid":42,"ts":0.500,"args":{{"bytes":1048576}}}},
 {{"ph":"C","name":"GPU 0 memory in use","pid":42,"ts":20.000,"args":{{"bytes":0}}}}
@@ -1007,6 +1007,78 @@ fn chrome_json_without_traces_or_records() {
         "{\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":9,\"tid\":0,\
          \"args\":{\"name\":\"/opt/app\"}}\n],\"displayTimeUnit\":\"ns\"}\n"
     );
+}
+
+/// The fields Holistic Trace Analysis reads, as PyTorch's profiler writes them: the categories
+/// `cuda_runtime`, `cuda_driver`, `kernel`, `gpu_memset`; GPU slices' `device`, `context`,
+/// `stream`; a memset named from `Memset`; the process's rank as `distributedInfo` after the
+/// events, with the space HTA's pattern `"rank":\s+(\d+)` needs.
+#[test]
+fn chrome_json_has_the_fields_holistic_trace_analysis_reads() {
+    use rtrace_format::{runtime_function, MemsetRecord};
+    let launch = runtime_function(211);
+    let ranked = |rank: &str| {
+        let mut h = header(7, &["./train"]);
+        h.rank_env = vec![
+            ("LOCAL_RANK".into(), "1".into()),
+            ("RANK".into(), rank.into()),
+        ];
+        Builder::new(&h)
+            .names(&[(0, "cuLaunchKernel"), (launch, "cudaLaunchKernel")])
+            .kernel_names(&[(3, "ncclDevKernel_AllReduce_Sum_f32_RING_LL")])
+            .thread(7, "main")
+            .records(
+                7,
+                &[
+                    call(launch, 0, (1_000, 2_000), 1),
+                    call(0, 0, (1_100, 1_900), 2),
+                ],
+            )
+            .kernels(&[kernel(3, (0, 13), (2_500, 3_000), 2, true)])
+            .memsets(&[MemsetRecord {
+                correlation: 1,
+                start_ns: 3_000,
+                end_ns: 3_500,
+                bytes: 1 << 20,
+                value: 7,
+                device: 0,
+                context: 1,
+                stream: 14,
+                ..Default::default()
+            }])
+    };
+    let (bytes, _) = export(&[read(&ranked("3").bytes)], ExportFormat::Chrome);
+    let g = SYNTHETIC_TID_BASE;
+    let want = format!(
+        r#"{{"traceEvents":[
+{{"ph":"M","name":"process_name","pid":7,"tid":0,"args":{{"name":"./train"}}}},
+{{"ph":"M","name":"thread_name","pid":7,"tid":7,"args":{{"name":"main"}}}},
+{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":7,"tid":7,"ts":1.000,"dur":1.000,"args":{{"result":0,"correlation":1}}}},
+{{"ph":"s","cat":"flow","name":"launch","id":1,"pid":7,"tid":7,"ts":1.000}},
+{{"ph":"X","cat":"cuda_driver","name":"cuLaunchKernel","pid":7,"tid":7,"ts":1.100,"dur":0.800,"args":{{"result":0,"correlation":2}}}},
+{{"ph":"s","cat":"flow","name":"launch","id":2,"pid":7,"tid":7,"ts":1.100}},
+{{"ph":"M","name":"thread_name","pid":7,"tid":{g},"args":{{"name":"GPU 0 context 1 stream 13"}}}},
+{{"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce_Sum_f32_RING_LL","pid":7,"tid":{g},"ts":2.500,"dur":0.500,"args":{{"grid":"(120,1,1)","block":"(256,1,1)","registers_per_thread":32,"static_shared_memory":1024,"dynamic_shared_memory":0,"correlation":2,"device":0,"context":1,"stream":13}}}},
+{{"ph":"f","bp":"e","cat":"flow","name":"launch","id":2,"pid":7,"tid":{g},"ts":2.500}},
+{{"ph":"M","name":"thread_name","pid":7,"tid":{g1},"args":{{"name":"GPU 0 context 1 stream 14"}}}},
+{{"ph":"X","cat":"gpu_memset","name":"Memset 1 MiB","pid":7,"tid":{g1},"ts":3.000,"dur":0.500,"args":{{"bytes":1048576,"value":7,"correlation":1,"device":0,"context":1,"stream":14}}}},
+{{"ph":"f","bp":"e","cat":"flow","name":"launch","id":1,"pid":7,"tid":{g1},"ts":3.000}}
+],"displayTimeUnit":"ns","distributedInfo": {{"rank": 3}}}}
+"#,
+        g1 = g + 1,
+    );
+    assert_eq!(String::from_utf8(bytes).unwrap(), want);
+    // HTA reads one rank per file: none is named for two processes in one output, or for a
+    // rank that is not a number.
+    let two = [read(&ranked("3").bytes), read(&ranked("4").bytes)];
+    let (bytes, _) = export(&two, ExportFormat::Chrome);
+    assert!(String::from_utf8(bytes)
+        .unwrap()
+        .ends_with("\n],\"displayTimeUnit\":\"ns\"}\n"));
+    let (bytes, _) = export(&[read(&ranked("x").bytes)], ExportFormat::Chrome);
+    assert!(String::from_utf8(bytes)
+        .unwrap()
+        .ends_with("\n],\"displayTimeUnit\":\"ns\"}\n"));
 }
 
 #[test]

@@ -315,10 +315,17 @@ fn reports_and_exports_show_runtime_calls_with_their_driver_calls() {
     let text = std::fs::read_to_string(&out).unwrap();
     let slices: Vec<(String, f64, f64)> = text
         .lines()
-        .filter(|l| l.contains("\"cat\":\"api\""))
+        .filter(|l| l.contains("\"cat\":\"cuda_runtime\"") || l.contains("\"cat\":\"cuda_driver\""))
         .map(|l| {
             let field = |k: &str| l.split(&format!("\"{k}\":")).nth(1).unwrap();
             let name = field("name").split('"').nth(1).unwrap().to_string();
+            // Runtime calls are `cuda_runtime` slices, driver calls `cuda_driver` ones.
+            let cat = if name.starts_with("cuda") {
+                "cuda_runtime"
+            } else {
+                "cuda_driver"
+            };
+            assert!(l.contains(&format!("\"cat\":\"{cat}\"")), "{l}");
             let num =
                 |k: &str| -> f64 { field(k).split([',', '}']).next().unwrap().parse().unwrap() };
             (name, num("ts"), num("dur"))
