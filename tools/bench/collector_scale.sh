@@ -15,16 +15,7 @@ cd "$(dirname "$0")/../.."
 REPS=${REPS:-3}
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(1000000 10000000)
-cargo build --release -q -p rtrace-collector --bin rtrace --example synth
-RTRACE=$PWD/target/release/rtrace
-SYNTH=$PWD/target/release/examples/synth
-own_work=0
-if [ -z "${WORK:-}" ]; then
-    WORK=$(mktemp -d /tmp/rtrace-scale.XXXXXX)
-    own_work=1
-fi
-cleanup() { [ "$own_work" = 1 ] && rm -rf "$WORK"; }
-trap cleanup EXIT
+. tools/bench/synth_env.sh scale
 
 # best_of CMD...: runs CMD REPS times; prints "<best wall s> <peak RSS KiB of that run>".
 best_of() {

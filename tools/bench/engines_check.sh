@@ -22,17 +22,7 @@ ranks=${1:-4}
 records=${2:-200000}
 ENGINES=${ENGINES:-dask spark}
 PYTHON=${PYTHON:-/tmp/engines-venv/bin/python3}
-cargo build --release -q -p rtrace-collector --bin rtrace --example synth
-target=${CARGO_TARGET_DIR:-$PWD/target}
-RTRACE=$target/release/rtrace
-SYNTH=$target/release/examples/synth
-own_work=0
-if [ -z "${WORK:-}" ]; then
-    WORK=$(mktemp -d /tmp/rtrace-engines.XXXXXX)
-    own_work=1
-fi
-cleanup() { [ "$own_work" = 1 ] && rm -rf "$WORK"; }
-trap cleanup EXIT
+. tools/bench/synth_env.sh engines
 
 mkdir -p "$WORK/run"
 nccl=()

@@ -37,19 +37,9 @@ HTA_LIMIT_GIB=${HTA_LIMIT_GIB:-16}
     echo "  python3 -m venv /tmp/hta-venv && /tmp/hta-venv/bin/pip install HolisticTraceAnalysis duckdb" >&2
     exit 2
 }
-cargo build --release -q -p rtrace-collector --bin rtrace --example synth
-target=${CARGO_TARGET_DIR:-$PWD/target}
-RTRACE=$target/release/rtrace
-SYNTH=$target/release/examples/synth
 HELPER=$PWD/tools/bench/hta_side_by_side.py
 DOCS=$PWD/docs/parquet.md
-own_work=0
-if [ -z "${WORK:-}" ]; then
-    WORK=$(mktemp -d /tmp/rtrace-hta.XXXXXX)
-    own_work=1
-fi
-cleanup() { [ "$own_work" = 1 ] && rm -rf "$WORK"; }
-trap cleanup EXIT
+. tools/bench/synth_env.sh hta
 
 # min median max of the numbers on stdin.
 stats() {

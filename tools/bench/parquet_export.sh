@@ -17,18 +17,8 @@ cd "$(dirname "$0")/../.."
 REPS=${REPS:-3}
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(1000000 10000000)
-cargo build --release -q -p rtrace-collector --bin rtrace --example synth
-target=${CARGO_TARGET_DIR:-$PWD/target}
-RTRACE=$target/release/rtrace
-SYNTH=$target/release/examples/synth
 PYTHON=${RTRACE_PYTHON:-$PWD/.venv/bin/python3}
-own_work=0
-if [ -z "${WORK:-}" ]; then
-    WORK=$(mktemp -d /tmp/rtrace-parquet.XXXXXX)
-    own_work=1
-fi
-cleanup() { [ "$own_work" = 1 ] && rm -rf "$WORK"; }
-trap cleanup EXIT
+. tools/bench/synth_env.sh parquet
 
 echo "parquet export benchmark: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), best of $REPS runs${SYNTH_NVTX:+, SYNTH_NVTX=$SYNTH_NVTX}"
 printf '%-10s %-9s %8s %12s %10s %9s\n' records trace "wall s" "records/s" "peak MiB" dataset

@@ -23,17 +23,7 @@ records=${2:-1000000}
 REPS=${REPS:-3}
 JOBS=${JOBS:-0}
 NVTX=${NVTX:-1}
-cargo build --release -q -p rtrace-collector --bin rtrace --example synth
-target=${CARGO_TARGET_DIR:-$PWD/target}
-RTRACE=$target/release/rtrace
-SYNTH=$target/release/examples/synth
-own_work=0
-if [ -z "${WORK:-}" ]; then
-    WORK=$(mktemp -d /tmp/rtrace-ranks.XXXXXX)
-    own_work=1
-fi
-cleanup() { [ "$own_work" = 1 ] && rm -rf "$WORK"; }
-trap cleanup EXIT
+. tools/bench/synth_env.sh ranks
 
 # Room: one rank's size measured, then as many ranks as fit beside 8 GB kept free.
 SYNTH_RANK=0 SYNTH_NVTX=$NVTX SYNTH_SLOW=1 "$SYNTH" "$WORK/rank-00000.bin" "$records" 8 10000 >/dev/null
