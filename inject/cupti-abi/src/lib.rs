@@ -6,7 +6,9 @@
 //!
 //! Every structure is declared once here, through [`params!`], which also gives it `SIZE`
 //! (`CUPTI_PROFILER_STRUCT_SIZE(type, last field)`: up to and including the last field,
-//! without tail padding) and `new()` (every field zero or null, `struct_size` set). The
+//! without tail padding), `new()` (every field zero or null, `struct_size` set) and `FIELDS`
+//! (each field's name, offset and size: `tests/headers.rs` compares every structure with its
+//! header's, member by member, compiled with `g++` against `$CUDA_INCLUDE`). The
 //! library, the collector and the simulated CUPTI all use these: none declares its own copy.
 //! Nothing here calls anything, so there is no `unsafe` in this crate.
 #![deny(unsafe_code)]
@@ -96,6 +98,11 @@ impl<T> Zero for *mut T {
 
 /// Declares a parameter structure: `#[repr(C)]`, its first fields `struct_size` and `p_priv`
 /// as every CUPTI profiling structure has them, then the listed ones; `SIZE` up to the last.
+/// The size of the field `_` reads (for [`params!`]).
+const fn size_of_field<T, F>(_: fn(&T) -> &F) -> usize {
+    std::mem::size_of::<F>()
+}
+
 macro_rules! params {
     ($(#[$doc:meta])* $name:ident { $($field:ident: $ty:ty),* $(,)? }) => {
         $(#[$doc])*
@@ -110,6 +117,26 @@ macro_rules! params {
         impl $name {
             /// `CUPTI_PROFILER_STRUCT_SIZE` of the structure.
             pub const SIZE: usize = params!(@size $name; struct_size, p_priv $(, $field)*);
+
+            /// Each field's name, offset and size, in declaration order (`tests/headers.rs`
+            /// compares them with the header's).
+            pub const FIELDS: &'static [(&'static str, usize, usize)] = &[
+                (
+                    "struct_size",
+                    std::mem::offset_of!($name, struct_size),
+                    size_of_field(|p: &$name| &p.struct_size),
+                ),
+                (
+                    "p_priv",
+                    std::mem::offset_of!($name, p_priv),
+                    size_of_field(|p: &$name| &p.p_priv),
+                ),
+                $((
+                    stringify!($field),
+                    std::mem::offset_of!($name, $field),
+                    size_of_field(|p: &$name| &p.$field),
+                )),*
+            ];
 
             /// Every field zero or null, `struct_size` set to [`Self::SIZE`].
             pub fn new() -> $name {
@@ -131,9 +158,6 @@ macro_rules! params {
         params!(@last $name; $($field),*)
     };
     (@last $name:ident; $last:ident) => {{
-        const fn size_of_field<T, F>(_: fn(&T) -> &F) -> usize {
-            std::mem::size_of::<F>()
-        }
         std::mem::offset_of!($name, $last) + size_of_field(|p: &$name| &p.$last)
     }};
     (@last $name:ident; $first:ident, $($rest:ident),+) => {
@@ -508,70 +532,57 @@ impl SassMetricsFlushData {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// A structure's fields: name, offset and size of each, in declaration order.
+pub type Fields = &'static [(&'static str, usize, usize)];
 
-    /// `CUPTI_PROFILER_STRUCT_SIZE` on LP64 Linux, counted from the headers' fields.
-    #[test]
-    fn sizes_are_the_headers() {
-        assert_eq!(HostInitialize::SIZE, 48);
-        assert_eq!(HostDeinitialize::SIZE, 24);
-        assert_eq!(HostGetSupportedChips::SIZE, 32);
-        assert_eq!(HostGetBaseMetrics::SIZE, 48);
-        assert_eq!(HostGetMetricProperties::SIZE, 60);
-        assert_eq!(HostGetRangeName::SIZE, 56);
-        assert_eq!(HostEvaluateToGpuValues::SIZE, 72);
-        assert_eq!(HostConfigAddMetrics::SIZE, 40);
-        assert_eq!(HostGetConfigImageSize::SIZE, 32);
-        assert_eq!(HostGetConfigImage::SIZE, 40);
-        assert_eq!(HostGetNumOfPasses::SIZE, 40);
-        assert_eq!(ProfilerInitialize::SIZE, 16);
-        assert_eq!(ProfilerDeInitialize::SIZE, 16);
-        assert_eq!(GetCounterAvailability::SIZE, 40);
-        assert_eq!(DeviceSupported::SIZE, 52);
-        assert_eq!(DeviceGetChipName::SIZE, 32);
-        assert_eq!(RangeProfilerEnable::SIZE, 32);
-        assert_eq!(RangeProfilerDisable::SIZE, 24);
-        assert_eq!(RangeProfilerSetConfig::SIZE, 90);
-        assert_eq!(RangeProfilerStart::SIZE, 24);
-        assert_eq!(RangeProfilerStop::SIZE, 41);
-        assert_eq!(RangeProfilerPushRange::SIZE, 32);
-        assert_eq!(RangeProfilerPopRange::SIZE, 24);
-        assert_eq!(RangeProfilerDecodeData::SIZE, 32);
-        assert_eq!(RangeProfilerGetCounterDataSize::SIZE, 64);
-        assert_eq!(RangeProfilerCounterDataImageInitialize::SIZE, 40);
-        assert_eq!(RangeProfilerGetCounterDataInfo::SIZE, 40);
-        assert_eq!(RangeProfilerCounterDataGetRangeInfo::SIZE, 56);
+/// Every structure declared through [`params!`], by name, with its fields
+/// ([`HostInitialize::FIELDS`] and the like), for `tests/headers.rs`, which checks that this
+/// list names them all and that each lays out as its header says.
+pub fn layouts() -> Vec<(&'static str, Fields)> {
+    macro_rules! all {
+        ($($t:ident),* $(,)?) => { vec![$((stringify!($t), $t::FIELDS)),*] };
     }
-
-    #[test]
-    fn sass_metrics_sizes_are_the_headers() {
-        // CUpti_*_STRUCT_SIZE of cupti_sass_metrics.h (CUPTI 13.0), printed by a C program.
-        assert_eq!(SassMetricsGetNumOfMetrics::SIZE, 32);
-        assert_eq!(SassMetricsGetMetrics::SIZE, 40);
-        assert_eq!(SassMetricsGetProperties::SIZE, 56);
-        assert_eq!(SassMetricsSetConfig::SIZE, 36);
-        assert_eq!(SassMetricsUnsetConfig::SIZE, 20);
-        assert_eq!(SassMetricsEnable::SIZE, 25);
-        assert_eq!(SassMetricsDisable::SIZE, 32);
-        assert_eq!(SassMetricsGetDataProperties::SIZE, 40);
-        assert_eq!(SassMetricsFlushData::HEADER_SIZE, 40);
-        assert_eq!(SassMetricsFlushData::with_header_size().struct_size, 40);
-        assert_eq!(std::mem::size_of::<SassMetricsFlushData>(), 48);
-        assert_eq!(std::mem::size_of::<SassMetricsData>(), 48);
-        assert_eq!(std::mem::offset_of!(SassMetricsData, pc_offset), 32);
-        assert_eq!(std::mem::offset_of!(SassMetricsData, instance_values), 40);
-        assert_eq!(std::mem::size_of::<SassMetricsConfig>(), 16);
-        assert_eq!(std::mem::size_of::<SassMetricDetails>(), 24);
-        assert_eq!(std::mem::size_of::<SassMetricsInstanceValue>(), 16);
-    }
-
-    #[test]
-    fn new_sets_the_size_and_zeroes_the_rest() {
-        let p = RangeProfilerStop::new();
-        assert_eq!(p.struct_size, 41);
-        assert!(p.p_priv.is_null() && p.range_profiler_object.is_null());
-        assert_eq!((p.pass_index, p.is_all_pass_submitted), (0, 0));
-    }
+    all!(
+        HostInitialize,
+        HostDeinitialize,
+        HostGetSupportedChips,
+        HostGetBaseMetrics,
+        HostGetMetricProperties,
+        HostGetRangeName,
+        HostEvaluateToGpuValues,
+        HostConfigAddMetrics,
+        HostGetConfigImageSize,
+        HostGetConfigImage,
+        HostGetNumOfPasses,
+        ProfilerInitialize,
+        ProfilerDeInitialize,
+        GetCounterAvailability,
+        DeviceSupported,
+        DeviceGetChipName,
+        RangeProfilerEnable,
+        RangeProfilerDisable,
+        RangeProfilerSetConfig,
+        RangeProfilerStart,
+        RangeProfilerStop,
+        RangeProfilerPushRange,
+        RangeProfilerPopRange,
+        RangeProfilerDecodeData,
+        RangeProfilerGetCounterDataSize,
+        RangeProfilerCounterDataImageInitialize,
+        RangeProfilerGetCounterDataInfo,
+        RangeProfilerCounterDataGetRangeInfo,
+        SassMetricsGetNumOfMetrics,
+        SassMetricsGetMetrics,
+        SassMetricsGetProperties,
+        SassMetricsSetConfig,
+        SassMetricsUnsetConfig,
+        SassMetricsEnable,
+        SassMetricsDisable,
+        SassMetricsGetDataProperties,
+        SassMetricsData,
+        SassMetricsFlushData,
+    )
 }
+
+#[cfg(test)]
+mod tests;
