@@ -10,8 +10,9 @@
 //! (mode 0600) until rtrace is done with it.
 
 use rtrace_format::env::{parse_size, DEFAULT_SPOOL_LIMIT, SPOOL_LIMIT};
+use rtrace_format::MAGIC;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -198,7 +199,10 @@ fn named_file(name: &Path) -> io::Result<File> {
 }
 
 /// The copy of input `path` (standard input if `stdin`) in `dir` (named `name`, where given),
-/// and its size; `None` (and no copy) when it has more than `limit` bytes.
+/// and its size; `None` (and no copy) when it has more than `limit` bytes. An input that does
+/// not begin with a trace's magic bytes is copied only as far as they go (the reader then says
+/// what it is, as of a file), not up to the limit: `/dev/zero` or a stray binary is turned
+/// away at once.
 fn copy_into(
     path: &Path,
     stdin: bool,
@@ -211,12 +215,9 @@ fn copy_into(
         Some(name) => named_file(name)?,
     };
     let copied = if stdin {
-        io::copy(
-            &mut io::stdin().lock().take(limit.saturating_add(1)),
-            &mut copy,
-        )
+        copy_trace(&mut io::stdin().lock(), &mut copy, limit)
     } else {
-        File::open(path).and_then(|f| io::copy(&mut f.take(limit.saturating_add(1)), &mut copy))
+        File::open(path).and_then(|mut f| copy_trace(&mut f, &mut copy, limit))
     };
     let fits = copied.as_ref().is_ok_and(|&bytes| bytes <= limit);
     if !fits {
@@ -231,9 +232,37 @@ fn copy_into(
     }
 }
 
+/// Copies `from` into `to`, at most `limit` + 1 bytes (so that an input over the limit shows),
+/// and only the first bytes when they are not [`MAGIC`]'s; returns the bytes copied.
+fn copy_trace(from: &mut impl Read, to: &mut File, limit: u64) -> io::Result<u64> {
+    let mut head = [0u8; MAGIC.len()];
+    let mut got = 0;
+    while got < head.len() {
+        match from.read(&mut head[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    to.write_all(&head[..got])?;
+    if head[..got] != MAGIC[..got] || got < head.len() {
+        return Ok(got as u64);
+    }
+    let rest = limit.saturating_add(1).saturating_sub(got as u64);
+    Ok(got as u64 + io::copy(&mut from.take(rest), to)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `n` bytes that begin as a trace does ([`MAGIC`]), then `fill`.
+    fn trace_like(n: usize, fill: u8) -> Vec<u8> {
+        let mut v = vec![fill; n];
+        v[..MAGIC.len()].copy_from_slice(&MAGIC);
+        v
+    }
 
     #[test]
     fn a_fifo_is_copied_and_files_are_not() {
@@ -246,7 +275,7 @@ mod tests {
         std::fs::write(&plain, b"abc").unwrap();
         let writer = {
             let fifo = fifo.clone();
-            std::thread::spawn(move || std::fs::write(fifo, vec![7u8; 100_000]).unwrap())
+            std::thread::spawn(move || std::fs::write(fifo, trace_like(100_000, 7)).unwrap())
         };
         let s = inputs_in(&[plain.clone(), fifo.clone()], &dir, 1 << 20).unwrap();
         writer.join().unwrap();
@@ -255,7 +284,7 @@ mod tests {
         assert!(copy.starts_with("/proc/self/fd/"), "{}", copy.display());
         // Read twice, as the report does.
         for _ in 0..2 {
-            assert_eq!(std::fs::read(copy).unwrap(), vec![7u8; 100_000]);
+            assert_eq!(std::fs::read(copy).unwrap(), trace_like(100_000, 7));
         }
         assert_eq!(s.notes.len(), 1);
         assert!(
@@ -274,6 +303,33 @@ mod tests {
         names.sort();
         assert_eq!(names, ["fifo", "plain.bin"]);
         drop(s);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_input_that_is_not_a_trace_is_copied_only_as_far_as_its_first_bytes() {
+        let dir = std::env::temp_dir().join(format!("rtrace-spool-magic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (n, what) in [(100_000, "longer than the magic"), (5, "shorter")] {
+            let fifo = dir.join("fifo");
+            let _ = std::fs::remove_file(&fifo);
+            let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+            assert!(made.unwrap().success());
+            let writer = {
+                let fifo = fifo.clone();
+                // The reader stops after the first bytes: the rest may find no reader.
+                std::thread::spawn(move || std::fs::write(fifo, vec![0u8; n]).is_ok())
+            };
+            let s = inputs_in(std::slice::from_ref(&fifo), &dir, 1 << 20).unwrap();
+            writer.join().unwrap();
+            let kept = std::fs::read(&s.paths()[0]).unwrap();
+            assert_eq!(kept, vec![0u8; n.min(MAGIC.len())], "{what}");
+            // The reader says what it is, as of a file.
+            let err = crate::read::trace::load_trace(&s.paths()[0])
+                .err()
+                .map(|e| e.is_not_a_trace());
+            assert_eq!(err, Some(true), "{what}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -318,7 +374,7 @@ mod tests {
             let fifo = fifo.clone();
             std::thread::spawn(move || {
                 let mut f = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
-                f.write_all(&[1u8; 4096]).unwrap();
+                f.write_all(&trace_like(4096, 1)).unwrap();
                 // Half copied: wait while the directory is looked at.
                 rx.recv().unwrap();
                 f.write_all(&[2u8; 4096]).unwrap();
@@ -357,7 +413,7 @@ mod tests {
         let writer = {
             let fifo = fifo.clone();
             // The reader stops at the limit: the writer's last bytes may find no reader.
-            std::thread::spawn(move || std::fs::write(fifo, vec![7u8; 3000]).is_ok())
+            std::thread::spawn(move || std::fs::write(fifo, trace_like(3000, 7)).is_ok())
         };
         let err = match inputs_in(std::slice::from_ref(&fifo), &dir, 2048) {
             Err(e) => e,
@@ -375,7 +431,7 @@ mod tests {
         // Exactly the limit fits.
         let writer = {
             let fifo = fifo.clone();
-            std::thread::spawn(move || std::fs::write(fifo, vec![7u8; 2048]).unwrap())
+            std::thread::spawn(move || std::fs::write(fifo, trace_like(2048, 7)).unwrap())
         };
         let s = inputs_in(std::slice::from_ref(&fifo), &dir, 2048).unwrap();
         writer.join().unwrap();
