@@ -68,7 +68,7 @@ impl Stats {
             median: middle_mean(d[(d.len() - 1) / 2], d[d.len() / 2]),
             min: d[0],
             max: d[d.len() - 1],
-            stddev: slice_stddev(d, total),
+            stddev: super::squares::slice_stddev(d, total),
         }
     }
 
@@ -81,76 +81,10 @@ pub(crate) fn saturate(v: u128) -> u64 {
     u64::try_from(v).unwrap_or(u64::MAX)
 }
 
-/// Welford's running mean and sum of squared deviations from it (`m2`).
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Welford {
-    mean: f64,
-    m2: f64,
-}
-
 /// The median of an odd count's middle value `a` or an even count's two, `a` and `b`: their
 /// mean, rounded down.
 pub(super) fn middle_mean(a: u64, b: u64) -> u64 {
     ((u128::from(a) + u128::from(b)) / 2) as u64
-}
-
-/// Sample standard deviation of `n` values whose sum is `total` and sum of squares
-/// `squares` (`None`: past 128 bits, then from `welford`), rounded down; 0 for fewer than two.
-///
-/// Exact where the sums fit: variance = (n·Σx² − (Σx)²) / (n(n − 1)), and ⌊√⌊v⌋⌋ = ⌊√v⌋.
-pub(super) fn sample_stddev(n: u64, total: u128, squares: Option<u128>, welford: Welford) -> u64 {
-    if n < 2 {
-        return 0;
-    }
-    let n128 = u128::from(n);
-    let exact = squares.and_then(|sq| {
-        let num = sq
-            .checked_mul(n128)?
-            .checked_sub(total.checked_mul(total)?)?;
-        Some(num / n128.checked_mul(n128 - 1)?)
-    });
-    match exact {
-        Some(variance) => u64::try_from(variance.isqrt()).unwrap_or(u64::MAX),
-        None => (welford.m2.max(0.0) / (n - 1) as f64).sqrt() as u64,
-    }
-}
-
-/// [`sample_stddev`] of a slice of values whose sum is `total`.
-pub(super) fn slice_stddev(d: &[u64], total: u128) -> u64 {
-    let mut squares = Some(0u128);
-    let mut w = Welford::default();
-    for (i, &x) in d.iter().enumerate() {
-        squares = squares.and_then(|s| s.checked_add(u128::from(x) * u128::from(x)));
-        w.add(i as u64 + 1, x);
-    }
-    sample_stddev(d.len() as u64, total, squares, w)
-}
-
-impl Welford {
-    /// Adds `x` as the `n`-th value.
-    #[inline]
-    pub(super) fn add(&mut self, n: u64, x: u64) {
-        let x = x as f64;
-        let delta = x - self.mean;
-        self.mean += delta / n as f64;
-        self.m2 += delta * (x - self.mean);
-    }
-
-    /// Merges `other` (`nb` values) into this one (`na` values): Chan et al.'s formula.
-    pub(super) fn merge(&mut self, na: u64, other: &Welford, nb: u64) {
-        if nb == 0 {
-            return;
-        }
-        if na == 0 {
-            *self = *other;
-            return;
-        }
-        let (a, b) = (na as f64, nb as f64);
-        let n = a + b;
-        let delta = other.mean - self.mean;
-        self.mean += delta * b / n;
-        self.m2 += other.m2 + delta * delta * a * b / n;
-    }
 }
 
 pub(super) fn duration(start_ns: u64, end_ns: u64) -> u64 {

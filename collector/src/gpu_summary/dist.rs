@@ -12,11 +12,10 @@
 //! number of values.
 //!
 //! The standard deviation is the sample one (n − 1 in the denominator), as `nsys stats`
-//! reports it: exact from the integer sums Σx and Σx² while Σx² fits in 128 bits, else from
-//! Welford's running mean and sum of squared deviations (kept alongside, merged with Chan's
-//! formula), which stay numerically stable where the sums no longer fit.
+//! reports it, exact from the integer sums Σx and Σx² (in 192 bits: [`super::squares`]).
 
-use super::common::{middle_mean, sample_stddev, Welford};
+use super::common::middle_mean;
+use super::squares::{sample_stddev, Squares};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -53,6 +52,8 @@ impl Hasher for Fast {
 
 /// A map hashed with [`Fast`].
 pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<Fast>>;
+/// A set hashed with [`Fast`].
+pub type FastSet<K> = std::collections::HashSet<K, BuildHasherDefault<Fast>>;
 
 /// Distinct values counted exactly before switching to the histogram.
 pub const EXACT_VALUES: usize = 256;
@@ -126,9 +127,8 @@ pub struct Dist {
     pub total: u128,
     pub min: u64,
     pub max: u64,
-    /// Σx², `None` once it no longer fits in 128 bits.
-    squares: Option<u128>,
-    welford: Welford,
+    /// Σx², exactly.
+    squares: Squares,
     values: Values,
 }
 
@@ -139,8 +139,7 @@ impl Default for Dist {
             total: 0,
             min: u64::MAX,
             max: 0,
-            squares: Some(0),
-            welford: Welford::default(),
+            squares: Squares::default(),
             values: Values::Exact(FastMap::default()),
         }
     }
@@ -154,9 +153,7 @@ impl Dist {
         self.total += u128::from(v);
         self.min = self.min.min(v);
         self.max = self.max.max(v);
-        let sq = u128::from(v) * u128::from(v);
-        self.squares = self.squares.and_then(|s| s.checked_add(sq));
-        self.welford.add(self.count, v);
+        self.squares.add(v);
         match &mut self.values {
             Values::Exact(map) => {
                 *map.entry(v).or_insert(0) += 1;
@@ -181,15 +178,11 @@ impl Dist {
 
     /// Adds every value of `other` (both from first passes).
     pub fn merge(&mut self, other: &Dist) {
-        self.welford.merge(self.count, &other.welford, other.count);
         self.count += other.count;
         self.total += other.total;
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
-        self.squares = match (self.squares, other.squares) {
-            (Some(a), Some(b)) => a.checked_add(b),
-            _ => None,
-        };
+        self.squares.merge(&other.squares);
         if let Values::Log(_) = other.values {
             if let Values::Exact(_) = self.values {
                 self.switch_to_log();
@@ -298,8 +291,13 @@ impl Dist {
             for m in middles.iter_mut() {
                 if let Middle::Select(s) = m {
                     if v >= s.lo && v <= s.hi {
-                        // A width is at most 2^64 / SELECT_BUCKETS: a 64-bit division.
-                        s.counts[((v - s.lo) / s.width as u64) as usize] += 1;
+                        // A width is at most 2^64 / SELECT_BUCKETS: a 64-bit division, but
+                        // for the last pass's buckets of one value each.
+                        let i = match s.width {
+                            1 => v - s.lo,
+                            w => (v - s.lo) / w as u64,
+                        };
+                        s.counts[i as usize] += 1;
                     }
                 }
             }
@@ -350,7 +348,7 @@ impl Dist {
 
     /// Sample standard deviation, rounded down ([`sample_stddev`]).
     fn stddev(&self) -> u64 {
-        sample_stddev(self.count, self.total, self.squares, self.welford)
+        sample_stddev(self.count, self.total, self.squares)
     }
 }
 
@@ -513,8 +511,7 @@ mod tests {
         assert_eq!(stddev_of(&[1000, 1200, 100]), 585);
         assert_eq!(stddev_of(&[7]), 0);
         assert_eq!(stddev_of(&[]), 0);
-        // Past 128 bits for Σx² (4·2^124): Welford's running sums. 2^62 three times and 0:
-        // mean 3·2^60.
+        // Past 128 bits for Σx² (3·2^124). 2^62 three times and 0: mean 3·2^60.
         let big = 1u64 << 62;
         let values = [big, big, big, 0];
         // Deviations: 2^60 three times, -3·2^60 once: Σ = 12·2^120, / 3 = 2^122, √ = 2^61.

@@ -18,6 +18,7 @@ pub mod exec;
 pub mod latency;
 mod memory;
 mod resources;
+mod squares;
 mod timeline;
 pub mod union;
 mod work;
@@ -120,13 +121,12 @@ mod tests {
         assert_eq!(Stats::of(&mut []), Stats::default());
         assert_eq!(Stats::of(&mut [7, 1, 4]).median, 4);
         assert_eq!(Stats::of(&mut [7, 2]).median, 4);
-        // Σx² overflows 128 bits: Welford's running sums. u64::MAX is 2^64 as a float:
-        // mean 3·2^62, squared deviations 3·2^126, / 3, √ = 2^63.
+        // Σx² past 128 bits, exactly: (2^64 − 1)² / 4, √ = 2^63 − 1/2, rounded down.
         let big = u64::MAX;
         let s = Stats::of(&mut [big, big, big, 0]);
         assert_eq!(s.total_ns(), u64::MAX);
         assert_eq!(s.median, u64::MAX);
-        assert_eq!(s.stddev, 1 << 63);
+        assert_eq!(s.stddev, (1 << 63) - 1);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! order.
 
 use super::fold::TraceFold;
+use super::referenced::Referenced;
 use crate::filter::RecordFilter;
 use crate::gpu_summary::{linked, SyncFold};
 use crate::model::Trace;
@@ -29,6 +30,8 @@ pub(super) struct FirstPass<'a> {
     pub(super) syncs: SyncFold,
     /// Where the API records go to be folded ([`fold_api`]); `None`: into `fold` here.
     pub(super) api_to: Option<SyncSender<ApiChunk>>,
+    /// The correlation ids the kept GPU and synchronization records look up.
+    pub(super) referenced: Referenced,
 }
 
 /// Folds the API records sent by a [`FirstPass`] (in the order sent) into a fold of their own,
@@ -77,6 +80,7 @@ impl RecordSink for FirstPass<'_> {
                 for k in v.into_iter().filter_map(|k| self.keep.kernel(k)) {
                     if k.flags & FLAG_CORRELATED != 0 {
                         c.id(k.correlation);
+                        self.referenced.note(k.correlation);
                     }
                     c.min_start = c.min_start.min(k.start_ns);
                     self.fold.kernel(&k);
@@ -94,6 +98,7 @@ impl RecordSink for FirstPass<'_> {
                 for s in v.into_iter().filter_map(|s| self.keep.memset(s)) {
                     if s.correlation != 0 {
                         c.id(s.correlation);
+                        self.referenced.note(s.correlation);
                     }
                     c.min_start = c.min_start.min(s.start_ns);
                     self.fold.memset(&s);
@@ -118,6 +123,7 @@ impl RecordSink for FirstPass<'_> {
                     self.fold.counts.syncs += 1;
                     if linked(y.flags) {
                         c.id(y.correlation);
+                        self.referenced.note(y.correlation);
                     } else {
                         self.syncs.add(y.kind.name(), &y);
                     }
@@ -136,6 +142,7 @@ impl FirstPass<'_> {
         for m in records.filter_map(|m| self.keep.memcpy(m)) {
             if u32::from(m.flags) & FLAG_CORRELATED != 0 {
                 c.id(m.correlation);
+                self.referenced.note(m.correlation);
             }
             c.min_start = c.min_start.min(m.start_ns);
             self.fold.memcpy(&m);

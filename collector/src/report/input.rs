@@ -3,6 +3,7 @@
 //! chunks as the passes see them ([`gpu_records`]).
 
 use super::fold::KeyMap;
+use super::referenced::Keys;
 use crate::filter::RecordFilter;
 use crate::gpu_summary::latency;
 use crate::read::index::ChunkRef;
@@ -16,6 +17,9 @@ pub(super) struct Input<'a> {
     pub(super) keep: RecordFilter<'a>,
     pub(super) index: Vec<ChunkRef>,
     pub(super) keys: KeyMap,
+    /// The join's keys of the correlation ids its kept GPU and synchronization records look
+    /// up.
+    pub(super) join_keys: Keys,
 }
 
 /// Calls `f(work, index, correlation id if correlated, device, stream, start, end)` for each

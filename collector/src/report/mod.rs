@@ -40,6 +40,7 @@ mod join;
 mod launches;
 mod passes;
 pub mod ranks;
+mod referenced;
 mod shared;
 
 pub use crate::read::inputs::StreamError;
@@ -265,6 +266,7 @@ fn report_inputs_with(
             fold,
             syncs: first_syncs,
             nvtx,
+            referenced,
         } = first;
         syncs.merge(first_syncs);
         match nvtx {
@@ -285,6 +287,7 @@ fn report_inputs_with(
             keep,
             index,
             keys,
+            join_keys: referenced.keys(),
         });
     }
     loop {
@@ -453,6 +456,8 @@ struct FirstRead<'a> {
     /// Its NVTX ranges projected, and their chunks (for the selection passes); `None` without
     /// NVTX events.
     nvtx: Option<(crate::nvtx::Projected, Vec<ChunkRef>)>,
+    /// The correlation ids its kept GPU and synchronization records look up.
+    referenced: referenced::Referenced,
 }
 
 /// The first read of the file at `path` (shifted by `shift` onto the reference clock; `base`
@@ -480,6 +485,7 @@ fn first_read<'a>(
         nvtx: false,
         syncs: SyncFold::default(),
         api_to: Some(api_to),
+        referenced: referenced::Referenced::default(),
     };
     let (t, api) = std::thread::scope(|s| {
         let api = s.spawn(move || first::fold_api(api_chunks));
@@ -490,6 +496,7 @@ fn first_read<'a>(
     });
     let mut t = t?;
     let (mut fold, index, nvtx, syncs) = (first.fold, first.index, first.nvtx, first.syncs);
+    let referenced = first.referenced;
     match api {
         Ok(api) => fold.take_api(api),
         Err(panic) => std::panic::resume_unwind(panic),
@@ -523,6 +530,7 @@ fn first_read<'a>(
         fold,
         syncs,
         nvtx,
+        referenced,
     })
 }
 

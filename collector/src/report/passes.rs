@@ -7,6 +7,7 @@ use super::fold::{self, Merged};
 use super::input::{gpu_records, Input};
 use super::join;
 use super::launches::Launches;
+use super::referenced::Keys;
 use crate::gpu_summary::exec::{launch_parts, KernExecFold};
 use crate::gpu_summary::{latency, linked, union, SyncFold, Utilisation};
 use crate::model::Trace;
@@ -119,23 +120,23 @@ pub(super) struct Join<'a, 'l> {
     pub(super) ti: usize,
     pub(super) trace: &'a Trace,
     /// The trace's collective (NCCL) kernel name ids, and where their (start, end) go.
-    pub(super) nccl: &'a std::collections::HashSet<u32>,
+    pub(super) nccl: &'a crate::gpu_summary::dist::FastSet<u32>,
     pub(super) collectives: &'a mut Vec<(u64, u64)>,
     /// The kernel launches matched, for the selection passes of their medians.
     pub(super) launches: &'a mut Launches<'l>,
 }
 
 /// The API chunks of a trace in file order, each with its rank ([`join::Slot::rank`]), and
-/// the span of their correlation ids.
-struct ApiChunks<'a> {
-    api: Vec<&'a ChunkRef>,
+/// the span of their keys: the join's keys of the ids they hold ([`keyed`]).
+struct ApiChunks {
+    api: Vec<ChunkRef>,
     ranks: HashMap<u64, u32>,
     id_lo: u64,
     id_hi: u64,
 }
 
-fn api_chunks(index: &[ChunkRef]) -> ApiChunks<'_> {
-    let mut api: Vec<&ChunkRef> = index.iter().filter(|c| c.kind == Kind::Api).collect();
+fn api_chunks(index: &[ChunkRef], keys: &Keys) -> ApiChunks {
+    let mut api = keyed(index, keys, |k| k == Kind::Api);
     // A repeated id: the last in thread, then file order, wins (as `api_records_for`).
     api.sort_by_key(|c| (c.thread, c.offset));
     let ranks: HashMap<u64, u32> = api
@@ -150,6 +151,23 @@ fn api_chunks(index: &[ChunkRef]) -> ApiChunks<'_> {
         api,
         ranks,
     }
+}
+
+/// The chunks of `index` of the kinds `kind` takes, their id ranges turned into the ranges of
+/// the join's keys of the ids looked up among them (none: a range that reaches nothing).
+fn keyed(index: &[ChunkRef], keys: &Keys, kind: impl Fn(Kind) -> bool) -> Vec<ChunkRef> {
+    index
+        .iter()
+        .filter(|c| kind(c.kind))
+        .map(|c| {
+            let (min_id, max_id) = keys.range(c.min_id, c.max_id);
+            ChunkRef {
+                min_id,
+                max_id,
+                ..*c
+            }
+        })
+        .collect()
 }
 
 /// What [`for_each_window`] calls for each window: `(table, lo, hi, file)`.
@@ -243,21 +261,27 @@ fn fill(
     lo: u64,
 ) -> Result<(), StreamError> {
     table.window(lo);
+    let mut keys = input.join_keys.cursor();
     for c in &chunks.api {
-        if c.max_id < lo || c.min_id > table.hi() {
+        if !c.reaches(lo, table.hi()) {
             continue;
         }
         let rank = chunks.ranks.get(&c.offset).copied().unwrap_or(0);
         let chunk = file.chunk_of(c)?;
         if let Records::Api(v) = decode(c, &chunk, &input.path)? {
-            for r in v.into_iter().filter_map(|r| input.keep.api(r)) {
+            // Only the records some GPU or synchronization record looks up.
+            for (key, r) in v
+                .into_iter()
+                .filter_map(|r| Some((keys.key(r.correlation)?, r)))
+                .filter_map(|(key, r)| Some((key, input.keep.api(r)?)))
+            {
                 let slot = join::Slot {
                     start: r.start_ns,
                     end: r.end_ns,
                     function: r.function,
                     rank,
                 };
-                table.note(r.correlation, slot);
+                table.note(key, slot);
             }
         }
     }
@@ -273,12 +297,13 @@ pub(super) fn gpu_pass(
     index: &[ChunkRef],
     id_range: u64,
 ) -> Result<Vec<Utilisation>, StreamError> {
-    let gpu: Vec<&ChunkRef> = index.iter().filter(|c| c.kind.gpu_work()).collect();
-    let sync: Vec<&ChunkRef> = index.iter().filter(|c| c.kind == Kind::Syncs).collect();
+    let keys = &input.join_keys;
+    let gpu = keyed(index, keys, Kind::gpu_work);
+    let sync = keyed(index, keys, |k| k == Kind::Syncs);
     if gpu.is_empty() && sync.is_empty() {
         return Ok(Vec::new());
     }
-    let chunks = api_chunks(index);
+    let chunks = api_chunks(index, keys);
     let mut devices = union::Devices::new(gpu.iter().map(|c| c.min_start));
     let mut file = Rereader::open(&input.path)?;
     // The id ranges joined, ascending.
@@ -289,6 +314,7 @@ pub(super) fn gpu_pass(
         id_range,
         &mut file,
         &mut |table, lo, hi, file| {
+            let mut cursor = keys.cursor();
             for (gi, c) in gpu.iter().enumerate() {
                 if !c.reaches(lo, hi) {
                     continue;
@@ -309,7 +335,8 @@ pub(super) fn gpu_pass(
                                 }
                             }
                         }
-                        if let Some((id, s)) = id.and_then(|id| Some((id, table.get(id)?))) {
+                        let slot = |id| Some((id, table.get(cursor.key(id)?)?));
+                        if let Some((id, s)) = id.and_then(slot) {
                             join.top
                                 .matched(join.ti, work, i, id, start, s.start, s.function);
                             if let latency::Work::Kernel(name) = work {
@@ -327,7 +354,8 @@ pub(super) fn gpu_pass(
             }
             for c in sync.iter().filter(|c| c.reaches(lo, hi)) {
                 sync_records(file, input, c, join, |id| {
-                    table.holds(id).then(|| table.get(id))
+                    let key = cursor.key(id)?;
+                    table.holds(key).then(|| table.get(key))
                 })?;
             }
             joined.push((lo, hi));
@@ -335,9 +363,11 @@ pub(super) fn gpu_pass(
         },
     )?;
     // Synchronizations whose ids no range joined: linked to no call the trace holds.
+    let mut cursor = keys.cursor();
     for c in sync.iter().filter(|c| !covers(&joined, c.min_id, c.max_id)) {
-        sync_records(&mut file, input, c, join, |id| {
-            (!covers(&joined, id, id)).then_some(None)
+        sync_records(&mut file, input, c, join, |id| match cursor.key(id) {
+            Some(key) => (!covers(&joined, key, key)).then_some(None),
+            None => Some(None),
         })?;
     }
     // Chunks no id range reached: utilisation only.
@@ -374,11 +404,12 @@ pub(super) fn kern_exec_pass(
     index: &[ChunkRef],
     id_range: u64,
 ) -> Result<(), StreamError> {
-    let kernels: Vec<&ChunkRef> = index.iter().filter(|c| c.kind == Kind::Kernels).collect();
+    let keys = &input.join_keys;
+    let kernels = keyed(index, keys, |k| k == Kind::Kernels);
     if kernels.is_empty() {
         return Ok(());
     }
-    let chunks = api_chunks(index);
+    let chunks = api_chunks(index, keys);
     let mut file = Rereader::open(&input.path)?;
     for_each_window(
         input,
@@ -386,12 +417,13 @@ pub(super) fn kern_exec_pass(
         id_range,
         &mut file,
         &mut |table, lo, hi, file| {
+            let mut cursor = keys.cursor();
             for c in kernels.iter().filter(|c| c.reaches(lo, hi)) {
                 let chunk = file.chunk_of(c)?;
                 let records = decode(c, &chunk, &input.path)?;
                 gpu_records(input, c, records, &mut |work, _, id, _, _, start, end| {
                     if let (latency::Work::Kernel(name), Some(s)) =
-                        (work, id.and_then(|id| table.get(id)))
+                        (work, id.and_then(|id| table.get(cursor.key(id)?)))
                     {
                         fold.select(
                             ti,
@@ -428,7 +460,7 @@ fn sync_records(
     input: &Input,
     c: &ChunkRef,
     join: &mut Join,
-    slot: impl Fn(u64) -> Option<Option<join::Slot>>,
+    mut slot: impl FnMut(u64) -> Option<Option<join::Slot>>,
 ) -> Result<(), StreamError> {
     let chunk = file.chunk_of(c)?;
     if let Records::Syncs(v) = decode(c, &chunk, &input.path)? {

@@ -20,12 +20,13 @@
 //! durations, not its records.
 
 use super::input::Input;
+use crate::gpu_summary::dist::FastSet;
 use crate::gpu_summary::Utilisation;
 use crate::model::Trace;
 use crate::read::index::ChunkRef;
 use crate::read::inputs::StreamError;
 use regex::Regex;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Step durations held per rank, at most: past them a rank's steps are counted, not compared.
 pub const MAX_STEPS: usize = 1 << 20;
@@ -86,7 +87,7 @@ pub fn rank_of(h: &rtrace_format::ProcessHeader) -> Option<(String, String)> {
 }
 
 /// The kernel name ids of `t` that are collectives: names starting with `nccl`.
-pub fn collective_names(t: &Trace) -> HashSet<u32> {
+pub fn collective_names(t: &Trace) -> FastSet<u32> {
     t.kernel_names
         .iter()
         .filter(|(_, n)| n.starts_with("nccl") || crate::demangle::demangle(n).starts_with("nccl"))
