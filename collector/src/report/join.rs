@@ -63,10 +63,15 @@ impl IdTable {
     }
 
     /// Starts the window of ids from `lo` on, empty; it reaches as far as
-    /// [`IdTable::hi`] says once its records are noted.
-    pub(crate) fn window(&mut self, lo: u64) {
+    /// [`IdTable::hi`] says once its records are noted. Dense ids (`dense`: no two records
+    /// share one, as the join's keys: `referenced.rs`) make it the window of the `most` ids from
+    /// `lo` on, all slots of the array.
+    pub(crate) fn window(&mut self, lo: u64, dense: bool) {
         self.lo = lo;
-        self.hi = u64::MAX;
+        self.hi = match dense {
+            true => lo.saturating_add(self.most as u64 - 1),
+            false => u64::MAX,
+        };
         self.sparse.clear();
         self.in_dense = 0;
         if self.window == u8::MAX {
@@ -187,7 +192,7 @@ mod tests {
     #[test]
     fn a_window_holds_only_what_was_noted_in_it() {
         let mut t = IdTable::new(4);
-        t.window(10);
+        t.window(10, false);
         assert_eq!(
             (t.hi(), t.holds(9), t.holds(13), t.holds(u64::MAX)),
             (u64::MAX, false, true, true)
@@ -199,11 +204,11 @@ mod tests {
         assert_eq!(t.get(11), Some(slot(7, 2)));
         assert_eq!((t.get(12), t.get(9)), (None, None));
         // The next window starts empty.
-        t.window(1u64 << 62);
+        t.window(1u64 << 62, false);
         assert_eq!(t.get(11), None);
         t.note((1u64 << 62) + 1, slot(9, 0));
         assert_eq!(t.get((1u64 << 62) + 1), Some(slot(9, 0)));
-        t.window(u64::MAX - 1);
+        t.window(u64::MAX - 1, false);
         t.note(u64::MAX, slot(1, 0));
         assert_eq!(t.get(u64::MAX), Some(slot(1, 0)));
     }
@@ -211,7 +216,7 @@ mod tests {
     #[test]
     fn a_full_dense_window_ends_below_the_ids_it_lets_go() {
         let mut t = IdTable::new(4);
-        t.window(100);
+        t.window(100, false);
         for id in [103u64, 100, 1 << 40, 101, 102] {
             t.note(id, slot(id, 0));
         }
@@ -224,7 +229,7 @@ mod tests {
         assert_eq!(t.get(1 << 40), None);
         // The next window starts past it, empty, and numbers wrap without stale slots.
         for _ in 0..300 {
-            t.window(103);
+            t.window(103, false);
         }
         assert_eq!((t.get(103), t.holds(102)), (None, false));
         t.note(103, slot(7, 0));
@@ -232,9 +237,30 @@ mod tests {
     }
 
     #[test]
+    fn a_dense_window_holds_its_ids_alone() {
+        let mut t = IdTable::new(4);
+        t.window(8, true);
+        assert_eq!(
+            (t.hi(), t.holds(7), t.holds(11), t.holds(12)),
+            (11, false, true, false)
+        );
+        for id in [12u64, 8, 11, 9, 10, 1 << 40] {
+            t.note(id, slot(id, 0));
+        }
+        // Ids past the window are not noted; the window stays whole.
+        assert_eq!(t.hi(), 11);
+        assert_eq!(
+            (8..13).map(|i| t.get(i).is_some()).collect::<Vec<_>>(),
+            [true, true, true, true, false]
+        );
+        t.window(u64::MAX - 1, true);
+        assert_eq!(t.hi(), u64::MAX);
+    }
+
+    #[test]
     fn a_full_window_ends_below_the_ids_it_lets_go() {
         let mut t = IdTable::new(4);
-        t.window(0);
+        t.window(0, false);
         // Ids 2^23 apart, given out of order.
         for i in [3u64, 0, 4, 1, 2] {
             t.note(i << 23, slot(i, 0));

@@ -66,9 +66,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// API records whose correlation ids the latency join holds at once (`join`): an array of 25
-/// bytes per id for the first 2^21 ids of a window (50 MiB), a hash map entry (about 50 bytes)
-/// for each id past them, whatever the span of the ids.
-const ID_RANGE: u64 = 1 << 21;
+/// bytes per key for a window of 2^19 keys (12.5 MiB; the keys are the ranks of the ids GPU
+/// and synchronization records look up: `referenced.rs`), or, where the ids are too far apart
+/// to be ranked, the array for the window's first 2^19 ids and a hash map entry (about 50
+/// bytes) for each id past them.
+const ID_RANGE: u64 = 1 << 19;
 
 /// How the report reads its traces, beyond what the command line says.
 #[derive(Clone, Copy, Debug)]

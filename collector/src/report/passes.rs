@@ -260,7 +260,7 @@ fn fill(
     table: &mut join::IdTable,
     lo: u64,
 ) -> Result<(), StreamError> {
-    table.window(lo);
+    table.window(lo, input.join_keys.dense());
     let mut keys = input.join_keys.cursor();
     for c in &chunks.api {
         if !c.reaches(lo, table.hi()) {

@@ -154,6 +154,12 @@ impl Keys {
         Keys { pages: None }
     }
 
+    /// Whether the keys are ranks, one per id looked up (no gaps, none shared), rather than
+    /// the ids themselves.
+    pub(crate) fn dense(&self) -> bool {
+        self.pages.is_some()
+    }
+
     /// A look-up of keys, remembering the page of the last id.
     pub(crate) fn cursor(&self) -> KeyCursor<'_> {
         KeyCursor {
