@@ -221,6 +221,13 @@ impl Dist {
     /// Ends a pass. True when the median needs another pass over the same values
     /// ([`Dist::select`] for each of them, then `end_pass` again).
     pub fn end_pass(&mut self) -> bool {
+        self.end_pass_with(SELECT_BUCKETS)
+    }
+
+    /// [`Dist::end_pass`], the next pass counting in up to `buckets` buckets (at least
+    /// [`SELECT_BUCKETS`]): a range of up to that many values is settled in one pass.
+    pub fn end_pass_with(&mut self, buckets: u128) -> bool {
+        let buckets = buckets.max(SELECT_BUCKETS);
         let [lower, upper] = self.ranks();
         let ranks: &[u64] = if lower == upper {
             &[lower]
@@ -251,7 +258,8 @@ impl Dist {
                     for (b, &n) in h.iter().enumerate() {
                         if below + n > rank {
                             let (lo, hi) = log_range(b);
-                            return Select::search(lo.max(self.min), hi.min(self.max), below);
+                            let (lo, hi) = (lo.max(self.min), hi.min(self.max));
+                            return Select::search(lo, hi, below, buckets);
                         }
                         below += n;
                     }
@@ -263,7 +271,7 @@ impl Dist {
                 .zip(ranks)
                 .map(|(m, &rank)| match m {
                     Middle::Found(v) => Middle::Found(*v),
-                    Middle::Select(s) => s.narrow(rank),
+                    Middle::Select(s) => s.narrow(rank, buckets),
                 })
                 .collect(),
             Values::Median(_) => return false,
@@ -353,14 +361,14 @@ impl Dist {
 }
 
 impl Select {
-    /// The middle value's search over `lo..=hi` (`below` values under `lo`): found where the
-    /// range is one value wide.
-    fn search(lo: u64, hi: u64, below: u64) -> Middle {
+    /// The middle value's search over `lo..=hi` (`below` values under `lo`) in up to `buckets`
+    /// buckets: found where the range is one value wide.
+    fn search(lo: u64, hi: u64, below: u64, buckets: u128) -> Middle {
         if lo >= hi {
             return Middle::Found(lo);
         }
         let span = u128::from(hi) - u128::from(lo) + 1;
-        let width = span.div_ceil(SELECT_BUCKETS).max(1);
+        let width = span.div_ceil(buckets).max(1);
         let buckets = span.div_ceil(width) as usize;
         Middle::Select(Select {
             lo,
@@ -371,14 +379,15 @@ impl Select {
         })
     }
 
-    /// After a pass: the bucket holding the value of `rank`, searched next.
-    fn narrow(&self, rank: u64) -> Middle {
+    /// After a pass: the bucket holding the value of `rank`, searched next (in up to `buckets`
+    /// buckets).
+    fn narrow(&self, rank: u64, buckets: u128) -> Middle {
         let mut below = self.below;
         for (b, &n) in self.counts.iter().enumerate() {
             if below + n > rank {
                 let lo = u128::from(self.lo) + b as u128 * self.width;
                 let hi = (lo + self.width - 1).min(u128::from(self.hi));
-                return Select::search(lo as u64, hi as u64, below);
+                return Select::search(lo as u64, hi as u64, below, buckets);
             }
             below += n;
         }
@@ -391,12 +400,17 @@ mod tests {
     use super::*;
 
     fn median_of(values: &[u64]) -> (u64, usize) {
+        median_in(values, SELECT_BUCKETS)
+    }
+
+    /// The median, and the passes it took with selections of `buckets` buckets.
+    fn median_in(values: &[u64], buckets: u128) -> (u64, usize) {
         let mut d = Dist::default();
         for &v in values {
             d.add(v);
         }
         let mut passes = 1;
-        while d.end_pass() {
+        while d.end_pass_with(buckets) {
             passes += 1;
             for &v in values {
                 d.select(v);
@@ -476,6 +490,14 @@ mod tests {
         assert!(passes > 1);
         let odd: Vec<u64> = split.iter().copied().chain([7]).collect();
         assert_eq!(median_of(&odd).0, 499);
+        // Values around 1_000_000: a histogram bucket 65 536 wide holds the median. Buckets
+        // of 1024 settle it in two selection passes, of 65 536 in one; fewer than 1024 are
+        // 1024.
+        let near: Vec<u64> = (0..20_001u64).map(|i| 1_000_000 + i * 3 % 60_000).collect();
+        let want = sorted_median(&near);
+        assert_eq!(median_in(&near, 1 << 16), (want, 2));
+        assert_eq!(median_in(&near, SELECT_BUCKETS), (want, 3));
+        assert_eq!(median_in(&near, 2), (want, 3));
     }
 
     #[test]

@@ -118,15 +118,21 @@ impl Parts {
         self.kernel.merge(&other.kernel);
     }
 
-    fn end_pass(&mut self) -> bool {
+    fn end_pass(&mut self, buckets: u128) -> bool {
         // Every part ends its pass (no short circuit).
-        let a = self.total.end_pass();
-        let b = self.api.end_pass();
-        let c = self.queue.end_pass();
-        let d = self.kernel.end_pass();
+        let a = self.total.end_pass_with(buckets);
+        let b = self.api.end_pass_with(buckets);
+        let c = self.queue.end_pass_with(buckets);
+        let d = self.kernel.end_pass_with(buckets);
         a | b | c | d
     }
 }
+
+/// Selection buckets a pass of [`KernExecFold`] may count in (8 bytes each: 16 MiB), shared
+/// among its middle values.
+const SELECT_BUDGET: u128 = 1 << 21;
+/// Selection buckets of one middle value at most.
+const MOST_BUCKETS: u128 = 1 << 16;
 
 /// The launches of every trace folded by (kernel name, function) as they are matched with
 /// their calls; while a median needs it ([`KernExecFold::end_pass`]), the same launches are
@@ -206,11 +212,16 @@ impl KernExecFold {
         }
     }
 
-    /// Ends a pass: true when some median needs the launches again.
+    /// Ends a pass: true when some median needs the launches again. The next pass's buckets
+    /// share [`SELECT_BUDGET`] among the rows' eight middle values (a pass settles a range of
+    /// up to that many values, one of up to 65 536 where the rows are few: most medians of a
+    /// few kernels' times need one pass instead of two).
     pub fn end_pass(&mut self) -> bool {
+        let middles = (self.rows.len() as u128 * 8).max(1);
+        let buckets = (SELECT_BUDGET / middles).min(MOST_BUCKETS);
         let mut again = false;
         for (_, p) in &mut self.rows {
-            again |= p.end_pass();
+            again |= p.end_pass(buckets);
         }
         again
     }

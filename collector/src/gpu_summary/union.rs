@@ -2,7 +2,8 @@
 //! far as a watermark (no record still to come starts before it) allows.
 
 use super::common::{Hundredths, Utilisation};
-use std::collections::{BTreeMap, BinaryHeap};
+use super::dist::FastMap;
+use std::collections::BinaryHeap;
 
 /// The union of the intervals of one device or stream, built incrementally.
 ///
@@ -128,10 +129,17 @@ impl Union {
     }
 }
 
+/// One device's union, and its streams' (in order of first record).
+type DeviceUnions = (u32, Union, Vec<(u32, Union)>);
+
 /// The utilisation rows of one process: a union per device and per stream.
 #[derive(Debug, Default)]
 pub struct Devices {
-    devices: BTreeMap<u32, (Union, BTreeMap<u32, Union>)>,
+    devices: Vec<DeviceUnions>,
+    /// (device, stream) → (index in `devices`, index in its streams).
+    index: FastMap<(u32, u32), (usize, usize)>,
+    /// The (device, stream) of the last record, and where its unions are.
+    last: Option<((u32, u32), (usize, usize))>,
     /// (earliest start, chunk) of the chunks not yet fed: the watermark is the least.
     unfed: BinaryHeap<std::cmp::Reverse<(u64, usize)>>,
     fed: Vec<bool>,
@@ -147,15 +155,43 @@ impl Devices {
         Devices {
             fed: vec![false; unfed.len()],
             unfed,
-            devices: BTreeMap::new(),
+            ..Devices::default()
         }
     }
 
     #[inline]
     pub fn add(&mut self, device: u32, stream: u32, start: u64, end: u64) {
-        let d = self.devices.entry(device).or_default();
-        d.0.add(start, end);
-        d.1.entry(stream).or_default().add(start, end);
+        let key = (device, stream);
+        let (d, s) = match self.last {
+            Some((k, at)) if k == key => at,
+            _ => {
+                let at = self.place(key);
+                self.last = Some((key, at));
+                at
+            }
+        };
+        let (_, all, streams) = &mut self.devices[d];
+        all.add(start, end);
+        streams[s].1.add(start, end);
+    }
+
+    /// Where the unions of (device, stream) are, made if new.
+    fn place(&mut self, key: (u32, u32)) -> (usize, usize) {
+        if let Some(&at) = self.index.get(&key) {
+            return at;
+        }
+        let d = match self.devices.iter().position(|(dev, _, _)| *dev == key.0) {
+            Some(d) => d,
+            None => {
+                self.devices.push((key.0, Union::default(), Vec::new()));
+                self.devices.len() - 1
+            }
+        };
+        let streams = &mut self.devices[d].2;
+        streams.push((key.1, Union::default()));
+        let at = (d, streams.len() - 1);
+        self.index.insert(key, at);
+        at
     }
 
     /// Whether chunk `i` was fed.
@@ -178,19 +214,21 @@ impl Devices {
             .unfed
             .peek()
             .map_or(u64::MAX, |std::cmp::Reverse((s, _))| *s);
-        for (all, streams) in self.devices.values_mut() {
+        for (_, all, streams) in &mut self.devices {
             all.settle(watermark);
-            for u in streams.values_mut() {
+            for (_, u) in streams {
                 u.settle(watermark);
             }
         }
     }
 
     /// The rows: per device (ascending), the device's, then each stream's (ascending).
-    pub fn rows(self, pid: u32) -> Vec<Utilisation> {
+    pub fn rows(mut self, pid: u32) -> Vec<Utilisation> {
         let mut rows = Vec::new();
-        for (device, (all, streams)) in self.devices {
+        self.devices.sort_unstable_by_key(|(device, _, _)| *device);
+        for (device, all, mut streams) in self.devices {
             rows.push(all.row(pid, device, None));
+            streams.sort_unstable_by_key(|(stream, _)| *stream);
             for (stream, u) in streams {
                 rows.push(u.row(pid, device, Some(stream)));
             }

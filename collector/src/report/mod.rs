@@ -12,10 +12,12 @@
 //!   before its end ([`crate::gpu_summary::union`]);
 //! - launch latency, and kernel launch and execution times (exact medians by passes over the
 //!   launches the join matched, kept in a temporary file: `launches.rs`; where they cannot be
-//!   kept, by joining again): API records are looked up by correlation id in a table of a window of
-//!   ids at a time (the ids of at most `ID_RANGE` calls, however far apart, each window
-//!   starting past the last: `join.rs`), filled from the API chunks whose ids reach into it, while
-//!   the GPU chunks whose ids do are matched against it ([`crate::gpu_summary::latency`]);
+//!   kept, by joining again): API records are looked up by correlation id in a table of a
+//!   window of keys at a time (a key: the rank of an id among those the GPU and
+//!   synchronization records look up, `referenced.rs`; `ID_RANGE` keys a window, each
+//!   starting past the last: `join.rs`), filled from the API chunks whose keys reach into it,
+//!   while the GPU chunks whose keys do are matched against it
+//!   ([`crate::gpu_summary::latency`]);
 //! - synchronizations: each is folded into its kind's row once the same join has found the
 //!   call it is linked to (a `cuStreamQuery` or `cuEventQuery` makes it a query);
 //! - the calls that created streams and loaded modules: only the API records with those
