@@ -38,6 +38,17 @@ pub struct Stats {
     pub events: u64,
 }
 
+impl Stats {
+    /// Adds what a merge counts itself (`merge::write`): clipped slices, NVTX ranges not
+    /// placed and held, flows.
+    pub fn add_merged(&mut self, other: &Stats) {
+        self.clipped += other.clipped;
+        self.nvtx_unplaced += other.nvtx_unplaced;
+        self.nvtx_held = self.nvtx_held.max(other.nvtx_held);
+        self.flows += other.flows;
+    }
+}
+
 /// A track of the timeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Track {

@@ -170,7 +170,7 @@ impl Iterator for Nest {
 
 /// A memory counter of one device: bytes in use, changed by allocations and
 /// frees.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Counter {
     /// `false`: memory on the device (device, array, managed, static and
     /// unknown kinds); `true`: host memory (pinned and pageable).
@@ -179,7 +179,7 @@ pub struct Counter {
 
 /// One device of a trace: its contexts that ran work (ascending) and its
 /// memory counters.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Device {
     pub ordinal: u32,
     pub contexts: Vec<Context>,
@@ -188,7 +188,7 @@ pub struct Device {
 
 /// One context of a device: its id and the streams that ran work in it
 /// (ascending).
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Context {
     pub id: u32,
     pub streams: Vec<u32>,

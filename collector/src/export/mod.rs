@@ -26,6 +26,7 @@ mod nvtx_tracks;
 pub mod parquet;
 mod perfetto;
 mod proto;
+mod relay;
 #[cfg(test)]
 mod tests;
 
@@ -111,6 +112,29 @@ impl<W: Write> Writer<W> {
             Writer::Perfetto(w) => merge::write(w, trace, places, nvtx, links, src),
             Writer::Chrome(w) => merge::write(w, trace, places, nvtx, links, src),
         }
+    }
+
+    /// [`Writer::write_with`], the writer told what to write on a thread of its own
+    /// ([`relay::relayed`]): the same output.
+    fn write_relayed(
+        &mut self,
+        trace: &Trace,
+        places: &Places,
+        nvtx: Option<Box<crate::nvtx::Projector>>,
+        links: &mut LinkTable,
+        src: &mut dyn Source<Rec>,
+    ) -> Result<(), Failure>
+    where
+        W: Send,
+    {
+        let merge = |r: &mut relay::Relay| merge::write(r, trace, places, nvtx, links, src);
+        let (merged, told) = match self {
+            Writer::Perfetto(w) => relay::relayed(w, trace, merge),
+            Writer::Chrome(w) => relay::relayed(w, trace, merge),
+        };
+        // A writer's error stopped the merge too: its own is the one to give.
+        told.map_err(Failure::Write)?;
+        merged
     }
 
     /// Ends the output; returns the writer given to [`Writer::new`] and what was written.
@@ -280,7 +304,7 @@ fn write_behind<W: Write + Send>(
     outcome
 }
 
-fn write_all<W: Write>(
+fn write_all<W: Write + Send>(
     files: &[PathBuf],
     format: ExportFormat,
     out: W,
@@ -344,10 +368,11 @@ fn write_all<W: Write>(
         first.links.number(w.next_flow());
         let mut src = FileSource::open(file, std::mem::take(&mut first.index), &keep)
             .map_err(|e| failed(Failure::Read(e)))?;
-        // The chunks are read and decoded on a thread of their own, ahead of the merge.
+        // The chunks are read and decoded on a thread of their own, ahead of the merge, and
+        // the writer encodes on another.
         let links = &mut first.links;
         crate::read::merge::ahead(&mut src, |src| {
-            w.write_with(&trace, &first.places, nvtx, links, src)
+            w.write_relayed(&trace, &first.places, nvtx, links, src)
         })
         .map_err(failed)?;
         outcome.warnings.extend(trace_warnings(&trace));
