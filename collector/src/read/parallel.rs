@@ -96,6 +96,62 @@ pub fn map_ordered<T: Sync, R: Send, E: Send>(
     Ok(out)
 }
 
+/// `f(acc, item)` for each of `items`, by at most `jobs` threads taking the next item as they
+/// finish one, each with an accumulator of its own (`init()`); returns the accumulators (as
+/// many as threads ran). With one job, or one item, on the calling thread. Stops taking items
+/// once one fails: the error of the first failed item in input order is returned.
+pub fn fold_each<T: Sync, A: Send, E: Send>(
+    items: &[T],
+    jobs: Jobs,
+    init: impl Fn() -> A + Sync,
+    f: impl Fn(&mut A, &T) -> Result<(), E> + Sync,
+) -> Result<Vec<A>, E> {
+    let threads = jobs.0.get().min(items.len()).max(1);
+    let next = AtomicUsize::new(0);
+    let stop = AtomicUsize::new(usize::MAX);
+    let work = || {
+        let mut acc = init();
+        let mut failed = None;
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= items.len() || i > stop.load(Ordering::Relaxed) {
+                break;
+            }
+            if let Err(e) = f(&mut acc, &items[i]) {
+                stop.fetch_min(i, Ordering::Relaxed);
+                failed = Some((i, e));
+                break;
+            }
+        }
+        (acc, failed)
+    };
+    let done: Vec<(A, Option<(usize, E)>)> = if threads == 1 {
+        vec![work()]
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
+    };
+    let mut accs = Vec::with_capacity(done.len());
+    let mut first: Option<(usize, E)> = None;
+    for (acc, failed) in done {
+        accs.push(acc);
+        if let Some((i, e)) = failed {
+            if first.as_ref().is_none_or(|(j, _)| i < *j) {
+                first = Some((i, e));
+            }
+        }
+    }
+    match first {
+        Some((_, e)) => Err(e),
+        None => Ok(accs),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,5 +174,36 @@ mod tests {
             map_ordered(&[] as &[u8], Jobs::new(4), |_, _| Ok::<u8, ()>(0)),
             Ok(vec![])
         );
+    }
+
+    #[test]
+    fn each_thread_folds_into_its_own_and_the_first_error_wins() {
+        let items: Vec<u64> = (1..=100).collect();
+        for jobs in [1, 2, 7] {
+            let accs = fold_each(
+                &items,
+                Jobs::new(jobs),
+                || 0u64,
+                |a, &v| {
+                    *a += v;
+                    Ok::<_, ()>(())
+                },
+            )
+            .unwrap();
+            assert!(accs.len() <= jobs);
+            assert_eq!(accs.iter().sum::<u64>(), 5050);
+            let err = fold_each(
+                &items,
+                Jobs::new(jobs),
+                || (),
+                |_, &v| match v % 10 {
+                    3 => Err(v),
+                    _ => Ok(()),
+                },
+            );
+            assert_eq!(err, Err(3));
+        }
+        let none = fold_each(&[] as &[u8], Jobs::new(4), || 1u8, |_, _| Ok::<(), ()>(()));
+        assert_eq!(none, Ok(vec![1]));
     }
 }

@@ -55,7 +55,7 @@ use crate::model::Trace;
 use crate::occupancy::OccupancyRows;
 use crate::read::index::ChunkRef;
 use crate::read::inputs::expand_inputs;
-use crate::read::parallel::{map_ordered, Jobs};
+use crate::read::parallel::{fold_each, map_ordered, Jobs};
 use crate::read::trace::{kernel_names_kept, read_light, Loaded};
 use crate::summary::FunctionSummary;
 use first::FirstPass;
@@ -386,30 +386,33 @@ fn report_inputs_with(
         })
         .collect();
     while kern_exec.end_pass() {
+        // Each thread counts the pieces it takes into a copy of the fold of its own, taken as
+        // the pass begins; the copies' counts are added once at the end.
         let start = &kern_exec;
-        let counted = std::sync::Mutex::new(kern_exec.clone());
-        map_ordered(&pieces, jobs, |_, (ti, blocks)| {
-            let (ti, input) = (*ti, &inputs[*ti]);
-            let mut fold = start.clone();
-            match (blocks, &matched[ti]) {
-                (Some(blocks), Some(w)) => w
-                    .each_in(blocks.clone(), &mut |name, function, parts| {
-                        fold.select(ti, name, function, parts)
-                    })
-                    .ok_or_else(|| StreamError::Changed {
-                        path: input.path.clone(),
-                        why: "its kernel launches, kept in a temporary file, could not be read \
+        let copies = fold_each(
+            &pieces,
+            jobs,
+            || start.clone(),
+            |fold, (ti, blocks)| {
+                let (ti, input) = (*ti, &inputs[*ti]);
+                match (blocks, &matched[ti]) {
+                    (Some(blocks), Some(w)) => w
+                        .each_in(blocks.clone(), &mut |name, function, parts| {
+                            fold.select(ti, name, function, parts)
+                        })
+                        .ok_or_else(|| StreamError::Changed {
+                            path: input.path.clone(),
+                            why:
+                                "its kernel launches, kept in a temporary file, could not be read \
                               back"
-                            .into(),
-                    })?,
-                _ => kern_exec_pass(&mut fold, ti, input, &input.index, id_range)?,
-            }
-            if let Ok(mut c) = counted.lock() {
-                c.add_selected(&fold);
-            }
-            Ok::<_, StreamError>(())
-        })?;
-        kern_exec = counted.into_inner().unwrap_or_default();
+                                    .into(),
+                        }),
+                    _ => kern_exec_pass(fold, ti, input, &input.index, id_range),
+                }
+            },
+        )?;
+        // The fold's own counts are those of no launch yet.
+        copies.iter().for_each(|c| kern_exec.add_selected(c));
     }
     // The step ranges of every trace, for the ranks section.
     let steps = map_ordered(&inputs, jobs, |ti, input| {
