@@ -128,3 +128,29 @@ pub fn annotate_kernels<K>(
     }
     (!notes.is_empty()).then(|| notes.join("; "))
 }
+
+/// [`annotate_kernels`] with `nvdisasm` where one was found (`Err`: why none was), saying in
+/// `note` what is not shown: every instruction and line without `nvdisasm`, else those of the
+/// kernels [`annotate_kernels`] names. Nothing to do without kernels.
+pub fn annotate_or_say<K>(
+    kernels: &mut [K],
+    note: &mut Option<String>,
+    traces: &[Trace],
+    nvdisasm: Result<&std::path::Path, String>,
+    key: impl Fn(&K) -> (Option<u64>, String),
+    apply: impl FnMut(&mut K, &crate::nvdisasm::Listing),
+) {
+    if kernels.is_empty() {
+        return;
+    }
+    let nvdisasm = match nvdisasm {
+        Ok(n) => n,
+        Err(e) => {
+            *note = Some(format!("instructions and source lines not shown: {e}"));
+            return;
+        }
+    };
+    if let Some(missing) = annotate_kernels(kernels, traces, nvdisasm, key, apply) {
+        *note = Some(format!("some instructions not shown: {missing}"));
+    }
+}

@@ -335,26 +335,14 @@ pub fn apply_listing(k: &mut KernelCounters, listing: &Listing) {
 /// Adds instructions and source lines to `p` from the traces' images, disassembled with
 /// `nvdisasm`; says in `p.sass_note` what could not be done.
 pub fn annotate(p: &mut Profile, traces: &[Trace], nvdisasm: Result<&Path, String>) {
-    if p.kernels.is_empty() {
-        return;
-    }
-    let nvdisasm = match nvdisasm {
-        Ok(n) => n,
-        Err(e) => {
-            p.sass_note = Some(format!("instructions and source lines not shown: {e}"));
-            return;
-        }
-    };
-    let note = crate::images::annotate_kernels(
+    crate::images::annotate_or_say(
         &mut p.kernels,
+        &mut p.sass_note,
         traces,
         nvdisasm,
         |k| (k.image, k.name.clone()),
         apply_listing,
     );
-    if let Some(note) = note {
-        p.sass_note = Some(format!("some instructions not shown: {note}"));
-    }
 }
 
 /// The counters of `traces` with instructions and lines, using `nvdisasm` (`--nvdisasm`), else
