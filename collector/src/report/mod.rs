@@ -82,6 +82,9 @@ struct How {
     /// Bytes per block of the kernel launches kept for the selection passes
     /// ([`launches::BLOCK`]); 0: not kept, the passes join again.
     launch_block: usize,
+    /// Pages of the bitmap of the ids GPU records look up ([`referenced::MOST_PAGES`]): past
+    /// them, the join's keys are the ids.
+    referenced_pages: usize,
 }
 
 impl Default for How {
@@ -89,6 +92,7 @@ impl Default for How {
         How {
             id_range: ID_RANGE,
             launch_block: launches::BLOCK,
+            referenced_pages: referenced::MOST_PAGES,
         }
     }
 }
@@ -252,7 +256,15 @@ fn report_inputs_with(
     // projected, the calls behind its streams and modules found) on `jobs` threads; what they
     // give is merged below in input order, as a read one after the other would.
     let firsts = map_ordered(&kept, jobs, |_, &i| {
-        first_read(&found.files[i], shift_of(i), filter, base, (from, to))
+        let pages = how.referenced_pages;
+        first_read(
+            &found.files[i],
+            shift_of(i),
+            filter,
+            base,
+            (from, to),
+            pages,
+        )
     })?;
     let mut merged = Merged::default();
     let mut counts = Vec::new();
@@ -468,7 +480,8 @@ struct FirstRead<'a> {
 }
 
 /// The first read of the file at `path` (shifted by `shift` onto the reference clock; `base`
-/// the reference start the filter's times count from, `(from, to)` its window): its kept
+/// the reference start the filter's times count from, `(from, to)` its window; `pages` the
+/// most pages of the bitmap of the ids looked up, [`How::referenced_pages`]): its kept
 /// records folded and their chunks indexed, its NVTX ranges projected, the API calls that
 /// created its streams and loaded or unloaded its modules found. Reads only this file.
 fn first_read<'a>(
@@ -477,6 +490,7 @@ fn first_read<'a>(
     filter: &'a Filter,
     base: u64,
     (from, to): (u64, u64),
+    pages: usize,
 ) -> Result<FirstRead<'a>, StreamError> {
     let names = match &filter.kernel {
         Some(re) => Some(kernel_names_kept(path, re)?),
@@ -492,7 +506,7 @@ fn first_read<'a>(
         nvtx: false,
         syncs: SyncFold::default(),
         api_to: Some(api_to),
-        referenced: referenced::Referenced::default(),
+        referenced: referenced::Referenced::at_most(pages),
     };
     let (t, api) = std::thread::scope(|s| {
         let api = s.spawn(move || first::fold_api(api_chunks));

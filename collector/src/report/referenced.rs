@@ -18,7 +18,7 @@ use crate::gpu_summary::dist::FastMap;
 const PAGE_IDS: u64 = 1 << 16;
 const PAGE_WORDS: usize = (PAGE_IDS / 64) as usize;
 /// Pages at most (16 MiB of bitmaps): past them, every id.
-const MOST_PAGES: usize = 2048;
+pub(super) const MOST_PAGES: usize = 2048;
 
 type Page = Box<[u64; PAGE_WORDS]>;
 
@@ -26,8 +26,10 @@ type Page = Box<[u64; PAGE_WORDS]>;
 /// them.
 #[derive(Clone, Debug)]
 pub(crate) struct Referenced {
-    /// Page number → index in `bitmaps`; `None`: past [`MOST_PAGES`], every id.
+    /// Page number → index in `bitmaps`; `None`: past `most` pages, every id.
     pages: Option<FastMap<u64, usize>>,
+    /// Pages at most ([`MOST_PAGES`]).
+    most: usize,
     /// The page of the id noted last, and its index in `bitmaps`.
     last: Option<(u64, usize)>,
     /// The pages' bitmaps, in the order first noted.
@@ -36,15 +38,21 @@ pub(crate) struct Referenced {
 
 impl Default for Referenced {
     fn default() -> Referenced {
-        Referenced {
-            pages: Some(FastMap::default()),
-            last: None,
-            bitmaps: Vec::new(),
-        }
+        Referenced::at_most(MOST_PAGES)
     }
 }
 
 impl Referenced {
+    /// A set of at most `most` pages (0: every id from the start).
+    pub(crate) fn at_most(most: usize) -> Referenced {
+        Referenced {
+            pages: (most > 0).then(FastMap::default),
+            most,
+            last: None,
+            bitmaps: Vec::new(),
+        }
+    }
+
     /// Notes that a record looks up `id`.
     #[inline]
     pub(crate) fn note(&mut self, id: u64) {
@@ -61,13 +69,13 @@ impl Referenced {
     }
 
     /// The index in `bitmaps` of page `page`, made if new; `None` once the set holds every
-    /// id (it gives up here when a new page would pass [`MOST_PAGES`]).
+    /// id (it gives up here when a new page would pass its most).
     fn page_index(&mut self, page: u64) -> Option<usize> {
         let pages = self.pages.as_mut()?;
         let next = self.bitmaps.len();
         let i = *pages.entry(page).or_insert(next);
         if i == next {
-            if next == MOST_PAGES {
+            if next == self.most {
                 self.pages = None;
                 self.bitmaps = Vec::new();
                 self.last = None;
@@ -174,15 +182,18 @@ impl Keys {
         if lo > hi {
             return (u64::MAX, 0);
         }
+        if self.pages.is_none() {
+            return (lo, hi);
+        }
         let mut c = self.cursor();
         let (first, _) = c.rank(lo);
         let (last, noted) = c.rank(hi);
-        // Keys below `hi`'s, and `hi`'s own where it is noted.
+        // Keys below `hi`'s, and `hi`'s own where it is noted (ranks are below 2^64: fewer
+        // ids than that are noted).
         let end = last + u64::from(noted);
-        match self.pages {
-            None => (lo, hi),
-            Some(_) if end > first => (first, end - 1),
-            Some(_) => (u64::MAX, 0),
+        match end > first {
+            true => (first, end - 1),
+            false => (u64::MAX, 0),
         }
     }
 }
@@ -282,12 +293,7 @@ mod tests {
         for p in 0..MOST_PAGES as u64 {
             r.note(p * PAGE_IDS + 7);
         }
-        let keys = Referenced {
-            pages: r.pages.clone(),
-            last: None,
-            bitmaps: r.bitmaps.clone(),
-        }
-        .keys();
+        let keys = r.clone().keys();
         let last = (MOST_PAGES as u64 - 1) * PAGE_IDS + 7;
         assert_eq!(keys.cursor().key(last), Some(MOST_PAGES as u64 - 1));
         assert_eq!(keys.cursor().key(8), None);
@@ -297,5 +303,9 @@ mod tests {
         r.note(5);
         let keys = r.keys();
         assert_eq!((keys.cursor().key(8), keys.range(1, 2)), (Some(8), (1, 2)));
+        assert!(!keys.dense());
+        let mut none = Referenced::at_most(0);
+        none.note(3);
+        assert_eq!(none.keys().cursor().key(9), Some(9));
     }
 }

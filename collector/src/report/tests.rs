@@ -332,6 +332,7 @@ fn check(files: &[PathBuf], filter: &Filter, id_range: u64) {
     let how = |launch_block| How {
         id_range,
         launch_block,
+        ..How::default()
     };
     let steps = StepNames::default();
     let (streamed, sections) =
@@ -343,6 +344,13 @@ fn check(files: &[PathBuf], filter: &Filter, id_range: u64) {
     // The launches not kept: the selection passes join again.
     let (joined, joined_again) =
         report_inputs_with(files, filter, how(0), Jobs::ONE, &steps).unwrap();
+    // The ids looked up not ranked (as for ids too far apart): the join's keys are the ids.
+    let by_ids = How {
+        referenced_pages: 0,
+        ..how(BLOCK)
+    };
+    let (keyed_by_ids, by_id) =
+        report_inputs_with(files, filter, by_ids, Jobs::ONE, &steps).unwrap();
     let mut whole = crate::read::load_inputs(files).unwrap();
     crate::filter::apply_all(filter, &mut whole.traces).unwrap();
     for (format, section) in [(Format::Table, Section::Api), (Format::Json, Section::Api)]
@@ -356,6 +364,8 @@ fn check(files: &[PathBuf], filter: &Filter, id_range: u64) {
         assert_eq!(a, c, "in parallel: {format:?} {section:?} {filter}");
         let d = render_sections(&joined.traces, &joined_again, format, section);
         assert_eq!(a, d, "joined again: {format:?} {section:?} {filter}");
+        let e = render_sections(&keyed_by_ids.traces, &by_id, format, section);
+        assert_eq!(a, e, "keyed by ids: {format:?} {section:?} {filter}");
         if std::env::var_os("RTRACE_SHOW").is_some() && format == Format::Table {
             eprintln!("{a}");
         }
@@ -382,7 +392,7 @@ fn streamed_reports_are_the_in_memory_ones() {
         &Filter::default(),
         How {
             id_range: 1 << 22,
-            launch_block: BLOCK,
+            ..How::default()
         },
         Jobs::ONE,
         &StepNames::default(),
