@@ -63,9 +63,10 @@ impl IdTable {
     }
 
     /// Starts the window of ids from `lo` on, empty; it reaches as far as
-    /// [`IdTable::hi`] says once its records are noted. Dense ids (`dense`: no two records
-    /// share one, as the join's keys: `referenced.rs`) make it the window of the `most` ids from
-    /// `lo` on, all slots of the array.
+    /// [`IdTable::hi`] says once its records are noted. Dense ids (`dense`: every id a slot
+    /// worth holding, as the join's keys, the ranks of the ids looked up: `referenced.rs`) make
+    /// it the window of the `most` ids from `lo` on, all slots of the array (records of one id
+    /// share its slot, as ever).
     pub(crate) fn window(&mut self, lo: u64, dense: bool) {
         self.lo = lo;
         self.hi = match dense {

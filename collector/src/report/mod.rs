@@ -74,6 +74,9 @@ use std::path::{Path, PathBuf};
 /// bytes) for each id past them.
 const ID_RANGE: u64 = 1 << 19;
 
+/// Why a selection pass failed where a trace's launches were kept.
+const LAUNCHES_LOST: &str = "its kernel launches, kept in a temporary file, could not be read back";
+
 /// How the report reads its traces, beyond what the command line says.
 #[derive(Clone, Copy, Debug)]
 struct How {
@@ -414,10 +417,7 @@ fn report_inputs_with(
                         })
                         .ok_or_else(|| StreamError::Changed {
                             path: input.path.clone(),
-                            why:
-                                "its kernel launches, kept in a temporary file, could not be read \
-                              back"
-                                    .into(),
+                            why: LAUNCHES_LOST.into(),
                         }),
                     _ => kern_exec_pass(fold, ti, input, &input.index, id_range),
                 }
