@@ -80,7 +80,10 @@ impl<W: Write> Writer<W> {
     }
 
     /// Writes one trace (one process) held in memory.
-    pub fn write_trace(&mut self, trace: &Trace) -> io::Result<()> {
+    pub fn write_trace(&mut self, trace: &Trace) -> io::Result<()>
+    where
+        W: Send,
+    {
         let nvtx = crate::nvtx::has_nvtx(trace).then(|| tracks_projector(trace, None));
         let places = places_of(trace);
         let mut links = LinkTable::of(trace, self.next_flow());
@@ -99,24 +102,9 @@ impl<W: Write> Writer<W> {
         }
     }
 
-    /// Writes one trace whose API and GPU records come from `src` ([`merge::write`]).
+    /// Writes one trace whose API and GPU records come from `src` ([`merge::write`]), the
+    /// writer told what to write on a thread of its own ([`relay::relayed`]).
     fn write_with(
-        &mut self,
-        trace: &Trace,
-        places: &Places,
-        nvtx: Option<Box<crate::nvtx::Projector>>,
-        links: &mut LinkTable,
-        src: &mut dyn Source<Rec>,
-    ) -> Result<(), Failure> {
-        match self {
-            Writer::Perfetto(w) => merge::write(w, trace, places, nvtx, links, src),
-            Writer::Chrome(w) => merge::write(w, trace, places, nvtx, links, src),
-        }
-    }
-
-    /// [`Writer::write_with`], the writer told what to write on a thread of its own
-    /// ([`relay::relayed`]): the same output.
-    fn write_relayed(
         &mut self,
         trace: &Trace,
         places: &Places,
@@ -147,7 +135,7 @@ impl<W: Write> Writer<W> {
 }
 
 /// Exports `traces` to `out` in `format`.
-pub fn export_traces<W: Write>(
+pub fn export_traces<W: Write + Send>(
     traces: &[Trace],
     format: ExportFormat,
     out: W,
@@ -372,7 +360,7 @@ fn write_all<W: Write + Send>(
         // the writer encodes on another.
         let links = &mut first.links;
         crate::read::merge::ahead(&mut src, |src| {
-            w.write_relayed(&trace, &first.places, nvtx, links, src)
+            w.write_with(&trace, &first.places, nvtx, links, src)
         })
         .map_err(failed)?;
         outcome.warnings.extend(trace_warnings(&trace));
