@@ -23,7 +23,7 @@ MAX_LINES = 600
 # `unsafe` may appear: the FFI shims and the system-call modules. None: no rule for the crate.
 CRATES = {
     "inject/src": [
-        "generated/", "interpose.rs", "procaddr.rs", "generic.rs", "driver.rs", "devices.rs", "got.rs",
+        "generated/", "interpose.rs", "procaddr.rs", "generic.rs", "cudart.rs", "driver.rs", "devices.rs", "got.rs",
         "cupti/", "nvtx/", "sys.rs", "ring.rs", "region.rs", "hook.rs", "lib.rs",
     ],
     "inject/format/src": ["crc.rs"],  # the SSE4.2 crc32 instruction

@@ -47,9 +47,10 @@ pub struct Config {
     pub gpu_activity: GpuKinds,
     /// Words of `RTRACE_GPU_ACTIVITY` that name no kind, ignored (said in the trace).
     pub gpu_activity_error: Option<String>,
-    /// Runtime API records through CUPTI's runtime callbacks when GPU activity is on
-    /// (`RTRACE_RUNTIME_API`, on unless `0`).
-    pub runtime_api: bool,
+    /// How runtime API calls are recorded (`RTRACE_RUNTIME_API`).
+    pub runtime_api: RuntimeRoute,
+    /// A value of `RTRACE_RUNTIME_API` that names no route, ignored (said in the trace).
+    pub runtime_api_error: Option<String>,
     /// The CUPTI library to load when the process has not loaded one.
     pub cupti_library: Option<OsString>,
     /// Receive NVTX calls (`RTRACE_NVTX`, on unless `0`).
@@ -223,6 +224,10 @@ impl Capture {
     }
 }
 
+/// How runtime API calls are recorded (`RTRACE_RUNTIME_API`, read as the format crate defines
+/// it).
+pub use rtrace_format::env::RuntimeRoute;
+
 /// The kinds of GPU activity to record (`RTRACE_GPU_ACTIVITY`, read as the format crate
 /// defines it: words that name no kind are ignored).
 pub use rtrace_format::env::GpuKinds;
@@ -291,6 +296,10 @@ impl Config {
             Some(_) => false,
             None => pc_sampling.on || metrics.is_some() || source_counters,
         };
+        let (runtime_api, runtime_api_error) = RuntimeRoute::parse(
+            get(env::RUNTIME_API).as_deref().and_then(|v| v.to_str()),
+            gpu_activity.any(),
+        );
         let output: OsString = get(env::OUTPUT)
             .filter(|v| !v.is_empty())
             .unwrap_or_else(|| DEFAULT_OUTPUT.into());
@@ -326,7 +335,8 @@ impl Config {
             clock_monotonic: get(env::CLOCK).is_some_and(|v| v == "monotonic"),
             gpu_activity,
             gpu_activity_error,
-            runtime_api: get(env::RUNTIME_API).is_none_or(|v| v != "0"),
+            runtime_api,
+            runtime_api_error,
             cupti_library: get(env::CUPTI_LIBRARY).filter(|v| !v.is_empty()),
             nvtx: get(env::NVTX).is_none_or(|v| v != "0"),
             module_images,

@@ -55,6 +55,9 @@ extern "C" fn dlsym_hook(
 /// What a `dlsym` of `name` that found `p` returns.
 fn lookup(handle: *mut c_void, name: &CStr, p: *mut c_void, caller: *const c_void) -> *mut c_void {
     let Some(id) = generated::id::function_id(name.to_bytes()) else {
+        if name.to_bytes().starts_with(b"cuda") && driver::is_own_address(p) {
+            return own_runtime_export(handle, name, caller, p);
+        }
         return p;
     };
     let wrapper = crate::procaddr::wrapper_address(id as usize);
@@ -102,6 +105,46 @@ fn own_export(
     }
     // Fails (nothing follows rtrace with this name) and sets dlerror.
     driver::real_dlsym(libc::RTLD_NEXT, name.as_ptr())
+}
+
+/// The answer to a lookup that found rtrace's own export `stub` of runtime function `name`
+/// (`crate::cudart`), as without rtrace: the stub where a libcudart follows rtrace in the
+/// global scope (the stub finds that definition); for `RTLD_DEFAULT` from a library with a
+/// scope of its own, that scope's definition itself (unrecorded: the stub would be called from
+/// wherever the pointer goes, whose scope may not hold it); otherwise NULL with libc's error.
+fn own_runtime_export(
+    handle: *mut c_void,
+    name: &CStr,
+    caller: *const c_void,
+    stub: *mut c_void,
+) -> *mut c_void {
+    if !driver::real_dlsym(libc::RTLD_NEXT, name.as_ptr()).is_null() {
+        return stub;
+    }
+    if handle == libc::RTLD_DEFAULT {
+        if let Some(map) = caller_map(caller) {
+            let r = driver::real_dlsym(map, name.as_ptr());
+            if r.is_null() || !driver::is_own_address(r) {
+                return r;
+            }
+        }
+    }
+    driver::real_dlsym(libc::RTLD_NEXT, name.as_ptr())
+}
+
+/// `dlclose`: libc's, after which the interposed runtime functions are looked up anew (the
+/// library closed may have been, or held, a libcudart).
+///
+/// # Safety
+/// libc's contract for `dlclose`.
+#[cfg(not(test))]
+#[no_mangle]
+pub unsafe extern "C" fn dlclose(handle: *mut c_void) -> c_int {
+    let r = crate::cudart::real_dlclose(handle);
+    if r == 0 {
+        let _ = std::panic::catch_unwind(crate::cudart::forget);
+    }
+    r
 }
 
 extern "C" {

@@ -39,6 +39,7 @@ mod actions;
 mod capture;
 mod clock;
 mod config;
+mod cudart;
 mod cupti;
 mod devices;
 mod diag;
@@ -58,6 +59,11 @@ mod process;
 mod region;
 mod ring;
 mod runtime_api;
+#[path = "generated/runtime_ids.rs"]
+mod runtime_ids;
+#[cfg(target_arch = "x86_64")]
+#[path = "generated/runtime_stubs.rs"]
+mod runtime_stubs;
 mod session;
 mod state;
 mod sys;

@@ -1,6 +1,8 @@
-//! Runtime API records: CUPTI's runtime callbacks (`CUPTI_CB_DOMAIN_RUNTIME_API`, enabled by
-//! `cupti::callbacks` when GPU activity is on) call [`enter`] and [`exit`] on the program's
-//! thread, around the runtime function (`cudaLaunchKernel`, `cudaMemcpyAsync`, ...). A runtime
+//! Runtime API records, by one of two routes ([`Route`], docs/runtime-api.md): CUPTI's runtime
+//! callbacks (`CUPTI_CB_DOMAIN_RUNTIME_API`, enabled by `cupti::callbacks`), or rtrace's own
+//! exports of libcudart's functions (`generated/runtime_stubs.rs`, through `crate::generic`'s
+//! trampoline: [`interposed_enter`], [`interposed_exit`]). Either calls [`enter`] and [`exit`]
+//! on the program's thread, around the runtime function (`cudaLaunchKernel`, ...). A runtime
 //! call becomes one API record ([`rtrace_format::runtime_function`] of CUPTI's callback id) in
 //! the thread's ring, with an rtrace correlation id linked to CUPTI's; the driver calls it makes
 //! are recorded as ever, inside its interval, and link the GPU work they make to it
@@ -16,6 +18,59 @@ use crate::state::{self, State};
 use crate::thread;
 use rtrace_format::{runtime_function, ApiRecord};
 use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+pub use crate::config::RuntimeRoute as Route;
+
+/// The interposed stubs record: the route is [`Route::Interpose`] (set at start-up, or when
+/// CUPTI's route could not be had).
+static INTERPOSING: AtomicBool = AtomicBool::new(false);
+
+/// An interposed runtime function was entered while the stubs record; and the trace said so.
+static INTERPOSED_SEEN: AtomicBool = AtomicBool::new(false);
+static INTERPOSED_SAID: AtomicBool = AtomicBool::new(false);
+
+/// The trace's notice once the stubs recorded a runtime call.
+pub const INTERPOSED_NOTICE: &str = "runtime API calls recorded (interposing libcudart)";
+
+/// True once, when the stubs recorded their first runtime call (the worker then writes
+/// [`INTERPOSED_NOTICE`]): a program that never calls the runtime gets no notice.
+pub fn first_interposed() -> bool {
+    INTERPOSED_SEEN.load(Ordering::Relaxed)
+        && !INTERPOSED_SAID.load(Ordering::Relaxed)
+        && !INTERPOSED_SAID.swap(true, Ordering::Relaxed)
+}
+
+/// Whether the interposed stubs record runtime calls from now on.
+pub fn set_interposing(on: bool) {
+    INTERPOSING.store(on, Ordering::Relaxed);
+}
+
+/// An interposed runtime function is entered: false (and nothing done) when the stubs do not
+/// record; true when [`interposed_exit`] must follow at its return. The session is started
+/// (its route read) before the first.
+#[cfg_attr(test, allow(dead_code))] // unit tests run the trampoline against stand-ins
+#[inline]
+pub fn interposed_enter() -> bool {
+    if !INTERPOSING.load(Ordering::Relaxed) {
+        return false;
+    }
+    enter(0, crate::capture::recording());
+    if !INTERPOSED_SEEN.load(Ordering::Relaxed) {
+        INTERPOSED_SEEN.store(true, Ordering::Relaxed);
+    }
+    true
+}
+
+/// The interposed runtime function of stub entry `cbid` (CUPTI's callback id, with
+/// `runtime_ids::NO_RESULT` for a function returning no `cudaError_t`) returned `rax`.
+#[cfg_attr(test, allow(dead_code))]
+#[inline]
+pub fn interposed_exit(cbid: u16, rax: u64) {
+    use crate::runtime_ids::NO_RESULT;
+    let result = if cbid & NO_RESULT != 0 { 0 } else { rax as u32 };
+    exit(u32::from(cbid & !NO_RESULT), result);
+}
 
 /// A runtime call with CUPTI correlation id `source` (0: none) is entered on this thread;
 /// `recording`: capture control lets calls be recorded now.

@@ -12,7 +12,7 @@ use crate::drain::{drain_rings, Drain, Drained};
 use crate::output::Sink;
 use crate::process::{self, Process};
 use crate::state::{self, State};
-use crate::{capture, clock, cupti, diag, nvtx, sys, thread};
+use crate::{capture, clock, cupti, diag, nvtx, runtime_api, sys, thread};
 use rtrace_format::ChunkKind;
 use std::sync::atomic::Ordering;
 use std::sync::Once;
@@ -51,6 +51,12 @@ pub fn start() {
         }
         if let Some(e) = &cfg.gpu_activity_error {
             cupti::notice(e.clone());
+        }
+        if let Some(e) = &cfg.runtime_api_error {
+            cupti::notice(e.clone());
+        }
+        if cfg.runtime_api == runtime_api::Route::Interpose {
+            runtime_api::set_interposing(true);
         }
         for msg in cupti::configure_profiling() {
             cupti::notice(msg);
@@ -259,6 +265,9 @@ pub fn drain_and_finish(how: Ending) {
         let done = process.with_consumer(FINAL_FLUSH_WAIT, |sink| {
             // The rings first: their links name the GPU records.
             let _ = drain(process, sink, mode);
+            if runtime_api::first_interposed() {
+                sink.notice(runtime_api::INTERPOSED_NOTICE);
+            }
             cupti::drain_into(sink);
             match reason {
                 Some(reason) => sink.write_end(reason),

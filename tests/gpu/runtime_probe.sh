@@ -8,6 +8,8 @@
 # layer's call the GPU records are linked to. Run from a copy of the repository carrying
 # target/release/librtrace.so and target/release/rtrace:
 #     OUT=/some/dir bash tests/gpu/runtime_probe.sh
+# ROUTE=interpose (or cupti) runs rtrace with RTRACE_RUNTIME_API=ROUTE: the runtime calls by
+# rtrace's own exports of libcudart's functions instead of CUPTI's runtime callbacks.
 # Lines "PASS/FAIL runtime.<check> (...)" per program and run; the last line "N failed".
 set -u
 cd "$(dirname "$0")/../.." || exit 2
@@ -45,8 +47,8 @@ run_one() { # label mode command...
     local env_=()
     case $mode in
     counter) env_=(CUDA_INJECTION64_PATH="$BIN/cupti_counter.so" CUPTI_COUNT_DOMAIN=runtime CUPTI_COUNT_OUTPUT="$dir/rt") ;;
-    rtrace) env_=(LD_PRELOAD="$LIB" RTRACE_GPU_ACTIVITY=1 RTRACE_OUTPUT="$dir/t-%p.bin") ;;
-    both) env_=(LD_PRELOAD="$LIB" RTRACE_GPU_ACTIVITY=1 RTRACE_OUTPUT="$dir/t-%p.bin"
+    rtrace) env_=(LD_PRELOAD="$LIB" RTRACE_GPU_ACTIVITY=1 RTRACE_OUTPUT="$dir/t-%p.bin" ${ROUTE:+RTRACE_RUNTIME_API=$ROUTE}) ;;
+    both) env_=(LD_PRELOAD="$LIB" RTRACE_GPU_ACTIVITY=1 RTRACE_OUTPUT="$dir/t-%p.bin" ${ROUTE:+RTRACE_RUNTIME_API=$ROUTE}
         CUDA_INJECTION64_PATH="$BIN/cupti_counter.so" CUPTI_COUNT_DOMAIN=runtime CUPTI_COUNT_OUTPUT="$dir/rt") ;;
     esac
     env "${env_[@]}" timeout 300 "$@" >"$dir/stdout" 2>"$dir/stderr"

@@ -9,7 +9,9 @@
 #   matmul  tools/bench/overhead_torch.py matmul: MATMULS bf16 N x N matmuls per round
 #           (ms/matmul), GPU-bound
 # Modes: untraced; rtrace-api (LD_PRELOAD=librtrace.so); rtrace-default (what `rtrace record`
-# records by default: GPU activity, runtime API records, NVTX); rtrace-default-heap (the same
+# records by default: GPU activity, runtime API records, NVTX); rtrace-interpose (the same with
+# the runtime API recorded by interposing libcudart, RTRACE_RUNTIME_API=interpose;
+# rtrace-interpose-b with $LIB_B); rtrace-default-heap (the same
 # with CUPTI's buffers in heap memory); rtrace-default-b (the default with the library $LIB_B); rtrace-gpu (+ RTRACE_GPU_ACTIVITY=1,
 # or rtrace-gpu:KINDS for RTRACE_GPU_ACTIVITY=KINDS); rtrace-gpu-nort (rtrace-gpu without
 # runtime API records, RTRACE_RUNTIME_API=0: docs/runtime-api.md); rtrace-gpu-nort-heap (the same with
@@ -129,11 +131,13 @@ run_one() {
     esac
     case $m in
     untraced) ;;
-    rtrace-api | rtrace-gpu | rtrace-gpu:* | rtrace-gpu-b | rtrace-gpu-nort | rtrace-gpu-nort-heap | rtrace-default | rtrace-default-heap | rtrace-default-b)
+    rtrace-api | rtrace-gpu | rtrace-gpu:* | rtrace-gpu-b | rtrace-gpu-nort | rtrace-gpu-nort-heap | rtrace-default | rtrace-default-heap | rtrace-default-b | rtrace-interpose | rtrace-interpose-b)
         env_=(LD_PRELOAD="$LIB" RTRACE_OUTPUT="$WORK/traces/$key.$i.%p.bin")
         case $m in
         rtrace-gpu) env_+=(RTRACE_GPU_ACTIVITY=1) ;;
         rtrace-default) env_+=(RTRACE_GPU_ACTIVITY=1 RTRACE_NVTX=1) ;;
+        rtrace-interpose) env_+=(RTRACE_GPU_ACTIVITY=1 RTRACE_NVTX=1 RTRACE_RUNTIME_API=interpose) ;;
+        rtrace-interpose-b) env_+=(LD_PRELOAD="${LIB_B:?rtrace-interpose-b needs LIB_B}" RTRACE_GPU_ACTIVITY=1 RTRACE_NVTX=1 RTRACE_RUNTIME_API=interpose) ;;
         rtrace-default-heap) env_+=(RTRACE_GPU_ACTIVITY=1 RTRACE_NVTX=1 RTRACE_GPU_FILE_BUFFERS=0) ;;
         rtrace-default-b) env_+=(LD_PRELOAD="${LIB_B:?rtrace-default-b needs LIB_B}" RTRACE_GPU_ACTIVITY=1 RTRACE_NVTX=1) ;;
         rtrace-gpu-nort) env_+=(RTRACE_GPU_ACTIVITY=1 RTRACE_RUNTIME_API=0) ;;

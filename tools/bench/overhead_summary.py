@@ -224,7 +224,8 @@ def main():
             b = added.get("rtrace-gpu-b")
             if b is not None and p:
                 print(f"(b) rtrace-gpu-b (LIB_B) added / profiler added = {b:.3f} / {p:.3f} = {b / p:.2f}")
-            for r, c in (("rtrace-gpu", "cupti:ts,cb,res"), ("rtrace-default", "cupti:ts,cb,res,rt")):
+            for r, c in (("rtrace-gpu", "cupti:ts,cb,res"), ("rtrace-default", "cupti:ts,cb,res,rt"),
+                         ("rtrace-interpose", "cupti:ts,cb,res"), ("rtrace-interpose", "cupti:ts,cb,res,rt")):
                 a, b = added.get(r), added.get(c)
                 if a is not None and b is not None:
                     print(f"(b) {r} added beyond CUPTI alone ({c}) = {a:.3f} - {b:.3f} = {a - b:.3f} us/op")

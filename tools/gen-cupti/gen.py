@@ -44,6 +44,9 @@ def _load_wrappers_gen():
 
 
 W = _load_wrappers_gen()
+sys.path.insert(0, str(HERE))
+import runtime_stubs  # noqa: E402  (beside this file)
+
 ci = W.ci
 TK = ci.TypeKind
 GenError = W.GenError
@@ -53,6 +56,8 @@ INPUT_HEADERS = [
     "cupti_version.h",
     "cupti_driver_cbid.h",
     "cupti_runtime_cbid.h",
+    # The runtime functions' result types, for the interposed runtime's stubs (runtime_stubs.py).
+    "cuda_runtime_api.h",
 ]
 
 # The records rtrace reads: (C typedef name, Rust module name).
@@ -614,6 +619,7 @@ def main():
     text = render(version, enums, macros, records, cbids, result_names)
     runtime = collect_runtime_cbids(tds)
     outputs = [(args.out, text), (RUNTIME_OUT, render_runtime(version, runtime))]
+    outputs += runtime_stubs.outputs(version, REGENERATE, runtime, tu, ci, GenError, W.rustfmt)
 
     if args.check:
         stale = [p for p, t in outputs if not p.is_file() or p.read_text() != t]
@@ -630,7 +636,8 @@ def main():
     print(
         f"{len(records)} records ({fields} fields), {sum(len(e.values) for e in enums)} enum "
         f"values, {len(macros)} macros, {len(cbids)} driver cbids -> {args.out}; "
-        f"{sum(1 for n in runtime if n)} runtime cbids -> {RUNTIME_OUT}"
+        f"{sum(1 for n in runtime if n)} runtime cbids -> {RUNTIME_OUT}; runtime stubs -> "
+        f"{runtime_stubs.STUBS_OUT}, {runtime_stubs.IDS_OUT}"
         + (f" ({checked} gcc checks)" if checked else "")
     )
     return 0

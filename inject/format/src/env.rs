@@ -30,8 +30,9 @@ pub const CUDA_LIBRARY: &str = "RTRACE_CUDA_LIBRARY";
 pub const CUPTI_LIBRARY: &str = "RTRACE_CUPTI_LIBRARY";
 /// Which GPU activity to record through CUPTI: `1`, `all`, or a list of kinds.
 pub const GPU_ACTIVITY: &str = "RTRACE_GPU_ACTIVITY";
-/// `0`: no runtime API records (`cuda*` calls through CUPTI's runtime callbacks, recorded
-/// whenever GPU activity is on).
+/// How runtime API calls (`cuda*`) are recorded: `cupti` (CUPTI's runtime callbacks, the
+/// default with GPU activity on), `interpose` (rtrace's exports of libcudart's functions, the
+/// default without), `0` (not at all).
 pub const RUNTIME_API: &str = "RTRACE_RUNTIME_API";
 /// `cudaProfilerApi`: record only between `cuProfilerStart` and `cuProfilerStop`.
 pub const CAPTURE_RANGE: &str = "RTRACE_CAPTURE_RANGE";
@@ -290,6 +291,53 @@ impl GpuKinds {
             "0".into()
         } else {
             on.join(",")
+        }
+    }
+}
+
+/// How runtime API calls (`cuda*`) are recorded (docs/runtime-api.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RuntimeRoute {
+    /// Not at all (`0`).
+    Off,
+    /// CUPTI's runtime callbacks (`cupti`; the default with GPU activity on).
+    Cupti,
+    /// rtrace's own exports of libcudart's functions (`interpose`; the default without GPU
+    /// activity, which loads no CUPTI).
+    Interpose,
+}
+
+impl RuntimeRoute {
+    /// The route `RTRACE_RUNTIME_API=value` names (unset: `None`) given whether GPU activity
+    /// is on, and the error for a value that names none (the default is taken then).
+    pub fn parse(value: Option<&str>, gpu_activity: bool) -> (RuntimeRoute, Option<String>) {
+        let default = if gpu_activity {
+            RuntimeRoute::Cupti
+        } else {
+            RuntimeRoute::Interpose
+        };
+        match value.map(str::trim) {
+            None | Some("" | "1") => (default, None),
+            Some("0") => (RuntimeRoute::Off, None),
+            Some("cupti") => (RuntimeRoute::Cupti, None),
+            Some("interpose") => (RuntimeRoute::Interpose, None),
+            Some(v) => (
+                default,
+                Some(format!(
+                    "{}={v}: give 0, 1, cupti or interpose; the default ({}) used",
+                    RUNTIME_API,
+                    default.name()
+                )),
+            ),
+        }
+    }
+
+    /// The route's value of `RTRACE_RUNTIME_API`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RuntimeRoute::Off => "0",
+            RuntimeRoute::Cupti => "cupti",
+            RuntimeRoute::Interpose => "interpose",
         }
     }
 }

@@ -123,7 +123,7 @@ pub(super) struct Subscribed {
     pub functions: usize,
     /// The module-loaded resource callback, when resources were asked for.
     pub modules: Option<Result<(), String>>,
-    /// The runtime API domain (runtime API records), unless `RTRACE_RUNTIME_API=0`.
+    /// The runtime API domain (runtime API records), when they come by CUPTI's route.
     pub runtime: Option<Result<(), String>>,
 }
 
@@ -157,8 +157,7 @@ pub(super) fn subscribe(api: &Api, kinds: crate::config::GpuKinds) -> Result<Sub
             }
         }
     }
-    let runtime = crate::state::config()
-        .runtime_api
+    let runtime = (crate::state::config().runtime_api == crate::runtime_api::Route::Cupti)
         .then(|| enable_runtime(api, sub));
     let sampling = api.pc_sampling.as_ref().is_some_and(|r| r.is_ok());
     let contexts: &[(u32, &str)] = if sampling {

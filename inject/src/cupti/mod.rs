@@ -163,11 +163,20 @@ fn enable_now() {
     }
     match runtime {
         Some(Ok(())) => notice("runtime API calls recorded (CUPTI runtime callbacks)".into()),
-        Some(Err(e)) => notice(format!("runtime API calls not recorded: {e}")),
-        None => notice(format!(
-            "runtime API calls not recorded ({}=0)",
-            rtrace_format::env::RUNTIME_API
-        )),
+        // Nothing is lost for want of CUPTI's route: libcudart's functions are rtrace's too.
+        Some(Err(e)) => {
+            crate::runtime_api::set_interposing(true);
+            notice(format!(
+                "runtime API calls recorded by interposing libcudart, not by CUPTI: {e}"
+            ))
+        }
+        None if crate::state::config().runtime_api == crate::runtime_api::Route::Off => {
+            notice(format!(
+                "runtime API calls not recorded ({}=0)",
+                rtrace_format::env::RUNTIME_API
+            ))
+        }
+        None => {}
     }
 }
 

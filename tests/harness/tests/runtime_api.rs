@@ -51,64 +51,9 @@ fn runtime_calls_are_recorded_with_their_driver_calls_and_gpu_work() {
         .notices
         .iter()
         .any(|n| n.message == "runtime API calls recorded (CUPTI runtime callbacks)"));
-    let all = records(&t);
-    let tid = all[0].0;
-    assert!(all.iter().all(|(th, _)| *th == tid), "one thread");
-    let name = |r: &ApiRecord| t.functions[&r.function].clone();
-    let runtime: Vec<ApiRecord> = all.iter().map(|(_, r)| *r).filter(is_runtime).collect();
-    let driver: Vec<ApiRecord> = all
-        .iter()
-        .map(|(_, r)| *r)
-        .filter(|r| !is_runtime(r))
-        .collect();
-
-    // Each runtime call, its result, and the driver calls inside its interval.
-    let got: Vec<(String, u32, Vec<String>)> = runtime
-        .iter()
-        .map(|rt| {
-            let inside = driver
-                .iter()
-                .filter(|d| d.start_ns >= rt.start_ns && d.end_ns <= rt.end_ns)
-                .map(name)
-                .collect();
-            (name(rt), rt.result, inside)
-        })
-        .collect();
-    let want: Vec<(String, u32, Vec<String>)> = EXPECTED
-        .iter()
-        .map(|(n, rc, d)| {
-            (
-                n.to_string(),
-                *rc,
-                d.iter().map(|s| s.to_string()).collect(),
-            )
-        })
-        .collect();
-    assert_eq!(got, want);
-    // Driver calls say whether they were made inside a runtime call.
-    for d in &driver {
-        let inside = runtime
-            .iter()
-            .any(|rt| d.start_ns >= rt.start_ns && d.end_ns <= rt.end_ns);
-        assert_eq!(in_runtime(d.function), inside, "{}", name(d));
-    }
-    // Runtime calls do not overlap (none is nested in another here), and ids are unique.
-    for w in runtime.windows(2) {
-        assert!(w[0].end_ns <= w[1].start_ns);
-        assert_ne!(w[0].correlation, w[1].correlation);
-    }
     // Driver calls outside every runtime call: the program's own (module) and those of
     // cudaFree(NULL), which CUPTI did not see begin.
-    let outside: Vec<String> = driver
-        .iter()
-        .filter(|d| {
-            !runtime
-                .iter()
-                .any(|rt| d.start_ns >= rt.start_ns && d.end_ns <= rt.end_ns)
-        })
-        .map(name)
-        .filter(|n| !n.starts_with("cuGetProcAddress"))
-        .collect();
+    let outside = runtime_calls_are(&t, EXPECTED);
     assert_eq!(
         outside,
         [
@@ -123,6 +68,140 @@ fn runtime_calls_are_recorded_with_their_driver_calls_and_gpu_work() {
 
     // GPU work carries the runtime call's correlation id.
     work_is_linked_to_runtime_calls(&t);
+}
+
+/// Checks that the trace's runtime calls are `expected` (name, result, the driver calls
+/// inside), that driver calls say whether they were made inside one, and that runtime calls
+/// do not overlap; returns the driver calls made outside every runtime call
+/// (`cuGetProcAddress*` left out).
+fn runtime_calls_are(
+    t: &rtrace_collector::Trace,
+    expected: &[(&str, u32, &[&str])],
+) -> Vec<String> {
+    let all = records(t);
+    let tid = all[0].0;
+    assert!(all.iter().all(|(th, _)| *th == tid), "one thread");
+    let name = |r: &ApiRecord| t.functions[&r.function].clone();
+    let runtime: Vec<ApiRecord> = all.iter().map(|(_, r)| *r).filter(is_runtime).collect();
+    let driver: Vec<ApiRecord> = all
+        .iter()
+        .map(|(_, r)| *r)
+        .filter(|r| !is_runtime(r))
+        .collect();
+    let inside = |d: &ApiRecord| {
+        runtime
+            .iter()
+            .any(|rt| d.start_ns >= rt.start_ns && d.end_ns <= rt.end_ns)
+    };
+
+    // Each runtime call, its result, and the driver calls inside its interval.
+    let got: Vec<(String, u32, Vec<String>)> = runtime
+        .iter()
+        .map(|rt| {
+            let within = driver
+                .iter()
+                .filter(|d| d.start_ns >= rt.start_ns && d.end_ns <= rt.end_ns)
+                .map(name)
+                .filter(|n| !n.starts_with("cuGetProcAddress"))
+                .collect();
+            (name(rt), rt.result, within)
+        })
+        .collect();
+    let want: Vec<(String, u32, Vec<String>)> = expected
+        .iter()
+        .map(|(n, rc, d)| {
+            (
+                n.to_string(),
+                *rc,
+                d.iter().map(|s| s.to_string()).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(got, want);
+    for d in &driver {
+        assert_eq!(in_runtime(d.function), inside(d), "{}", name(d));
+    }
+    // Runtime calls do not overlap (none is nested in another here), and ids are unique.
+    for w in runtime.windows(2) {
+        assert!(w[0].end_ns <= w[1].start_ns);
+        assert_ne!(w[0].correlation, w[1].correlation);
+    }
+    driver
+        .iter()
+        .filter(|d| !inside(d))
+        .map(name)
+        .filter(|n| !n.starts_with("cuGetProcAddress"))
+        .collect()
+}
+
+/// The runtime calls rtrace's own exports of libcudart's functions see: every one, the first
+/// (cudaFree(NULL), which initialises the driver inside it) included.
+fn interposed_expected() -> Vec<(&'static str, u32, &'static [&'static str])> {
+    let first: (&str, u32, &[&str]) = (
+        "cudaFree",
+        0,
+        &[
+            "cuInit",
+            "cuDeviceGet",
+            "cuDevicePrimaryCtxRetain",
+            "cuCtxSetCurrent",
+        ],
+    );
+    std::iter::once(first)
+        .chain(EXPECTED.iter().copied())
+        .collect()
+}
+
+#[test]
+fn interposed_runtime_calls_are_recorded_with_gpu_activity() {
+    let env = &[
+        ("RTRACE_GPU_ACTIVITY", "1"),
+        ("RTRACE_RUNTIME_API", "interpose"),
+    ];
+    let plain = run(Spec::untraced("runtime"));
+    let r = run(Spec::traced("runtime").env(env));
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    assert_eq!(r.stdout(), plain.stdout());
+    let t = r.trace();
+    check_invariants(&t);
+    let said = |m: &str| t.notices.iter().any(|n| n.message == m);
+    assert!(said("runtime API calls recorded (interposing libcudart)"));
+    assert!(!said(
+        "runtime API calls recorded (CUPTI runtime callbacks)"
+    ));
+    let outside = runtime_calls_are(&t, &interposed_expected());
+    assert_eq!(outside, ["cuModuleLoadData", "cuModuleGetFunction"]);
+    // The work is linked through the driver calls inside the runtime calls.
+    work_is_linked_to_runtime_calls(&t);
+}
+
+#[test]
+fn without_gpu_activity_runtime_calls_are_interposed() {
+    let r = run(Spec::traced("runtime"));
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    let t = r.trace();
+    check_invariants(&t);
+    assert!(t
+        .notices
+        .iter()
+        .any(|n| n.message == "runtime API calls recorded (interposing libcudart)"));
+    let outside = runtime_calls_are(&t, &interposed_expected());
+    assert_eq!(outside, ["cuModuleLoadData", "cuModuleGetFunction"]);
+    assert!(t.kernels.is_empty());
+}
+
+#[test]
+fn an_unknown_runtime_route_is_said_and_the_default_taken() {
+    let env = &[("RTRACE_GPU_ACTIVITY", "1"), ("RTRACE_RUNTIME_API", "both")];
+    let r = run(Spec::traced("runtime").env(env));
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    let t = r.trace();
+    let said = |m: &str| t.notices.iter().any(|n| n.message == m);
+    assert!(said(
+        "RTRACE_RUNTIME_API=both: give 0, 1, cupti or interpose; the default (cupti) used"
+    ));
+    assert!(said("runtime API calls recorded (CUPTI runtime callbacks)"));
+    assert_eq!(runtime_calls_are(&t, EXPECTED).len(), 6);
 }
 
 /// Each kernel, copy and memset is linked to the runtime call that made it.
