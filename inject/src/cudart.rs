@@ -13,7 +13,9 @@
 //!
 //! Hot path: the callers seen so far are a table of address ranges, each with the runtime that
 //! serves it, and each runtime has its functions by stub index: a scan of a few ranges and one
-//! load, no lock and no allocation. A new caller or function takes the cold path once (the
+//! load, no lock and no allocation. While the stubs do not record (CUPTI's route), a stub
+//! called from the caller it was last called from jumps to its function by itself: one range
+//! check in the stub's assembly, no trampoline ([`LAST_CALLER`]). A new caller or function takes the cold path once (the
 //! loader's lookups, under a lock that is only tried: a caller that finds it held resolves
 //! without caching). `dlclose` forgets everything ([`forget`]): an unloaded runtime's
 //! functions must not be called again.
@@ -23,52 +25,72 @@ use crate::driver::{is_own_address, real_dlsym};
 use crate::runtime_ids::{RUNTIME_STUB_COUNT, RUNTIME_STUB_NAMES};
 use crate::thread::{internal, with_errno_saved};
 use std::ffi::{c_int, c_void, CStr};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-/// Caller objects remembered; past this, new callers resolve on the cold path every call.
+/// Caller objects remembered, ever; past this, new callers resolve on the cold path every call.
 const CALLERS: usize = 64;
-/// Distinct libcudart objects (runtimes) remembered.
-const RUNTIMES: usize = 4;
+/// Distinct libcudart objects (runtimes) remembered between two `dlclose`s.
+pub(crate) const RUNTIMES: usize = 4;
 
-/// One caller object: its mapped address range and the runtime that serves it.
-struct Caller {
+/// One caller object: its mapped address range and the runtime that serves it. Written once,
+/// before it is published, and never again: a stub may read it at any time.
+#[repr(C)]
+pub(crate) struct Caller {
     lo: AtomicUsize,
     hi: AtomicUsize,
     runtime: AtomicUsize,
 }
 
-static CALLER_TABLE: [Caller; CALLERS] = [const {
+/// The callers, `CALLER_COUNT` published; those below `RETIRED` predate the last `dlclose`.
+pub(crate) static CALLER_TABLE: [Caller; CALLERS] = [const {
     Caller {
         lo: AtomicUsize::new(0),
         hi: AtomicUsize::new(0),
         runtime: AtomicUsize::new(0),
     }
 }; CALLERS];
-/// Entries of `CALLER_TABLE` published (written before the count is raised).
 static CALLER_COUNT: AtomicUsize = AtomicUsize::new(0);
-/// Each runtime's handle (its `link_map`), by runtime index.
+static RETIRED: AtomicUsize = AtomicUsize::new(0);
+/// Each runtime's loader map, by runtime index.
 static RUNTIME_MAPS: [AtomicUsize; RUNTIMES] = [const { AtomicUsize::new(0) }; RUNTIMES];
 static RUNTIME_COUNT: AtomicUsize = AtomicUsize::new(0);
-/// Each runtime's functions by stub index; 0 until resolved.
-static TARGETS: [[AtomicUsize; RUNTIMES]; RUNTIME_STUB_COUNT] =
+/// Each runtime's functions by stub index; 0 until resolved. `TARGETS[k][r]` lies at byte
+/// `(k * RUNTIMES + r) * 8`, where the stubs read it.
+pub(crate) static TARGETS: [[AtomicUsize; RUNTIMES]; RUNTIME_STUB_COUNT] =
     [const { [const { AtomicUsize::new(0) }; RUNTIMES] }; RUNTIME_STUB_COUNT];
+/// For each stub, 1 + the index of the caller it was last called from (0: none): the stubs'
+/// own fast path (`generated/runtime_stubs.rs`) checks the return address against that
+/// caller's range and jumps to `TARGETS[k][its runtime]` without entering the trampoline, when
+/// the stubs do not record.
+pub(crate) static LAST_CALLER: [AtomicU32; RUNTIME_STUB_COUNT] =
+    [const { AtomicU32::new(0) }; RUNTIME_STUB_COUNT];
 /// Held while the tables grow; only ever tried.
 static GROWING: Mutex<()> = Mutex::new(());
+
+/// The layout the stubs' assembly reads.
+const _: () = {
+    assert!(std::mem::size_of::<Caller>() == 24);
+    assert!(RUNTIMES == 4);
+};
 
 /// libcudart's function for stub `k` as seen from `return_address`; null if there is none.
 #[inline]
 pub fn real(k: usize, return_address: usize) -> *mut c_void {
     let n = CALLER_COUNT.load(Ordering::Acquire).min(CALLERS);
-    for c in &CALLER_TABLE[..n] {
+    let first = RETIRED.load(Ordering::Acquire).min(n);
+    for (i, c) in CALLER_TABLE[..n].iter().enumerate().skip(first) {
         if (c.lo.load(Ordering::Relaxed)..c.hi.load(Ordering::Relaxed)).contains(&return_address) {
             let r = c.runtime.load(Ordering::Relaxed);
-            let p = TARGETS[k][r].load(Ordering::Acquire);
-            if p != 0 {
-                return p as *mut c_void;
+            let mut p = TARGETS[k][r].load(Ordering::Acquire) as *mut c_void;
+            if p.is_null() {
+                p = with_errno_saved(|| internal(|| in_runtime(k, r)))
+                    .unwrap_or(std::ptr::null_mut());
             }
-            return with_errno_saved(|| internal(|| in_runtime(k, r)))
-                .unwrap_or(std::ptr::null_mut());
+            if !p.is_null() {
+                LAST_CALLER[k].store(i as u32 + 1, Ordering::Release);
+            }
+            return p;
         }
     }
     with_errno_saved(|| internal(|| new_caller(k, return_address))).unwrap_or(std::ptr::null_mut())
@@ -77,7 +99,10 @@ pub fn real(k: usize, return_address: usize) -> *mut c_void {
 /// Forgets every caller and function: after `dlclose`, which may have unloaded a runtime.
 pub fn forget() {
     let _g = GROWING.lock();
-    CALLER_COUNT.store(0, Ordering::Release);
+    for last in &LAST_CALLER {
+        last.store(0, Ordering::Release);
+    }
+    RETIRED.store(CALLER_COUNT.load(Ordering::Acquire), Ordering::Release);
     RUNTIME_COUNT.store(0, Ordering::Release);
     for t in &TARGETS {
         for slot in t {
@@ -138,6 +163,7 @@ fn new_caller(k: usize, return_address: usize) -> *mut c_void {
         c.hi.store(caller.hi, Ordering::Relaxed);
         c.runtime.store(r, Ordering::Relaxed);
         CALLER_COUNT.store(n + 1, Ordering::Release);
+        LAST_CALLER[k].store(n as u32 + 1, Ordering::Release);
     }
     p
 }

@@ -6,7 +6,9 @@
 //! - Shims (FFI, no policy): [`generated`] (one exported wrapper per driver entry point,
 //!   generated from `cuda.h` by `tools/gen-wrappers/gen.py`; each calls [`hook::begin`], the
 //!   real function and [`hook::end`]), [`generic`] (the assembly trampoline for the exports no
-//!   header declares), [`procaddr`] (`cuGetProcAddress*`) and [`interpose`] (`dlsym`, `_exit`,
+//!   header declares, and for `runtime_stubs`: one exported stub per libcudart function, the
+//!   runtime API by interposition, [`runtime_api`]), [`cudart`] (the caller's libcudart behind a
+//!   stub), [`procaddr`] (`cuGetProcAddress*`) and [`interpose`] (`dlsym`, `dlclose`, `_exit`,
 //!   fatal signals, fork, NVTX's entry point, the ELF constructor and destructor).
 //! - [`hook`]: the hot path: begin → real call → end; the token that ends a call once.
 //! - [`got`]: libraries that bind the driver past rtrace (`RTLD_DEEPBIND`): their driver GOT

@@ -23,8 +23,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub use crate::config::RuntimeRoute as Route;
 
 /// The interposed stubs record: the route is [`Route::Interpose`] (set at start-up, or when
-/// CUPTI's route could not be had).
-static INTERPOSING: AtomicBool = AtomicBool::new(false);
+/// CUPTI's route could not be had). The stubs' assembly reads it too (one byte, non-zero:
+/// enter the trampoline).
+pub(crate) static INTERPOSING: AtomicBool = AtomicBool::new(false);
 
 /// An interposed runtime function was entered while the stubs record; and the trace said so.
 static INTERPOSED_SEEN: AtomicBool = AtomicBool::new(false);

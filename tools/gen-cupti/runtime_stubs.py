@@ -7,7 +7,8 @@ Imported by gen.py, which writes the two files rendered here:
 - `inject/src/generated/runtime_stubs.rs`: one exported two-instruction stub per function, into
   the ABI-agnostic trampoline of `inject/src/generic.rs` (r11d = RUNTIME_STUB_BIT | index).
 
-A function's callback id is the one whose name is the export's name with CUPTI's ABI suffix
+The two `__cudaLaunchKernel` entries nvcc's launch stubs call are interposed too, recorded as
+the `cudaLaunchKernel` they implement (`ALIASES`). A function's callback id is the one whose name is the export's name with CUPTI's ABI suffix
 (`_v7000`) dropped; where two ids share a name (`cudaStreamDestroy_v3020` and `_v5050`), the
 higher, the newest ABI, which is the one a current libcudart exports.
 """
@@ -22,6 +23,13 @@ IDS_OUT = REPO / "inject" / "src" / "generated" / "runtime_ids.rs"
 STUBS_OUT = REPO / "inject" / "src" / "generated" / "runtime_stubs.rs"
 STUB_BIT = 0x8000_0000
 NO_RESULT = 0x8000
+# libcudart's internal entries that nvcc's host stubs call for `kernel<<<...>>>`, recorded as the
+# function they implement: CUPTI reports their calls under that function's callback id
+# (measured on the H200: vector_add's seven launches are seven cudaLaunchKernel_v7000 callbacks).
+ALIASES = {
+    "__cudaLaunchKernel": "cudaLaunchKernel",
+    "__cudaLaunchKernel_ptsz": "cudaLaunchKernel_ptsz",
+}
 
 
 def exports():
@@ -43,12 +51,12 @@ def stubs(cbid_names, result_types, error):
             by_base[base] = max(by_base.get(base, 0), cbid)
     out = []
     for name in sorted(set(exports()), key=lambda n: n.encode()):
-        if not name.startswith("cuda"):
+        if not name.startswith("cuda") and name not in ALIASES:
             continue
-        cbid = by_base.get(name)
+        cbid = by_base.get(ALIASES.get(name, name))
         if cbid is None:
             raise error(f"{EXPORTS.name}: {name} has no CUPTI runtime callback id")
-        base = re.sub(r"_(ptsz|ptds)$", "", name)
+        base = re.sub(r"_(ptsz|ptds)$", "", ALIASES.get(name, name))
         result = result_types.get(name, result_types.get(base, "cudaError_t"))
         out.append((name, cbid, result == "cudaError_t"))
     if len(out) >= NO_RESULT:
@@ -91,8 +99,38 @@ STUB = """\
 #[no_mangle]
 pub unsafe extern "C" fn {name}() {{
     core::arch::naked_asm!(
+        "cmp byte ptr [rip + {{interposing}}], 0",
+        "jne 2f",
+        "mov r11d, dword ptr [rip + {{last}} + {{last_at}}]",
+        "test r11d, r11d",
+        "jz 2f",
+        "push rax",
+        "lea rax, [r11 + r11 * 2]",
+        "lea r11, [rip + {{callers}}]",
+        "lea rax, [r11 + rax * 8 - 24]",
+        "mov r11, qword ptr [rsp + 8]",
+        "cmp r11, qword ptr [rax]",
+        "jb 3f",
+        "cmp r11, qword ptr [rax + 8]",
+        "jae 3f",
+        "mov rax, qword ptr [rax + 16]",
+        "lea r11, [rip + {{targets}} + {{targets_at}}]",
+        "mov r11, qword ptr [r11 + rax * 8]",
+        "pop rax",
+        "test r11, r11",
+        "jz 2f",
+        "jmp r11",
+        "3:",
+        "pop rax",
+        "2:",
         "mov r11d, {{id}}",
         "jmp {{trampoline}}",
+        interposing = sym crate::runtime_api::INTERPOSING,
+        last = sym crate::cudart::LAST_CALLER,
+        last_at = const {last_at},
+        callers = sym crate::cudart::CALLER_TABLE,
+        targets = sym crate::cudart::TARGETS,
+        targets_at = const {targets_at},
         id = const {id:#x}_u32,
         trampoline = sym crate::generic::rtrace_generic_trampoline,
     )
@@ -104,14 +142,20 @@ def render_stubs(header, entries, rustfmt):
     out = [
         header,
         "//!\n",
-        "//! The exported runtime stubs: each puts its index with RUNTIME_STUB_BIT in r11 (free at a\n",
-        "//! SysV function's entry) and jumps to `crate::generic::rtrace_generic_trampoline`, which\n",
-        "//! records the call and runs libcudart's function with the argument registers and the\n",
-        "//! stack as the caller left them.\n\n",
+        "//! The exported runtime stubs. While the stubs do not record (`crate::runtime_api::INTERPOSING`\n",
+        "//! clear), a stub called from the caller it was last called from (`crate::cudart::LAST_CALLER`:\n",
+        "//! the return address within that caller's range) jumps straight to that caller's libcudart\n",
+        "//! function (`crate::cudart::TARGETS`), with r11, rax (saved on the stack and restored) and\n",
+        "//! the flags as its only scratch. Otherwise it puts its index with RUNTIME_STUB_BIT in r11\n",
+        "//! (free at a SysV function's entry) and jumps to `crate::generic::rtrace_generic_trampoline`,\n",
+        "//! which records the call (or not) and runs libcudart's function with the argument\n",
+        "//! registers and the stack as the caller left them.\n\n",
         "#![allow(non_snake_case, clippy::missing_safety_doc)]\n\n",
     ]
     for k, (name, cbid, _) in enumerate(entries):
-        out.append(STUB.format(name=name, cbid=cbid, id=STUB_BIT | k))
+        out.append(
+            STUB.format(name=name, cbid=cbid, id=STUB_BIT | k, last_at=4 * k, targets_at=32 * k)
+        )
         out.append("\n")
     out.append("/// Each stub's address, by stub index.\n#[allow(dead_code)] // for tests\n")
     out.append(f"pub static RUNTIME_STUB_ADDRESSES: [unsafe extern \"C\" fn(); {len(entries)}] = [\n")

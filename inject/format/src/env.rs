@@ -347,6 +347,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn runtime_routes_by_value_and_default() {
+        use super::RuntimeRoute as R;
+        assert_eq!(R::parse(None, true), (R::Cupti, None));
+        assert_eq!(R::parse(None, false), (R::Interpose, None));
+        assert_eq!(R::parse(Some(" 1 "), false), (R::Interpose, None));
+        assert_eq!(R::parse(Some("0"), true), (R::Off, None));
+        assert_eq!(R::parse(Some("cupti"), false), (R::Cupti, None));
+        assert_eq!(R::parse(Some("interpose"), true), (R::Interpose, None));
+        assert_eq!(
+            R::parse(Some("both"), false),
+            (
+                R::Interpose,
+                Some(
+                    "RTRACE_RUNTIME_API=both: give 0, 1, cupti or interpose; the default \
+                     (interpose) used"
+                        .to_string()
+                )
+            )
+        );
+    }
+
+    #[test]
     fn gpu_kinds() {
         let k = |v: &str| GpuKinds::parse(v).0.values();
         assert_eq!(k("0"), [false; 6]);
