@@ -250,6 +250,18 @@ cudaError_t cudaGetDevice(int *device) {
     DRIVER(ctx_get_device((CUdevice *)device));
 }
 
+/* The runtime's version, SIMCUDART_VERSION (13000 unless the build says otherwise: the tests
+ * build a second runtime, libcudart.so.12, answering 12000). No driver call. */
+#ifndef SIMCUDART_VERSION
+#define SIMCUDART_VERSION 13000
+#endif
+cudaError_t cudaRuntimeGetVersion(int *version) {
+    BEGIN(cudaRuntimeGetVersion_v3020);
+    if (!version) END(cudaErrorInvalidValue);
+    *version = SIMCUDART_VERSION;
+    END(cudaSuccess);
+}
+
 /* No driver call: the runtime keeps the last error itself (always none here). */
 cudaError_t cudaGetLastError(void) {
     BEGIN(cudaGetLastError_v3020);

@@ -161,18 +161,40 @@ pub fn build() -> &'static Build {
             &lib,
             &["-shared", "-fPIC", "-ldl"],
         );
-        // The simulated CUDA runtime, beside the simulated driver.
+        // The simulated CUDA runtime, beside the simulated driver, its symbols versioned as the
+        // real one's are (`cudaMalloc@@libcudart.so.13`); a second one, libcudart.so.12, in a
+        // directory of its own, for a plugin linked to it (tests/programs/two_runtimes.c).
+        let lib12 = dir.join("lib12");
+        std::fs::create_dir_all(&lib12).unwrap();
+        for (major, into) in [(13, &lib), (12, &lib12)] {
+            let map = into.join(format!("libcudart.so.{major}.map"));
+            std::fs::write(&map, format!("libcudart.so.{major} {{ global: *; }};\n")).unwrap();
+            compile(
+                &programs.join("simcudart.c"),
+                &into.join(format!("libcudart.so.{major}")),
+                &inc,
+                &lib,
+                &[
+                    "-shared",
+                    "-fPIC",
+                    &format!("-Wl,-soname,libcudart.so.{major}"),
+                    &format!("-Wl,--version-script,{}", map.display()),
+                    &format!("-DSIMCUDART_VERSION={major}000"),
+                    "-ldl",
+                    "-pthread",
+                ],
+            );
+        }
         compile(
-            &programs.join("simcudart.c"),
-            &lib.join("libcudart.so.13"),
+            &programs.join("two_runtimes_plugin.c"),
+            &bin.join("libtwo_runtimes_plugin.so"),
             &inc,
-            &lib,
+            &lib12,
             &[
                 "-shared",
                 "-fPIC",
-                "-Wl,-soname,libcudart.so.13",
-                "-ldl",
-                "-pthread",
+                "-l:libcudart.so.12",
+                &format!("-Wl,-rpath,{}", lib12.display()),
             ],
         );
         let _ = std::fs::remove_file(lib.join("libcudart.so"));
@@ -183,6 +205,13 @@ pub fn build() -> &'static Build {
             &inc,
             &lib,
             &["-lcudart", "-lcuda"],
+        );
+        compile(
+            &programs.join("two_runtimes.c"),
+            &bin.join("two_runtimes"),
+            &inc,
+            &lib,
+            &["-lcudart", "-ldl"],
         );
         let rpath = format!("-Wl,-rpath,{}", bin.display());
         let libdir = format!("-L{}", bin.display());

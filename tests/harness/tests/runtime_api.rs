@@ -432,3 +432,32 @@ fn reports_and_exports_show_runtime_calls_with_their_driver_calls() {
         }
     }
 }
+
+#[test]
+fn each_caller_reaches_its_own_runtime_when_two_are_loaded() {
+    // The program on libcudart.so.13 answers 13000; its plugin, opened RTLD_LOCAL and linked
+    // to libcudart.so.12, 12000: through rtrace's one export of each name, as without it.
+    let plugin = build().bin.join("libtwo_runtimes_plugin.so");
+    let args = [plugin.to_str().unwrap()];
+    let want = "main 0 13000 plugin 12000\n".repeat(3) + "main after dlclose 0 13000\n";
+    let plain = run(Spec::untraced("two_runtimes").args(&args));
+    assert_eq!(plain.stdout(), want, "{}", plain.stderr());
+    // With GPU activity (CUPTI's route) the stubs only pass the calls on.
+    let r = run(Spec::traced("two_runtimes")
+        .args(&args)
+        .env(&[("RTRACE_GPU_ACTIVITY", "1")]));
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    assert_eq!(r.stdout(), want);
+    // Without (interposed): every call recorded, seven.
+    let r = run(Spec::traced("two_runtimes").args(&args));
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    assert_eq!(r.stdout(), want);
+    let t = r.trace();
+    check_invariants(&t);
+    let calls = records(&t)
+        .into_iter()
+        .filter(|(_, r)| is_runtime(r))
+        .map(|(_, r)| (t.functions[&r.function].clone(), r.result))
+        .collect::<Vec<_>>();
+    assert_eq!(calls, vec![("cudaRuntimeGetVersion".to_string(), 0); 7]);
+}
