@@ -17,8 +17,8 @@
 //! called from the caller it was last called from jumps to its function by itself: one range
 //! check in the stub's assembly, no trampoline ([`LAST_CALLER`]). A new caller or function takes the cold path once (the
 //! loader's lookups, under a lock that is only tried: a caller that finds it held resolves
-//! without caching). `dlclose` forgets everything ([`forget`]): an unloaded runtime's
-//! functions must not be called again.
+//! without caching). After a `dlclose` that unloaded a runtime or a caller, everything is
+//! forgotten ([`after_dlclose`]): an unloaded runtime's functions must not be called again.
 #![cfg_attr(test, allow(dead_code))] // unit tests run the trampoline against stand-ins
 
 use crate::driver::{is_own_address, real_dlsym};
@@ -52,8 +52,12 @@ pub(crate) static CALLER_TABLE: [Caller; CALLERS] = [const {
 }; CALLERS];
 static CALLER_COUNT: AtomicUsize = AtomicUsize::new(0);
 static RETIRED: AtomicUsize = AtomicUsize::new(0);
-/// Each runtime's loader map, by runtime index.
+/// Each runtime's loader map, by runtime index, and the address of one of its functions (what
+/// tells, after a `dlclose`, whether it is still loaded).
 static RUNTIME_MAPS: [AtomicUsize; RUNTIMES] = [const { AtomicUsize::new(0) }; RUNTIMES];
+static RUNTIME_PROBES: [AtomicUsize; RUNTIMES] = [const { AtomicUsize::new(0) }; RUNTIMES];
+/// Each caller's loader map, by caller index (beside `CALLER_TABLE`, whose layout the stubs read).
+static CALLER_MAPS: [AtomicUsize; CALLERS] = [const { AtomicUsize::new(0) }; CALLERS];
 static RUNTIME_COUNT: AtomicUsize = AtomicUsize::new(0);
 /// Each runtime's functions by stub index; 0 until resolved. `TARGETS[k][r]` lies at byte
 /// `(k * RUNTIMES + r) * 8`, where the stubs read it.
@@ -96,13 +100,34 @@ pub fn real(k: usize, return_address: usize) -> *mut c_void {
     with_errno_saved(|| internal(|| new_caller(k, return_address))).unwrap_or(std::ptr::null_mut())
 }
 
-/// Forgets every caller and function: after `dlclose`, which may have unloaded a runtime.
-pub fn forget() {
+/// After a `dlclose`: forgets every caller and function if the loader unloaded a runtime or
+/// a caller (their addresses may now hold other objects, and an unloaded runtime's functions
+/// must not be called); keeps them otherwise, so that a program that opens and closes
+/// libraries as it goes keeps the fast path.
+pub fn after_dlclose() {
     let _g = GROWING.lock();
+    let still = |address: usize, map: usize| address != 0 && object_map(address) == Some(map);
+    let runtimes = RUNTIME_COUNT.load(Ordering::Acquire).min(RUNTIMES);
+    let n = CALLER_COUNT.load(Ordering::Acquire).min(CALLERS);
+    let first = RETIRED.load(Ordering::Acquire).min(n);
+    let kept = (0..runtimes).all(|r| {
+        still(
+            RUNTIME_PROBES[r].load(Ordering::Acquire),
+            RUNTIME_MAPS[r].load(Ordering::Acquire),
+        )
+    }) && (first..n).all(|i| {
+        still(
+            CALLER_TABLE[i].lo.load(Ordering::Acquire),
+            CALLER_MAPS[i].load(Ordering::Acquire),
+        )
+    });
+    if kept {
+        return;
+    }
     for last in &LAST_CALLER {
         last.store(0, Ordering::Release);
     }
-    RETIRED.store(CALLER_COUNT.load(Ordering::Acquire), Ordering::Release);
+    RETIRED.store(n, Ordering::Release);
     RUNTIME_COUNT.store(0, Ordering::Release);
     for t in &TARGETS {
         for slot in t {
@@ -151,6 +176,7 @@ fn new_caller(k: usize, return_address: usize) -> *mut c_void {
                 return p;
             }
             RUNTIME_MAPS[r].store(runtime.map as usize, Ordering::Release);
+            RUNTIME_PROBES[r].store(p as usize, Ordering::Release);
             RUNTIME_COUNT.store(r + 1, Ordering::Release);
             r
         }
@@ -162,6 +188,7 @@ fn new_caller(k: usize, return_address: usize) -> *mut c_void {
         c.lo.store(caller.lo, Ordering::Relaxed);
         c.hi.store(caller.hi, Ordering::Relaxed);
         c.runtime.store(r, Ordering::Relaxed);
+        CALLER_MAPS[n].store(caller.map as usize, Ordering::Relaxed);
         CALLER_COUNT.store(n + 1, Ordering::Release);
         LAST_CALLER[k].store(n as u32 + 1, Ordering::Release);
     }
@@ -191,7 +218,7 @@ fn definition(name: &CStr, caller: Option<&Object>) -> *mut c_void {
 /// dependencies); null if none has it. A loader map is not a handle for a dependency (its scope
 /// may not be set up): the object is opened by its loader name (`RTLD_NOLOAD`: nothing is
 /// loaded) and closed again with libc's `dlclose` (not rtrace's, which would forget).
-fn lookup_in(map: *mut c_void, name: &CStr) -> *mut c_void {
+pub(crate) fn lookup_in(map: *mut c_void, name: &CStr) -> *mut c_void {
     if map.is_null() {
         return std::ptr::null_mut();
     }
@@ -230,8 +257,9 @@ extern "C" {
     ) -> c_int;
 }
 
-/// The object holding `addr`.
-fn object_of(addr: usize) -> Option<Object> {
+/// The loader map of the object holding `addr`, if a loaded object holds it (dladdr1, which
+/// does not touch dlerror).
+pub(crate) fn object_map(addr: usize) -> Option<usize> {
     const RTLD_DL_LINKMAP: c_int = 2;
     let mut map: *mut c_void = std::ptr::null_mut();
     // SAFETY: dladdr1 only reads loader data into valid out-pointers.
@@ -239,12 +267,12 @@ fn object_of(addr: usize) -> Option<Object> {
         let mut info: libc::Dl_info = std::mem::zeroed();
         dladdr1(addr as *const c_void, &mut info, &mut map, RTLD_DL_LINKMAP)
     };
-    if found == 0 {
-        return None;
-    }
-    if map.is_null() {
-        return None;
-    }
+    (found != 0 && !map.is_null()).then_some(map as usize)
+}
+
+/// The object holding `addr`.
+fn object_of(addr: usize) -> Option<Object> {
+    let map = object_map(addr)? as *mut c_void;
     let (lo, hi) = segments(addr)?;
     // The main program's loader name is empty (dladdr gives its path in `dli_fname`); its map
     // is the first of the loader's list, which `dlopen(NULL)` returns.

@@ -123,8 +123,8 @@ fn own_runtime_export(
     }
     if handle == libc::RTLD_DEFAULT {
         if let Some(map) = caller_map(caller) {
-            let r = driver::real_dlsym(map, name.as_ptr());
-            if r.is_null() || !driver::is_own_address(r) {
+            let r = crate::cudart::lookup_in(map, name);
+            if !r.is_null() && !driver::is_own_address(r) {
                 return r;
             }
         }
@@ -132,8 +132,8 @@ fn own_runtime_export(
     driver::real_dlsym(libc::RTLD_NEXT, name.as_ptr())
 }
 
-/// `dlclose`: libc's, after which the interposed runtime functions are looked up anew (the
-/// library closed may have been, or held, a libcudart).
+/// `dlclose`: libc's, after which the interposed runtime functions are looked up anew if it
+/// unloaded a libcudart or one of their callers (`crate::cudart::after_dlclose`).
 ///
 /// # Safety
 /// libc's contract for `dlclose`.
@@ -142,31 +142,14 @@ fn own_runtime_export(
 pub unsafe extern "C" fn dlclose(handle: *mut c_void) -> c_int {
     let r = crate::cudart::real_dlclose(handle);
     if r == 0 {
-        let _ = std::panic::catch_unwind(crate::cudart::forget);
+        let _ = std::panic::catch_unwind(crate::cudart::after_dlclose);
     }
     r
 }
 
-extern "C" {
-    fn dladdr1(
-        addr: *const c_void,
-        info: *mut libc::Dl_info,
-        extra: *mut *mut c_void,
-        flags: c_int,
-    ) -> c_int;
-}
-
 /// The loader's `link_map` of the object holding `addr` (which glibc accepts as a handle).
 fn caller_map(addr: *const c_void) -> Option<*mut c_void> {
-    const RTLD_DL_LINKMAP: c_int = 2;
-    let mut map: *mut c_void = std::ptr::null_mut();
-    // SAFETY: dladdr1 only reads loader data; `info` and `map` are valid out-pointers. It does
-    // not touch dlerror.
-    let found = unsafe {
-        let mut info: libc::Dl_info = std::mem::zeroed();
-        dladdr1(addr, &mut info, &mut map, RTLD_DL_LINKMAP)
-    };
-    (found != 0 && !map.is_null()).then_some(map)
+    crate::cudart::object_map(addr as usize).map(|m| m as *mut c_void)
 }
 
 /// Before every `dlsym` other than `RTLD_NEXT`: a plugin is usually entered through `dlsym`
