@@ -157,6 +157,13 @@ pub struct RecordArgs {
     /// need them; each module's image hash and CRC are recorded either way.
     #[arg(long)]
     pub module_images: bool,
+    /// How runtime API calls (`cuda*`) are recorded (sets RTRACE_RUNTIME_API;
+    /// docs/runtime-api.md): `cupti`, CUPTI's runtime callbacks, every call (static runtimes
+    /// included), the default with GPU activity; `interpose`, rtrace's exports of a shared
+    /// libcudart's functions, cheaper, blind to static runtimes (cuBLAS's, CuPy's, nvcc's
+    /// default), the default without GPU activity; `none`.
+    #[arg(long, value_name = "ROUTE", value_parser = check_runtime_route)]
+    pub runtime_api: Option<String>,
     /// Profile the kernels kept (by --kernel-regex, --kernel-skip and --kernel-count) with
     /// CUPTI's range profiler, replaying each to collect LIST: set names (SpeedOfLight,
     /// MemoryWorkloadAnalysis, ComputeWorkloadAnalysis, Occupancy, WarpStateStats,
@@ -266,6 +273,13 @@ fn check_period(v: &str) -> Result<String, String> {
     }
 }
 
+/// `--runtime-api`'s value, as `RTRACE_RUNTIME_API`'s.
+fn check_runtime_route(v: &str) -> Result<String, String> {
+    env::RuntimeRoute::from_option(v)
+        .map(|r| r.name().to_string())
+        .ok_or_else(|| format!("'{v}' is not a route: give cupti, interpose or none"))
+}
+
 fn run_record(args: RecordArgs) -> u8 {
     let application = args.replay == "application";
     if application
@@ -304,6 +318,7 @@ fn run_record(args: RecordArgs) -> u8 {
         args.source_counters.then(|| "1".into()),
     );
     set(env::MODULE_IMAGES, args.module_images.then(|| "1".into()));
+    set(env::RUNTIME_API, args.runtime_api);
     let opts = RecordOptions {
         output: Some(args.output),
         lib: args.lib,
@@ -500,6 +515,8 @@ mod tests {
             &["--gpu-activity=kernel,bogus", "./app"],
             &["-t", "", "./app"],
             &["--module-images=1", "./app"],
+            &["--runtime-api", "both", "./app"],
+            &["--runtime-api", "0", "./app"],
         ] {
             let e = record_args(bad).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad:?}");
@@ -510,6 +527,15 @@ mod tests {
                 .module_images
         );
         assert!(!record_args(&["x"]).unwrap().module_images);
+        for (v, env) in [
+            ("cupti", "cupti"),
+            ("interpose", "interpose"),
+            ("none", "0"),
+        ] {
+            let a = record_args(&["--runtime-api", v, "x"]).unwrap();
+            assert_eq!(a.runtime_api.as_deref(), Some(env));
+        }
+        assert_eq!(record_args(&["x"]).unwrap().runtime_api, None);
         assert_eq!(
             record_args(&["--flush-ms", "1000", "x"]).unwrap().flush_ms,
             Some(1000)

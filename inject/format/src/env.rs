@@ -332,6 +332,16 @@ impl RuntimeRoute {
         }
     }
 
+    /// The route `rtrace record --runtime-api` names: `cupti`, `interpose` or `none`.
+    pub fn from_option(v: &str) -> Option<RuntimeRoute> {
+        match v {
+            "cupti" => Some(RuntimeRoute::Cupti),
+            "interpose" => Some(RuntimeRoute::Interpose),
+            "none" => Some(RuntimeRoute::Off),
+            _ => None,
+        }
+    }
+
     /// The route's value of `RTRACE_RUNTIME_API`.
     pub fn name(self) -> &'static str {
         match self {

@@ -564,3 +564,56 @@ fn the_library_says_which_gpu_activity_words_it_ignored() {
         "{n:?}"
     );
 }
+
+#[test]
+fn runtime_api_picks_the_route_of_runtime_records() {
+    // The runtime program on the simulated libcudart: 16 runtime calls, of which CUPTI's route
+    // sees 15 (the first starts the driver, and CUPTI with it); interposition sees all 16.
+    for (args, notice, calls) in [
+        (
+            &[][..],
+            "runtime API calls recorded (CUPTI runtime callbacks)",
+            15,
+        ),
+        (
+            &["--runtime-api", "interpose"][..],
+            "runtime API calls recorded (interposing libcudart)",
+            16,
+        ),
+        (
+            &["--runtime-api", "none"][..],
+            "runtime API calls not recorded (RTRACE_RUNTIME_API=0)",
+            0,
+        ),
+        (
+            &["-t", "cuda"][..],
+            "runtime API calls recorded (interposing libcudart)",
+            16,
+        ),
+    ] {
+        let dir = fresh_dir("options-runtime");
+        let trace = dir.join("t.bin");
+        let mut argv = vec!["record", "-o", trace.to_str().unwrap()];
+        argv.extend_from_slice(args);
+        let prog = program("runtime");
+        argv.extend(["--", prog.as_str()]);
+        let out = rtrace(&argv, &[]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        let t = load_trace(&trace).unwrap();
+        assert!(
+            notices(&t).iter().any(|n| n == notice),
+            "{args:?}: {:?}",
+            notices(&t)
+        );
+        let runtime = records(&t)
+            .iter()
+            .filter(|(_, r)| rtrace_format::runtime_cbid(r.function).is_some())
+            .count();
+        assert_eq!(runtime, calls, "{args:?}");
+    }
+}
