@@ -42,6 +42,12 @@ pub fn first_interposed() -> bool {
         && !INTERPOSED_SAID.swap(true, Ordering::Relaxed)
 }
 
+/// In a forked child, whose trace is its own: its notice is said once it records a call.
+pub fn after_fork_in_child() {
+    INTERPOSED_SEEN.store(false, Ordering::Relaxed);
+    INTERPOSED_SAID.store(false, Ordering::Relaxed);
+}
+
 /// Whether the interposed stubs record runtime calls from now on.
 pub fn set_interposing(on: bool) {
     INTERPOSING.store(on, Ordering::Relaxed);

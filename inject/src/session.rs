@@ -301,4 +301,5 @@ pub fn after_fork_in_child() {
     process::forget();
     state::next_generation();
     thread::forget_this_thread();
+    runtime_api::after_fork_in_child();
 }
