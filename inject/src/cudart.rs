@@ -15,10 +15,11 @@
 //! serves it, and each runtime has its functions by stub index: a scan of a few ranges and one
 //! load, no lock and no allocation. While the stubs do not record (CUPTI's route), a stub
 //! called from the caller it was last called from jumps to its function by itself: one range
-//! check in the stub's assembly, no trampoline ([`LAST_CALLER`]). A new caller or function takes the cold path once (the
-//! loader's lookups, under a lock that is only tried: a caller that finds it held resolves
-//! without caching). After a `dlclose` that unloaded a runtime or a caller, everything is
-//! forgotten ([`after_dlclose`]): an unloaded runtime's functions must not be called again.
+//! check in the stub's assembly, no trampoline ([`LAST_CALLER`]). A new caller or function
+//! takes the cold path once (the loader's lookups, under a lock that is only tried: a caller
+//! that finds it held resolves without caching). After a `dlclose` that unloaded a runtime or
+//! a caller, everything is forgotten ([`after_dlclose`]): an unloaded runtime's functions must
+//! not be called again.
 #![cfg_attr(test, allow(dead_code))] // unit tests run the trampoline against stand-ins
 
 use crate::driver::{is_own_address, real_dlsym};
