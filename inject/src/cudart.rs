@@ -137,6 +137,21 @@ pub fn after_dlclose() {
     }
 }
 
+/// Makes the stubs' fast path send stub `k`, called from `lo..hi`, to `target` (unit tests of
+/// the stubs' assembly, which no runtime is loaded for).
+#[cfg(test)]
+pub(crate) fn remember_for_test(k: usize, lo: usize, hi: usize, target: usize) {
+    let _g = GROWING.lock();
+    let (n, r) = (CALLER_COUNT.load(Ordering::Acquire), RUNTIMES - 1);
+    let c = &CALLER_TABLE[n];
+    c.lo.store(lo, Ordering::Relaxed);
+    c.hi.store(hi, Ordering::Relaxed);
+    c.runtime.store(r, Ordering::Relaxed);
+    CALLER_COUNT.store(n + 1, Ordering::Release);
+    TARGETS[k][r].store(target, Ordering::Release);
+    LAST_CALLER[k].store(n as u32 + 1, Ordering::Release);
+}
+
 /// Stub `k`'s function in known runtime `r` (cold: first call of `k` served by `r`).
 #[cold]
 fn in_runtime(k: usize, r: usize) -> *mut c_void {

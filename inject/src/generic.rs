@@ -1,6 +1,9 @@
 //! The ABI-agnostic recording trampoline (x86-64 SysV) for the driver exports no header declares
 //! (`generated::OPAQUE`, listed in `tools/gen-wrappers/unwrappable.txt`): their parameters and
 //! result are unknown, so they cannot be wrapped like the others, yet their calls are recorded.
+//! The runtime API by interposition uses it too: libcudart's functions (`runtime_stubs`, ids with
+//! `RUNTIME_STUB_BIT`), whose stubs enter it with their index unless their own fast path jumps
+//! straight to libcudart (docs/runtime-api.md).
 //!
 //! Each such export is a generated two-instruction stub (`generated/generic_stubs.rs`):
 //! `mov r11d, ID; jmp rtrace_generic_trampoline`. r11 is free at a SysV function's entry (neither

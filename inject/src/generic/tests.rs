@@ -317,3 +317,47 @@ fn runtime_stubs_enter_the_trampoline_with_their_index() {
     assert!(ended().is_empty());
     assert_eq!(depth(), 0);
 }
+
+/// The stubs' own fast path (CUPTI's route: the stubs do not record): a stub called from the
+/// caller it was last called from jumps to that caller's function itself, every argument
+/// register, stack argument, rax and r10 as the caller set them, and never enters the
+/// trampoline; a call from elsewhere does.
+#[test]
+fn runtime_stubs_jump_straight_to_their_last_callers_function() {
+    let index = |name: &[u8]| {
+        RUNTIME_STUB_NAMES
+            .iter()
+            .position(|n| n.to_bytes() == name)
+            .unwrap()
+    };
+    let (k, e) = (index(b"cudaGetErrorName"), index(b"cudaGetErrorString"));
+    // The trampoline's stand-in would call nothing: only the fast path reaches `many`.
+    RUNTIME_TARGET.with(|t| t.set(0));
+    crate::cudart::remember_for_test(k, 0, usize::MAX, many as *const () as usize);
+    let f = RUNTIME_STUB_ADDRESSES[k] as *const ();
+    assert_eq!(call_many(f), expected_many());
+    assert!(ended().is_empty());
+    crate::cudart::remember_for_test(e, 0, usize::MAX, echo_rax_r10 as *const () as usize);
+    let g = RUNTIME_STUB_ADDRESSES[e] as *const ();
+    let (rax, rdx): (u64, u64);
+    // SAFETY: calls the stub with rax and r10 set; its function only reads them and returns.
+    unsafe {
+        asm!(
+            "call {g}",
+            g = in(reg) g,
+            inout("rax") 0x0123_4567_89ab_cdefu64 => rax,
+            in("r10") 0xfedc_ba98_7654_3210u64,
+            out("rdx") rdx,
+            clobber_abi("C"),
+        );
+    }
+    assert_eq!((rax, rdx), (0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210));
+    // Called from outside the remembered caller's range: the trampoline, whose stand-in
+    // finds no function (500), and the stub's function is not called.
+    crate::cudart::remember_for_test(k, 0, 1, many as *const () as usize);
+    // SAFETY: the stub returns 500 without calling anything.
+    let r = unsafe { std::mem::transmute::<*const (), extern "C" fn(u64) -> u32>(f) }(7);
+    assert_eq!(r, 500);
+    assert!(ended().is_empty());
+    assert_eq!(depth(), 0);
+}
