@@ -61,7 +61,7 @@ for v in $(compgen -e); do
 done
 
 WORK=$(mktemp -d /tmp/rtrace-overhead.XXXXXX) || exit 2
-mkdir -p "$WORK"/{rounds,ops,procs,prof,traces,out,usage} || exit 2
+mkdir -p "$WORK"/{rounds,ops,procs,prof,traces,out,usage,threads} || exit 2
 LOG=$WORK/log.txt
 
 log() { printf '[%4ds] %s\n' "$SECONDS" "$*" | tee -a "$LOG"; }
@@ -166,6 +166,7 @@ run_one() {
     awk '$1 == "round" {print $2}' "$out.stdout" >>"$WORK/rounds/$key"
     awk '$1 == "usage" {print $2, $3, $4, $5}' "$out.stdout" >>"$WORK/usage/$key"
     awk '$1 == "ops" {print $2}' "$out.stdout" >>"$WORK/ops/$key"
+    awk '$1 == "threads" {$1 = ""; print substr($0, 2)}' "$out.stdout" >>"$WORK/threads/$key"
     awk '$1 == "profiler_kernels" || $1 == "cupti_kernels" {print $2}' "$out.stdout" >>"$WORK/prof/$key"
     local med
     med=$(awk '$1 == "round" {print $2}' "$out.stdout" | sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "-"}')

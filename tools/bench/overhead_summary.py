@@ -8,6 +8,8 @@ WORK holds, per workload W and mode M (written by gpu_overhead.sh):
     procs/W.M       "ok" or "fail ..." per process started
     prof/W.M        the profiler's kernel event count, one line per process (profiler mode), or
                     the kernel records CUPTI alone delivered, warm-up included (cupti modes)
+    threads/W.M     per process: `NAME=CPU` per op for each of its threads (by name) over the
+                    timed rounds (add and matmul)
     usage/W.M       per timed round: CPU time of the process per op (all threads), minor faults,
                     voluntary and involuntary context switches per op (add and matmul)
     modes/W         the workload's modes, one per line
@@ -135,6 +137,32 @@ def usage_table(work, w, modes, rounds, unit, dg):
               f"{fmt(med[3], 4):>9}")
 
 
+def threads_table(work, w, modes, unit, dg):
+    """Per mode, the CPU time per op of each kind of thread (by name: the program's, CUDA's,
+    CUPTI's, rtrace's worker), min / median / max over the mode's processes."""
+    rows = []
+    for m in modes:
+        per = {}
+        procs = lines(os.path.join(work, "threads", f"{w}.{m}"))
+        for line in procs:
+            for item in line.split():
+                name, _, v = item.rpartition("=")
+                try:
+                    per.setdefault(name, []).append(float(v))
+                except ValueError:
+                    continue
+        for name, vals in sorted(per.items(), key=lambda kv: -statistics.median(kv[1])):
+            # A thread missing from some processes ran nothing there worth a line.
+            vals = vals + [0.0] * (len(procs) - len(vals))
+            rows.append((m, name, len(procs), min(vals), statistics.median(vals), max(vals)))
+    if not rows:
+        return
+    print(f"  CPU time per op of each thread (by name), over the processes of a mode ({unit}):")
+    print(f"  {'mode':<22} {'thread':<18} {'procs':>5} {'min':>9} {'median':>9} {'max':>9}")
+    for m, name, n, lo, mid, hi in rows:
+        print(f"  {m:<22} {name[:18]:<18} {n:>5} {lo:>9.{dg}f} {mid:>9.{dg}f} {hi:>9.{dg}f}")
+
+
 def main():
     work, rtrace = sys.argv[1], sys.argv[2]
     procs, rounds, launches, ops, matmuls, n = (int(a) for a in sys.argv[3:9])
@@ -209,6 +237,7 @@ def main():
         for line in notes:
             print(line)
         usage_table(work, w, modes, rounds, unit, dg)
+        threads_table(work, w, modes, unit, dg)
         if w == "add":
             a, p = added.get("rtrace-gpu"), added.get("profiler")
             if a is None or p is None:

@@ -23,6 +23,10 @@ flushes it after the last round. Prints, for gpu_overhead.sh:
     profiler_kernels <n>     (profiler mode) GPU kernel events the profiler reported
     profiler_stop_s <s>      (profiler mode) time the profiler took to stop and parse its records
     cupti_kernels <n>        (cupti mode) kernel records CUPTI delivered, warm-up included
+    threads <name>=<us> ...  CPU time per op each thread spent over the timed rounds, in the
+                             round's unit (/proc/self/task: schedstat's ns where the kernel
+                             keeps them, else 10 ms clock ticks; threads of one name summed),
+                             busiest first
 """
 import ctypes
 import os
@@ -32,6 +36,30 @@ import time
 
 import torch
 from torch.profiler import ProfilerActivity, profile
+
+
+def thread_times():
+    """CPU seconds of each live thread, by thread name: the scheduler's account of the time each
+    ran (schedstat, in ns) where the kernel keeps one, else user and system time (in clock
+    ticks, 10 ms: a rough figure)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        task = f"/proc/self/task/{tid}"
+        try:
+            with open(f"{task}/stat") as f:
+                st = f.read()
+            name = st[st.index("(") + 1:st.rindex(")")]
+            try:
+                with open(f"{task}/schedstat") as f:
+                    secs = int(f.read().split()[0]) / 1e9
+            except (OSError, ValueError, IndexError):
+                fields = st[st.rindex(")") + 2:].split()
+                secs = (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, ValueError, IndexError):
+            continue
+        out[name] = out.get(name, 0.0) + secs
+    return out
 
 
 def main():
@@ -85,6 +113,7 @@ def main():
             sys.exit(f"cupti_alone_start({options!r}) failed: {rc}")
         mode = "plain"
     one_round()  # warm-up
+    threads0 = thread_times()
     times = []
     if mode == "plain":
         for _ in range(rounds):
@@ -97,6 +126,10 @@ def main():
         t0 = time.perf_counter()
         prof.stop()
         stop_s = time.perf_counter() - t0
+    threads1 = thread_times()
+    spent = {n: v - threads0.get(n, 0.0) for n, v in threads1.items()}
+    print("threads " + " ".join(f"{n.replace(' ', '_')}={v / (ops * rounds) * scale:.4f}" for n, v in
+                                sorted(spent.items(), key=lambda kv: -kv[1]) if v > 0))
     for t in times:
         print(f"round {t:.4f}")
     for u in usages[1:]:  # the timed rounds
