@@ -15,6 +15,11 @@
 // counterdata-N.bin (images as decoded), samples.csv (per sample: start, end, values),
 // kernels.csv (activity records), clocks.txt.
 // Lines starting "CHECK ok|bad name detail" are counted by pmsampling_probe.sh.
+// Two more modes ask whether sampling sees another process's work (a sampler of its own beside
+// the traced program): `pmsampling_probe watch SECONDS` samples device 0 (no work of its own)
+// and prints `S start end values...` per sample and `M name` per metric; `pmsampling_probe
+// load` runs the same phases (8 copies of 1 GiB, idle, FMA, idle, WMMA) and prints `K name
+// start end` per kernel (CUPTI's activity records). pmsampling_cross.sh runs them together.
 // Build: nvcc -arch=sm_90 -o pmsampling_probe pmsampling_probe.cu -lcupti -lcuda
 #include <cstdio>
 #include <cstdlib>
@@ -183,7 +188,94 @@ static void write_file(const std::string &path, const void *d, size_t n) {
 
 struct Sample { uint64_t start, end; std::vector<double> v; };
 
+// ---- the cross-process modes ----
+static int load_main() {
+    CU(cuptiActivityRegisterCallbacks(buf_req, buf_done));
+    CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    cudaDeviceProp prop; CK(cudaGetDeviceProperties(&prop, 0));
+    int nsm = prop.multiProcessorCount;
+    const size_t N = (size_t)1 << 30;
+    float4 *src, *dst; CK(cudaMalloc(&src, N)); CK(cudaMalloc(&dst, N));
+    CK(cudaMemset(src, 1, N)); CK(cudaMemset(dst, 0, N));
+    float *fout; CK(cudaMalloc(&fout, nsm * 8 * 1024 * sizeof(float)));
+    half *A, *B; float *C; CK(cudaMalloc(&A, 256 * sizeof(half))); CK(cudaMalloc(&B, 256 * sizeof(half)));
+    CK(cudaMemset(A, 0, 256 * sizeof(half))); CK(cudaMemset(B, 0, 256 * sizeof(half)));
+    CK(cudaMalloc(&C, nsm * 16 * 256 * sizeof(float)));
+    copy_kernel<<<nsm * 8, 512>>>(src, dst, N / 16);
+    CK(cudaDeviceSynchronize());
+    usleep(50000);
+    for (int i = 0; i < 8; i++) copy_kernel<<<nsm * 8, 512>>>(src, dst, N / 16);
+    CK(cudaDeviceSynchronize());
+    usleep(30000);
+    fma_kernel<<<nsm * 8, 1024>>>(fout, 200000);
+    CK(cudaDeviceSynchronize());
+    usleep(20000);
+    wmma_kernel<<<nsm * 16, 32>>>(A, B, C, 400000);
+    CK(cudaDeviceSynchronize());
+    cuptiActivityFlushAll(1);
+    for (auto &k : kernels) printf("K %s %llu %llu\n", k.name.c_str(), (unsigned long long)k.start, (unsigned long long)k.end);
+    printf("bytes-per-copy %zu\n", N);
+    return 0;
+}
+
+static int watch_main(double seconds) {
+    CK(cudaFree(0));
+    CUpti_Profiler_Initialize_Params ip = {CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
+    CU(cuptiProfilerInitialize(&ip));
+    CUpti_Device_GetChipName_Params cn = {CUpti_Device_GetChipName_Params_STRUCT_SIZE};
+    cn.deviceIndex = 0; CU(cuptiDeviceGetChipName(&cn));
+    CUpti_PmSampling_GetCounterAvailability_Params ca = {CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE};
+    ca.deviceIndex = 0; CU(cuptiPmSamplingGetCounterAvailability(&ca));
+    std::vector<uint8_t> avail(ca.counterAvailabilityImageSize);
+    ca.pCounterAvailabilityImage = avail.data(); CU(cuptiPmSamplingGetCounterAvailability(&ca));
+    std::vector<std::string> names = {"sm__cycles_active.avg.pct_of_peak_sustained_elapsed",
+        "sm__pipe_tensor_cycles_active_realtime.avg.pct_of_peak_sustained_elapsed",
+        "dram__bytes_read.sum", "dram__bytes_write.sum"};
+    for (auto &n : names) { cnames.push_back(n.c_str()); printf("M %s\n", n.c_str()); }
+    size_t passes; CUptiResult cr;
+    std::vector<uint8_t> config = config_for(cn.pChipName, avail.data(), names, &passes, &cr);
+    if (cr != CUPTI_SUCCESS || passes != 1) { printf("FAIL config %d passes %zu\n", cr, passes); return 1; }
+    CUpti_PmSampling_Enable_Params en = {CUpti_PmSampling_Enable_Params_STRUCT_SIZE};
+    en.deviceIndex = 0; CU(cuptiPmSamplingEnable(&en)); pm = en.pPmSamplingObject;
+    CU(set_config(config, (size_t)512 << 20, 100000, CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL,
+                  CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST));
+    std::vector<uint8_t> im(image_size(1000));
+    HostObj eval(cn.pChipName, avail.data());
+    size_t total = 0; int overflow = 0;
+    auto drain = [&]() {
+        for (int k = 0; k < 1000; k++) {
+            init_image(im); Decoded d = decode(im); overflow |= d.overflow;
+            if (d.r != CUPTI_SUCCESS) { printf("decode %s\n", rs(d.r)); break; }
+            std::vector<double> v(cnames.size());
+            for (size_t i = 0; i < d.completed; i++) {
+                uint64_t a, b; sample_times(im, i, &a, &b);
+                CUpti_Profiler_Host_EvaluateToGpuValues_Params ev = {CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
+                ev.pHostObject = eval.h; ev.pCounterDataImage = im.data(); ev.counterDataImageSize = im.size();
+                ev.rangeIndex = i; ev.ppMetricNames = cnames.data(); ev.numMetrics = cnames.size(); ev.pMetricValues = v.data();
+                if (cuptiProfilerHostEvaluateToGpuValues(&ev) != CUPTI_SUCCESS) continue;
+                printf("S %llu %llu", (unsigned long long)a, (unsigned long long)b);
+                for (double x : v) printf(" %.9g", x);
+                printf("\n");
+                total++;
+            }
+            if (d.reason != CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL) break;
+        }
+    };
+    CU(start());
+    printf("started %llu\n", (unsigned long long)cupti_now());
+    fflush(stdout);
+    double t0 = now_ms();
+    while (now_ms() - t0 < seconds * 1000) { usleep(50000); drain(); }
+    double ts = now_ms(); CUptiResult sr = stop(); printf("stop %s %.2f ms\n", rs(sr), now_ms() - ts);
+    drain();
+    printf("samples %zu overflow %d\n", total, overflow);
+    fflush(stdout);
+    _exit(0);   // no Disable (it finalizes CUPTI 13.0: docs/gpu-validation.md)
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "load")) return load_main();
+    if (argc > 2 && !strcmp(argv[1], "watch")) return watch_main(atof(argv[2]));
     std::string out = argc > 1 ? argv[1] : ".";
     const char *rate_env = getenv("PROBE_INTERVAL_NS");
     uint64_t interval_ns = rate_env ? strtoull(rate_env, 0, 10) : 100000;   // 10 kHz
