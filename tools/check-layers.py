@@ -28,7 +28,7 @@ CRATES = {
     ],
     "inject/format/src": ["crc.rs"],  # the SSE4.2 crc32 instruction
     "inject/cupti-abi/src": ["lib.rs"],  # structures, and the entry points' `unsafe extern` type
-    "collector/src": ["sys/", "metrics/host.rs"],
+    "collector/src": ["sys/", "metrics/host.rs", "metrics/host/", "sampler/target.rs"],
 }
 GENERATED = ("generated/",)
 

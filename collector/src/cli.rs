@@ -14,6 +14,7 @@ mod export;
 mod inputs;
 mod metrics;
 mod report;
+mod sampler;
 mod sass;
 
 pub use export::{ExportArgs, Format as ExportOutputFormat};
@@ -69,6 +70,11 @@ pub enum Command {
     /// Exits 0, 2 when CUPTI cannot be loaded or the chip, a set or a metric is unknown.
     #[command(override_usage = "rtrace metrics --chip <CHIP> [--all] [--format <FORMAT>] [LIST]")]
     Metrics(MetricsArgs),
+    /// The GPU metrics sampler `rtrace record --gpu-metrics` runs beside the program (not
+    /// meant to be run by hand): samples every GPU through CUPTI's PM Sampling API into a trace
+    /// of its own until its standard input ends.
+    #[command(hide = true)]
+    GpuSampler(sampler::GpuSamplerArgs),
 }
 
 /// Options of `rtrace record`.
@@ -151,6 +157,13 @@ pub struct RecordArgs {
     /// RTRACE_PC_SAMPLING_STALLS).
     #[arg(long, value_name = "REASONS", requires = "pc_sampling")]
     pub pc_stalls: Option<String>,
+    /// Sample GPU hardware metrics over time on each device (SM active, issue active, tensor
+    /// pipe, warps, DRAM, PCIe and NVLink throughput: what fits one pass on the chip) through
+    /// CUPTI's PM Sampling API, HZ samples a second (default 10000, 1..=100000), by a process
+    /// of rtrace's own beside the program, into a trace of its own (the program never loads
+    /// PM sampling). Turns on kernel records.
+    #[arg(long, value_name = "HZ", num_args = 0..=1, require_equals = true, default_missing_value = "10000", value_parser = sampler::check_gpu_metrics)]
+    pub gpu_metrics: Option<String>,
     /// Store the code images (cubins) of the modules the program loads, compressed, each
     /// content once per run, for `rtrace sass` (sets RTRACE_MODULE_IMAGES=1; turns on module
     /// records). Without it, images are stored only with --pc-sampling or --metrics, which
@@ -260,6 +273,7 @@ pub fn run(cli: Cli) -> u8 {
         Command::Export(args) => export::run(&args),
         Command::Sass(args) => sass::run(&args),
         Command::Metrics(args) => metrics::run(&args),
+        Command::GpuSampler(args) => sampler::run(&args),
     }
 }
 
@@ -329,6 +343,7 @@ fn run_record(args: RecordArgs) -> u8 {
         env,
         command: args.command,
         quiet: false,
+        gpu_metrics: args.gpu_metrics.as_deref().and_then(|hz| hz.parse().ok()),
     };
     let recorded = if application {
         crate::record_replay::record_replayed(&opts, args.replay_output).map(|r| {
@@ -352,6 +367,9 @@ fn run_record(args: RecordArgs) -> u8 {
     let (code, killed) = record::exit_code(&opts.command[0], rec.status);
     if let Some(line) = killed {
         eprintln!("rtrace: {line}");
+    }
+    if let Some(why) = &rec.sampler_error {
+        eprintln!("rtrace: GPU metrics: {why}");
     }
     for line in record::summary_lines(&rec.found, rec.status_error.as_deref(), &opts.traced) {
         eprintln!("rtrace: {line}");
@@ -404,6 +422,7 @@ fn conflict(args: &RecordArgs, traced: &Traced) -> Option<String> {
         let needs = [
             (args.pc_sampling.is_some(), "--pc-sampling"),
             (args.metrics.is_some(), "--metrics"),
+            (args.gpu_metrics.is_some(), "--gpu-metrics"),
             (args.module_images, "--module-images"),
             (args.source_counters, "--source-counters"),
         ];
@@ -427,6 +446,14 @@ fn conflict(args: &RecordArgs, traced: &Traced) -> Option<String> {
                 "--source-counters cannot be combined with kernel records, which {by} asks for: {why}"
             ));
         }
+    }
+    // Both read the GPU's performance counters, which one user holds at a time.
+    if args.gpu_metrics.is_some() && args.metrics.is_some() {
+        return Some(
+            "--gpu-metrics and --metrics both need the GPU's performance counters, which CUPTI \
+             gives one user at a time: choose one"
+                .into(),
+        );
     }
     if !traced.nvtx || traced.nothing {
         let needs = [
@@ -496,6 +523,23 @@ mod tests {
             check(&["--source-counters", "-t", "none", "./app"]).1,
             Some("--source-counters needs tracing, and -t none records nothing".into())
         );
+    }
+
+    #[test]
+    fn gpu_metrics_takes_a_rate() {
+        assert_eq!(record_args(&["./app"]).unwrap().gpu_metrics, None);
+        let a = record_args(&["--gpu-metrics", "./app"]).unwrap();
+        assert_eq!(a.gpu_metrics.as_deref(), Some("10000"));
+        let a = record_args(&["--gpu-metrics=2kHz", "./app"]).unwrap();
+        assert_eq!(a.gpu_metrics.as_deref(), Some("2000"));
+        let e = record_args(&["--gpu-metrics=500k", "./app"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("500000 Hz is out of range"), "{e}");
+        let e = record_args(&["--gpu-metrics=0", "./app"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("'0' is not a sampling rate"), "{e}");
     }
 
     #[test]

@@ -69,6 +69,10 @@ pub struct Trace {
     pub source_counter_setups: Vec<rtrace_format::SourceCounterSetup>,
     /// Launches with source counters, in file order.
     pub source_counters: Vec<rtrace_format::SourceCounterLaunch>,
+    /// GPU metrics sampling as set up on each sampled device, in file order.
+    pub gpu_metric_setups: Vec<rtrace_format::GpuMetricsSetup>,
+    /// GPU metric samples as decoded (counter data and sample times), in file order.
+    pub gpu_metric_samples: Vec<rtrace_format::GpuMetricSamples>,
     /// API records lost because a buffer was full: the sum of every chunk
     /// header's `dropped` count.
     pub dropped: u64,
@@ -353,6 +357,16 @@ impl Trace {
         }
         for n in &mut self.notices {
             s(&mut n.time_ns);
+        }
+        for g in &mut self.gpu_metric_setups {
+            s(&mut g.time_ns);
+        }
+        for b in &mut self.gpu_metric_samples {
+            s(&mut b.time_ns);
+            for (start, end) in &mut b.times {
+                s(start);
+                s(end);
+            }
         }
         for th in self.threads.values_mut() {
             for e in &mut th.nvtx {

@@ -2,6 +2,7 @@
 //! traces it wrote ([`session`]: exactly those whose header carries the run's token).
 
 mod pattern;
+mod sampler;
 pub mod session;
 mod summary;
 mod traced;
@@ -48,6 +49,8 @@ pub struct RecordOptions {
     pub command: Vec<OsString>,
     /// The program's stdout and stderr go to /dev/null.
     pub quiet: bool,
+    /// GPU metrics over time: samples a second, by a sampler process beside the program.
+    pub gpu_metrics: Option<u64>,
 }
 
 /// A finished recording.
@@ -64,6 +67,8 @@ pub struct Recording {
     /// Why `rtrace record` could not make its status directory (then it cannot say why
     /// tracing turned itself off).
     pub status_error: Option<String>,
+    /// Why GPU metrics were not sampled, or not to the program's end (`--gpu-metrics`).
+    pub sampler_error: Option<String>,
 }
 
 /// Why a recording could not be made.
@@ -245,6 +250,12 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
             .stderr(std::process::Stdio::null());
     }
 
+    // GPU metrics: the sampler first, so that it samples the program's first kernels.
+    let (sampler, mut sampler_error) = match opts.gpu_metrics {
+        Some(hz) => sampler::start(hz, &pattern.as_os_string(), &session, opts.force_overwrite)
+            .map_err(RecordError::Setup)?,
+        None => (None, None),
+    };
     let sigs = signals::Signals::block()
         .map_err(|e| RecordError::Setup(format!("blocking signals: {}", io_message(&e))))?;
     sigs.unblock_in_child(&mut cmd);
@@ -262,11 +273,15 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
             signals::Event::Child | signals::Event::Shared => {}
         }
     };
+    if let Some(s) = sampler {
+        sampler_error = sampler_error.or(s.stop());
+    }
     Ok(Recording {
         pid,
         status,
         found: session.found(&pattern, &host, pid),
         status_error: session.status_error.clone(),
+        sampler_error,
     })
 }
 
@@ -362,6 +377,7 @@ mod tests {
             env: vec![("RTRACE_DELAY".into(), "0".into())],
             command: vec!["sh".into(), "-c".into(), script.into()],
             quiet: false,
+            gpu_metrics: None,
         };
         let rec = record(&opts).unwrap();
         assert_eq!(exit_code(OsStr::new("sh"), rec.status), (3, None));

@@ -417,6 +417,23 @@ impl<W: Write> Emitter for ChromeWriter<W> {
         self.flush_if_full()
     }
 
+    /// A counter (`ph: C`) per GPU metric of a device, `{"value": v}` at each point.
+    fn gpu_metric(&mut self, device: u32, metric: &str, points: &[(u64, f64)]) -> io::Result<()> {
+        let pid = self.t.pid;
+        let name = format!("GPU {device} {metric}");
+        for &(ts, v) in points {
+            self.event("C");
+            self.buf.push_str(",\"name\":");
+            string(&mut self.buf, &name);
+            let _ = write!(self.buf, ",\"pid\":{pid},\"ts\":");
+            micros(&mut self.buf, ts);
+            let _ = write!(self.buf, ",\"args\":{{\"value\":{v}}}}}");
+            self.stats.counter_values += 1;
+            self.flush_if_full()?;
+        }
+        Ok(())
+    }
+
     /// Writes the NVTX ranges that never ended as begin events alone (`ph: B`), which viewers
     /// show as not ended.
     fn end_trace(&mut self, _trace: &Trace) -> io::Result<()> {

@@ -96,5 +96,16 @@ pub trait Emitter {
     /// Memory counter `counter` holds `value` bytes from `ts` on.
     fn counter(&mut self, counter: CounterKey, ts: u64, value: i64) -> io::Result<()>;
     /// Ends the trace (NVTX slices still open stay so).
+    /// GPU metric `metric` of device `device` (its name in [`crate::gpu_metrics::timeline::shown_name`]
+    /// form) over time: each sample's value from its start, the last one until its end. A
+    /// writer without counter tracks of its own for them ignores them.
+    fn gpu_metric(
+        &mut self,
+        _device: u32,
+        _metric: &str,
+        _points: &[(u64, f64)],
+    ) -> io::Result<()> {
+        Ok(())
+    }
     fn end_trace(&mut self, trace: &Trace) -> io::Result<()>;
 }

@@ -112,6 +112,37 @@ pub fn write<E: Emitter>(
             e.counter(key, t, v)?;
         }
     }
+    gpu_metrics(e, trace)?;
     e.end_trace(trace)?;
+    Ok(())
+}
+
+/// The trace's GPU metric samples, evaluated ([`crate::gpu_metrics`]), as a counter per metric
+/// and device; why they could not be evaluated goes to stderr.
+fn gpu_metrics<E: Emitter>(e: &mut E, trace: &Trace) -> Result<(), Failure> {
+    if trace.gpu_metric_samples.is_empty() {
+        return Ok(());
+    }
+    let (timelines, errors) = crate::gpu_metrics::trace_timelines_with_cupti(trace);
+    for why in errors {
+        eprintln!(
+            "rtrace: export: GPU metrics of process {}: {why}",
+            trace.header.pid
+        );
+    }
+    for (device, tl) in timelines {
+        for (m, name) in tl.metrics.iter().enumerate() {
+            let mut points: Vec<(u64, f64)> = tl
+                .samples
+                .iter()
+                .filter(|s| s.values[m].is_finite())
+                .map(|s| (s.start, s.values[m]))
+                .collect();
+            if let Some(last) = tl.samples.last().filter(|s| s.values[m].is_finite()) {
+                points.push((last.end, last.values[m]));
+            }
+            e.gpu_metric(device, name, &points)?;
+        }
+    }
     Ok(())
 }

@@ -146,6 +146,7 @@ struct Track {
     /// thread: (pid, tid, thread_name)
     thread: Option<(i64, i64, Option<String>)>,
     counter_unit: Option<u64>,
+    counter_unit_name: Option<String>,
     rank: Option<u64>,
     merge: Option<u64>,
     child_ordering: Option<u64>,
@@ -173,6 +174,8 @@ struct Decoded {
     open: Vec<Slice>,
     /// (track, ts, value)
     counters: Vec<(u64, u64, i64)>,
+    /// (track, ts, value) of double counters (GPU metrics).
+    double_counters: Vec<(u64, u64, f64)>,
     packets: usize,
 }
 
@@ -247,6 +250,7 @@ fn decode(bytes: &[u8]) -> Decoded {
                 parent: t.uint(5),
                 name: t.str(2).map(String::from),
                 counter_unit: t.msg(8).and_then(|c| fields(c).uint(3)),
+                counter_unit_name: t.msg(8).and_then(|c| fields(c).str(6).map(String::from)),
                 rank: t.uint(12),
                 merge: t.uint(15),
                 child_ordering: t.uint(11),
@@ -312,10 +316,13 @@ fn decode(bytes: &[u8]) -> Decoded {
                     events.push((ts, events.len(), track, Some(slice)));
                 }
                 Some(2) => events.push((ts, events.len(), track, None)),
-                Some(4) => {
-                    let value = e.uint(30).unwrap() as i64;
-                    d.counters.push((track, ts, value));
-                }
+                Some(4) => match e.uint(30) {
+                    Some(value) => d.counters.push((track, ts, value as i64)),
+                    None => {
+                        let bits = e.fixed(44);
+                        d.double_counters.push((track, ts, f64::from_bits(bits[0])));
+                    }
+                },
                 other => panic!("event type {other:?}"),
             }
         }
@@ -1755,4 +1762,86 @@ fn argument_texts_follow_their_values() {
         assert_eq!(texts.of(&Value::Name("pinned")), Some("pinned"));
         assert_eq!(texts.of(&Value::Uint(9)), None);
     }
+}
+
+#[test]
+fn perfetto_draws_a_counter_track_per_gpu_metric() {
+    let mut t = read(&sample().bytes);
+    t.gpu_metric_setups.push(rtrace_format::GpuMetricsSetup {
+        device: 0,
+        chip: "GH100".into(),
+        metrics: vec![
+            "sm__cycles_active.avg.pct_of_peak_sustained_elapsed".into(),
+            "dram__bytes_read.sum".into(),
+        ],
+        interval: 1_000,
+        ..Default::default()
+    });
+    // Two samples of 1 µs: 40 % and 2000 bytes, 60 % and NaN (no point for it).
+    t.gpu_metric_samples.push(rtrace_format::GpuMetricSamples {
+        device: 0,
+        times: vec![(2_000, 3_000), (3_000, 4_000)],
+        values: vec![40.0, 2000.0, 60.0, f64::NAN],
+        ..Default::default()
+    });
+    let (bytes, stats) = export(&[t], ExportFormat::Perfetto);
+    let d = decode(&bytes);
+    let device = d
+        .tracks
+        .iter()
+        .find(|t| t.name.as_deref() == Some("GPU 0: NVIDIA H100 80GB HBM3"))
+        .unwrap()
+        .uuid;
+    let metric = |name: &str| {
+        d.tracks
+            .iter()
+            .find(|t| t.name.as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("no track {name}"))
+    };
+    let sm = metric("GPU 0 sm__cycles_active.avg.pct_of_peak_sustained_elapsed");
+    let dram = metric("GPU 0 dram__bytes_read.sum.per_second");
+    assert_eq!(
+        (sm.parent, sm.counter_unit_name.as_deref()),
+        (Some(device), Some("%"))
+    );
+    assert_eq!(
+        (dram.parent, dram.counter_unit_name.as_deref()),
+        (Some(device), Some("B/s"))
+    );
+    let points = |uuid| -> Vec<(u64, f64)> {
+        d.double_counters
+            .iter()
+            .filter(|c| c.0 == uuid)
+            .map(|c| (c.1, c.2))
+            .collect()
+    };
+    assert_eq!(
+        points(sm.uuid),
+        vec![(2_000, 40.0), (3_000, 60.0), (4_000, 60.0)]
+    );
+    // 2000 bytes in 1 µs: 2e9 B/s; the NaN sample has no point, nor the end after it.
+    assert_eq!(points(dram.uuid), vec![(2_000, 2000.0 / 1e-6)]);
+    assert_eq!(stats.counter_values, 4 + 4);
+}
+
+#[test]
+fn chrome_draws_a_counter_per_gpu_metric() {
+    let mut t = read(&sample().bytes);
+    t.gpu_metric_setups.push(rtrace_format::GpuMetricsSetup {
+        metrics: vec!["sm__cycles_active.avg.pct_of_peak_sustained_elapsed".into()],
+        ..Default::default()
+    });
+    t.gpu_metric_samples.push(rtrace_format::GpuMetricSamples {
+        times: vec![(2_000, 3_000), (3_000, 4_500)],
+        values: vec![40.0, 62.5],
+        ..Default::default()
+    });
+    let (bytes, stats) = export(&[t], ExportFormat::Chrome);
+    let text = String::from_utf8(bytes).unwrap();
+    let name = "\"name\":\"GPU 0 sm__cycles_active.avg.pct_of_peak_sustained_elapsed\"";
+    for (ts, v) in [("2.000", "40"), ("3.000", "62.5"), ("4.500", "62.5")] {
+        let want = format!("{name},\"pid\":1234,\"ts\":{ts},\"args\":{{\"value\":{v}}}}}");
+        assert!(text.contains(&want), "{want} not in {text}");
+    }
+    assert_eq!(stats.counter_values, 4 + 3);
 }

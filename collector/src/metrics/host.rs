@@ -29,6 +29,8 @@ use rtrace_cupti_abi::{
 };
 use rtrace_cupti_abi::{DeviceGetChipName, ProfilerInitialize};
 
+pub mod pm;
+
 /// `CUpti_MetricType`: the kinds of base metric a chip lists.
 pub use rtrace_cupti_abi::METRIC_TYPES;
 
@@ -205,8 +207,29 @@ impl Cupti {
         &self.path
     }
 
+    /// The address of CUPTI's entry point `name` (the library opened again by what it was
+    /// loaded from, which finds it already loaded), for the parts of CUPTI this type does not
+    /// wrap (the PM sampling target API: [`crate::sampler`]).
+    pub(crate) fn symbol(&self, name: &CStr) -> Result<*mut c_void, String> {
+        let handle = open(
+            &self.path,
+            libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_NOLOAD,
+        )?;
+        // SAFETY: a live handle from dlopen and a NUL-terminated name.
+        let f = unsafe { libc::dlsym(handle, name.as_ptr()) };
+        if f.is_null() {
+            Err(format!(
+                "{} has no {}: CUPTI 13 is needed",
+                self.path,
+                name.to_string_lossy()
+            ))
+        } else {
+            Ok(f)
+        }
+    }
+
     /// CUPTI's name for a result, e.g. `CUPTI_ERROR_INVALID_PARAMETER`.
-    fn result_text(&self, r: CuptiResult) -> String {
+    pub(crate) fn result_text(&self, r: CuptiResult) -> String {
         let mut s: *const c_char = ptr::null();
         // SAFETY: CUPTI writes a pointer to a static string into `s`.
         let ok = unsafe { (self.result_string)(r, &mut s) };
@@ -317,12 +340,23 @@ impl Cupti {
 
     /// A range profiler host object for `chip`.
     pub fn host(&self, chip: &str) -> Result<Host<'_>, String> {
+        self.host_of(chip, PROFILER_TYPE_RANGE_PROFILER, None)
+    }
+
+    /// A host object for `chip` and one `CUpti_ProfilerType`; for a device, with its
+    /// counter availability image.
+    fn host_of(
+        &self,
+        chip: &str,
+        profiler_type: u32,
+        availability: Option<&[u8]>,
+    ) -> Result<Host<'_>, String> {
         let name = CString::new(chip).map_err(|_| format!("{chip:?}: not a chip name"))?;
         let mut p = InitializeParams {
-            profiler_type: PROFILER_TYPE_RANGE_PROFILER,
+            profiler_type,
             chip_name: name.as_ptr(),
-            // No counter availability image: a host object for a chip, not a device.
-            counter_availability_image: ptr::null(),
+            // None: a host object for a chip, not a device.
+            counter_availability_image: availability.map_or(ptr::null(), <[u8]>::as_ptr),
             ..InitializeParams::new()
         };
         // SAFETY: a params struct laid out as the header's; `name` outlives the call.

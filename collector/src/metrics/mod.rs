@@ -20,5 +20,6 @@ pub mod render;
 
 pub use choice::{base_metrics, chip, choose, set_costs, Choice, Chosen, SetCost};
 pub use evaluate::Evaluator;
+pub use host::pm::MetricNames;
 pub use host::{library_path, Cupti, Host};
 pub use rtrace_format::metric_sets::{self as sets, resolve};

@@ -86,6 +86,9 @@ pub(super) fn source_counters(
     }
     out
 }
+/// The header of `--section gpu-metrics`: one line per row and metric (`scope`: device,
+/// process, kernel, nvtx).
+pub const GPU_METRICS_HEADER: &str = "scope,pid,device,name,span_ns,covered,metric,value";
 
 /// The header of `--section nvtx`.
 pub const NVTX_HEADER: &str = "domain,name,count,total_ns,mean_ns,median_ns,min_ns,max_ns,\
@@ -115,7 +118,43 @@ pub(super) fn render(s: &Sections, section: Section) -> String {
         Section::Ranks => ranks(s),
         Section::Steps => steps(s),
         Section::Profiles => profiles(s),
+        Section::GpuMetrics => gpu_metrics(s),
     }
+}
+
+fn gpu_metrics(s: &Sections) -> String {
+    let g = &s.gpu_metrics;
+    let mut out = format!("{GPU_METRICS_HEADER}\n");
+    let num = |v: f64| {
+        if v.is_finite() {
+            format!("{v}")
+        } else {
+            String::new()
+        }
+    };
+    for (scope, rows) in [
+        ("device", &g.devices),
+        ("process", &g.processes),
+        ("kernel", &g.kernels),
+        ("nvtx", &g.nvtx),
+    ] {
+        for r in rows {
+            for (m, v) in g.metrics.iter().zip(&r.values) {
+                let _ = writeln!(
+                    out,
+                    "{scope},{},{},{},{},{},{},{}",
+                    r.pid,
+                    r.device,
+                    field(&r.name),
+                    r.span_ns,
+                    num(r.covered),
+                    field(m),
+                    num(*v)
+                );
+            }
+        }
+    }
+    out
 }
 
 fn profiles(s: &Sections) -> String {

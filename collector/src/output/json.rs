@@ -14,6 +14,7 @@ use crate::report::Sections;
 use crate::text::json_string;
 use std::fmt::Write;
 
+mod gpu_metrics;
 mod occupancy;
 mod pcsamp;
 mod process;
@@ -369,6 +370,9 @@ pub(super) fn render(traces: &[Trace], s: &Sections, options: &RenderOptions) ->
         external_key(out, &s.nvtx.external)
     });
     part(Section::Profiles, &|out| profiles::key(out, &s.profiles));
+    part(Section::GpuMetrics, &|out| {
+        gpu_metrics::key(out, &s.gpu_metrics)
+    });
     part(Section::Pcsamp, &|out| pcsamp::key(out, traces, nvdisasm));
     part(Section::SourceCounters, &|out| {
         source_counters::key(out, traces, nvdisasm)

@@ -73,11 +73,14 @@ pub enum Section {
     /// Source counters: per kernel, Nsight Compute's Uncoalesced Global and Shared Accesses
     /// findings with the lines that cause them (CSV: one line per kernel, finding and place).
     SourceCounters,
+    /// GPU metrics over time: per GPU, process, kernel and NVTX range, each metric's average
+    /// over the time its work ran.
+    GpuMetrics,
 }
 
 impl Section {
     /// The sections `--format csv` can print, in the order the table report prints them.
-    pub const CSV: [Section; 15] = [
+    pub const CSV: [Section; 16] = [
         Section::Api,
         Section::Nvtx,
         Section::Kernels,
@@ -93,6 +96,7 @@ impl Section {
         Section::Steps,
         Section::Profiles,
         Section::SourceCounters,
+        Section::GpuMetrics,
     ];
 
     /// Whether `--format csv` has a table for this section.

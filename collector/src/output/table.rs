@@ -13,6 +13,7 @@ use layout::Page;
 
 mod api;
 mod gpu;
+mod gpu_metrics;
 mod layout;
 mod memory;
 mod nvtx;
@@ -56,6 +57,9 @@ pub(super) fn render(traces: &[Trace], s: &Sections, options: &RenderOptions) ->
     }
     if want(Section::Profiles) {
         profiles::section(&mut out, &s.profiles);
+    }
+    if want(Section::GpuMetrics) {
+        gpu_metrics::section(&mut out, &s.gpu_metrics);
     }
     if want(Section::Pcsamp) {
         pcsamp::section(&mut out, traces, options.nvdisasm.as_deref());

@@ -383,6 +383,18 @@ fn read_other(trace: &mut Trace, chunk: &Chunk) {
                 .bad_chunks
                 .push(bad(format!("source counters: {why}"))),
         },
+        ChunkKind::GpuMetricsSetup => match chunk.value() {
+            Ok(setup) => trace.gpu_metric_setups.push(setup),
+            Err(why) => trace
+                .bad_chunks
+                .push(bad(format!("GPU metrics set-up: {why}"))),
+        },
+        ChunkKind::GpuMetricSamples => match chunk.value() {
+            Ok(samples) => trace.gpu_metric_samples.push(samples),
+            Err(why) => trace
+                .bad_chunks
+                .push(bad(format!("GPU metric samples: {why}"))),
+        },
         ChunkKind::UntimedWork => match chunk.untimed_work() {
             Ok(work) => trace.untimed.extend(work),
             Err(why) => trace.bad_chunks.push(bad(why)),

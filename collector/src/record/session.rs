@@ -241,6 +241,9 @@ pub struct Contents {
     pub capture: Vec<String>,
     /// Damage that ended the read ([`Trace::damage`]).
     pub damage: Option<String>,
+    /// GPU metrics: the devices sampled and the samples, and librtrace.so's notices on them
+    /// (why a device was not sampled).
+    pub gpu_metrics: (u64, u64, Vec<String>),
 }
 
 impl Contents {
@@ -285,6 +288,21 @@ pub fn contents(path: &Path) -> Result<Contents, LoadError> {
     c.gpu_activity = trace.gpu_activity();
     c.damage = trace.damage;
     c.dropped = trace.dropped;
+    c.gpu_metrics = (
+        trace.gpu_metric_setups.len() as u64,
+        trace
+            .gpu_metric_samples
+            .iter()
+            .map(|b| b.times.len() as u64)
+            .sum(),
+        trace
+            .notices
+            .iter()
+            .filter(|n| n.message.starts_with(rtrace_format::GPU_METRICS_NOTICE))
+            .filter(|n| n.message.contains(" off"))
+            .map(|n| n.message.clone())
+            .collect(),
+    );
     c.capture = trace
         .notices
         .iter()

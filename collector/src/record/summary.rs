@@ -123,6 +123,15 @@ fn describe(c: &Contents, traced: &Traced) -> Vec<String> {
     if !traced.nvtx {
         lines.push(format!("NVTX: off ({})", traced.chosen_by));
     }
+    let (devices, samples, off) = &c.gpu_metrics;
+    if *devices > 0 {
+        lines.push(format!(
+            "GPU metrics: {} on {}",
+            plural(*samples, "sample", "samples"),
+            plural(*devices, "device", "devices")
+        ));
+    }
+    lines.extend(off.iter().cloned());
     lines.extend(c.capture.iter().map(|what| format!("capture: {what}")));
     if let Some(d) = &c.damage {
         lines.push(format!("damaged: {d}"));

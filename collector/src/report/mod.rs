@@ -61,7 +61,9 @@ use crate::summary::FunctionSummary;
 use first::FirstPass;
 use fold::{Counts, KeyMap, Merged, TraceFold};
 use input::Input;
-use passes::{gpu_pass, kern_exec_pass, linked_calls, profiled_links, select_streamed, Join};
+use passes::{
+    gpu_metric_work, gpu_pass, kern_exec_pass, linked_calls, profiled_links, select_streamed, Join,
+};
 use ranks::StepNames;
 use shared::{memory_pass, shared_pass};
 use std::collections::HashMap;
@@ -132,6 +134,8 @@ pub struct Sections {
     pub profiles: crate::profiles::ProfileSection,
     /// The processes compared as ranks of one job (empty for fewer than two).
     pub ranks: ranks::RankSection,
+    /// GPU metrics over time: empty when nothing was sampled and no notice says why not.
+    pub gpu_metrics: crate::gpu_metrics::GpuMetricsSection,
 }
 
 impl Sections {
@@ -179,6 +183,17 @@ impl Sections {
                     .collect(),
             ),
             ranks,
+            gpu_metrics: crate::gpu_metrics::section_with_cupti(
+                traces,
+                &if crate::gpu_metrics::Work::wanted(traces) {
+                    traces
+                        .iter()
+                        .map(crate::gpu_metrics::Work::in_memory)
+                        .collect()
+                } else {
+                    vec![Default::default(); traces.len()]
+                },
+            ),
         }
     }
 }
@@ -276,6 +291,7 @@ fn report_inputs_with(
     let mut nvtx_ids = Vec::new();
     let mut syncs = SyncFold::default();
     let mut profiled_ranges = Vec::new();
+    let mut nvtx_spans = Vec::new();
     for first in firsts {
         let FirstRead {
             t,
@@ -290,11 +306,13 @@ fn report_inputs_with(
         syncs.merge(first_syncs);
         match nvtx {
             Some((mut projected, chunks)) => {
+                nvtx_spans.push(crate::gpu_metrics::nvtx_spans(&projected.ranges.ranges));
                 profiled_ranges.push(std::mem::take(&mut projected.ranges.ranges));
                 nvtx_ids.push((nvtx_stats.add(projected), chunks));
             }
             None => {
                 profiled_ranges.push(Vec::new());
+                nvtx_spans.push(Vec::new());
                 nvtx_ids.push((HashMap::new(), Vec::new()));
             }
         }
@@ -440,6 +458,15 @@ fn report_inputs_with(
     for ((t, input), nvtx) in loaded.traces.iter().zip(&inputs).zip(profiled_ranges) {
         linked.push(profiled_links(t, input, &input.index, nvtx)?);
     }
+    let mut works = Vec::new();
+    let want_work = crate::gpu_metrics::Work::wanted(&loaded.traces);
+    for ((t, input), spans) in loaded.traces.iter().zip(&inputs).zip(nvtx_spans) {
+        works.push(if want_work {
+            gpu_metric_work(t, input, &input.index, spans)?
+        } else {
+            Default::default()
+        });
+    }
     let sections = Sections {
         counts,
         api: merged.api_rows(),
@@ -457,6 +484,7 @@ fn report_inputs_with(
         sync: syncs.rows(),
         profiles: crate::profiles::section(&loaded.traces, &linked),
         ranks: ranks::section(per_rank),
+        gpu_metrics: crate::gpu_metrics::section_with_cupti(&loaded.traces, &works),
     };
     Ok((loaded, sections))
 }
@@ -532,7 +560,7 @@ fn first_read<'a>(
         // as the events and records stream by again, in time order.
         // With kernel profiles, the ranges themselves too: those open around each
         // profiled launch.
-        let mode = if t.kernel_profiles.is_empty() {
+        let mode = if t.kernel_profiles.is_empty() && t.gpu_metric_samples.is_empty() {
             crate::nvtx::Mode::Summary
         } else {
             crate::nvtx::Mode::Collect

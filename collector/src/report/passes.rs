@@ -521,3 +521,46 @@ pub(super) fn profiled_links(
     }
     Ok(found)
 }
+
+/// `t`'s GPU work for the GPU metrics part: every kept kernel, copy and memset (device and
+/// interval), and `nvtx`, its NVTX ranges' GPU spans.
+pub(super) fn gpu_metric_work(
+    _t: &Trace,
+    input: &Input,
+    index: &[ChunkRef],
+    nvtx: Vec<(String, u32, u64, u64)>,
+) -> Result<crate::gpu_metrics::Work, StreamError> {
+    let mut w = crate::gpu_metrics::Work {
+        nvtx,
+        ..Default::default()
+    };
+    let mut file = Rereader::open(&input.path)?;
+    for c in index
+        .iter()
+        .filter(|c| matches!(c.kind, Kind::Kernels | Kind::Memcpys | Kind::Memsets))
+    {
+        let chunk = file.chunk_of(c)?;
+        match decode(c, &chunk, &input.path)? {
+            Records::Kernels(records) => w.kernels.extend(
+                records
+                    .into_iter()
+                    .filter_map(|k| input.keep.kernel(k))
+                    .map(|k| (k.device, k.name, k.start_ns, k.end_ns)),
+            ),
+            Records::Memcpys(records) => w.other.extend(
+                records
+                    .into_iter()
+                    .filter_map(|m| input.keep.memcpy(m))
+                    .map(|m| (m.device, m.start_ns, m.end_ns)),
+            ),
+            Records::Memsets(records) => w.other.extend(
+                records
+                    .into_iter()
+                    .filter_map(|m| input.keep.memset(m))
+                    .map(|m| (m.device, m.start_ns, m.end_ns)),
+            ),
+            _ => {}
+        }
+    }
+    Ok(w)
+}

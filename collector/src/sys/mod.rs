@@ -49,3 +49,33 @@ pub fn effective_uid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
 }
+
+/// A clock's time (`CLOCK_MONOTONIC`, the traces' clock, or `CLOCK_REALTIME`), ns.
+pub fn clock_ns(id: libc::clockid_t) -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes through a valid pointer; an unknown clock leaves it zero.
+    unsafe { libc::clock_gettime(id, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Waits up to `ms` for standard input to be readable or closed; whether it is (a read will
+/// not block: at its end it returns nothing).
+pub fn stdin_ready(ms: i32) -> bool {
+    let mut fd = libc::pollfd {
+        fd: libc::STDIN_FILENO,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: poll on one valid pollfd; an interrupted wait returns -1, read as not ready.
+    unsafe { libc::poll(&mut fd, 1, ms) > 0 }
+}
+
+/// Ends the process at once with `code`: no exit handlers, no destructors (the sampler's way
+/// out: CUPTI's own teardown of PM sampling can hang or crash in CUDA 13.0).
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit has no preconditions and does not return.
+    unsafe { libc::_exit(code) }
+}

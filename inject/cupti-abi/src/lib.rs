@@ -1,8 +1,8 @@
 //! CUPTI 13.0's profiling ABI: the parameter structures of `cupti_profiler_host.h` (metrics
 //! and configurations from a chip name, evaluation of counter data), `cupti_profiler_target.h`
 //! and `cupti_target.h` (the device side: initialization, chip name, counter availability,
-//! support) and `cupti_range_profiler.h` (collection), laid out as the headers lay them out,
-//! with the result and enum values rtrace uses.
+//! support), `cupti_range_profiler.h` (collection) and `cupti_pmsampling.h` (PM sampling:
+//! `pm_sampling.rs`), laid out as the headers lay them out, with the result and enum values.
 //!
 //! Every structure is declared once here, through [`params!`], which also gives it `SIZE`
 //! (`CUPTI_PROFILER_STRUCT_SIZE(type, last field)`: up to and including the last field,
@@ -79,30 +79,23 @@ pub trait Zero {
     fn zero() -> Self;
 }
 
+macro_rules! zero_is {
+    ($z:expr; $($t:ty),*) => { $(impl<T> Zero for $t { fn zero() -> Self { $z } })* };
+}
 macro_rules! zero_is_default {
     ($($t:ty),*) => { $(impl Zero for $t { fn zero() -> Self { 0 } })* };
 }
 zero_is_default!(u8, u16, u32, u64, usize, i32);
+zero_is!(std::ptr::null(); *const T);
+zero_is!(std::ptr::null_mut(); *mut T);
 
-impl<T> Zero for *const T {
-    fn zero() -> Self {
-        std::ptr::null()
-    }
-}
-
-impl<T> Zero for *mut T {
-    fn zero() -> Self {
-        std::ptr::null_mut()
-    }
-}
-
-/// Declares a parameter structure: `#[repr(C)]`, its first fields `struct_size` and `p_priv`
-/// as every CUPTI profiling structure has them, then the listed ones; `SIZE` up to the last.
 /// The size of the field `_` reads (for [`params!`]).
 const fn size_of_field<T, F>(_: fn(&T) -> &F) -> usize {
     std::mem::size_of::<F>()
 }
 
+/// Declares a parameter structure: `#[repr(C)]`, its first fields `struct_size` and `p_priv`
+/// as every CUPTI profiling structure has them, then the listed ones; `SIZE` up to the last.
 macro_rules! params {
     ($(#[$doc:meta])* $name:ident { $($field:ident: $ty:ty),* $(,)? }) => {
         $(#[$doc])*
@@ -110,7 +103,7 @@ macro_rules! params {
         #[derive(Debug)]
         pub struct $name {
             pub struct_size: usize,
-            pub p_priv: *mut c_void,
+            pub p_priv: *mut std::ffi::c_void,
             $(pub $field: $ty),*
         }
 
@@ -124,17 +117,17 @@ macro_rules! params {
                 (
                     "struct_size",
                     std::mem::offset_of!($name, struct_size),
-                    size_of_field(|p: &$name| &p.struct_size),
+                    $crate::size_of_field(|p: &$name| &p.struct_size),
                 ),
                 (
                     "p_priv",
                     std::mem::offset_of!($name, p_priv),
-                    size_of_field(|p: &$name| &p.p_priv),
+                    $crate::size_of_field(|p: &$name| &p.p_priv),
                 ),
                 $((
                     stringify!($field),
                     std::mem::offset_of!($name, $field),
-                    size_of_field(|p: &$name| &p.$field),
+                    $crate::size_of_field(|p: &$name| &p.$field),
                 )),*
             ];
 
@@ -143,7 +136,7 @@ macro_rules! params {
                 $name {
                     struct_size: Self::SIZE,
                     p_priv: std::ptr::null_mut(),
-                    $($field: Zero::zero()),*
+                    $($field: $crate::Zero::zero()),*
                 }
             }
         }
@@ -158,7 +151,7 @@ macro_rules! params {
         params!(@last $name; $($field),*)
     };
     (@last $name:ident; $last:ident) => {{
-        std::mem::offset_of!($name, $last) + size_of_field(|p: &$name| &p.$last)
+        std::mem::offset_of!($name, $last) + $crate::size_of_field(|p: &$name| &p.$last)
     }};
     (@last $name:ident; $first:ident, $($rest:ident),+) => {
         params!(@last $name; $($rest),+)
@@ -581,8 +574,22 @@ pub fn layouts() -> Vec<(&'static str, Fields)> {
         SassMetricsGetDataProperties,
         SassMetricsData,
         SassMetricsFlushData,
+        PmSamplingSetConfig,
+        PmSamplingEnable,
+        PmSamplingDisable,
+        PmSamplingStart,
+        PmSamplingStop,
+        PmSamplingDecodeData,
+        PmSamplingGetCounterAvailability,
+        PmSamplingGetCounterDataSize,
+        PmSamplingCounterDataImageInitialize,
+        PmSamplingGetCounterDataInfo,
+        PmSamplingCounterDataGetSampleInfo,
     )
 }
+
+mod pm_sampling; // after `params!`, which it uses
+pub use pm_sampling::*;
 
 #[cfg(test)]
 mod tests;

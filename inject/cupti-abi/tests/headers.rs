@@ -1,5 +1,5 @@
 //! Every structure of this crate laid out as CUPTI's headers lay it out: for each one declared
-//! through `params!` (found in `src/lib.rs`, and all of them in `layouts()`), the C structure
+//! through `params!` (found in `src/lib.rs` and `src/pm_sampling.rs`, and all of them in `layouts()`), the C structure
 //! its doc names is read from the headers in `$CUDA_INCLUDE`, a C++ program built with `g++`
 //! prints the offset and size of each of its members, and member by member, in order, they
 //! must equal the Rust fields', whose names must be the members' (`pChipName` is
@@ -10,17 +10,22 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
-const HEADERS: [&str; 5] = [
+const HEADERS: [&str; 6] = [
     "cupti_profiler_host.h",
     "cupti_profiler_target.h",
     "cupti_target.h",
     "cupti_range_profiler.h",
     "cupti_sass_metrics.h",
+    "cupti_pmsampling.h",
 ];
 
 /// (C name, Rust name) of every `params!` invocation of `src/lib.rs`, in order.
 fn declared() -> Vec<(String, String)> {
-    let src = include_str!("../src/lib.rs");
+    let src = [
+        include_str!("../src/lib.rs"),
+        include_str!("../src/pm_sampling.rs"),
+    ]
+    .concat();
     let mut out = Vec::new();
     for block in src.split("params!(").skip(1) {
         let mut lines = block.lines().map(str::trim).filter(|l| !l.is_empty());
@@ -162,6 +167,6 @@ fn every_structure_lays_out_as_its_header() {
         .map(|((what, w), g)| format!("{what}: offset and size {w}, the header's {g}"))
         .collect();
     assert!(wrong.is_empty(), "{wrong:#?}");
-    // Every member of the 38 structures was compared.
-    assert_eq!((declared.len(), got.len()), (38, 200));
+    // Every member of the 49 structures was compared.
+    assert_eq!((declared.len(), got.len()), (49, 261));
 }

@@ -91,6 +91,11 @@ u16_enum! {
         /// One chosen launch's source counters per instruction
         /// ([`SourceCounterLaunch`](crate::SourceCounterLaunch), bincode).
         SourceCounters = 41,
+        /// GPU metrics sampling set up on a device ([`GpuMetricsSetup`](crate::GpuMetricsSetup), bincode).
+        GpuMetricsSetup = 45,
+        /// One decode of a device's GPU metric samples: counter data and sample times
+        /// ([`GpuMetricSamples`](crate::GpuMetricSamples), bincode).
+        GpuMetricSamples = 46,
     }
     /// A kind this reader does not know; carried so it can be counted.
     Unknown(u16)

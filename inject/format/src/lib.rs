@@ -54,6 +54,7 @@ mod values;
 
 mod device;
 mod gpu;
+mod gpu_metrics;
 pub mod gpu_region;
 pub mod metric_sets;
 mod pcsampling;
@@ -68,6 +69,7 @@ pub use crc::crc32;
 pub use cupti::{CUPTI_DIRS, CUPTI_SONAME, GPU_ACTIVITY_OFF, GPU_ACTIVITY_ON};
 pub use device::*;
 pub use gpu::*;
+pub use gpu_metrics::*;
 pub use output::*;
 pub use payload::*;
 pub use pcsampling::*;

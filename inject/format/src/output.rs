@@ -148,6 +148,23 @@ pub fn collision_path(path: &[u8], n: u32) -> Vec<u8> {
     out
 }
 
+/// What the GPU metrics sampler's trace is named by, given the output pattern of the program's
+/// (`rtrace record -o`): [`GPU_SAMPLER_SUFFIX`] before the extension of its last component
+/// (`rtrace-%p.bin` → `rtrace-%p.gpu-metrics.bin`, `gm.bin` → `gm.gpu-metrics.bin`), so that a
+/// fixed name stays the program's and a directory of traces holds the sampler's too.
+pub fn gpu_sampler_pattern(pattern: &[u8]) -> Vec<u8> {
+    let at = extension_at(pattern);
+    [
+        &pattern[..at],
+        GPU_SAMPLER_SUFFIX.as_bytes(),
+        &pattern[at..],
+    ]
+    .concat()
+}
+
+/// What [`gpu_sampler_pattern`] puts before the extension.
+pub const GPU_SAMPLER_SUFFIX: &str = ".gpu-metrics";
+
 /// The taken name and the `n` of a name [`collision_path`] made (`n` in
 /// 1..=[`MAX_COLLISION_SUFFIX`]); `None` for any other name.
 pub fn collision_base(path: &[u8]) -> Option<(Vec<u8>, u32)> {
@@ -261,6 +278,15 @@ mod tests {
             ]
         );
         assert_eq!(pattern_pieces(b"").count(), 0);
+    }
+
+    #[test]
+    fn the_gpu_samplers_trace_goes_beside_the_programs() {
+        let g = |p: &str| String::from_utf8(gpu_sampler_pattern(p.as_bytes())).unwrap();
+        assert_eq!(g("rtrace-%p.bin"), "rtrace-%p.gpu-metrics.bin");
+        assert_eq!(g("/d/gm.bin"), "/d/gm.gpu-metrics.bin");
+        assert_eq!(g("/d.x/trace"), "/d.x/trace.gpu-metrics");
+        assert_eq!(g("run/%q{RANK}.bin"), "run/%q{RANK}.gpu-metrics.bin");
     }
 
     #[test]

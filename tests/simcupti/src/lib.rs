@@ -26,6 +26,7 @@ mod layout;
 #[path = "../../simcuda/src/lock.rs"]
 mod lock;
 mod pcsampling;
+mod pm_sampling;
 mod profiler;
 mod profiler_host;
 mod profiling;

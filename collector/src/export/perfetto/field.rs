@@ -42,12 +42,14 @@ pub const TID: u32 = 2;
 pub const THREAD_NAME: u32 = 5;
 /// `CounterDescriptor`.
 pub const UNIT: u32 = 3;
+pub const UNIT_NAME: u32 = 6;
 /// `TrackEvent`.
 pub const DEBUG_ANNOTATIONS: u32 = 4;
 pub const TYPE: u32 = 9;
 pub const NAME_IID: u32 = 10;
 pub const TRACK_UUID: u32 = 11;
 pub const COUNTER_VALUE: u32 = 30;
+pub const DOUBLE_COUNTER_VALUE: u32 = 44;
 pub const FLOW_IDS: u32 = 47;
 pub const TERMINATING_FLOW_IDS: u32 = 48;
 /// `DebugAnnotation`.

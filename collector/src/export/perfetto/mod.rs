@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 mod field;
+mod gpu_metric;
 
 /// `BuiltinClock.BUILTIN_CLOCK_MONOTONIC`.
 const CLOCK_MONOTONIC: u64 = 3;
@@ -66,6 +67,8 @@ struct Sequence {
     tracks: FastMap<Track, Lanes>,
     /// (device, host) → counter track uuid.
     counters: FastMap<(u32, bool), u64>,
+    /// Device ordinal → its track's uuid.
+    devices: FastMap<u32, u64>,
     names: Names,
     /// Profiled launches' metric values.
     metrics: layout::MetricArgs,
@@ -277,6 +280,7 @@ impl<W: Write> Emitter for PerfettoWriter<W> {
         // apart, for their further lanes.
         for device in devices {
             let device_uuid = self.uuid();
+            self.seq.devices.insert(device.ordinal, device_uuid);
             let device_name = layout::device_name(trace, device.ordinal);
             self.descriptor(seq, |p| {
                 p.varint(field::UUID, device_uuid);
@@ -436,6 +440,38 @@ impl<W: Write> Emitter for PerfettoWriter<W> {
 
     fn counter(&mut self, counter: CounterKey, ts: u64, value: i64) -> io::Result<()> {
         let uuid = self.seq.counters.get(&counter).copied().unwrap_or(0);
+        self.counter_value(uuid, ts, |p| p.int64(field::COUNTER_VALUE, value))
+    }
+
+    /// A counter track (`gpu_metric::track`) under the device's track (the process's when the
+    /// device ran no recorded work); one double counter value per point.
+    fn gpu_metric(&mut self, device: u32, metric: &str, points: &[(u64, f64)]) -> io::Result<()> {
+        let seq = self.seq.seq;
+        let uuid = self.uuid();
+        let parent = self.seq.devices.get(&device).copied();
+        let parent = parent.unwrap_or(self.seq.process);
+        self.descriptor(seq, |p| gpu_metric::track(p, uuid, parent, device, metric));
+        for &(ts, v) in points {
+            self.counter_value(uuid, ts, |p| {
+                p.fixed64(field::DOUBLE_COUNTER_VALUE, v.to_bits())
+            })?;
+        }
+        Ok(())
+    }
+
+    fn end_trace(&mut self, _trace: &Trace) -> io::Result<()> {
+        self.flush_if_full()
+    }
+}
+
+impl<W: Write> PerfettoWriter<W> {
+    /// A counter event on track `uuid` at `ts`, its value written by `value`.
+    fn counter_value(
+        &mut self,
+        uuid: u64,
+        ts: u64,
+        value: impl FnOnce(&mut Proto),
+    ) -> io::Result<()> {
         let packet = self.p.begin(field::TRACE_PACKET);
         self.p.varint(field::TIMESTAMP, ts);
         self.p
@@ -445,7 +481,7 @@ impl<W: Write> Emitter for PerfettoWriter<W> {
         let e = self.p.begin(field::TRACK_EVENT);
         self.p.varint(field::TYPE, TYPE_COUNTER);
         self.p.varint(field::TRACK_UUID, uuid);
-        self.p.int64(field::COUNTER_VALUE, value);
+        value(&mut self.p);
         self.p.end(e);
         self.p.end(packet);
         self.stats.packets += 1;
@@ -453,12 +489,6 @@ impl<W: Write> Emitter for PerfettoWriter<W> {
         self.flush_if_full()
     }
 
-    fn end_trace(&mut self, _trace: &Trace) -> io::Result<()> {
-        self.flush_if_full()
-    }
-}
-
-impl<W: Write> PerfettoWriter<W> {
     /// A packet holding a track descriptor that `fill` writes.
     fn descriptor(&mut self, seq: u64, fill: impl FnOnce(&mut Proto)) {
         let packet = self.p.begin(field::TRACE_PACKET);

@@ -1,0 +1,258 @@
+//! GPU metrics over time (`rtrace record --gpu-metrics`): the sampler process beside the
+//! program, on the simulated driver and the simulated CUPTI, whose PM sampling is deterministic
+//! but for how many samples a run lasts (tests/simcupti/README.md, "PM sampling"): sample
+//! k ≥ 1 of a start spans [T0 + (k-1)·I, T0 + k·I]; its values are the profiler host's rules
+//! for the subject `pm DEVICE INDEX` (INDEX counted on the device from the stale sample 0,
+//! which the sampler leaves out) and the sample's duration; a configuration costs
+//! `1 + (n-1)/4` passes, so the first four metrics of `rtrace_format::GPU_METRICS` fit PM
+//! sampling's one pass.
+
+use rtrace_collector::Trace;
+use rtrace_format::{unpack_counter_data, PmTrigger, GPU_METRICS};
+use rtrace_tests::*;
+use std::path::PathBuf;
+use std::process::Output;
+
+/// simcupti's FNV-1a of `metric`, a 0 byte and `subject` (tests/simcupti/src/profiler.rs).
+fn hash(metric: &str, subject: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in metric.as_bytes().iter().chain(&[0u8]).chain(subject) {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// simcupti's value of `metric` for a sample of `duration_ns` with `subject`.
+fn value(metric: &str, subject: &[u8], duration_ns: u64) -> f64 {
+    match metric {
+        "gpu__time_duration.sum" => duration_ns as f64,
+        _ if metric.contains("pct") => (hash(metric, subject) % 10_000) as f64 / 100.0,
+        _ => ((hash(metric, subject) >> 16) % 1_000_000) as f64,
+    }
+}
+
+/// `rtrace record --gpu-metrics=100kHz` of the program `direct`, with `env` more; its output,
+/// and the program's trace and the sampler's (by their headers).
+fn record(tag: &str, env: &[(&str, &str)]) -> (Output, Trace, Option<Trace>) {
+    let b = build();
+    let dir = fresh_dir(tag);
+    let out = std::process::Command::new(rtrace_bin())
+        .args(["record", "--gpu-metrics=100kHz", "-o"])
+        .arg(dir.join("t-%p.bin"))
+        .arg("--")
+        .arg(b.bin.join("direct"))
+        .env("LD_LIBRARY_PATH", &b.lib)
+        .env_remove("LD_PRELOAD")
+        .env_remove("RTRACE_GPU_ACTIVITY")
+        .env_remove("NVTX_INJECTION64_PATH")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let mut program = None;
+    let mut sampler = None;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    for f in files {
+        let t = rtrace_collector::load_trace(&f).unwrap();
+        if t.header.is_gpu_sampler() {
+            assert!(sampler.replace(t).is_none(), "one sampler's trace");
+        } else {
+            assert!(program.replace(t).is_none(), "one program's trace");
+        }
+    }
+    (out, program.expect("the program's trace"), sampler)
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn samples_are_set_up_decoded_evaluated_and_reported() {
+    let (out, program, sampler) = record("gpu-metrics-samples", &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let plain = run(Spec::untraced("direct"));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), plain.stdout());
+    check_invariants(&program);
+    // The program loads no PM sampling: its trace holds none of it.
+    assert!(program.gpu_metric_setups.is_empty() && program.gpu_metric_samples.is_empty());
+    let t = sampler.expect("the sampler's trace");
+    assert_eq!(t.header.session, program.header.session);
+    assert_eq!(t.header.hostname, program.header.hostname);
+    let notices: Vec<&str> = t.notices.iter().map(|n| n.message.as_str()).collect();
+    assert!(
+        notices.contains(&"GPU metrics on device 0: GH100, every 10000 ns, 4 metrics"),
+        "{notices:?}"
+    );
+    // The device it sampled is the program's (what the report matches them by).
+    assert_eq!(
+        t.devices[&0].pci_address(),
+        program.devices[&0].pci_address()
+    );
+    assert_eq!(t.gpu_metric_setups.len(), 1);
+    let s = &t.gpu_metric_setups[0];
+    let metrics: Vec<String> = GPU_METRICS[..4].iter().map(|m| m.to_string()).collect();
+    assert_eq!(
+        (s.device, s.chip.as_str(), &s.metrics, s.interval, s.trigger),
+        (0, "GH100", &metrics, 10_000, PmTrigger::GpuTime)
+    );
+    assert_eq!(
+        (s.hardware_buffer_bytes, s.samples_per_image),
+        (128 << 20, 500)
+    );
+    // Every sample 10 µs, one after the other, numbered on from 1 (the stale one left out).
+    let batches = &t.gpu_metric_samples;
+    assert!(!batches.is_empty());
+    let mut next = 0u64;
+    let mut last_end = None;
+    for b in batches {
+        assert_eq!(
+            (b.device, b.first, b.overflow, b.dropped),
+            (0, next, false, 0)
+        );
+        assert_eq!(b.values.len(), b.times.len() * 4);
+        for (i, &(start, end)) in b.times.iter().enumerate() {
+            assert_eq!(end - start, 10_000);
+            if let Some(e) = last_end {
+                assert_eq!(start, e, "samples follow one another");
+            }
+            last_end = Some(end);
+            let subject = format!("pm 0 {}", next + i as u64 + 1);
+            let want: Vec<f64> = metrics
+                .iter()
+                .map(|m| value(m, subject.as_bytes(), 10_000))
+                .collect();
+            assert_eq!(
+                &b.values[i * 4..i * 4 + 4],
+                &want[..],
+                "sample {}",
+                next + i as u64
+            );
+        }
+        assert_eq!(b.raw_last.1 - b.raw_first.0, 10_000 * b.times.len() as u64);
+        next += b.times.len() as u64;
+    }
+    // The samples cover the program's run.
+    assert!(t.gpu_metric_samples[0].times[0].0 <= program.header.start.monotonic_ns);
+    // The first decode keeps its image (64 samples, the stale one first): the host API
+    // evaluates it to the values kept.
+    let kept: Vec<_> = batches
+        .iter()
+        .filter(|b| !b.counter_data.is_empty())
+        .collect();
+    assert_eq!(kept.len(), 1);
+    let first = kept[0];
+    assert!(std::ptr::eq(first, &batches[0]));
+    assert_eq!((first.image_first, first.times.len()), (1, 63));
+    let image = unpack_counter_data(&first.counter_data, 1 << 30).unwrap();
+    let cupti =
+        rtrace_collector::metrics::Cupti::load(Some(&build().lib.join("libcupti.so.13"))).unwrap();
+    let host = cupti.pm_host("GH100").unwrap();
+    let names: Vec<&str> = metrics.iter().map(String::as_str).collect();
+    let rows = host.evaluate_samples(&image, 64, &names).unwrap();
+    assert_eq!(rows[1..].concat(), first.values);
+
+    // The report of the run's traces: the GPU over the run, the mean of its samples (equal
+    // widths).
+    let out = std::process::Command::new(rtrace_bin())
+        .args(["report", "--format", "csv", "--section", "gpu-metrics"])
+        .arg(&program.path)
+        .arg(&t.path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let csv = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        csv.lines().next(),
+        Some("scope,pid,device,name,span_ns,covered,metric,value")
+    );
+    let all: Vec<&[f64]> = batches.iter().flat_map(|b| b.values.chunks(4)).collect();
+    let n = all.len() as f64;
+    let device_rows: Vec<&str> = csv.lines().filter(|l| l.starts_with("device,")).collect();
+    assert_eq!(device_rows.len(), 4, "{csv}");
+    for (m, row) in device_rows.iter().enumerate() {
+        // A count (`gpu__time_duration.sum`) becomes its rate over each sample's duration.
+        let secs = 10_000f64 / 1e9;
+        let shown_value = |v: f64| if m == 0 { v / secs } else { v };
+        let sum: f64 = all.iter().map(|v| shown_value(v[m]) * 10_000.0).sum();
+        let want_value = sum / (n * 10_000.0);
+        let shown = if m == 0 {
+            "gpu__time_duration.sum.per_second".to_string()
+        } else {
+            metrics[m].clone()
+        };
+        let fields: Vec<&str> = row.split(',').collect();
+        assert_eq!(fields[1], t.header.pid.to_string());
+        assert_eq!(fields[4], (10_000 * all.len()).to_string());
+        assert_eq!((fields[5], fields[6]), ("1", shown.as_str()));
+        assert_eq!(fields[7].parse::<f64>().unwrap(), want_value, "{row}");
+    }
+    // `rtrace record` said what was sampled.
+    let samples: usize = batches.iter().map(|b| b.times.len()).sum();
+    let line = format!("rtrace:   GPU metrics: {samples} samples on 1 device\n");
+    assert!(err.contains(&line), "{err}");
+}
+
+#[test]
+fn a_device_cupti_refuses_is_said_and_the_program_runs_on() {
+    let (out, program, sampler) = record(
+        "gpu-metrics-refused",
+        &[("SIMCUPTI_PROFILER", "privileges")],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(program.kernels.len(), 2);
+    assert!(
+        err.contains("rtrace: GPU metrics: no device could be sampled"),
+        "{err}"
+    );
+    let t = sampler.expect("the sampler's trace");
+    assert!(t.gpu_metric_setups.is_empty() && t.gpu_metric_samples.is_empty());
+    let notices: Vec<&str> = t.notices.iter().map(|n| n.message.as_str()).collect();
+    let refused = "GPU metrics off on device 0: cuptiPmSamplingEnable: \
+                   CUPTI_ERROR_INSUFFICIENT_PRIVILEGES";
+    assert!(notices.contains(&refused), "{notices:?}");
+    // The report shows the notice.
+    let out = std::process::Command::new(rtrace_bin())
+        .args(["report", "--section", "gpu-metrics"])
+        .arg(&t.path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("GPU metrics: 0 samples on 0 devices"),
+        "{text}"
+    );
+    assert!(text.contains("notice (pid"), "{text}");
+}
+
+#[test]
+fn on_the_real_time_clock_every_kernel_lies_inside_the_samples() {
+    // SIMCUDA_CLOCK=real: GPU work at real times (tests/harness/tests/sim_clock.rs). The
+    // samples' CLOCK_REALTIME times (the sampler's) and the kernels' times (the program's)
+    // reach the traces' clock by different roads, in two processes; on it, every kernel lies
+    // inside the sampled time.
+    let (out, program, sampler) = record("gpu-metrics-clock", &[("SIMCUDA_CLOCK", "real")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(program.kernels.len(), 2);
+    let traces = vec![program, sampler.expect("the sampler's trace")];
+    let works: Vec<_> = traces
+        .iter()
+        .map(rtrace_collector::gpu_metrics::Work::in_memory)
+        .collect();
+    let s =
+        rtrace_collector::gpu_metrics::section(&traces, &works, Err("no evaluation needed".into()));
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert_eq!(s.kernels.len(), 2, "{:?}", s.kernels);
+    for k in &s.kernels {
+        assert_eq!(k.pid, traces[0].header.pid);
+        assert_eq!(k.covered, 1.0, "{} at {:?}", k.name, k.span_ns);
+        assert!(k.values.iter().all(|v| v.is_finite()), "{k:?}");
+    }
+    assert_eq!(s.processes[0].covered, 1.0);
+}
