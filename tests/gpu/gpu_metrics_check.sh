@@ -25,8 +25,14 @@ mkdir -p "$OUT"
 C=${CUDA_HOME:-/usr/local/cuda-13.0}
 RTRACE=$ROOT/target/release/rtrace
 W=$(mktemp -d /tmp/rtrace-gpumetrics.XXXXXX)
-export LD_LIBRARY_PATH=$C/extras/CUPTI/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export RTRACE_CUPTI_LIBRARY=${RTRACE_CUPTI_LIBRARY:-$C/extras/CUPTI/lib64/libcupti.so.13}
+# CUPTI wherever this toolkit keeps it (as run.sh looks).
+for d in "$C/targets/x86_64-linux/lib" "$C/extras/CUPTI/lib64" "$C/lib64"; do
+    if [ -e "$d/libcupti.so.13" ]; then
+        export LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+        export RTRACE_CUPTI_LIBRARY=${RTRACE_CUPTI_LIBRARY:-$d/libcupti.so.13}
+        break
+    fi
+done
 unset LD_PRELOAD CUDA_INJECTION64_PATH RTRACE_OUTPUT RTRACE_METRICS RTRACE_GPU_METRICS
 PASS=0
 FAIL=0
@@ -46,8 +52,13 @@ if ! timeout 60 "$C/bin/nvcc" -O2 -arch=sm_90 -I"$C/include" -o kernels \
     echo "$PASS passed, $FAIL failed"; exit 1
 fi
 plain=$(timeout 30 ./kernels)
+# What each process holds on the GPU meanwhile (the sampler's context among them).
+(sleep 3; timeout 20 nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader \
+    > apps.txt 2>&1) &
 timeout 40 "$RTRACE" record --gpu-metrics -o gm.bin -- ./kernels > traced.out 2> traced.err
 rc=$?
+wait
+sed 's/^/    GPU memory: /' apps.txt
 tail -n 5 traced.err | sed 's/^/    /'
 if [ $rc = 0 ] && [ "$(cat traced.out)" = "$plain" ]; then
     pass record "exit 0, same output"
@@ -80,7 +91,7 @@ g = r.get("gpu_metrics")
 def out(ok, name, detail):
     print(("PASS " if ok else "FAIL ") + name + "  (" + detail + ")")
 if not g or not g.get("devices"):
-    out(False, "samples", "no GPU metrics in the report: %s" % (g and (g.get("notices"), g.get("errors"))))
+    out(False, "samples", "no GPU metrics in the report: %s" % str(g and (g.get("notices"), g.get("errors"))))
     sys.exit(0)
 m = g["metrics"]
 col = lambda name: m.index(name) if name in m else None

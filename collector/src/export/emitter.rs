@@ -95,7 +95,6 @@ pub trait Emitter {
     fn end(&mut self, track: Track, lane: u32, end: u64) -> io::Result<()>;
     /// Memory counter `counter` holds `value` bytes from `ts` on.
     fn counter(&mut self, counter: CounterKey, ts: u64, value: i64) -> io::Result<()>;
-    /// Ends the trace (NVTX slices still open stay so).
     /// GPU metric `metric` of device `device` (its name in [`crate::gpu_metrics::timeline::shown_name`]
     /// form) over time: each sample's value from its start, the last one until its end. A
     /// writer without counter tracks of its own for them ignores them.
@@ -107,5 +106,6 @@ pub trait Emitter {
     ) -> io::Result<()> {
         Ok(())
     }
+    /// Ends the trace (NVTX slices still open stay so).
     fn end_trace(&mut self, trace: &Trace) -> io::Result<()>;
 }

@@ -59,6 +59,11 @@ enum Call {
         ts: u64,
         value: i64,
     },
+    GpuMetric {
+        device: u32,
+        metric: String,
+        points: Vec<(u64, f64)>,
+    },
     EndTrace,
 }
 
@@ -124,6 +129,11 @@ impl Batch {
                 } => e.nvtx(*track, *lane, name, *start)?,
                 Call::End { track, lane, end } => e.end(*track, *lane, *end)?,
                 Call::Counter { counter, ts, value } => e.counter(*counter, *ts, *value)?,
+                Call::GpuMetric {
+                    device,
+                    metric,
+                    points,
+                } => e.gpu_metric(*device, metric, points)?,
                 Call::EndTrace => e.end_trace(trace)?,
             }
         }
@@ -238,6 +248,14 @@ impl Emitter for Relay {
 
     fn counter(&mut self, counter: CounterKey, ts: u64, value: i64) -> io::Result<()> {
         self.push(Call::Counter { counter, ts, value })
+    }
+
+    fn gpu_metric(&mut self, device: u32, metric: &str, points: &[(u64, f64)]) -> io::Result<()> {
+        self.push(Call::GpuMetric {
+            device,
+            metric: metric.to_string(),
+            points: points.to_vec(),
+        })
     }
 
     fn end_trace(&mut self, _: &Trace) -> io::Result<()> {

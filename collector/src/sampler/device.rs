@@ -31,6 +31,12 @@ pub struct Sampled<'c> {
     object: PmObject,
     host: Host<'c>,
     names: MetricNames,
+    /// The configuration image `SetConfig` was given, and the counter availability image the
+    /// host object was made with: kept for as long as sampling runs, as CUPTI's own client
+    /// keeps them (CUPTI may read them again at each decode: on an H200 the sampler crashed
+    /// at its first decode while the configuration image had been freed after `SetConfig`).
+    _config: Vec<u8>,
+    _availability: Vec<u8>,
     image: Vec<u8>,
     /// CUPTI's time (CLOCK_REALTIME) just before `Start`: the first sample CUPTI gives began
     /// before it (the span since `Enable`) and is left out.
@@ -45,6 +51,18 @@ pub struct Sampled<'c> {
     last_end: u64,
     /// A failed decode was said.
     said: bool,
+    /// What the decodes gave, for the notice at the end: decodes, samples completed, samples
+    /// left out (they began before `Start`), samples CUPTI could not evaluate.
+    pub tally: Tally,
+}
+
+/// What one device's decodes gave ([`Sampled::tally`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tally {
+    pub decodes: u64,
+    pub completed: u64,
+    pub before_start: u64,
+    pub unevaluated: u64,
 }
 
 /// Sets sampling up on `device` at `hz`: the set-up to record and what was refused on the way
@@ -57,6 +75,11 @@ pub fn set_up<'c>(
     hz: u64,
 ) -> Result<(Sampled<'c>, GpuMetricsSetup, Vec<String>), String> {
     let off = |e: String| format!("{GPU_METRICS_NOTICE} off on device {device}: {e}");
+    // Every CUPTI call on the device with its primary context current, as CUPTI's own PM
+    // sampling client makes them (on an H200, Enable and Start without a context succeeded
+    // but no sample ever came; with a context made current only before Enable, after the
+    // counter availability was read without one, every decode failed).
+    driver.use_primary_context(device).map_err(off)?;
     if !pm.supported(cupti, device).map_err(off)? {
         return Err(off("the device does not support PM sampling".into()));
     }
@@ -89,20 +112,7 @@ pub fn set_up<'c>(
     let config = host.config_image().map_err(off)?;
     let names = MetricNames::new(&kept).map_err(off)?;
     let mut said = Vec::new();
-    // Enable without a context of the sampler's own first (no device memory taken); where
-    // CUPTI wants one, with the device's primary context current.
-    let object = match pm.enable(cupti, device) {
-        Ok(o) => o,
-        Err(first) => {
-            driver.use_primary_context(device).map_err(off)?;
-            let o = pm.enable(cupti, device).map_err(off)?;
-            said.push(format!(
-                "{GPU_METRICS_NOTICE} on device {device}: sampled from a context of the \
-                 sampler's own ({first} without one)"
-            ));
-            o
-        }
-    };
+    let object = pm.enable(cupti, device).map_err(off)?;
     let asked = rtrace_format::gpu_metrics_interval_ns(hz);
     let interval = match pm.set_config(cupti, object, &config, asked, HARDWARE_BUFFER) {
         Ok(()) => asked,
@@ -137,6 +147,8 @@ pub fn set_up<'c>(
         object,
         host,
         names,
+        _config: config,
+        _availability: availability,
         image: vec![0u8; bytes],
         started,
         next: 0,
@@ -144,6 +156,7 @@ pub fn set_up<'c>(
         interval,
         last_end: 0,
         said: false,
+        tally: Tally::default(),
     };
     Ok((sampled, setup, said))
 }
@@ -174,6 +187,8 @@ impl Sampled<'_> {
                     return;
                 }
             };
+            self.tally.decodes += 1;
+            self.tally.completed += d.completed as u64;
             if let Some(b) = self.samples(cupti, pm, d.completed, d.overflow, to_ours) {
                 out.push(b);
             }
@@ -219,6 +234,7 @@ impl Sampled<'_> {
                 continue;
             };
             if raw.0 < self.started {
+                self.tally.before_start += 1;
                 continue;
             }
             if self
@@ -226,6 +242,7 @@ impl Sampled<'_> {
                 .evaluate_decoded(&self.image, i, &self.names, &mut row)
                 .is_err()
             {
+                self.tally.unevaluated += 1;
                 row.iter_mut().for_each(|v| *v = f64::NAN);
             }
             if first_kept.is_none() {
@@ -268,5 +285,11 @@ impl Sampled<'_> {
             ));
         }
         self.decode(cupti, pm, to_ours, out, notices);
+        let t = self.tally;
+        notices.push(format!(
+            "{GPU_METRICS_NOTICE} on device {}: {} decodes, {} samples completed, {} written, \
+             {} left out (begun before Start), {} not evaluated",
+            self.device, t.decodes, t.completed, self.next, t.before_start, t.unevaluated
+        ));
     }
 }

@@ -242,7 +242,7 @@ pub fn run(opts: &SamplerOptions) -> Result<(), String> {
         .write_all(said.as_bytes())
         .and_then(|_| stdout.flush());
     match started {
-        Ok((cupti, pm)) => sample(cupti, &pm, sampled, out),
+        Ok((cupti, pm, driver)) => sample(cupti, &pm, &driver, sampled, out),
         Err(e) => {
             let _ = out.notice(&format!("{GPU_METRICS_NOTICE} off: {e}"));
             finish(out, 1)
@@ -256,11 +256,15 @@ fn start(
     opts: &SamplerOptions,
     out: &mut Output,
     sampled: &mut Vec<Sampled<'static>>,
-) -> Result<(&'static Cupti, PmTarget), String> {
+) -> Result<(&'static Cupti, PmTarget, Driver), String> {
     let driver = Driver::load()?;
     // Loaded for the life of the process: CUPTI keeps state for it anyway.
     let cupti: &'static Cupti = Box::leak(Box::new(Cupti::load(opts.cupti.as_deref())?));
     let pm = PmTarget::load(cupti)?;
+    // The profiler initialized with a context current, as every later call makes it.
+    if driver.devices()? > 0 {
+        driver.use_primary_context(0)?;
+    }
     pm.initialize(cupti)?;
     let ids: Vec<i32> = DEVICE_ATTRIBUTES.iter().map(|&(id, _)| id).collect();
     for d in 0..driver.devices()? {
@@ -284,11 +288,17 @@ fn start(
             Err(e) => out.notice(&e)?,
         }
     }
-    Ok((cupti, pm))
+    Ok((cupti, pm, driver))
 }
 
 /// Decodes every round until standard input ends, then stops every device and ends.
-fn sample(cupti: &Cupti, pm: &PmTarget, mut sampled: Vec<Sampled<'_>>, mut out: Output) -> ! {
+fn sample(
+    cupti: &Cupti,
+    pm: &PmTarget,
+    driver: &Driver,
+    mut sampled: Vec<Sampled<'_>>,
+    mut out: Output,
+) -> ! {
     let write = |out: &mut Output, batches: Vec<GpuMetricSamples>, notices: Vec<String>| {
         for b in batches {
             out.chunk(ChunkKind::GpuMetricSamples, &encode_value(&b))?;
@@ -301,6 +311,8 @@ fn sample(cupti: &Cupti, pm: &PmTarget, mut sampled: Vec<Sampled<'_>>, mut out: 
         clocks = clocks.renewed();
         let map = |t| clocks.to_ours(t);
         for s in sampled.iter_mut() {
+            // Its context current, as for every call on the device.
+            let _ = driver.use_primary_context(s.device);
             s.decode(cupti, pm, &map, &mut batches, &mut notices);
         }
         if let Err(e) = write(&mut out, batches, notices) {
@@ -312,6 +324,7 @@ fn sample(cupti: &Cupti, pm: &PmTarget, mut sampled: Vec<Sampled<'_>>, mut out: 
     clocks = clocks.renewed();
     let map = |t| clocks.to_ours(t);
     for s in sampled.drain(..) {
+        let _ = driver.use_primary_context(s.device);
         s.end(cupti, pm, &map, &mut batches, &mut notices);
     }
     let code = match write(&mut out, batches, notices) {

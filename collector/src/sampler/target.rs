@@ -19,8 +19,11 @@ type AttributeFn = unsafe extern "C" fn(*mut i32, i32, i32) -> u32;
 type RetainFn = unsafe extern "C" fn(*mut *mut c_void, i32) -> u32;
 type SetCurrentFn = unsafe extern "C" fn(*mut c_void) -> u32;
 
-/// The CUDA driver's entry points the sampler calls. The library is never closed.
+/// The CUDA driver's entry points the sampler calls, and the primary contexts it retained (by
+/// device ordinal). The library is never closed, the contexts never released: the sampler's
+/// end releases them.
 pub struct Driver {
+    contexts: std::cell::RefCell<Vec<(u32, usize)>>,
     count: CountFn,
     device_get: DeviceGetFn,
     name: NameFn,
@@ -60,6 +63,7 @@ impl Driver {
         let (init, d) = unsafe {
             let init: InitFn = as_fn(sym(c"cuInit")?);
             let d = Driver {
+                contexts: Default::default(),
                 count: as_fn(sym(c"cuDeviceGetCount")?),
                 device_get: as_fn(sym(c"cuDeviceGet")?),
                 name: as_fn(sym(c"cuDeviceGetName")?),
@@ -130,17 +134,30 @@ impl Driver {
         })
     }
 
-    /// Device `ordinal`'s primary context, retained and made current on this thread: for
-    /// CUPTI calls that want a context on the device.
+    /// Device `ordinal`'s primary context (retained the first time) made current on this
+    /// thread: CUPTI's PM sampling calls want a context on the device they sample.
     pub fn use_primary_context(&self, ordinal: u32) -> Result<(), String> {
-        let dev = self.handle(ordinal)?;
-        let mut ctx = std::ptr::null_mut();
-        // SAFETY: the driver writes the context of a valid device.
-        let rc = unsafe { (self.retain)(&mut ctx, dev) };
-        if rc != 0 {
-            return Err(format!("cuDevicePrimaryCtxRetain({ordinal}): error {rc}"));
-        }
-        // SAFETY: a context the driver just gave.
+        let known = self
+            .contexts
+            .borrow()
+            .iter()
+            .find(|c| c.0 == ordinal)
+            .map(|c| c.1);
+        let ctx = match known {
+            Some(c) => c as *mut c_void,
+            None => {
+                let dev = self.handle(ordinal)?;
+                let mut ctx = std::ptr::null_mut();
+                // SAFETY: the driver writes the context of a valid device.
+                let rc = unsafe { (self.retain)(&mut ctx, dev) };
+                if rc != 0 {
+                    return Err(format!("cuDevicePrimaryCtxRetain({ordinal}): error {rc}"));
+                }
+                self.contexts.borrow_mut().push((ordinal, ctx as usize));
+                ctx
+            }
+        };
+        // SAFETY: a context the driver gave, retained for the process's life.
         match unsafe { (self.set_current)(ctx) } {
             0 => Ok(()),
             rc => Err(format!("cuCtxSetCurrent: error {rc}")),

@@ -24,13 +24,6 @@ pub const GPU_METRICS_NOTICE: &str = "GPU metrics";
 /// The start of the `writer_version` of a GPU metrics sampler's trace (not a traced program's).
 pub const GPU_SAMPLER: &str = "rtrace gpu-sampler";
 
-impl crate::ProcessHeader {
-    /// Whether the trace is a GPU metrics sampler's ([`GPU_SAMPLER`]), not a traced process's.
-    pub fn is_gpu_sampler(&self) -> bool {
-        self.writer_version.starts_with(GPU_SAMPLER)
-    }
-}
-
 /// The sampling rate `rtrace record --gpu-metrics` takes when given none, Hz (Nsight Systems'
 /// default: one sample every 100 µs).
 pub const DEFAULT_GPU_METRICS_HZ: u64 = 10_000;

@@ -62,6 +62,13 @@ pub struct ProcessHeader {
 }
 
 impl ProcessHeader {
+    /// Whether the trace is a GPU metrics sampler's ([`crate::gpu_metrics::GPU_SAMPLER`]), not
+    /// a traced process's.
+    pub fn is_gpu_sampler(&self) -> bool {
+        self.writer_version
+            .starts_with(crate::gpu_metrics::GPU_SAMPLER)
+    }
+
     /// The first of the launcher's rank variables ([`crate::env::RANK_VARS`], in that order)
     /// the process had, with its value.
     pub fn rank(&self) -> Option<(&str, &str)> {
