@@ -57,6 +57,8 @@ pub struct RankInput {
     pub steps: Vec<(String, Vec<u64>)>,
     /// Steps past [`MAX_STEPS`], not compared.
     pub steps_dropped: u64,
+    /// The trace is the GPU metrics sampler's, no rank's: left out.
+    pub sampler: bool,
 }
 
 impl RankInput {
@@ -77,6 +79,7 @@ impl RankInput {
                 .collect(),
             steps: Vec::new(),
             steps_dropped: 0,
+            sampler: t.header.is_gpu_sampler(),
         }
     }
 }
@@ -229,7 +232,8 @@ pub struct RankSection {
 /// Compares the ranks `inputs` (one per trace, in input order): nothing unless there are two
 /// or more and they look like one job's ranks (some recorded a rank variable, or two or more
 /// ran GPU work or steps; a program and the helper processes it forked are not compared).
-pub fn section(inputs: Vec<RankInput>) -> RankSection {
+pub fn section(mut inputs: Vec<RankInput>) -> RankSection {
+    inputs.retain(|r| !r.sampler);
     let working = inputs
         .iter()
         .filter(|r| r.gpu_busy_ns > 0 || !r.steps.is_empty())

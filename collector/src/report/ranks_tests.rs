@@ -267,3 +267,25 @@ fn a_truncated_rank_is_reported_and_the_others_analysed() {
     assert_eq!(lags, [(1, "1", 500), (2, "2", 3_000)]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_gpu_metrics_samplers_trace_is_no_rank() {
+    let rank = |pid, name: &str, sampler| ranks::RankInput {
+        pid,
+        rank: Some(("RANK".into(), name.into())),
+        gpu_busy_ns: 10,
+        sampler,
+        ..Default::default()
+    };
+    let sampler = ranks::RankInput {
+        pid: 9,
+        sampler: true,
+        ..Default::default()
+    };
+    let s = ranks::section(vec![rank(1, "0", false), sampler, rank(2, "1", false)]);
+    let pids: Vec<u32> = s.ranks.iter().map(|r| r.pid).collect();
+    assert_eq!(pids, vec![1, 2]);
+    // A program and its sampler alone are no job of ranks.
+    let one = ranks::section(vec![rank(1, "0", false), rank(9, "1", true)]);
+    assert!(one.ranks.is_empty());
+}
