@@ -241,9 +241,11 @@ pub struct Contents {
     pub capture: Vec<String>,
     /// Damage that ended the read ([`Trace::damage`]).
     pub damage: Option<String>,
-    /// GPU metrics: the devices sampled and the samples, and librtrace.so's notices on them
+    /// GPU metrics: the devices sampled and the samples, and the sampler's notices on them
     /// (why a device was not sampled).
     pub gpu_metrics: (u64, u64, Vec<String>),
+    /// The trace is the GPU metrics sampler's, not a traced process's.
+    pub sampler: bool,
 }
 
 impl Contents {
@@ -286,6 +288,7 @@ pub fn contents(path: &Path) -> Result<Contents, LoadError> {
     let trace = crate::read::trace::read_light(path, &mut count)?;
     let mut c = count.0;
     c.gpu_activity = trace.gpu_activity();
+    c.sampler = trace.header.is_gpu_sampler();
     c.damage = trace.damage;
     c.dropped = trace.dropped;
     c.gpu_metrics = (

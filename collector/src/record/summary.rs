@@ -62,6 +62,9 @@ pub fn summary_lines(found: &Found, status_error: Option<&str>, traced: &Traced)
 /// NVTX: off (-t cuda,gpu)
 /// ```
 fn describe(c: &Contents, traced: &Traced) -> Vec<String> {
+    if c.sampler {
+        return gpu_metrics_lines(c, true);
+    }
     let mut kinds = vec![plural(c.api, "API call", "API calls")];
     let gpu_asked = traced.gpu.any();
     for (n, on, one, many) in [
@@ -123,15 +126,7 @@ fn describe(c: &Contents, traced: &Traced) -> Vec<String> {
     if !traced.nvtx {
         lines.push(format!("NVTX: off ({})", traced.chosen_by));
     }
-    let (devices, samples, off) = &c.gpu_metrics;
-    if *devices > 0 {
-        lines.push(format!(
-            "GPU metrics: {} on {}",
-            plural(*samples, "sample", "samples"),
-            plural(*devices, "device", "devices")
-        ));
-    }
-    lines.extend(off.iter().cloned());
+    lines.extend(gpu_metrics_lines(c, false));
     lines.extend(c.capture.iter().map(|what| format!("capture: {what}")));
     if let Some(d) = &c.damage {
         lines.push(format!("damaged: {d}"));
@@ -225,4 +220,23 @@ mod tests {
              (on: modules through CUPTI)"
         );
     }
+}
+
+/// What a trace says of GPU metrics: samples on how many devices (always for the sampler's
+/// own trace, `sampler`), and the notices on devices not sampled; the damage of a sampler's.
+fn gpu_metrics_lines(c: &Contents, sampler: bool) -> Vec<String> {
+    let (devices, samples, off) = &c.gpu_metrics;
+    let mut lines = Vec::new();
+    if *devices > 0 || sampler {
+        lines.push(format!(
+            "GPU metrics: {} on {}",
+            plural(*samples, "sample", "samples"),
+            plural(*devices, "device", "devices")
+        ));
+    }
+    lines.extend(off.iter().cloned());
+    if let (true, Some(d)) = (sampler, &c.damage) {
+        lines.push(format!("damaged: {d}"));
+    }
+    lines
 }
