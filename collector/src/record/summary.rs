@@ -134,6 +134,25 @@ fn describe(c: &Contents, traced: &Traced) -> Vec<String> {
     lines
 }
 
+/// What a trace says of GPU metrics: samples on how many devices (always for the sampler's
+/// own trace, `sampler`), and the notices on devices not sampled; the damage of a sampler's.
+fn gpu_metrics_lines(c: &Contents, sampler: bool) -> Vec<String> {
+    let (devices, samples, off) = &c.gpu_metrics;
+    let mut lines = Vec::new();
+    if *devices > 0 || sampler {
+        lines.push(format!(
+            "GPU metrics: {} on {}",
+            plural(*samples, "sample", "samples"),
+            plural(*devices, "device", "devices")
+        ));
+    }
+    lines.extend(off.iter().cloned());
+    if let (true, Some(d)) = (sampler, &c.damage) {
+        lines.push(format!("damaged: {d}"));
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,23 +239,4 @@ mod tests {
              (on: modules through CUPTI)"
         );
     }
-}
-
-/// What a trace says of GPU metrics: samples on how many devices (always for the sampler's
-/// own trace, `sampler`), and the notices on devices not sampled; the damage of a sampler's.
-fn gpu_metrics_lines(c: &Contents, sampler: bool) -> Vec<String> {
-    let (devices, samples, off) = &c.gpu_metrics;
-    let mut lines = Vec::new();
-    if *devices > 0 || sampler {
-        lines.push(format!(
-            "GPU metrics: {} on {}",
-            plural(*samples, "sample", "samples"),
-            plural(*devices, "device", "devices")
-        ));
-    }
-    lines.extend(off.iter().cloned());
-    if let (true, Some(d)) = (sampler, &c.damage) {
-        lines.push(format!("damaged: {d}"));
-    }
-    lines
 }

@@ -1,4 +1,21 @@
-//! Field numbers of the messages written (from Perfetto's .proto files).
+//! Field numbers of the messages written, and the enum values they take (from Perfetto's .proto
+//! files).
+
+/// `BuiltinClock.BUILTIN_CLOCK_MONOTONIC`.
+pub const CLOCK_MONOTONIC: u64 = 3;
+/// `TracePacket.SequenceFlags`.
+pub const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
+pub const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
+/// `TrackEvent.Type`.
+pub const TYPE_SLICE_BEGIN: u64 = 1;
+pub const TYPE_SLICE_END: u64 = 2;
+pub const TYPE_COUNTER: u64 = 4;
+/// `TrackDescriptor.ChildTracksOrdering.EXPLICIT`.
+pub const ORDERING_EXPLICIT: u64 = 3;
+/// `TrackDescriptor.SiblingMergeBehavior.SIBLING_MERGE_BEHAVIOR_BY_TRACK_NAME`.
+pub const MERGE_BY_TRACK_NAME: u64 = 1;
+/// `CounterDescriptor.Unit.UNIT_SIZE_BYTES`.
+pub const UNIT_SIZE_BYTES: u64 = 3;
 
 /// `Trace`.
 pub const TRACE_PACKET: u32 = 1;

@@ -19,24 +19,13 @@ use rtrace_format::ApiRecord;
 use std::collections::HashMap;
 use std::io::{self, Write};
 
+mod counter;
 mod field;
-mod gpu_metric;
 
-/// `BuiltinClock.BUILTIN_CLOCK_MONOTONIC`.
-const CLOCK_MONOTONIC: u64 = 3;
-/// `TracePacket.SequenceFlags`.
-const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
-const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
-/// `TrackEvent.Type`.
-const TYPE_SLICE_BEGIN: u64 = 1;
-const TYPE_SLICE_END: u64 = 2;
-const TYPE_COUNTER: u64 = 4;
-/// `TrackDescriptor.ChildTracksOrdering.EXPLICIT`.
-const ORDERING_EXPLICIT: u64 = 3;
-/// `TrackDescriptor.SiblingMergeBehavior.SIBLING_MERGE_BEHAVIOR_BY_TRACK_NAME`.
-const MERGE_BY_TRACK_NAME: u64 = 1;
-/// `CounterDescriptor.Unit.UNIT_SIZE_BYTES`.
-const UNIT_SIZE_BYTES: u64 = 3;
+use field::{
+    CLOCK_MONOTONIC, MERGE_BY_TRACK_NAME, ORDERING_EXPLICIT, SEQ_INCREMENTAL_STATE_CLEARED,
+    SEQ_NEEDS_INCREMENTAL_STATE, TYPE_SLICE_BEGIN, TYPE_SLICE_END, UNIT_SIZE_BYTES,
+};
 
 /// Packets are gathered in a buffer and written once it holds this much.
 const FLUSH_BYTES: usize = 1 << 20;
@@ -450,7 +439,9 @@ impl<W: Write> Emitter for PerfettoWriter<W> {
         let uuid = self.uuid();
         let parent = self.seq.devices.get(&device).copied();
         let parent = parent.unwrap_or(self.seq.process);
-        self.descriptor(seq, |p| gpu_metric::track(p, uuid, parent, device, metric));
+        self.descriptor(seq, |p| {
+            counter::gpu_metric_track(p, uuid, parent, device, metric)
+        });
         for &(ts, v) in points {
             self.counter_value(uuid, ts, |p| {
                 p.fixed64(field::DOUBLE_COUNTER_VALUE, v.to_bits())
@@ -472,18 +463,7 @@ impl<W: Write> PerfettoWriter<W> {
         ts: u64,
         value: impl FnOnce(&mut Proto),
     ) -> io::Result<()> {
-        let packet = self.p.begin(field::TRACE_PACKET);
-        self.p.varint(field::TIMESTAMP, ts);
-        self.p
-            .varint(field::TRUSTED_PACKET_SEQUENCE_ID, self.seq.seq);
-        self.p
-            .varint(field::SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
-        let e = self.p.begin(field::TRACK_EVENT);
-        self.p.varint(field::TYPE, TYPE_COUNTER);
-        self.p.varint(field::TRACK_UUID, uuid);
-        value(&mut self.p);
-        self.p.end(e);
-        self.p.end(packet);
+        counter::value_packet(&mut self.p, self.seq.seq, uuid, ts, value);
         self.stats.packets += 1;
         self.stats.counter_values += 1;
         self.flush_if_full()
