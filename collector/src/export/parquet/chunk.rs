@@ -25,7 +25,7 @@ use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
 
 /// Rows a data page holds at most (a batch is cut into pages of this many).
-pub const PAGE_ROWS: usize = 16_384;
+pub const PAGE_ROWS: usize = 8192;
 
 /// Compresses pages with Snappy, its buffers kept from one page to the next.
 pub struct Compressor {
@@ -170,22 +170,17 @@ impl Chunk {
             (Values::I64(v), Range::I64(b)) => {
                 let v = &v[range];
                 b.add_ints(v);
-                page.reserve(v.len() * 8);
-                v.iter()
-                    .for_each(|x| page.extend_from_slice(&x.to_le_bytes()));
+                plain(page, v, i64::to_le_bytes);
             }
             (Values::I32(v), Range::I32(b)) => {
                 let v = &v[range];
                 b.add_ints(v);
-                page.reserve(v.len() * 4);
-                v.iter()
-                    .for_each(|x| page.extend_from_slice(&x.to_le_bytes()));
+                plain(page, v, i32::to_le_bytes);
             }
             (Values::F64(v), Range::F64(b)) => {
                 let v = &v[range];
                 b.add_doubles(v);
-                v.iter()
-                    .for_each(|x| page.extend_from_slice(&x.to_le_bytes()));
+                plain(page, v, f64::to_le_bytes);
             }
             (Values::Bool(v), Range::Bool(b)) => {
                 let v = &v[range];
@@ -315,6 +310,15 @@ impl Chunk {
                 offset_index: Some(self.offsets.build()),
             },
         ))
+    }
+}
+
+/// Appends `values` PLAIN-encoded: each one's `N` little-endian bytes.
+fn plain<T: Copy, const N: usize>(page: &mut Vec<u8>, values: &[T], bytes: fn(T) -> [u8; N]) {
+    let at = page.len();
+    page.resize(at + values.len() * N, 0);
+    for (out, &v) in page[at..].chunks_exact_mut(N).zip(values) {
+        out.copy_from_slice(&bytes(v));
     }
 }
 

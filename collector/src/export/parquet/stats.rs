@@ -61,8 +61,11 @@ impl<T: Value> Bounds<T> {
 
 impl<T: Value + Ord> Bounds<T> {
     pub fn add_ints(&mut self, values: &[T]) {
-        if let (Some(&lo), Some(&hi)) = (values.iter().min(), values.iter().max()) {
-            self.add((lo, hi));
+        if let Some(&first) = values.first() {
+            let range = values
+                .iter()
+                .fold((first, first), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+            self.add(range);
         }
     }
 }

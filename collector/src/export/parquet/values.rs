@@ -2,7 +2,8 @@
 //! to its file's encoding thread ([`ColumnBatch`]): the values in a vector of their type (a
 //! nullable column's non-null values only, with a flag a row), a string column's rows as keys
 //! into the row group's dictionary, whose strings each batch brings as they first appear
-//! ([`Strings`]): the order Parquet's dictionary pages list them in.
+//! ([`Strings`]): the order Parquet's dictionary pages list them in. Rows of records come a
+//! column at a time ([`Fill`]): a loop a column over the records, not a call a value.
 
 use super::schema::Type;
 use crate::model::IdMap;
@@ -114,5 +115,104 @@ impl Strings {
     pub fn clear(&mut self) {
         self.keys.clear();
         self.by_id.clear();
+    }
+}
+
+/// Rows appended a column at a time: each method gives the next column its value for every
+/// row (in the table's order of columns).
+pub struct Fill<'a> {
+    columns: &'a mut [ColumnBatch],
+    strings: &'a mut [Strings],
+    /// The rows being appended.
+    rows: usize,
+    at: usize,
+}
+
+impl<'a> Fill<'a> {
+    pub fn new(columns: &'a mut [ColumnBatch], strings: &'a mut [Strings], rows: usize) -> Self {
+        Fill {
+            columns,
+            strings,
+            rows,
+            at: 0,
+        }
+    }
+
+    #[inline]
+    fn next(&mut self) -> (&mut ColumnBatch, &mut Strings) {
+        let i = self.at;
+        self.at += 1;
+        (&mut self.columns[i], &mut self.strings[i])
+    }
+
+    /// Integers (an int64 or int32 column), one a row.
+    #[inline]
+    pub fn ints(&mut self, values: impl Iterator<Item = i64>) -> &mut Self {
+        let rows = self.rows;
+        let (c, _) = self.next();
+        match &mut c.values {
+            Values::I64(v) => v.extend(values),
+            Values::I32(v) => v.extend(values.map(|x| x as i32)),
+            _ => panic!("not an integer column"),
+        }
+        if let Some(valid) = &mut c.valid {
+            valid.extend(std::iter::repeat_n(true, rows));
+        }
+        self
+    }
+
+    /// Integers or nulls, one a row (a nullable column).
+    #[inline]
+    pub fn opt_ints(&mut self, values: impl Iterator<Item = Option<i64>>) -> &mut Self {
+        let (c, _) = self.next();
+        let (Values::I64(v), Some(valid)) = (&mut c.values, &mut c.valid) else {
+            panic!("not a nullable int64 column")
+        };
+        for x in values {
+            valid.push(x.is_some());
+            v.extend(x);
+        }
+        self
+    }
+
+    #[inline]
+    pub fn bools(&mut self, values: impl Iterator<Item = bool>) -> &mut Self {
+        let (c, _) = self.next();
+        let (Values::Bool(v), None) = (&mut c.values, &c.valid) else {
+            panic!("not a boolean column")
+        };
+        v.extend(values);
+        self
+    }
+
+    /// Strings, one a row of `rows`, each named by an id (a name id, an enum's number):
+    /// `text` asked for an id's string the first time the column meets it in its row group.
+    #[inline]
+    pub fn syms<R, S: AsRef<str>>(
+        &mut self,
+        rows: &[R],
+        id: impl Fn(&R) -> u64,
+        mut text: impl FnMut(&R) -> S,
+    ) -> &mut Self {
+        let (c, strings) = self.next();
+        let (Values::Str(keys), None) = (&mut c.values, &c.valid) else {
+            panic!("not a string column")
+        };
+        let mut last = None;
+        for r in rows {
+            let id = id(r);
+            let key = match last {
+                Some((at, key)) if at == id => key,
+                _ => strings.key_by_id(id, || text(r), &mut c.added),
+            };
+            last = Some((id, key));
+            keys.push(key);
+        }
+        self
+    }
+
+    /// Whether every column was given its values.
+    pub fn is_complete(&self) -> bool {
+        self.at == self.columns.len()
     }
 }
