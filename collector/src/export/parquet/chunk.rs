@@ -27,7 +27,8 @@ use parquet::schema::types::ColumnDescPtr;
 /// Rows a data page holds at most (a batch is cut into pages of this many).
 pub const PAGE_ROWS: usize = 8192;
 
-/// Compresses pages with Snappy, its buffers kept from one page to the next.
+/// Compresses pages with Snappy, into a buffer kept from one page to the next (grown, never
+/// shrunk: zeroed once, not at every page).
 pub struct Compressor {
     snappy: snap::raw::Encoder,
     out: Vec<u8>,
@@ -42,7 +43,10 @@ impl Compressor {
     }
 
     fn compress(&mut self, data: &[u8]) -> Result<Bytes> {
-        self.out.resize(snap::raw::max_compress_len(data.len()), 0);
+        let room = snap::raw::max_compress_len(data.len());
+        if self.out.len() < room {
+            self.out.resize(room, 0);
+        }
         let n = self
             .snappy
             .compress(data, &mut self.out)
@@ -248,6 +252,10 @@ impl Chunk {
     pub fn finish(&mut self, zip: &mut Compressor) -> Result<(Bytes, ColumnCloseResult)> {
         let mut done = std::mem::replace(self, Chunk::new(self.descr.clone(), self.ty));
         self.page = std::mem::take(&mut done.page);
+        // Room for a chunk like this one, so that the next one's bytes are not moved as they
+        // grow (nor held in twice their size).
+        let like = done.sink.bytes_written();
+        self.sink = TrackedWrite::new(Vec::with_capacity(like + like / 8));
         done.close(zip)
     }
 
@@ -313,12 +321,18 @@ impl Chunk {
     }
 }
 
-/// Appends `values` PLAIN-encoded: each one's `N` little-endian bytes.
+/// Appends `values` PLAIN-encoded: each one's `N` little-endian bytes (`N` at most 8), a block
+/// at a time through the stack, so that the page is neither zeroed first nor checked for room
+/// at every value.
 fn plain<T: Copy, const N: usize>(page: &mut Vec<u8>, values: &[T], bytes: fn(T) -> [u8; N]) {
-    let at = page.len();
-    page.resize(at + values.len() * N, 0);
-    for (out, &v) in page[at..].chunks_exact_mut(N).zip(values) {
-        out.copy_from_slice(&bytes(v));
+    const BLOCK: usize = 512;
+    page.reserve(values.len() * N);
+    let mut buf = [0u8; BLOCK];
+    for block in values.chunks(BLOCK / N) {
+        for (out, &v) in buf.chunks_exact_mut(N).zip(block) {
+            out.copy_from_slice(&bytes(v));
+        }
+        page.extend_from_slice(&buf[..block.len() * N]);
     }
 }
 

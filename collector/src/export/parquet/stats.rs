@@ -61,12 +61,25 @@ impl<T: Value> Bounds<T> {
 
 impl<T: Value + Ord> Bounds<T> {
     pub fn add_ints(&mut self, values: &[T]) {
-        if let Some(&first) = values.first() {
-            let range = values
-                .iter()
-                .fold((first, first), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-            self.add(range);
+        let Some(&first) = values.first() else {
+            return;
+        };
+        // Four minimums and maximums side by side: no comparison waits for the one before.
+        let (mut lo, mut hi) = ([first; 4], [first; 4]);
+        let mut fours = values.chunks_exact(4);
+        for four in &mut fours {
+            for i in 0..4 {
+                lo[i] = lo[i].min(four[i]);
+                hi[i] = hi[i].max(four[i]);
+            }
         }
+        for &v in fours.remainder() {
+            lo[0] = lo[0].min(v);
+            hi[0] = hi[0].max(v);
+        }
+        let min = lo.into_iter().min().unwrap_or(first);
+        let max = hi.into_iter().max().unwrap_or(first);
+        self.add((min, max));
     }
 }
 
@@ -180,6 +193,17 @@ mod tests {
         let mut up = "a".repeat(60).into_bytes();
         *up.last_mut().unwrap() = b'b';
         assert_eq!(truncate_and_increment(&top).unwrap(), up);
+    }
+
+    #[test]
+    fn bounds_of_integers_are_the_least_and_greatest() {
+        for n in 0..20usize {
+            let v: Vec<i64> = (0..n).map(|i| (i as i64 * 7919 % 23) - 11).collect();
+            let mut b = Bounds::default();
+            b.add_ints(&v);
+            let want = v.iter().min().map(|&lo| (lo, *v.iter().max().unwrap()));
+            assert_eq!(b.range, want, "{v:?}");
+        }
     }
 
     #[test]
