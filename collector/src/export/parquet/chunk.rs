@@ -7,7 +7,9 @@
 //! Parquet's own writer hashes every string of every row to find its dictionary key and
 //! compares it for the min and max; here the keys come made, and the statistics are the
 //! dictionary's. What the chunk holds in the file is what that writer makes: the same
-//! encodings, statistics ([`super::stats`]), size statistics and offset index.
+//! encodings, statistics ([`super::stats`]), size statistics and offset index; only its pages
+//! end at other rows (every 8 192, where that writer's end near 20 000), so a chunk of more
+//! rows than a page has other bytes.
 
 use super::hybrid;
 use super::schema::Type;
