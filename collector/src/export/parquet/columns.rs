@@ -1,145 +1,72 @@
-//! One table's file of one partition, written as rows come ([`TableFile`]): the rows are
-//! appended to Arrow column builders, a record batch is handed every [`BATCH_ROWS`] rows to a
-//! thread of the file's that encodes it with Parquet's Arrow writer (so that reading and
-//! encoding use two cores), and a row group is closed every [`ROW_GROUP_ROWS`]; memory holds at
-//! most the batch being built, [`QUEUED`] batches waiting, and the row group being encoded,
-//! whatever the number of rows.
+//! One table's file of one partition, written as rows come ([`TableFile`]): each row's values
+//! are appended to its columns' vectors ([`ColumnBatch`]; a string as its key in the row
+//! group's dictionary, [`Strings`]), and every [`BATCH_ROWS`] rows the batch is handed to a
+//! thread of the file's that encodes it ([`ParquetFile`]), so that reading and encoding use two
+//! cores; the thread hands the emptied vectors back for the batches after. A row group is
+//! closed every [`ROW_GROUP_ROWS`]; memory holds at most the batch being filled, [`QUEUED`]
+//! batches waiting, and the row group being encoded, whatever the number of rows.
 
-use super::schema::{Table, Type, SCHEMA_VERSION};
-use crate::model::IdMap;
-use arrow_array::builder::{BooleanBuilder, Float64Builder, Int32Builder, Int64Builder};
-use arrow_array::types::Int32Type;
-use arrow_array::{ArrayRef, DictionaryArray, RecordBatch, StringArray};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use parquet::arrow::arrow_writer::{ArrowWriter, ArrowWriterOptions};
-use parquet::basic::Compression;
-use parquet::file::metadata::KeyValue;
-use parquet::file::properties::{EnabledStatistics, WriterProperties};
-use parquet::schema::types::ColumnPath;
-use std::collections::HashMap;
+use super::file::ParquetFile;
+use super::schema::Table;
+use super::values::{ColumnBatch, Fill, Strings, Values};
 use std::fs::File;
-use std::io::{self, BufWriter};
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::sync::Arc;
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::thread::JoinHandle;
 
-/// Rows handed to the Parquet writer at a time.
-pub const BATCH_ROWS: usize = 65_536;
-/// Rows per row group.
-pub const ROW_GROUP_ROWS: usize = 1 << 20;
+pub use super::file::ROW_GROUP_ROWS;
+
+/// Rows handed to the encoding thread at a time: few enough that a batch's columns are still
+/// in the caches when the thread encodes them (8 192 rows of the 10M-record benchmark's API
+/// calls are 700 KB; 65 536 took more memory, 181 MiB instead of 117, and no less time).
+pub const BATCH_ROWS: usize = 8192;
 /// Batches handed on and not yet encoded, at most, per file.
-pub const QUEUED: usize = 2;
+pub const QUEUED: usize = 4;
 
-/// A column being built.
-enum Builder {
-    I64(Int64Builder),
-    I32(Int32Builder),
-    F64(Float64Builder),
-    Bool(BooleanBuilder),
-    /// Dictionary keys into `values`, the distinct strings so far (`index` finds them by text,
-    /// `by_id` by the id of what they name: [`TableFile::sym`]).
-    Str {
-        keys: Int32Builder,
-        values: Vec<String>,
-        index: HashMap<String, i32>,
-        by_id: IdMap<i32>,
-    },
-}
+// A row group is whole batches: both sides start a new dictionary at the same row.
+const _: () = assert!(ROW_GROUP_ROWS.is_multiple_of(BATCH_ROWS));
 
-/// The key of `s` among `values`, added when new.
-fn intern(values: &mut Vec<String>, index: &mut HashMap<String, i32>, s: &str) -> i32 {
-    if let Some(&k) = index.get(s) {
-        return k;
-    }
-    let k = values.len() as i32;
-    values.push(s.to_string());
-    index.insert(s.to_string(), k);
-    k
-}
-
-impl Builder {
-    fn new(ty: Type) -> Builder {
-        match ty {
-            Type::I64 => Builder::I64(Int64Builder::with_capacity(BATCH_ROWS)),
-            Type::I32 => Builder::I32(Int32Builder::with_capacity(BATCH_ROWS)),
-            Type::F64 => Builder::F64(Float64Builder::with_capacity(BATCH_ROWS)),
-            Type::Bool => Builder::Bool(BooleanBuilder::with_capacity(BATCH_ROWS)),
-            Type::Str => Builder::Str {
-                keys: Int32Builder::with_capacity(BATCH_ROWS),
-                values: Vec::new(),
-                index: HashMap::new(),
-                by_id: IdMap::default(),
-            },
-        }
-    }
-
-    /// The column built so far (the builder is left empty; a string column keeps its values).
-    fn finish(&mut self) -> ArrayRef {
-        match self {
-            Builder::I64(b) => Arc::new(b.finish()),
-            Builder::I32(b) => Arc::new(b.finish()),
-            Builder::F64(b) => Arc::new(b.finish()),
-            Builder::Bool(b) => Arc::new(b.finish()),
-            Builder::Str { keys, values, .. } => {
-                let values: ArrayRef = Arc::new(StringArray::from_iter_values(values.iter()));
-                // Every key is an index into `values`.
-                let keys = keys.finish();
-                Arc::new(
-                    DictionaryArray::<Int32Type>::try_new(keys, values).expect("keys in range"),
-                )
-            }
-        }
-    }
-}
-
-fn data_type(ty: Type) -> DataType {
-    match ty {
-        Type::I64 => DataType::Int64,
-        Type::I32 => DataType::Int32,
-        Type::F64 => DataType::Float64,
-        Type::Bool => DataType::Boolean,
-        Type::Str => DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
-    }
-}
-
-/// The Arrow schema of `table`'s files.
-pub fn arrow_schema(table: &Table) -> SchemaRef {
-    Arc::new(Schema::new(
-        table
-            .columns
-            .iter()
-            .map(|c| Field::new(c.name, data_type(c.ty), c.nullable))
-            .collect::<Vec<_>>(),
-    ))
+/// A batch of rows, one [`ColumnBatch`] a column.
+struct Batch {
+    rows: usize,
+    columns: Vec<ColumnBatch>,
 }
 
 /// One table's file of one partition, open for rows.
 pub struct TableFile {
     table: &'static Table,
     path: PathBuf,
-    schema: SchemaRef,
-    columns: Vec<Builder>,
+    columns: Vec<ColumnBatch>,
+    /// The string columns' dictionaries in the row group (empty for other columns).
+    strings: Vec<Strings>,
     /// The column the next value goes to.
     at: usize,
     rows: usize,
-    pub written: u64,
-    /// The encoding thread's queue (`None` once closed) and the thread.
-    queue: Option<SyncSender<RecordBatch>>,
+    written: u64,
+    /// The encoding thread's queue (`None` once closed), the batches it has emptied, and the
+    /// thread.
+    queue: Option<SyncSender<Batch>>,
+    emptied: Receiver<Vec<ColumnBatch>>,
     encoder: Option<JoinHandle<io::Result<()>>>,
 }
 
 /// The encoding thread: writes each batch it is given, then the file's footer.
 fn encode(
-    mut writer: ArrowWriter<BufWriter<File>>,
-    batches: Receiver<RecordBatch>,
+    mut file: ParquetFile,
+    batches: Receiver<Batch>,
+    emptied: Sender<Vec<ColumnBatch>>,
     path: PathBuf,
 ) -> io::Result<()> {
-    for batch in batches {
-        writer.write(&batch).map_err(|e| parquet_error(&path, e))?;
+    for mut batch in batches {
+        file.write(batch.rows, &batch.columns)
+            .map_err(|e| parquet_error(&path, e))?;
+        batch.columns.iter_mut().for_each(ColumnBatch::clear);
+        // Gone when the file is closed: the vectors are dropped.
+        let _ = emptied.send(batch.columns);
     }
-    let mut file = writer.into_inner().map_err(|e| parquet_error(&path, e))?;
-    io::Write::flush(&mut file)
+    let mut out = file.close().map_err(|e| parquet_error(&path, e))?;
+    io::Write::flush(&mut out)
 }
 
 fn parquet_error(path: &Path, e: parquet::errors::ParquetError) -> io::Error {
@@ -152,154 +79,146 @@ fn parquet_error(path: &Path, e: parquet::errors::ParquetError) -> io::Error {
     }
 }
 
+fn new_columns(table: &Table) -> Vec<ColumnBatch> {
+    table
+        .columns
+        .iter()
+        .map(|c| ColumnBatch::new(c.ty, c.nullable, BATCH_ROWS))
+        .collect()
+}
+
 impl TableFile {
     /// Creates `path` for `table`'s rows; `meta`: key-value metadata besides the schema's
     /// version and the table's name.
     pub fn create(table: &'static Table, path: &Path, meta: &[(&str, String)]) -> io::Result<Self> {
-        let file = File::create(path)?;
-        let schema = arrow_schema(table);
-        let mut kv = vec![
-            KeyValue::new("rtrace.schema_version".into(), SCHEMA_VERSION.to_string()),
-            KeyValue::new("rtrace.table".into(), table.name.to_string()),
-        ];
-        kv.extend(
-            meta.iter()
-                .map(|(k, v)| KeyValue::new((*k).to_string(), v.clone())),
-        );
-        // Dictionaries for the strings (names repeat), plain encoding for numbers (ids and
-        // times are mostly distinct: a dictionary would cost time and be dropped).
-        let mut props = WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
-            .set_max_row_group_size(ROW_GROUP_ROWS)
-            .set_dictionary_enabled(false)
-            .set_statistics_enabled(EnabledStatistics::Chunk)
-            .set_key_value_metadata(Some(kv));
-        for c in table.columns.iter().filter(|c| c.ty == Type::Str) {
-            props = props.set_column_dictionary_enabled(ColumnPath::from(c.name), true);
-        }
-        // Without Arrow's schema in the file: readers that honour it (pyarrow, so pandas and
-        // Dask) would read the strings as categoricals; Parquet's own UTF8 type is what they are.
-        let writer = ArrowWriter::try_new_with_options(
-            BufWriter::with_capacity(1 << 20, file),
-            schema.clone(),
-            ArrowWriterOptions::new()
-                .with_properties(props.build())
-                .with_skip_arrow_metadata(true),
-        )
-        .map_err(|e| parquet_error(path, e))?;
+        let file = ParquetFile::create(table, File::create(path)?, meta)
+            .map_err(|e| parquet_error(path, e))?;
         let (queue, batches) = sync_channel(QUEUED);
+        let (give_back, emptied) = channel();
         let owned = path.to_path_buf();
         let encoder = std::thread::Builder::new()
             .name(format!("parquet-{}", table.name))
-            .spawn(move || encode(writer, batches, owned))?;
+            .spawn(move || encode(file, batches, give_back, owned))?;
         Ok(TableFile {
             table,
             path: path.to_path_buf(),
-            columns: table.columns.iter().map(|c| Builder::new(c.ty)).collect(),
-            schema,
+            columns: new_columns(table),
+            strings: table.columns.iter().map(|_| Strings::default()).collect(),
             at: 0,
             rows: 0,
             written: 0,
             queue: Some(queue),
+            emptied,
             encoder: Some(encoder),
         })
     }
 
-    #[inline]
-    fn next(&mut self) -> &mut Builder {
+    #[inline(always)]
+    fn next(&mut self) -> &mut ColumnBatch {
         let i = self.at;
         self.at += 1;
         &mut self.columns[i]
     }
 
     /// Appends an integer to the row's next column (an int64 or int32 column).
-    #[inline]
+    #[inline(always)]
     pub fn int(&mut self, v: i64) -> &mut Self {
-        match self.next() {
-            Builder::I64(b) => b.append_value(v),
-            Builder::I32(b) => b.append_value(v as i32),
+        let c = self.next();
+        match &mut c.values {
+            Values::I64(b) => b.push(v),
+            Values::I32(b) => b.push(v as i32),
             _ => panic!("not an integer column"),
         }
+        c.row(true);
         self
     }
 
     /// An unsigned value, as the signed 64-bit value of the same bits.
-    #[inline]
+    #[inline(always)]
     pub fn u64(&mut self, v: u64) -> &mut Self {
         self.int(v as i64)
     }
 
     /// An integer or null.
-    #[inline]
+    #[inline(always)]
     pub fn opt_int(&mut self, v: Option<i64>) -> &mut Self {
-        match self.next() {
-            Builder::I64(b) => b.append_option(v),
-            Builder::I32(b) => b.append_option(v.map(|v| v as i32)),
-            _ => panic!("not an integer column"),
+        match v {
+            Some(v) => self.int(v),
+            None => {
+                let c = self.next();
+                assert!(
+                    matches!(c.values, Values::I64(_) | Values::I32(_)),
+                    "not an integer column"
+                );
+                c.row(false);
+                self
+            }
         }
-        self
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn float(&mut self, v: Option<f64>) -> &mut Self {
-        match self.next() {
-            Builder::F64(b) => b.append_option(v),
+        let c = self.next();
+        match &mut c.values {
+            Values::F64(b) => b.extend(v),
             _ => panic!("not a double column"),
         }
+        c.row(v.is_some());
         self
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn bool(&mut self, v: bool) -> &mut Self {
-        match self.next() {
-            Builder::Bool(b) => b.append_value(v),
+        let c = self.next();
+        match &mut c.values {
+            Values::Bool(b) => b.push(v),
             _ => panic!("not a boolean column"),
         }
+        c.row(true);
         self
     }
 
     /// A string (or null).
     #[inline]
     pub fn str(&mut self, v: Option<&str>) -> &mut Self {
-        match self.next() {
-            Builder::Str {
-                keys,
-                values,
-                index,
-                ..
-            } => match v {
-                None => keys.append_null(),
-                Some(s) => keys.append_value(intern(values, index, s)),
-            },
-            _ => panic!("not a string column"),
+        let i = self.at;
+        self.at += 1;
+        let (c, strings) = (&mut self.columns[i], &mut self.strings[i]);
+        let Values::Str(keys) = &mut c.values else {
+            panic!("not a string column")
+        };
+        if let Some(s) = v {
+            keys.push(strings.key(s, &mut c.added));
         }
+        c.row(v.is_some());
         self
     }
 
-    /// A string named by `id` (a name id, an enum's number): found by the id, `text` asked
-    /// only the first time the column meets it (rows repeat a few names many times).
-    #[inline]
-    pub fn sym<S: AsRef<str>>(&mut self, id: u64, text: impl FnOnce() -> S) -> &mut Self {
-        match self.next() {
-            Builder::Str {
-                keys,
-                values,
-                index,
-                by_id,
-            } => {
-                let key = match by_id.get(&id) {
-                    Some(&k) => k,
-                    None => {
-                        let k = intern(values, index, text().as_ref());
-                        by_id.insert(id, k);
-                        k
-                    }
-                };
-                keys.append_value(key);
+    /// Appends a row for each of `records`, a column at a time: `fill` gives each column its
+    /// values for the records it is handed (all of them, or those that fit in the batch).
+    pub fn write_rows<R>(
+        &mut self,
+        records: &[R],
+        mut fill: impl FnMut(&mut Fill, &[R]),
+    ) -> io::Result<()> {
+        debug_assert_eq!(self.at, 0, "{}: a row is open", self.table.name);
+        let mut rest = records;
+        while !rest.is_empty() {
+            let (now, later) = rest.split_at(rest.len().min(BATCH_ROWS - self.rows));
+            let mut columns = Fill::new(&mut self.columns, &mut self.strings, now.len());
+            fill(&mut columns, now);
+            assert!(
+                columns.is_complete(),
+                "{}: a column left out",
+                self.table.name
+            );
+            self.rows += now.len();
+            if self.rows == BATCH_ROWS {
+                self.flush_batch()?;
             }
-            _ => panic!("not a string column"),
+            rest = later;
         }
-        self
+        Ok(())
     }
 
     /// Ends the row; writes a batch once [`BATCH_ROWS`] rows are held.
@@ -323,9 +242,14 @@ impl TableFile {
         if self.rows == 0 {
             return Ok(());
         }
-        let arrays: Vec<ArrayRef> = self.columns.iter_mut().map(Builder::finish).collect();
-        let batch = RecordBatch::try_new(self.schema.clone(), arrays)
-            .map_err(|e| io::Error::other(format!("{}: {e}", self.path.display())))?;
+        let next = self
+            .emptied
+            .try_recv()
+            .unwrap_or_else(|_| new_columns(self.table));
+        let batch = Batch {
+            rows: self.rows,
+            columns: std::mem::replace(&mut self.columns, next),
+        };
         let sent = self.queue.as_ref().is_some_and(|q| q.send(batch).is_ok());
         if !sent {
             // The encoder stopped: its error says why.
@@ -336,6 +260,9 @@ impl TableFile {
         }
         self.written += self.rows as u64;
         self.rows = 0;
+        if (self.written as usize).is_multiple_of(ROW_GROUP_ROWS) {
+            self.strings.iter_mut().for_each(Strings::clear);
+        }
         Ok(())
     }
 
@@ -366,5 +293,125 @@ impl Drop for TableFile {
     fn drop(&mut self) {
         self.queue = None;
         let _ = self.join();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::schema::{col, opt, Type};
+    use super::*;
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::Field;
+
+    /// Rows over several batches and row groups.
+    const ROWS: usize = ROW_GROUP_ROWS + BATCH_ROWS + 7;
+
+    fn or_null(some: bool, f: Field) -> Field {
+        if some {
+            f
+        } else {
+            Field::Null
+        }
+    }
+
+    /// Writes `ROWS` rows with `write`, then checks every row read back (by the parquet crate's
+    /// own reader) against `row`.
+    fn round_trip(
+        table: &'static Table,
+        write: impl Fn(&mut TableFile),
+        row: impl Fn(usize) -> Vec<Field>,
+    ) {
+        let dir =
+            std::env::temp_dir().join(format!("rtrace-{}-{}", table.name, std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.parquet");
+        let mut t = TableFile::create(table, &path, &[("k", "v".into())]).unwrap();
+        write(&mut t);
+        assert_eq!(t.close().unwrap(), ROWS as u64);
+        let reader = SerializedFileReader::new(File::open(&path).unwrap()).unwrap();
+        assert_eq!(reader.metadata().num_row_groups(), 2);
+        let mut read = 0;
+        for (i, r) in reader.get_row_iter(None).unwrap().enumerate() {
+            let r = r.unwrap();
+            let fields: Vec<Field> = r.get_column_iter().map(|(_, f)| f.clone()).collect();
+            assert_eq!(fields, row(i), "row {i}");
+            read += 1;
+        }
+        assert_eq!(read, ROWS);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    static BY_ROW: Table = Table {
+        name: "by_row",
+        about: "every type, required and nullable",
+        columns: &[
+            col("a", Type::I64, "", ""),
+            opt("b", Type::I32, "", ""),
+            opt("c", Type::F64, "", ""),
+            col("d", Type::Bool, "", ""),
+            opt("e", Type::Str, "", ""),
+        ],
+    };
+
+    #[test]
+    fn rows_written_a_row_at_a_time_read_back() {
+        let write = |t: &mut TableFile| {
+            for i in 0..ROWS {
+                t.int(i as i64)
+                    .opt_int((i % 3 != 0).then_some(-(i as i64)))
+                    .float((i % 4 != 0).then_some(i as f64 / 2.0))
+                    .bool(i % 5 == 0)
+                    .str((i % 7 != 0).then(|| format!("name{}", i % 5)).as_deref())
+                    .end()
+                    .unwrap();
+            }
+        };
+        round_trip(&BY_ROW, write, |i| {
+            vec![
+                Field::Long(i as i64),
+                or_null(i % 3 != 0, Field::Int(-(i as i32))),
+                or_null(i % 4 != 0, Field::Double(i as f64 / 2.0)),
+                Field::Bool(i % 5 == 0),
+                or_null(i % 7 != 0, Field::Str(format!("name{}", i % 5))),
+            ]
+        });
+    }
+
+    static BY_COLUMN: Table = Table {
+        name: "by_column",
+        about: "the types of the record tables",
+        columns: &[
+            col("a", Type::I64, "", ""),
+            opt("b", Type::I64, "", ""),
+            col("c", Type::I32, "", ""),
+            col("d", Type::Bool, "", ""),
+            col("e", Type::Str, "", ""),
+        ],
+    };
+
+    #[test]
+    fn rows_written_a_column_at_a_time_read_back() {
+        let write = |t: &mut TableFile| {
+            let rows: Vec<usize> = (0..ROWS).collect();
+            for part in rows.chunks(70_001) {
+                t.write_rows(part, |c, rows| {
+                    c.ints(rows.iter().map(|&i| i as i64))
+                        .opt_ints(rows.iter().map(|&i| (i % 11 != 0).then_some(i as i64 * 3)))
+                        .ints(rows.iter().map(|&i| i as i64 % 1000))
+                        .bools(rows.iter().map(|&i| i % 5 == 0))
+                        .syms(rows, |&i| (i % 3) as u64, |&i| format!("sym{}", i % 3));
+                })
+                .unwrap();
+            }
+        };
+        round_trip(&BY_COLUMN, write, |i| {
+            vec![
+                Field::Long(i as i64),
+                or_null(i % 11 != 0, Field::Long(i as i64 * 3)),
+                Field::Int(i as i32 % 1000),
+                Field::Bool(i % 5 == 0),
+                Field::Str(format!("sym{}", i % 3)),
+            ]
+        });
     }
 }

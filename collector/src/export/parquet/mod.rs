@@ -12,14 +12,19 @@
 //! ranges open or waiting for their GPU work. The dataset is written under a temporary name
 //! beside `DIR` and renamed into place when complete.
 
+mod chunk;
 mod columns;
+mod file;
+mod hybrid;
 mod meta;
 mod ranges;
 mod rows;
 pub mod schema;
+mod stats;
 pub mod tables;
 #[cfg(test)]
 mod tests;
+mod values;
 
 use super::{trace_warnings, ExportError};
 use crate::filter::{Filter, RecordFilter};

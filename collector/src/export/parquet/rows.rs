@@ -7,7 +7,7 @@ use super::columns::TableFile;
 use crate::filter::RecordFilter;
 use crate::model::Trace;
 use crate::read::records::{Gpu, Records};
-use rtrace_format::{in_runtime, runtime_cbid, FLAG_CORRELATED, ID_NONE};
+use rtrace_format::{in_runtime, runtime_cbid, ApiRecord, MemcpyRecord, FLAG_CORRELATED, ID_NONE};
 use std::collections::HashMap;
 use std::io;
 
@@ -64,6 +64,11 @@ fn stream(s: u32) -> Option<i64> {
     (s != ID_NONE).then_some(i64::from(s))
 }
 
+/// A correlation id: null when 0 (none).
+fn nonzero(correlation: u64) -> Option<i64> {
+    (correlation != 0).then_some(correlation as i64)
+}
+
 /// A graph id or node id: null when 0 (not launched by a graph).
 fn graph(id: u64) -> Option<i64> {
     (id != 0).then_some(id as i64)
@@ -71,7 +76,7 @@ fn graph(id: u64) -> Option<i64> {
 
 impl RecordTables {
     /// Writes the rows of a chunk's `records` (of thread `thread`, for API records) that `keep`
-    /// keeps.
+    /// keeps, a column at a time.
     pub fn write(
         &mut self,
         names: &mut Names,
@@ -81,110 +86,138 @@ impl RecordTables {
     ) -> io::Result<()> {
         match records {
             Records::Api(v) => {
-                for r in v.into_iter().filter_map(|r| keep.api(r)) {
-                    let runtime = runtime_cbid(r.function).is_some();
-                    self.api
-                        .u64(thread)
-                        .u64(r.correlation)
-                        .u64(r.start_ns)
-                        .u64(r.end_ns)
-                        .u64(r.end_ns.saturating_sub(r.start_ns))
-                        .sym(u64::from(runtime), || {
-                            if runtime {
-                                "runtime"
-                            } else {
-                                "driver"
-                            }
-                        })
-                        .sym(u64::from(r.function), || names.function(r.function))
-                        .int(i64::from(r.function))
-                        .bool(in_runtime(r.function))
-                        .int(i64::from(r.result))
-                        .end()?;
-                }
+                let kept: Vec<_> = v.into_iter().filter_map(|r| keep.api(r)).collect();
+                self.api.write_rows(&kept, |c, rows| {
+                    let runtime = |r: &ApiRecord| runtime_cbid(r.function).is_some();
+                    c.ints(rows.iter().map(|_| thread as i64))
+                        .ints(rows.iter().map(|r| r.correlation as i64))
+                        .ints(rows.iter().map(|r| r.start_ns as i64))
+                        .ints(rows.iter().map(|r| r.end_ns as i64))
+                        .ints(
+                            rows.iter()
+                                .map(|r| r.end_ns.saturating_sub(r.start_ns) as i64),
+                        )
+                        .syms(
+                            rows,
+                            |r| u64::from(runtime(r)),
+                            |r| if runtime(r) { "runtime" } else { "driver" },
+                        )
+                        .syms(
+                            rows,
+                            |r| u64::from(r.function),
+                            |r| names.function(r.function),
+                        )
+                        .ints(rows.iter().map(|r| i64::from(r.function)))
+                        .bools(rows.iter().map(|r| in_runtime(r.function)))
+                        .ints(rows.iter().map(|r| i64::from(r.result)));
+                })?;
             }
             Records::Kernels(v) => {
-                for k in v.into_iter().filter_map(|k| keep.kernel(k)) {
-                    self.kernels
-                        .opt_int(Gpu::Kernel(&k).correlation().map(|c| c as i64))
-                        .u64(k.start_ns)
-                        .u64(k.end_ns)
-                        .u64(k.end_ns.saturating_sub(k.start_ns))
-                        .sym(u64::from(k.name), || names.kernel(k.name).0.clone())
-                        .sym(u64::from(k.name), || names.kernel(k.name).1.clone())
-                        .int(i64::from(k.device))
-                        .int(i64::from(k.context))
-                        .opt_int(stream(k.stream))
-                        .opt_int(graph(u64::from(k.graph_id)))
-                        .opt_int(graph(k.graph_node_id))
-                        .int(i64::from(k.grid[0]))
-                        .int(i64::from(k.grid[1]))
-                        .int(i64::from(k.grid[2]))
-                        .int(i64::from(k.block[0]))
-                        .int(i64::from(k.block[1]))
-                        .int(i64::from(k.block[2]))
-                        .int(i64::from(k.registers_per_thread))
-                        .int(i64::from(k.static_shared_memory))
-                        .int(i64::from(k.dynamic_shared_memory))
-                        .int(i64::from(k.local_memory_per_thread))
-                        .end()?;
-                }
+                let kept: Vec<_> = v.into_iter().filter_map(|k| keep.kernel(k)).collect();
+                self.kernels.write_rows(&kept, |c, rows| {
+                    let correlation = |k| Gpu::Kernel(k).correlation().map(|c| c as i64);
+                    c.opt_ints(rows.iter().map(correlation))
+                        .ints(rows.iter().map(|k| k.start_ns as i64))
+                        .ints(rows.iter().map(|k| k.end_ns as i64))
+                        .ints(
+                            rows.iter()
+                                .map(|k| k.end_ns.saturating_sub(k.start_ns) as i64),
+                        )
+                        .syms(
+                            rows,
+                            |k| u64::from(k.name),
+                            |k| names.kernel(k.name).0.clone(),
+                        )
+                        .syms(
+                            rows,
+                            |k| u64::from(k.name),
+                            |k| names.kernel(k.name).1.clone(),
+                        )
+                        .ints(rows.iter().map(|k| i64::from(k.device)))
+                        .ints(rows.iter().map(|k| i64::from(k.context)))
+                        .opt_ints(rows.iter().map(|k| stream(k.stream)))
+                        .opt_ints(rows.iter().map(|k| graph(u64::from(k.graph_id))))
+                        .opt_ints(rows.iter().map(|k| graph(k.graph_node_id)));
+                    for axis in 0..3 {
+                        c.ints(rows.iter().map(|k| i64::from(k.grid[axis])));
+                    }
+                    for axis in 0..3 {
+                        c.ints(rows.iter().map(|k| i64::from(k.block[axis])));
+                    }
+                    c.ints(rows.iter().map(|k| i64::from(k.registers_per_thread)))
+                        .ints(rows.iter().map(|k| i64::from(k.static_shared_memory)))
+                        .ints(rows.iter().map(|k| i64::from(k.dynamic_shared_memory)))
+                        .ints(rows.iter().map(|k| i64::from(k.local_memory_per_thread)));
+                })?;
             }
-            Records::Memcpys(v) => self.copies(keep, v.into_iter().map(|m| (m, None)))?,
-            Records::PeerCopies(v) => self.copies(
-                keep,
-                v.into_iter().map(|p| {
-                    let ends = [p.src_device, p.src_context, p.dst_device, p.dst_context];
-                    (p.copy, Some(ends.map(i64::from)))
-                }),
-            )?,
+            Records::Memcpys(v) => {
+                let kept: Vec<_> = v
+                    .into_iter()
+                    .filter_map(|m| Some((keep.memcpy(m)?, None)))
+                    .collect();
+                self.copies(&kept)?;
+            }
+            Records::PeerCopies(v) => {
+                let kept: Vec<_> = v
+                    .into_iter()
+                    .filter_map(|p| {
+                        let ends = [p.src_device, p.src_context, p.dst_device, p.dst_context];
+                        Some((keep.memcpy(p.copy)?, Some(ends.map(i64::from))))
+                    })
+                    .collect();
+                self.copies(&kept)?;
+            }
             Records::Memsets(v) => {
-                for s in v.into_iter().filter_map(|s| keep.memset(s)) {
-                    self.memsets
-                        .opt_int(Gpu::Memset(&s).correlation().map(|c| c as i64))
-                        .u64(s.start_ns)
-                        .u64(s.end_ns)
-                        .u64(s.end_ns.saturating_sub(s.start_ns))
-                        .u64(s.bytes)
-                        .int(i64::from(s.value))
-                        .int(i64::from(s.device))
-                        .int(i64::from(s.context))
-                        .opt_int(stream(s.stream))
-                        .opt_int(graph(u64::from(s.graph_id)))
-                        .opt_int(graph(s.graph_node_id))
-                        .end()?;
-                }
+                let kept: Vec<_> = v.into_iter().filter_map(|s| keep.memset(s)).collect();
+                self.memsets.write_rows(&kept, |c, rows| {
+                    let correlation = |s| Gpu::Memset(s).correlation().map(|c| c as i64);
+                    c.opt_ints(rows.iter().map(correlation))
+                        .ints(rows.iter().map(|s| s.start_ns as i64))
+                        .ints(rows.iter().map(|s| s.end_ns as i64))
+                        .ints(
+                            rows.iter()
+                                .map(|s| s.end_ns.saturating_sub(s.start_ns) as i64),
+                        )
+                        .ints(rows.iter().map(|s| s.bytes as i64))
+                        .ints(rows.iter().map(|s| i64::from(s.value)))
+                        .ints(rows.iter().map(|s| i64::from(s.device)))
+                        .ints(rows.iter().map(|s| i64::from(s.context)))
+                        .opt_ints(rows.iter().map(|s| stream(s.stream)))
+                        .opt_ints(rows.iter().map(|s| graph(u64::from(s.graph_id))))
+                        .opt_ints(rows.iter().map(|s| graph(s.graph_node_id)));
+                })?;
             }
             Records::Memory(v) => {
-                for m in v.into_iter().filter_map(|m| keep.memory(m)) {
-                    self.memory
-                        .opt_int((m.correlation != 0).then_some(m.correlation as i64))
-                        .u64(m.timestamp_ns)
-                        .sym(m.operation as u64, || m.operation.name())
-                        .sym(m.kind as u64, || m.kind.name())
-                        .u64(m.address)
-                        .u64(m.bytes)
-                        .int(i64::from(m.device))
-                        .int(i64::from(m.context))
-                        .opt_int(stream(m.stream))
-                        .bool(m.is_async)
-                        .end()?;
-                }
+                let kept: Vec<_> = v.into_iter().filter_map(|m| keep.memory(m)).collect();
+                self.memory.write_rows(&kept, |c, rows| {
+                    c.opt_ints(rows.iter().map(|m| nonzero(m.correlation)))
+                        .ints(rows.iter().map(|m| m.timestamp_ns as i64))
+                        .syms(rows, |m| m.operation as u64, |m| m.operation.name())
+                        .syms(rows, |m| m.kind as u64, |m| m.kind.name())
+                        .ints(rows.iter().map(|m| m.address as i64))
+                        .ints(rows.iter().map(|m| m.bytes as i64))
+                        .ints(rows.iter().map(|m| i64::from(m.device)))
+                        .ints(rows.iter().map(|m| i64::from(m.context)))
+                        .opt_ints(rows.iter().map(|m| stream(m.stream)))
+                        .bools(rows.iter().map(|m| m.is_async));
+                })?;
             }
             Records::Syncs(v) => {
-                for y in v.into_iter().filter_map(|y| keep.sync(y)) {
-                    self.syncs
-                        .opt_int((y.correlation != 0).then_some(y.correlation as i64))
-                        .u64(y.start_ns)
-                        .u64(y.end_ns)
-                        .u64(y.end_ns.saturating_sub(y.start_ns))
-                        .sym(y.kind as u64, || y.kind.name())
-                        .int(i64::from(y.context))
-                        .opt_int(stream(y.stream))
-                        .opt_int(stream(y.event))
-                        .int(i64::from(y.result))
-                        .end()?;
-                }
+                let kept: Vec<_> = v.into_iter().filter_map(|y| keep.sync(y)).collect();
+                self.syncs.write_rows(&kept, |c, rows| {
+                    c.opt_ints(rows.iter().map(|y| nonzero(y.correlation)))
+                        .ints(rows.iter().map(|y| y.start_ns as i64))
+                        .ints(rows.iter().map(|y| y.end_ns as i64))
+                        .ints(
+                            rows.iter()
+                                .map(|y| y.end_ns.saturating_sub(y.start_ns) as i64),
+                        )
+                        .syms(rows, |y| y.kind as u64, |y| y.kind.name())
+                        .ints(rows.iter().map(|y| i64::from(y.context)))
+                        .opt_ints(rows.iter().map(|y| stream(y.stream)))
+                        .opt_ints(rows.iter().map(|y| stream(y.event)))
+                        .ints(rows.iter().map(|y| i64::from(y.result)));
+                })?;
             }
             // NVTX events are written as the ranges they make (meta.rs).
             Records::Nvtx(_) => {}
@@ -192,34 +225,34 @@ impl RecordTables {
         Ok(())
     }
 
-    fn copies(
-        &mut self,
-        keep: &RecordFilter,
-        v: impl Iterator<Item = (rtrace_format::MemcpyRecord, Option<[i64; 4]>)>,
-    ) -> io::Result<()> {
-        for (m, ends) in v.filter_map(|(m, ends)| Some((keep.memcpy(m)?, ends))) {
-            let correlated = u32::from(m.flags) & FLAG_CORRELATED != 0;
-            self.copies
-                .opt_int(correlated.then_some(m.correlation as i64))
-                .u64(m.start_ns)
-                .u64(m.end_ns)
-                .u64(m.end_ns.saturating_sub(m.start_ns))
-                .sym(m.kind as u64, || m.kind.name())
-                .u64(m.bytes)
-                .sym(m.src_kind as u64, || m.src_kind.name())
-                .sym(m.dst_kind as u64, || m.dst_kind.name())
-                .int(i64::from(m.device))
-                .int(i64::from(m.context))
-                .opt_int(stream(m.stream))
-                .opt_int(graph(u64::from(m.graph_id)))
-                .opt_int(graph(m.graph_node_id))
-                .opt_int(ends.map(|e| e[0]))
-                .opt_int(ends.map(|e| e[1]))
-                .opt_int(ends.map(|e| e[2]))
-                .opt_int(ends.map(|e| e[3]))
-                .end()?;
-        }
-        Ok(())
+    /// Copies, each with its peer-to-peer ends (source and destination device and context)
+    /// when it is a peer-to-peer copy.
+    fn copies(&mut self, kept: &[(MemcpyRecord, Option<[i64; 4]>)]) -> io::Result<()> {
+        self.copies.write_rows(kept, |c, rows| {
+            let correlated = |m: &MemcpyRecord| u32::from(m.flags) & FLAG_CORRELATED != 0;
+            c.opt_ints(
+                rows.iter()
+                    .map(|(m, _)| correlated(m).then_some(m.correlation as i64)),
+            )
+            .ints(rows.iter().map(|(m, _)| m.start_ns as i64))
+            .ints(rows.iter().map(|(m, _)| m.end_ns as i64))
+            .ints(
+                rows.iter()
+                    .map(|(m, _)| m.end_ns.saturating_sub(m.start_ns) as i64),
+            )
+            .syms(rows, |(m, _)| m.kind as u64, |(m, _)| m.kind.name())
+            .ints(rows.iter().map(|(m, _)| m.bytes as i64))
+            .syms(rows, |(m, _)| m.src_kind as u64, |(m, _)| m.src_kind.name())
+            .syms(rows, |(m, _)| m.dst_kind as u64, |(m, _)| m.dst_kind.name())
+            .ints(rows.iter().map(|(m, _)| i64::from(m.device)))
+            .ints(rows.iter().map(|(m, _)| i64::from(m.context)))
+            .opt_ints(rows.iter().map(|(m, _)| stream(m.stream)))
+            .opt_ints(rows.iter().map(|(m, _)| graph(u64::from(m.graph_id))))
+            .opt_ints(rows.iter().map(|(m, _)| graph(m.graph_node_id)));
+            for end in 0..4 {
+                c.opt_ints(rows.iter().map(|(_, ends)| ends.map(|e| e[end])));
+            }
+        })
     }
 
     /// Closes the files; the rows written.
