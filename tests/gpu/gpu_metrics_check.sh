@@ -8,8 +8,12 @@
 #   - SM active follows kernel busy time: at least 90% over the FMA and the WMMA kernels, and
 #     the GPU's average over the run within [0.5, 1.05] of its busy share;
 #   - the tensor pipe is active (> 10%) over the WMMA kernel only (< 1% over the others);
-#   - the NVTX ranges get their kernel's values.
-#   - the program's trace holds no PM sampling of its own (the program never loads it).
+#   - the NVTX ranges get their kernel's values;
+#   - no sample lost (no decode stopped with its image full, no gap between samples);
+#   - the program's trace holds no PM sampling of its own (the program never loads it);
+#   - PyTorch (tests/gpu/gpu_metrics_matmul.py): the tensor pipe > 10% over the bf16 GEMM
+#     kernels and their NVTX phase, < 1% over the elementwise ones (those that ran at least
+#     ten samples' time) and theirs.
 # Runs tests/gpu/pmsampling_probe.sh too with RUN_PROBE=1. Writes both traces to $OUT
 # (gm.bin.gz, gm.gpu-metrics.bin.gz).
 # About a minute (nvcc, three short runs of the kernels, one PyTorch step per mode).
@@ -132,6 +136,10 @@ out(t_w is not None and t_w > 10 and all(o is not None and o < 1 for o in others
 ranges = {n["name"]: n for n in g["nvtx"]}
 ok = all(x in ranges for x in ["copy", "fma", "wmma"]) and val(ranges["fma"], sm) is not None
 out(ok, "nvtx-ranges", ", ".join("%s %.1f%% SM" % (n, val(ranges[n], sm) or 0) for n in ranges))
+tally = [n["message"] for n in g["notices"] if "decodes (" in n["message"]]
+out(s["dropped"] == 0 and s["overflows"] == 0 and tally and " 0 lost," in tally[0]
+    and "(0 with the image full," in tally[0], "nothing-lost",
+    "%d lost, %d overflows; %s" % (s["dropped"], s["overflows"], tally))
 PY
 
 # A PyTorch step beside GPU activity and NVTX: same output, samples, and what each mode costs
@@ -148,6 +156,40 @@ if python3 -c 'import torch' 2>/dev/null; then
     else
         fail pytorch-step "exit $rcg; ${samples:-no samples}; $(tail -2 step.err | tr '\n' ' ')"
     fi
+    # The tensor pipe over a bf16 matmul only: the GEMM kernels > 10%, the elementwise
+    # ones < 1%, each NVTX phase likewise.
+    python3 "$ROOT/tests/gpu/gpu_metrics_matmul.py" > mm_plain.out 2>&1
+    timeout 60 "$RTRACE" record --gpu-metrics -o mm-%p.bin -- python3 \
+        "$ROOT/tests/gpu/gpu_metrics_matmul.py" > mm.out 2> mm.err
+    rc=$?
+    timeout 30 "$RTRACE" report --format json mm-*.bin > mm.json 2> mm_report.err
+    timeout 30 "$RTRACE" report --section gpu-metrics mm-*.bin 2>&1 | sed 's/^/    /' | head -30
+    python3 - mm.json "$rc" "$(cmp -s mm.out mm_plain.out && echo same)" >> checks.txt 2>&1 <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); g = r.get("gpu_metrics") or {}
+m = g.get("metrics", [])
+t = "sm__pipe_tensor_cycles_active_realtime.avg.pct_of_peak_sustained_elapsed"
+i = m.index(t) if t in m else None
+def tensor(row):
+    return None if i is None else row["values"][i]
+def shown(v):
+    return "-" if v is None else "%.3f%%" % v
+# cuBLAS's GEMM kernels: nvjet_* (CUDA 12.8+), sm90_xmma_gemm_*, cutlass_*.
+gemm = [k for k in g.get("kernels", []) if any(w in k["name"].lower() for w in ("gemm", "xmma", "cutlass", "nvjet"))]
+# Kernels of at least ten samples' time (a shorter one's values are mostly its neighbours').
+interval = (g.get("setups") or [{"interval": 100000}])[0]["interval"]
+elem = [k for k in g.get("kernels", []) if "elementwise" in k["name"].lower() and k["span_ns"] >= 10 * interval]
+ok = sys.argv[2] == "0" and sys.argv[3] == "same"
+print(("PASS " if ok else "FAIL ") + "matmul-record  (exit %s, output %s)" % (sys.argv[2], sys.argv[3] or "differs"))
+ok = gemm and elem and all((tensor(k) or 0) > 10 for k in gemm) and all(tensor(k) is not None and tensor(k) < 1 for k in elem)
+print(("PASS " if ok else "FAIL ") + "tensor-only-matmul  (GEMM %s; elementwise %s)" % (
+    ["%s %s (covered %.2f)" % (k["name"][:40], shown(tensor(k)), k["covered"]) for k in gemm],
+    ["%s %s (covered %.2f)" % (k["name"][:40], shown(tensor(k)), k["covered"]) for k in elem]))
+ph = {n["name"]: n for n in g.get("nvtx", [])}
+ok = ("matmul" in ph and "elementwise" in ph and (tensor(ph["matmul"]) or 0) > 10
+      and tensor(ph["elementwise"]) is not None and tensor(ph["elementwise"]) < 1)
+print(("PASS " if ok else "FAIL ") + "tensor-nvtx-phases  (%s)" % ", ".join("%s %s" % (n, shown(tensor(v))) for n, v in ph.items()))
+PY
 else
     echo "    (no PyTorch: pytorch-step skipped)"
 fi

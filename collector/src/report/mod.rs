@@ -273,6 +273,9 @@ fn report_inputs_with(
     // Each file's first read (its records folded, its chunks indexed, its NVTX ranges
     // projected, the calls behind its streams and modules found) on `jobs` threads; what they
     // give is merged below in input order, as a read one after the other would.
+    // With a GPU metrics sampler's trace among the inputs, every trace's NVTX ranges are
+    // kept for the GPU metrics part (the samples are in another trace than the ranges).
+    let sampled = headers.iter().any(|h| h.is_gpu_sampler());
     let firsts = map_ordered(&kept, jobs, |_, &i| {
         let pages = how.referenced_pages;
         first_read(
@@ -281,7 +284,7 @@ fn report_inputs_with(
             filter,
             base,
             (from, to),
-            pages,
+            (pages, sampled),
         )
     })?;
     let mut merged = Merged::default();
@@ -509,7 +512,8 @@ struct FirstRead<'a> {
 
 /// The first read of the file at `path` (shifted by `shift` onto the reference clock; `base`
 /// the reference start the filter's times count from, `(from, to)` its window; `pages` the
-/// most pages of the bitmap of the ids looked up, [`How::referenced_pages`]): its kept
+/// most pages of the bitmap of the ids looked up, [`How::referenced_pages`]; `sampled`: a GPU
+/// metrics sampler's trace is among the inputs, so the NVTX ranges are kept): its kept
 /// records folded and their chunks indexed, its NVTX ranges projected, the API calls that
 /// created its streams and loaded or unloaded its modules found. Reads only this file.
 fn first_read<'a>(
@@ -518,7 +522,7 @@ fn first_read<'a>(
     filter: &'a Filter,
     base: u64,
     (from, to): (u64, u64),
-    pages: usize,
+    (pages, sampled): (usize, bool),
 ) -> Result<FirstRead<'a>, StreamError> {
     let names = match &filter.kernel {
         Some(re) => Some(kernel_names_kept(path, re)?),
@@ -560,7 +564,7 @@ fn first_read<'a>(
         // as the events and records stream by again, in time order.
         // With kernel profiles, the ranges themselves too: those open around each
         // profiled launch.
-        let mode = if t.kernel_profiles.is_empty() && t.gpu_metric_samples.is_empty() {
+        let mode = if t.kernel_profiles.is_empty() && t.gpu_metric_samples.is_empty() && !sampled {
             crate::nvtx::Mode::Summary
         } else {
             crate::nvtx::Mode::Collect

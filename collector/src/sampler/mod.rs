@@ -7,31 +7,34 @@
 //! It writes a trace of its own (a header naming it the sampler, with the run's session
 //! token; each sampled device's identity, its set-up and its samples, every sample's times on
 //! the traces' clock and its values evaluated here; notices on what was not sampled), says
-//! `ready` (or `off: why`) on standard output once sampling runs, decodes every
-//! [`ROUND_MS`] until standard input ends (`rtrace record` closes it when the program has
-//! ended), then stops, decodes the last samples, ends its trace and exits without CUPTI's own
-//! teardown. Rooms: `target.rs` (the foreign calls), `device.rs` (one device's sampling), and
-//! here, the process and its trace.
+//! `ready` (or `off: why`) on standard output once sampling runs, decodes every round (two
+//! fifths of what an image holds, at most 50 ms: [`device::round_ms`]) until standard input
+//! ends (`rtrace record` closes it when the program has ended), each device's images evaluated
+//! on a thread of its own, then stops, decodes the last samples, ends its trace and exits
+//! without CUPTI's own teardown. Rooms: `target.rs` (the foreign calls), `device.rs` (one
+//! device's decoding), `evaluator.rs` (its evaluating thread), and here, the process and its
+//! trace.
 
 mod device;
+mod evaluator;
 mod target;
 
 use crate::metrics::Cupti;
 use device::Sampled;
+use evaluator::Made;
 use rtrace_format::{
     collision_path, encode_file_header, encode_value, expand_output, hostname, process_var,
-    ChunkHeader, ChunkKind, ClockAnchor, GpuMetricSamples, Notice, ProcessEnd, ProcessHeader,
-    DEVICE_ATTRIBUTES, GPU_METRICS_NOTICE, GPU_SAMPLER, MAX_COLLISION_SUFFIX, STATUS_TRACE,
+    ChunkHeader, ChunkKind, ClockAnchor, Notice, ProcessEnd, ProcessHeader, DEVICE_ATTRIBUTES,
+    GPU_METRICS_NOTICE, GPU_SAMPLER, MAX_COLLISION_SUFFIX, STATUS_TRACE,
 };
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
 use target::{Driver, PmTarget};
-
-/// How often the sampler decodes what CUPTI collected, ms.
-pub const ROUND_MS: i32 = 50;
 
 /// What `rtrace gpu-sampler` takes.
 #[derive(Clone, Debug)]
@@ -291,7 +294,8 @@ fn start(
     Ok((cupti, pm, driver))
 }
 
-/// Decodes every round until standard input ends, then stops every device and ends.
+/// Decodes every round until standard input ends (each device's images evaluated on a thread
+/// of its own), then stops every device, decodes the last samples and ends.
 fn sample(
     cupti: &Cupti,
     pm: &PmTarget,
@@ -299,41 +303,78 @@ fn sample(
     mut sampled: Vec<Sampled<'_>>,
     mut out: Output,
 ) -> ! {
-    let write = |out: &mut Output, batches: Vec<GpuMetricSamples>, notices: Vec<String>| {
-        for b in batches {
-            out.chunk(ChunkKind::GpuMetricSamples, &encode_value(&b))?;
+    let write = |out: &mut Output, made: &Receiver<Made>, notices: Vec<String>| {
+        for m in made.try_iter() {
+            match m {
+                Made::Batch(b) if !b.times.is_empty() => {
+                    out.chunk(ChunkKind::GpuMetricSamples, &encode_value(&b))?
+                }
+                Made::Batch(_) => {}
+                Made::Notice(n) => out.notice(&n)?,
+            }
         }
         notices.iter().try_for_each(|n| out.notice(n))
     };
-    let mut clocks = ClockMap::default();
-    while !input_ended(ROUND_MS) {
-        let (mut batches, mut notices) = (Vec::new(), Vec::new());
+    // The shortest round any device needs.
+    let round = sampled
+        .iter()
+        .map(|s| device::round_ms(s.interval))
+        .min()
+        .unwrap_or(50);
+    let (made_to, made) = channel();
+    let code = std::thread::scope(|scope| {
+        let evaluators: Vec<_> = sampled
+            .iter_mut()
+            .filter_map(|s| s.evaluator(made_to.clone()))
+            .map(|e| scope.spawn(move || e.run(cupti, pm)))
+            .collect();
+        drop(made_to);
+        let mut clocks = ClockMap::default();
+        let mut next = Instant::now();
+        loop {
+            // Rounds every `round` ms, however long the last one took.
+            next += Duration::from_millis(round);
+            let now = Instant::now();
+            if next < now {
+                next = now;
+            }
+            if input_ended((next - now).as_millis() as i32) {
+                break;
+            }
+            let mut notices = Vec::new();
+            clocks = clocks.renewed();
+            let map = |t| clocks.to_ours(t);
+            for s in sampled.iter_mut() {
+                // Its context current, as for every call on the device.
+                let _ = driver.use_primary_context(s.device);
+                s.decode(cupti, pm, &map, Duration::ZERO, &mut notices);
+            }
+            if let Err(e) = write(&mut out, &made, notices) {
+                eprintln!("rtrace gpu-sampler: {e}");
+                return 1;
+            }
+        }
+        let mut notices = Vec::new();
         clocks = clocks.renewed();
         let map = |t| clocks.to_ours(t);
-        for s in sampled.iter_mut() {
-            // Its context current, as for every call on the device.
+        let mut ends = Vec::new();
+        for s in sampled.drain(..) {
             let _ = driver.use_primary_context(s.device);
-            s.decode(cupti, pm, &map, &mut batches, &mut notices);
+            ends.push(s.end(cupti, pm, &map, &mut notices));
         }
-        if let Err(e) = write(&mut out, batches, notices) {
-            eprintln!("rtrace gpu-sampler: {e}");
-            finish(out, 1);
+        // The evaluators end once their decoding sides are gone.
+        for ((device, tally), e) in ends.iter().zip(evaluators) {
+            let e = e.join().unwrap_or_default();
+            notices.push(device::tally_notice(*device, tally, &e));
         }
-    }
-    let (mut batches, mut notices) = (Vec::new(), Vec::new());
-    clocks = clocks.renewed();
-    let map = |t| clocks.to_ours(t);
-    for s in sampled.drain(..) {
-        let _ = driver.use_primary_context(s.device);
-        s.end(cupti, pm, &map, &mut batches, &mut notices);
-    }
-    let code = match write(&mut out, batches, notices) {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("rtrace gpu-sampler: {e}");
-            1
+        match write(&mut out, &made, notices) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("rtrace gpu-sampler: {e}");
+                1
+            }
         }
-    };
+    });
     finish(out, code)
 }
 

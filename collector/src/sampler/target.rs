@@ -186,6 +186,11 @@ pub struct PmTarget {
 #[derive(Clone, Copy, Debug)]
 pub struct PmObject(*mut c_void);
 
+// SAFETY: an opaque handle rtrace never dereferences, only hands back to CUPTI; the sampler's
+// evaluator thread initializes images with it while the decoding thread decodes (CUPTI's own
+// clients decode on a thread of their own too).
+unsafe impl Send for PmObject {}
+
 /// What a decode gave: CUPTI's result, why it stopped, whether the hardware buffer
 /// overflowed, and the completed samples now in the image.
 #[derive(Clone, Copy, Debug)]
@@ -340,8 +345,8 @@ impl PmTarget {
         check(cupti, "cuptiPmSamplingStop", self.stop, &mut p)
     }
 
-    /// Initializes `image` and decodes into it what CUPTI's hardware buffer holds for `o`.
-    pub fn decode(&self, cupti: &Cupti, o: PmObject, image: &mut [u8]) -> Result<Decoded, String> {
+    /// Initializes `image` for `o`'s samples (before each decode into it).
+    pub fn init_image(&self, cupti: &Cupti, o: PmObject, image: &mut [u8]) -> Result<(), String> {
         let mut init = abi::PmSamplingCounterDataImageInitialize::new();
         init.pm_sampling_object = o.0;
         init.counter_data_size = image.len();
@@ -351,7 +356,12 @@ impl PmTarget {
             "cuptiPmSamplingCounterDataImageInitialize",
             self.counter_data_initialize,
             &mut init,
-        )?;
+        )
+    }
+
+    /// Decodes into `image` (initialized: [`PmTarget::init_image`]) what CUPTI's hardware
+    /// buffer holds for `o`.
+    pub fn decode(&self, cupti: &Cupti, o: PmObject, image: &mut [u8]) -> Result<Decoded, String> {
         let mut d = abi::PmSamplingDecodeData::new();
         d.pm_sampling_object = o.0;
         d.counter_data_image = image.as_mut_ptr();

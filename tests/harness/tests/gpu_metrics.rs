@@ -67,6 +67,53 @@ fn record(tag: &str, env: &[(&str, &str)]) -> (Output, Trace, Option<Trace>) {
     (out, program.expect("the program's trace"), sampler)
 }
 
+/// Checks a sampler's batches of 10 µs samples of `metrics` (the first four of
+/// `GPU_METRICS`): numbered on from 1 (the stale one left out), each one's values the
+/// simulated CUPTI's for its index; one after the other but where samples were lost, each gap
+/// counted in its batch's `dropped`. Returns the samples lost.
+fn check_samples(batches: &[rtrace_format::GpuMetricSamples], metrics: &[String]) -> u64 {
+    assert!(!batches.is_empty());
+    let mut next = 0u64;
+    // The device's index of the next sample: on from 1, past those lost.
+    let mut index = 1u64;
+    let mut last_end = None;
+    let mut lost = 0;
+    for b in batches {
+        assert_eq!((b.device, b.first, b.overflow), (0, next, false));
+        assert_eq!(b.values.len(), b.times.len() * 4);
+        // The samples lost before the batch's first, and between its own.
+        let (mut gaps, mut inner) = (0, 0);
+        for (i, &(start, end)) in b.times.iter().enumerate() {
+            assert_eq!(end - start, 10_000);
+            if let Some(e) = last_end {
+                assert!(start >= e, "samples in order");
+                assert_eq!((start - e) % 10_000, 0, "gaps of whole samples");
+                gaps += (start - e) / 10_000;
+                if i > 0 {
+                    inner += (start - e) / 10_000;
+                }
+                index += (start - e) / 10_000;
+            }
+            last_end = Some(end);
+            let subject = format!("pm 0 {index}");
+            let want: Vec<f64> = metrics
+                .iter()
+                .map(|m| value(m, subject.as_bytes(), 10_000))
+                .collect();
+            assert_eq!(&b.values[i * 4..i * 4 + 4], &want[..], "sample {index}");
+            index += 1;
+        }
+        assert_eq!(b.dropped, gaps, "batch {}", b.first);
+        assert_eq!(
+            b.raw_last.1 - b.raw_first.0,
+            10_000 * (b.times.len() as u64 + inner)
+        );
+        lost += gaps;
+        next += b.times.len() as u64;
+    }
+    lost
+}
+
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -101,46 +148,17 @@ fn samples_are_set_up_decoded_evaluated_and_reported() {
         (s.device, s.chip.as_str(), &s.metrics, s.interval, s.trigger),
         (0, "GH100", &metrics, 10_000, PmTrigger::GpuTime)
     );
+    // Images of 10 ms of samples (1000), decoded every 4 ms.
     assert_eq!(
         (s.hardware_buffer_bytes, s.samples_per_image),
-        (128 << 20, 500)
+        (128 << 20, 1000)
     );
-    // Every sample 10 µs, one after the other, numbered on from 1 (the stale one left out).
     let batches = &t.gpu_metric_samples;
-    assert!(!batches.is_empty());
-    let mut next = 0u64;
-    let mut last_end = None;
-    for b in batches {
-        assert_eq!(
-            (b.device, b.first, b.overflow, b.dropped),
-            (0, next, false, 0)
-        );
-        assert_eq!(b.values.len(), b.times.len() * 4);
-        for (i, &(start, end)) in b.times.iter().enumerate() {
-            assert_eq!(end - start, 10_000);
-            if let Some(e) = last_end {
-                assert_eq!(start, e, "samples follow one another");
-            }
-            last_end = Some(end);
-            let subject = format!("pm 0 {}", next + i as u64 + 1);
-            let want: Vec<f64> = metrics
-                .iter()
-                .map(|m| value(m, subject.as_bytes(), 10_000))
-                .collect();
-            assert_eq!(
-                &b.values[i * 4..i * 4 + 4],
-                &want[..],
-                "sample {}",
-                next + i as u64
-            );
-        }
-        assert_eq!(b.raw_last.1 - b.raw_first.0, 10_000 * b.times.len() as u64);
-        next += b.times.len() as u64;
-    }
+    let lost = check_samples(batches, &metrics);
     // The samples cover the program's run.
     assert!(t.gpu_metric_samples[0].times[0].0 <= program.header.start.monotonic_ns);
-    // The first decode keeps its image (64 samples, the stale one first): the host API
-    // evaluates it to the values kept.
+    // The first decode keeps its image (the stale sample first): the host API evaluates it to
+    // the values kept.
     let kept: Vec<_> = batches
         .iter()
         .filter(|b| !b.counter_data.is_empty())
@@ -148,13 +166,15 @@ fn samples_are_set_up_decoded_evaluated_and_reported() {
     assert_eq!(kept.len(), 1);
     let first = kept[0];
     assert!(std::ptr::eq(first, &batches[0]));
-    assert_eq!((first.image_first, first.times.len()), (1, 63));
+    assert_eq!(first.image_first, 1);
     let image = unpack_counter_data(&first.counter_data, 1 << 30).unwrap();
     let cupti =
         rtrace_collector::metrics::Cupti::load(Some(&build().lib.join("libcupti.so.13"))).unwrap();
     let host = cupti.pm_host("GH100").unwrap();
     let names: Vec<&str> = metrics.iter().map(String::as_str).collect();
-    let rows = host.evaluate_samples(&image, 64, &names).unwrap();
+    let rows = host
+        .evaluate_samples(&image, first.times.len() + 1, &names)
+        .unwrap();
     assert_eq!(rows[1..].concat(), first.values);
 
     // The report of the run's traces: the GPU over the run, the mean of its samples (equal
@@ -188,7 +208,8 @@ fn samples_are_set_up_decoded_evaluated_and_reported() {
         };
         let fields: Vec<&str> = row.split(',').collect();
         assert_eq!(fields[1], t.header.pid.to_string());
-        assert_eq!(fields[4], (10_000 * all.len()).to_string());
+        // The run's span: the samples', the gaps left by samples lost not counted.
+        assert_eq!(fields[4], (10_000 * all.len()).to_string(), "lost {lost}");
         assert_eq!((fields[5], fields[6]), ("1", shown.as_str()));
         assert_eq!(fields[7].parse::<f64>().unwrap(), want_value, "{row}");
     }
@@ -255,4 +276,83 @@ fn on_the_real_time_clock_every_kernel_lies_inside_the_samples() {
         assert!(k.values.iter().all(|v| v.is_finite()), "{k:?}");
     }
     assert_eq!(s.processes[0].covered, 1.0);
+}
+
+#[test]
+fn samples_a_full_image_left_behind_are_counted_lost() {
+    // The sampler alone at 100 kHz (images of 20 ms), stopped for 150 ms: its next decode
+    // fills an image and the simulated CUPTI, as CUPTI 13.0, loses what did not fit and gives
+    // a sample without times next. Every sample lost is counted where its gap is.
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let b = build();
+    let dir = fresh_dir("gpu-metrics-lost");
+    let path = dir.join("s.bin");
+    let mut child = std::process::Command::new(rtrace_bin())
+        .args(["gpu-sampler", "--hz", "100000", "-o"])
+        .arg(&path)
+        .arg("--cupti")
+        .arg(b.lib.join("libcupti.so.13"))
+        .env("LD_LIBRARY_PATH", &b.lib)
+        .env_remove("LD_PRELOAD")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    assert_eq!(said, "ready\n");
+    let pid = child.id() as i32;
+    std::thread::sleep(std::time::Duration::from_millis(10));
+    // SAFETY: signals to the child this test started and waits for.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
+    let t = rtrace_collector::load_trace(&path).unwrap();
+    let metrics: Vec<String> = GPU_METRICS[..4].iter().map(|m| m.to_string()).collect();
+    let lost = check_samples(&t.gpu_metric_samples, &metrics);
+    // At least what 150 ms holds beyond one image of 10 ms.
+    assert!(lost >= 14_000, "lost {lost}");
+    let written: usize = t.gpu_metric_samples.iter().map(|b| b.times.len()).sum();
+    let tally = t
+        .notices
+        .iter()
+        .map(|n| n.message.as_str())
+        .find(|m| m.contains("decodes ("))
+        .expect("the tally");
+    // "GPU metrics on device 0: N decodes (F with the image full, R rounds waiting for an
+    // image), C samples completed, W written, L lost, B left out (begun before Start), U
+    // without times, E not evaluated; D ms decoding, V ms evaluating, I ms initializing images"
+    let numbers: Vec<u64> = tally
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let [_device, _decodes, full, _waited, completed, w, l, before, untimed, unevaluated, _, _, _] =
+        numbers[..]
+    else {
+        panic!("{tally}")
+    };
+    assert!(full >= 1, "{tally}");
+    assert_eq!((w, l, unevaluated), (written as u64, lost, 0), "{tally}");
+    // The stale sample; one sample without times after each full image but maybe the last.
+    assert_eq!(before, 1, "{tally}");
+    assert!((full - 1..=full).contains(&untimed), "{tally}");
+    assert_eq!(completed, w + before + untimed, "{tally}");
+    // The report says so: the samples lost beside those written.
+    let out = std::process::Command::new(rtrace_bin())
+        .args(["report", "--format", "json", "--section", "gpu-metrics"])
+        .arg(&path)
+        .env("RTRACE_CUPTI_LIBRARY", b.lib.join("libcupti.so.13"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let want = format!("\"samples\":{written},\"overflows\":0,\"dropped\":{lost}");
+    assert!(text.replace([' ', '\n'], "").contains(&want), "{text}");
 }

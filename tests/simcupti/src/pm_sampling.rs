@@ -11,8 +11,10 @@
 //!   once stopped). Samples are numbered on the device from 0 across starts.
 //! - `DecodeData` appends complete samples to the image (a range each: name `START:END`,
 //!   subject `pm DEVICE INDEX`, duration END − START) until it is full (`COUNTER_DATA_FULL`)
-//!   or none is left (`END_OF_RECORDS`); no overflow. The profiler host evaluates them by its
-//!   rules (`profiler::value`).
+//!   or none is left (`END_OF_RECORDS`); no overflow. As CUPTI 13.0 on an H200: the complete
+//!   samples a full image left behind are lost, and the next decode begins with one sample
+//!   whose times are both 0. The profiler host evaluates them by its rules
+//!   (`profiler::value`).
 
 #![allow(clippy::missing_safety_doc, non_snake_case)]
 
@@ -44,6 +46,8 @@ struct Object {
     k: u64,
     /// Samples handed out on the device.
     index: u64,
+    /// The last decode filled its image: the next one begins with a sample with no times.
+    untimed_next: bool,
 }
 
 static OBJECTS: Mutex<BTreeMap<u32, Object>> = Mutex::new(BTreeMap::new());
@@ -191,6 +195,7 @@ pub unsafe extern "C" fn cuptiPmSamplingEnable(p: *mut abi::PmSamplingEnable) ->
                 stop: None,
                 k: 0,
                 index: 0,
+                untimed_next: false,
             },
         );
         // SAFETY: as above.
@@ -356,6 +361,16 @@ pub unsafe extern "C" fn cuptiPmSamplingDecodeData(p: *mut abi::PmSamplingDecode
                 let Some(t0) = o.start else { return Ok(false) };
                 let until = o.stop.unwrap_or(now);
                 let mut ranges = Vec::new();
+                if o.untimed_next && filled < max {
+                    o.untimed_next = false;
+                    ranges.push(Range {
+                        name: b"0:0".to_vec(),
+                        subject: format!("pm {device} untimed").into_bytes(),
+                        duration_ns: 0,
+                        passes: 1,
+                        launches: 0,
+                    });
+                }
                 while filled + ranges.len() < max {
                     let (a, b) = if o.k == 0 {
                         (o.since, t0)
@@ -375,11 +390,18 @@ pub unsafe extern "C" fn cuptiPmSamplingDecodeData(p: *mut abi::PmSamplingDecode
                     o.k += 1;
                     o.index += 1;
                 }
+                let full = filled + ranges.len() == max;
+                // The complete samples a full image left behind are lost.
+                while full && o.k > 0 && t0 + o.k * o.interval <= until {
+                    o.k += 1;
+                    o.index += 1;
+                    o.untimed_next = true;
+                }
                 if let Some(stop) = o.stop {
                     o.since = stop;
                 }
                 profiler::data_append(img, &ranges);
-                Ok(filled + ranges.len() == max)
+                Ok(full)
             });
             match full {
                 Ok(full) => {
