@@ -7,6 +7,10 @@ use rtrace_collector::gpu_metrics::{section, Work};
 use rtrace_collector::model::Trace;
 use rtrace_format::{GpuMetricSamples, GpuMetricsSetup, KernelRecord};
 
+#[path = "common/wheel_cupti.rs"]
+mod wheel_cupti;
+use wheel_cupti::cupti_path;
+
 fn fixture(name: &str) -> String {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/pmsampling")
@@ -118,26 +122,6 @@ fn each_kernel_gets_the_averages_the_probe_computed() {
     .map(|(gbs, us)| gbs * 1e9 * us * 1e-6)
     .sum();
     assert!((bytes / probe - 1.0).abs() < 1e-3, "{bytes} vs {probe}");
-}
-
-/// The real CUPTI 13.0 host library of the nvidia-cuda-cupti wheel (as collector/tests/metrics.rs
-/// finds it): `$CUDA_INCLUDE/../lib/libcupti.so.13`, else the workspace's .venv.
-fn cupti_path() -> std::path::PathBuf {
-    let lib = "libcupti.so.13";
-    if let Some(inc) = std::env::var_os("CUDA_INCLUDE") {
-        let p = std::path::Path::new(&inc).join("../lib").join(lib);
-        if p.is_file() {
-            return p;
-        }
-    }
-    let venv = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../.venv/lib/python3.11/site-packages/nvidia/cu13/lib")
-        .join(lib);
-    assert!(
-        venv.is_file(),
-        "no {lib}: set CUDA_INCLUDE (tools/setup-cuda.sh)"
-    );
-    venv
 }
 
 #[test]

@@ -4,26 +4,12 @@
 //! library's own figures for that wheel; a newer CUPTI may schedule counters differently.
 
 use rtrace_collector::metrics::{self, sets::SETS, Cupti};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-fn cupti_path() -> PathBuf {
-    let lib = "libcupti.so.13";
-    if let Some(inc) = std::env::var_os("CUDA_INCLUDE") {
-        let p = Path::new(&inc).join("../lib").join(lib);
-        if p.is_file() {
-            return p;
-        }
-    }
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../.venv/lib/python3.11/site-packages/nvidia/cu13/lib")
-        .join(lib);
-    assert!(
-        venv.is_file(),
-        "no {lib}: set CUDA_INCLUDE to the wheel's include directory (tools/setup-cuda.sh)"
-    );
-    venv
-}
+#[path = "common/wheel_cupti.rs"]
+mod wheel_cupti;
+use wheel_cupti::cupti_path;
 
 fn cupti() -> Cupti {
     Cupti::load(Some(&cupti_path())).expect("CUPTI loads")
