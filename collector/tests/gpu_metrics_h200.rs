@@ -31,7 +31,7 @@ fn traces(tag: &str) -> (PathBuf, PathBuf) {
     )
 }
 
-fn load(p: &PathBuf) -> Trace {
+fn load(p: &std::path::Path) -> Trace {
     rtrace_collector::load_trace(p).unwrap()
 }
 
