@@ -26,17 +26,9 @@ cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
 OUT=${OUT:-$ROOT/gpu-out}
 mkdir -p "$OUT"
-C=${CUDA_HOME:-/usr/local/cuda-13.0}
 RTRACE=$ROOT/target/release/rtrace
 W=$(mktemp -d /tmp/rtrace-gpumetrics.XXXXXX)
-# CUPTI wherever this toolkit keeps it (as run.sh looks).
-for d in "$C/targets/x86_64-linux/lib" "$C/extras/CUPTI/lib64" "$C/lib64"; do
-    if [ -e "$d/libcupti.so.13" ]; then
-        export LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-        export RTRACE_CUPTI_LIBRARY=${RTRACE_CUPTI_LIBRARY:-$d/libcupti.so.13}
-        break
-    fi
-done
+. tests/gpu/cupti_env.sh
 unset LD_PRELOAD CUDA_INJECTION64_PATH RTRACE_OUTPUT RTRACE_METRICS RTRACE_GPU_METRICS
 PASS=0
 FAIL=0

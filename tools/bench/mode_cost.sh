@@ -13,14 +13,7 @@ cd "$(dirname "$0")/../.." || exit 2
 R=$PWD/target/release/rtrace
 ROUNDS=${ROUNDS:-4}
 W=$(mktemp -d /tmp/rtrace-modecost.XXXXXX)
-C=${CUDA_HOME:-/usr/local/cuda-13.0}
-for d in "$C/targets/x86_64-linux/lib" "$C/extras/CUPTI/lib64" "$C/lib64"; do
-    if [ -e "$d/libcupti.so.13" ]; then
-        export LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-        export RTRACE_CUPTI_LIBRARY=${RTRACE_CUPTI_LIBRARY:-$d/libcupti.so.13}
-        break
-    fi
-done
+. tests/gpu/cupti_env.sh
 P="timeout 120 python3 tools/bench/mode_cost.py"
 run_mode() { # mode round
     case $1 in
