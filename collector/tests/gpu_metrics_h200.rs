@@ -14,8 +14,18 @@ use std::process::Command;
 #[path = "common/wheel_cupti.rs"]
 mod wheel_cupti;
 
-/// The two traces, unpacked into a directory of this test's own: (program, sampler).
-fn traces(tag: &str) -> (PathBuf, PathBuf) {
+/// A directory of a test's own, removed when the test ends.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The two traces, unpacked into a directory of this test's own: (program, sampler), and the
+/// directory (to be kept until they are read).
+fn traces(tag: &str) -> (PathBuf, PathBuf, Scratch) {
     let dir = std::env::temp_dir().join(format!("rtrace-h200-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pmsampling");
@@ -28,6 +38,7 @@ fn traces(tag: &str) -> (PathBuf, PathBuf) {
     (
         unpack("h200_program.bin.zst", "gm.bin"),
         unpack("h200_sampler.gpu-metrics.bin.zst", "gm.gpu-metrics.bin"),
+        Scratch(dir),
     )
 }
 
@@ -37,7 +48,7 @@ fn load(p: &std::path::Path) -> Trace {
 
 #[test]
 fn the_kept_image_evaluates_to_the_values_the_sampler_wrote() {
-    let (_, sampler) = traces("image");
+    let (_, sampler, _scratch) = traces("image");
     let t = load(&sampler);
     assert!(t.header.is_gpu_sampler());
     let setup = &t.gpu_metric_setups[0];
@@ -70,7 +81,7 @@ fn the_kept_image_evaluates_to_the_values_the_sampler_wrote() {
 
 #[test]
 fn each_kernel_and_range_gets_the_samples_of_the_other_trace() {
-    let (program, sampler) = traces("report");
+    let (program, sampler, _scratch) = traces("report");
     let traces = vec![load(&program), load(&sampler)];
     let works: Vec<Work> = traces.iter().map(Work::in_memory).collect();
     let s = section(
@@ -122,7 +133,7 @@ fn each_kernel_and_range_gets_the_samples_of_the_other_trace() {
 
 #[test]
 fn the_report_reads_both_traces_as_given() {
-    let (program, sampler) = traces("cli");
+    let (program, sampler, _scratch) = traces("cli");
     let out = Command::new(env!("CARGO_BIN_EXE_rtrace"))
         .args(["report", "--format", "csv", "--section", "gpu-metrics"])
         .arg(&program)
