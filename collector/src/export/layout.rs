@@ -234,7 +234,7 @@ fn contexts_of(streams: &BTreeSet<Place>, ordinal: u32) -> Vec<Context> {
 }
 
 /// A slice argument's value.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Value {
     Uint(u64),
     /// A launch dimension, shown as `(x,y,z)` ([`Value::write_str`]).
@@ -259,35 +259,6 @@ impl Value {
             }
             Value::Name(n) => Some(n),
         }
-    }
-}
-
-/// The text of string arguments ([`Value::write_str`]), keeping the last two launch
-/// dimensions' (a kernel's grid and block): launches mostly repeat theirs.
-#[derive(Debug, Default)]
-pub struct ArgText {
-    recent: [(Option<[i32; 3]>, String); 2],
-    /// The slot the next new dimensions go to.
-    next: usize,
-}
-
-impl ArgText {
-    /// `value`'s text; `None` for a number.
-    pub fn of<'a>(&'a mut self, value: &'a Value) -> Option<&'a str> {
-        let Value::Dim(d) = value else {
-            return value.write_str(&mut self.recent[self.next].1);
-        };
-        let slot = match self.recent.iter().position(|(k, _)| *k == Some(*d)) {
-            Some(i) => i,
-            None => {
-                let i = self.next;
-                self.next = (i + 1) % self.recent.len();
-                self.recent[i].0 = Some(*d);
-                value.write_str(&mut self.recent[i].1);
-                i
-            }
-        };
-        Some(self.recent[slot].1.as_str())
     }
 }
 
@@ -329,6 +300,20 @@ pub const ARG_NAMES: [&str; 11] = [
 /// An argument: its name's index in [`ARG_NAMES`], and its value.
 pub type Arg = (usize, Value);
 
+/// Where a slice's arguments go ([`api_args`], [`gpu_args`]), one at a time, in order: a
+/// list of them ([`Arg`]s, for Chrome's JSON), or a writer that encodes each as it comes
+/// (Perfetto's).
+pub trait Args {
+    fn arg(&mut self, name: usize, value: Value);
+}
+
+impl Args for Vec<Arg> {
+    #[inline]
+    fn arg(&mut self, name: usize, value: Value) {
+        self.push((name, value));
+    }
+}
+
 const RESULT: usize = 0;
 const CORRELATION: usize = 1;
 const GRID: usize = 2;
@@ -342,38 +327,38 @@ const DST_KIND: usize = 9;
 const VALUE: usize = 10;
 
 /// An API call's arguments: its result code and correlation id.
-pub fn api_args(r: &ApiRecord, out: &mut Vec<Arg>) {
-    out.clear();
-    out.push((RESULT, Value::Uint(u64::from(r.result))));
-    out.push((CORRELATION, Value::Uint(r.correlation)));
+#[inline]
+pub fn api_args(r: &ApiRecord, out: &mut impl Args) {
+    out.arg(RESULT, Value::Uint(u64::from(r.result)));
+    out.arg(CORRELATION, Value::Uint(r.correlation));
 }
 
 /// A GPU record's arguments: for a kernel its grid, block, registers per
 /// thread and static and dynamic shared memory (bytes per block); for a copy
 /// its bytes and memory kinds; for a memset its bytes and value; then the
 /// correlation id, when the record has one.
-pub fn gpu_args(record: Gpu, out: &mut Vec<Arg>) {
-    out.clear();
+#[inline]
+pub fn gpu_args(record: Gpu, out: &mut impl Args) {
     match record {
         Gpu::Kernel(k) => {
-            out.push((GRID, Value::Dim(k.grid)));
-            out.push((BLOCK, Value::Dim(k.block)));
-            out.push((REGISTERS, Value::Uint(k.registers_per_thread.into())));
-            out.push((STATIC_SHARED, Value::Uint(k.static_shared_memory.into())));
-            out.push((DYNAMIC_SHARED, Value::Uint(k.dynamic_shared_memory.into())));
+            out.arg(GRID, Value::Dim(k.grid));
+            out.arg(BLOCK, Value::Dim(k.block));
+            out.arg(REGISTERS, Value::Uint(k.registers_per_thread.into()));
+            out.arg(STATIC_SHARED, Value::Uint(k.static_shared_memory.into()));
+            out.arg(DYNAMIC_SHARED, Value::Uint(k.dynamic_shared_memory.into()));
         }
         Gpu::Memcpy(m) => {
-            out.push((BYTES, Value::Uint(m.bytes)));
-            out.push((SRC_KIND, Value::Name(m.src_kind.name())));
-            out.push((DST_KIND, Value::Name(m.dst_kind.name())));
+            out.arg(BYTES, Value::Uint(m.bytes));
+            out.arg(SRC_KIND, Value::Name(m.src_kind.name()));
+            out.arg(DST_KIND, Value::Name(m.dst_kind.name()));
         }
         Gpu::Memset(m) => {
-            out.push((BYTES, Value::Uint(m.bytes)));
-            out.push((VALUE, Value::Uint(m.value.into())));
+            out.arg(BYTES, Value::Uint(m.bytes));
+            out.arg(VALUE, Value::Uint(m.value.into()));
         }
     }
     if let Some(c) = record.correlation() {
-        out.push((CORRELATION, Value::Uint(c)));
+        out.arg(CORRELATION, Value::Uint(c));
     }
 }
 

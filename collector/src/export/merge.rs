@@ -4,7 +4,7 @@
 //! memory counters are written once per distinct time; NVTX ranges are built as the records
 //! come ([`crate::nvtx::Projector`]) and drawn on their tracks ([`NvtxTracks`]).
 
-use super::emitter::{Emitter, Track};
+use super::emitter::{Emitter, On, Track};
 use super::layout::{self, Lanes, Step};
 use super::nvtx_tracks::NvtxTracks;
 use crate::gpu_summary::dist::FastMap;
@@ -32,7 +32,9 @@ pub fn write<E: Emitter>(
 ) -> Result<(), Failure> {
     let devices = layout::devices(&places.streams, &places.counters);
     e.begin_trace(trace, &devices)?;
-    let mut lanes: FastMap<Track, Lanes> = FastMap::default();
+    // Each thread's and stream's track: its slot, in order of first record; its lanes.
+    let mut slots: FastMap<Track, u32> = FastMap::default();
+    let mut lanes: Vec<(Track, Lanes)> = Vec::new();
     let mut steps = VecDeque::new();
     let mut nvtx = NvtxTracks::default();
     // Counter → its value, and the point not yet written (time, value).
@@ -66,22 +68,24 @@ pub fn write<E: Emitter>(
                 Track::Stream(d, c, s)
             }
         };
-        lanes
-            .entry(track)
-            .or_default()
-            .place(0, start, end, &mut steps);
+        let slot = *slots.entry(track).or_insert_with(|| {
+            lanes.push((track, Lanes::default()));
+            lanes.len() as u32 - 1
+        });
+        lanes[slot as usize].1.place(0, start, end, &mut steps);
+        let on = |lane| On { track, slot, lane };
         while let Some(step) = steps.pop_front() {
             match step {
-                Step::End { lane, end, .. } => e.end(track, lane, end)?,
+                Step::End { lane, end, .. } => e.end(on(lane), end)?,
                 Step::Begin { lane, end, .. } => match &rec {
-                    Rec::Api { tid, r, .. } => {
+                    Rec::Api { r, .. } => {
                         let flows = links.api_flows(r);
-                        e.api(trace, *tid, lane, r, end, flows)?;
+                        e.api(trace, on(lane), r, end, flows)?;
                     }
                     _ => {
                         if let Some(g) = rec.gpu() {
                             let flow = links.gpu_flow(g);
-                            e.gpu(trace, lane, g, end, flow)?;
+                            e.gpu(trace, on(lane), g, end, flow)?;
                         }
                     }
                 },
@@ -89,13 +93,13 @@ pub fn write<E: Emitter>(
         }
         Ok(())
     })?;
-    let mut open: Vec<(Track, Lanes)> = lanes.into_iter().collect();
-    open.sort_by_key(|(t, _)| *t);
-    for (track, mut l) in open {
+    let mut open: Vec<(u32, (Track, Lanes))> = (0..).zip(lanes).collect();
+    open.sort_by_key(|(_, (t, _))| *t);
+    for (slot, (track, mut l)) in open {
         l.drain(&mut steps);
         for step in steps.drain(..) {
             if let Step::End { lane, end, .. } = step {
-                e.end(track, lane, end)?;
+                e.end(On { track, slot, lane }, end)?;
             }
         }
         e.stats().clipped += l.clipped;

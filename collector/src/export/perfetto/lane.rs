@@ -1,0 +1,128 @@
+//! A lane's packet sequence ([`Lane`]): each lane of a track that holds events (a thread's, a
+//! stream's, an NVTX track's, a memory counter) is a packet sequence of its own, so that its
+//! packets need neither their track (the sequence's default) nor a full timestamp (a clock of
+//! the sequence's own, incremental: a packet's timestamp is the time since the last one's),
+//! and the names its events use are interned on it ([`Seen`]).
+//!
+//! The events of one lane come in time order (a lane nests: a slice ends before the next one
+//! on it begins, and where one ends the next may begin), so every delta is positive; an event
+//! that would go back in time all the same is written with its timestamp whole, on
+//! `CLOCK_MONOTONIC`, and leaves the lane's clock where it was.
+
+use super::field;
+use crate::export::layout::ARG_NAMES;
+use crate::export::proto::{Open, Proto};
+
+/// `BuiltinClock.BUILTIN_CLOCK_MONOTONIC`.
+pub const CLOCK_MONOTONIC: u64 = 3;
+/// The id of a lane's own clock (ids 64 to 127 are a sequence's own:
+/// `ClockSnapshot.Clock.clock_id`).
+const LANE_CLOCK: u64 = 64;
+/// `TracePacket.SequenceFlags`.
+pub const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
+const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
+
+/// One lane of a track, and the packet sequence its events go to.
+#[derive(Debug)]
+pub struct Lane {
+    pub uuid: u64,
+    /// Its sequence's `trusted_packet_sequence_id`; 0 until its first event.
+    seq: u32,
+    /// Its clock's value: the timestamp of the last event written on its clock.
+    clock: u64,
+    /// The event names and argument strings interned on its sequence.
+    pub names: Seen,
+    pub strings: Seen,
+}
+
+impl Lane {
+    pub fn new(uuid: u64) -> Lane {
+        Lane {
+            uuid,
+            seq: 0,
+            clock: 0,
+            names: Seen::default(),
+            strings: Seen::default(),
+        }
+    }
+
+    /// Starts the packet of an event at `ts` on this lane (its timestamp, sequence and flags
+    /// written): on the lane's first event, after the first packet of its sequence, numbered
+    /// `*next_seq` (which moves on). Returns the open packet, and whether a first packet was
+    /// written.
+    #[inline]
+    pub fn packet(&mut self, p: &mut Proto, ts: u64, next_seq: &mut u32) -> (Open, bool) {
+        let started = self.seq == 0;
+        if started {
+            self.start(p, ts, next_seq);
+        }
+        let packet = p.begin(field::TRACE_PACKET);
+        if ts >= self.clock {
+            p.varint(field::TIMESTAMP, ts - self.clock);
+            self.clock = ts;
+        } else {
+            p.varint(field::TIMESTAMP, ts);
+            p.varint(field::TIMESTAMP_CLOCK_ID, CLOCK_MONOTONIC);
+        }
+        p.varint(field::TRUSTED_PACKET_SEQUENCE_ID, u64::from(self.seq));
+        p.varint(field::SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+        (packet, started)
+    }
+
+    /// The first packet of the lane's sequence: its state cleared; its defaults (timestamps
+    /// on the lane's clock, events on the lane's track); the argument names interned; and a
+    /// clock snapshot that sets the lane's clock, incremental, to `ts` on `CLOCK_MONOTONIC`.
+    fn start(&mut self, p: &mut Proto, ts: u64, next_seq: &mut u32) {
+        self.seq = *next_seq;
+        *next_seq += 1;
+        self.clock = ts;
+        let packet = p.begin(field::TRACE_PACKET);
+        p.varint(field::TRUSTED_PACKET_SEQUENCE_ID, u64::from(self.seq));
+        p.varint(field::SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+        p.varint(field::FIRST_PACKET_ON_SEQUENCE, 1);
+        let defaults = p.begin(field::TRACE_PACKET_DEFAULTS);
+        p.varint(field::TIMESTAMP_CLOCK_ID, LANE_CLOCK);
+        let events = p.begin(field::TRACK_EVENT_DEFAULTS);
+        p.varint(field::TRACK_UUID, self.uuid);
+        p.end(events);
+        p.end(defaults);
+        let interned = p.begin(field::INTERNED_DATA);
+        for (i, name) in ARG_NAMES.iter().enumerate() {
+            let n = p.begin(field::DEBUG_ANNOTATION_NAMES);
+            p.varint(field::IID, i as u64 + 1);
+            p.string(field::NAME, name);
+            p.end(n);
+        }
+        p.end(interned);
+        let snapshot = p.begin(field::CLOCK_SNAPSHOT);
+        for (clock, incremental) in [(LANE_CLOCK, true), (CLOCK_MONOTONIC, false)] {
+            let c = p.begin(field::CLOCKS);
+            p.varint(field::CLOCK_ID, clock);
+            p.varint(field::CLOCK_TIMESTAMP, ts);
+            if incremental {
+                p.varint(field::IS_INCREMENTAL, 1);
+            }
+            p.end(c);
+        }
+        p.end(snapshot);
+        p.end(packet);
+    }
+}
+
+/// The numbers (of a trace's names or strings: [`super::names`]) a sequence has interned.
+#[derive(Debug, Default)]
+pub struct Seen(Vec<u64>);
+
+impl Seen {
+    /// Notes `n` as interned; whether it was not yet.
+    #[inline]
+    pub fn insert(&mut self, n: u32) -> bool {
+        let (word, bit) = ((n / 64) as usize, 1u64 << (n % 64));
+        if word >= self.0.len() {
+            self.0.resize(word + 1, 0);
+        }
+        let new = self.0[word] & bit == 0;
+        self.0[word] |= bit;
+        new
+    }
+}
