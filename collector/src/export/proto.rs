@@ -17,6 +17,27 @@ pub struct Proto {
     pub buf: Vec<u8>,
 }
 
+/// Up to 16 bytes of fields made once and written often ([`Proto::prefix`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Prefix {
+    bytes: [u8; 16],
+    len: u8,
+}
+
+impl Prefix {
+    /// The fields `fill` writes (16 bytes at most).
+    pub fn of(fill: impl FnOnce(&mut Proto)) -> Prefix {
+        let mut p = Proto::default();
+        fill(&mut p);
+        let mut prefix = Prefix {
+            len: p.buf.len() as u8,
+            ..Prefix::default()
+        };
+        prefix.bytes[..p.buf.len()].copy_from_slice(&p.buf);
+        prefix
+    }
+}
+
 /// Where an unfinished nested message starts: see [`Proto::begin`].
 #[must_use = "a nested message must be closed with Proto::end"]
 #[derive(Debug)]
@@ -25,36 +46,31 @@ pub struct Open(usize);
 /// Appends `v` as a base-128 varint.
 #[inline(always)]
 pub fn put_varint(buf: &mut Vec<u8>, v: u64) {
-    // Inline for one byte (a tag, a small number: most of them); a call for more.
-    if v < 0x80 {
+    // Inline for one and two bytes (a tag, a small number, most time deltas); a call for
+    // more.
+    if v < 1 << 7 {
         buf.push(v as u8);
+    } else if v < 1 << 14 {
+        buf.extend_from_slice(&[v as u8 | 0x80, (v >> 7) as u8]);
     } else {
         put_long_varint(buf, v);
     }
 }
 
-/// [`put_varint`] for values of two bytes or more: the bytes made in one word (below 2^56,
-/// eight bytes at most: timestamps in ns), appended as a copy of fixed size and the unused
-/// ones cut off again, for one capacity check and no loop.
+/// [`put_varint`] for values of three bytes or more: those of three and four bytes (time
+/// deltas, correlation ids) made byte by byte without a loop, longer ones in a loop.
 #[inline(never)]
 fn put_long_varint(buf: &mut Vec<u8>, v: u64) {
-    let start = buf.len();
-    if v >= 1 << 56 {
+    let byte = |shift: u32| (v >> shift) as u8 | 0x80;
+    if v < 1 << 21 {
+        buf.extend_from_slice(&[byte(0), byte(7), (v >> 14) as u8]);
+    } else if v < 1 << 28 {
+        buf.extend_from_slice(&[byte(0), byte(7), byte(14), (v >> 21) as u8]);
+    } else {
         let mut bytes = [0u8; 10];
         let n = put_varint_at(&mut bytes, v);
-        buf.extend_from_slice(&bytes);
-        buf.truncate(start + n);
-        return;
+        buf.extend_from_slice(&bytes[..n]);
     }
-    let n = varint_len(v); // 2..=8
-    let mut word = 0u64;
-    for i in 0..8 {
-        word |= ((v >> (7 * i)) & 0x7f) << (8 * i);
-    }
-    // The continuation bit on every byte but the last.
-    word |= 0x8080_8080_8080_8080 & ((1u64 << (8 * (n - 1))) - 1);
-    buf.extend_from_slice(&word.to_le_bytes());
-    buf.truncate(start + n);
 }
 
 /// Writes `v` as a base-128 varint at the start of `out` (room for 10 bytes); returns its
@@ -117,6 +133,15 @@ impl Proto {
         self.tag(field, LEN);
         put_varint(&mut self.buf, b.len() as u64);
         self.buf.extend_from_slice(b);
+    }
+
+    /// Appends bytes made beforehand ([`Prefix`]).
+    #[inline(always)]
+    pub fn prefix(&mut self, prefix: &Prefix) {
+        // A copy of fixed size, the bytes past the prefix's cut off again: no call.
+        let len = self.buf.len();
+        self.buf.extend_from_slice(&prefix.bytes);
+        self.buf.truncate(len + usize::from(prefix.len));
     }
 
     /// Starts a nested message in `field`; close it with [`Proto::end`].

@@ -11,7 +11,7 @@
 
 use super::field;
 use crate::export::layout::ARG_NAMES;
-use crate::export::proto::{Open, Proto};
+use crate::export::proto::{Open, Prefix, Proto};
 
 /// `BuiltinClock.BUILTIN_CLOCK_MONOTONIC`.
 pub const CLOCK_MONOTONIC: u64 = 3;
@@ -28,6 +28,8 @@ pub struct Lane {
     pub uuid: u64,
     /// Its sequence's `trusted_packet_sequence_id`; 0 until its first event.
     seq: u32,
+    /// What its event packets hold after their timestamp: the sequence id and flags.
+    head: Prefix,
     /// Its clock's value: the timestamp of the last event written on its clock.
     clock: u64,
     /// The event names and argument strings interned on its sequence.
@@ -40,6 +42,7 @@ impl Lane {
         Lane {
             uuid,
             seq: 0,
+            head: Prefix::default(),
             clock: 0,
             names: Seen::default(),
             strings: Seen::default(),
@@ -64,8 +67,7 @@ impl Lane {
             p.varint(field::TIMESTAMP, ts);
             p.varint(field::TIMESTAMP_CLOCK_ID, CLOCK_MONOTONIC);
         }
-        p.varint(field::TRUSTED_PACKET_SEQUENCE_ID, u64::from(self.seq));
-        p.varint(field::SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+        p.prefix(&self.head);
         (packet, started)
     }
 
@@ -76,6 +78,11 @@ impl Lane {
         self.seq = *next_seq;
         *next_seq += 1;
         self.clock = ts;
+        let seq = u64::from(self.seq);
+        self.head = Prefix::of(|p| {
+            p.varint(field::TRUSTED_PACKET_SEQUENCE_ID, seq);
+            p.varint(field::SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+        });
         let packet = p.begin(field::TRACE_PACKET);
         p.varint(field::TRUSTED_PACKET_SEQUENCE_ID, u64::from(self.seq));
         p.varint(field::SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
