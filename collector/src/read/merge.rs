@@ -6,6 +6,7 @@
 
 use super::inputs::StreamError;
 use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
 use std::collections::BinaryHeap;
 use std::io;
 use std::path::Path;
@@ -69,23 +70,26 @@ pub fn merge<T: Sorted>(
     let mut heap: BinaryHeap<Reverse<(T::Key, usize)>> = BinaryHeap::new();
     loop {
         let next = src.next_start();
-        while let Some(&Reverse((key, run))) = heap.peek() {
+        // The least item's run stays at the top of the heap with its next item's key (one
+        // sift down), or leaves it when that was its last.
+        while let Some(mut top) = heap.peek_mut() {
+            let Reverse((key, run)) = *top;
             if next.is_some_and(|n| T::time(&key) >= n) {
                 break;
             }
-            heap.pop();
             let items = &mut runs[run];
-            let Some(item) = items.next() else {
-                continue;
-            };
+            let item = items.next();
             match items.as_slice().first() {
-                Some(r) => heap.push(Reverse((r.key(), run))),
+                Some(r) => *top = Reverse((r.key(), run)),
                 None => {
+                    PeekMut::pop(top);
                     *items = Vec::new().into_iter();
                     free.push(run);
                 }
             }
-            emit(item)?;
+            if let Some(item) = item {
+                emit(item)?;
+            }
         }
         if next.is_none() {
             return Ok(());

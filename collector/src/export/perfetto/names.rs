@@ -99,11 +99,13 @@ impl Names {
 }
 
 /// The string values of slice arguments ([`Table`]): launch dimensions (the last two kept
-/// with their numbers: launches mostly repeat theirs) and memory kinds.
+/// with their numbers: launches mostly repeat theirs) and names fixed at build time (memory
+/// kinds: each kept with its number, found by address).
 #[derive(Default)]
 pub struct Strings {
     pub table: Table,
     recent: [Option<([i32; 3], u32)>; 2],
+    fixed: Vec<(&'static str, u32)>,
     /// The slot the next new dimensions go to.
     next: usize,
     text: String,
@@ -124,7 +126,15 @@ impl Strings {
                 self.next = (self.next + 1) % self.recent.len();
                 Some(n)
             }
-            Value::Name(name) => Some(self.table.number(name)),
+            Value::Name(name) => {
+                let same = |(f, _): &&(&str, u32)| std::ptr::eq(*f, *name);
+                if let Some((_, n)) = self.fixed.iter().find(same) {
+                    return Some(*n);
+                }
+                let n = self.table.number(name);
+                self.fixed.push((name, n));
+                Some(n)
+            }
         }
     }
 }
