@@ -57,7 +57,7 @@ pub fn write<E: Emitter>(
         }
         let (start, end) = rec.span();
         if let Some(p) = &mut projector {
-            crate::nvtx::project_rec(p, links, &rec);
+            crate::nvtx::project_rec(p, links, rec);
             nvtx.take(trace, p, e, start)?;
         }
         let track = match &rec {

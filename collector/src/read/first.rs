@@ -10,6 +10,7 @@ use super::links::LinkTable;
 use super::records::{Gpu, Kind, Place, Records};
 use super::trace::RecordSink;
 use crate::filter::RecordFilter;
+use crate::gpu_summary::dist::FastSet;
 use crate::model::{ThreadTrace, Trace};
 use rtrace_format::{
     Chunk, MemcpyRecord, MemoryKind, MemoryOperation, MemoryRecord, NvtxEvent, NvtxKind,
@@ -66,6 +67,9 @@ pub struct FirstRead<'a> {
     pub nvtx: bool,
     api: HashMap<u64, u64>,
     nvtx_events: HashMap<u64, u64>,
+    /// The places in `places.streams`, found by hash (a GPU record's place is looked up
+    /// once per record).
+    seen: FastSet<Place>,
     kernels: u64,
     memcpys: u64,
     memsets: u64,
@@ -82,6 +86,7 @@ impl<'a> FirstRead<'a> {
             nvtx: false,
             api: HashMap::new(),
             nvtx_events: HashMap::new(),
+            seen: FastSet::default(),
             kernels: 0,
             memcpys: 0,
             memsets: 0,
@@ -93,7 +98,10 @@ impl<'a> FirstRead<'a> {
         let mut c = ChunkRef::new(chunk, kind, first);
         for &g in records {
             c.min_start = c.min_start.min(g.span().0);
-            self.places.streams.insert(g.place());
+            let place = g.place();
+            if self.seen.insert(place) {
+                self.places.streams.insert(place);
+            }
             if let Some(id) = g.correlation() {
                 self.links.gpu(id);
             }

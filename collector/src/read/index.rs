@@ -224,7 +224,9 @@ impl Source<Rec> for FileSource<'_> {
         let chunk = self.file.chunk_of(&c)?;
         let keep = self.keep;
         let index = |i: usize| c.first + i as u64;
-        match decode(&c, &chunk, self.file.path())? {
+        let records = decode(&c, &chunk, self.file.path())?;
+        out.reserve(records.count());
+        match records {
             Records::Api(v) => out.extend(
                 v.into_iter()
                     .filter_map(|r| keep.api(r))
