@@ -8,7 +8,7 @@ pub use crate::read::records::{Gpu, Place};
 use crate::model::Trace;
 use crate::read::first::CounterKey;
 use rtrace_format::{ApiRecord, ID_NONE};
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap};
 
 /// Lanes a track may grow to before overlapping slices are clipped (see [`Lanes`]).
 pub const MAX_LANES: usize = 32;
@@ -46,10 +46,17 @@ pub struct Lanes {
 
 impl Lanes {
     /// Places slice `index` spanning `start..end` (an end before its start
-    /// counts as the start), pushing the ends it passes and then its begin onto
-    /// `steps`. Slices must come in start order, longest first among equal
-    /// starts.
-    pub fn place(&mut self, index: u32, start: u64, end: u64, steps: &mut VecDeque<Step>) {
+    /// counts as the start), handing `step` the ends it passes and then its begin (the first
+    /// error `step` gives stops it). Slices must come in start order, longest first among
+    /// equal starts.
+    #[inline]
+    pub fn place<E>(
+        &mut self,
+        index: u32,
+        start: u64,
+        end: u64,
+        mut step: impl FnMut(Step) -> Result<(), E>,
+    ) -> Result<(), E> {
         let mut end = end.max(start);
         let mut chosen = None;
         for (li, lane) in self.open.iter_mut().enumerate() {
@@ -58,11 +65,11 @@ impl Lanes {
                     break;
                 }
                 lane.pop();
-                steps.push_back(Step::End {
+                step(Step::End {
                     index: i,
                     lane: li as u32,
                     end: e,
-                });
+                })?;
             }
             if lane.last().is_none_or(|&(e, _)| e >= end) {
                 chosen = Some(li);
@@ -84,24 +91,25 @@ impl Lanes {
             }
         };
         self.open[lane].push((end, index));
-        steps.push_back(Step::Begin {
+        step(Step::Begin {
             index,
             lane: lane as u32,
             end,
-        });
+        })
     }
 
     /// Ends every open slice: lane by lane, innermost first.
-    pub fn drain(&mut self, steps: &mut VecDeque<Step>) {
+    pub fn drain<E>(&mut self, mut step: impl FnMut(Step) -> Result<(), E>) -> Result<(), E> {
         for (li, lane) in self.open.iter_mut().enumerate() {
             while let Some((end, index)) = lane.pop() {
-                steps.push_back(Step::End {
+                step(Step::End {
                     index,
                     lane: li as u32,
                     end,
-                });
+                })?;
             }
         }
+        Ok(())
     }
 }
 
@@ -114,7 +122,7 @@ pub struct Nest {
     order: Vec<u32>,
     next: usize,
     lanes: Lanes,
-    pending: VecDeque<Step>,
+    pending: std::collections::VecDeque<Step>,
     drained: bool,
 }
 
@@ -132,7 +140,7 @@ impl Nest {
             order,
             next: 0,
             lanes: Lanes::default(),
-            pending: VecDeque::new(),
+            pending: std::collections::VecDeque::new(),
             drained: false,
         }
     }
@@ -156,14 +164,22 @@ impl Iterator for Nest {
                 let index = self.order[self.next];
                 self.next += 1;
                 let (start, end) = self.spans[index as usize];
-                self.lanes.place(index, start, end, &mut self.pending);
+                let pending = &mut self.pending;
+                let _ = self.lanes.place(index, start, end, |s| {
+                    pending.push_back(s);
+                    Ok::<(), ()>(())
+                });
                 continue;
             }
             if self.drained {
                 return None;
             }
             self.drained = true;
-            self.lanes.drain(&mut self.pending);
+            let pending = &mut self.pending;
+            let _ = self.lanes.drain(|s| {
+                pending.push_back(s);
+                Ok::<(), ()>(())
+            });
         }
     }
 }

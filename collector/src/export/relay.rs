@@ -75,9 +75,13 @@ struct Batch {
 }
 
 impl Batch {
+    /// A batch with room for its calls, and for the records of half as many (a slice is two
+    /// calls, its begin and its end), not grown record by record.
     fn with_room() -> Batch {
         Batch {
             calls: Vec::with_capacity(BATCH),
+            api: Vec::with_capacity(BATCH / 2),
+            kernels: Vec::with_capacity(BATCH / 2),
             ..Batch::default()
         }
     }

@@ -3,6 +3,9 @@
 
 /// `BuiltinClock.BUILTIN_CLOCK_MONOTONIC`.
 pub const CLOCK_MONOTONIC: u64 = 3;
+/// The id of a lane's own clock (ids 64 to 127 are a sequence's own:
+/// `ClockSnapshot.Clock.clock_id`).
+pub const LANE_CLOCK: u64 = 64;
 /// `TracePacket.SequenceFlags`.
 pub const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
 pub const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;

@@ -11,16 +11,11 @@
 
 use super::field;
 use crate::export::layout::ARG_NAMES;
-use crate::export::proto::{Open, Prefix, Proto};
+use crate::export::proto::{key, Open, Prefix, Proto, LEN, VARINT};
 
-/// `BuiltinClock.BUILTIN_CLOCK_MONOTONIC`.
-pub const CLOCK_MONOTONIC: u64 = 3;
-/// The id of a lane's own clock (ids 64 to 127 are a sequence's own:
-/// `ClockSnapshot.Clock.clock_id`).
-const LANE_CLOCK: u64 = 64;
-/// `TracePacket.SequenceFlags`.
-pub const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
-const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
+use field::{
+    CLOCK_MONOTONIC, LANE_CLOCK, SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE,
+};
 
 /// One lane of a track, and the packet sequence its events go to.
 #[derive(Debug)]
@@ -28,8 +23,10 @@ pub struct Lane {
     pub uuid: u64,
     /// Its sequence's `trusted_packet_sequence_id`; 0 until its first event.
     seq: u32,
-    /// What its event packets hold after their timestamp: the sequence id and flags.
+    /// What its event packets hold after their timestamp: the sequence id and flags; and
+    /// those of an end event, with the event.
     head: Prefix,
+    end: Prefix,
     /// Its clock's value: the timestamp of the last event written on its clock.
     clock: u64,
     /// The event names and argument strings interned on its sequence.
@@ -43,45 +40,79 @@ impl Lane {
             uuid,
             seq: 0,
             head: Prefix::default(),
+            end: Prefix::default(),
             clock: 0,
             names: Seen::default(),
             strings: Seen::default(),
         }
     }
 
-    /// Starts the packet of an event at `ts` on this lane (its timestamp, sequence and flags
-    /// written): on the lane's first event, after the first packet of its sequence, numbered
-    /// `*next_seq` (which moves on). Returns the open packet, and whether a first packet was
-    /// written.
-    #[inline]
-    pub fn packet(&mut self, p: &mut Proto, ts: u64, next_seq: &mut u32) -> (Open, bool) {
-        let started = self.seq == 0;
-        if started {
+    /// Starts the lane's sequence before its first event, at `ts` ([`Lane::start`]), numbered
+    /// `*next_seq` (which moves on); whether it did.
+    #[inline(always)]
+    pub fn start_if_new(&mut self, p: &mut Proto, ts: u64, next_seq: &mut u32) -> bool {
+        let new = self.seq == 0;
+        if new {
             self.start(p, ts, next_seq);
         }
-        let packet = p.begin(field::TRACE_PACKET);
+        new
+    }
+
+    /// Starts the packet of an event at `ts` on this lane (started:
+    /// [`Lane::start_if_new`]): its timestamp, sequence id and flags written. Returns the
+    /// open packet.
+    #[inline(always)]
+    pub fn packet(&mut self, p: &mut Proto, ts: u64) -> Open {
+        p.put([key(field::TRACE_PACKET, LEN)]);
+        let packet = p.open();
+        self.timestamp(p, ts);
+        p.prefix(&self.head);
+        packet
+    }
+
+    /// The packet of a slice's end at `ts` on this lane (started: [`Lane::start_if_new`]).
+    #[inline(always)]
+    pub fn end(&mut self, p: &mut Proto, ts: u64) {
+        p.put([key(field::TRACE_PACKET, LEN)]);
+        let packet = p.open();
+        self.timestamp(p, ts);
+        p.prefix(&self.end);
+        p.end(packet);
+    }
+
+    /// A packet's timestamp `ts`: the time since the lane's last event, or the time itself on
+    /// `CLOCK_MONOTONIC` where it would go back.
+    #[inline(always)]
+    fn timestamp(&mut self, p: &mut Proto, ts: u64) {
         if ts >= self.clock {
-            p.varint(field::TIMESTAMP, ts - self.clock);
+            p.put([key(field::TIMESTAMP, VARINT)]);
+            p.put_varint(ts - self.clock);
             self.clock = ts;
         } else {
             p.varint(field::TIMESTAMP, ts);
             p.varint(field::TIMESTAMP_CLOCK_ID, CLOCK_MONOTONIC);
         }
-        p.prefix(&self.head);
-        (packet, started)
     }
 
     /// The first packet of the lane's sequence: its state cleared; its defaults (timestamps
     /// on the lane's clock, events on the lane's track); the argument names interned; and a
     /// clock snapshot that sets the lane's clock, incremental, to `ts` on `CLOCK_MONOTONIC`.
+    #[inline(never)]
     fn start(&mut self, p: &mut Proto, ts: u64, next_seq: &mut u32) {
         self.seq = *next_seq;
         *next_seq += 1;
         self.clock = ts;
         let seq = u64::from(self.seq);
-        self.head = Prefix::of(|p| {
+        let head = |p: &mut Proto| {
             p.varint(field::TRUSTED_PACKET_SEQUENCE_ID, seq);
             p.varint(field::SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+        };
+        self.head = Prefix::of(head);
+        self.end = Prefix::of(|p| {
+            head(p);
+            let e = p.begin(field::TRACK_EVENT);
+            p.varint(field::TYPE, field::TYPE_SLICE_END);
+            p.end(e);
         });
         let packet = p.begin(field::TRACE_PACKET);
         p.varint(field::TRUSTED_PACKET_SEQUENCE_ID, u64::from(self.seq));

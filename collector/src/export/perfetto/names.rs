@@ -47,12 +47,46 @@ impl Table {
     }
 }
 
+/// Numbers by id (a function's, a kernel name's: small, dense), found in a list for the ids
+/// below 2^16 and in a map past them.
+#[derive(Default)]
+struct ById {
+    /// Number of id `i` at `i` (0 for none yet).
+    small: Vec<u32>,
+    large: FastMap<u32, u32>,
+}
+
+/// Ids numbered in [`ById::small`].
+const SMALL_IDS: u32 = 1 << 16;
+
+impl ById {
+    #[inline]
+    fn get(&self, id: u32) -> Option<u32> {
+        if id < SMALL_IDS {
+            self.small.get(id as usize).copied().filter(|&n| n != 0)
+        } else {
+            self.large.get(&id).copied()
+        }
+    }
+
+    fn insert(&mut self, id: u32, n: u32) {
+        if id < SMALL_IDS {
+            if id as usize >= self.small.len() {
+                self.small.resize(id as usize + 1, 0);
+            }
+            self.small[id as usize] = n;
+        } else {
+            self.large.insert(id, n);
+        }
+    }
+}
+
 /// The names of slices ([`Table`]), by what each depends on.
 #[derive(Default)]
 pub struct Names {
     pub table: Table,
-    functions: FastMap<u32, u32>,
-    kernels: FastMap<u32, u32>,
+    functions: ById,
+    kernels: ById,
     /// Copies and memsets by what their name depends on ([`layout::copy_or_set_key`]).
     copies: FastMap<(u32, u64), u32>,
     demangled: KernelNames,
@@ -62,8 +96,8 @@ impl Names {
     /// The number of API call `r`'s name.
     #[inline]
     pub fn api(&mut self, trace: &Trace, r: &ApiRecord) -> u32 {
-        match self.functions.get(&r.function) {
-            Some(&n) => n,
+        match self.functions.get(r.function) {
+            Some(n) => n,
             None => {
                 let n = self
                     .table
@@ -78,7 +112,7 @@ impl Names {
     #[inline]
     pub fn gpu(&mut self, trace: &Trace, g: Gpu) -> u32 {
         if let Gpu::Kernel(k) = g {
-            if let Some(&n) = self.kernels.get(&k.name) {
+            if let Some(n) = self.kernels.get(k.name) {
                 return n;
             }
             let n = self.table.number(self.demangled.get(trace, k.name));

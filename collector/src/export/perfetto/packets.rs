@@ -7,14 +7,9 @@ use super::field;
 use super::lane::Lane;
 use super::names::{Strings, Table};
 use crate::export::emitter::Stats;
-use crate::export::layout::{Args, Flow, Value};
-use crate::export::proto::Proto;
+use crate::export::layout::{self, Args, Flow, Value};
+use crate::export::proto::{key, key2, varint_len, Open, Proto, FIXED64, LEN, VARINT};
 use std::io::{self, Write};
-
-/// `TrackEvent.Type`.
-const TYPE_SLICE_BEGIN: u64 = 1;
-const TYPE_SLICE_END: u64 = 2;
-const TYPE_COUNTER: u64 = 4;
 
 /// Packets are gathered in a buffer and written once it holds this much.
 const FLUSH_BYTES: usize = 1 << 20;
@@ -92,12 +87,18 @@ impl<W: Write> Packets<W> {
         self.stats.tracks += 1;
     }
 
-    /// Starts the packet of an event at `ts` on `lane`.
-    #[inline]
-    fn event_packet(&mut self, lane: &mut Lane, ts: u64) -> crate::export::proto::Open {
-        let (packet, started) = lane.packet(&mut self.p, ts, &mut self.next_seq);
+    /// Starts `lane`'s sequence if an event at `ts` is its first; counts the event's packet.
+    #[inline(always)]
+    fn start(&mut self, lane: &mut Lane, ts: u64) {
+        let started = lane.start_if_new(&mut self.p, ts, &mut self.next_seq);
         self.stats.packets += 1 + u64::from(started);
-        packet
+    }
+
+    /// Starts the packet of an event at `ts` on `lane`.
+    #[inline(always)]
+    fn event_packet(&mut self, lane: &mut Lane, ts: u64) -> Open {
+        self.start(lane, ts);
+        lane.packet(&mut self.p, ts)
     }
 
     /// A slice's begin event on `lane` at `ts`: named by number `name` of `names`, with the
@@ -121,9 +122,14 @@ impl<W: Write> Packets<W> {
     ) -> io::Result<()> {
         let packet = self.event_packet(lane, ts);
         let p = &mut self.p;
-        let e = p.begin(field::TRACK_EVENT);
-        p.varint(field::TYPE, TYPE_SLICE_BEGIN);
-        p.varint(field::NAME_IID, u64::from(name));
+        p.put([key(field::TRACK_EVENT, LEN)]);
+        let e = p.open();
+        p.put([
+            key(field::TYPE, VARINT),
+            field::TYPE_SLICE_BEGIN as u8,
+            key(field::NAME_IID, VARINT),
+        ]);
+        p.put_varint(u64::from(name));
         let mut a = Annotations {
             p,
             seen: &mut lane.strings,
@@ -140,15 +146,15 @@ impl<W: Write> Packets<W> {
             p.end(a);
         }
         for id in flows {
-            p.fixed64(field::FLOW_IDS, id);
+            fixed64(p, FLOW_IDS, id);
         }
         if let Some(flow) = flow {
             let f = if flow.call_first {
-                field::TERMINATING_FLOW_IDS
+                TERMINATING_FLOW_IDS
             } else {
-                field::FLOW_IDS
+                FLOW_IDS
             };
-            p.fixed64(f, flow.id);
+            fixed64(p, f, flow.id);
         }
         p.end(e);
         let new_name = lane.names.insert(name);
@@ -176,11 +182,8 @@ impl<W: Write> Packets<W> {
     /// The end of the innermost slice open on `lane`, at `ts`.
     #[inline]
     pub fn end(&mut self, lane: &mut Lane, ts: u64) -> io::Result<()> {
-        let packet = self.event_packet(lane, ts);
-        let e = self.p.begin(field::TRACK_EVENT);
-        self.p.varint(field::TYPE, TYPE_SLICE_END);
-        self.p.end(e);
-        self.p.end(packet);
+        self.start(lane, ts);
+        lane.end(&mut self.p, ts);
         self.flush_if_full()
     }
 
@@ -193,7 +196,7 @@ impl<W: Write> Packets<W> {
     ) -> io::Result<()> {
         let packet = self.event_packet(lane, ts);
         let e = self.p.begin(field::TRACK_EVENT);
-        self.p.varint(field::TYPE, TYPE_COUNTER);
+        self.p.varint(field::TYPE, field::TYPE_COUNTER);
         value(&mut self.p);
         self.p.end(e);
         self.p.end(packet);
@@ -216,22 +219,49 @@ pub struct Annotations<'a> {
 }
 
 impl Args for Annotations<'_> {
+    /// Written as bytes made with their lengths known: an annotation is a few bytes, of which
+    /// only the value varies.
     #[inline(always)]
     fn arg(&mut self, name: usize, value: Value) {
+        const _: () = assert!(layout::ARG_NAMES.len() < 0x80);
+        const ANNOTATION: u8 = key(field::DEBUG_ANNOTATIONS, LEN);
+        const NAME_IID: u8 = key(field::ANNOTATION_NAME_IID, VARINT);
         let p = &mut *self.p;
-        let a = p.begin(field::DEBUG_ANNOTATIONS);
-        p.varint(field::ANNOTATION_NAME_IID, name as u64 + 1);
+        let name = name as u8 + 1;
         match value {
-            Value::Uint(v) => p.varint(field::UINT_VALUE, v),
+            Value::Uint(v) => {
+                let len = 3 + varint_len(v) as u8;
+                p.put([
+                    ANNOTATION,
+                    len,
+                    NAME_IID,
+                    name,
+                    key(field::UINT_VALUE, VARINT),
+                ]);
+                p.put_varint(v);
+            }
             _ => {
                 let s = self.strings.of(&value).unwrap_or_default();
                 if self.seen.insert(s) {
                     self.fresh[self.new] = s;
                     self.new += 1;
                 }
-                p.varint(field::STRING_VALUE_IID, u64::from(s));
+                let len = 4 + varint_len(u64::from(s)) as u8;
+                let [k0, k1] = key2(field::STRING_VALUE_IID, VARINT);
+                p.put([ANNOTATION, len, NAME_IID, name, k0, k1]);
+                p.put_varint(u64::from(s));
             }
         }
-        p.end(a);
     }
+}
+
+/// The keys of a flow id (fixed64, fields past 15).
+const FLOW_IDS: [u8; 2] = key2(field::FLOW_IDS, FIXED64);
+const TERMINATING_FLOW_IDS: [u8; 2] = key2(field::TERMINATING_FLOW_IDS, FIXED64);
+
+/// A fixed64 field of key `key`, in one copy.
+#[inline(always)]
+fn fixed64(p: &mut Proto, [k0, k1]: [u8; 2], v: u64) {
+    let b = v.to_le_bytes();
+    p.put([k0, k1, b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
 }

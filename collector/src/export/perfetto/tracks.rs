@@ -4,7 +4,11 @@
 //! slot the writer is told ([`On`]).
 
 use super::field;
-use super::lane::{Lane, CLOCK_MONOTONIC, SEQ_INCREMENTAL_STATE_CLEARED};
+use super::field::{
+    CLOCK_MONOTONIC, MERGE_BY_TRACK_NAME, ORDERING_EXPLICIT, SEQ_INCREMENTAL_STATE_CLEARED,
+    UNIT_SIZE_BYTES,
+};
+use super::lane::Lane;
 use super::packets::Packets;
 use crate::export::emitter::{On, Track};
 use crate::export::layout::{self, Device, MAX_LANES};
@@ -12,13 +16,6 @@ use crate::gpu_summary::dist::FastMap;
 use crate::model::Trace;
 use crate::read::first::CounterKey;
 use std::io::Write;
-
-/// `TrackDescriptor.ChildTracksOrdering.EXPLICIT`.
-const ORDERING_EXPLICIT: u64 = 3;
-/// `TrackDescriptor.SiblingMergeBehavior.SIBLING_MERGE_BEHAVIOR_BY_TRACK_NAME`.
-const MERGE_BY_TRACK_NAME: u64 = 1;
-/// `CounterDescriptor.Unit.UNIT_SIZE_BYTES`.
-const UNIT_SIZE_BYTES: u64 = 3;
 
 /// The tracks of one trace, and their lanes.
 #[derive(Default)]
