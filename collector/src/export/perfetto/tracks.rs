@@ -193,8 +193,26 @@ impl Tracks {
 
     /// The lane `on`, described when first used: further lanes of a thread or NVTX track are
     /// its child tracks; those of a stream are siblings under the context, merged by name.
-    #[inline]
+    #[inline(always)]
     pub fn lane<W: Write>(&mut self, on: On, w: &mut Packets<W>) -> &mut Lane {
+        // Most events: a thread's or stream's lane used before.
+        let (slot, lane) = (on.slot as usize, on.lane as usize);
+        let used = !matches!(on.track, Track::Nvtx(_))
+            && self
+                .slots
+                .get(slot)
+                .and_then(Option::as_ref)
+                .is_some_and(|t| lane < t.lanes.len());
+        if used {
+            let t = self.slots[slot].as_mut().expect("a track used before");
+            return &mut t.lanes[lane];
+        }
+        self.lane_slow(on, w)
+    }
+
+    /// [`Tracks::lane`] for an NVTX track's lane, or a lane or track not used before.
+    #[inline(never)]
+    fn lane_slow<W: Write>(&mut self, on: On, w: &mut Packets<W>) -> &mut Lane {
         let track = match on.track {
             Track::Nvtx(i) => {
                 if i >= self.nvtx.len() {
