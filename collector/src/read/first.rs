@@ -119,7 +119,7 @@ impl RecordSink for FirstRead<'_> {
             Records::Api(v) => {
                 let next = self.api.entry(chunk.header.thread).or_insert(0);
                 let mut c = ChunkRef::new(chunk, Kind::Api, *next);
-                for r in v.into_iter().filter_map(|r| self.keep.api(r)) {
+                for r in self.keep.kept(v, RecordFilter::api) {
                     c.min_start = c.min_start.min(r.start_ns);
                     self.links.api(r.correlation);
                     *next += 1;
@@ -129,16 +129,18 @@ impl RecordSink for FirstRead<'_> {
                 }
             }
             Records::Kernels(v) => {
-                let kept: Vec<_> = v.into_iter().filter_map(|k| self.keep.kernel(k)).collect();
+                let kept = self.keep.kept(v, RecordFilter::kernel);
                 let g: Vec<Gpu> = kept.iter().map(Gpu::Kernel).collect();
                 self.kernels += self.gpu(chunk, Kind::Kernels, self.kernels, &g);
             }
-            Records::Memcpys(v) => self.copies(chunk, Kind::Memcpys, v.into_iter()),
-            Records::PeerCopies(v) => {
-                self.copies(chunk, Kind::PeerCopies, v.into_iter().map(|p| p.copy))
-            }
+            Records::Memcpys(v) => self.copies(chunk, Kind::Memcpys, v),
+            Records::PeerCopies(v) => self.copies(
+                chunk,
+                Kind::PeerCopies,
+                v.into_iter().map(|p| p.copy).collect(),
+            ),
             Records::Memsets(v) => {
-                let kept: Vec<_> = v.into_iter().filter_map(|s| self.keep.memset(s)).collect();
+                let kept = self.keep.kept(v, RecordFilter::memset);
                 let g: Vec<Gpu> = kept.iter().map(Gpu::Memset).collect();
                 self.memsets += self.gpu(chunk, Kind::Memsets, self.memsets, &g);
             }
@@ -157,7 +159,7 @@ impl RecordSink for FirstRead<'_> {
             }
             Records::Memory(v) => {
                 let mut c = ChunkRef::new(chunk, Kind::Memory, self.memory);
-                for m in v.into_iter().filter_map(|m| self.keep.memory(m)) {
+                for m in self.keep.kept(v, RecordFilter::memory) {
                     c.min_start = c.min_start.min(m.timestamp_ns);
                     self.memory += 1;
                     if let Some((key, _)) = counter_change(&m) {
@@ -175,8 +177,8 @@ impl RecordSink for FirstRead<'_> {
 }
 
 impl FirstRead<'_> {
-    fn copies(&mut self, chunk: &Chunk, kind: Kind, records: impl Iterator<Item = MemcpyRecord>) {
-        let kept: Vec<MemcpyRecord> = records.filter_map(|m| self.keep.memcpy(m)).collect();
+    fn copies(&mut self, chunk: &Chunk, kind: Kind, records: Vec<MemcpyRecord>) {
+        let kept = self.keep.kept(records, RecordFilter::memcpy);
         let g: Vec<Gpu> = kept.iter().map(Gpu::Memcpy).collect();
         self.memcpys += self.gpu(chunk, kind, self.memcpys, &g);
     }
