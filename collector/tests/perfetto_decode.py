@@ -201,7 +201,7 @@ class Sequences:
             "track": track,
             "flows": list(e.flow_ids),
             "terminating": list(e.terminating_flow_ids),
-            "value": e.counter_value,
+            "value": e.double_counter_value if e.HasField("double_counter_value") else e.counter_value,
         }
         if e.type == TE.TYPE_SLICE_BEGIN:
             try:

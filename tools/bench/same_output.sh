@@ -9,9 +9,13 @@
 #
 #     tools/bench/same_output.sh OLD_RTRACE NEW_RTRACE TRACE_OR_DIR...
 #
+# Each export is compared unfiltered and with --from/--to, --kernel, --device and --stream
+# ($EXPORT_FILTERS, one set of options a line, an empty line for none, replaces them).
+#
 # The decoding needs a Python with the `perfetto` package: $RTRACE_PYTHON, else the
 # repository's .venv/bin/python3, else python3.
 set -uo pipefail
+set -f # the filters below are split into words, never globbed
 [ $# -ge 3 ] || { echo "usage: $0 OLD_RTRACE NEW_RTRACE TRACE_OR_DIR..." >&2; exit 2; }
 old=$1 new=$2
 shift 2
@@ -20,6 +24,8 @@ trap 'rm -rf "$work"' EXIT
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 python=${RTRACE_PYTHON:-$repo/.venv/bin/python3}
 [ -x "$python" ] || python=python3
+# The exports' filters ($EXPORT_FILTERS: one a line; the default below).
+mapfile -t filters <<<"${EXPORT_FILTERS-$'\n--from 1ms --to 50ms\n--kernel .*gemm.*\n--device 0\n--stream 7'}"
 n=0 bad=0
 # same [--decoded] ARGS...: both builds run with ARGS; compared (with --decoded, a Perfetto
 # trace on standard output, compared decoded where the bytes differ).
@@ -58,8 +64,12 @@ for t in "$@"; do
     for s in api kernels memcpy kern-exec latency sync utilisation ranks steps nvtx; do
         same report --format csv --section "$s" "$t"
     done
-    same --decoded export --format perfetto -o - "$t"
-    same export --format chrome -o - "$t"
+    for f in "${filters[@]}"; do
+        # shellcheck disable=SC2086 # the filter's words
+        same --decoded export --format perfetto $f -o - "$t"
+        # shellcheck disable=SC2086
+        same export --format chrome $f -o - "$t"
+    done
 done
 echo "$n compared, $bad differ"
 [ "$bad" = 0 ]
