@@ -284,6 +284,28 @@ impl<'a> RecordFilter<'a> {
         }
     }
 
+    /// Whether it keeps every record as it is (no shift, no window, no device, stream or
+    /// kernel filter): then each of its record methods returns the record given.
+    pub fn keeps_all(&self) -> bool {
+        self.shift == 0
+            && self.from == 0
+            && self.to == u64::MAX
+            && self.filter.devices.is_empty()
+            && self.filter.streams.is_empty()
+            && self.names.is_none()
+    }
+
+    /// The records of `records` that `keep` (one of its record methods) keeps, as it gives
+    /// them, in place; `records` themselves when it keeps every one ([`Self::keeps_all`]).
+    #[inline]
+    pub fn kept<T>(&self, records: Vec<T>, keep: impl Fn(&Self, T) -> Option<T>) -> Vec<T> {
+        if self.keeps_all() {
+            records
+        } else {
+            records.into_iter().filter_map(|r| keep(self, r)).collect()
+        }
+    }
+
     #[inline]
     pub fn time(&self, t: u64) -> u64 {
         if self.shift == 0 {

@@ -13,25 +13,42 @@ one fact per line, for collector/tests/export.rs to compare with the trace:
     flow TRACK|NAME|TS -> TRACK|NAME|TS ends|passes
     counter NAME TS VALUE
 
-It reads events as the trace processor does: interned names per sequence, events
-sorted by timestamp (stably), slices matched begin to end per track. It fails
-(exit 1, the reason on stderr) on anything the schema or the track-event rules
-do not allow: unknown fields, a packet without a trusted sequence id, an event
-before its sequence's state is cleared or without SEQ_NEEDS_INCREMENTAL_STATE,
-an unknown interned id or track, an end without a begin, a slice left open (but
-for an NVTX range that never ended, on its thread's NVTX track: its DUR is `open`).
+    perfetto_decode.py TRACE.pftrace            # the facts above
+    perfetto_decode.py --events TRACE.pftrace   # each descriptor and event, in file order
+
+It reads packets as the trace processor does (`Sequences`): per sequence its interned
+names and argument strings and its packet defaults (the timestamp's clock, the event's
+track), each cleared with SEQ_INCREMENTAL_STATE_CLEARED; timestamps on CLOCK_MONOTONIC or
+on a clock of the sequence that a clock snapshot ties to it (incremental: each packet's
+timestamp a delta from the last on that clock). For the facts, events are then sorted by
+timestamp (stably) and slices matched begin to end per track. It fails (exit 1, the
+reason on stderr) on anything the schema or the track-event rules do not allow: unknown
+fields, a packet without a trusted sequence id, an event before its sequence's state is
+cleared or without SEQ_NEEDS_INCREMENTAL_STATE, an unknown interned id, track or clock,
+other than one clock snapshot naming CLOCK_MONOTONIC the trace's clock, an end without a
+begin, a slice left open (but for an NVTX range that never ended, on its thread's NVTX
+track: its DUR is `open`).
+
+`--events` reads the file as a stream (a trace of any size), in constant memory, and prints
+one line per track descriptor (`track UUID FIELDS`) and per event (`event TS TRACK TYPE
+NAME | ARGS | flows F... | ends F... | value V`), timestamps absolute and names resolved:
+two exports that mean the same, written in the same order, print the same lines, however
+they are encoded (tools/bench/same_output.sh compares two builds so).
 """
 
 import sys
 from collections import defaultdict
 
-from google.protobuf import unknown_fields
+from google.protobuf import text_format, unknown_fields
 import perfetto.protos.perfetto.trace.perfetto_trace_pb2 as pb
 
 MONOTONIC = pb.BUILTIN_CLOCK_MONOTONIC
+BOOTTIME = pb.BUILTIN_CLOCK_BOOTTIME
 CLEARED = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
 NEEDS = pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
 TE = pb.TrackEvent
+# Clock ids of a sequence's own clocks (ClockSnapshot.Clock.clock_id).
+SEQUENCE_CLOCKS = range(64, 128)
 
 
 def fail(why):
@@ -50,74 +67,195 @@ def check_known(msg, where):
             check_known(v, f"{where}.{field.name}")
 
 
-def main(path):
-    trace = pb.Trace()
-    with open(path, "rb") as f:
-        trace.ParseFromString(f.read())
-    tracks = {}  # uuid -> TrackDescriptor
-    track_order = []
-    event_names = {}  # (seq, iid) -> name
-    arg_names = {}
-    cleared = set()
-    events = []  # (ts, order, seq, TrackEvent)
-    clock_snapshots = 0
-    for i, packet in enumerate(trace.packet):
+def read_varint(f):
+    """A varint from file `f`; None at the end of the file."""
+    shift = value = 0
+    while True:
+        b = f.read(1)
+        if not b:
+            if shift:
+                fail("the file ends inside a packet's key or length")
+            return None
+        value |= (b[0] & 0x7F) << shift
+        if b[0] < 0x80:
+            return value
+        shift += 7
+
+
+def packets(path):
+    """The file's TracePackets, one at a time (a `Trace` is its packets, field 1, in a row)."""
+    with open(path, "rb", buffering=1 << 20) as f:
+        while True:
+            key = read_varint(f)
+            if key is None:
+                return
+            if key != (1 << 3 | 2):
+                fail(f"a Trace field other than packet (key {key})")
+            data = f.read(read_varint(f))
+            packet = pb.TracePacket()
+            packet.ParseFromString(data)
+            yield packet
+
+
+class Sequence:
+    """What the trace processor keeps of one packet sequence."""
+
+    def __init__(self):
+        self.cleared = False
+        self.names = {}
+        self.arg_names = {}
+        self.strings = {}
+        self.defaults = None
+        # clock id -> [incremental, last value, MONOTONIC minus the clock]
+        self.clocks = {}
+
+    def clear(self):
+        self.cleared = True
+        self.names, self.arg_names, self.strings = {}, {}, {}
+        self.defaults = None
+
+
+class Sequences:
+    """Packets read as the trace processor reads them, in file order (`read`)."""
+
+    def __init__(self):
+        self.seqs = defaultdict(Sequence)
+        self.primary_clocks = 0
+        self.tracks = set()
+
+    def clock_snapshot(self, seq, snapshot):
+        if snapshot.HasField("primary_trace_clock"):
+            self.primary_clocks += 1
+            if snapshot.primary_trace_clock != MONOTONIC:
+                fail("the primary trace clock is not CLOCK_MONOTONIC")
+        values = {c.clock_id: c for c in snapshot.clocks}
+        for c in snapshot.clocks:
+            if c.clock_id == MONOTONIC:
+                continue
+            if c.clock_id not in SEQUENCE_CLOCKS or MONOTONIC not in values:
+                fail(f"sequence {seq}: a clock snapshot other than a sequence's clock and CLOCK_MONOTONIC")
+            if c.unit_multiplier_ns not in (0, 1):
+                fail(f"sequence {seq}: clock {c.clock_id} not in ns")
+            seq.clocks[c.clock_id] = [c.is_incremental, c.timestamp, values[MONOTONIC].timestamp - c.timestamp]
+
+    def timestamp(self, i, seq, packet):
+        """The packet's timestamp on CLOCK_MONOTONIC."""
+        clock = BOOTTIME
+        if packet.HasField("timestamp_clock_id"):
+            clock = packet.timestamp_clock_id
+        elif seq.defaults is not None and seq.defaults.HasField("timestamp_clock_id"):
+            clock = seq.defaults.timestamp_clock_id
+        if clock == MONOTONIC:
+            return packet.timestamp
+        if clock not in seq.clocks:
+            fail(f"packet {i}: a timestamp on clock {clock}, which no snapshot of its sequence ties to CLOCK_MONOTONIC")
+        c = seq.clocks[clock]
+        if c[0]:
+            c[1] += packet.timestamp
+            return c[1] + c[2]
+        return packet.timestamp + c[2]
+
+    def read(self, i, packet):
+        """Packet `i` resolved: ("track", descriptor), ("event", ts, event dict) or None."""
         check_known(packet, "packet")
         if not packet.HasField("trusted_packet_sequence_id"):
             fail(f"packet {i} has no trusted sequence id")
-        seq = packet.trusted_packet_sequence_id
+        seq = self.seqs[packet.trusted_packet_sequence_id]
         if packet.sequence_flags & CLEARED:
-            cleared.add(seq)
-            for k in [k for k in event_names if k[0] == seq]:
-                del event_names[k]
-            for k in [k for k in arg_names if k[0] == seq]:
-                del arg_names[k]
-            if packet.trace_packet_defaults.timestamp_clock_id != MONOTONIC:
-                fail(f"sequence {seq}: timestamps are not on CLOCK_MONOTONIC")
-        if packet.HasField("clock_snapshot"):
-            clock_snapshots += 1
-            if packet.clock_snapshot.primary_trace_clock != MONOTONIC:
-                fail("the primary trace clock is not CLOCK_MONOTONIC")
+            seq.clear()
+        if packet.HasField("trace_packet_defaults"):
+            seq.defaults = packet.trace_packet_defaults
         if packet.HasField("interned_data"):
-            for n in packet.interned_data.event_names:
-                event_names[(seq, n.iid)] = n.name
-            for n in packet.interned_data.debug_annotation_names:
-                arg_names[(seq, n.iid)] = n.name
+            d = packet.interned_data
+            for n in d.event_names:
+                seq.names[n.iid] = n.name
+            for n in d.debug_annotation_names:
+                seq.arg_names[n.iid] = n.name
+            for n in d.debug_annotation_string_values:
+                seq.strings[n.iid] = n.str.decode()
+        if packet.HasField("clock_snapshot"):
+            self.clock_snapshot(seq, packet.clock_snapshot)
         if packet.HasField("track_descriptor"):
             d = packet.track_descriptor
-            if d.uuid in tracks:
+            if d.uuid in self.tracks:
                 fail(f"track uuid {d.uuid} described twice")
-            tracks[d.uuid] = d
-            track_order.append(d.uuid)
-        if packet.HasField("track_event"):
-            if seq not in cleared:
-                fail(f"packet {i}: an event before its sequence's state was cleared")
-            if not packet.sequence_flags & NEEDS:
-                fail(f"packet {i}: an event without SEQ_NEEDS_INCREMENTAL_STATE")
-            e = packet.track_event
-            if e.track_uuid not in tracks:
-                fail(f"packet {i}: an event on an undescribed track {e.track_uuid}")
-            resolved = {
-                "type": e.type,
-                "track": e.track_uuid,
-                "flows": list(e.flow_ids),
-                "terminating": list(e.terminating_flow_ids),
-                "value": e.counter_value,
-            }
-            if e.type == TE.TYPE_SLICE_BEGIN:
-                try:
-                    resolved["name"] = event_names[(seq, e.name_iid)]
-                    args = []
-                    for a in e.debug_annotations:
-                        which = a.WhichOneof("value")
-                        key = a.name if a.HasField("name") else arg_names[(seq, a.name_iid)]
-                        args.append(f"{key}={getattr(a, which)}")
-                except KeyError as k:
-                    fail(f"packet {i}: unknown interned id {k}")
-                resolved["args"] = ",".join(args)
-            events.append((packet.timestamp, i, resolved))
-    if clock_snapshots != 1:
-        fail(f"{clock_snapshots} clock snapshots")
+            self.tracks.add(d.uuid)
+            return ("track", d)
+        if not packet.HasField("track_event"):
+            return None
+        if not seq.cleared:
+            fail(f"packet {i}: an event before its sequence's state was cleared")
+        if not packet.sequence_flags & NEEDS:
+            fail(f"packet {i}: an event without SEQ_NEEDS_INCREMENTAL_STATE")
+        e = packet.track_event
+        if e.HasField("track_uuid"):
+            track = e.track_uuid
+        elif seq.defaults is not None and seq.defaults.track_event_defaults.HasField("track_uuid"):
+            track = seq.defaults.track_event_defaults.track_uuid
+        else:
+            fail(f"packet {i}: an event without a track")
+        if track not in self.tracks:
+            fail(f"packet {i}: an event on an undescribed track {track}")
+        resolved = {
+            "type": e.type,
+            "track": track,
+            "flows": list(e.flow_ids),
+            "terminating": list(e.terminating_flow_ids),
+            "value": e.double_counter_value if e.HasField("double_counter_value") else e.counter_value,
+        }
+        if e.type == TE.TYPE_SLICE_BEGIN:
+            try:
+                resolved["name"] = seq.names[e.name_iid]
+                args = []
+                for a in e.debug_annotations:
+                    key = a.name if a.HasField("name") else seq.arg_names[a.name_iid]
+                    which = a.WhichOneof("value")
+                    value = seq.strings[a.string_value_iid] if which == "string_value_iid" else getattr(a, which)
+                    args.append(f"{key}={value}")
+            except KeyError as k:
+                fail(f"packet {i}: unknown interned id {k}")
+            resolved["args"] = ",".join(args)
+        return ("event", self.timestamp(i, seq, packet), resolved)
+
+
+def events(path):
+    """--events: each descriptor and event in file order."""
+    seqs = Sequences()
+    out = sys.stdout
+    for i, packet in enumerate(packets(path)):
+        r = seqs.read(i, packet)
+        if r is None:
+            continue
+        if r[0] == "track":
+            out.write(f"track {r[1].uuid} {text_format.MessageToString(r[1], as_one_line=True)}\n")
+            continue
+        _, ts, e = r
+        flows = " ".join(map(str, e["flows"]))
+        ends = " ".join(map(str, e["terminating"]))
+        out.write(
+            f"event {ts} {e['track']} {e['type']} {e.get('name', '')} | {e.get('args', '')}"
+            f" | flows {flows} | ends {ends} | value {e['value']}\n"
+        )
+    if seqs.primary_clocks != 1:
+        fail(f"{seqs.primary_clocks} clock snapshots name the trace's clock")
+
+
+def main(path):
+    seqs = Sequences()
+    tracks = {}  # uuid -> TrackDescriptor
+    track_order = []
+    events = []  # (ts, order, event)
+    for i, packet in enumerate(packets(path)):
+        r = seqs.read(i, packet)
+        if r is None:
+            continue
+        if r[0] == "track":
+            tracks[r[1].uuid] = r[1]
+            track_order.append(r[1].uuid)
+        else:
+            events.append((r[1], i, r[2]))
+    if seqs.primary_clocks != 1:
+        fail(f"{seqs.primary_clocks} clock snapshots name the trace's clock")
 
     def name(uuid):
         d = tracks[uuid]
@@ -200,4 +338,9 @@ def main(path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if len(sys.argv) == 3 and sys.argv[1] == "--events":
+        events(sys.argv[2])
+    elif len(sys.argv) == 2:
+        main(sys.argv[1])
+    else:
+        fail("usage: perfetto_decode.py [--events] TRACE.pftrace")

@@ -38,6 +38,11 @@ impl Behind {
 
 impl Write for Behind {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        // What does not fit goes into the next block: a block is filled, not moved to a
+        // larger one.
+        if !self.buf.is_empty() && self.buf.len() + data.len() > self.buf.capacity() {
+            self.hand_over()?;
+        }
         self.buf.extend_from_slice(data);
         if self.buf.len() >= BLOCK {
             self.hand_over()?;

@@ -13,7 +13,7 @@
 //! `Memcpy` and `Memset`; and, when the output holds one process that recorded its rank,
 //! `"distributedInfo": {"rank": R}` after the events.
 
-use super::emitter::{Emitter, Stats, Track};
+use super::emitter::{Emitter, On, Stats, Track};
 use super::layout::{self, Device, Flow, Gpu, KernelNames, Value, ARG_NAMES};
 use crate::model::Trace;
 use crate::read::first::CounterKey;
@@ -290,13 +290,12 @@ impl<W: Write> Emitter for ChromeWriter<W> {
     fn api(
         &mut self,
         trace: &Trace,
-        tid: u64,
-        lane: u32,
+        on: On,
         r: &ApiRecord,
         end: u64,
         flows: std::ops::Range<u64>,
     ) -> io::Result<()> {
-        let lane_tid = self.lane_tid(Track::Thread(tid), lane);
+        let lane_tid = self.lane_tid(on.track, on.lane);
         // The name cache is moved out while the event is written from it.
         let mut functions = std::mem::take(&mut self.t.functions);
         let name = functions.entry(r.function).or_insert_with(|| {
@@ -305,6 +304,7 @@ impl<W: Write> Emitter for ChromeWriter<W> {
             s
         });
         let mut args = std::mem::take(&mut self.args);
+        args.clear();
         layout::api_args(r, &mut args);
         let pid = self.t.pid;
         let cat = if runtime_cbid(r.function).is_some() {
@@ -325,13 +325,13 @@ impl<W: Write> Emitter for ChromeWriter<W> {
     fn gpu(
         &mut self,
         trace: &Trace,
-        lane: u32,
+        on: On,
         g: Gpu,
         end: u64,
         flow: Option<Flow>,
     ) -> io::Result<()> {
         let (device, context, stream) = g.place();
-        let tid = self.lane_tid(Track::Stream(device, context, stream), lane);
+        let tid = self.lane_tid(on.track, on.lane);
         let mut kernel_json = std::mem::take(&mut self.t.kernel_json);
         let mut copy_name = String::new();
         let (cat, name) = match g {
@@ -355,6 +355,7 @@ impl<W: Write> Emitter for ChromeWriter<W> {
             }
         };
         let mut args = std::mem::take(&mut self.args);
+        args.clear();
         layout::gpu_args(g, &mut args);
         let pid = self.t.pid;
         let start = g.span().0;
@@ -382,8 +383,8 @@ impl<W: Write> Emitter for ChromeWriter<W> {
     }
 
     /// Held until it ends, then written as a complete event.
-    fn nvtx(&mut self, track: usize, lane: u32, name: &str, start: u64) -> io::Result<()> {
-        let tid = self.lane_tid(Track::Nvtx(track), lane);
+    fn nvtx(&mut self, on: On, name: &str, start: u64) -> io::Result<()> {
+        let tid = self.lane_tid(on.track, on.lane);
         let mut json = String::new();
         string(&mut json, name);
         self.t.nvtx_open.entry(tid).or_default().push((json, start));
@@ -391,11 +392,11 @@ impl<W: Write> Emitter for ChromeWriter<W> {
     }
 
     /// API and GPU slices are complete events already; an NVTX slice is written now.
-    fn end(&mut self, track: Track, lane: u32, end: u64) -> io::Result<()> {
-        if !matches!(track, Track::Nvtx(_)) {
+    fn end(&mut self, on: On, end: u64) -> io::Result<()> {
+        if !matches!(on.track, Track::Nvtx(_)) {
             return Ok(());
         }
-        let tid = self.lane_tid(track, lane);
+        let tid = self.lane_tid(on.track, on.lane);
         let Some((json, start)) = self.t.nvtx_open.get_mut(&tid).and_then(Vec::pop) else {
             return Ok(());
         };

@@ -1,5 +1,5 @@
 //! What an export writes through ([`Emitter`], implemented by both formats' writers), on
-//! which tracks ([`Track`]), and what it counts as it writes ([`Stats`]).
+//! which tracks and lanes ([`Track`], [`On`]), and what it counts as it writes ([`Stats`]).
 
 use super::layout::{Device, Flow, Gpu};
 use crate::model::Trace;
@@ -50,7 +50,7 @@ impl Stats {
 }
 
 /// A track of the timeline.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Track {
     /// A thread's API calls.
     Thread(u64),
@@ -58,6 +58,51 @@ pub enum Track {
     Stream(u32, u32, u32),
     /// The NVTX track of this index.
     Nvtx(usize),
+}
+
+impl Track {
+    /// A word made of its fields, which tracks mostly differ in (for hashing).
+    #[inline]
+    pub fn word(self) -> u64 {
+        match self {
+            Track::Thread(tid) => tid,
+            Track::Stream(d, c, s) => {
+                (u64::from(d) << 48 ^ u64::from(c) << 24 ^ u64::from(s)).rotate_left(1) | 1
+            }
+            Track::Nvtx(i) => (i as u64).rotate_right(2),
+        }
+    }
+}
+
+/// Hashed as one word ([`Track::word`]; the merge looks a record's track up once per
+/// record), not field by field.
+impl std::hash::Hash for Track {
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.word());
+    }
+}
+
+/// A lane of a track, as a writer is told it: the track; its slot, a number the track keeps
+/// in the trace being written (the merge numbers thread and stream tracks 0, 1, ... as it
+/// first meets them; an NVTX track's is its index), so that a writer finds what it keeps of
+/// a track in a list and not a map; and the lane (0: the track itself).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct On {
+    pub track: Track,
+    pub slot: u32,
+    pub lane: u32,
+}
+
+impl On {
+    /// `lane` of NVTX track `track`.
+    pub fn nvtx(track: usize, lane: u32) -> On {
+        On {
+            track: Track::Nvtx(track),
+            slot: track as u32,
+            lane,
+        }
+    }
 }
 
 /// What a writer does with a trace's tracks, slices, flows and counters.
@@ -68,31 +113,30 @@ pub trait Emitter {
     fn begin_trace(&mut self, trace: &Trace, devices: &[Device]) -> io::Result<()>;
     /// NVTX track `track` is named `name` (before its first slice).
     fn nvtx_track(&mut self, track: usize, name: &str) -> io::Result<()>;
-    /// API call `r` of thread `tid`, on `lane` of its track, ending at `end`;
+    /// API call `r`, on lane `on` of its thread's track, ending at `end`;
     /// it starts the flows `flows`.
     fn api(
         &mut self,
         trace: &Trace,
-        tid: u64,
-        lane: u32,
+        on: On,
         r: &ApiRecord,
         end: u64,
         flows: std::ops::Range<u64>,
     ) -> io::Result<()>;
-    /// GPU record `g`, on `lane` of its stream's track, ending at `end`.
+    /// GPU record `g`, on lane `on` of its stream's track, ending at `end`.
     fn gpu(
         &mut self,
         trace: &Trace,
-        lane: u32,
+        on: On,
         g: Gpu,
         end: u64,
         flow: Option<Flow>,
     ) -> io::Result<()>;
-    /// A slice of NVTX track `track` begins on `lane` (its end comes through
+    /// A slice of an NVTX track begins on lane `on` ([`On::nvtx`]; its end comes through
     /// [`Emitter::end`], or never for a range that never ended).
-    fn nvtx(&mut self, track: usize, lane: u32, name: &str, start: u64) -> io::Result<()>;
-    /// A slice of `track`'s `lane` ends (the innermost open there).
-    fn end(&mut self, track: Track, lane: u32, end: u64) -> io::Result<()>;
+    fn nvtx(&mut self, on: On, name: &str, start: u64) -> io::Result<()>;
+    /// A slice of lane `on` ends (the innermost open there).
+    fn end(&mut self, on: On, end: u64) -> io::Result<()>;
     /// Memory counter `counter` holds `value` bytes from `ts` on.
     fn counter(&mut self, counter: CounterKey, ts: u64, value: i64) -> io::Result<()>;
     /// GPU metric `metric` of device `device` (its name in [`crate::gpu_metrics::timeline::shown_name`]

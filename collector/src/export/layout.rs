@@ -8,7 +8,7 @@ pub use crate::read::records::{Gpu, Place};
 use crate::model::Trace;
 use crate::read::first::CounterKey;
 use rtrace_format::{ApiRecord, ID_NONE};
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap};
 
 /// Lanes a track may grow to before overlapping slices are clipped (see [`Lanes`]).
 pub const MAX_LANES: usize = 32;
@@ -46,10 +46,17 @@ pub struct Lanes {
 
 impl Lanes {
     /// Places slice `index` spanning `start..end` (an end before its start
-    /// counts as the start), pushing the ends it passes and then its begin onto
-    /// `steps`. Slices must come in start order, longest first among equal
-    /// starts.
-    pub fn place(&mut self, index: u32, start: u64, end: u64, steps: &mut VecDeque<Step>) {
+    /// counts as the start), handing `step` the ends it passes and then its begin (the first
+    /// error `step` gives stops it). Slices must come in start order, longest first among
+    /// equal starts.
+    #[inline]
+    pub fn place<E>(
+        &mut self,
+        index: u32,
+        start: u64,
+        end: u64,
+        mut step: impl FnMut(Step) -> Result<(), E>,
+    ) -> Result<(), E> {
         let mut end = end.max(start);
         let mut chosen = None;
         for (li, lane) in self.open.iter_mut().enumerate() {
@@ -58,11 +65,11 @@ impl Lanes {
                     break;
                 }
                 lane.pop();
-                steps.push_back(Step::End {
+                step(Step::End {
                     index: i,
                     lane: li as u32,
                     end: e,
-                });
+                })?;
             }
             if lane.last().is_none_or(|&(e, _)| e >= end) {
                 chosen = Some(li);
@@ -84,24 +91,25 @@ impl Lanes {
             }
         };
         self.open[lane].push((end, index));
-        steps.push_back(Step::Begin {
+        step(Step::Begin {
             index,
             lane: lane as u32,
             end,
-        });
+        })
     }
 
     /// Ends every open slice: lane by lane, innermost first.
-    pub fn drain(&mut self, steps: &mut VecDeque<Step>) {
+    pub fn drain<E>(&mut self, mut step: impl FnMut(Step) -> Result<(), E>) -> Result<(), E> {
         for (li, lane) in self.open.iter_mut().enumerate() {
             while let Some((end, index)) = lane.pop() {
-                steps.push_back(Step::End {
+                step(Step::End {
                     index,
                     lane: li as u32,
                     end,
-                });
+                })?;
             }
         }
+        Ok(())
     }
 }
 
@@ -114,7 +122,7 @@ pub struct Nest {
     order: Vec<u32>,
     next: usize,
     lanes: Lanes,
-    pending: VecDeque<Step>,
+    pending: std::collections::VecDeque<Step>,
     drained: bool,
 }
 
@@ -132,7 +140,7 @@ impl Nest {
             order,
             next: 0,
             lanes: Lanes::default(),
-            pending: VecDeque::new(),
+            pending: std::collections::VecDeque::new(),
             drained: false,
         }
     }
@@ -156,14 +164,22 @@ impl Iterator for Nest {
                 let index = self.order[self.next];
                 self.next += 1;
                 let (start, end) = self.spans[index as usize];
-                self.lanes.place(index, start, end, &mut self.pending);
+                let pending = &mut self.pending;
+                let _ = self.lanes.place(index, start, end, |s| {
+                    pending.push_back(s);
+                    Ok::<(), ()>(())
+                });
                 continue;
             }
             if self.drained {
                 return None;
             }
             self.drained = true;
-            self.lanes.drain(&mut self.pending);
+            let pending = &mut self.pending;
+            let _ = self.lanes.drain(|s| {
+                pending.push_back(s);
+                Ok::<(), ()>(())
+            });
         }
     }
 }
@@ -234,7 +250,7 @@ fn contexts_of(streams: &BTreeSet<Place>, ordinal: u32) -> Vec<Context> {
 }
 
 /// A slice argument's value.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Value {
     Uint(u64),
     /// A launch dimension, shown as `(x,y,z)` ([`Value::write_str`]).
@@ -259,35 +275,6 @@ impl Value {
             }
             Value::Name(n) => Some(n),
         }
-    }
-}
-
-/// The text of string arguments ([`Value::write_str`]), keeping the last two launch
-/// dimensions' (a kernel's grid and block): launches mostly repeat theirs.
-#[derive(Debug, Default)]
-pub struct ArgText {
-    recent: [(Option<[i32; 3]>, String); 2],
-    /// The slot the next new dimensions go to.
-    next: usize,
-}
-
-impl ArgText {
-    /// `value`'s text; `None` for a number.
-    pub fn of<'a>(&'a mut self, value: &'a Value) -> Option<&'a str> {
-        let Value::Dim(d) = value else {
-            return value.write_str(&mut self.recent[self.next].1);
-        };
-        let slot = match self.recent.iter().position(|(k, _)| *k == Some(*d)) {
-            Some(i) => i,
-            None => {
-                let i = self.next;
-                self.next = (i + 1) % self.recent.len();
-                self.recent[i].0 = Some(*d);
-                value.write_str(&mut self.recent[i].1);
-                i
-            }
-        };
-        Some(self.recent[slot].1.as_str())
     }
 }
 
@@ -329,6 +316,20 @@ pub const ARG_NAMES: [&str; 11] = [
 /// An argument: its name's index in [`ARG_NAMES`], and its value.
 pub type Arg = (usize, Value);
 
+/// Where a slice's arguments go ([`api_args`], [`gpu_args`]), one at a time, in order: a
+/// list of them ([`Arg`]s, for Chrome's JSON), or a writer that encodes each as it comes
+/// (Perfetto's).
+pub trait Args {
+    fn arg(&mut self, name: usize, value: Value);
+}
+
+impl Args for Vec<Arg> {
+    #[inline]
+    fn arg(&mut self, name: usize, value: Value) {
+        self.push((name, value));
+    }
+}
+
 const RESULT: usize = 0;
 const CORRELATION: usize = 1;
 const GRID: usize = 2;
@@ -342,38 +343,38 @@ const DST_KIND: usize = 9;
 const VALUE: usize = 10;
 
 /// An API call's arguments: its result code and correlation id.
-pub fn api_args(r: &ApiRecord, out: &mut Vec<Arg>) {
-    out.clear();
-    out.push((RESULT, Value::Uint(u64::from(r.result))));
-    out.push((CORRELATION, Value::Uint(r.correlation)));
+#[inline]
+pub fn api_args(r: &ApiRecord, out: &mut impl Args) {
+    out.arg(RESULT, Value::Uint(u64::from(r.result)));
+    out.arg(CORRELATION, Value::Uint(r.correlation));
 }
 
 /// A GPU record's arguments: for a kernel its grid, block, registers per
 /// thread and static and dynamic shared memory (bytes per block); for a copy
 /// its bytes and memory kinds; for a memset its bytes and value; then the
 /// correlation id, when the record has one.
-pub fn gpu_args(record: Gpu, out: &mut Vec<Arg>) {
-    out.clear();
+#[inline]
+pub fn gpu_args(record: Gpu, out: &mut impl Args) {
     match record {
         Gpu::Kernel(k) => {
-            out.push((GRID, Value::Dim(k.grid)));
-            out.push((BLOCK, Value::Dim(k.block)));
-            out.push((REGISTERS, Value::Uint(k.registers_per_thread.into())));
-            out.push((STATIC_SHARED, Value::Uint(k.static_shared_memory.into())));
-            out.push((DYNAMIC_SHARED, Value::Uint(k.dynamic_shared_memory.into())));
+            out.arg(GRID, Value::Dim(k.grid));
+            out.arg(BLOCK, Value::Dim(k.block));
+            out.arg(REGISTERS, Value::Uint(k.registers_per_thread.into()));
+            out.arg(STATIC_SHARED, Value::Uint(k.static_shared_memory.into()));
+            out.arg(DYNAMIC_SHARED, Value::Uint(k.dynamic_shared_memory.into()));
         }
         Gpu::Memcpy(m) => {
-            out.push((BYTES, Value::Uint(m.bytes)));
-            out.push((SRC_KIND, Value::Name(m.src_kind.name())));
-            out.push((DST_KIND, Value::Name(m.dst_kind.name())));
+            out.arg(BYTES, Value::Uint(m.bytes));
+            out.arg(SRC_KIND, Value::Name(m.src_kind.name()));
+            out.arg(DST_KIND, Value::Name(m.dst_kind.name()));
         }
         Gpu::Memset(m) => {
-            out.push((BYTES, Value::Uint(m.bytes)));
-            out.push((VALUE, Value::Uint(m.value.into())));
+            out.arg(BYTES, Value::Uint(m.bytes));
+            out.arg(VALUE, Value::Uint(m.value.into()));
         }
     }
     if let Some(c) = record.correlation() {
-        out.push((CORRELATION, Value::Uint(c)));
+        out.arg(CORRELATION, Value::Uint(c));
     }
 }
 

@@ -4,7 +4,7 @@
 //! memory counters are written once per distinct time; NVTX ranges are built as the records
 //! come ([`crate::nvtx::Projector`]) and drawn on their tracks ([`NvtxTracks`]).
 
-use super::emitter::{Emitter, Track};
+use super::emitter::{Emitter, On, Track};
 use super::layout::{self, Lanes, Step};
 use super::nvtx_tracks::NvtxTracks;
 use crate::gpu_summary::dist::FastMap;
@@ -13,7 +13,7 @@ use crate::read::first::{counter_change, CounterKey, Places};
 use crate::read::links::LinkTable;
 use crate::read::merge::{merge, Failure, Source};
 use crate::read::records::{Gpu, Rec};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 /// Writes one trace through `e`: `trace` holds all but its API, GPU and
 /// memory records and NVTX events (which may be there too: they are not
@@ -32,13 +32,14 @@ pub fn write<E: Emitter>(
 ) -> Result<(), Failure> {
     let devices = layout::devices(&places.streams, &places.counters);
     e.begin_trace(trace, &devices)?;
-    let mut lanes: FastMap<Track, Lanes> = FastMap::default();
-    let mut steps = VecDeque::new();
+    // Each thread's and stream's track: its slot, in order of first record; its lanes.
+    let mut slots = Slots::default();
+    let mut lanes: Vec<(Track, Lanes)> = Vec::new();
     let mut nvtx = NvtxTracks::default();
     // Counter → its value, and the point not yet written (time, value).
     let mut counters: BTreeMap<CounterKey, (i64, Option<(u64, i64)>)> = BTreeMap::new();
     merge(src, |rec| {
-        if let Rec::Memory { m, .. } = &rec {
+        if let Rec::Memory { m, .. } = rec {
             if let Some((key, delta)) = counter_change(m) {
                 let (value, pending) = counters.entry(key).or_default();
                 *value = value.saturating_add(delta);
@@ -55,10 +56,10 @@ pub fn write<E: Emitter>(
         }
         let (start, end) = rec.span();
         if let Some(p) = &mut projector {
-            crate::nvtx::project_rec(p, links, &rec);
+            crate::nvtx::project_rec(p, links, rec);
             nvtx.take(trace, p, e, start)?;
         }
-        let track = match &rec {
+        let track = match rec {
             Rec::Nvtx { .. } => return Ok(()),
             Rec::Api { tid, .. } => Track::Thread(*tid),
             _ => {
@@ -66,38 +67,37 @@ pub fn write<E: Emitter>(
                 Track::Stream(d, c, s)
             }
         };
-        lanes
-            .entry(track)
-            .or_default()
-            .place(0, start, end, &mut steps);
-        while let Some(step) = steps.pop_front() {
-            match step {
-                Step::End { lane, end, .. } => e.end(track, lane, end)?,
-                Step::Begin { lane, end, .. } => match &rec {
-                    Rec::Api { tid, r, .. } => {
+        let slot = slots.of(track, || {
+            lanes.push((track, Lanes::default()));
+            lanes.len() as u32 - 1
+        });
+        let on = |lane| On { track, slot, lane };
+        lanes[slot as usize]
+            .1
+            .place(0, start, end, |step| match step {
+                Step::End { lane, end, .. } => e.end(on(lane), end),
+                Step::Begin { lane, end, .. } => match rec {
+                    Rec::Api { r, .. } => {
                         let flows = links.api_flows(r);
-                        e.api(trace, *tid, lane, r, end, flows)?;
+                        e.api(trace, on(lane), r, end, flows)
                     }
-                    _ => {
-                        if let Some(g) = rec.gpu() {
+                    _ => match rec.gpu() {
+                        Some(g) => {
                             let flow = links.gpu_flow(g);
-                            e.gpu(trace, lane, g, end, flow)?;
+                            e.gpu(trace, on(lane), g, end, flow)
                         }
-                    }
+                        None => Ok(()),
+                    },
                 },
-            }
-        }
-        Ok(())
+            })
     })?;
-    let mut open: Vec<(Track, Lanes)> = lanes.into_iter().collect();
-    open.sort_by_key(|(t, _)| *t);
-    for (track, mut l) in open {
-        l.drain(&mut steps);
-        for step in steps.drain(..) {
-            if let Step::End { lane, end, .. } = step {
-                e.end(track, lane, end)?;
-            }
-        }
+    let mut open: Vec<(u32, (Track, Lanes))> = (0..).zip(lanes).collect();
+    open.sort_by_key(|(_, (t, _))| *t);
+    for (slot, (track, mut l)) in open {
+        l.drain(|step| match step {
+            Step::End { lane, end, .. } => e.end(On { track, slot, lane }, end),
+            Step::Begin { .. } => Ok(()),
+        })?;
         e.stats().clipped += l.clipped;
     }
     if let Some(p) = &mut projector {
@@ -145,4 +145,40 @@ fn gpu_metrics<E: Emitter>(e: &mut E, trace: &Trace) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// The slots of thread and stream tracks ([`On::slot`]), numbered in order of first record:
+/// looked up once per record, first in a small table of recent tracks indexed by their word
+/// ([`Track::word`]), then in a map.
+struct Slots {
+    map: FastMap<Track, u32>,
+    recent: [Option<(Track, u32)>; RECENT],
+}
+
+/// Entries of [`Slots::recent`] (a power of two).
+const RECENT: usize = 64;
+
+impl Default for Slots {
+    fn default() -> Self {
+        Slots {
+            map: FastMap::default(),
+            recent: [None; RECENT],
+        }
+    }
+}
+
+impl Slots {
+    /// The slot of `track`; `new` makes it for a track not seen yet.
+    #[inline]
+    fn of(&mut self, track: Track, new: impl FnOnce() -> u32) -> u32 {
+        let i = (track.word().wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize % RECENT;
+        if let Some((t, slot)) = self.recent[i] {
+            if t == track {
+                return slot;
+            }
+        }
+        let slot = *self.map.entry(track).or_insert_with(new);
+        self.recent[i] = Some((track, slot));
+        slot
+    }
 }

@@ -65,7 +65,9 @@ pub enum ExportFormat {
 /// viewer fails on files around this size.
 pub const CHROME_SIZE_WARNING: u64 = 256 << 20;
 
-/// A writer of either format.
+/// A writer of either format (one per export: the variants' sizes, a few hundred bytes
+/// each, do not matter).
+#[allow(clippy::large_enum_variant)]
 pub enum Writer<W: Write> {
     Perfetto(PerfettoWriter<W>),
     Chrome(ChromeWriter<W>),

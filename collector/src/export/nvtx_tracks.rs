@@ -16,7 +16,7 @@
 //! - A range that never ended stays open on its thread's track (Perfetto shows it as not
 //!   ended); its span ends where its GPU work ended.
 
-use super::emitter::{Emitter, Track};
+use super::emitter::{Emitter, On};
 use super::layout::{device_name, MAX_LANES};
 use crate::model::Trace;
 use crate::nvtx::{LiveSpan, Projector, Shown};
@@ -131,7 +131,7 @@ impl NvtxTracks {
         for (track, lanes) in tracks {
             for (li, lane) in lanes.lanes.into_iter().enumerate() {
                 for (end, _, _) in lane.into_iter().rev() {
-                    e.end(Track::Nvtx(track), li as u32, end)?;
+                    e.end(On::nvtx(track, li as u32), end)?;
                 }
             }
         }
@@ -193,7 +193,7 @@ impl NvtxTracks {
                 lanes[lane].push(slot);
                 self.drawn.insert(slot, (track, lane as u32));
                 let name = self.name(trace, message);
-                e.nvtx(track, lane as u32, &name, start)
+                e.nvtx(On::nvtx(track, lane as u32), &name, start)
             }
             Shown::End { slot, end } => {
                 let Some((track, lane)) = self.drawn.remove(&slot) else {
@@ -208,7 +208,7 @@ impl NvtxTracks {
                 };
                 if open.last() == Some(&slot) {
                     open.pop();
-                    e.end(Track::Nvtx(track), lane, end)
+                    e.end(On::nvtx(track, lane), end)
                 } else {
                     // Not innermost (placement rules out): left open rather than end another.
                     open.retain(|&s| s != slot);
@@ -358,7 +358,7 @@ impl NvtxTracks {
                         break;
                     }
                     lane.pop();
-                    e.end(Track::Nvtx(track), li as u32, end_at)?;
+                    e.end(On::nvtx(track, li as u32), end_at)?;
                 }
                 let fits = match lane.last() {
                     None => true,
@@ -387,7 +387,7 @@ impl NvtxTracks {
                 self.live.insert((id, device), Live::Drawn);
             }
             lanes.lanes[lane].push((end, live, id));
-            e.nvtx(track, lane as u32, &name, start)?;
+            e.nvtx(On::nvtx(track, lane as u32), &name, start)?;
         }
         Ok(())
     }

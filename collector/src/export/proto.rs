@@ -7,14 +7,57 @@
 //! in the rare case its length needs more than one byte.
 
 /// Wire types.
-const VARINT: u32 = 0;
-const FIXED64: u32 = 1;
-const LEN: u32 = 2;
+pub const VARINT: u32 = 0;
+pub const FIXED64: u32 = 1;
+pub const LEN: u32 = 2;
+
+/// The key of field `field` of wire type `wire` as a varint of one byte (fields 1 to 15),
+/// for fields written as bytes made beforehand ([`Proto::put`]).
+pub const fn key(field: u32, wire: u32) -> u8 {
+    assert!(field < 16);
+    (field << 3 | wire) as u8
+}
+
+/// The key of field `field` (16 to 2047) of wire type `wire`: a varint of two bytes.
+pub const fn key2(field: u32, wire: u32) -> [u8; 2] {
+    assert!(field >= 16 && field < 2048);
+    let k = field << 3 | wire;
+    [(k as u8) | 0x80, (k >> 7) as u8]
+}
+
+/// The number of bytes of `v` as a varint.
+#[inline(always)]
+pub fn varint_len(v: u64) -> usize {
+    // 1 byte per 7 significant bits, at least 1.
+    let bits = 64 - (v | 1).leading_zeros() as usize;
+    bits.div_ceil(7)
+}
 
 /// A protobuf encoding under construction.
 #[derive(Debug, Default)]
 pub struct Proto {
     pub buf: Vec<u8>,
+}
+
+/// Up to 16 bytes of fields made once and written often ([`Proto::prefix`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Prefix {
+    bytes: [u8; 16],
+    len: u8,
+}
+
+impl Prefix {
+    /// The fields `fill` writes (16 bytes at most).
+    pub fn of(fill: impl FnOnce(&mut Proto)) -> Prefix {
+        let mut p = Proto::default();
+        fill(&mut p);
+        let mut prefix = Prefix {
+            len: p.buf.len() as u8,
+            ..Prefix::default()
+        };
+        prefix.bytes[..p.buf.len()].copy_from_slice(&p.buf);
+        prefix
+    }
 }
 
 /// Where an unfinished nested message starts: see [`Proto::begin`].
@@ -25,36 +68,28 @@ pub struct Open(usize);
 /// Appends `v` as a base-128 varint.
 #[inline(always)]
 pub fn put_varint(buf: &mut Vec<u8>, v: u64) {
-    // Inline for one byte (a tag, a small number: most of them); a call for more.
-    if v < 0x80 {
+    // Inline up to four bytes (a tag, a small number, time deltas, correlation ids), made
+    // byte by byte without a loop; a call for more.
+    let byte = |shift: u32| (v >> shift) as u8 | 0x80;
+    if v < 1 << 7 {
         buf.push(v as u8);
+    } else if v < 1 << 14 {
+        buf.extend_from_slice(&[byte(0), (v >> 7) as u8]);
+    } else if v < 1 << 21 {
+        buf.extend_from_slice(&[byte(0), byte(7), (v >> 14) as u8]);
+    } else if v < 1 << 28 {
+        buf.extend_from_slice(&[byte(0), byte(7), byte(14), (v >> 21) as u8]);
     } else {
         put_long_varint(buf, v);
     }
 }
 
-/// [`put_varint`] for values of two bytes or more: the bytes made in one word (below 2^56,
-/// eight bytes at most: timestamps in ns), appended as a copy of fixed size and the unused
-/// ones cut off again, for one capacity check and no loop.
+/// [`put_varint`] for values of five bytes or more.
 #[inline(never)]
 fn put_long_varint(buf: &mut Vec<u8>, v: u64) {
-    let start = buf.len();
-    if v >= 1 << 56 {
-        let mut bytes = [0u8; 10];
-        let n = put_varint_at(&mut bytes, v);
-        buf.extend_from_slice(&bytes);
-        buf.truncate(start + n);
-        return;
-    }
-    let n = varint_len(v); // 2..=8
-    let mut word = 0u64;
-    for i in 0..8 {
-        word |= ((v >> (7 * i)) & 0x7f) << (8 * i);
-    }
-    // The continuation bit on every byte but the last.
-    word |= 0x8080_8080_8080_8080 & ((1u64 << (8 * (n - 1))) - 1);
-    buf.extend_from_slice(&word.to_le_bytes());
-    buf.truncate(start + n);
+    let mut bytes = [0u8; 10];
+    let n = put_varint_at(&mut bytes, v);
+    buf.extend_from_slice(&bytes[..n]);
 }
 
 /// Writes `v` as a base-128 varint at the start of `out` (room for 10 bytes); returns its
@@ -69,13 +104,6 @@ fn put_varint_at(out: &mut [u8], mut v: u64) -> usize {
     }
     out[n] = v as u8;
     n + 1
-}
-
-/// The number of bytes of `v` as a varint.
-pub fn varint_len(v: u64) -> usize {
-    // 1 byte per 7 significant bits, at least 1.
-    let bits = 64 - (v | 1).leading_zeros() as usize;
-    bits.div_ceil(7)
 }
 
 impl Proto {
@@ -119,12 +147,41 @@ impl Proto {
         self.buf.extend_from_slice(b);
     }
 
+    /// Appends bytes made beforehand: fields whose keys ([`key`]) and lengths are known, in
+    /// one copy of fixed size.
+    #[inline(always)]
+    pub fn put<const N: usize>(&mut self, bytes: [u8; N]) {
+        self.buf.extend_from_slice(&bytes);
+    }
+
+    /// Appends `v` as a varint (a field's value after its key).
+    #[inline(always)]
+    pub fn put_varint(&mut self, v: u64) {
+        put_varint(&mut self.buf, v);
+    }
+
+    /// Starts a nested message whose key ([`key`]) was written; close it with
+    /// [`Proto::end`].
+    #[inline(always)]
+    pub fn open(&mut self) -> Open {
+        self.buf.push(0);
+        Open(self.buf.len())
+    }
+
+    /// Appends bytes made beforehand ([`Prefix`]).
+    #[inline(always)]
+    pub fn prefix(&mut self, prefix: &Prefix) {
+        // A copy of fixed size, the bytes past the prefix's cut off again: no call.
+        let len = self.buf.len();
+        self.buf.extend_from_slice(&prefix.bytes);
+        self.buf.truncate(len + usize::from(prefix.len));
+    }
+
     /// Starts a nested message in `field`; close it with [`Proto::end`].
     #[inline(always)]
     pub fn begin(&mut self, field: u32) -> Open {
         self.tag(field, LEN);
-        self.buf.push(0);
-        Open(self.buf.len())
+        self.open()
     }
 
     /// Closes the nested message `open`, writing its length.

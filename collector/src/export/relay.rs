@@ -3,7 +3,7 @@
 //! calls at a time, to a thread that tells the writer ([`Emitter`]): the output is the one the
 //! writer would have written itself, and the two halves of the work share the cores.
 
-use super::emitter::{Emitter, Stats, Track};
+use super::emitter::{Emitter, On, Stats};
 use super::layout::{Device, Flow, Gpu};
 use crate::model::Trace;
 use crate::read::first::CounterKey;
@@ -31,27 +31,24 @@ enum Call {
     BeginTrace(Vec<Device>),
     NvtxTrack(usize, String),
     Api {
-        tid: u64,
-        lane: u32,
+        on: On,
         r: u32,
         end: u64,
         flows: std::ops::Range<u64>,
     },
     Gpu {
-        lane: u32,
+        on: On,
         g: GpuAt,
         end: u64,
         flow: Option<Flow>,
     },
     Nvtx {
-        track: usize,
-        lane: u32,
+        on: On,
         name: String,
         start: u64,
     },
     End {
-        track: Track,
-        lane: u32,
+        on: On,
         end: u64,
     },
     Counter {
@@ -78,9 +75,13 @@ struct Batch {
 }
 
 impl Batch {
+    /// A batch with room for its calls, and for the records of half as many (a slice is two
+    /// calls, its begin and its end), not grown record by record.
     fn with_room() -> Batch {
         Batch {
             calls: Vec::with_capacity(BATCH),
+            api: Vec::with_capacity(BATCH / 2),
+            kernels: Vec::with_capacity(BATCH / 2),
             ..Batch::default()
         }
     }
@@ -99,35 +100,19 @@ impl Batch {
             match call {
                 Call::BeginTrace(devices) => e.begin_trace(trace, devices)?,
                 Call::NvtxTrack(track, name) => e.nvtx_track(*track, name)?,
-                Call::Api {
-                    tid,
-                    lane,
-                    r,
-                    end,
-                    flows,
-                } => e.api(
-                    trace,
-                    *tid,
-                    *lane,
-                    &self.api[*r as usize],
-                    *end,
-                    flows.clone(),
-                )?,
-                Call::Gpu { lane, g, end, flow } => {
+                Call::Api { on, r, end, flows } => {
+                    e.api(trace, *on, &self.api[*r as usize], *end, flows.clone())?
+                }
+                Call::Gpu { on, g, end, flow } => {
                     let g = match *g {
                         GpuAt::Kernel(i) => Gpu::Kernel(&self.kernels[i as usize]),
                         GpuAt::Memcpy(i) => Gpu::Memcpy(&self.memcpys[i as usize]),
                         GpuAt::Memset(i) => Gpu::Memset(&self.memsets[i as usize]),
                     };
-                    e.gpu(trace, *lane, g, *end, *flow)?
+                    e.gpu(trace, *on, g, *end, *flow)?
                 }
-                Call::Nvtx {
-                    track,
-                    lane,
-                    name,
-                    start,
-                } => e.nvtx(*track, *lane, name, *start)?,
-                Call::End { track, lane, end } => e.end(*track, *lane, *end)?,
+                Call::Nvtx { on, name, start } => e.nvtx(*on, name, *start)?,
+                Call::End { on, end } => e.end(*on, *end)?,
                 Call::Counter { counter, ts, value } => e.counter(*counter, *ts, *value)?,
                 Call::GpuMetric {
                     device,
@@ -190,8 +175,7 @@ impl Emitter for Relay {
     fn api(
         &mut self,
         _: &Trace,
-        tid: u64,
-        lane: u32,
+        on: On,
         r: &ApiRecord,
         end: u64,
         flows: std::ops::Range<u64>,
@@ -199,22 +183,14 @@ impl Emitter for Relay {
         let at = self.batch.api.len() as u32;
         self.batch.api.push(*r);
         self.push(Call::Api {
-            tid,
-            lane,
+            on,
             r: at,
             end,
             flows,
         })
     }
 
-    fn gpu(
-        &mut self,
-        _: &Trace,
-        lane: u32,
-        g: Gpu,
-        end: u64,
-        flow: Option<Flow>,
-    ) -> io::Result<()> {
+    fn gpu(&mut self, _: &Trace, on: On, g: Gpu, end: u64, flow: Option<Flow>) -> io::Result<()> {
         let b = &mut self.batch;
         let g = match g {
             Gpu::Kernel(k) => {
@@ -230,20 +206,19 @@ impl Emitter for Relay {
                 GpuAt::Memset(b.memsets.len() as u32 - 1)
             }
         };
-        self.push(Call::Gpu { lane, g, end, flow })
+        self.push(Call::Gpu { on, g, end, flow })
     }
 
-    fn nvtx(&mut self, track: usize, lane: u32, name: &str, start: u64) -> io::Result<()> {
+    fn nvtx(&mut self, on: On, name: &str, start: u64) -> io::Result<()> {
         self.push(Call::Nvtx {
-            track,
-            lane,
+            on,
             name: name.to_string(),
             start,
         })
     }
 
-    fn end(&mut self, track: Track, lane: u32, end: u64) -> io::Result<()> {
-        self.push(Call::End { track, lane, end })
+    fn end(&mut self, on: On, end: u64) -> io::Result<()> {
+        self.push(Call::End { on, end })
     }
 
     fn counter(&mut self, counter: CounterKey, ts: u64, value: i64) -> io::Result<()> {

@@ -167,7 +167,12 @@ struct Slice {
 struct Decoded {
     /// Per sequence, the fields of its first packet (besides the sequence id).
     first_packets: BTreeMap<u64, Vec<u32>>,
+    /// Clock snapshots naming the trace's clock (`primary_trace_clock`).
     clock_snapshots: usize,
+    /// Per sequence with a clock of its own: (clock id, incremental) as its snapshot set it.
+    lane_clocks: BTreeMap<u64, (u64, bool)>,
+    /// Events whose timestamp is on `CLOCK_MONOTONIC` itself rather than their lane's clock.
+    absolute: usize,
     tracks: Vec<Track>,
     slices: Vec<Slice>,
     /// Slices begun and never ended (only NVTX ranges that never ended may be).
@@ -201,16 +206,29 @@ impl Decoded {
     }
 }
 
-/// Decodes a Perfetto trace as the trace processor reads one: interned names
-/// resolved per sequence; events sorted by timestamp (stably), then matched
-/// begin to end on each track.
+/// What the trace processor keeps of one packet sequence.
+#[derive(Default)]
+struct SeqState {
+    cleared: bool,
+    event_names: HashMap<u64, String>,
+    arg_names: HashMap<u64, String>,
+    strings: HashMap<u64, String>,
+    /// `TracePacketDefaults`: the timestamps' clock, the events' track.
+    clock: Option<u64>,
+    track: Option<u64>,
+    /// Its clocks: id → (incremental, value, `CLOCK_MONOTONIC` minus the clock).
+    clocks: HashMap<u64, (bool, u64, u64)>,
+}
+
+/// Decodes a Perfetto trace as the trace processor reads one: per sequence, interned names
+/// and strings, packet defaults and clocks (incremental: each timestamp the time since the
+/// last on that clock); events sorted by timestamp (stably), then matched begin to end on each
+/// track.
 fn decode(bytes: &[u8]) -> Decoded {
     let mut d = Decoded::default();
     // (ts, file order, track, begin?, slice under construction)
     let mut events: Vec<(u64, usize, u64, Option<Slice>)> = Vec::new();
-    let mut event_names: HashMap<(u64, u64), String> = HashMap::new();
-    let mut arg_names: HashMap<(u64, u64), String> = HashMap::new();
-    let mut cleared: HashMap<u64, bool> = HashMap::new();
+    let mut seqs: HashMap<u64, SeqState> = HashMap::new();
     for (field, packet) in fields(bytes) {
         assert_eq!(field, 1, "Trace has only packets");
         let F::Bytes(packet) = packet else {
@@ -219,28 +237,58 @@ fn decode(bytes: &[u8]) -> Decoded {
         d.packets += 1;
         let p = fields(packet);
         let seq = p.uint(10).expect("every packet has a trusted sequence id");
+        let s = seqs.entry(seq).or_default();
         let flags = p.uint(13).unwrap_or(0);
         if flags & 1 != 0 {
-            cleared.insert(seq, true);
+            let clocks = std::mem::take(&mut s.clocks);
+            *s = SeqState {
+                cleared: true,
+                clocks,
+                ..Default::default()
+            };
             let mut numbers = p.numbers();
             numbers.retain(|&n| n != 10);
             d.first_packets.insert(seq, numbers);
-            let defaults = fields(p.msg(59).expect("trace packet defaults"));
-            assert_eq!(defaults.uint(58), Some(3), "timestamps on CLOCK_MONOTONIC");
+        }
+        if let Some(defaults) = p.msg(59) {
+            let defaults = fields(defaults);
+            s.clock = defaults.uint(58);
+            s.track = defaults.msg(11).and_then(|e| fields(e).uint(11));
         }
         if let Some(clock) = p.msg(6) {
-            d.clock_snapshots += 1;
-            assert_eq!(fields(clock).uint(2), Some(3), "primary trace clock");
+            let clock = fields(clock);
+            if let Some(primary) = clock.uint(2) {
+                d.clock_snapshots += 1;
+                assert_eq!(primary, 3, "primary trace clock");
+            }
+            let clocks: Vec<_> = clock.msgs(1).into_iter().map(fields).collect();
+            let monotonic = clocks.iter().find(|c| c.uint(1) == Some(3));
+            for c in clocks.iter().filter(|c| c.uint(1) != Some(3)) {
+                let id = c.uint(1).unwrap();
+                assert!((64..128).contains(&id), "a clock of the sequence's own");
+                let (value, incremental) = (c.uint(2).unwrap(), c.uint(3) == Some(1));
+                let mono = monotonic.expect("tied to CLOCK_MONOTONIC").uint(2).unwrap();
+                s.clocks
+                    .insert(id, (incremental, value, mono.wrapping_sub(value)));
+                d.lane_clocks.insert(seq, (id, incremental));
+            }
         }
         if let Some(interned) = p.msg(12) {
             let interned = fields(interned);
             for n in interned.msgs(2) {
                 let n = fields(n);
-                event_names.insert((seq, n.uint(1).unwrap()), n.str(2).unwrap().into());
+                s.event_names
+                    .insert(n.uint(1).unwrap(), n.str(2).unwrap().into());
             }
             for n in interned.msgs(3) {
                 let n = fields(n);
-                arg_names.insert((seq, n.uint(1).unwrap()), n.str(2).unwrap().into());
+                s.arg_names
+                    .insert(n.uint(1).unwrap(), n.str(2).unwrap().into());
+            }
+            for n in interned.msgs(29) {
+                let n = fields(n);
+                s.strings
+                    .insert(n.uint(1).unwrap(), n.str(2).unwrap().into());
             }
         }
         if let Some(t) = p.msg(60) {
@@ -282,23 +330,38 @@ fn decode(bytes: &[u8]) -> Decoded {
             d.tracks.push(track);
         }
         if let Some(e) = p.msg(11) {
-            assert!(cleared.get(&seq).copied().unwrap_or(false));
+            assert!(s.cleared);
             assert_eq!(flags, 2, "track events need the incremental state");
             let e = fields(e);
-            let ts = p.uint(8).expect("event timestamp");
-            let track = e.uint(11).unwrap();
+            let raw = p.uint(8).expect("event timestamp");
+            let ts = match p.uint(58).or(s.clock).expect("a timestamp's clock") {
+                3 => {
+                    d.absolute += 1;
+                    raw
+                }
+                id => {
+                    let c = s.clocks.get_mut(&id).expect("a clock of the sequence");
+                    if c.0 {
+                        c.1 += raw;
+                        c.1.wrapping_add(c.2)
+                    } else {
+                        raw.wrapping_add(c.2)
+                    }
+                }
+            };
+            let track = e.uint(11).or(s.track).expect("an event's track");
             match e.uint(9) {
                 Some(1) => {
-                    let name = event_names[&(seq, e.uint(10).unwrap())].clone();
+                    let name = s.event_names[&e.uint(10).unwrap()].clone();
                     let args = e
                         .msgs(4)
                         .into_iter()
                         .map(|a| {
                             let a = fields(a);
-                            let name = arg_names[&(seq, a.uint(1).unwrap())].clone();
-                            let value = match (a.uint(3), a.str(6)) {
+                            let name = s.arg_names[&a.uint(1).unwrap()].clone();
+                            let value = match (a.uint(3), a.uint(17)) {
                                 (Some(v), None) => v.to_string(),
-                                (None, Some(s)) => s.to_string(),
+                                (None, Some(iid)) => s.strings[&iid].clone(),
                                 other => panic!("{other:?}"),
                             };
                             (name, value)
@@ -383,11 +446,21 @@ fn perfetto_tracks_are_exact() {
     let d = decode(&bytes);
     assert_eq!(stats.bytes, bytes.len() as u64);
     assert_eq!(stats.packets, d.packets as u64);
-    // The sequence's first packet: flags, first-on-sequence, defaults,
-    // interned argument names, the clock snapshot.
-    assert_eq!(d.first_packets.len(), 1);
-    assert_eq!(d.first_packets[&1], vec![13, 87, 59, 12, 6]);
+    // The trace's descriptors are a sequence whose first packet clears its state, is the
+    // first on it and (the output's first) makes CLOCK_MONOTONIC the trace's clock.
+    assert_eq!(d.first_packets[&1], vec![13, 87, 6]);
     assert_eq!(d.clock_snapshots, 1);
+    // Each lane with events (threads 11 and 12, stream 7's two lanes, streams 8 and 3, the
+    // two memory counters) is a sequence of its own, whose first packet holds its flags,
+    // first-on-sequence, defaults (clock, track), the interned argument names and the
+    // snapshot of its clock (id 64, incremental); every event is on that clock.
+    let lanes: Vec<u64> = d.first_packets.keys().skip(1).copied().collect();
+    assert_eq!(lanes, (2..=9).collect::<Vec<_>>());
+    for seq in lanes {
+        assert_eq!(d.first_packets[&seq], vec![13, 87, 59, 12, 6]);
+        assert_eq!(d.lane_clocks[&seq], (64, true));
+    }
+    assert_eq!(d.absolute, 0);
     let track = |uuid, parent: Option<u64>, name: Option<&str>| Track {
         uuid,
         parent,
@@ -624,12 +697,13 @@ fn perfetto_names_are_interned_once_per_sequence() {
     let (bytes, stats) = export(&[one, two], ExportFormat::Perfetto);
     let d = decode(&bytes);
     assert_eq!(stats.traces, 2);
-    // One sequence per trace; the clock snapshot only once.
+    // Per trace a sequence of its descriptors, then one per lane with events (eight: see
+    // perfetto_tracks_are_exact); the clock snapshot naming the trace's clock only once.
     assert_eq!(
         d.first_packets.keys().copied().collect::<Vec<_>>(),
-        vec![1, 2]
+        (1..=18).collect::<Vec<_>>()
     );
-    assert_eq!(d.first_packets[&2], vec![13, 87, 59, 12]);
+    assert_eq!(d.first_packets[&10], vec![13, 87]);
     assert_eq!(d.clock_snapshots, 1);
     // Distinct uuids and flow ids across the two (decode checks uuids).
     assert_eq!(d.tracks.len(), 26);
@@ -661,9 +735,18 @@ fn perfetto_names_are_interned_once_per_sequence() {
         }
     }
     assert!(names.values().all(|&n| n == 1), "{names:?}");
-    // cuInit, cuMemAlloc_v2, cuMemcpyHtoD_v2, cuLaunchKernel, cuMemsetD8_v2,
-    // cuMemFree_v2, 2 copies, vecadd, memset, fill, kernel#9: per sequence.
-    assert_eq!(names.len(), 2 * 12);
+    // Once on each lane (a sequence) that has a slice of that name: cuInit, cuMemAlloc_v2,
+    // cuMemcpyHtoD_v2, cuLaunchKernel, cuMemsetD8_v2 and cuMemFree_v2 on thread 11, two of
+    // them on thread 12, the GPU work's names on their streams' lanes; per trace.
+    let mut used: Vec<(u64, &str)> = d
+        .slices
+        .iter()
+        .map(|s| (s.track, s.name.as_str()))
+        .collect();
+    used.sort_unstable();
+    used.dedup();
+    assert_eq!(names.len(), used.len());
+    assert_eq!(names.len(), 2 * 15);
 }
 
 #[test]
@@ -1738,30 +1821,6 @@ fn launch_dimensions_read_as_formatted() {
     let value = super::layout::Value::Name("device");
     assert_eq!(value.write_str(&mut text), Some("device"));
     assert_eq!(super::layout::Value::Uint(3).write_str(&mut text), None);
-}
-
-#[test]
-fn argument_texts_follow_their_values() {
-    use super::layout::{ArgText, Value};
-    let mut texts = ArgText::default();
-    // Grid and block alternating, repeated, then new ones: each read as formatted.
-    for d in [
-        [4, 1, 1],
-        [256, 1, 1],
-        [4, 1, 1],
-        [256, 1, 1],
-        [8, 2, 1],
-        [256, 1, 1],
-        [8, 2, 1],
-        [4, 1, 1],
-        [4, 1, 1],
-        [-3, 0, 7],
-    ] {
-        let want = format!("({},{},{})", d[0], d[1], d[2]);
-        assert_eq!(texts.of(&Value::Dim(d)), Some(want.as_str()));
-        assert_eq!(texts.of(&Value::Name("pinned")), Some("pinned"));
-        assert_eq!(texts.of(&Value::Uint(9)), None);
-    }
 }
 
 #[test]

@@ -61,7 +61,7 @@ pub fn project(
         .collect();
     let mut src = FileSource::open(path, first.index, keep)?;
     merge(&mut src, |rec| {
-        project_rec(&mut p, &links, &rec);
+        project_rec(&mut p, &links, rec);
         Ok(())
     })
     .map_err(|e| read_error(path, e))?;
@@ -106,7 +106,7 @@ pub fn project_in_memory(p: &mut Projector, trace: &Trace) {
     let links = LinkTable::of(trace, &mut 0);
     let mut src = records::in_memory(trace);
     let _ = merge(&mut src, |rec| {
-        project_rec(p, &links, &rec);
+        project_rec(p, &links, rec);
         Ok(())
     });
 }

@@ -10,6 +10,7 @@ use super::links::LinkTable;
 use super::records::{Gpu, Kind, Place, Records};
 use super::trace::RecordSink;
 use crate::filter::RecordFilter;
+use crate::gpu_summary::dist::FastSet;
 use crate::model::{ThreadTrace, Trace};
 use rtrace_format::{
     Chunk, MemcpyRecord, MemoryKind, MemoryOperation, MemoryRecord, NvtxEvent, NvtxKind,
@@ -66,6 +67,9 @@ pub struct FirstRead<'a> {
     pub nvtx: bool,
     api: HashMap<u64, u64>,
     nvtx_events: HashMap<u64, u64>,
+    /// The places in `places.streams`, found by hash (a GPU record's place is looked up
+    /// once per record).
+    seen: FastSet<Place>,
     kernels: u64,
     memcpys: u64,
     memsets: u64,
@@ -82,6 +86,7 @@ impl<'a> FirstRead<'a> {
             nvtx: false,
             api: HashMap::new(),
             nvtx_events: HashMap::new(),
+            seen: FastSet::default(),
             kernels: 0,
             memcpys: 0,
             memsets: 0,
@@ -93,7 +98,10 @@ impl<'a> FirstRead<'a> {
         let mut c = ChunkRef::new(chunk, kind, first);
         for &g in records {
             c.min_start = c.min_start.min(g.span().0);
-            self.places.streams.insert(g.place());
+            let place = g.place();
+            if self.seen.insert(place) {
+                self.places.streams.insert(place);
+            }
             if let Some(id) = g.correlation() {
                 self.links.gpu(id);
             }
@@ -111,7 +119,7 @@ impl RecordSink for FirstRead<'_> {
             Records::Api(v) => {
                 let next = self.api.entry(chunk.header.thread).or_insert(0);
                 let mut c = ChunkRef::new(chunk, Kind::Api, *next);
-                for r in v.into_iter().filter_map(|r| self.keep.api(r)) {
+                for r in self.keep.kept(v, RecordFilter::api) {
                     c.min_start = c.min_start.min(r.start_ns);
                     self.links.api(r.correlation);
                     *next += 1;
@@ -121,16 +129,18 @@ impl RecordSink for FirstRead<'_> {
                 }
             }
             Records::Kernels(v) => {
-                let kept: Vec<_> = v.into_iter().filter_map(|k| self.keep.kernel(k)).collect();
+                let kept = self.keep.kept(v, RecordFilter::kernel);
                 let g: Vec<Gpu> = kept.iter().map(Gpu::Kernel).collect();
                 self.kernels += self.gpu(chunk, Kind::Kernels, self.kernels, &g);
             }
-            Records::Memcpys(v) => self.copies(chunk, Kind::Memcpys, v.into_iter()),
-            Records::PeerCopies(v) => {
-                self.copies(chunk, Kind::PeerCopies, v.into_iter().map(|p| p.copy))
-            }
+            Records::Memcpys(v) => self.copies(chunk, Kind::Memcpys, v),
+            Records::PeerCopies(v) => self.copies(
+                chunk,
+                Kind::PeerCopies,
+                v.into_iter().map(|p| p.copy).collect(),
+            ),
             Records::Memsets(v) => {
-                let kept: Vec<_> = v.into_iter().filter_map(|s| self.keep.memset(s)).collect();
+                let kept = self.keep.kept(v, RecordFilter::memset);
                 let g: Vec<Gpu> = kept.iter().map(Gpu::Memset).collect();
                 self.memsets += self.gpu(chunk, Kind::Memsets, self.memsets, &g);
             }
@@ -149,7 +159,7 @@ impl RecordSink for FirstRead<'_> {
             }
             Records::Memory(v) => {
                 let mut c = ChunkRef::new(chunk, Kind::Memory, self.memory);
-                for m in v.into_iter().filter_map(|m| self.keep.memory(m)) {
+                for m in self.keep.kept(v, RecordFilter::memory) {
                     c.min_start = c.min_start.min(m.timestamp_ns);
                     self.memory += 1;
                     if let Some((key, _)) = counter_change(&m) {
@@ -167,8 +177,8 @@ impl RecordSink for FirstRead<'_> {
 }
 
 impl FirstRead<'_> {
-    fn copies(&mut self, chunk: &Chunk, kind: Kind, records: impl Iterator<Item = MemcpyRecord>) {
-        let kept: Vec<MemcpyRecord> = records.filter_map(|m| self.keep.memcpy(m)).collect();
+    fn copies(&mut self, chunk: &Chunk, kind: Kind, records: Vec<MemcpyRecord>) {
+        let kept = self.keep.kept(records, RecordFilter::memcpy);
         let g: Vec<Gpu> = kept.iter().map(Gpu::Memcpy).collect();
         self.memcpys += self.gpu(chunk, kind, self.memcpys, &g);
     }

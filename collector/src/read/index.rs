@@ -224,10 +224,12 @@ impl Source<Rec> for FileSource<'_> {
         let chunk = self.file.chunk_of(&c)?;
         let keep = self.keep;
         let index = |i: usize| c.first + i as u64;
-        match decode(&c, &chunk, self.file.path())? {
+        let records = decode(&c, &chunk, self.file.path())?;
+        out.reserve(records.count());
+        match records {
             Records::Api(v) => out.extend(
-                v.into_iter()
-                    .filter_map(|r| keep.api(r))
+                keep.kept(v, RecordFilter::api)
+                    .into_iter()
                     .enumerate()
                     .map(|(i, r)| Rec::Api {
                         tid: c.thread,
@@ -236,20 +238,20 @@ impl Source<Rec> for FileSource<'_> {
                     }),
             ),
             Records::Kernels(v) => out.extend(
-                v.into_iter()
-                    .filter_map(|k| keep.kernel(k))
+                keep.kept(v, RecordFilter::kernel)
+                    .into_iter()
                     .enumerate()
                     .map(|(i, k)| Rec::Kernel(index(i), k)),
             ),
             Records::Memcpys(v) => out.extend(
-                v.into_iter()
-                    .filter_map(|m| keep.memcpy(m))
+                keep.kept(v, RecordFilter::memcpy)
+                    .into_iter()
                     .enumerate()
                     .map(|(i, m)| Rec::Memcpy(index(i), m)),
             ),
             Records::Memsets(v) => out.extend(
-                v.into_iter()
-                    .filter_map(|s| keep.memset(s))
+                keep.kept(v, RecordFilter::memset)
+                    .into_iter()
                     .enumerate()
                     .map(|(i, s)| Rec::Memset(index(i), s)),
             ),
@@ -263,8 +265,8 @@ impl Source<Rec> for FileSource<'_> {
                 }
             })),
             Records::Memory(v) => out.extend(
-                v.into_iter()
-                    .filter_map(|m| keep.memory(m))
+                keep.kept(v, RecordFilter::memory)
+                    .into_iter()
                     .enumerate()
                     .map(|(i, m)| Rec::Memory {
                         trace: 0,

@@ -83,7 +83,21 @@ impl LinkTable {
         t
     }
 
+    #[inline]
     fn cell(&mut self, id: u64) -> &mut u8 {
+        // Most ids: in the dense range, none in the map.
+        let i = id.wrapping_sub(self.base);
+        if self.sparse.is_empty() && i < self.cells.len() as u64 {
+            self.notes += 1;
+            return &mut self.cells[i as usize];
+        }
+        self.cell_slow(id)
+    }
+
+    /// [`LinkTable::cell`] for an id outside the dense range, or with ids in the map: the
+    /// range grown to reach it, or a map entry.
+    #[inline(never)]
+    fn cell_slow(&mut self, id: u64) -> &mut u8 {
         self.notes += 1;
         if self.cells.is_empty() && self.sparse.is_empty() {
             self.base = id;
@@ -114,6 +128,7 @@ impl LinkTable {
         &mut self.sparse.entry(id).or_insert((0, slot)).0
     }
 
+    #[inline]
     fn get(&self, id: u64) -> u8 {
         if let Some(&(c, _)) = self.sparse.get(&id) {
             return c;

@@ -6,6 +6,7 @@
 
 use super::inputs::StreamError;
 use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
 use std::collections::BinaryHeap;
 use std::io;
 use std::path::Path;
@@ -16,8 +17,26 @@ pub trait Sorted {
     type Key: Ord + Copy;
     fn key(&self) -> Self::Key;
     /// The time of `key`: no item with a key of an earlier time comes after a batch whose
-    /// earliest time is later.
+    /// earliest time is later. Keys order items by time first.
     fn time(key: &Self::Key) -> u64;
+    /// The time of the item's key, made without the rest of the key where that is cheaper.
+    #[inline]
+    fn time_of(&self) -> u64 {
+        Self::time(&self.key())
+    }
+}
+
+/// Sorts `items` by key: by time, the rest of the key looked at only where times tie. A
+/// batch whose times strictly increase (most come so) is sorted already: so are its keys.
+fn sort<T: Sorted>(items: &mut [T]) {
+    if items.windows(2).all(|w| w[0].time_of() < w[1].time_of()) {
+        return;
+    }
+    items.sort_unstable_by(|a, b| {
+        a.time_of()
+            .cmp(&b.time_of())
+            .then_with(|| a.key().cmp(&b.key()))
+    });
 }
 
 /// Where items come from, a batch at a time, batches in order of their earliest time.
@@ -58,34 +77,43 @@ pub fn read_error(path: &Path, e: Failure) -> StreamError {
 
 /// Hands `src`'s items to `emit` in key order: each batch is sorted (batches come mostly
 /// sorted already), and the batches read are merged through a heap of their first items not
-/// yet handed on.
+/// yet handed on. Each item is handed on where it lies in its batch (not moved out).
 pub fn merge<T: Sorted>(
     src: &mut dyn Source<T>,
-    mut emit: impl FnMut(T) -> io::Result<()>,
+    mut emit: impl FnMut(&T) -> io::Result<()>,
 ) -> Result<(), Failure> {
-    // Batches being merged, each as the items not yet handed on; freed slots.
-    let mut runs: Vec<std::vec::IntoIter<T>> = Vec::new();
+    // Batches being merged, each with the place of its first item not yet handed on; freed
+    // slots.
+    let mut runs: Vec<(Vec<T>, usize)> = Vec::new();
     let mut free: Vec<usize> = Vec::new();
     let mut heap: BinaryHeap<Reverse<(T::Key, usize)>> = BinaryHeap::new();
     loop {
         let next = src.next_start();
-        while let Some(&Reverse((key, run))) = heap.peek() {
+        // The least item's run stays at the top of the heap with its next item's key (one
+        // sift down), or leaves it when that was its last.
+        while let Some(mut top) = heap.peek_mut() {
+            let Reverse((key, run)) = *top;
             if next.is_some_and(|n| T::time(&key) >= n) {
                 break;
             }
-            heap.pop();
-            let items = &mut runs[run];
-            let Some(item) = items.next() else {
-                continue;
-            };
-            match items.as_slice().first() {
-                Some(r) => heap.push(Reverse((r.key(), run))),
-                None => {
-                    *items = Vec::new().into_iter();
-                    free.push(run);
+            let (items, at) = &mut runs[run];
+            let this = *at;
+            *at += 1;
+            let last = match items.get(*at) {
+                Some(r) => {
+                    *top = Reverse((r.key(), run));
+                    false
                 }
+                None => {
+                    PeekMut::pop(top);
+                    true
+                }
+            };
+            emit(&runs[run].0[this])?;
+            if last {
+                runs[run] = (Vec::new(), 0);
+                free.push(run);
             }
-            emit(item)?;
         }
         if next.is_none() {
             return Ok(());
@@ -96,16 +124,16 @@ pub fn merge<T: Sorted>(
             continue;
         }
         if !src.sorted() {
-            batch.sort_unstable_by_key(T::key);
+            sort(&mut batch);
         }
         let key = batch[0].key();
         let run = match free.pop() {
             Some(r) => {
-                runs[r] = batch.into_iter();
+                runs[r] = (batch, 0);
                 r
             }
             None => {
-                runs.push(batch.into_iter());
+                runs.push((batch, 0));
                 runs.len() - 1
             }
         };
@@ -141,7 +169,7 @@ pub fn ahead<T: Sorted + Send, S: Source<T> + Send, R>(
             while src.next_start().is_some() {
                 let mut batch = Vec::new();
                 let read = src.read(&mut batch).map(|()| {
-                    batch.sort_unstable_by_key(T::key);
+                    sort(&mut batch);
                     batch
                 });
                 let failed = read.is_err();

@@ -254,6 +254,11 @@ impl Sorted for Rec {
     fn time(key: &Key) -> u64 {
         key.0
     }
+
+    #[inline]
+    fn time_of(&self) -> u64 {
+        self.span().0
+    }
 }
 
 impl Rec {

@@ -35,7 +35,7 @@ pub(super) fn memory_pass(
     let mut src = Sources::new(sources, Rec::tag_trace);
     merge(&mut src, |rec| {
         if let Rec::Memory { trace, m, .. } = rec {
-            fold.add(trace, &m);
+            fold.add(*trace, m);
         }
         Ok(())
     })

@@ -36,7 +36,7 @@ pub fn write(
     let mut src = FileSource::open(file, first.index, keep).map_err(Failure::Read)?;
     let mut n = 0u64;
     merge(&mut src, |rec| {
-        project_rec(&mut p, &links, &rec);
+        project_rec(&mut p, &links, rec);
         n += 1;
         if n.is_multiple_of(EVERY) {
             for (id, r) in p.take_ranges(trace) {

@@ -3,6 +3,9 @@
 
 /// `BuiltinClock.BUILTIN_CLOCK_MONOTONIC`.
 pub const CLOCK_MONOTONIC: u64 = 3;
+/// The id of a lane's own clock (ids 64 to 127 are a sequence's own:
+/// `ClockSnapshot.Clock.clock_id`).
+pub const LANE_CLOCK: u64 = 64;
 /// `TracePacket.SequenceFlags`.
 pub const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
 pub const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
@@ -29,14 +32,22 @@ pub const SEQUENCE_FLAGS: u32 = 13;
 pub const TRACE_PACKET_DEFAULTS: u32 = 59;
 pub const TRACK_DESCRIPTOR: u32 = 60;
 pub const FIRST_PACKET_ON_SEQUENCE: u32 = 87;
-/// `ClockSnapshot`.
-pub const PRIMARY_TRACE_CLOCK: u32 = 2;
-/// `TracePacketDefaults`.
+/// `TracePacket` and `TracePacketDefaults`.
 pub const TIMESTAMP_CLOCK_ID: u32 = 58;
+/// `TracePacketDefaults`.
+pub const TRACK_EVENT_DEFAULTS: u32 = 11;
+/// `ClockSnapshot`.
+pub const CLOCKS: u32 = 1;
+pub const PRIMARY_TRACE_CLOCK: u32 = 2;
+/// `ClockSnapshot.Clock`.
+pub const CLOCK_ID: u32 = 1;
+pub const CLOCK_TIMESTAMP: u32 = 2;
+pub const IS_INCREMENTAL: u32 = 3;
 /// `InternedData`.
 pub const EVENT_NAMES: u32 = 2;
 pub const DEBUG_ANNOTATION_NAMES: u32 = 3;
-/// `EventName`, `DebugAnnotationName`.
+pub const DEBUG_ANNOTATION_STRING_VALUES: u32 = 29;
+/// `EventName`, `DebugAnnotationName`, `InternedString` (its `str`: bytes).
 pub const IID: u32 = 1;
 pub const NAME: u32 = 2;
 /// `TrackDescriptor`.
@@ -60,7 +71,7 @@ pub const THREAD_NAME: u32 = 5;
 /// `CounterDescriptor`.
 pub const UNIT: u32 = 3;
 pub const UNIT_NAME: u32 = 6;
-/// `TrackEvent`.
+/// `TrackEvent` (and `TrackEventDefaults`: `TRACK_UUID`).
 pub const DEBUG_ANNOTATIONS: u32 = 4;
 pub const TYPE: u32 = 9;
 pub const NAME_IID: u32 = 10;
@@ -75,4 +86,5 @@ pub const UINT_VALUE: u32 = 3;
 pub const DOUBLE_VALUE: u32 = 5;
 /// The annotation's name as a string (instead of an interned one).
 pub const ANNOTATION_NAME: u32 = 10;
-pub const STRING_VALUE: u32 = 6;
+/// A string value interned (`InternedData.debug_annotation_string_values`).
+pub const STRING_VALUE_IID: u32 = 17;
