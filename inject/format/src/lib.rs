@@ -62,7 +62,6 @@ mod profiling;
 pub mod ring;
 mod runtime;
 mod source_counters;
-pub mod ticks;
 
 pub use api::*;
 pub use chunk::*;
@@ -78,7 +77,6 @@ pub use profiling::*;
 pub use reader::*;
 pub use runtime::*;
 pub use source_counters::*;
-pub use ticks::{ClockTrailer, TICKS_TSC};
 pub use time::*;
 pub use values::*;
 

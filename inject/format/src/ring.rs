@@ -510,9 +510,7 @@ impl Salvage {
                     self.regions.push(r);
                 }
             }
-            ChunkKind::ApiRecords | ChunkKind::ApiRecordsInTicks | ChunkKind::NvtxEvents
-                if h.seq >> POSITION_BITS != 0 =>
-            {
+            ChunkKind::ApiRecords | ChunkKind::NvtxEvents if h.seq >> POSITION_BITS != 0 => {
                 let e = self
                     .reached
                     .entry((h.thread, h.seq >> POSITION_BITS))
@@ -521,15 +519,9 @@ impl Salvage {
                 e.dropped = e.dropped.saturating_add(h.dropped);
                 // A chunk's calls are in order: its last one starts latest.
                 let n = chunk.payload.len();
-                let start = match h.kind {
-                    ChunkKind::ApiRecords if n >= ApiRecord::SIZE => {
-                        let last = &chunk.payload[n - ApiRecord::SIZE..];
-                        Some(u64::from_le_bytes(last[8..16].try_into().unwrap()))
-                    }
-                    ChunkKind::ApiRecordsInTicks => crate::ticks::last_api_start(&chunk.payload),
-                    _ => None,
-                };
-                if let Some(start) = start {
+                if h.kind == ChunkKind::ApiRecords && n >= ApiRecord::SIZE {
+                    let last = &chunk.payload[n - ApiRecord::SIZE..];
+                    let start = u64::from_le_bytes(last[8..16].try_into().unwrap());
                     e.latest_start = e.latest_start.max(start);
                 }
             }
