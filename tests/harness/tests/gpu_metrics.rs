@@ -270,17 +270,50 @@ fn on_the_real_time_clock_every_kernel_lies_inside_the_samples() {
         rtrace_collector::gpu_metrics::section(&traces, &works, Err("no evaluation needed".into()));
     assert!(s.errors.is_empty(), "{:?}", s.errors);
     assert_eq!(s.kernels.len(), 2, "{:?}", s.kernels);
+    // The samples (start, end) in order, and the gaps samples lost left between them (a
+    // sampler held back on a loaded machine loses what a full image left behind; each gap is
+    // counted in a batch's `dropped`).
+    let mut samples: Vec<(u64, u64)> = traces[1]
+        .gpu_metric_samples
+        .iter()
+        .flat_map(|b| b.times.iter().copied())
+        .collect();
+    samples.sort();
+    let lost: u64 = traces[1].gpu_metric_samples.iter().map(|b| b.dropped).sum();
+    let gaps: Vec<(u64, u64)> = samples
+        .windows(2)
+        .filter(|w| w[1].0 > w[0].1)
+        .map(|w| (w[0].1, w[1].0))
+        .collect();
+    assert_eq!(gaps.is_empty(), lost == 0, "gaps {gaps:?}, lost {lost}");
+    let (first, last) = (samples[0].0, samples[samples.len() - 1].1);
+    let kernels = &traces[0].kernels;
+    for k in kernels {
+        // Every kernel inside the sampled time, on the traces' clock.
+        assert!(
+            first <= k.start_ns && k.end_ns <= last,
+            "{k:?} outside {first}..{last}"
+        );
+    }
+    // Covered whole, unless samples were lost where a kernel ran.
+    let in_gap = kernels
+        .iter()
+        .any(|k| gaps.iter().any(|&(a, b)| a < k.end_ns && k.start_ns < b));
     for k in &s.kernels {
         assert_eq!(k.pid, traces[0].header.pid);
-        assert_eq!(k.covered, 1.0, "{} at {:?}", k.name, k.span_ns);
-        assert!(k.values.iter().all(|v| v.is_finite()), "{k:?}");
+        if !in_gap {
+            assert_eq!(k.covered, 1.0, "{} at {:?}", k.name, k.span_ns);
+            assert!(k.values.iter().all(|v| v.is_finite()), "{k:?}");
+        }
     }
-    assert_eq!(s.processes[0].covered, 1.0);
+    if !in_gap {
+        assert_eq!(s.processes[0].covered, 1.0);
+    }
 }
 
 #[test]
 fn samples_a_full_image_left_behind_are_counted_lost() {
-    // The sampler alone at 100 kHz (images of 20 ms), stopped for 150 ms: its next decode
+    // The sampler alone at 100 kHz (images of 10 ms), stopped for 150 ms: its next decode
     // fills an image and the simulated CUPTI, as CUPTI 13.0, loses what did not fit and gives
     // a sample without times next. Every sample lost is counted where its gap is.
     use std::io::{BufRead, BufReader};
