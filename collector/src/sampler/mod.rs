@@ -351,6 +351,8 @@ fn sample(
             }
             if let Err(e) = write(&mut out, &made, notices) {
                 eprintln!("rtrace gpu-sampler: {e}");
+                // The decoding sides dropped, so that the evaluators end and the scope can.
+                sampled.clear();
                 return 1;
             }
         }

@@ -86,7 +86,11 @@ fn check_samples(batches: &[rtrace_format::GpuMetricSamples], metrics: &[String]
         for (i, &(start, end)) in b.times.iter().enumerate() {
             assert_eq!(end - start, 10_000);
             if let Some(e) = last_end {
-                assert!(start >= e, "samples in order");
+                assert!(
+                    start >= e,
+                    "samples in order: batch {} row {i}: {start} after {e}",
+                    b.first
+                );
                 assert_eq!((start - e) % 10_000, 0, "gaps of whole samples");
                 gaps += (start - e) / 10_000;
                 if i > 0 {
