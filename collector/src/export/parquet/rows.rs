@@ -4,6 +4,7 @@
 //! one row, named through the names the first read gathered ([`Names`]).
 
 use super::columns::TableFile;
+use super::values::Fill;
 use crate::filter::RecordFilter;
 use crate::model::Trace;
 use crate::read::records::{Gpu, Records};
@@ -58,6 +59,22 @@ pub struct RecordTables {
     pub memsets: TableFile,
     pub memory: TableFile,
     pub syncs: TableFile,
+}
+
+/// The four columns each GPU record table opens with, of `rows` whose correlation id (or
+/// none), start and end `f` gives: the id, start, end and duration, ns.
+fn gpu_times<'f, 'a, R>(
+    c: &'f mut Fill<'a>,
+    rows: &[R],
+    f: impl Fn(&R) -> (Option<i64>, u64, u64),
+) -> &'f mut Fill<'a> {
+    c.opt_ints(rows.iter().map(|r| f(r).0))
+        .ints(rows.iter().map(|r| f(r).1 as i64))
+        .ints(rows.iter().map(|r| f(r).2 as i64))
+        .ints(rows.iter().map(|r| {
+            let (_, start, end) = f(r);
+            end.saturating_sub(start) as i64
+        }))
 }
 
 fn stream(s: u32) -> Option<i64> {
@@ -115,14 +132,11 @@ impl RecordTables {
             Records::Kernels(v) => {
                 let kept: Vec<_> = v.into_iter().filter_map(|k| keep.kernel(k)).collect();
                 self.kernels.write_rows(&kept, |c, rows| {
-                    let correlation = |k| Gpu::Kernel(k).correlation().map(|c| c as i64);
-                    c.opt_ints(rows.iter().map(correlation))
-                        .ints(rows.iter().map(|k| k.start_ns as i64))
-                        .ints(rows.iter().map(|k| k.end_ns as i64))
-                        .ints(
-                            rows.iter()
-                                .map(|k| k.end_ns.saturating_sub(k.start_ns) as i64),
-                        )
+                    let times = |k: &_| {
+                        let correlation = Gpu::Kernel(k).correlation().map(|c| c as i64);
+                        (correlation, k.start_ns, k.end_ns)
+                    };
+                    gpu_times(c, rows, times)
                         .syms(
                             rows,
                             |k| u64::from(k.name),
@@ -170,14 +184,11 @@ impl RecordTables {
             Records::Memsets(v) => {
                 let kept: Vec<_> = v.into_iter().filter_map(|s| keep.memset(s)).collect();
                 self.memsets.write_rows(&kept, |c, rows| {
-                    let correlation = |s| Gpu::Memset(s).correlation().map(|c| c as i64);
-                    c.opt_ints(rows.iter().map(correlation))
-                        .ints(rows.iter().map(|s| s.start_ns as i64))
-                        .ints(rows.iter().map(|s| s.end_ns as i64))
-                        .ints(
-                            rows.iter()
-                                .map(|s| s.end_ns.saturating_sub(s.start_ns) as i64),
-                        )
+                    let times = |s: &_| {
+                        let correlation = Gpu::Memset(s).correlation().map(|c| c as i64);
+                        (correlation, s.start_ns, s.end_ns)
+                    };
+                    gpu_times(c, rows, times)
                         .ints(rows.iter().map(|s| s.bytes as i64))
                         .ints(rows.iter().map(|s| i64::from(s.value)))
                         .ints(rows.iter().map(|s| i64::from(s.device)))
@@ -229,26 +240,24 @@ impl RecordTables {
     /// when it is a peer-to-peer copy.
     fn copies(&mut self, kept: &[(MemcpyRecord, Option<[i64; 4]>)]) -> io::Result<()> {
         self.copies.write_rows(kept, |c, rows| {
-            let correlated = |m: &MemcpyRecord| u32::from(m.flags) & FLAG_CORRELATED != 0;
-            c.opt_ints(
-                rows.iter()
-                    .map(|(m, _)| correlated(m).then_some(m.correlation as i64)),
-            )
-            .ints(rows.iter().map(|(m, _)| m.start_ns as i64))
-            .ints(rows.iter().map(|(m, _)| m.end_ns as i64))
-            .ints(
-                rows.iter()
-                    .map(|(m, _)| m.end_ns.saturating_sub(m.start_ns) as i64),
-            )
-            .syms(rows, |(m, _)| m.kind as u64, |(m, _)| m.kind.name())
-            .ints(rows.iter().map(|(m, _)| m.bytes as i64))
-            .syms(rows, |(m, _)| m.src_kind as u64, |(m, _)| m.src_kind.name())
-            .syms(rows, |(m, _)| m.dst_kind as u64, |(m, _)| m.dst_kind.name())
-            .ints(rows.iter().map(|(m, _)| i64::from(m.device)))
-            .ints(rows.iter().map(|(m, _)| i64::from(m.context)))
-            .opt_ints(rows.iter().map(|(m, _)| stream(m.stream)))
-            .opt_ints(rows.iter().map(|(m, _)| graph(u64::from(m.graph_id))))
-            .opt_ints(rows.iter().map(|(m, _)| graph(m.graph_node_id)));
+            let times = |(m, _): &(MemcpyRecord, _)| {
+                let correlated = u32::from(m.flags) & FLAG_CORRELATED != 0;
+                (
+                    correlated.then_some(m.correlation as i64),
+                    m.start_ns,
+                    m.end_ns,
+                )
+            };
+            gpu_times(c, rows, times)
+                .syms(rows, |(m, _)| m.kind as u64, |(m, _)| m.kind.name())
+                .ints(rows.iter().map(|(m, _)| m.bytes as i64))
+                .syms(rows, |(m, _)| m.src_kind as u64, |(m, _)| m.src_kind.name())
+                .syms(rows, |(m, _)| m.dst_kind as u64, |(m, _)| m.dst_kind.name())
+                .ints(rows.iter().map(|(m, _)| i64::from(m.device)))
+                .ints(rows.iter().map(|(m, _)| i64::from(m.context)))
+                .opt_ints(rows.iter().map(|(m, _)| stream(m.stream)))
+                .opt_ints(rows.iter().map(|(m, _)| graph(u64::from(m.graph_id))))
+                .opt_ints(rows.iter().map(|(m, _)| graph(m.graph_node_id)));
             for end in 0..4 {
                 c.opt_ints(rows.iter().map(|(_, ends)| ends.map(|e| e[end])));
             }
