@@ -81,8 +81,6 @@ pub struct Sampled<'c> {
     /// CUPTI's time (CLOCK_REALTIME) just before `Start`: the first sample CUPTI gives began
     /// before it (the span since `Enable`) and is left out.
     started: u64,
-    /// Samples taken so far.
-    next: u64,
     /// The first image was kept.
     kept_image: bool,
     /// The interval, ns, and CUPTI's end of the last sample taken (the samples lost are the
@@ -110,7 +108,7 @@ pub struct Tally {
     pub untimed: u64,
     /// Samples lost: the gaps between those taken.
     pub lost: u64,
-    /// Samples taken (written once evaluated).
+    /// Samples taken (written once evaluated): the next one's number on the device.
     pub taken: u64,
     /// Time spent decoding (`DecodeData`, the image's info, the sample times), ns.
     pub decode_ns: u64,
@@ -214,7 +212,6 @@ pub fn set_up<'c>(
         taken: Some(taken),
         pending: Some(pending),
         started,
-        next: 0,
         kept_image: false,
         interval,
         last_end: 0,
@@ -313,7 +310,7 @@ impl Sampled<'_> {
         let mut b = GpuMetricSamples {
             device: self.device,
             time_ns: crate::sys::clock_ns(libc::CLOCK_MONOTONIC),
-            first: self.next,
+            first: self.tally.taken,
             overflow,
             ..Default::default()
         };
@@ -341,7 +338,6 @@ impl Sampled<'_> {
         }
         self.tally.lost += b.dropped;
         self.tally.taken += rows.len() as u64;
-        self.next += rows.len() as u64;
         // The first image is kept when the samples left out are only those before the
         // batch's first (row `i` is then range `image_first + i`).
         let keep_image = match rows.first() {
