@@ -237,7 +237,7 @@ fn json_is_exact() {
     let t = read(&sample().bytes);
     let expected = concat!(
         "{\"processes\":[\n",
-        "  {\"file\":\"t.bin\",\"format_version\":\"2.1\",\"pid\":1234,\"ppid\":1,",
+        "  {\"file\":\"t.bin\",\"format_version\":\"3.0\",\"pid\":1234,\"ppid\":1,",
         "\"forked_from\":null,\"command_line\":[\"./app\",\"--size\",\"2 MB\"],",
         "\"executable\":\"/opt/app\",\"hostname\":\"gpu1\",\"boot_id\":\"b00t\",",
         "\"writer_version\":\"0.1.0\",\"start\":{\"monotonic_ns\":1000,",

@@ -1,12 +1,16 @@
-//! Host time. Every timestamp in a trace is `CLOCK_MONOTONIC`, in ns.
+//! Host time. Every timestamp in a trace is `CLOCK_MONOTONIC`, in ns (as a reader sees it).
 //!
 //! The hot path reads [`ticks`]: the CPU's time-stamp counter when the kernel itself keeps
-//! time with it (clocksource `tsc`, invariant TSC), else `CLOCK_MONOTONIC` directly. The
-//! consumer converts ticks to `CLOCK_MONOTONIC` ns with a [`Calibration`]: pairs of
-//! (ticks, ns) read back to back at every drain, interpolated piecewise linearly, so the
-//! conversion is exact at each pair and follows the kernel's own clock adjustments.
+//! time with it (clocksource `tsc`, invariant TSC), else `CLOCK_MONOTONIC` directly. Ticks
+//! become `CLOCK_MONOTONIC` ns through a [`Calibration`]: pairs of (ticks, ns) read back to
+//! back at every drain, interpolated piecewise linearly, so the conversion is exact at each
+//! pair and follows the kernel's own clock adjustments. The consumer converts NVTX events'
+//! times itself; API records it writes in ticks, followed by the pairs that convert them
+//! ([`Calibration::write_trailer`]), and the reader converts them with the same function
+//! (`rtrace_format::ticks`).
 
 use crate::sys::{clock_ns as read, rdtsc};
+use rtrace_format::ticks::{self, Segment};
 use rtrace_format::ClockAnchor;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -148,44 +152,6 @@ impl Hint {
     }
 }
 
-/// The line through two samples, and the ticks `lo..hi` it converts.
-#[derive(Clone, Copy)]
-struct Segment {
-    lo: u64,
-    hi: u64,
-    t0: u64,
-    n0: u64,
-    /// ns per tick in 32.32 fixed point: the conversion is two integer multiplies and a shift
-    /// (a drain converts two timestamps per record).
-    per_tick: u128,
-}
-
-impl Segment {
-    fn new(lo: u64, hi: u64, (t0, n0): (u64, u64), (t1, n1): (u64, u64)) -> Segment {
-        let (dn, dt) = (u128::from(n1 - n0), u128::from(t1 - t0));
-        Segment {
-            lo,
-            hi,
-            t0,
-            n0,
-            per_tick: ((dn << 32) + dt / 2) / dt,
-        }
-    }
-
-    /// The ns of `t`, rounded to the nearest (halves away from the segment's start).
-    #[inline(always)]
-    fn at(&self, t: u64) -> u64 {
-        const HALF: u128 = 1 << 31;
-        if t >= self.t0 {
-            let d = (u128::from(t - self.t0) * self.per_tick + HALF) >> 32;
-            self.n0.saturating_add(d as u64)
-        } else {
-            let d = (u128::from(self.t0 - t) * self.per_tick + HALF) >> 32;
-            self.n0.saturating_sub(d as u64)
-        }
-    }
-}
-
 impl Calibration {
     pub const CAPACITY: usize = 1024;
 
@@ -246,13 +212,18 @@ impl Calibration {
         self.to_ns_searched(t)
     }
 
-    /// A converter for a run of timestamps (one ring's drain): [`Calibration::to_ns`] with the
-    /// last segment used held in the converter, not re-read from the calibration each time.
-    pub fn converter(&self) -> Converter<'_> {
-        Converter {
-            calibration: self,
-            hint: self.hint.get(),
-        }
+    /// Appends the trailer of a chunk of API records in ticks whose earliest timestamp is
+    /// `earliest` (`rtrace_format::ticks`): the samples a reader needs to convert them as
+    /// [`Calibration::to_ns`] does now.
+    pub fn write_trailer(&self, out: &mut Vec<u8>, earliest: u64) {
+        let s = &self.samples;
+        let (samples, tsc) = if self.tsc {
+            let first = ticks::first_needed(s.len(), |i| s[i].0, earliest);
+            (s.range(first..), true)
+        } else {
+            (s.range(0..0), false)
+        };
+        ticks::write_trailer(out, samples.copied(), tsc);
     }
 
     /// [`Calibration::to_ns`] outside the last segment used: finds the segment.
@@ -271,25 +242,6 @@ impl Calibration {
     }
 }
 
-/// [`Calibration::converter`]'s converter.
-pub struct Converter<'a> {
-    calibration: &'a Calibration,
-    hint: Hint,
-}
-
-impl Converter<'_> {
-    /// `CLOCK_MONOTONIC` ns of a raw timestamp, as [`Calibration::to_ns`] gives it.
-    #[inline(always)]
-    pub fn ns(&mut self, t: u64) -> u64 {
-        if t >= self.hint.lo && t < self.hint.hi {
-            return self.hint.at(t);
-        }
-        let ns = self.calibration.to_ns_searched(t);
-        self.hint = self.calibration.hint.get();
-        ns
-    }
-}
-
 impl Default for Calibration {
     fn default() -> Self {
         Self::new()
@@ -299,30 +251,14 @@ impl Default for Calibration {
 /// The segment of `samples` that converts `t` (as [`convert`] picks it), if there are two
 /// samples or more.
 fn segment(samples: &VecDeque<(u64, u64)>, t: u64) -> Option<Segment> {
-    let n = samples.len();
-    if n < 2 {
-        return None;
-    }
-    let i = match samples.binary_search_by(|&(x, _)| x.cmp(&t)) {
-        Ok(k) => k.min(n - 2),
-        Err(0) => 0,
-        Err(k) if k >= n => n - 2,
-        Err(k) => k - 1,
-    };
-    let (a, b) = (samples[i], samples[i + 1]);
-    let lo = if i == 0 { 0 } else { a.0 };
-    let hi = if i + 2 == n { u64::MAX } else { b.0 };
-    Some(Segment::new(lo, hi, a, b))
+    ticks::segment(samples.len(), |i| samples[i], t)
 }
 
 /// Piecewise-linear interpolation over `samples` (ticks ascending), rounded to the nearest
-/// ns; beyond either end, the nearest segment's slope.
+/// ns; beyond either end, the nearest segment's slope (the format crate's, so that a reader
+/// converting a chunk's ticks gets what the worker would have).
 fn convert(samples: &VecDeque<(u64, u64)>, t: u64) -> u64 {
-    match samples.len() {
-        0 => t,
-        1 => samples[0].1,
-        _ => segment(samples, t).map_or(t, |s| s.at(t)),
-    }
+    ticks::convert(samples.len(), |i| samples[i], t)
 }
 
 #[cfg(test)]
@@ -352,12 +288,42 @@ mod tests {
             samples: samples.clone(),
             hint: std::cell::Cell::new(Hint::NONE),
         };
-        let mut conv = c.converter();
         for t in [
             0, 500, 1_000, 2_000, 2_999, 3_000, 4_000, 5_000, 7_000, 9_000, 12_000, 4_500, 100,
         ] {
             assert_eq!(c.to_ns(t), convert(&samples, t), "t={t}");
-            assert_eq!(conv.ns(t), convert(&samples, t), "t={t}");
+        }
+    }
+
+    #[test]
+    fn a_reader_converts_a_chunk_as_the_worker_would() {
+        let samples: VecDeque<(u64, u64)> = (0..40u64)
+            .map(|i| (1_000 + i * 2_000 + i * i, 500 + i * 1_000 + (i * 7) % 13))
+            .collect();
+        let c = Calibration {
+            tsc: true,
+            samples,
+            hint: std::cell::Cell::new(Hint::NONE),
+        };
+        for first in [0, 900, 1_000, 17_001, 40_000, 79_000, 90_000] {
+            let times: Vec<u64> = (0..200).map(|i| first + i * 397).collect();
+            let mut payload = Vec::new();
+            for (i, &t) in times.iter().enumerate() {
+                let rec = rtrace_format::ApiRecord {
+                    function: 1,
+                    result: 0,
+                    start_ns: t,
+                    end_ns: t + 3 * i as u64,
+                    correlation: i as u64,
+                };
+                rec.write_to(&mut payload);
+            }
+            c.write_trailer(&mut payload, first);
+            let got = rtrace_format::ticks::decode_api_ticks(&payload).unwrap();
+            for (r, (i, &t)) in got.iter().zip(times.iter().enumerate()) {
+                let want = (c.to_ns(t), c.to_ns(t + 3 * i as u64));
+                assert_eq!((r.start_ns, r.end_ns), want, "t={t}");
+            }
         }
     }
 

@@ -76,27 +76,25 @@ pub fn drain_rings(process: &Process, sink: &mut Sink, mode: Drain) -> Drained {
         let batch = &mut sink.gpu_batch;
         let nvtx = &mut sink.nvtx;
         let to_ns = |t| calibration.to_ns(t);
-        let mut calls = calibration.converter();
-        let (n, end) = ring.drain(
-            &mut sink.pending,
-            |t| calls.ns(t),
-            |e| match e {
-                Entry::Link {
-                    call,
-                    source,
-                    symbol,
-                } => {
-                    links.insert(source, call);
-                    batch.learn_name_at(symbol);
-                }
-                e => e.append_nvtx(nvtx, to_ns),
-            },
-        );
+        // Calls are copied as the ring holds them; the chunk's trailer carries the clock
+        // samples that convert their ticks (`rtrace_format::ticks`).
+        let (n, end, earliest) = ring.drain(&mut sink.pending, &mut |e| match e {
+            Entry::Link {
+                call,
+                source,
+                symbol,
+            } => {
+                links.insert(source, call);
+                batch.learn_name_at(symbol);
+            }
+            e => e.append_nvtx(nvtx, to_ns),
+        });
         let dropped = ring.take_dropped();
         // A chunk's `seq` is the ring position after its last entry: a reader of a file whose
         // process died before `release` knows which of the ring's entries a chunk holds.
         if n > 0 || dropped > 0 {
-            sink.close_chunk(at, ChunkKind::ApiRecords, ring.tid, end, dropped);
+            sink.calibration.write_trailer(&mut sink.pending, earliest);
+            sink.close_chunk(at, ChunkKind::ApiRecordsInTicks, ring.tid, end, dropped);
             sink.records += n as u64;
             sink.dropped += dropped;
         } else {

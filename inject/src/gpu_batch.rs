@@ -24,16 +24,24 @@ impl Links {
     /// (pages are touched as ids reach them).
     const CAPACITY: usize = 1 << 20;
 
+    #[inline]
     pub fn insert(&mut self, source: u32, correlation: u64) {
         if source == 0 {
             return;
         }
         if self.slots.is_empty() {
-            self.slots = vec![(0, 0); Self::CAPACITY];
+            self.make();
         }
         if let Some(slot) = self.slots.get_mut(source as usize & (Self::CAPACITY - 1)) {
             *slot = (source, correlation);
         }
+    }
+
+    /// The table, on the first link (out of line: the drain's link path stays small).
+    #[cold]
+    #[inline(never)]
+    fn make(&mut self) {
+        self.slots = vec![(0, 0); Self::CAPACITY];
     }
 
     pub fn get(&self, source: u32) -> Option<u64> {
@@ -131,10 +139,17 @@ impl GpuBatch {
 
     /// Learns the kernel name at `address` in this process (0: none) if it has no id yet: read
     /// through the kernel, so that an address no longer mapped is skipped, not a fault.
+    #[inline]
     pub fn learn_name_at(&mut self, address: u64) {
-        if address == 0 {
-            return;
+        // The kernel launched last, or none: nearly every link.
+        if address != 0 && address != self.last_address {
+            self.learn_name_elsewhere(address);
         }
+    }
+
+    /// [`GpuBatch::learn_name_at`] of an address other than the last one.
+    #[inline(never)]
+    fn learn_name_elsewhere(&mut self, address: u64) {
         if let Some(id) = self.id_at(address) {
             (self.last_address, self.last_id) = (address, id);
             return;

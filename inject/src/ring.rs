@@ -265,49 +265,48 @@ impl Ring {
         self.tail().load(Ordering::Acquire) == self.head().load(Ordering::Acquire)
     }
 
-    /// Copies the waiting entries out: calls appended to `out` (timestamps converted by
-    /// `to_ns`), other entries handed to `other` in order. Returns how many calls, and the
-    /// position after the last entry (to [`Ring::release`] once they are written). Consumer
-    /// only.
-    pub fn drain(
-        &self,
-        out: &mut Vec<u8>,
-        mut to_ns: impl FnMut(u64) -> u64,
-        mut other: impl FnMut(Entry),
-    ) -> (usize, u64) {
+    /// Copies the waiting entries out: calls appended to `out` as the ring holds them (times
+    /// in raw ticks), other entries handed to `other` in order. Returns how many calls, the
+    /// position after the last entry (to [`Ring::release`] once they are written) and the
+    /// earliest timestamp of the calls (`u64::MAX`: none). Consumer only.
+    pub fn drain(&self, out: &mut Vec<u8>, other: &mut dyn FnMut(Entry)) -> (usize, u64, u64) {
         const SIZE: usize = ApiRecord::SIZE;
         let h = self.head().load(Ordering::Acquire);
         let t = self.drained.0.load(Ordering::Relaxed);
-        let mut written = 0;
-        out.reserve(h.wrapping_sub(t) as usize * SIZE);
+        let waiting = h.wrapping_sub(t) as usize;
+        out.reserve(waiting * SIZE);
         let start = out.len();
-        let (slots, mask) = (self.region.slots(), self.mask);
-        for p in t..h {
-            // SAFETY: positions below `head` (acquired) are published, and the producer does
-            // not reuse their slots before `release`.
-            let bytes: &[u8; SIZE] =
-                unsafe { &*(slots.add((p & mask) as usize * SIZE) as *const [u8; SIZE]) };
-            // Calls, nearly every entry, are copied with their times converted and nothing
-            // else decoded, each into its place in the room reserved above (no growth check).
-            if Entry::is_call(ApiRecord::function_of(bytes)) {
-                let rec = ApiRecord::retimed(bytes, &mut to_ns);
-                // SAFETY: `reserve` made room for every entry after `start`; this is the
-                // `written`-th call, so it lies inside that room.
-                unsafe {
-                    out.as_mut_ptr()
-                        .add(start + written * SIZE)
-                        .cast::<[u8; SIZE]>()
-                        .write_unaligned(rec);
-                }
-                written += 1;
-            } else {
-                other(Entry::decode(ApiRecord::from_bytes(bytes)));
-            }
+        // The waiting slots as at most two runs: from `t`'s slot, then from slot 0.
+        let (from, cap) = ((t & self.mask) as usize, self.mask as usize + 1);
+        // (At most a ring's worth waits: the producer never gets further ahead of the tail.)
+        let first = waiting.min(cap - from);
+        let second = (waiting - first).min(from);
+        // SAFETY: positions `t..h` are published (`head` acquired) and the producer does not
+        // reuse their slots before `release`: the two runs are slots of the mapping (`from +
+        // first <= cap`, `second <= from`) no one writes meanwhile.
+        let runs = unsafe {
+            let slots = self.region.slots().cast::<[u8; SIZE]>();
+            [
+                std::slice::from_raw_parts(slots.add(from), first),
+                std::slice::from_raw_parts(slots, second),
+            ]
+        };
+        // SAFETY: `start` is within the allocation (`reserve` made room after it).
+        let first_free = unsafe { out.as_mut_ptr().add(start) }.cast::<[u8; SIZE]>();
+        let mut calls = Calls {
+            to: first_free,
+            earliest: u64::MAX,
+        };
+        for run in runs {
+            // SAFETY: `reserve` made room for every waiting entry after `start`.
+            unsafe { calls.copy(run, other) };
         }
+        // SAFETY: both pointers are in the room reserved, `to` past the calls copied.
+        let written = unsafe { calls.to.offset_from(first_free) } as usize;
         // SAFETY: the `written` records after `start` were written above.
         unsafe { out.set_len(start + written * SIZE) };
         self.drained.0.store(h, Ordering::Relaxed);
-        (written, h)
+        (written, h, calls.earliest)
     }
 
     /// The entries before position `to` are in the file: their slots may be reused.
@@ -350,6 +349,47 @@ impl Ring {
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }
+}
+
+/// Where [`Ring::drain`] copies calls to next, and the earliest timestamp it copied.
+struct Calls {
+    to: *mut [u8; ApiRecord::SIZE],
+    earliest: u64,
+}
+
+impl Calls {
+    /// Copies the calls of `run` as they are, each after those copied before (no growth
+    /// check), and hands the other entries to `other` (out of line: links and NVTX events are
+    /// few).
+    ///
+    /// # Safety
+    /// `to` has room for `run.len()` slots.
+    #[inline(always)]
+    unsafe fn copy(&mut self, run: &[[u8; ApiRecord::SIZE]], other: &mut dyn FnMut(Entry)) {
+        let (mut to, mut earliest) = (self.to, self.earliest);
+        for bytes in run {
+            // `function` is the low half of the first word (read whole: one load).
+            let (word, _) = ApiRecord::words_of(bytes);
+            if Entry::is_call(word as u32) {
+                let (start, end) = ApiRecord::times_of(bytes);
+                earliest = earliest.min(start.min(end));
+                // SAFETY: the caller's room holds this slot.
+                unsafe {
+                    to.write_unaligned(*bytes);
+                    to = to.add(1);
+                }
+            } else {
+                hand_over(bytes, other);
+            }
+        }
+        (self.to, self.earliest) = (to, earliest);
+    }
+}
+
+/// A ring entry other than a call, decoded and handed to `other`.
+#[inline(never)]
+fn hand_over(bytes: &[u8; ApiRecord::SIZE], other: &mut dyn FnMut(Entry)) {
+    other(Entry::decode(ApiRecord::from_bytes(bytes)));
 }
 
 /// A thread's handle on its own ring, kept in its thread-local state: one strong reference to
@@ -432,150 +472,4 @@ impl RingRef {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use rtrace_format::NvtxKind;
-
-    fn rec(i: u64) -> ApiRecord {
-        ApiRecord {
-            function: i as u32,
-            result: 0,
-            start_ns: i,
-            end_ns: i + 1,
-            correlation: i,
-        }
-    }
-
-    #[test]
-    fn full_ring_counts_losses_and_drains_in_order() {
-        let r = Ring::new(4, 1, String::new());
-        assert_eq!(r.capacity(), 4);
-        for i in 0..6 {
-            assert_eq!(r.push(Entry::Call(rec(i))), i < 4);
-        }
-        assert_eq!(r.len(), 4);
-        assert_eq!(r.take_dropped(), 2);
-        assert_eq!(r.take_dropped(), 0);
-        let mut out = Vec::new();
-        let (n, end) = r.drain(&mut out, |t| t, |_| {});
-        assert_eq!(n, 4);
-        // Copied out but not yet written: the slots are not reused.
-        assert!(!r.push(Entry::Call(rec(8))));
-        assert_eq!(r.take_dropped(), 1);
-        r.release(end);
-        let got: Vec<u32> = out
-            .chunks_exact(ApiRecord::SIZE)
-            .map(|b| ApiRecord::from_bytes(b.try_into().unwrap()).function)
-            .collect();
-        assert_eq!(got, vec![0, 1, 2, 3]);
-        assert!(r.push(Entry::Call(rec(9))));
-        out.clear();
-        assert_eq!(r.drain(&mut out, |t| t * 10, |_| {}).0, 1);
-        let back = ApiRecord::from_bytes(out[..32].try_into().unwrap());
-        assert_eq!((back.start_ns, back.end_ns), (90, 100));
-    }
-
-    #[test]
-    fn links_are_handed_over_not_written() {
-        let r = Ring::new(8, 1, String::new());
-        r.push(Entry::Call(rec(1)));
-        r.push(Entry::Link {
-            call: 5,
-            source: 77,
-            symbol: 0x7f00_0000_1000,
-        });
-        r.push(Entry::Call(rec(2)));
-        let mut out = Vec::new();
-        let mut links = Vec::new();
-        assert_eq!(
-            r.drain(
-                &mut out,
-                |t| t,
-                |e| if let Entry::Link {
-                    call,
-                    source,
-                    symbol,
-                } = e
-                {
-                    links.push((call, source, symbol))
-                }
-            )
-            .0,
-            2
-        );
-        assert_eq!(out.len(), 2 * ApiRecord::SIZE);
-        assert_eq!(links, vec![(5, 77, 0x7f00_0000_1000)]);
-    }
-
-    #[test]
-    fn entries_round_trip_through_a_slot() {
-        let entries = [
-            Entry::Call(rec(3)),
-            Entry::Link {
-                call: 9,
-                source: 4,
-                symbol: 0x7f00_0000_2000,
-            },
-            Entry::Nvtx(NvtxEntry {
-                kind: NvtxKind::Push,
-                message: 7,
-                time: 11,
-                value: 2,
-                domain: 5,
-                category: 6,
-            }),
-            Entry::NvtxAttributes {
-                color: 0xff00ff,
-                color_type: 1,
-                payload: 42,
-                payload_type: 3,
-            },
-        ];
-        for e in entries {
-            assert_eq!(Entry::decode(e.encode()), e);
-        }
-    }
-
-    #[test]
-    fn a_ring_ref_holds_and_closes() {
-        let ring = Arc::new(Ring::new(4, 1, String::new()));
-        let r = RingRef::none();
-        assert!(!r.push(Entry::Call(rec(1))));
-        r.hold(ring.clone());
-        assert!(r.push(Entry::Call(rec(1))));
-        assert_eq!(Arc::strong_count(&ring), 2);
-        r.close();
-        assert!(ring.is_closed() && !r.is_some());
-        assert_eq!(Arc::strong_count(&ring), 1);
-    }
-
-    #[test]
-    fn concurrent_producer_and_consumer_lose_nothing_but_counted() {
-        let r = std::sync::Arc::new(Ring::new(1024, 1, String::new()));
-        let p = r.clone();
-        let total = 200_000u64;
-        let prod = std::thread::spawn(move || {
-            for i in 0..total {
-                p.push(Entry::Call(rec(i)));
-            }
-        });
-        let mut seen = Vec::new();
-        let mut out = Vec::new();
-        loop {
-            out.clear();
-            let (_, end) = r.drain(&mut out, |t| t, |_| {});
-            r.release(end);
-            seen.extend(
-                out.chunks_exact(32)
-                    .map(|b| ApiRecord::from_bytes(b.try_into().unwrap()).start_ns),
-            );
-            if prod.is_finished() && r.is_empty() {
-                break;
-            }
-        }
-        prod.join().unwrap();
-        let dropped = r.take_dropped();
-        assert_eq!(seen.len() as u64 + dropped, total);
-        assert!(seen.windows(2).all(|w| w[0] < w[1]));
-    }
-}
+mod tests;

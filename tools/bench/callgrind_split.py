@@ -29,7 +29,7 @@ GROUPS = [
     ("cupti callback", r"cupti::callbacks|cupti::share|runtime_api::|thread::link_current"),
     ("driver wrappers (hook)", r"generated::|hook::|interpose|procaddr|capture::|actions::"),
     ("ring push", r"ring::Ring::(push|make_room|wait_for_room)"),
-    ("worker: ring drain", r"ring::Ring::drain|drain::|ring::Ring::(release|len|is_)"),
+    ("worker: ring drain", r"ring::Ring::drain|ring::hand_over|drain::|ring::Ring::(release|len|is_)"),
     ("worker: GPU records, links", r"gpu_batch|cupti::records|cupti::buffers|cupti::activity|cupti::modules|kernel_names|LinkTable"),
     ("worker: output, chunks", r"output::|rtrace_format::|codec|chunk"),
     ("worker: loop, clock", r"session::|clock::|sys::|std::thread|park|sleep"),

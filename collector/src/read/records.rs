@@ -31,7 +31,7 @@ impl Kind {
     #[inline]
     pub fn of(kind: ChunkKind) -> Option<Kind> {
         Some(match kind {
-            ChunkKind::ApiRecords => Kind::Api,
+            ChunkKind::ApiRecords | ChunkKind::ApiRecordsInTicks => Kind::Api,
             ChunkKind::Kernels => Kind::Kernels,
             ChunkKind::Memcpys => Kind::Memcpys,
             ChunkKind::PeerCopies => Kind::PeerCopies,

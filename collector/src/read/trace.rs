@@ -402,6 +402,7 @@ fn read_other(trace: &mut Trace, chunk: &Chunk) {
         ChunkKind::Unknown(_) => trace.unknown_chunks += 1,
         // The chunks of records go to the sink.
         ChunkKind::ApiRecords
+        | ChunkKind::ApiRecordsInTicks
         | ChunkKind::Kernels
         | ChunkKind::Memcpys
         | ChunkKind::PeerCopies

@@ -24,9 +24,15 @@ pub struct Builder {
 }
 
 impl Builder {
+    /// A trace of format 2.1, as 2.x writers made them (API records in kind-2 chunks, times
+    /// in ns): the committed fixtures stay what they were, and show that 3.x readers read
+    /// them as before. (The header's checksum covers its body only.)
     pub fn new(header: &ProcessHeader) -> Self {
+        let mut bytes = encode_file_header(header);
+        bytes[8..10].copy_from_slice(&2u16.to_le_bytes());
+        bytes[10..12].copy_from_slice(&1u16.to_le_bytes());
         Builder {
-            bytes: encode_file_header(header),
+            bytes,
             seq: HashMap::new(),
         }
     }

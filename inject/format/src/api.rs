@@ -31,20 +31,27 @@ impl ApiRecord {
         u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
     }
 
-    /// The encoded record `bytes` with its two times mapped by `time`: the record as
-    /// [`ApiRecord::from_bytes`], then [`ApiRecord::to_bytes`] would give it, with no decoding
-    /// of the other fields.
+    /// The first two 8-byte words of an encoded record (`function | result << 32`, then
+    /// `start_ns`), read from its bytes.
     #[inline(always)]
-    pub fn retimed(bytes: &[u8; Self::SIZE], mut time: impl FnMut(u64) -> u64) -> [u8; Self::SIZE] {
+    pub fn words_of(bytes: &[u8; Self::SIZE]) -> (u64, u64) {
         let at = |i: usize| {
             let mut b = [0u8; 8];
             b.copy_from_slice(&bytes[i..i + 8]);
             u64::from_le_bytes(b)
         };
-        let mut rec = *bytes;
-        rec[8..16].copy_from_slice(&time(at(8)).to_le_bytes());
-        rec[16..24].copy_from_slice(&time(at(16)).to_le_bytes());
-        rec
+        (at(0), at(8))
+    }
+
+    /// The `start_ns` and `end_ns` of an encoded record, read from its bytes.
+    #[inline(always)]
+    pub fn times_of(bytes: &[u8; Self::SIZE]) -> (u64, u64) {
+        let at = |i: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&bytes[i..i + 8]);
+            u64::from_le_bytes(b)
+        };
+        (at(8), at(16))
     }
 }
 

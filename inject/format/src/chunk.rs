@@ -85,6 +85,9 @@ u16_enum! {
         /// GPU work launched but never timed ([`UntimedWork`](crate::gpu_region::UntimedWork)s,
         /// rebuilt from GPU buffer regions).
         UntimedWork = 33,
+        /// [`ApiRecord`](crate::ApiRecord)s made by one thread as its ring held them, times in
+        /// raw ticks, then the clock samples that convert them ([`crate::ticks`]; format 3.0).
+        ApiRecordsInTicks = 34,
         /// Source counters set up on one context
         /// ([`SourceCounterSetup`](crate::SourceCounterSetup), bincode).
         SourceCounterSetup = 40,

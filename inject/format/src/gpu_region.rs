@@ -154,14 +154,17 @@ pub struct GpuBufferLayout {
     pub filtered: bool,
 }
 
+#[inline]
 fn u32_at(r: &[u8], at: u32) -> u32 {
     r.get(at as usize..at as usize + 4)
         .map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap()))
 }
+#[inline]
 fn u64_at(r: &[u8], at: u32) -> u64 {
     r.get(at as usize..at as usize + 8)
         .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()))
 }
+#[inline]
 fn u8_at(r: &[u8], at: u32) -> u8 {
     r.get(at as usize).copied().unwrap_or(0)
 }
@@ -175,6 +178,9 @@ fn graph_flags(graph_id: u32) -> u32 {
 
 impl KernelFields {
     /// The kernel record `r` holds, with no correlation and name id 0; flags: in a graph or not.
+    /// (`#[inline]`: the library's worker calls it with its layout a constant, so that the
+    /// offsets fold into the loads.)
+    #[inline]
     pub fn record(&self, r: &[u8]) -> KernelRecord {
         let graph_id = u32_at(r, self.graph_id);
         let i = |at: u32| u32_at(r, at) as i32;
@@ -201,6 +207,7 @@ impl KernelFields {
     }
 
     /// The address of the kernel's name in the traced process.
+    #[inline]
     pub fn name_address(&self, r: &[u8]) -> u64 {
         u64_at(r, self.name)
     }
@@ -208,6 +215,7 @@ impl KernelFields {
 
 impl CopyFields {
     /// The copy record `r` holds, with no correlation; flags: in a graph or not.
+    #[inline]
     pub fn record(&self, r: &[u8]) -> MemcpyRecord {
         let graph_id = u32_at(r, self.graph_id);
         MemcpyRecord {
@@ -231,6 +239,7 @@ impl CopyFields {
 
 impl SetFields {
     /// The memset record `r` holds, with no correlation.
+    #[inline]
     pub fn record(&self, r: &[u8]) -> MemsetRecord {
         MemsetRecord {
             correlation: 0,

@@ -62,6 +62,7 @@ mod profiling;
 pub mod ring;
 mod runtime;
 mod source_counters;
+pub mod ticks;
 
 pub use api::*;
 pub use chunk::*;
@@ -77,6 +78,7 @@ pub use profiling::*;
 pub use reader::*;
 pub use runtime::*;
 pub use source_counters::*;
+pub use ticks::{ClockTrailer, TICKS_TSC};
 pub use time::*;
 pub use values::*;
 

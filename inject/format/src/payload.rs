@@ -1,7 +1,7 @@
 //! A chunk as read from a trace, and its payload's decoders.
 
 use crate::api::{ApiRecord, FunctionName};
-use crate::chunk::ChunkHeader;
+use crate::chunk::{ChunkHeader, ChunkKind};
 use crate::values::decode_value;
 use serde::Deserialize;
 
@@ -15,8 +15,13 @@ pub struct Chunk {
 }
 
 impl Chunk {
-    /// The API records of an [`ChunkKind::ApiRecords`](crate::ChunkKind::ApiRecords) chunk.
+    /// The API records of an [`ChunkKind::ApiRecords`](crate::ChunkKind::ApiRecords) chunk,
+    /// or of an [`ChunkKind::ApiRecordsInTicks`](crate::ChunkKind::ApiRecordsInTicks) one
+    /// with their times converted to ns ([`crate::ticks`]).
     pub fn api_records(&self) -> Result<Vec<ApiRecord>, String> {
+        if self.header.kind == ChunkKind::ApiRecordsInTicks {
+            return crate::ticks::decode_api_ticks(&self.payload);
+        }
         fixed_records::<_, { ApiRecord::SIZE }>(self, "API record", ApiRecord::from_bytes)
     }
 

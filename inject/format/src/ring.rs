@@ -510,7 +510,9 @@ impl Salvage {
                     self.regions.push(r);
                 }
             }
-            ChunkKind::ApiRecords | ChunkKind::NvtxEvents if h.seq >> POSITION_BITS != 0 => {
+            ChunkKind::ApiRecords | ChunkKind::ApiRecordsInTicks | ChunkKind::NvtxEvents
+                if h.seq >> POSITION_BITS != 0 =>
+            {
                 let e = self
                     .reached
                     .entry((h.thread, h.seq >> POSITION_BITS))
@@ -519,9 +521,15 @@ impl Salvage {
                 e.dropped = e.dropped.saturating_add(h.dropped);
                 // A chunk's calls are in order: its last one starts latest.
                 let n = chunk.payload.len();
-                if h.kind == ChunkKind::ApiRecords && n >= ApiRecord::SIZE {
-                    let last = &chunk.payload[n - ApiRecord::SIZE..];
-                    let start = u64::from_le_bytes(last[8..16].try_into().unwrap());
+                let start = match h.kind {
+                    ChunkKind::ApiRecords if n >= ApiRecord::SIZE => {
+                        let last = &chunk.payload[n - ApiRecord::SIZE..];
+                        Some(u64::from_le_bytes(last[8..16].try_into().unwrap()))
+                    }
+                    ChunkKind::ApiRecordsInTicks => crate::ticks::last_api_start(&chunk.payload),
+                    _ => None,
+                };
+                if let Some(start) = start {
                     e.latest_start = e.latest_start.max(start);
                 }
             }

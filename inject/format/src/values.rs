@@ -7,15 +7,18 @@ use serde::{Deserialize, Serialize};
 
 /// First bytes of every trace file.
 pub const MAGIC: [u8; 8] = *b"RTRACE\0\x1a";
-/// Major format version: readers refuse files with a newer major version.
-pub const FORMAT_MAJOR: u16 = 2;
+/// Major format version: readers refuse files with a newer major version. (3.0: a thread's
+/// API records as its ring held them, times in ticks, with the clock samples that convert them
+/// (chunk kind 34, [`crate::ticks`]), where 2.x writers wrote kind 2 in ns: a 2.x reader would
+/// skip them, so it refuses the file instead; 3.0 readers read 2.x and 1.x files.)
+pub const FORMAT_MAJOR: u16 = 3;
 /// Minor format version: additions that older readers can skip. (2.0: ring regions, chunk
 /// `seq` as a ring position, and [`ProcessHeader::session`] in the file header's body. 2.1: GPU
 /// buffer regions and their layout, kernel name addresses and untimed work (chunk kinds 30 to
 /// 33); runtime API records, [`crate::RUNTIME_FUNCTION`] and [`crate::IN_RUNTIME`] in an API
 /// record's function; [`ProcessHeader::rank_env`] after the session, written only when some
 /// rank variable was set, which 2.1 readers before it leave unread.)
-pub const FORMAT_MINOR: u16 = 1;
+pub const FORMAT_MINOR: u16 = 0;
 /// Largest file-header body a reader accepts.
 pub const MAX_HEADER_BODY: u32 = 16 << 20;
 

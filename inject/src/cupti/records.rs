@@ -180,6 +180,10 @@ pub(super) fn correlate(links: &Links, source: u32, flags: u32) -> (u64, u32) {
 }
 
 pub(super) fn kernel(r: &[u8], batch: &mut GpuBatch, links: &Links) {
+    // One length check: the fields' offsets are constants within it, so each read is a load.
+    let Some(r) = r.get(..layout::kernel10::SIZE) else {
+        return;
+    };
     let mut rec = fields::KERNEL.record(r);
     let name_ptr = fields::KERNEL.name_address(r) as *const c_char;
     // SAFETY: CUPTI's NUL-terminated kernel name (or null), valid while the record is.
@@ -211,6 +215,9 @@ pub(super) fn kernel(r: &[u8], batch: &mut GpuBatch, links: &Links) {
 }
 
 pub(super) fn memcpy(r: &[u8], batch: &mut GpuBatch, links: &Links) {
+    let Some(r) = r.get(..layout::memcpy6::SIZE) else {
+        return;
+    };
     let mut rec = fields::COPY.record(r);
     let (correlation, flags) = correlate(links, rec.source_correlation, u32::from(rec.flags));
     if !crate::capture::keep_work(flags) {
@@ -221,6 +228,9 @@ pub(super) fn memcpy(r: &[u8], batch: &mut GpuBatch, links: &Links) {
 }
 
 pub(super) fn memset(r: &[u8], batch: &mut GpuBatch, links: &Links) {
+    let Some(r) = r.get(..layout::memset4::SIZE) else {
+        return;
+    };
     let mut rec = fields::SET.record(r);
     let (correlation, flags) = correlate(links, rec.source_correlation, 0);
     if !crate::capture::keep_work(flags) {
