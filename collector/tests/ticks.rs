@@ -123,3 +123,99 @@ fn api_records_in_ticks_read_as_the_same_records_in_ns() {
     std::fs::remove_dir_all(&base).unwrap();
     assert!(compared >= 4 * 12, "only {compared} runs succeeded");
 }
+
+/// What the GPU checks' own reader (`tests/gpu/tracefile.py`, written from docs/format.md, not
+/// from this crate) makes of `trace`: one line a call, `name result start end thread correlation`.
+fn python_calls(trace: &Path) -> String {
+    let gpu = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/gpu");
+    let code = "import sys, tracefile\n\
+                for r in tracefile.read(sys.argv[1], runtime=True): print(*r)";
+    let out = Command::new("python3")
+        .args(["-c", code])
+        .arg(trace)
+        .env("PYTHONPATH", &gpu)
+        .output()
+        .expect("running python3");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "tracefile.py on {trace:?}: {err}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn the_gpu_checks_reader_reads_calls_in_ticks_as_in_ns() {
+    let base = std::env::temp_dir().join(format!("rtrace-ticks-py-{}", std::process::id()));
+    std::fs::create_dir_all(&base).unwrap();
+    let mut calls = 0;
+    for (name, bytes) in common::fixtures::all() {
+        // tracefile.py reads whole traces only (it stops at a bad chunk, not past it).
+        if matches!(name, "corrupt.bin" | "truncated.bin") {
+            continue;
+        }
+        let Some(converted) = in_ticks(&bytes) else {
+            continue;
+        };
+        let (old, new) = (base.join("old.bin"), base.join("new.bin"));
+        std::fs::write(&old, &bytes).unwrap();
+        std::fs::write(&new, &converted).unwrap();
+        let want = python_calls(&old);
+        assert_eq!(want, python_calls(&new), "{name}");
+        calls += want.lines().count();
+    }
+    std::fs::remove_dir_all(&base).unwrap();
+    assert_eq!(calls, 52, "the calls of the whole fixtures");
+}
+
+/// tracefile.py's conversion of ticks against this crate's (`decode_api_ticks`), on samples
+/// like a time-stamp counter's (2.4 ticks a ns, uneven) and times before, between and after
+/// them, where the rounding of the slopes shows.
+#[test]
+fn the_gpu_checks_reader_converts_ticks_as_the_format_crate_does() {
+    let samples: Vec<(u64, u64)> = vec![
+        (9_000_000_123, 3_750_000_051),
+        (9_240_001_777, 3_850_000_743),
+        (9_480_003_001, 3_950_001_234),
+        (9_720_000_011, 4_049_999_998),
+    ];
+    let mut payload = Vec::new();
+    let mut t = 8_700_000_000u64;
+    for i in 0..400u32 {
+        let r = ApiRecord {
+            function: i % 7,
+            result: i % 3,
+            start_ns: t,
+            end_ns: t + 777_777 + u64::from(i),
+            correlation: u64::from(i) * 5,
+        };
+        r.write_to(&mut payload);
+        t += 3_000_017;
+    }
+    write_trailer(&mut payload, samples.iter().copied(), true);
+    let want: String = rtrace_format::ticks::decode_api_ticks(&payload)
+        .unwrap()
+        .iter()
+        .map(|r| {
+            format!(
+                "({}, {}, {}, {}, {})\n",
+                r.function, r.result, r.start_ns, r.end_ns, r.correlation
+            )
+        })
+        .collect();
+    let file = std::env::temp_dir().join(format!("rtrace-ticks-py-{}.bin", std::process::id()));
+    std::fs::write(&file, &payload).unwrap();
+    let gpu = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/gpu");
+    let code = "import sys, tracefile\n\
+                for r in tracefile.ticks_calls(open(sys.argv[1], 'rb').read()): print(r)";
+    let out = Command::new("python3")
+        .args(["-c", code])
+        .arg(&file)
+        .env("PYTHONPATH", &gpu)
+        .output()
+        .expect("running python3");
+    std::fs::remove_file(&file).unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), want);
+}

@@ -2,11 +2,14 @@
 
 Reads the function-name table and the API records; checks chunk magic and lengths (not CRCs:
 the collector does that). `read` returns (function name, result, start_ns, end_ns, thread,
-correlation) tuples, with the calls rebuilt from the file's ring regions (chunk kind 25: what
-the process recorded but had not written when it ended, docs/format.md "Ring regions");
+correlation) tuples: the calls of chunk kinds 2 (times in ns) and 34 (times in ticks, with the
+clock samples that convert them: format 3.0, docs/format.md), and those rebuilt from the file's
+ring regions (chunk kind 25: what the process recorded but had not written when it ended,
+docs/format.md "Ring regions");
 `read_gpu` the GPU records.
 """
 
+import bisect
 import struct
 
 MAGIC = b"RTRACE\0\x1a"
@@ -93,6 +96,42 @@ def ring_calls(payload, reached):
     return out
 
 
+TICKS_TSC = 1  # kind 34's trailer flag: the ticks are time-stamp-counter ticks
+U64 = (1 << 64) - 1
+
+
+def ticks_calls(payload):
+    """The records of a kind-34 payload, (function id, result, start_ns, end_ns, correlation),
+    each time converted as the format says (piecewise linear over the chunk's clock samples,
+    each segment's slope in 32.32 fixed point, rounded to the nearest ns), written here again
+    from docs/format.md so that the check does not take the collector's word for it."""
+    if len(payload) < 8:
+        raise ValueError("API records in ticks: no trailer")
+    k, flags = struct.unpack_from("<II", payload, len(payload) - 8)
+    rec_len = len(payload) - 8 - 16 * k
+    if rec_len < 0 or rec_len % 32:
+        raise ValueError(f"API records in ticks: a malformed payload of {len(payload)} bytes")
+    samples = [struct.unpack_from("<QQ", payload, rec_len + 16 * i) for i in range(k)]
+    ticks = [t for t, _ in samples]
+
+    def ns(t):
+        if not flags & TICKS_TSC or k == 0:
+            return t
+        if k == 1:
+            return samples[0][1]
+        i = max(0, min(bisect.bisect_right(ticks, t) - 1, k - 2))
+        (t0, n0), (t1, n1) = samples[i], samples[i + 1]
+        per_tick = (((n1 - n0) << 32) + (t1 - t0) // 2) // (t1 - t0)
+        scaled = lambda dt: (dt * per_tick + (1 << 31)) >> 32 & U64
+        return min(n0 + scaled(t - t0), U64) if t >= t0 else max(n0 - scaled(t0 - t), 0)
+
+    out = []
+    for at in range(0, rec_len, 32):
+        fid, result, start, end, corr = struct.unpack_from("<IIQQQ", payload, at)
+        out.append((fid, result, ns(start), ns(end), corr))
+    return out
+
+
 # API record `function` bits (docs/format.md, kind 2): a runtime call (the bits below bit 29:
 # CUPTI's runtime callback id); a driver call made inside one (the bits below: its function).
 RUNTIME_FUNCTION = 1 << 30
@@ -144,7 +183,7 @@ def read(path, runtime=False):
         if len(payload) < plen:
             break  # truncated: keep what was whole
         off += 40 + plen
-        if kind in (2, 19) and seq >> 40:
+        if kind in (2, 19, 34) and seq >> 40:
             key = (tid, seq >> 40)
             reached[key] = max(reached.get(key, 0), seq)
         if kind == 1:
@@ -158,6 +197,10 @@ def read(path, runtime=False):
             for at in range(0, len(payload), 32):
                 fid, result, start, end, corr = struct.unpack_from("<IIQQQ", payload, at)
                 if runtime or not fid & RUNTIME_FUNCTION:
+                    records.append((function_name(fid, names), result, start, end, tid, corr))
+        elif kind == 34:
+            for fid, result, start, end, corr in ticks_calls(payload):
+                if fid < 0xFFFFFE00 and (runtime or not fid & RUNTIME_FUNCTION):
                     records.append((function_name(fid, names), result, start, end, tid, corr))
         elif kind == 25:
             rings.append(payload)

@@ -53,6 +53,9 @@ def count_chunks(path):
         dropped += drop
         if kind == 2:
             api += plen // 32
+        elif kind == 34 and plen >= 8:  # calls in ticks: records, then clock samples, then (k, flags)
+            (k,) = struct.unpack_from("<I", data, off - 8)
+            api += (plen - 8 - 16 * k) // 32
         elif kind == 6:
             kernels += plen // 112
         elif kind == 7:

@@ -478,3 +478,42 @@ pub fn check_invariants(t: &Trace) {
         }
     }
 }
+
+/// The calls of the trace at `path` as the GPU checks' own reader (`tests/gpu/tracefile.py`,
+/// written from docs/format.md, not from the collector) reads them, against `t`'s (the
+/// collector's reading of the same file): the same calls, times, threads and correlation ids.
+pub fn gpu_checks_reader_agrees(path: &Path, t: &Trace) {
+    let code = "import sys, tracefile\n\
+                for r in tracefile.read(sys.argv[1], runtime=True): print(*r[1:])";
+    let out = Command::new("python3")
+        .args(["-c", code])
+        .arg(path)
+        .env("PYTHONPATH", root().join("tests/gpu"))
+        .output()
+        .expect("running python3");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "tracefile.py on {path:?}: {err}");
+    let mut got: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    let mut want: Vec<String> = t
+        .threads
+        .values()
+        .flat_map(|th| {
+            th.records.iter().map(|r| {
+                let (start, end) = (r.start_ns, r.end_ns);
+                format!("{} {start} {end} {} {}", r.result, th.tid, r.correlation)
+            })
+        })
+        .collect();
+    got.sort();
+    want.sort();
+    assert_eq!(
+        got.len(),
+        want.len(),
+        "calls read by tracefile.py and by rtrace"
+    );
+    assert!(got == want, "tracefile.py reads other calls than rtrace");
+}

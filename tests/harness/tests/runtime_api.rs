@@ -68,6 +68,7 @@ fn runtime_calls_are_recorded_with_their_driver_calls_and_gpu_work() {
 
     // GPU work carries the runtime call's correlation id.
     work_is_linked_to_runtime_calls(&t);
+    gpu_checks_reader_agrees(&r.trace_files()[0], &t);
 }
 
 /// Checks that the trace's runtime calls are `expected` (name, result, the driver calls

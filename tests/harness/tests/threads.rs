@@ -23,6 +23,7 @@ fn every_thread_recorded_exactly() {
     assert_eq!(per_thread, vec![4, 1008, 1008, 1008, 1008]);
     assert_eq!(t.end.as_ref().unwrap().threads, 5);
     assert_eq!(t.dropped, 0);
+    gpu_checks_reader_agrees(&r.trace_files()[0], &t);
 }
 
 /// Full buffers wait for the worker (RTRACE_FULL_WAIT_MS; here its longest, 1 s, so that a busy
