@@ -53,6 +53,17 @@ pub struct CallToken {
     thread: *const ThreadState,
 }
 
+impl CallToken {
+    /// The state of the thread that made the token (the one calling).
+    #[inline(always)]
+    fn thread(&self) -> &ThreadState {
+        // SAFETY: `begin` made the token on this thread from its thread-local state, which
+        // lives as long as the thread; the wrapper hands it back before returning, and a
+        // token is neither `Send` nor `Copy`.
+        unsafe { &*self.thread }
+    }
+}
+
 /// `CallToken` must not be `Copy` (a copy could end a call twice): this fails to compile
 /// (the trait's item becomes ambiguous) if it were.
 const _: fn() = || {
@@ -135,7 +146,12 @@ pub fn launch(token: &Option<CallToken>, f: *mut c_void, run: impl FnOnce() -> u
         return run();
     }
     match token {
-        Some(t) => crate::cupti::profiled_launch(t.correlation, f, run),
+        Some(t) => {
+            // Keyed as the kernel record will be (by the runtime call that launched it, if
+            // any), so that the record takes the profiled times and the profile its record.
+            let correlation = t.thread().runtime.work_correlation(t.correlation);
+            crate::cupti::profiled_launch(correlation, f, run)
+        }
         None => run(),
     }
 }
@@ -147,9 +163,7 @@ pub fn end(token: Option<CallToken>, result: u32) {
         return;
     };
     let end_ns = clock::ticks();
-    // SAFETY: `begin` made the token on this thread from its thread-local state, which
-    // lives as long as the thread; the wrapper hands it back before returning.
-    let t = unsafe { &*tok.thread };
+    let t = tok.thread();
     t.busy.set(false);
     t.current.set(0);
     if !t.ring.is_some() {

@@ -59,6 +59,14 @@ impl RuntimeCalls {
         }
         self.correlation.get(d).map(Cell::get)
     }
+
+    /// The correlation id GPU work launched now by the recorded driver call `driver_call` is
+    /// linked to: the innermost recorded runtime call's, as nsys and CUPTI link it, else the
+    /// driver call's own. Its kernel record and its profile carry the same id.
+    #[inline(always)]
+    pub fn work_correlation(&self, driver_call: u64) -> u64 {
+        self.innermost_recorded().unwrap_or(driver_call)
+    }
 }
 
 /// Runtime calls nested deeper than this on one thread are not recorded.
@@ -175,7 +183,7 @@ pub fn link_current(source: u32, symbol: u64) {
         if current == 0 {
             return;
         }
-        let call = t.runtime.innermost_recorded().unwrap_or(current);
+        let call = t.runtime.work_correlation(current);
         t.ring.push(Entry::Link {
             call,
             source,

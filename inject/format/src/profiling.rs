@@ -46,8 +46,9 @@ pub struct ProfilerSetup {
 pub struct KernelProfile {
     /// CUPTI's context id: the [`ProfilerSetup`] it was collected under.
     pub context: u32,
-    /// The correlation of the launch's API record (the kernel record that has it is this
-    /// launch); 0 for a range.
+    /// The correlation id of the launch: the recorded runtime call that made it (such as
+    /// `cudaLaunchKernel`), else the driver launch call; its kernel record carries the same id
+    /// (the kernel record that has it is this launch); 0 for a range.
     pub correlation: u64,
     /// The launch's place among the kernels profiling chose, from 0.
     pub launch: u64,

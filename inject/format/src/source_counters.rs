@@ -113,7 +113,7 @@ pub struct SourceCounterSetup {
 pub struct SourceCounterLaunch {
     /// CUPTI's context id: the [`SourceCounterSetup`] it was collected under.
     pub context: u32,
-    /// The correlation of the launch's API record.
+    /// The correlation id of the launch, as [`crate::KernelProfile::correlation`]'s.
     pub correlation: u64,
     /// The launch's place among the launches the kernel controls chose, from 0.
     pub launch: u64,

@@ -462,3 +462,44 @@ fn each_caller_reaches_its_own_runtime_when_two_are_loaded() {
         .collect::<Vec<_>>();
     assert_eq!(calls, vec![("cudaRuntimeGetVersion".to_string(), 0); 7]);
 }
+
+/// Kernels launched through the runtime and profiled (`RTRACE_METRICS`): the profile carries
+/// the id the kernel record carries (the runtime call's), so that the record takes the
+/// profiled times and the report links each profile to its kernel (its configuration, the
+/// theoretical occupancy the occupancy rule needs). Before, the profile carried the driver
+/// call's id and neither link was made.
+#[test]
+fn profiled_kernels_launched_by_the_runtime_are_linked_to_their_records() {
+    let env = &[("RTRACE_METRICS", "gpu__time_duration.sum")];
+    let r = run(Spec::traced("runtime").env(env));
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    let t = r.trace();
+    check_invariants(&t);
+    let launches: Vec<u64> = records(&t)
+        .into_iter()
+        .map(|(_, r)| r)
+        .filter(|r| is_runtime(r) && t.functions[&r.function] == "cudaLaunchKernel")
+        .map(|r| r.correlation)
+        .collect();
+    assert_eq!(launches.len(), 4);
+    let kernels: Vec<u64> = t.kernels.iter().map(|k| k.correlation).collect();
+    assert_eq!(kernels, launches);
+    let profiled: Vec<u64> = t.kernel_profiles.iter().map(|p| p.correlation).collect();
+    assert_eq!(profiled, launches);
+    for (k, p) in t.kernels.iter().zip(&t.kernel_profiles) {
+        assert_eq!(
+            k.flags & rtrace_format::FLAG_PROFILED,
+            rtrace_format::FLAG_PROFILED
+        );
+        assert_eq!((k.start_ns, k.end_ns - k.start_ns), (p.start_ns, 500));
+        assert_eq!(p.values, vec![500.0]);
+    }
+    let linked = vec![rtrace_collector::profiles::linked_in_memory(&t)];
+    let s = rtrace_collector::profiles::section(std::slice::from_ref(&t), &linked);
+    assert_eq!(s.kernels.len(), 1);
+    let k = &s.kernels[0];
+    assert_eq!(k.name, "fill_u32");
+    assert_eq!(k.launches.len(), 4);
+    assert!(k.launches.iter().all(|l| l.kernel.is_some()));
+    assert!(k.theoretical_occupancy.is_some());
+}
