@@ -52,16 +52,6 @@ struct Object {
 
 static OBJECTS: Mutex<BTreeMap<u32, Object>> = Mutex::new(BTreeMap::new());
 
-fn realtime() -> u64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut t) };
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-}
-
 fn device_of(handle: *mut c_void) -> Option<u32> {
     (handle as usize)
         .checked_sub(HANDLE_BASE)
@@ -190,7 +180,7 @@ pub unsafe extern "C" fn cuptiPmSamplingEnable(p: *mut abi::PmSamplingEnable) ->
             Object {
                 metrics: Vec::new(),
                 interval: 0,
-                since: realtime(),
+                since: state::realtime_ns(),
                 start: None,
                 stop: None,
                 k: 0,
@@ -265,7 +255,7 @@ pub unsafe extern "C" fn cuptiPmSamplingStart(p: *mut abi::PmSamplingStart) -> u
             if o.interval == 0 || (o.start.is_some() && o.stop.is_none()) {
                 return Err(CUPTI_ERROR_INVALID_OPERATION);
             }
-            o.start = Some(realtime());
+            o.start = Some(state::realtime_ns());
             o.stop = None;
             o.k = 0;
             Ok(())
@@ -285,7 +275,7 @@ pub unsafe extern "C" fn cuptiPmSamplingStop(p: *mut abi::PmSamplingStop) -> u32
             if o.start.is_none() || o.stop.is_some() {
                 return Err(CUPTI_ERROR_INVALID_OPERATION);
             }
-            o.stop = Some(realtime());
+            o.stop = Some(state::realtime_ns());
             Ok(())
         }))
     })
@@ -356,7 +346,7 @@ pub unsafe extern "C" fn cuptiPmSamplingDecodeData(p: *mut abi::PmSamplingDecode
                 return CUPTI_ERROR_INVALID_PARAMETER;
             };
             let device = device_of((*p).pm_sampling_object).unwrap_or(0);
-            let now = realtime();
+            let now = state::realtime_ns();
             let full = with_object((*p).pm_sampling_object, |o| {
                 let Some(t0) = o.start else { return Ok(false) };
                 let until = o.stop.unwrap_or(now);

@@ -242,7 +242,6 @@ pub fn with<R>(f: impl FnOnce(&mut State) -> R) -> R {
     f(&mut guard)
 }
 
-/// CLOCK_REALTIME, CUPTI's default clock on Linux, in ns.
 /// Whether simcuda's host clock follows real time (`SIMCUDA_CLOCK=real`, read once).
 pub fn real_clock() -> bool {
     static REAL: OnceLock<bool> = OnceLock::new();
@@ -254,6 +253,7 @@ pub fn real_clock() -> bool {
     })
 }
 
+/// CLOCK_REALTIME, CUPTI's default clock on Linux, in ns.
 pub fn realtime_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
