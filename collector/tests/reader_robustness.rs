@@ -283,10 +283,19 @@ impl Base {
 }
 
 fn bases() -> Vec<Base> {
-    common::fixtures::all()
+    let mut bases: Vec<Base> = common::fixtures::all()
         .into_iter()
         .map(|(name, bytes)| Base::new(name, bytes))
-        .collect()
+        .collect();
+    // What librtrace.so writes since format 3.0: the calls in ticks (chunk kind 34), with the
+    // clock samples that convert them.
+    for (name, bytes) in [
+        ("api_threads-3.0.bin", common::fixtures::api_threads()),
+        ("nvtx-3.0.bin", common::fixtures::nvtx()),
+    ] {
+        bases.push(Base::new(name, common::fixtures::in_ticks(&bytes).unwrap()));
+    }
+    bases
 }
 
 // ---------------------------------------------------------------------------

@@ -8,60 +8,11 @@ mod common {
     pub mod fixtures;
 }
 
+use common::fixtures::in_ticks;
 use rtrace_format::ticks::write_trailer;
-use rtrace_format::{ApiRecord, ChunkHeader, ChunkKind, CHUNK_HEADER_LEN};
+use rtrace_format::ApiRecord;
 use std::path::Path;
 use std::process::Command;
-
-/// Ticks at two a ns (so every ns comes back exact): the samples (ticks, ns) and the ticks of
-/// a time in ns.
-const SAMPLES: [(u64, u64); 3] = [(0, 0), (1 << 41, 1 << 40), (1 << 63, 1 << 62)];
-fn ticks(ns: u64) -> u64 {
-    ns * 2
-}
-
-/// `trace` with its kind-2 chunks as kind 34 (every other one with ticks that are ns, as
-/// written without a time-stamp counter), its header saying 3.0; `None` when it has none to
-/// rewrite or its chunks cannot be walked.
-fn in_ticks(trace: &[u8]) -> Option<Vec<u8>> {
-    let body = u32::from_le_bytes(trace[12..16].try_into().unwrap()) as usize;
-    let mut at = 16 + body + 4;
-    let mut out = trace[..at].to_vec();
-    out[8..10].copy_from_slice(&3u16.to_le_bytes());
-    out[10..12].copy_from_slice(&0u16.to_le_bytes());
-    let mut rewritten = 0;
-    while at < trace.len() {
-        let h = ChunkHeader::decode(trace.get(at..at + CHUNK_HEADER_LEN)?.try_into().unwrap())?;
-        let end = at + CHUNK_HEADER_LEN + h.payload_len as usize;
-        let payload = trace.get(at + CHUNK_HEADER_LEN..end)?;
-        let records = payload.chunks_exact(ApiRecord::SIZE);
-        let fits = records
-            .clone()
-            .all(|b| ApiRecord::from_bytes(b.try_into().unwrap()).end_ns < 1 << 62);
-        if h.kind == ChunkKind::ApiRecords && !payload.is_empty() && fits {
-            let tsc = rewritten % 2 == 0;
-            let mut p = Vec::new();
-            for b in records {
-                let mut r = ApiRecord::from_bytes(b.try_into().unwrap());
-                if tsc {
-                    (r.start_ns, r.end_ns) = (ticks(r.start_ns), ticks(r.end_ns));
-                }
-                r.write_to(&mut p);
-            }
-            let samples = if tsc { &SAMPLES[..] } else { &[] };
-            write_trailer(&mut p, samples.iter().copied(), tsc);
-            let kind = ChunkKind::ApiRecordsInTicks;
-            let h = ChunkHeader::new(kind, h.thread, h.seq, h.dropped, &p);
-            out.extend_from_slice(&h.encode());
-            out.extend_from_slice(&p);
-            rewritten += 1;
-        } else {
-            out.extend_from_slice(&trace[at..end]);
-        }
-        at = end;
-    }
-    (rewritten > 0).then_some(out)
-}
 
 fn rtrace(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_rtrace"))
