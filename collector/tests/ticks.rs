@@ -29,6 +29,17 @@ fn rtrace(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
     (out.status.code(), text(out.stdout), text(out.stderr))
 }
 
+/// The undamaged fixtures that hold calls, each with its calls rewritten in ticks (the damaged
+/// ones are left out: their reports name byte offsets, which the longer chunks move, and
+/// tracefile.py stops at a bad chunk).
+fn whole_fixtures_in_ticks() -> Vec<(&'static str, Vec<u8>, Vec<u8>)> {
+    common::fixtures::all()
+        .into_iter()
+        .filter(|(name, _)| !matches!(*name, "corrupt.bin" | "truncated.bin"))
+        .filter_map(|(name, bytes)| in_ticks(&bytes).map(|converted| (name, bytes, converted)))
+        .collect()
+}
+
 #[test]
 fn api_records_in_ticks_read_as_the_same_records_in_ns() {
     let base = std::env::temp_dir().join(format!("rtrace-ticks-{}", std::process::id()));
@@ -36,14 +47,7 @@ fn api_records_in_ticks_read_as_the_same_records_in_ns() {
     std::fs::create_dir_all(&old).unwrap();
     std::fs::create_dir_all(&new).unwrap();
     let mut compared = 0;
-    for (name, bytes) in common::fixtures::all() {
-        // The damaged fixtures' reports name byte offsets, which the longer chunks move.
-        if matches!(name, "corrupt.bin" | "truncated.bin") {
-            continue;
-        }
-        let Some(converted) = in_ticks(&bytes) else {
-            continue;
-        };
+    for (name, bytes, converted) in whole_fixtures_in_ticks() {
         std::fs::write(old.join(name), &bytes).unwrap();
         std::fs::write(new.join(name), &converted).unwrap();
         let mut runs: Vec<Vec<&str>> = vec![
@@ -78,17 +82,24 @@ fn api_records_in_ticks_read_as_the_same_records_in_ns() {
 /// What the GPU checks' own reader (`tests/gpu/tracefile.py`, written from docs/format.md, not
 /// from this crate) makes of `trace`: one line a call, `name result start end thread correlation`.
 fn python_calls(trace: &Path) -> String {
+    tracefile_py(
+        "for r in tracefile.read(sys.argv[1], runtime=True): print(*r)",
+        trace,
+    )
+}
+
+/// What Python `code` prints with `tracefile` (tests/gpu/tracefile.py) and `sys` imported and
+/// `file` as its argument.
+fn tracefile_py(code: &str, file: &Path) -> String {
     let gpu = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/gpu");
-    let code = "import sys, tracefile\n\
-                for r in tracefile.read(sys.argv[1], runtime=True): print(*r)";
     let out = Command::new("python3")
-        .args(["-c", code])
-        .arg(trace)
+        .args(["-c", &format!("import sys, tracefile\n{code}")])
+        .arg(file)
         .env("PYTHONPATH", &gpu)
         .output()
         .expect("running python3");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "tracefile.py on {trace:?}: {err}");
+    assert!(out.status.success(), "tracefile.py on {file:?}: {err}");
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -97,14 +108,7 @@ fn the_gpu_checks_reader_reads_calls_in_ticks_as_in_ns() {
     let base = std::env::temp_dir().join(format!("rtrace-ticks-py-{}", std::process::id()));
     std::fs::create_dir_all(&base).unwrap();
     let mut calls = 0;
-    for (name, bytes) in common::fixtures::all() {
-        // tracefile.py reads whole traces only (it stops at a bad chunk, not past it).
-        if matches!(name, "corrupt.bin" | "truncated.bin") {
-            continue;
-        }
-        let Some(converted) = in_ticks(&bytes) else {
-            continue;
-        };
+    for (name, bytes, converted) in whole_fixtures_in_ticks() {
         let (old, new) = (base.join("old.bin"), base.join("new.bin"));
         std::fs::write(&old, &bytes).unwrap();
         std::fs::write(&new, &converted).unwrap();
@@ -153,20 +157,10 @@ fn the_gpu_checks_reader_converts_ticks_as_the_format_crate_does() {
         .collect();
     let file = std::env::temp_dir().join(format!("rtrace-ticks-py-{}.bin", std::process::id()));
     std::fs::write(&file, &payload).unwrap();
-    let gpu = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/gpu");
-    let code = "import sys, tracefile\n\
-                for r in tracefile.ticks_calls(open(sys.argv[1], 'rb').read()): print(r)";
-    let out = Command::new("python3")
-        .args(["-c", code])
-        .arg(&file)
-        .env("PYTHONPATH", &gpu)
-        .output()
-        .expect("running python3");
-    std::fs::remove_file(&file).unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let got = tracefile_py(
+        "for r in tracefile.ticks_calls(open(sys.argv[1], 'rb').read()): print(r)",
+        &file,
     );
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), want);
+    std::fs::remove_file(&file).unwrap();
+    assert_eq!(got, want);
 }
