@@ -8,8 +8,13 @@ use rtrace_tests::*;
 /// Runs `crashes MODE N` untraced and traced: same status and output. Returns the traced run
 /// and the calls the program said it made.
 fn crash(mode: &str, n: &str) -> (Run, u64) {
+    crash_with(mode, n, &[])
+}
+
+/// [`crash`] with `env` in the traced run's environment.
+fn crash_with(mode: &str, n: &str, env: &[(&str, &str)]) -> (Run, u64) {
     let plain = run(Spec::untraced("crashes").args(&[mode, n]));
-    let r = run(Spec::traced("crashes").args(&[mode, n]));
+    let r = run(Spec::traced("crashes").args(&[mode, n]).env(env));
     assert_eq!(
         r.output.status,
         plain.output.status,
@@ -57,7 +62,12 @@ fn recorded(t: &rtrace_collector::Trace) -> u64 {
 
 /// A process that dies before writing its trace's end: every call is in the file.
 fn everything_kept(mode: &str, signal: i32) {
-    let (r, made) = crash(mode, "100000");
+    everything_kept_with(mode, signal, &[]);
+}
+
+/// [`everything_kept`] with `env` in the traced run's environment.
+fn everything_kept_with(mode: &str, signal: i32, env: &[(&str, &str)]) {
+    let (r, made) = crash_with(mode, "100000", env);
     assert_eq!(made, 100_006);
     assert_eq!(r.signal(), Some(signal), "{mode}");
     let t = trace(&r);
@@ -84,9 +94,18 @@ fn segfault_keeps_every_record() {
     everything_kept("segv", libc::SIGSEGV);
 }
 
+/// The exception's unwinding takes long enough (the unwinder's first use) for the worker to
+/// write every call before the abort, when it was draining the busy ring as the calls ended
+/// (seen once in CI): with a ring that never gets busy (a quarter of 2^20 slots is more than
+/// the 100 006 calls) and a flush period of a second, nothing writes the calls before the
+/// process dies, unless the run takes a second.
 #[test]
 fn uncaught_exception_keeps_every_record() {
-    everything_kept("throw", libc::SIGABRT);
+    let env = [
+        ("RTRACE_BUFFER_RECORDS", "1048576"),
+        ("RTRACE_FLUSH_MS", "1000"),
+    ];
+    everything_kept_with("throw", libc::SIGABRT, &env);
 }
 
 #[test]
