@@ -44,6 +44,7 @@ mod passes;
 pub mod ranks;
 mod referenced;
 mod shared;
+mod windows;
 
 pub use crate::read::inputs::StreamError;
 
