@@ -104,6 +104,9 @@ struct Select {
 #[derive(Clone, Debug)]
 enum Middle {
     Select(Select),
+    /// The upper middle value, looked for in the same range as the lower one, with its
+    /// counts (counted once: an even count's two middle values are most often in one range).
+    Same,
     Found(u64),
 }
 
@@ -234,7 +237,7 @@ impl Dist {
         } else {
             &[lower, upper]
         };
-        let middles: Vec<Middle> = match &self.values {
+        let mut middles: Vec<Middle> = match &self.values {
             Values::Exact(map) => {
                 let mut v: Vec<(u64, u64)> = map.iter().map(|(&v, &n)| (v, n)).collect();
                 v.sort_unstable();
@@ -272,15 +275,24 @@ impl Dist {
                 .map(|(m, &rank)| match m {
                     Middle::Found(v) => Middle::Found(*v),
                     Middle::Select(s) => s.narrow(rank, buckets),
+                    Middle::Same => match &middles[0] {
+                        Middle::Select(s) => s.narrow(rank, buckets),
+                        _ => Middle::Found(0),
+                    },
                 })
                 .collect(),
             Values::Median(_) => return false,
         };
+        if matches!(&middles[..], [Middle::Select(a), Middle::Select(b)]
+            if (a.lo, a.hi, a.below, a.width) == (b.lo, b.hi, b.below, b.width))
+        {
+            middles[1] = Middle::Same;
+        }
         let found: Vec<u64> = middles
             .iter()
             .filter_map(|m| match m {
                 Middle::Found(v) => Some(*v),
-                Middle::Select(_) => None,
+                Middle::Select(_) | Middle::Same => None,
             })
             .collect();
         if found.len() == middles.len() {
