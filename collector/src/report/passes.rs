@@ -177,9 +177,10 @@ pub(super) fn gpu_pass(
                                 .matched(join.ti, work, i, id, start, s.start, s.function);
                             if let latency::Work::Kernel(name) = work {
                                 let parts = launch_parts(s.start, s.end, start, end);
-                                join.kern_exec
+                                let row = join
+                                    .kern_exec
                                     .add(join.trace, join.ti, name, s.function, parts);
-                                join.launches.add(name, s.function, parts);
+                                join.launches.add(row, parts);
                             }
                         }
                     },
