@@ -133,6 +133,13 @@ pub struct Dist {
     /// Σx², exactly.
     squares: Squares,
     values: Values,
+    /// While the values are counted exactly: the last one added (in the map), and how many
+    /// times it came again since, not yet added to its count there ([`Dist::settle`]). A
+    /// value that comes again at once costs a compare, not a map entry: a kernel's or copy's
+    /// durations are often one value many times over (a synthetic trace's always are; timers
+    /// that tick in microseconds too).
+    last: Option<u64>,
+    again: u64,
 }
 
 impl Default for Dist {
@@ -144,6 +151,8 @@ impl Default for Dist {
             max: 0,
             squares: Squares::default(),
             values: Values::Exact(FastMap::default()),
+            last: None,
+            again: 0,
         }
     }
 }
@@ -158,7 +167,13 @@ impl Dist {
         self.max = self.max.max(v);
         self.squares.add(v);
         match &mut self.values {
+            Values::Exact(_) if self.last == Some(v) => self.again += 1,
             Values::Exact(map) => {
+                if let (Some(last), again @ 1..) = (self.last, self.again) {
+                    *map.entry(last).or_insert(0) += again;
+                }
+                self.again = 0;
+                self.last = Some(v);
                 *map.entry(v).or_insert(0) += 1;
                 if map.len() > EXACT_VALUES {
                     self.switch_to_log();
@@ -169,7 +184,19 @@ impl Dist {
         }
     }
 
+    /// Adds the repeats of the last value to its count in the map.
+    fn settle(&mut self) {
+        if let (Values::Exact(map), Some(last), again @ 1..) =
+            (&mut self.values, self.last, self.again)
+        {
+            *map.entry(last).or_insert(0) += again;
+        }
+        self.again = 0;
+        self.last = None;
+    }
+
     fn switch_to_log(&mut self) {
+        self.settle();
         let mut h = vec![0u64; LOG_BUCKETS].into_boxed_slice();
         if let Values::Exact(map) = &self.values {
             for (&v, &n) in map {
@@ -186,6 +213,9 @@ impl Dist {
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
         self.squares.merge(&other.squares);
+        self.settle();
+        // The repeats `other` has not added to its map yet.
+        let pending = other.last.map(|v| (v, other.again)).filter(|&(_, n)| n > 0);
         if let Values::Log(_) = other.values {
             if let Values::Exact(_) = self.values {
                 self.switch_to_log();
@@ -193,7 +223,7 @@ impl Dist {
         }
         match (&mut self.values, &other.values) {
             (Values::Exact(a), Values::Exact(b)) => {
-                for (&v, &n) in b {
+                for (&v, &n) in b.iter().chain(pending.as_ref().map(|(v, n)| (v, n))) {
                     *a.entry(v).or_insert(0) += n;
                 }
                 if a.len() > EXACT_VALUES {
@@ -201,7 +231,7 @@ impl Dist {
                 }
             }
             (Values::Log(a), Values::Exact(b)) => {
-                for (&v, &n) in b {
+                for (&v, &n) in b.iter().chain(pending.as_ref().map(|(v, n)| (v, n))) {
                     a[log_bucket(v)] += n;
                 }
             }
@@ -230,6 +260,7 @@ impl Dist {
     /// [`Dist::end_pass`], the next pass counting in up to `buckets` buckets (at least
     /// [`SELECT_BUCKETS`]): a range of up to that many values is settled in one pass.
     pub fn end_pass_with(&mut self, buckets: u128) -> bool {
+        self.settle();
         let buckets = buckets.max(SELECT_BUCKETS);
         let [lower, upper] = self.ranks();
         let ranks: &[u64] = if lower == upper {
