@@ -559,6 +559,34 @@ mod tests {
         assert_eq!(db.count, 610);
     }
 
+    #[test]
+    fn repeated_values_count_whatever_comes_next() {
+        // Runs of one value, ending as a merge, a switch to the histogram or a pass's end
+        // reads the counts: each median as that of the values sorted.
+        let runs = |values: &[(u64, usize)]| -> Vec<u64> {
+            values
+                .iter()
+                .flat_map(|&(v, n)| std::iter::repeat_n(v, n))
+                .collect()
+        };
+        let few = runs(&[(5, 3), (7, 1), (5, 4), (9, 6), (9, 1)]);
+        let many: Vec<u64> = (0..300u64).flat_map(|i| [i * 7, i * 7]).collect();
+        for (x, y) in [(&few, &few), (&few, &many), (&many, &few), (&many, &many)] {
+            let (mut dx, mut dy) = (Dist::default(), Dist::default());
+            x.iter().for_each(|&v| dx.add(v));
+            y.iter().for_each(|&v| dy.add(v));
+            dx.merge(&dy);
+            let all: Vec<u64> = x.iter().chain(y.iter()).copied().collect();
+            while dx.end_pass() {
+                all.iter().for_each(|&v| dx.select(v));
+            }
+            assert_eq!(dx.median(), sorted_median(&all));
+            assert_eq!(dx.count, all.len() as u64);
+        }
+        assert_eq!(median_of(&few).0, sorted_median(&few));
+        assert_eq!(median_of(&runs(&[(3, 10), (1, 11)])).0, 1);
+    }
+
     fn stddev_of(values: &[u64]) -> u64 {
         let mut d = Dist::default();
         values.iter().for_each(|&v| d.add(v));
