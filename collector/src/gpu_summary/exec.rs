@@ -167,15 +167,24 @@ impl KernExecFold {
     }
 
     /// Kernel `name` of trace `ti` (`t`) launched by a call of `function`; its four parts
-    /// ([`launch_parts`]).
-    pub fn add(&mut self, t: &Trace, ti: usize, name: u32, function: u32, parts: LaunchParts) {
+    /// ([`launch_parts`]). Its row: what [`KernExecFold::select_row`] takes, here and in
+    /// a fold this one is merged into through what [`KernExecFold::merge`] gives.
+    pub fn add(
+        &mut self,
+        t: &Trace,
+        ti: usize,
+        name: u32,
+        function: u32,
+        parts: LaunchParts,
+    ) -> usize {
         let row = self.row(t, ti, name, function);
         self.rows[row].1.add(parts);
+        row
     }
 
     /// Adds what `other` folded (other traces'), row by row; its traces' keys lead to the
-    /// rows here.
-    pub fn merge(&mut self, other: KernExecFold) {
+    /// rows here. The row here of each of `other`'s rows.
+    pub fn merge(&mut self, other: KernExecFold) -> Vec<usize> {
         let mut to = Vec::with_capacity(other.rows.len());
         for (key, parts) in other.rows {
             let row = match self.index.get(&key) {
@@ -192,6 +201,7 @@ impl KernExecFold {
         for (k, row) in other.keys {
             self.keys.insert(k, to[row]);
         }
+        to
     }
 
     /// Adds the selection counts of `other`, a clone of this fold taken when the pass began
@@ -202,6 +212,13 @@ impl KernExecFold {
             mine.api.add_selected(&theirs.api);
             mine.queue.add_selected(&theirs.queue);
             mine.kernel.add_selected(&theirs.kernel);
+        }
+    }
+
+    /// The same launch again, in a selection pass, by its row (no lookup of its key).
+    pub fn select_row(&mut self, row: usize, parts: LaunchParts) {
+        if let Some((_, p)) = self.rows.get_mut(row) {
+            p.select(parts);
         }
     }
 

@@ -129,6 +129,18 @@ impl Union {
     }
 }
 
+/// A (device, stream) key, and where its unions are: the index of its device's in
+/// [`Devices::devices`], and of its own among that device's streams.
+type Placed = ((u32, u32), (usize, usize));
+
+/// Slots of [`Devices::recent`].
+const RECENT: usize = 16;
+
+/// The slot of (device, stream) among [`Devices::recent`].
+fn recent_slot(device: u32, stream: u32) -> usize {
+    (stream ^ device.wrapping_mul(5)) as usize % RECENT
+}
+
 /// One device's union, and its streams' (in order of first record).
 type DeviceUnions = (u32, Union, Vec<(u32, Union)>);
 
@@ -138,8 +150,10 @@ pub struct Devices {
     devices: Vec<DeviceUnions>,
     /// (device, stream) → (index in `devices`, index in its streams).
     index: FastMap<(u32, u32), (usize, usize)>,
-    /// The (device, stream) of the last record, and where its unions are.
-    last: Option<((u32, u32), (usize, usize))>,
+    /// Recent (device, stream) keys and where their unions are, in the slot [`recent_slot`]
+    /// says: a device's streams take turns record by record (a chunk of kernels holds those
+    /// of every thread), one slot each where their ids are few.
+    recent: [Option<Placed>; RECENT],
     /// (earliest start, chunk) of the chunks not yet fed: the watermark is the least.
     unfed: BinaryHeap<std::cmp::Reverse<(u64, usize)>>,
     fed: Vec<bool>,
@@ -162,11 +176,12 @@ impl Devices {
     #[inline]
     pub fn add(&mut self, device: u32, stream: u32, start: u64, end: u64) {
         let key = (device, stream);
-        let (d, s) = match self.last {
+        let slot = recent_slot(device, stream);
+        let (d, s) = match self.recent[slot] {
             Some((k, at)) if k == key => at,
             _ => {
                 let at = self.place(key);
-                self.last = Some((key, at));
+                self.recent[slot] = Some((key, at));
                 at
             }
         };

@@ -2,11 +2,12 @@
 //! of the kernel launch and execution times' exact medians ([`Launches`]), so that those
 //! passes read them back instead of joining the trace's kernels with its calls again.
 //!
-//! Each launch is a few bytes (its kernel name and function ids and its four parts, as
-//! variable-length integers), gathered a megabyte at a time and written to one temporary file
+//! Each launch is a few bytes (its row in the trace's fold of launch times,
+//! [`crate::gpu_summary::exec::KernExecFold`], and its four parts, as variable-length
+//! integers), gathered a megabyte at a time and written to one temporary file
 //! with no name for the whole report ([`LaunchFile`], [`crate::spool::unnamed_file`]), whose
 //! blocks each trace remembers: what the report holds in memory does not grow with the
-//! launches (a few words per megabyte); the file (6 to 40 bytes a launch, 15 on the
+//! launches (a few words per megabyte); the file (5 to 40 bytes a launch, 14 on the
 //! 10M-record synthetic trace) is gone once the report is. Where the file cannot be made or
 //! written, the selection passes join again (`passes::kern_exec_pass`).
 
@@ -84,16 +85,16 @@ impl<'f> Launches<'f> {
         }
     }
 
-    /// Kernel `name` launched by a call of `function`, with its four parts.
+    /// A launch of the fold's row `row` (its kernel name and launching function), with its
+    /// four parts.
     #[inline]
-    pub(super) fn add(&mut self, name: u32, function: u32, parts: LaunchParts) {
+    pub(super) fn add(&mut self, row: usize, parts: LaunchParts) {
         if !self.whole {
             return;
         }
         let (api, queue, kernel, total) = parts;
         let b = &mut self.buf;
-        varint(u64::from(name) << 1 | u64::from(queue.is_some()), b);
-        varint(u64::from(function), b);
+        varint((row as u64) << 1 | u64::from(queue.is_some()), b);
         varint(api, b);
         if let Some(q) = queue {
             varint(q, b);
@@ -138,13 +139,13 @@ impl Written<'_> {
         self.blocks.len()
     }
 
-    /// Calls `f(name, function, parts)` for each launch of blocks `blocks`, in the order
-    /// they were added; `None` where the file could not be read back or does not hold what
+    /// Calls `f(row, parts)` for each launch of blocks `blocks`, in the order they were
+    /// added; `None` where the file could not be read back or does not hold what
     /// was written.
     pub(super) fn each_in(
         &self,
         blocks: std::ops::Range<usize>,
-        f: &mut dyn FnMut(u32, u32, LaunchParts),
+        f: &mut dyn FnMut(usize, LaunchParts),
     ) -> Option<()> {
         let mut buf = Vec::new();
         for &(at, len) in self.blocks.get(blocks)? {
@@ -153,8 +154,7 @@ impl Written<'_> {
             let mut b = &buf[..];
             while !b.is_empty() {
                 let key = read_varint(&mut b)?;
-                let name = u32::try_from(key >> 1).ok()?;
-                let function = u32::try_from(read_varint(&mut b)?).ok()?;
+                let row = usize::try_from(key >> 1).ok()?;
                 let api = read_varint(&mut b)?;
                 let queue = if key & 1 != 0 {
                     Some(read_varint(&mut b)?)
@@ -163,7 +163,7 @@ impl Written<'_> {
                 };
                 let kernel = read_varint(&mut b)?;
                 let total = read_varint(&mut b)?;
-                f(name, function, (api, queue, kernel, total));
+                f(row, (api, queue, kernel, total));
             }
         }
         Some(())
@@ -206,20 +206,20 @@ mod tests {
     #[test]
     fn launches_read_back_as_written() {
         let file = LaunchFile::new(BLOCK);
-        let given: Vec<(u32, u32, LaunchParts)> = vec![
-            (0, 1, (2_500, Some(6_000), 1_500, 10_000)),
-            (u32::MAX, u32::MAX, (u64::MAX, None, 0, u64::MAX)),
-            (7, 0, (0, Some(u64::MAX), u64::MAX, 1 << 40)),
-            (3, 2, (127, Some(128), 16_383, 16_384)),
+        let given: Vec<(usize, LaunchParts)> = vec![
+            (1, (2_500, Some(6_000), 1_500, 10_000)),
+            (u32::MAX as usize, (u64::MAX, None, 0, u64::MAX)),
+            (0, (0, Some(u64::MAX), u64::MAX, 1 << 40)),
+            (300, (127, Some(128), 16_383, 16_384)),
         ];
         // Two traces' launches in one file, the first's over several blocks.
         let (mut a, mut b) = (Launches::new(&file), Launches::new(&file));
         let many = BLOCK / 8;
         for i in 0..many {
-            let (n, f, p) = given[i % given.len()];
-            a.add(n, f, p);
+            let (r, p) = given[i % given.len()];
+            a.add(r, p);
             if i % 1000 == 0 {
-                b.add(f, n, p);
+                b.add(r + 1, p);
             }
         }
         let (a, b) = (a.finish().expect("written"), b.finish().expect("written"));
@@ -230,19 +230,19 @@ mod tests {
             // In two pieces, as two threads read them.
             let half = a.blocks() / 2;
             for piece in [0..half, half..a.blocks()] {
-                a.each_in(piece, &mut |n, f, p| got.push((n, f, p)))
+                a.each_in(piece, &mut |r, p| got.push((r, p)))
                     .expect("read back");
             }
             assert_eq!(got.len(), many);
             assert!(got.iter().enumerate().all(|(i, g)| *g == given[i % 4]));
             let mut got = Vec::new();
-            b.each_in(0..b.blocks(), &mut |n, f, p| got.push((n, f, p)))
+            b.each_in(0..b.blocks(), &mut |r, p| got.push((r, p)))
                 .expect("read back");
             let want: Vec<_> = (0..many)
                 .step_by(1000)
                 .map(|i| {
-                    let (n, f, p) = given[i % 4];
-                    (f, n, p)
+                    let (r, p) = given[i % 4];
+                    (r + 1, p)
                 })
                 .collect();
             assert_eq!(got, want);
@@ -250,7 +250,7 @@ mod tests {
         // None kept: the passes join again.
         let none = LaunchFile::new(0);
         let mut c = Launches::new(&none);
-        c.add(1, 2, given[0].2);
+        c.add(1, given[0].1);
         assert!(c.finish().is_none());
     }
 }

@@ -44,6 +44,7 @@ mod passes;
 pub mod ranks;
 mod referenced;
 mod shared;
+mod windows;
 
 pub use crate::read::inputs::StreamError;
 
@@ -386,10 +387,11 @@ fn report_inputs_with(
     let mut per_rank = Vec::new();
     let mut matched = Vec::new();
     for (ti, (rows, t_top, t_syncs, t_kern_exec, rank, written)) in gpu.into_iter().enumerate() {
-        matched.push(written);
         top.merge(t_top);
         syncs.merge(t_syncs);
-        kern_exec.merge(t_kern_exec);
+        // The launches' rows in the trace's fold, as rows of the merged one.
+        let rows_to = kern_exec.merge(t_kern_exec);
+        matched.push(written.map(|w| (w, rows_to)));
         ran.extend(
             rows.iter()
                 .filter(|u| u.stream.is_none())
@@ -407,7 +409,7 @@ fn report_inputs_with(
         .iter()
         .enumerate()
         .flat_map(|(ti, w)| match w {
-            Some(w) => {
+            Some((w, _)) => {
                 let n = w.blocks();
                 (0..threads.min(n))
                     .map(|p| {
@@ -432,9 +434,11 @@ fn report_inputs_with(
             |fold, (ti, blocks)| {
                 let (ti, input) = (*ti, &inputs[*ti]);
                 match (blocks, &matched[ti]) {
-                    (Some(blocks), Some(w)) => w
-                        .each_in(blocks.clone(), &mut |name, function, parts| {
-                            fold.select(ti, name, function, parts)
+                    (Some(blocks), Some((w, rows_to))) => w
+                        .each_in(blocks.clone(), &mut |row, parts| {
+                            if let Some(&row) = rows_to.get(row) {
+                                fold.select_row(row, parts);
+                            }
                         })
                         .ok_or_else(|| StreamError::Changed {
                             path: input.path.clone(),

@@ -1,20 +1,20 @@
 //! The passes over a streamed trace's indexed chunks after its first read: the calls behind
 //! its streams and modules ([`linked_calls`]), the selection passes of exact medians
 //! ([`select_streamed`]), and the GPU pass ([`gpu_pass`]: utilisation, launch latency, and
-//! the synchronizations linked to calls, joined by correlation id in windows of ids: `join`).
+//! the synchronizations linked to calls, joined by correlation id in windows of ids: `join`,
+//! `windows`).
 
 use super::fold::{self, Merged};
 use super::input::{gpu_records, Input};
 use super::join;
 use super::launches::Launches;
-use super::referenced::Keys;
+use super::windows::{api_chunks, for_each_window, keyed};
 use crate::gpu_summary::exec::{launch_parts, KernExecFold};
 use crate::gpu_summary::{latency, linked, union, SyncFold, Utilisation};
 use crate::model::Trace;
 use crate::read::index::{decode, ChunkRef, Rereader};
 use crate::read::inputs::StreamError;
 use crate::read::records::{Kind, Records};
-use std::collections::HashMap;
 
 /// Puts into `t` the kept API records whose correlation ids its linked streams and modules
 /// name (what [`Trace::api_records_for`] is asked for about them).
@@ -126,168 +126,6 @@ pub(super) struct Join<'a, 'l> {
     pub(super) launches: &'a mut Launches<'l>,
 }
 
-/// The API chunks of a trace in file order, each with its rank ([`join::Slot::rank`]), and
-/// the span of their keys: the join's keys of the ids they hold ([`keyed`]).
-struct ApiChunks {
-    api: Vec<ChunkRef>,
-    ranks: HashMap<u64, u32>,
-    id_lo: u64,
-    id_hi: u64,
-}
-
-fn api_chunks(index: &[ChunkRef], keys: &Keys) -> ApiChunks {
-    let mut api = keyed(index, keys, |k| k == Kind::Api);
-    // A repeated id: the last in thread, then file order, wins (as `api_records_for`).
-    api.sort_by_key(|c| (c.thread, c.offset));
-    let ranks: HashMap<u64, u32> = api
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.offset, u32::try_from(i).unwrap_or(u32::MAX - 1)))
-        .collect();
-    api.sort_by_key(|c| c.offset);
-    ApiChunks {
-        id_lo: api.iter().map(|c| c.min_id).min().unwrap_or(u64::MAX),
-        id_hi: api.iter().map(|c| c.max_id).max().unwrap_or(0),
-        api,
-        ranks,
-    }
-}
-
-/// The chunks of `index` of the kinds `kind` takes, their id ranges turned into the ranges of
-/// the join's keys of the ids looked up among them (none: a range that reaches nothing).
-fn keyed(index: &[ChunkRef], keys: &Keys, kind: impl Fn(Kind) -> bool) -> Vec<ChunkRef> {
-    index
-        .iter()
-        .filter(|c| kind(c.kind))
-        .map(|c| {
-            let (min_id, max_id) = keys.range(c.min_id, c.max_id);
-            ChunkRef {
-                min_id,
-                max_id,
-                ..*c
-            }
-        })
-        .collect()
-}
-
-/// What [`for_each_window`] calls for each window: `(table, lo, hi, file)`.
-type Visit<'v> = dyn FnMut(&join::IdTable, u64, u64, &mut Rereader) -> Result<(), StreamError> + 'v;
-
-/// The correlation-id join, window by window: each window starts past the last one's end and
-/// reaches as far as its limit of API records allows (`join`); once the API chunks that reach
-/// it are in the table, `visit(table, lo, hi, file)` looks up the records with those ids.
-///
-/// Two tables: while `visit` looks up the records of one window (on this thread), the next
-/// window's table is filled on another thread from a file of its own (it starts past the end
-/// of the one before, known once that one is filled). The windows and what `visit` sees are
-/// those of filling one table after the other.
-fn for_each_window(
-    input: &Input,
-    chunks: &ApiChunks,
-    id_range: u64,
-    file: &mut Rereader,
-    visit: &mut Visit,
-) -> Result<(), StreamError> {
-    if chunks.id_lo > chunks.id_hi {
-        return Ok(());
-    }
-    let most = usize::try_from(id_range).unwrap_or(usize::MAX);
-    let (filled_tx, filled_rx) = std::sync::mpsc::sync_channel(1);
-    let (empty_tx, empty_rx) = std::sync::mpsc::sync_channel::<join::IdTable>(2);
-    let mut fill_file = Rereader::open(&input.path)?;
-    std::thread::scope(|s| {
-        s.spawn(move || {
-            let mut next = Some(chunks.id_lo);
-            let mut table = join::IdTable::new(most);
-            while let Some(lo) = next.take() {
-                if let Err(e) = fill(input, chunks, &mut fill_file, &mut table, lo) {
-                    let _ = filled_tx.send(Err(e));
-                    return;
-                }
-                let hi = table.hi();
-                if hi < chunks.id_hi {
-                    next = Some(hi + 1);
-                }
-                if filled_tx.send(Ok((table, lo, hi))).is_err() {
-                    return;
-                }
-                // The second table at first; then the one `visit` is done with.
-                table = match empty_rx.try_recv() {
-                    Ok(t) => t,
-                    Err(std::sync::mpsc::TryRecvError::Empty) if next.is_some() => {
-                        match empty_rx.recv() {
-                            Ok(t) => t,
-                            Err(_) => return,
-                        }
-                    }
-                    Err(_) => return,
-                };
-            }
-        });
-        // The second table, for the first window the filler fills while this one visits.
-        let _ = empty_tx.send(join::IdTable::new(most));
-        let mut result = Ok(());
-        for filled in filled_rx.iter() {
-            match filled {
-                Ok((table, lo, hi)) => {
-                    if result.is_ok() {
-                        result = visit(&table, lo, hi, file);
-                    }
-                    if result.is_err() {
-                        break;
-                    }
-                    let _ = empty_tx.send(table);
-                }
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
-            }
-        }
-        // Ends the filler if it still waits (its channel gone).
-        drop(filled_rx);
-        drop(empty_tx);
-        result
-    })
-}
-
-/// Fills `table` with the window of ids from `lo` on: the kept records of the API chunks that
-/// reach it.
-fn fill(
-    input: &Input,
-    chunks: &ApiChunks,
-    file: &mut Rereader,
-    table: &mut join::IdTable,
-    lo: u64,
-) -> Result<(), StreamError> {
-    table.window(lo, input.join_keys.dense());
-    let mut keys = input.join_keys.cursor();
-    for c in &chunks.api {
-        if !c.reaches(lo, table.hi()) {
-            continue;
-        }
-        let rank = chunks.ranks.get(&c.offset).copied().unwrap_or(0);
-        let chunk = file.chunk_of(c)?;
-        if let Records::Api(v) = decode(c, &chunk, &input.path)? {
-            // Only the records some GPU or synchronization record looks up.
-            for (key, r) in v
-                .into_iter()
-                .filter_map(|r| Some((keys.key(r.correlation)?, r)))
-                .filter_map(|(key, r)| Some((key, input.keep.api(r)?)))
-            {
-                let slot = join::Slot {
-                    start: r.start_ns,
-                    end: r.end_ns,
-                    function: r.function,
-                    rank,
-                };
-                table.note(key, slot);
-            }
-        }
-    }
-    Ok(())
-}
-
 /// The GPU pass over a streamed trace: utilisation, launch latency, kernel launch and
 /// execution times, and the synchronizations linked to calls (each one's kind depends on its
 /// call).
@@ -311,17 +149,15 @@ pub(super) fn gpu_pass(
     for_each_window(
         input,
         &chunks,
+        &gpu,
         id_range,
         &mut file,
-        &mut |table, lo, hi, file| {
+        &mut |table, lo, hi, ahead, file| {
             let mut cursor = keys.cursor();
-            for (gi, c) in gpu.iter().enumerate() {
-                if !c.reaches(lo, hi) {
-                    continue;
-                }
+            while let Some(read) = ahead.next_chunk() {
+                let (gi, records) = read?;
+                let c = &gpu[gi];
                 let first_visit = !devices.was_fed(gi);
-                let chunk = file.chunk_of(c)?;
-                let records = decode(c, &chunk, &input.path)?;
                 gpu_records(
                     input,
                     c,
@@ -341,9 +177,10 @@ pub(super) fn gpu_pass(
                                 .matched(join.ti, work, i, id, start, s.start, s.function);
                             if let latency::Work::Kernel(name) = work {
                                 let parts = launch_parts(s.start, s.end, start, end);
-                                join.kern_exec
+                                let row = join
+                                    .kern_exec
                                     .add(join.trace, join.ti, name, s.function, parts);
-                                join.launches.add(name, s.function, parts);
+                                join.launches.add(row, parts);
                             }
                         }
                     },
@@ -414,25 +251,30 @@ pub(super) fn kern_exec_pass(
     for_each_window(
         input,
         &chunks,
+        &kernels,
         id_range,
         &mut file,
-        &mut |table, lo, hi, file| {
+        &mut |table, _, _, ahead, _| {
             let mut cursor = keys.cursor();
-            for c in kernels.iter().filter(|c| c.reaches(lo, hi)) {
-                let chunk = file.chunk_of(c)?;
-                let records = decode(c, &chunk, &input.path)?;
-                gpu_records(input, c, records, &mut |work, _, id, _, _, start, end| {
-                    if let (latency::Work::Kernel(name), Some(s)) =
-                        (work, id.and_then(|id| table.get(cursor.key(id)?)))
-                    {
-                        fold.select(
-                            ti,
-                            name,
-                            s.function,
-                            launch_parts(s.start, s.end, start, end),
-                        );
-                    }
-                });
+            while let Some(read) = ahead.next_chunk() {
+                let (ki, records) = read?;
+                gpu_records(
+                    input,
+                    &kernels[ki],
+                    records,
+                    &mut |work, _, id, _, _, start, end| {
+                        if let (latency::Work::Kernel(name), Some(s)) =
+                            (work, id.and_then(|id| table.get(cursor.key(id)?)))
+                        {
+                            fold.select(
+                                ti,
+                                name,
+                                s.function,
+                                launch_parts(s.start, s.end, start, end),
+                            );
+                        }
+                    },
+                );
             }
             Ok(())
         },
