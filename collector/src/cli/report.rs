@@ -107,12 +107,25 @@ pub(super) fn run(args: &ReportArgs) -> u8 {
     };
     start_progress(spooled.paths(), 1);
     let filter = args.filter.filter();
-    // Read as streams: memory bounded by the distinct keys, not the records (crate::report).
+    let options = RenderOptions {
+        format: args.format,
+        sections: args.section.clone(),
+        // Piped or redirected: whole names, for tools that join on them.
+        width: args
+            .width
+            .map(usize::from)
+            .or_else(crate::sys::terminal_width)
+            .unwrap_or(usize::MAX),
+        nvdisasm: args.nvdisasm.clone(),
+    };
+    // Read as streams: memory bounded by the distinct keys, not the records (crate::report);
+    // only what the sections asked for needs.
     let read = crate::report::report_inputs(
         spooled.paths(),
         &filter,
         crate::read::parallel::Jobs::new(args.jobs),
         &steps,
+        options.needs(),
     );
     crate::progress::finish();
     let (loaded, mut sections) = match read {
@@ -134,17 +147,6 @@ pub(super) fn run(args: &ReportArgs) -> u8 {
             &|setup, image, range| evaluator.evaluate(setup, image, range),
         );
     }
-    let options = RenderOptions {
-        format: args.format,
-        sections: args.section.clone(),
-        // Piped or redirected: whole names, for tools that join on them.
-        width: args
-            .width
-            .map(usize::from)
-            .or_else(crate::sys::terminal_width)
-            .unwrap_or(usize::MAX),
-        nvdisasm: args.nvdisasm.clone(),
-    };
     let report = render(&loaded.traces, &sections, &options);
     let mut stdout = io::stdout().lock();
     if let Err(e) = stdout

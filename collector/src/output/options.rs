@@ -1,6 +1,7 @@
 //! What `rtrace report` is asked for: the format, the table `--format csv` prints, and the
 //! options of the table report, as one value the command line builds.
 
+use crate::report::Needs;
 use std::path::PathBuf;
 
 /// Output format of `rtrace report`.
@@ -146,5 +147,40 @@ impl RenderOptions {
     /// The table [`Format::Csv`] prints.
     pub fn csv_section(&self) -> Section {
         self.sections.first().copied().unwrap_or_default()
+    }
+
+    /// The parts of the report its sections need computed: a report of chosen sections
+    /// (CSV's one table) skips the passes only the others need.
+    pub fn needs(&self) -> Needs {
+        let chosen = match self.format {
+            Format::Csv => vec![self.csv_section()],
+            _ if self.sections.is_empty() => return Needs::ALL,
+            _ => self.sections.clone(),
+        };
+        let mut n = Needs::FIRST_PASS;
+        for section in chosen {
+            match section {
+                Section::Api => n.medians.api = true,
+                Section::Kernels => n.medians.kernels = true,
+                // Either one's table is followed by the sizes of both.
+                Section::Memcpy | Section::Memset => {
+                    (n.medians.memcpys, n.medians.memsets) = (true, true);
+                }
+                Section::Nvtx | Section::External => n.nvtx_medians = true,
+                Section::Utilisation | Section::Latency | Section::Sync => n.join = true,
+                Section::Shared => (n.join, n.shared) = (true, true),
+                Section::KernExec => (n.join, n.kern_exec) = (true, true),
+                Section::Ranks | Section::Steps => (n.join, n.steps) = (true, true),
+                Section::Memory => n.memory = true,
+                Section::Profiles => n.profiles = true,
+                Section::GpuMetrics => n.gpu_metrics = true,
+                Section::Processes
+                | Section::Resources
+                | Section::Occupancy
+                | Section::Pcsamp
+                | Section::SourceCounters => {}
+            }
+        }
+        n
     }
 }

@@ -1,19 +1,22 @@
-//! The report's first read of a file ([`FirstPass`]): its kept records folded, their chunks
+//! The report's first read of a file ([`first_read`], its sink [`FirstPass`]): its kept records folded, their chunks
 //! indexed, the synchronizations linked to no call folded, NVTX events noted (streamed later).
 //! The API records may be folded on a thread of their own ([`FirstPass::api_to`],
 //! [`fold_api`]): their fold shares nothing with the GPU records' and gets them in the same
 //! order.
 
 use super::fold::TraceFold;
-use super::referenced::Referenced;
-use crate::filter::RecordFilter;
+use super::passes::linked_calls;
+use super::referenced::{self, Referenced};
+use crate::filter::{Filter, RecordFilter};
 use crate::gpu_summary::{linked, SyncFold};
 use crate::model::Trace;
 use crate::read::first::hold_names;
 use crate::read::index::ChunkRef;
+use crate::read::inputs::StreamError;
 use crate::read::records::{Kind, Records};
-use crate::read::trace::RecordSink;
+use crate::read::trace::{kernel_names_kept, read_light, RecordSink};
 use rtrace_format::{ApiRecord, Chunk, MemcpyRecord, FLAG_CORRELATED};
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, SyncSender};
 
 /// A chunk's kept API records, and its thread.
@@ -151,4 +154,99 @@ impl FirstPass<'_> {
             self.index.push(c);
         }
     }
+}
+
+/// What the first read of one file gives ([`first_read`]).
+pub(super) struct FirstRead<'a> {
+    /// The trace, without its API and GPU records but for those its streams and modules link
+    /// to; shifted onto the reference clock, filtered.
+    pub(super) t: Trace,
+    pub(super) path: PathBuf,
+    pub(super) keep: RecordFilter<'a>,
+    pub(super) index: Vec<ChunkRef>,
+    pub(super) fold: TraceFold,
+    /// The synchronizations linked to no call.
+    pub(super) syncs: SyncFold,
+    /// Its NVTX ranges projected, and their chunks (for the selection passes); `None` without
+    /// NVTX events.
+    pub(super) nvtx: Option<(crate::nvtx::Projected, Vec<ChunkRef>)>,
+    /// The correlation ids its kept GPU and synchronization records look up.
+    pub(super) referenced: referenced::Referenced,
+}
+
+/// The first read of the file at `path` (shifted by `shift` onto the reference clock; `base`
+/// the reference start the filter's times count from, `(from, to)` its window; `pages` the
+/// most pages of the bitmap of the ids looked up, [`How::referenced_pages`]; `sampled`: a GPU
+/// metrics sampler's trace is among the inputs, so the NVTX ranges are kept): its kept
+/// records folded and their chunks indexed, its NVTX ranges projected, the API calls that
+/// created its streams and loaded or unloaded its modules found. Reads only this file.
+pub(super) fn first_read<'a>(
+    path: &Path,
+    shift: Option<crate::clocks::Shift>,
+    filter: &'a Filter,
+    base: u64,
+    (from, to): (u64, u64),
+    (pages, sampled): (usize, bool),
+) -> Result<FirstRead<'a>, StreamError> {
+    let names = match &filter.kernel {
+        Some(re) => Some(kernel_names_kept(path, re)?),
+        None => None,
+    };
+    let keep = RecordFilter::new(shift.as_ref().map_or(0, |s| s.ns), from, to, filter, names);
+    // The API records folded on a thread of their own, a few chunks behind.
+    let (api_to, api_chunks) = std::sync::mpsc::sync_channel(4);
+    let mut first = FirstPass {
+        keep: &keep,
+        fold: TraceFold::default(),
+        index: Vec::new(),
+        nvtx: false,
+        syncs: SyncFold::default(),
+        api_to: Some(api_to),
+        referenced: referenced::Referenced::at_most(pages),
+    };
+    let (t, api) = std::thread::scope(|s| {
+        let api = s.spawn(move || fold_api(api_chunks));
+        let t = read_light(path, &mut first);
+        // Ends the folding thread's input.
+        first.api_to = None;
+        (t, api.join())
+    });
+    let mut t = t?;
+    let (mut fold, index, nvtx, syncs) = (first.fold, first.index, first.nvtx, first.syncs);
+    let referenced = first.referenced;
+    match api {
+        Ok(api) => fold.take_api(api),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+    if let Some(s) = shift {
+        t.shift_times(s.ns);
+        t.clock_shift = Some(s);
+    }
+    filter.apply(&mut t, base);
+    let nvtx = if nvtx {
+        // NVTX ranges are built and projected onto the GPU work of the calls inside them
+        // as the events and records stream by again, in time order.
+        // With kernel profiles, the ranges themselves too: those open around each
+        // profiled launch.
+        let mode = if t.kernel_profiles.is_empty() && t.gpu_metric_samples.is_empty() && !sampled {
+            crate::nvtx::Mode::Summary
+        } else {
+            crate::nvtx::Mode::Collect
+        };
+        Some(crate::nvtx::project(path, &t, &keep, mode)?)
+    } else {
+        None
+    };
+    // The API calls that created streams, loaded or unloaded modules.
+    linked_calls(&mut t, path, &keep, &index)?;
+    Ok(FirstRead {
+        t,
+        path: path.to_path_buf(),
+        keep,
+        index,
+        fold,
+        syncs,
+        nvtx,
+        referenced,
+    })
 }

@@ -345,22 +345,31 @@ impl Merged {
         keys
     }
 
-    /// Ends a pass over the values; true when some median needs another
-    /// ([`Merged::api_select`], [`Merged::kernel_select`], [`Merged::memcpy_select`]).
-    pub fn end_pass(&mut self) -> Pending {
+    /// Ends a pass over the values of the kinds `wanted` (the others' medians are left as
+    /// they are); says which kinds' medians need another ([`Merged::api_select`],
+    /// [`Merged::kernel_select`], [`Merged::memcpy_select`]).
+    pub fn end_pass(&mut self, wanted: Pending) -> Pending {
         let mut p = Pending::default();
-        for r in &mut self.api {
-            p.api |= r.dist.end_pass();
+        if wanted.api {
+            for r in &mut self.api {
+                p.api |= r.dist.end_pass();
+            }
         }
-        for r in &mut self.kernels {
-            p.kernels |= r.dist.end_pass();
+        if wanted.kernels {
+            for r in &mut self.kernels {
+                p.kernels |= r.dist.end_pass();
+            }
         }
-        for (durations, sizes) in self.memcpy.values_mut() {
-            p.memcpys |= durations.end_pass();
-            p.memcpys |= sizes.end_pass();
+        if wanted.memcpys {
+            for (durations, sizes) in self.memcpy.values_mut() {
+                p.memcpys |= durations.end_pass();
+                p.memcpys |= sizes.end_pass();
+            }
         }
-        p.memsets |= self.memset.0.end_pass();
-        p.memsets |= self.memset.1.end_pass();
+        if wanted.memsets {
+            p.memsets |= self.memset.0.end_pass();
+            p.memsets |= self.memset.1.end_pass();
+        }
         p
     }
 
@@ -496,7 +505,8 @@ impl Merged {
     }
 }
 
-/// Which records a selection pass must see again.
+/// Which records a selection pass must see again (or, as asked, which kinds' medians are
+/// wanted).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pending {
     pub api: bool,
@@ -506,6 +516,14 @@ pub struct Pending {
 }
 
 impl Pending {
+    /// Every kind.
+    pub const ALL: Pending = Pending {
+        api: true,
+        kernels: true,
+        memcpys: true,
+        memsets: true,
+    };
+
     pub fn any(&self) -> bool {
         self.api || self.kernels || self.memcpys || self.memsets
     }

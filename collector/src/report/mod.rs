@@ -40,6 +40,7 @@ pub mod fold;
 mod input;
 mod join;
 mod launches;
+mod needs;
 mod passes;
 pub mod ranks;
 mod referenced;
@@ -47,28 +48,26 @@ mod shared;
 mod windows;
 
 pub use crate::read::inputs::StreamError;
+pub use needs::Needs;
 
-use crate::filter::{Filter, RecordFilter};
+use crate::filter::Filter;
 use crate::gpu_summary::exec::KernExecFold;
 use crate::gpu_summary::{latency, SyncFold};
 use crate::gpu_summary::{Latencies, Utilisation, LATENCY_ROWS};
 use crate::model::Trace;
 use crate::occupancy::OccupancyRows;
-use crate::read::index::ChunkRef;
 use crate::read::inputs::expand_inputs;
 use crate::read::parallel::{fold_each, map_ordered, Jobs};
-use crate::read::trace::{kernel_names_kept, read_light, Loaded};
+use crate::read::trace::Loaded;
 use crate::summary::FunctionSummary;
-use first::FirstPass;
+use first::{first_read, FirstRead};
 use fold::{Counts, KeyMap, Merged, TraceFold};
 use input::Input;
-use passes::{
-    gpu_metric_work, gpu_pass, kern_exec_pass, linked_calls, profiled_links, select_streamed, Join,
-};
+use passes::{gpu_metric_work, gpu_pass, kern_exec_pass, profiled_links, select_streamed, Join};
 use ranks::StepNames;
 use shared::{memory_pass, shared_pass};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// API records whose correlation ids the latency join holds at once (`join`): an array of 25
 /// bytes per key for a window of 2^19 keys (12.5 MiB; the keys are the ranks of the ids GPU
@@ -91,6 +90,8 @@ struct How {
     /// Pages of the bitmap of the ids GPU records look up ([`referenced::MOST_PAGES`]): past
     /// them, the join's keys are the ids.
     referenced_pages: usize,
+    /// The parts of the report computed.
+    needs: Needs,
 }
 
 impl Default for How {
@@ -99,6 +100,7 @@ impl Default for How {
             id_range: ID_RANGE,
             launch_block: launches::BLOCK,
             referenced_pages: referenced::MOST_PAGES,
+            needs: Needs::ALL,
         }
     }
 }
@@ -151,7 +153,7 @@ impl Sections {
             keys.push(merged.add(ti, t, f));
         }
         loop {
-            let p = merged.end_pass();
+            let p = merged.end_pass(fold::Pending::ALL);
             if !p.any() {
                 break;
             }
@@ -226,14 +228,19 @@ fn select_in_memory(merged: &mut Merged, p: fold::Pending, t: &Trace, k: &KeyMap
 /// events) and its sections, reading `paths` (files, or directories of `*.bin` files) as
 /// streams; `filter` applied as [`crate::filter::apply_all`] would.
 /// `jobs` traces are read at once; `step_names` says which NVTX ranges the ranks section
-/// compares.
+/// compares; `needs` which parts to compute (the others left empty).
 pub fn report_inputs(
     paths: &[PathBuf],
     filter: &Filter,
     jobs: Jobs,
     step_names: &StepNames,
+    needs: Needs,
 ) -> Result<(Loaded, Sections), StreamError> {
-    report_inputs_with(paths, filter, How::default(), jobs, step_names)
+    let how = How {
+        needs,
+        ..How::default()
+    };
+    report_inputs_with(paths, filter, how, jobs, step_names)
 }
 
 /// [`report_inputs`], read as `how` says.
@@ -331,8 +338,9 @@ fn report_inputs_with(
             join_keys: referenced.keys(),
         });
     }
+    let needs = how.needs;
     loop {
-        let p = merged.end_pass();
+        let p = merged.end_pass(needs.medians);
         if !p.any() {
             break;
         }
@@ -341,7 +349,7 @@ fn report_inputs_with(
         }
     }
     // Exact medians of NVTX range durations: the ranges' events read again while needed.
-    while nvtx_stats.end_pass() {
+    while needs.nvtx_medians && nvtx_stats.end_pass() {
         for ((t, input), (ids, chunks)) in loaded.traces.iter().zip(&inputs).zip(&nvtx_ids) {
             if !chunks.is_empty() {
                 crate::nvtx::nvtx_pass(&input.path, t, &input.keep, chunks, |k, v| {
@@ -375,7 +383,11 @@ fn report_inputs_with(
             collectives: &mut collectives,
             launches: &mut launches,
         };
-        let rows = gpu_pass(&mut join, input, &input.index, id_range)?;
+        let rows = if needs.join {
+            gpu_pass(&mut join, input, &input.index, id_range)?
+        } else {
+            Vec::new()
+        };
         // The rank's figures: its collectives' durations, not their times.
         let rank = ranks::RankInput::new(t, &rows, collectives);
         Ok::<_, StreamError>((rows, top, syncs, kern_exec, rank, launches.finish()))
@@ -423,7 +435,7 @@ fn report_inputs_with(
             None => vec![(ti, None)],
         })
         .collect();
-    while kern_exec.end_pass() {
+    while needs.kern_exec && kern_exec.end_pass() {
         // Each thread counts the pieces it takes into a copy of the fold of its own, taken as
         // the pass begins; the copies' counts are added once at the end.
         let start = &kern_exec;
@@ -452,21 +464,33 @@ fn report_inputs_with(
         copies.iter().for_each(|c| kern_exec.add_selected(c));
     }
     // The step ranges of every trace, for the ranks section.
-    let steps = map_ordered(&inputs, jobs, |ti, input| {
-        ranks::step_durations(&loaded.traces[ti], input, &nvtx_ids[ti].1, step_names)
-    })?;
-    for (r, (s, dropped)) in per_rank.iter_mut().zip(steps) {
-        (r.steps, r.steps_dropped) = (s, dropped);
+    if needs.steps {
+        let steps = map_ordered(&inputs, jobs, |ti, input| {
+            ranks::step_durations(&loaded.traces[ti], input, &nvtx_ids[ti].1, step_names)
+        })?;
+        for (r, (s, dropped)) in per_rank.iter_mut().zip(steps) {
+            (r.steps, r.steps_dropped) = (s, dropped);
+        }
     }
-    let groups = crate::gpu_summary::shared_groups(&loaded.traces, ran);
-    let shared = shared_pass(&loaded.traces, &inputs, groups)?;
-    let memory = memory_pass(&inputs)?;
+    let shared = if needs.shared {
+        let groups = crate::gpu_summary::shared_groups(&loaded.traces, ran);
+        shared_pass(&loaded.traces, &inputs, groups)?
+    } else {
+        Vec::new()
+    };
+    let memory = if needs.memory {
+        memory_pass(&inputs)?
+    } else {
+        Vec::new()
+    };
     let mut linked = Vec::new();
-    for ((t, input), nvtx) in loaded.traces.iter().zip(&inputs).zip(profiled_ranges) {
-        linked.push(profiled_links(t, input, &input.index, nvtx)?);
+    if needs.profiles {
+        for ((t, input), nvtx) in loaded.traces.iter().zip(&inputs).zip(profiled_ranges) {
+            linked.push(profiled_links(t, input, &input.index, nvtx)?);
+        }
     }
     let mut works = Vec::new();
-    let want_work = crate::gpu_metrics::Work::wanted(&loaded.traces);
+    let want_work = needs.gpu_metrics && crate::gpu_metrics::Work::wanted(&loaded.traces);
     for ((t, input), spans) in loaded.traces.iter().zip(&inputs).zip(nvtx_spans) {
         works.push(if want_work {
             gpu_metric_work(t, input, &input.index, spans)?
@@ -489,106 +513,19 @@ fn report_inputs_with(
         nvtx: nvtx_stats.finish(),
         memory,
         sync: syncs.rows(),
-        profiles: crate::profiles::section(&loaded.traces, &linked),
+        profiles: if needs.profiles {
+            crate::profiles::section(&loaded.traces, &linked)
+        } else {
+            Default::default()
+        },
         ranks: ranks::section(per_rank),
-        gpu_metrics: crate::gpu_metrics::section_with_cupti(&loaded.traces, &works),
+        gpu_metrics: if needs.gpu_metrics {
+            crate::gpu_metrics::section_with_cupti(&loaded.traces, &works)
+        } else {
+            Default::default()
+        },
     };
     Ok((loaded, sections))
-}
-
-/// What the first read of one file gives ([`first_read`]).
-struct FirstRead<'a> {
-    /// The trace, without its API and GPU records but for those its streams and modules link
-    /// to; shifted onto the reference clock, filtered.
-    t: Trace,
-    path: PathBuf,
-    keep: RecordFilter<'a>,
-    index: Vec<ChunkRef>,
-    fold: TraceFold,
-    /// The synchronizations linked to no call.
-    syncs: SyncFold,
-    /// Its NVTX ranges projected, and their chunks (for the selection passes); `None` without
-    /// NVTX events.
-    nvtx: Option<(crate::nvtx::Projected, Vec<ChunkRef>)>,
-    /// The correlation ids its kept GPU and synchronization records look up.
-    referenced: referenced::Referenced,
-}
-
-/// The first read of the file at `path` (shifted by `shift` onto the reference clock; `base`
-/// the reference start the filter's times count from, `(from, to)` its window; `pages` the
-/// most pages of the bitmap of the ids looked up, [`How::referenced_pages`]; `sampled`: a GPU
-/// metrics sampler's trace is among the inputs, so the NVTX ranges are kept): its kept
-/// records folded and their chunks indexed, its NVTX ranges projected, the API calls that
-/// created its streams and loaded or unloaded its modules found. Reads only this file.
-fn first_read<'a>(
-    path: &Path,
-    shift: Option<crate::clocks::Shift>,
-    filter: &'a Filter,
-    base: u64,
-    (from, to): (u64, u64),
-    (pages, sampled): (usize, bool),
-) -> Result<FirstRead<'a>, StreamError> {
-    let names = match &filter.kernel {
-        Some(re) => Some(kernel_names_kept(path, re)?),
-        None => None,
-    };
-    let keep = RecordFilter::new(shift.as_ref().map_or(0, |s| s.ns), from, to, filter, names);
-    // The API records folded on a thread of their own, a few chunks behind.
-    let (api_to, api_chunks) = std::sync::mpsc::sync_channel(4);
-    let mut first = FirstPass {
-        keep: &keep,
-        fold: TraceFold::default(),
-        index: Vec::new(),
-        nvtx: false,
-        syncs: SyncFold::default(),
-        api_to: Some(api_to),
-        referenced: referenced::Referenced::at_most(pages),
-    };
-    let (t, api) = std::thread::scope(|s| {
-        let api = s.spawn(move || first::fold_api(api_chunks));
-        let t = read_light(path, &mut first);
-        // Ends the folding thread's input.
-        first.api_to = None;
-        (t, api.join())
-    });
-    let mut t = t?;
-    let (mut fold, index, nvtx, syncs) = (first.fold, first.index, first.nvtx, first.syncs);
-    let referenced = first.referenced;
-    match api {
-        Ok(api) => fold.take_api(api),
-        Err(panic) => std::panic::resume_unwind(panic),
-    }
-    if let Some(s) = shift {
-        t.shift_times(s.ns);
-        t.clock_shift = Some(s);
-    }
-    filter.apply(&mut t, base);
-    let nvtx = if nvtx {
-        // NVTX ranges are built and projected onto the GPU work of the calls inside them
-        // as the events and records stream by again, in time order.
-        // With kernel profiles, the ranges themselves too: those open around each
-        // profiled launch.
-        let mode = if t.kernel_profiles.is_empty() && t.gpu_metric_samples.is_empty() && !sampled {
-            crate::nvtx::Mode::Summary
-        } else {
-            crate::nvtx::Mode::Collect
-        };
-        Some(crate::nvtx::project(path, &t, &keep, mode)?)
-    } else {
-        None
-    };
-    // The API calls that created streams, loaded or unloaded modules.
-    linked_calls(&mut t, path, &keep, &index)?;
-    Ok(FirstRead {
-        t,
-        path: path.to_path_buf(),
-        keep,
-        index,
-        fold,
-        syncs,
-        nvtx,
-        referenced,
-    })
 }
 
 #[cfg(test)]

@@ -120,7 +120,8 @@ fn ranks_are_compared_exactly_however_they_are_read() {
         files.push(path);
     }
     let steps = StepNames::default();
-    let (_, one) = report_inputs(&files, &Filter::default(), Jobs::ONE, &steps).unwrap();
+    let (_, one) =
+        report_inputs(&files, &Filter::default(), Jobs::ONE, &steps, Needs::ALL).unwrap();
     // Collectives: k-th by start; the shortest of each is the rank that arrived last.
     // First: 500, 300, 400 (shortest 300); second: 800, 900, 600 (shortest 600).
     let collective = |r: RankRow, ns: u64, wait: u64, percent: u64| RankRow {
@@ -179,7 +180,7 @@ fn ranks_are_compared_exactly_however_they_are_read() {
     assert_eq!(one.ranks.ranks, want_ranks);
     assert_eq!(one.ranks.steps, want_steps);
     let (four_traces, four) =
-        report_inputs(&files, &Filter::default(), Jobs::new(4), &steps).unwrap();
+        report_inputs(&files, &Filter::default(), Jobs::new(4), &steps, Needs::ALL).unwrap();
     assert_eq!(four.ranks, one.ranks);
     let whole = crate::read::load_inputs(&files).unwrap();
     for section in [Section::Ranks, Section::Steps] {
@@ -229,9 +230,10 @@ fn a_truncated_rank_is_reported_and_the_others_analysed() {
         files.push(path);
     }
     let steps = StepNames::default();
-    let (one_traces, one) = report_inputs(&files, &Filter::default(), Jobs::ONE, &steps).unwrap();
+    let (one_traces, one) =
+        report_inputs(&files, &Filter::default(), Jobs::ONE, &steps, Needs::ALL).unwrap();
     let (all_traces, all) =
-        report_inputs(&files, &Filter::default(), Jobs::new(3), &steps).unwrap();
+        report_inputs(&files, &Filter::default(), Jobs::new(3), &steps, Needs::ALL).unwrap();
     for traces in [&one_traces.traces, &all_traces.traces] {
         let damage: Vec<Option<String>> = traces.iter().map(|t| t.damage.clone()).collect();
         assert_eq!(

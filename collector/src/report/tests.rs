@@ -18,7 +18,7 @@ fn chunk(out: &mut Vec<u8>, kind: ChunkKind, thread: u64, payload: &[u8]) {
 
 /// A trace of process `pid`: 3 threads of API records (ids interleaved, one repeated),
 /// kernels, copies and memsets in chunks out of time order, syncs, a device.
-fn awkward(pid: u32, seed: u64, truncate: bool) -> Vec<u8> {
+pub(super) fn awkward(pid: u32, seed: u64, truncate: bool) -> Vec<u8> {
     let mut x = seed;
     let mut rnd = move |m: u64| {
         x = x
@@ -560,6 +560,7 @@ fn a_gpu_shared_by_processes_is_busy_over_all_their_work() {
         &Filter::default(),
         Jobs::default(),
         &StepNames::default(),
+        Needs::ALL,
     )
     .unwrap();
     let want = vec![crate::gpu_summary::SharedDevice {
