@@ -66,7 +66,7 @@ impl Needs {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::awkward;
+    use super::super::tests::awkward_files;
     use super::super::{ranks::StepNames, report_inputs, Needs};
     use crate::filter::Filter;
     use crate::output::{render, Format, RenderOptions, Section};
@@ -110,14 +110,7 @@ mod tests {
 
     #[test]
     fn a_report_of_chosen_sections_is_theirs_in_the_whole_report() {
-        let dir = std::env::temp_dir().join(format!("rtrace-needs-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut files = Vec::new();
-        for (i, truncate) in [(1u32, false), (2, true)] {
-            let path = dir.join(format!("t{i}.bin"));
-            std::fs::write(&path, awkward(40 + i, u64::from(i), truncate)).unwrap();
-            files.push(path);
-        }
+        let (dir, files) = awkward_files("needs");
         chosen_sections_as_in_the_whole_report(&files);
         let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests");
         for name in ["api_threads", "gpu", "nvtx", "profiles", "forked_child"] {

@@ -18,7 +18,7 @@ fn chunk(out: &mut Vec<u8>, kind: ChunkKind, thread: u64, payload: &[u8]) {
 
 /// A trace of process `pid`: 3 threads of API records (ids interleaved, one repeated),
 /// kernels, copies and memsets in chunks out of time order, syncs, a device.
-pub(super) fn awkward(pid: u32, seed: u64, truncate: bool) -> Vec<u8> {
+fn awkward(pid: u32, seed: u64, truncate: bool) -> Vec<u8> {
     let mut x = seed;
     let mut rnd = move |m: u64| {
         x = x
@@ -372,9 +372,10 @@ fn check(files: &[PathBuf], filter: &Filter, id_range: u64) {
     }
 }
 
-#[test]
-fn streamed_reports_are_the_in_memory_ones() {
-    let dir = std::env::temp_dir().join(format!("rtrace-stream-{}", std::process::id()));
+/// Two [`awkward`] traces written in a new directory named by `name` and this process (the
+/// second one truncated): the directory and the files.
+pub(super) fn awkward_files(name: &str) -> (PathBuf, Vec<PathBuf>) {
+    let dir = std::env::temp_dir().join(format!("rtrace-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut files = Vec::new();
     for (i, truncate) in [(1u32, false), (2, true)] {
@@ -384,6 +385,12 @@ fn streamed_reports_are_the_in_memory_ones() {
             .unwrap();
         files.push(path);
     }
+    (dir, files)
+}
+
+#[test]
+fn streamed_reports_are_the_in_memory_ones() {
+    let (dir, files) = awkward_files("stream");
     for id_range in [1 << 22, 500, 37] {
         check(&files, &Filter::default(), id_range);
     }
