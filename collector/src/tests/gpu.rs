@@ -767,7 +767,7 @@ vecadd(float const*, float const*, float*, int)  cuLaunchKernel      1234       
 kernel#5                                         cuLaunchKernel      1234            7   500 ns
 memcpy HtoD                                      cuMemcpyHtoD_v2     1234            1   500 ns
 
-Kernel launch and execution: 4 launches matched with their calls (total = API call + queue + kernel)
+Kernel launch and execution: 4 launches matched with their calls (total: from the call's start to the kernel's end)
 kernel                        API function    count  queued  API mean  queue mean  kernel mean  total mean  total median
 vecadd(float const*, float …  cuLaunchKernel      2       2     50 ns      1.3 µs       1.1 µs      2.5 µs        2.5 µs
 fill(float*, int)             cuLaunchKernel      1       1     50 ns      2.3 µs       1.0 µs      3.3 µs        3.3 µs

@@ -359,7 +359,7 @@ fn kern_exec(out: &mut Page, s: &Sections) {
     let _ = writeln!(
         out,
         "Kernel launch and execution: {launches} {} matched with their calls \
-         (total = API call + queue + kernel)",
+         (total: from the call's start to the kernel's end)",
         plural(launches, "launch", "launches"),
     );
     let headers = [
