@@ -213,8 +213,8 @@ fn header_of(path: &Path) -> Result<ProcessHeader, LoadError> {
 /// What one trace holds, as `rtrace record` says it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Contents {
-    /// The file's size.
-    pub bytes: u64,
+    /// The file's size, for people ([`crate::text::file_size`]).
+    pub size: String,
     /// API records.
     pub api: u64,
     /// Kernel records (graphs' kernels included).
@@ -312,8 +312,8 @@ pub fn contents(path: &Path) -> Result<Contents, LoadError> {
         .filter_map(|n| n.message.strip_prefix(CAPTURE_NOTICE)?.strip_prefix(": "))
         .map(String::from)
         .collect();
-    c.bytes = std::fs::metadata(path)
-        .map(|m| m.len())
+    c.size = std::fs::metadata(path)
+        .map(|m| crate::text::file_size(&m))
         .map_err(|error| LoadError::Io {
             path: path.to_path_buf(),
             error,

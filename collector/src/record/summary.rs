@@ -26,7 +26,7 @@ pub fn summary_lines(found: &Found, status_error: Option<&str>, traced: &Traced)
                 lines.push(format!(
                     "trace written to {} ({}){beside}",
                     t.path.display(),
-                    crate::text::human_bytes(c.bytes),
+                    c.size,
                 ));
                 lines.extend(describe(&c, traced).into_iter().map(|l| format!("  {l}")));
             }
@@ -161,7 +161,7 @@ mod tests {
     fn what_a_trace_holds_and_what_was_off() {
         let default = Traced::default();
         let c = Contents {
-            bytes: 4100,
+            size: "4.1 kB".into(),
             api: 26,
             kernels: 3,
             copies: 1,

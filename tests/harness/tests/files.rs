@@ -4,7 +4,7 @@
 //! exactly the traces of its run, with their size and record counts, and why tracing turned
 //! itself off.
 
-use rtrace_collector::text::human_bytes;
+use rtrace_collector::text::file_size;
 use rtrace_collector::{load_trace, Trace};
 use rtrace_tests::*;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
@@ -105,11 +105,10 @@ const API_ONLY: [&str; 2] = ["-t", "cuda"];
 
 /// The lines `rtrace record -t cuda` prints for a trace.
 fn written_line(path: &Path, api: u64, beside: Option<&Path>) -> String {
-    let bytes = std::fs::metadata(path).unwrap().len();
     let mut line = format!(
         "rtrace: trace written to {} ({})",
         path.display(),
-        human_bytes(bytes)
+        file_size(&std::fs::metadata(path).unwrap())
     );
     if let Some(b) = beside {
         line += &format!("; {} was taken, so it went beside it", b.display());

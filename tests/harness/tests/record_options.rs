@@ -2,7 +2,7 @@
 //! values, `-t` and the default (API calls, GPU activity and NVTX), the summary of each trace,
 //! `--stats`, output patterns (`%%`, `%q{VAR}`) and `--force-overwrite`.
 
-use rtrace_collector::text::human_bytes;
+use rtrace_collector::text::file_size;
 use rtrace_collector::{load_trace, Trace};
 use rtrace_tests::*;
 use std::os::unix::fs::FileTypeExt;
@@ -42,7 +42,7 @@ fn notices(t: &Trace) -> Vec<String> {
 }
 
 fn size(path: &Path) -> String {
-    human_bytes(std::fs::metadata(path).unwrap().len())
+    file_size(&std::fs::metadata(path).unwrap())
 }
 
 /// The one trace in `dir`.
