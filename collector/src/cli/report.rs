@@ -15,7 +15,8 @@ pub struct ReportArgs {
     pub format: Format,
     /// The sections to print, comma-separated or repeated, in every format [default: all of
     /// them for table and JSON; api for CSV, which prints one]. `nsys stats` report names
-    /// are accepted for theirs (cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, nvtx_sum, ...).
+    /// are accepted for theirs (cuda_api_sum, cuda_gpu_kern_sum, cuda_gpu_mem_time_sum,
+    /// nvtx_sum, ...).
     #[arg(long, value_enum, value_name = "SECTION", value_delimiter = ',')]
     pub section: Vec<Section>,
     /// Lay tables out for lines of at most N characters (names in the first column are cut

@@ -24,8 +24,10 @@ pub enum Format {
 pub enum Section {
     /// The process sections, one per trace (table and JSON only).
     Processes,
-    /// The API summary, one line per driver function.
+    /// The API summary, one line per function: runtime calls, and driver calls made outside
+    /// them (then the driver calls made inside them).
     #[default]
+    #[value(alias = "cuda_api_sum")]
     Api,
     /// NVTX ranges, one line per range name and domain.
     #[value(alias = "nvtx_sum")]

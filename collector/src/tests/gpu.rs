@@ -860,13 +860,18 @@ fn sections_are_chosen_in_every_format_and_csv_takes_one() {
         "--section",
         "utilization,cuda_gpu_kern_sum",
         "--section",
-        "nvtx_sum",
+        "nvtx_sum,cuda_api_sum",
         "t",
     ]);
     match &cli.command {
         Command::Report(r) => assert_eq!(
             r.section,
-            vec![Section::Utilisation, Section::Kernels, Section::Nvtx]
+            vec![
+                Section::Utilisation,
+                Section::Kernels,
+                Section::Nvtx,
+                Section::Api
+            ]
         ),
         other => panic!("{other:?}"),
     }
