@@ -47,12 +47,13 @@ pub enum Command {
     /// Exits 0 (also when a damaged file was reported up to the damage), 2 when
     /// an input cannot be read as a trace.
     Report(ReportArgs),
-    /// Convert traces into a timeline for a trace viewer: Perfetto's format
-    /// (open it in ui.perfetto.dev) or Chrome's JSON trace format.
+    /// Convert traces into a timeline for a trace viewer (Perfetto's format, for
+    /// ui.perfetto.dev, or Chrome's JSON trace format) or into a Parquet dataset.
     ///
     /// Threads show a slice per API call; each GPU device a track per stream
     /// with its kernels, copies and memsets; flows link calls to the GPU work
-    /// they launched; counters show memory in use per device. Exits 0, 2 when
+    /// they launched; counters show memory in use per device. The Parquet dataset
+    /// holds a table per kind of record (docs/parquet.md). Exits 0, 2 when
     /// an input cannot be read as a trace, 1 when the output cannot be written.
     #[command(override_usage = "rtrace export --format <FORMAT> [--output <FILE>] <TRACE>...")]
     Export(ExportArgs),
