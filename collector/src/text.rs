@@ -153,6 +153,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_files_size_says_what_it_takes_on_disk_when_that_is_less() {
+        let dir = std::env::temp_dir().join(format!("rtrace-size-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // Written whole (bytes no file system compresses): its size alone.
+        let whole = dir.join("whole");
+        let bytes: Vec<u8> = (0..5_000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+            .collect();
+        std::fs::write(&whole, &bytes).unwrap();
+        assert_eq!(file_size(&std::fs::metadata(&whole).unwrap()), "5.0 kB");
+        // A hole of 10 MB: what it takes on disk too.
+        let hole = dir.join("hole");
+        std::fs::File::create(&hole)
+            .unwrap()
+            .set_len(10_000_000)
+            .unwrap();
+        let meta = std::fs::metadata(&hole).unwrap();
+        let on_disk = human_bytes(std::os::unix::fs::MetadataExt::blocks(&meta) * 512);
+        assert_eq!(file_size(&meta), format!("10.0 MB, {on_disk} on disk"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn human_units() {
         assert_eq!(human_ns(0), "0 ns");
         assert_eq!(human_ns(999), "999 ns");
