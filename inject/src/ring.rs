@@ -369,7 +369,7 @@ impl Calls {
         let (mut to, mut earliest) = (self.to, self.earliest);
         for bytes in run {
             // `function` is the low half of the first word (read whole: one load).
-            let (word, _) = ApiRecord::words_of(bytes);
+            let word = ApiRecord::first_word_of(bytes);
             if Entry::is_call(word as u32) {
                 let (start, end) = ApiRecord::times_of(bytes);
                 earliest = earliest.min(start.min(end));

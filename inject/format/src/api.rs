@@ -25,34 +25,26 @@ impl ApiRecord {
         out.extend_from_slice(&self.to_bytes());
     }
 
-    /// The `function` of an encoded record, read from its bytes.
+    /// The first 8-byte word of an encoded record (`function | result << 32`), read from its
+    /// bytes whole (one load).
     #[inline(always)]
-    pub fn function_of(bytes: &[u8; Self::SIZE]) -> u32 {
-        u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
-    }
-
-    /// The first two 8-byte words of an encoded record (`function | result << 32`, then
-    /// `start_ns`), read from its bytes.
-    #[inline(always)]
-    pub fn words_of(bytes: &[u8; Self::SIZE]) -> (u64, u64) {
-        let at = |i: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&bytes[i..i + 8]);
-            u64::from_le_bytes(b)
-        };
-        (at(0), at(8))
+    pub fn first_word_of(bytes: &[u8; Self::SIZE]) -> u64 {
+        word_at(bytes, 0)
     }
 
     /// The `start_ns` and `end_ns` of an encoded record, read from its bytes.
     #[inline(always)]
     pub fn times_of(bytes: &[u8; Self::SIZE]) -> (u64, u64) {
-        let at = |i: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&bytes[i..i + 8]);
-            u64::from_le_bytes(b)
-        };
-        (at(8), at(16))
+        (word_at(bytes, 8), word_at(bytes, 16))
     }
+}
+
+/// The little-endian 8-byte word at byte `i` of an encoded record.
+#[inline(always)]
+fn word_at(bytes: &[u8; ApiRecord::SIZE], i: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&bytes[i..i + 8]);
+    u64::from_le_bytes(b)
 }
 
 /// One entry of the function-name table.
