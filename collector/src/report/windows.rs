@@ -232,22 +232,29 @@ fn fill(
         }
         let rank = chunks.ranks.get(&c.offset).copied().unwrap_or(0);
         let chunk = file.chunk_of(c)?;
-        if let Records::Api(v) = decode(c, &chunk, &input.path)? {
-            // Only the records some GPU or synchronization record looks up.
-            for (key, r) in v
-                .into_iter()
-                .filter_map(|r| Some((keys.key(r.correlation)?, r)))
-                .filter_map(|(key, r)| Some((key, input.keep.api(r)?)))
-            {
-                let slot = join::Slot {
-                    start: r.start_ns,
-                    end: r.end_ns,
-                    function: r.function,
-                    rank,
-                };
-                table.note(key, slot);
-            }
-        }
+        // Only the records some GPU or synchronization record looks up are decoded.
+        let picked = chunk.pick_api_records(
+            |id| keys.key(id),
+            |key, r| {
+                // A damaged record (ending before it starts) was counted on the first read.
+                if r.end_ns < r.start_ns {
+                    return;
+                }
+                if let Some(r) = input.keep.api(r) {
+                    let slot = join::Slot {
+                        start: r.start_ns,
+                        end: r.end_ns,
+                        function: r.function,
+                        rank,
+                    };
+                    table.note(key, slot);
+                }
+            },
+        );
+        picked.map_err(|why| StreamError::Changed {
+            path: input.path.to_path_buf(),
+            why,
+        })?;
     }
     Ok(())
 }

@@ -32,6 +32,12 @@ impl ApiRecord {
         word_at(bytes, 0)
     }
 
+    /// The correlation id of an encoded record, read from its bytes.
+    #[inline(always)]
+    pub fn correlation_of(bytes: &[u8; Self::SIZE]) -> u64 {
+        word_at(bytes, 24)
+    }
+
     /// The `start_ns` and `end_ns` of an encoded record, read from its bytes.
     #[inline(always)]
     pub fn times_of(bytes: &[u8; Self::SIZE]) -> (u64, u64) {

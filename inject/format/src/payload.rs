@@ -25,6 +25,25 @@ impl Chunk {
         fixed_records::<_, { ApiRecord::SIZE }>(self, "API record", ApiRecord::from_bytes)
     }
 
+    /// The API records of an API chunk (either kind, as [`Chunk::api_records`]) that `pick`
+    /// picks by correlation id, in order, each handed to `take` with what `pick` gave for it;
+    /// the others are not decoded.
+    pub fn pick_api_records<K>(
+        &self,
+        mut pick: impl FnMut(u64) -> Option<K>,
+        mut take: impl FnMut(K, ApiRecord),
+    ) -> Result<(), String> {
+        if self.header.kind == ChunkKind::ApiRecordsInTicks {
+            return crate::ticks::pick_api_ticks(&self.payload, pick, take);
+        }
+        whole_records::<{ ApiRecord::SIZE }>(self, "API record")?.for_each(|b| {
+            if let Some(k) = pick(ApiRecord::correlation_of(b)) {
+                take(k, ApiRecord::from_bytes(b));
+            }
+        });
+        Ok(())
+    }
+
     /// The entries of a [`ChunkKind::FunctionNames`](crate::ChunkKind::FunctionNames) chunk.
     pub fn function_names(&self) -> Result<Vec<FunctionName>, String> {
         let p = &self.payload;
@@ -59,15 +78,20 @@ pub(crate) fn fixed_records<T, const N: usize>(
     what: &str,
     decode: impl Fn(&[u8; N]) -> T,
 ) -> Result<Vec<T>, String> {
+    Ok(whole_records::<N>(chunk, what)?.map(decode).collect())
+}
+
+/// The `N`-byte records of a chunk that holds an array of them; `what` names them when the
+/// payload is not a whole number of records.
+fn whole_records<'a, const N: usize>(
+    chunk: &'a Chunk,
+    what: &str,
+) -> Result<impl Iterator<Item = &'a [u8; N]>, String> {
     if !chunk.payload.len().is_multiple_of(N) {
         return Err(format!(
             "{what} chunk of {} bytes is not a multiple of {N}",
             chunk.payload.len()
         ));
     }
-    Ok(chunk
-        .payload
-        .chunks_exact(N)
-        .map(|b| decode(b.try_into().unwrap()))
-        .collect())
+    Ok(chunk.payload.chunks_exact(N).map(|b| b.try_into().unwrap()))
 }

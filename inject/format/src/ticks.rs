@@ -209,21 +209,34 @@ impl Converter<'_> {
 
 /// The API records of a kind-34 payload, times converted to ns.
 pub fn decode_api_ticks(payload: &[u8]) -> Result<Vec<ApiRecord>, String> {
+    let mut out = Vec::with_capacity(payload.len() / ApiRecord::SIZE);
+    pick_api_ticks(payload, |_| Some(()), |(), r| out.push(r))?;
+    Ok(out)
+}
+
+/// The API records of a kind-34 payload that `pick` picks by correlation id, times converted
+/// to ns, each handed to `take` with what `pick` gave for it; the others are not converted.
+pub fn pick_api_ticks<K>(
+    payload: &[u8],
+    mut pick: impl FnMut(u64) -> Option<K>,
+    mut take: impl FnMut(K, ApiRecord),
+) -> Result<(), String> {
     let (records, samples, tsc) = split(payload)?;
     let mut clock = Converter {
         samples,
         tsc,
         last: None,
     };
-    Ok(records
-        .chunks_exact(ApiRecord::SIZE)
-        .map(|b| {
-            let mut r = ApiRecord::from_bytes(b.try_into().unwrap());
+    for b in records.chunks_exact(ApiRecord::SIZE) {
+        let b: &[u8; ApiRecord::SIZE] = b.try_into().unwrap();
+        if let Some(k) = pick(ApiRecord::correlation_of(b)) {
+            let mut r = ApiRecord::from_bytes(b);
             r.start_ns = clock.ns(r.start_ns);
             r.end_ns = clock.ns(r.end_ns);
-            r
-        })
-        .collect())
+            take(k, r);
+        }
+    }
+    Ok(())
 }
 
 /// The start (ns) of the last record of a kind-34 payload, if it holds one.
@@ -250,6 +263,55 @@ mod tests {
             (59_000_000, 25_000_101),
             (88_000_000, 35_000_000),
         ]
+    }
+
+    #[test]
+    fn picked_records_are_those_decoded_with_their_ids_picked() {
+        use crate::{Chunk, ChunkHeader, ChunkKind};
+        let all = samples();
+        let records: Vec<ApiRecord> = (0..40u64)
+            .map(|i| ApiRecord {
+                function: i as u32,
+                result: (i % 5) as u32,
+                start_ns: 2_000_000 + i * 2_000_000,
+                end_ns: 2_000_000 + i * 2_000_000 + 777,
+                correlation: 1000 + i * 3,
+            })
+            .collect();
+        let mut bytes = Vec::new();
+        records.iter().for_each(|r| r.write_to(&mut bytes));
+        let plain = bytes.clone();
+        write_trailer(&mut bytes, all.iter().copied(), true);
+        for (kind, payload) in [
+            (ChunkKind::ApiRecordsInTicks, bytes),
+            (ChunkKind::ApiRecords, plain),
+        ] {
+            let chunk = Chunk {
+                offset: 0,
+                header: ChunkHeader::new(kind, 1, 0, 0, &payload),
+                payload,
+            };
+            let decoded = chunk.api_records().unwrap();
+            assert_eq!(decoded.len(), records.len());
+            let mut picked = Vec::new();
+            let pick = |id: u64| (id % 2 == 0).then_some(id / 2);
+            chunk
+                .pick_api_records(pick, |k, r| picked.push((k, r)))
+                .unwrap();
+            let want: Vec<(u64, ApiRecord)> = decoded
+                .iter()
+                .filter_map(|r| Some((pick(r.correlation)?, *r)))
+                .collect();
+            assert_eq!((picked.len(), &picked), (20, &want), "{kind:?}");
+        }
+        // A payload that is not whole records is refused, as by api_records.
+        let chunk = Chunk {
+            offset: 0,
+            header: ChunkHeader::new(ChunkKind::ApiRecords, 1, 0, 0, &[0; 33]),
+            payload: vec![0; 33],
+        };
+        let why = chunk.pick_api_records(Some, |_, _| {}).unwrap_err();
+        assert_eq!(why, chunk.api_records().unwrap_err());
     }
 
     #[test]
