@@ -27,9 +27,10 @@
 # later are skipped and counted as failed); RTRACE_GPU_DEBUG (default 1:
 # RTRACE_DEBUG=1 in traced runs, its stderr kept in all.tgz); CUDA_HOME
 # (default /usr/local/cuda-13.0); LIBCUDA (default: found); RTRACE_GPU_STEPS (default
-# all: the steps to run, of build programs profiler activity shared peer nvtx memsync pcsamp
-# profile crash record; the environment is always checked); RTRACE_OLD (an rtrace of the build before, for
-# memsync's byte-for-byte comparison; without it that check is skipped and said).
+# all: the steps to run, of build programs profiler activity shared compiled frameworks
+# peer nvtx memsync pcsamp profile crash record; the environment is always checked);
+# RTRACE_OLD (an rtrace of the build before, for memsync's byte-for-byte comparison; without
+# it that check is skipped and said).
 
 set -u
 cd "$(dirname "$0")/../.." || exit 2
@@ -536,20 +537,94 @@ checks_from() {
     done <<<"$out"
 }
 
+# build_cupti_dump LABEL: builds tests/gpu/cupti_dump.c (an injected CUPTI client) once; a
+# failure is LABEL.build's.
+build_cupti_dump() {
+    [ -s "$BIN/cupti_dump.so" ] && return 0
+    local c=$CUDA_HOME/targets/x86_64-linux
+    if ! bounded 60 gcc -O2 -shared -fPIC -pthread -o "$BIN/cupti_dump.so" tests/gpu/cupti_dump.c \
+        -I"$c/include" -I"$CUDA_HOME/include" -L"$c/lib" -lcupti -Wl,-rpath,"$c/lib" \
+        >"$WORK/build-dump.log" 2>&1; then
+        fail "$1.build" "gcc failed"
+        tail_of "$WORK/build-dump.log" 10
+        return 1
+    fi
+}
+
+# ---------------------------------------------------------------------------
+# with_client LABEL TIMEOUT CMD...: a program the checks have not been written around, in full:
+# untraced, traced with a CUPTI callback counter beside (API counts) and alone (one_program);
+# then traced with GPU activity beside an injected CUPTI client (tests/gpu/cupti_dump.c),
+# whose kernels (graphs' nodes among them), copies and memsets must be rtrace's one to one,
+# with the same names, grids, blocks, bytes and times. The traces of that run are left in
+# $WORK/rtrace-LABEL-gpu-*.bin, the client's records in $WORK/LABEL-dump.txt.
+with_client() {
+    local label=$1 tmo=$2
+    shift 2
+    one_program "$label" "$tmo" "$@"
+    section "$label: rtrace's GPU records against an injected CUPTI client's"
+    if [ "$(time_left)" -lt 20 ]; then
+        fail "$label.gpu" "skipped: time budget spent"
+        return 1
+    fi
+    build_cupti_dump "$label" || return 1
+    bounded "$tmo" env RTRACE_GPU_ACTIVITY=1 RTRACE_OUTPUT="$WORK/rtrace-$label-gpu-%p.bin" \
+        CUDA_INJECTION64_PATH="$BIN/cupti_dump.so" CUPTI_DUMP_OUTPUT="$WORK/$label-dump.txt" \
+        LD_PRELOAD="$LIBRTRACE" "$@" >"$WORK/$label-gpu.out" 2>"$WORK/$label-gpu.err"
+    local rc=$?
+    check "$label.gpu-status" "$* with GPU activity and an injected client: rc=$rc, $(tail -n 1 "$WORK/$label-gpu.out")" \
+        test $rc -eq 0
+    local files
+    mapfile -t files < <(traces_of "$WORK/rtrace-$label-gpu-"*.bin)
+    match_checks "$label" dump "$WORK/$label-dump.txt" "${files[@]}"
+}
+
+# PyTorch beyond eager mode (tests/gpu/compiled_step.py): torch.compile's Triton kernels,
+# launched by Triton's own launcher, and a CUDA graph replayed; both must be among the
+# client's kernels, and the report must count the Triton kernels as the client does.
+step_compiled() {
+    with_client compiled 400 python3 tests/gpu/compiled_step.py || return
+    local graph triton
+    graph=$(awk '$1 == "K" && $11 != 0' "$WORK/compiled-dump.txt" | wc -l)
+    triton=$(awk '$1 == "K" && $12 ~ /^triton_/' "$WORK/compiled-dump.txt" | wc -l)
+    check compiled.kinds "the client saw $triton Triton kernels and $graph kernels in graphs" \
+        test "$triton" -gt 0 -a "$graph" -gt 0
+    local files summary
+    mapfile -t files < <(traces_of "$WORK/rtrace-compiled-gpu-"*.bin)
+    bounded 120 "$RTRACE" report --format json "${files[@]}" >"$WORK/compiled-gpu.json" 2>"$WORK/compiled-gpu-report.err"
+    summary=$(python3 -c 'import json, sys
+t = open(sys.argv[1]).read()
+r = json.loads(t[t.find("{"):])
+print(sum(k["count"] for k in r["kernels"] if k["name"].startswith("triton_")))' "$WORK/compiled-gpu.json" 2>&1)
+    check compiled.report-triton "rtrace report: $summary Triton kernel runs, the client $triton" \
+        test "$summary" = "$triton"
+}
+
+# JAX (tests/gpu/jax_step.py: XLA's kernels, cuBLAS, a scan on the device), CuPy
+# (tests/gpu/cupy_step.py: NVRTC kernels through a static runtime, a RawKernel, cuBLAS,
+# cuFFT, a stream) and a PyTorch loop fed by DataLoader workers forked after CUDA's start
+# (tests/gpu/loader_step.py: cuDNN, autocast, pinned memory), each in full (with_client); a
+# framework this machine lacks is a failure.
+step_frameworks() {
+    with_client loader 300 python3 tests/gpu/loader_step.py
+    local fw
+    for fw in jax cupy; do
+        if ! python3 -c "import $fw" 2>/dev/null; then
+            fail "$fw" "python3 cannot import $fw"
+            continue
+        fi
+        # JAX takes 75% of the GPU's memory by default; twice at once would not fit.
+        XLA_PYTHON_CLIENT_PREALLOCATE=false with_client "$fw" 300 python3 "tests/gpu/${fw}_step.py"
+    done
+}
+
 # ---------------------------------------------------------------------------
 # rtrace shares CUPTI with the program's own CUPTI client (GPU activity on): an injected client
 # with its own clock (tests/gpu/cupti_dump.c) on the activity sample, and the PyTorch profiler
 # on a training step, each get their records, which match rtrace's one to one and in time.
 step_shared() {
     section "CUPTI shared with the program's own client"
-    local c=$CUDA_HOME/targets/x86_64-linux
-    if ! bounded 60 gcc -O2 -shared -fPIC -pthread -o "$BIN/cupti_dump.so" tests/gpu/cupti_dump.c \
-        -I"$c/include" -I"$CUDA_HOME/include" -L"$c/lib" -lcupti -Wl,-rpath,"$c/lib" \
-        >"$WORK/build-dump.log" 2>&1; then
-        fail shared.build "gcc failed"
-        tail_of "$WORK/build-dump.log" 10
-        return
-    fi
+    build_cupti_dump shared || return
     if [ -x "$BIN/activity_sample" ]; then
         bounded 60 env RTRACE_GPU_ACTIVITY=1 RTRACE_OUTPUT="$WORK/rtrace-shared-%p.bin" \
             CUDA_INJECTION64_PATH="$BIN/cupti_dump.so" CUPTI_DUMP_OUTPUT="$WORK/shared-dump.txt" \
@@ -762,6 +837,8 @@ main() {
     want profiler && step_profiler
     want activity && step_activity
     want shared && step_shared
+    want compiled && step_compiled
+    want frameworks && step_frameworks
     want peer && step_peer
     want nvtx && step_nvtx
     want memsync && step_memsync
