@@ -246,7 +246,11 @@ run_mode() {
     local rc=$?
     echo "$rc" >"$WORK/$label-$mode.rc"
     log "  ran $label/$mode: exit $rc in $((SECONDS - t0)) s${envs[*]:+ with ${envs[*]}}"
-    [ "$rc" = 124 ] || [ "$rc" = 137 ] && log "  $label/$mode: TIMED OUT after ${tmo}s"
+    # 137 is also a program killed on purpose (the crash step's SIGKILL): a time-out only
+    # when the time was up.
+    if [ "$rc" = 124 ] || { [ "$rc" = 137 ] && [ $((SECONDS - t0)) -ge "$tmo" ]; }; then
+        log "  $label/$mode: TIMED OUT after ${tmo}s"
+    fi
     return "$rc"
 }
 
