@@ -328,6 +328,17 @@ const RUNS: &[Run] = &[
         args: &["report", "--kernel", "(", "gpu.bin"],
         stdout: None,
     },
+    // A window that holds no time is a usage error, not an empty report.
+    Run {
+        args: &["report", "--from", "2ms", "--to", "1ms", "gpu.bin"],
+        stdout: None,
+    },
+    Run {
+        args: &[
+            "export", "--format", "chrome", "--from", "1ms", "--to", "1ms", "gpu.bin",
+        ],
+        stdout: None,
+    },
     Run {
         args: &["report", "missing.bin"],
         stdout: None,

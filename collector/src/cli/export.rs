@@ -70,6 +70,13 @@ pub(super) fn run(args: &ExportArgs) -> u8 {
         eprintln!("rtrace: --force-overwrite is for --format parquet");
         return 2;
     }
+    let filter = match args.filter.filter() {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("rtrace: {e}");
+            return 2;
+        }
+    };
     let Some(spooled) = spool(&args.files) else {
         return 2;
     };
@@ -90,7 +97,6 @@ pub(super) fn run(args: &ExportArgs) -> u8 {
     for line in &inputs.skipped {
         eprintln!("warning: {line}");
     }
-    let filter = args.filter.filter();
     if !filter.is_empty() {
         if !filter.pids.is_empty() {
             match crate::filter::process_starts(&inputs.files) {

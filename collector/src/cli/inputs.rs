@@ -31,15 +31,27 @@ pub struct FilterArgs {
 }
 
 impl FilterArgs {
-    pub fn filter(&self) -> crate::filter::Filter {
-        crate::filter::Filter {
+    /// The filter; why not, where its window holds no time (`--from` at or after `--to`): a
+    /// usage error, not an empty report.
+    pub fn filter(&self) -> Result<crate::filter::Filter, String> {
+        if let (Some(from), Some(to)) = (self.from, self.to) {
+            if from >= to {
+                let secs = crate::filter::format_seconds;
+                return Err(format!(
+                    "--from {} is not before --to {}: the window holds no time",
+                    secs(from),
+                    secs(to)
+                ));
+            }
+        }
+        Ok(crate::filter::Filter {
             from_ns: self.from,
             to_ns: self.to,
             pids: self.pid.clone(),
             devices: self.device.clone(),
             streams: self.stream.clone(),
             kernel: self.kernel.clone(),
-        }
+        })
     }
 }
 

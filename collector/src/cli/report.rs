@@ -103,11 +103,17 @@ pub(super) fn run(args: &ReportArgs) -> u8 {
             }
         },
     };
+    let filter = match args.filter.filter() {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("rtrace: {e}");
+            return 2;
+        }
+    };
     let Some(spooled) = spool(&args.files) else {
         return 2;
     };
     start_progress(spooled.paths(), 1);
-    let filter = args.filter.filter();
     let options = RenderOptions {
         format: args.format,
         sections: args.section.clone(),
