@@ -88,7 +88,10 @@ impl RecordError {
     /// The exit code `rtrace record` uses for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
-            RecordError::Spawn { .. } => 127,
+            // As `env` and `timeout` do: 127 when the program is not there, 126 when it is
+            // but cannot be run (a directory, no execute permission, not an executable).
+            RecordError::Spawn { error, .. } if error.kind() == std::io::ErrorKind::NotFound => 127,
+            RecordError::Spawn { .. } => 126,
             RecordError::Setup(_) | RecordError::Wait(_) | RecordError::Diverged(_) => 2,
         }
     }
@@ -400,6 +403,19 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "cannot run /nonexistent/program: No such file or directory"
+        );
+
+        let not_runnable = RecordOptions {
+            command: vec![dir.clone().into_os_string()],
+            ..opts.clone()
+        };
+        let e = record(&not_runnable).unwrap_err();
+        assert_eq!(
+            (e.exit_code(), e.to_string()),
+            (
+                126,
+                format!("cannot run {}: Permission denied", dir.display())
+            )
         );
 
         let as_dir = RecordOptions {
