@@ -1213,10 +1213,29 @@ fn files_and_directories_are_read_one_at_a_time_into_a_renamed_file() {
     std::fs::write(dir.join("b.bin"), small().bytes).unwrap();
     std::fs::write(dir.join("a.bin"), sample().bytes).unwrap();
     std::fs::write(dir.join("junk.bin"), b"not a trace").unwrap();
+    // `*.bin` entries that are not files: said, not read (a FIFO would block the read).
+    std::fs::create_dir(dir.join("d.bin")).unwrap();
+    std::os::unix::fs::symlink("loop.bin", dir.join("loop.bin")).unwrap();
     let inputs = expand_inputs(&[dir.clone(), dir.join("a.bin")]).unwrap();
     assert_eq!(inputs.files, vec![dir.join("a.bin"), dir.join("b.bin")]);
-    assert_eq!(inputs.skipped.len(), 1);
-    assert!(inputs.skipped[0].ends_with("junk.bin: not an rtrace trace (bad magic bytes); skipped"));
+    let at = |name: &str| dir.join(name).display().to_string();
+    assert_eq!(
+        inputs.skipped,
+        [
+            format!("{}: a directory, not a trace file; skipped", at("d.bin")),
+            format!(
+                "{}: a link that cannot be followed (Too many levels of symbolic links), not a \
+                 trace file; skipped",
+                at("loop.bin")
+            ),
+            format!(
+                "{}: not an rtrace trace (bad magic bytes); skipped",
+                at("junk.bin")
+            ),
+        ]
+    );
+    std::fs::remove_dir(dir.join("d.bin")).unwrap();
+    std::fs::remove_file(dir.join("loop.bin")).unwrap();
     let out = dir.join("out.json");
     let outcome = export_files(&inputs.files, ExportFormat::Chrome, Some(&out)).unwrap();
     assert!(outcome.warnings.is_empty());

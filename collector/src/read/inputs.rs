@@ -117,7 +117,7 @@ pub(crate) fn each_input<T>(
             continue;
         }
         let mut found = false;
-        for file in bin_files(path)? {
+        for file in bin_files(path, skipped)? {
             if !seen.insert(identity(&file)) {
                 found = true;
                 continue;
@@ -172,21 +172,40 @@ pub(crate) fn read_header(path: &Path, file: File) -> Result<ProcessHeader, Load
     Ok(reader.header().clone())
 }
 
-/// The `*.bin` regular files directly in `dir`, sorted.
-fn bin_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
+/// The `*.bin` regular files directly in `dir`, sorted; a `*.bin` that is not one (a
+/// directory, a FIFO, a link to nothing) goes to `skipped`, said.
+fn bin_files(dir: &Path, skipped: &mut Vec<String>) -> Result<Vec<PathBuf>, LoadError> {
+    use std::os::unix::fs::FileTypeExt;
     let io_err = |error| LoadError::Io {
         path: dir.to_path_buf(),
         error,
     };
     let mut files = Vec::new();
+    let mut others = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(io_err)? {
         let path = entry.map_err(io_err)?.path();
-        let is_bin = path.extension().is_some_and(|e| e == "bin");
-        if is_bin && std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
-            files.push(path);
+        if path.extension().is_none_or(|e| e != "bin") {
+            continue;
         }
+        let what = match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => {
+                files.push(path);
+                continue;
+            }
+            Ok(m) if m.is_dir() => "a directory".to_string(),
+            Ok(m) if m.file_type().is_fifo() => "a FIFO".to_string(),
+            Ok(m) if m.file_type().is_socket() => "a socket".to_string(),
+            Ok(_) => "a device".to_string(),
+            Err(e) => format!("a link that cannot be followed ({})", io_message(&e)),
+        };
+        others.push(format!(
+            "{}: {what}, not a trace file; skipped",
+            path.display()
+        ));
     }
     files.sort();
+    others.sort();
+    skipped.extend(others);
     Ok(files)
 }
 
