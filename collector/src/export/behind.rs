@@ -6,8 +6,8 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 /// Bytes gathered before they are handed to the writing thread.
 const BLOCK: usize = 1 << 20;
-/// Blocks handed over and not yet written, at most.
-const QUEUED: usize = 4;
+/// Blocks handed over and not yet written, at most (16 MiB).
+const QUEUED: usize = 16;
 
 /// The output as [`write_behind`] gives it to the encoding: a [`Write`] that gathers
 /// [`BLOCK`] bytes and hands them to the writing thread.
