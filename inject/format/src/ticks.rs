@@ -294,7 +294,7 @@ mod tests {
             let decoded = chunk.api_records().unwrap();
             assert_eq!(decoded.len(), records.len());
             let mut picked = Vec::new();
-            let pick = |id: u64| (id % 2 == 0).then_some(id / 2);
+            let pick = |id: u64| id.is_multiple_of(2).then_some(id / 2);
             chunk
                 .pick_api_records(pick, |k, r| picked.push((k, r)))
                 .unwrap();
