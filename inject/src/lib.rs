@@ -70,3 +70,4 @@ mod session;
 mod state;
 mod sys;
 mod thread;
+mod trace_fd;

@@ -4,6 +4,7 @@ use crate::generated::id::FUNCTION_NAMES;
 use crate::region::GpuRegion;
 use crate::ring::{Region, Ring, FIRST_SLOTS};
 use crate::state::{self, UNWRAPPED_LOOKUPS};
+use crate::trace_fd::TraceFd;
 use crate::{clock, files, sys};
 use rtrace_format::{
     encode_file_header, encode_function_names, encode_value_into, expand_output, hostname,
@@ -32,7 +33,9 @@ fn command_line() -> Vec<String> {
 
 /// The consumer's side of the trace file: the descriptor and reusable buffers.
 pub struct Sink {
-    fd: i32,
+    fd: &'static TraceFd,
+    /// Times the file was opened again that a notice said.
+    reopened_said: u32,
     /// Where the next chunk goes: the end of what was written and reserved.
     end: u64,
     /// Rings whose entries up to a position are in `pending`: released once it is written.
@@ -100,9 +103,17 @@ impl Sink {
             session: cfg.session.clone(),
             rank_env: cfg.rank_env.clone(),
         };
-        let fd = created.fd;
+        let fd = TraceFd::new(created.fd, &created.path).map_err(|e| {
+            format!(
+                "cannot write {}: {}",
+                path.to_string_lossy(),
+                files::plain(&e)
+            )
+        })?;
+        let fd: &'static TraceFd = Box::leak(Box::new(fd));
         let mut sink = Sink {
             fd,
+            reopened_said: 0,
             end: 0,
             releases: Vec::with_capacity(256),
             pending: Vec::with_capacity(FLUSH_AT + (cfg.buffer_records * 32) + 4096),
@@ -144,7 +155,9 @@ impl Sink {
             ));
         }
         if let Err(e) = sink.flush() {
-            sys::close(fd);
+            if let Ok(fd) = fd.get() {
+                sys::close(fd);
+            }
             return Err(format!(
                 "cannot write {}: {}",
                 path.to_string_lossy(),
@@ -224,7 +237,10 @@ impl Sink {
             self.pending.clear();
             return Err(io::Error::other("an earlier write failed"));
         }
-        let r = sys::pwrite_all(self.fd, &self.pending, self.end);
+        let r = self.fd.get().and_then(|fd| {
+            self.say_reopened();
+            sys::pwrite_all(fd, &self.pending, self.end)
+        });
         match &r {
             Ok(()) => {
                 self.end += self.pending.len() as u64;
@@ -247,6 +263,18 @@ impl Sink {
         }
         self.pending.clear();
         r
+    }
+
+    /// Appends a notice when the file was opened again since the last one said so.
+    fn say_reopened(&mut self) {
+        let n = self.fd.reopened();
+        if n > self.reopened_said {
+            self.reopened_said = n;
+            self.notice(
+                "the program closed or replaced the trace file's descriptor: the file was \
+                 opened again by its path, and nothing was written to the program's files",
+            );
+        }
     }
 
     /// Whether a write of the trace failed (nothing more is written).
@@ -276,9 +304,10 @@ impl Sink {
             self.live_chunk(ChunkKind::RingRegion, &descriptor, len, live_at)?;
         let first = FIRST_SLOTS.min(capacity);
         let slot = rtrace_format::ApiRecord::SIZE as u64;
-        sys::allocate(self.fd, live, RING_PAGE as u64 + first * slot)?;
-        sys::extend_to(self.fd, region_end)?;
-        let p = sys::map_file(self.fd, live, RING_PAGE + (capacity * slot) as usize)?;
+        let fd = self.fd.get()?;
+        sys::allocate(fd, live, RING_PAGE as u64 + first * slot)?;
+        sys::extend_to(fd, region_end)?;
+        let p = sys::map_file(fd, live, RING_PAGE + (capacity * slot) as usize)?;
         sys::populate(p, RING_PAGE + (first * slot) as usize);
         let region = Region::new(p, capacity, Some((self.fd, live + RING_PAGE as u64)));
         region.set_allocated(first);
@@ -303,7 +332,7 @@ impl Sink {
         header.crc = header.checksum(descriptor);
         let mut head = header.encode().to_vec();
         head.extend_from_slice(descriptor);
-        sys::pwrite_all(self.fd, &head, at)?;
+        sys::pwrite_all(self.fd.get()?, &head, at)?;
         // From here the file holds the chunk: what follows goes after it.
         let payload_at = at + rtrace_format::CHUNK_HEADER_LEN as u64;
         self.end = payload_at + u64::from(payload_len);
@@ -351,8 +380,9 @@ impl Sink {
             live_at,
         )?;
         let mapped = RING_PAGE + len as usize;
-        sys::allocate(self.fd, live, mapped as u64)?;
-        let p = sys::map_file(self.fd, live, mapped)?;
+        let fd = self.fd.get()?;
+        sys::allocate(fd, live, mapped as u64)?;
+        let p = sys::map_file(fd, live, mapped)?;
         sys::populate(p, mapped);
         let region: &'static GpuRegion = Box::leak(Box::new(GpuRegion::new(
             p,

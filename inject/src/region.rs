@@ -6,6 +6,7 @@
 //! memory the kernel mapped, read and written as atomics by a producer and a consumer without
 //! a lock; the slots are reached through raw pointers by [`crate::ring`].
 
+use crate::trace_fd::TraceFd;
 use rtrace_format::ring::{live, RING_PAGE};
 use rtrace_format::ApiRecord;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,7 +25,7 @@ pub struct Region {
     slots: *mut u8,
     capacity: u64,
     /// The trace file and the offset of slot 0 in it: where more slots get disk blocks.
-    file: Option<(i32, u64)>,
+    file: Option<(&'static TraceFd, u64)>,
     /// Why the file could not back more slots (an `errno`); 0: it could.
     grow_error: AtomicU64,
 }
@@ -38,7 +39,7 @@ impl Region {
     /// A region over `live` (one [`RING_PAGE`]) followed by `capacity` slots, whose slot 0 is
     /// at `file`'s offset (None: anonymous memory, all of it usable). The memory must stay
     /// mapped for the life of the process.
-    pub fn new(live: *mut u8, capacity: u64, file: Option<(i32, u64)>) -> Region {
+    pub fn new(live: *mut u8, capacity: u64, file: Option<(&'static TraceFd, u64)>) -> Region {
         let r = Region {
             live,
             // SAFETY: the slots follow the live page in the same mapping.
@@ -98,7 +99,7 @@ impl Region {
     /// many, up to the capacity). Producer only (cold path); false when the file has no room.
     #[cold]
     pub(crate) fn grow(&self, allocated: u64) -> bool {
-        let Some((fd, slots_at)) = self.file else {
+        let Some((file, slots_at)) = self.file else {
             return false;
         };
         if self.grow_error.load(Ordering::Relaxed) != 0 {
@@ -110,7 +111,10 @@ impl Region {
             .min(allocated + GROW_AT_MOST)
             .clamp(FIRST_SLOTS, self.capacity);
         let size = ApiRecord::SIZE as u64;
-        match crate::sys::allocate(fd, slots_at + allocated * size, (more - allocated) * size) {
+        let allocated_more = file.get().and_then(|fd| {
+            crate::sys::allocate(fd, slots_at + allocated * size, (more - allocated) * size)
+        });
+        match allocated_more {
             Ok(()) => {
                 // SAFETY: slots `allocated..more` lie in this region's mapping.
                 let first = unsafe { self.slots.add((allocated * size) as usize) };
@@ -158,7 +162,7 @@ pub struct GpuRegion {
     buffer: *mut u8,
     len: usize,
     /// The trace file and the offset of the buffer in it.
-    fd: i32,
+    fd: &'static TraceFd,
     at: u64,
     /// The process whose trace file it is (a forked child must not lend it to its CUPTI).
     owner: u32,
@@ -175,7 +179,7 @@ impl GpuRegion {
     /// A region over `live` (one page) followed by `len` bytes of buffer, pages of the trace
     /// file `fd` at offset `at` with their disk blocks; the memory must stay mapped for the life
     /// of the process.
-    pub fn new(live: *mut u8, len: usize, fd: i32, at: u64) -> GpuRegion {
+    pub fn new(live: *mut u8, len: usize, fd: &'static TraceFd, at: u64) -> GpuRegion {
         GpuRegion {
             live,
             // SAFETY: the buffer follows the live page in the same mapping.
@@ -272,7 +276,9 @@ impl GpuRegion {
             Ordering::Acquire,
         );
         if retired.is_ok() {
-            let _ = crate::sys::punch_hole(self.fd, self.at, self.len as u64);
+            if let Ok(fd) = self.fd.get() {
+                let _ = crate::sys::punch_hole(fd, self.at, self.len as u64);
+            }
         }
     }
 }

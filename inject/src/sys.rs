@@ -139,6 +139,83 @@ pub fn create_private(path: &OsStr) -> io::Result<i32> {
     Ok(fd)
 }
 
+/// Opens the existing file `path` for reading and writing, never through a link, closed on
+/// `exec` (the trace file again, after the program closed its descriptor). No allocation;
+/// `errno` is left as it was.
+pub fn open_existing_rw(path: &std::ffi::CStr) -> io::Result<i32> {
+    let saved = errno();
+    // SAFETY: `path` is a valid NUL-terminated path; no file is created.
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_RDWR | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+    };
+    let r = if fd < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(fd)
+    };
+    set_errno(saved);
+    r
+}
+
+/// The device and inode of the file open at `fd` (`EBADF`: nothing is open there). `errno` is
+/// left as it was.
+pub fn identity(fd: i32) -> io::Result<(u64, u64)> {
+    let saved = errno();
+    // SAFETY: fstat fills a zeroed stat for any descriptor number; a closed one is EBADF.
+    let r = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) == 0 {
+            Ok((st.st_dev, st.st_ino))
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    };
+    set_errno(saved);
+    r
+}
+
+/// Moves `fd` to the lowest free descriptor at or above `floor` (kept closed on `exec`) and
+/// closes `fd`; where that cannot be (no free descriptor there, a limit below `floor`), `fd`
+/// stays as it is. Returns the descriptor to use. `errno` is left as it was.
+pub fn move_up(fd: i32, floor: i32) -> i32 {
+    if fd >= floor {
+        return fd;
+    }
+    let saved = errno();
+    // SAFETY: F_DUPFD_CLOEXEC duplicates a descriptor this module's caller owns; the old one
+    // is closed only once the copy exists.
+    let moved = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, floor) };
+    let r = if moved >= 0 {
+        // SAFETY: closing the caller's own descriptor, now duplicated.
+        unsafe { libc::close(fd) };
+        moved
+    } else {
+        fd
+    };
+    set_errno(saved);
+    r
+}
+
+/// The soft limit on open descriptors (`RLIMIT_NOFILE`; 1024 where it cannot be read).
+pub fn open_files_limit() -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    let saved = errno();
+    // SAFETY: getrlimit fills the struct it is given.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    set_errno(saved);
+    if rc == 0 {
+        lim.rlim_cur
+    } else {
+        1024
+    }
+}
+
 /// This process's effective user id.
 pub fn effective_uid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
@@ -166,8 +243,29 @@ pub fn close(fd: i32) {
     unsafe { libc::close(fd) };
 }
 
-/// Writes all of `buf` to `fd` at file offset `at`, retrying on EINTR and short writes.
+/// `EFBIG` where a file reaching `end` bytes would pass the process's file size limit
+/// (`RLIMIT_FSIZE`, as `ulimit -f` sets it): the kernel would refuse the write and send the
+/// writing thread `SIGXFSZ`, whose default action ends the process. rtrace's files stop
+/// growing there instead, as they would with `SIGXFSZ` ignored. `errno` is left as it was.
+pub fn within_size_limit(end: u64) -> io::Result<()> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    let saved = errno();
+    // SAFETY: getrlimit fills the struct it is given.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut lim) };
+    set_errno(saved);
+    if rc == 0 && lim.rlim_cur != libc::RLIM_INFINITY && end > lim.rlim_cur {
+        return Err(io::Error::from_raw_os_error(libc::EFBIG));
+    }
+    Ok(())
+}
+
+/// Writes all of `buf` to `fd` at file offset `at`, retrying on EINTR and short writes; never
+/// past the file size limit ([`within_size_limit`]).
 pub fn pwrite_all(fd: i32, mut buf: &[u8], mut at: u64) -> io::Result<()> {
+    within_size_limit(at + buf.len() as u64)?;
     while !buf.is_empty() {
         // SAFETY: writing from a valid slice.
         let n = unsafe { libc::pwrite(fd, buf.as_ptr().cast(), buf.len(), at as libc::off_t) };
@@ -246,8 +344,9 @@ pub fn punch_hole(fd: i32, at: u64, len: u64) -> io::Result<()> {
 /// Gives `fd` disk blocks for `len` bytes at `at` (extending the file), so that pages of a
 /// shared mapping there can be written without the kernel running out of space (which would
 /// kill the writer with SIGBUS). Filesystems without `fallocate` get zeros written instead.
-/// `errno` is left as it was.
+/// Never past the file size limit ([`within_size_limit`]). `errno` is left as it was.
 pub fn allocate(fd: i32, at: u64, len: u64) -> io::Result<()> {
+    within_size_limit(at + len)?;
     let saved = errno();
     // SAFETY: fallocate on an open descriptor with a plain mode; no memory is passed.
     let rc = unsafe { libc::fallocate(fd, 0, at as libc::off_t, len as libc::off_t) };
@@ -325,8 +424,9 @@ pub fn map_anonymous(len: usize) -> io::Result<*mut u8> {
 }
 
 /// Makes `fd`'s file at least `len` bytes long (the bytes added read as zeros and take no
-/// disk blocks).
+/// disk blocks); never past the file size limit ([`within_size_limit`]).
 pub fn extend_to(fd: i32, len: u64) -> io::Result<()> {
+    within_size_limit(len)?;
     // SAFETY: fstat fills a zeroed stat; ftruncate only grows the file here.
     unsafe {
         let mut st: libc::stat = std::mem::zeroed();

@@ -100,6 +100,7 @@ pub fn build() -> &'static Build {
             ("fork", &["-lcuda", "-pthread"]),
             ("reexec", &["-lcuda"]),
             ("exits", &["-lcuda", "-pthread"]),
+            ("closefds", &["-lcuda"]),
             ("killme", &["-lcuda", "-pthread"]),
             ("errors", &["-lcuda", "-pthread"]),
             ("procaddr", &["-ldl"]),

@@ -431,3 +431,37 @@ fn rtrace_record_says_why_tracing_turned_itself_off() {
         )
     );
 }
+
+/// A program that closes descriptors it did not open and then writes a file of its own: the
+/// trace's descriptor sits above the ones programs use (`low`: untouched), and where the
+/// program closes it too (`all`), the trace file is opened again by its path; the program's
+/// file holds what the program wrote, and the trace every call, with a notice that says so.
+#[test]
+fn a_program_closing_the_traces_descriptor_keeps_its_own_files() {
+    const CALLS: u64 = 1006 + 20000;
+    for (mode, notice) in [("low", false), ("all", true)] {
+        let dir = fresh_dir(&format!("closefds-{mode}"));
+        let mine = dir.join("mine.txt");
+        let mine_s = mine.to_str().unwrap();
+        let args = [mode, mine_s, "20000"];
+        let plain = run(Spec::untraced("closefds").args(&args));
+        let expected = format!("closefds mode={mode} fd=3 same=1 calls={CALLS}\n");
+        assert_eq!(plain.stdout(), expected);
+        std::fs::remove_file(&mine).unwrap();
+        let out = dir.join("t.bin");
+        let env = [("RTRACE_OUTPUT", out.to_str().unwrap())];
+        let spec = Spec::traced("closefds").args(&args).env(&env);
+        let r = finish_within(command(&spec, &dir), Duration::from_secs(60));
+        assert_eq!(text(&r.stdout), expected, "{mode}: {}", text(&r.stderr));
+        assert_eq!(r.status.code(), Some(0));
+        assert_eq!(std::fs::read(&mine).unwrap(), b"hello\n");
+        let t = whole(&out);
+        assert_eq!(api_records(&t), CALLS, "{mode}");
+        assert_eq!(t.end.as_ref().map(|e| e.reason.as_str()), Some("exit"));
+        let said = notices(&t).iter().any(|n| {
+            n == "the program closed or replaced the trace file's descriptor: the file was \
+                  opened again by its path, and nothing was written to the program's files"
+        });
+        assert_eq!(said, notice, "{mode}: {:?}", notices(&t));
+    }
+}
