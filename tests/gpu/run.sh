@@ -27,7 +27,7 @@
 # later are skipped and counted as failed); RTRACE_GPU_DEBUG (default 1:
 # RTRACE_DEBUG=1 in traced runs, its stderr kept in all.tgz); CUDA_HOME
 # (default /usr/local/cuda-13.0); LIBCUDA (default: found); RTRACE_GPU_STEPS (default
-# all: the steps to run, of build programs profiler activity shared compiled frameworks
+# all: the steps to run, of build programs profiler activity shared compiled descriptors frameworks
 # peer nvtx memsync pcsamp profile crash record; the environment is always checked);
 # RTRACE_OLD (an rtrace of the build before, for memsync's byte-for-byte comparison; without
 # it that check is skipped and said).
@@ -604,6 +604,25 @@ print(sum(k["count"] for k in r["kernels"] if k["name"].startswith("triton_")))'
         test "$summary" = "$triton"
 }
 
+# A PyTorch program that puts a file of its own at the trace's descriptor number after CUDA's
+# start (tests/gpu/descriptors_step.py: what a program that closes every descriptor it did not
+# open and then opens files gets): its file must hold only its own line, the traces every call
+# and kernel (with_client), and each trace the notice that the file was opened again.
+step_descriptors() {
+    with_client descriptors 200 python3 tests/gpu/descriptors_step.py || return
+    local files said
+    mapfile -t files < <(traces_of "$WORK/rtrace-descriptors-"{both,rtrace,gpu}-*.bin)
+    said=$(for f in "${files[@]}"; do
+        bounded 60 "$RTRACE" report --format json "$f" 2>/dev/null | python3 -c 'import json, sys
+t = sys.stdin.read()
+r = json.loads(t[t.find("{"):])
+n = [m["message"] for p in r["processes"] for m in p.get("notices", [])]
+print(sum(m.startswith("the program closed or replaced the trace file") for m in n))'
+    done | sort | uniq -c | tr '\n' ' ')
+    check descriptors.reopened "traces by how many times each says the file was opened again: $said(${#files[@]} traces)" \
+        test "$(echo "$said" | tr -s ' ')" = " ${#files[@]} 1 "
+}
+
 # JAX (tests/gpu/jax_step.py: XLA's kernels, cuBLAS, a scan on the device), CuPy
 # (tests/gpu/cupy_step.py: NVRTC kernels through a static runtime, a RawKernel, cuBLAS,
 # cuFFT, a stream) and a PyTorch loop fed by DataLoader workers forked after CUDA's start
@@ -842,6 +861,7 @@ main() {
     want activity && step_activity
     want shared && step_shared
     want compiled && step_compiled
+    want descriptors && step_descriptors
     want frameworks && step_frameworks
     want peer && step_peer
     want nvtx && step_nvtx
