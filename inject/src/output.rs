@@ -237,10 +237,14 @@ impl Sink {
             self.pending.clear();
             return Err(io::Error::other("an earlier write failed"));
         }
-        let r = self.fd.get().and_then(|fd| {
-            self.say_reopened();
-            sys::pwrite_all(fd, &self.pending, self.end)
-        });
+        // The descriptor is checked only when there is something to write through it.
+        let r = match self.pending.is_empty() {
+            true => Ok(()),
+            false => self.fd.get().and_then(|fd| {
+                self.say_reopened();
+                sys::pwrite_all(fd, &self.pending, self.end)
+            }),
+        };
         match &r {
             Ok(()) => {
                 self.end += self.pending.len() as u64;
