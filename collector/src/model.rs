@@ -563,6 +563,33 @@ impl Trace {
         }
     }
 
+    /// The warning for the API records the trace lost (None: none lost): how many, why, and,
+    /// where a larger buffer would have kept them, what to do. `summary`: adds that the
+    /// summaries miss them (the table's words).
+    pub fn lost_warning(&self, summary: bool) -> Option<String> {
+        match (self.dropped, self.write_error, summary) {
+            (0, _, _) => None,
+            (n, Some(_), summary) => Some(format!(
+                "{n} API records were lost (writing the trace failed: the buffers filled up \
+                 with nothing to empty them){}",
+                if summary {
+                    "; the summary misses them"
+                } else {
+                    ""
+                }
+            )),
+            (n, None, summary) => Some(format!(
+                "{n} API records were lost (a thread's buffer was full); {}try a larger \
+                 --buffer-records",
+                if summary {
+                    "the summary misses them: "
+                } else {
+                    ""
+                }
+            )),
+        }
+    }
+
     /// How tracing ended, in words.
     pub fn end_reason(&self) -> std::borrow::Cow<'_, str> {
         match (&self.end, self.write_error) {
@@ -571,7 +598,13 @@ impl Trace {
                 "no end record: the disk was full (what the buffers held was kept)".into()
             }
             (None, Some(e)) => {
-                let why = std::io::Error::from_raw_os_error(e as i32).kind();
+                // The system's words, as `strerror` gives them, in lower case: "file too
+                // large", "bad file descriptor".
+                let text = std::io::Error::from_raw_os_error(e as i32).to_string();
+                let text = text
+                    .rfind(" (os error ")
+                    .map_or(&text[..], |at| &text[..at]);
+                let why = text.to_lowercase();
                 format!(
                     "no end record: writing the trace failed ({why}; what the buffers held \
                      was kept)"

@@ -165,6 +165,42 @@ fn model_holds_threads_names_end_and_notices() {
     assert!(t.bad_chunks.is_empty());
 }
 
+/// Why records were lost and how the trace ended, in the system's words: a full buffer asks
+/// for a larger one; a failed write says so, with its cause, and asks for nothing.
+#[test]
+fn lost_records_and_failed_writes_say_why() {
+    let mut t = read(&sample().bytes);
+    assert_eq!(
+        t.lost_warning(true).unwrap(),
+        "3 API records were lost (a thread's buffer was full); the summary misses them: try a \
+         larger --buffer-records"
+    );
+    assert_eq!(
+        t.lost_warning(false).unwrap(),
+        "3 API records were lost (a thread's buffer was full); try a larger --buffer-records"
+    );
+    t.end = None;
+    t.write_error = Some(libc::EBADF as u64);
+    assert_eq!(
+        t.lost_warning(true).unwrap(),
+        "3 API records were lost (writing the trace failed: the buffers filled up with nothing \
+         to empty them); the summary misses them"
+    );
+    assert_eq!(
+        t.end_reason(),
+        "no end record: writing the trace failed (bad file descriptor; what the buffers held \
+         was kept)"
+    );
+    t.write_error = Some(libc::EFBIG as u64);
+    assert_eq!(
+        t.end_reason(),
+        "no end record: writing the trace failed (file too large; what the buffers held was \
+         kept)"
+    );
+    t.dropped = 0;
+    assert_eq!(t.lost_warning(true), None);
+}
+
 #[test]
 fn summary_values_are_exact() {
     let t = read(&sample().bytes);

@@ -55,8 +55,8 @@ pub struct Sink {
     pub records: u64,
     pub dropped: u64,
     pub threads: u64,
-    /// A write failed: nothing more is written.
-    broken: bool,
+    /// A write failed (with this `errno`): nothing more is written.
+    broken: Option<i32>,
     /// Whether the notice that a ring could not grow was written.
     pub grow_error_said: bool,
     /// CUPTI buffers whose records are in `pending`: cleared once it is written, then in
@@ -125,7 +125,7 @@ impl Sink {
             records: 0,
             dropped: 0,
             threads: 0,
-            broken: false,
+            broken: None,
             grow_error_said: false,
             gpu_written: Vec::new(),
             gpu_freed: Vec::new(),
@@ -233,9 +233,10 @@ impl Sink {
 
     /// Writes what is pending, then lets the rings drained into it reuse those slots.
     pub fn flush(&mut self) -> io::Result<()> {
-        if self.broken {
+        if let Some(errno) = self.broken {
+            // The first failure's cause, for whoever notes it.
             self.pending.clear();
-            return Err(io::Error::other("an earlier write failed"));
+            return Err(io::Error::from_raw_os_error(errno));
         }
         // The descriptor is checked only when there is something to write through it.
         let r = match self.pending.is_empty() {
@@ -262,7 +263,7 @@ impl Sink {
                 for (ring, _) in self.releases.drain(..) {
                     ring.region().set_write_error(errno);
                 }
-                self.broken = true;
+                self.broken = Some(errno as i32);
             }
         }
         self.pending.clear();
@@ -283,7 +284,7 @@ impl Sink {
 
     /// Whether a write of the trace failed (nothing more is written).
     pub fn is_broken(&self) -> bool {
-        self.broken
+        self.broken.is_some()
     }
 
     /// Appends a ring region of `capacity` slots (a power of two) to the file, after what is

@@ -191,13 +191,8 @@ pub(super) fn run(args: &ReportArgs) -> u8 {
             eprintln!("warning: {}: {damaged}", t.path.display());
         }
         // The table has this warning in the process section already.
-        if t.dropped > 0 && args.format != Format::Table {
-            eprintln!(
-                "warning: {}: {} API records were lost (a thread's buffer was full); \
-                 try a larger --buffer-records",
-                t.path.display(),
-                t.dropped
-            );
+        if let (Some(lost), false) = (t.lost_warning(false), args.format == Format::Table) {
+            eprintln!("warning: {}: {lost}", t.path.display());
         }
     }
     0

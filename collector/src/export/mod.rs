@@ -432,12 +432,8 @@ pub fn trace_warnings(t: &Trace) -> Vec<String> {
     if let Some(damaged) = t.damaged.describe() {
         out.push(format!("{path}: {damaged}"));
     }
-    if t.dropped > 0 {
-        out.push(format!(
-            "{path}: {} API records were lost (a thread's buffer was full); \
-             try a larger --buffer-records",
-            t.dropped
-        ));
+    if let Some(lost) = t.lost_warning(false) {
+        out.push(format!("{path}: {lost}"));
     }
     out
 }

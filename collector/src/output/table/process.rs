@@ -198,13 +198,8 @@ fn threads(out: &mut Page, t: &Trace, c: &Counts) {
 }
 
 fn warnings(out: &mut Page, t: &Trace, c: &Counts) {
-    if t.dropped > 0 {
-        let _ = writeln!(
-            out,
-            "  warning: {} API records were lost (a thread's buffer was full); \
-             the summary misses them: try a larger --buffer-records",
-            t.dropped
-        );
+    if let Some(lost) = t.lost_warning(true) {
+        let _ = writeln!(out, "  warning: {lost}");
     }
     if let Some(damage) = &t.damage {
         field(out, "damaged file", damage);
