@@ -47,6 +47,9 @@ pub struct Config {
     pub gpu_activity: GpuKinds,
     /// Words of `RTRACE_GPU_ACTIVITY` that name no kind, ignored (said in the trace).
     pub gpu_activity_error: Option<String>,
+    /// Values of the numeric settings and `RTRACE_CLOCK` that could not be used as given, and
+    /// what was used instead (said in the trace).
+    pub settings_errors: Vec<String>,
     /// How runtime API calls are recorded (`RTRACE_RUNTIME_API`).
     pub runtime_api: RuntimeRoute,
     /// A value of `RTRACE_RUNTIME_API` that names no route, ignored (said in the trace).
@@ -239,20 +242,65 @@ impl Config {
 
     /// Builds a config from a variable lookup (tests pass their own).
     pub fn from_lookup(get: impl Fn(&str) -> Option<OsString>) -> Config {
-        let num = |k: &str| -> Option<u64> { get(k)?.to_str()?.trim().parse().ok() };
         let flag = |k: &str| get(k).is_some_and(|v| !v.is_empty() && v != "0");
-        let within = |n: u64, r: &std::ops::RangeInclusive<u64>| n.clamp(*r.start(), *r.end());
-        let buffer_records = num(env::BUFFER_RECORDS)
-            .map(|n| within(n, &env::BUFFER_RECORDS_RANGE).next_power_of_two())
-            .unwrap_or(env::DEFAULT_BUFFER_RECORDS) as usize;
-        let full_wait_ms = within(
-            num(env::FULL_WAIT_MS).unwrap_or(env::DEFAULT_FULL_WAIT_MS),
+        let mut settings_errors = Vec::new();
+        // A number in its range as `rtrace record` checks it; else the nearest in the range,
+        // or the default where it is no number, said in the trace. Empty: the default.
+        let mut number = |k: &str, range: &std::ops::RangeInclusive<u64>, default: u64| {
+            let v = get(k)?.to_string_lossy().into_owned();
+            if v.trim().is_empty() {
+                return None;
+            }
+            match env::parse_in_range(k, &v, range) {
+                Ok(n) => Some(n),
+                Err(e) => {
+                    let used = v
+                        .trim()
+                        .parse::<u64>()
+                        .map_or(default, |n| n.clamp(*range.start(), *range.end()));
+                    settings_errors.push(format!("{e}: {used} is used"));
+                    Some(used)
+                }
+            }
+        };
+        let default_records = env::DEFAULT_BUFFER_RECORDS;
+        let asked_records = number(
+            env::BUFFER_RECORDS,
+            &env::BUFFER_RECORDS_RANGE,
+            default_records,
+        );
+        let full_wait_ms = number(
+            env::FULL_WAIT_MS,
             &env::FULL_WAIT_MS_RANGE,
-        );
-        let flush_ms = within(
-            num(env::FLUSH_MS).unwrap_or(env::DEFAULT_FLUSH_MS),
-            &env::FLUSH_MS_RANGE,
-        );
+            env::DEFAULT_FULL_WAIT_MS,
+        )
+        .unwrap_or(env::DEFAULT_FULL_WAIT_MS);
+        let flush_ms = number(env::FLUSH_MS, &env::FLUSH_MS_RANGE, env::DEFAULT_FLUSH_MS)
+            .unwrap_or(env::DEFAULT_FLUSH_MS);
+        let buffer_records = match asked_records {
+            Some(n) if !n.is_power_of_two() => {
+                settings_errors.push(format!(
+                    "{}: {n} is not a power of two: {} is used",
+                    env::BUFFER_RECORDS,
+                    n.next_power_of_two()
+                ));
+                n.next_power_of_two()
+            }
+            Some(n) => n,
+            None => default_records,
+        } as usize;
+        let clock_monotonic = match get(env::CLOCK) {
+            Some(v) if v == "monotonic" => true,
+            Some(v) if !v.is_empty() => {
+                settings_errors.push(format!(
+                    "{}={} is not monotonic: ignored",
+                    env::CLOCK,
+                    v.to_string_lossy()
+                ));
+                false
+            }
+            _ => false,
+        };
         let pc_sampling = PcSampling::parse(
             get(env::PC_SAMPLING).as_deref().and_then(|v| v.to_str()),
             get(env::PC_SAMPLING_STALLS)
@@ -332,9 +380,10 @@ impl Config {
             cuda_library: get(env::CUDA_LIBRARY)
                 .filter(|v| !v.is_empty())
                 .unwrap_or_else(|| "libcuda.so.1".into()),
-            clock_monotonic: get(env::CLOCK).is_some_and(|v| v == "monotonic"),
+            clock_monotonic,
             gpu_activity,
             gpu_activity_error,
+            settings_errors,
             runtime_api,
             runtime_api_error,
             cupti_library: get(env::CUPTI_LIBRARY).filter(|v| !v.is_empty()),
@@ -593,5 +642,32 @@ mod tests {
         assert_eq!(cfg(&[("RTRACE_BUFFER_RECORDS", "3")]).buffer_records, 64);
         assert_eq!(cfg(&[("RTRACE_FLUSH_MS", "junk")]).flush_ms, 200);
         assert_eq!(cfg(&[("RTRACE_FLUSH_MS", "2")]).poll_ms, 2);
+        // Each value not used as given is said.
+        assert_eq!(
+            c.settings_errors,
+            [
+                "RTRACE_FLUSH_MS: 5000 is out of range (give 1..=1000): 1000 is used",
+                "RTRACE_BUFFER_RECORDS: 1000 is not a power of two: 1024 is used",
+            ]
+        );
+        let c = cfg(&[
+            ("RTRACE_FLUSH_MS", "junk"),
+            ("RTRACE_FULL_WAIT_MS", "-1"),
+            ("RTRACE_BUFFER_RECORDS", ""),
+            ("RTRACE_CLOCK", "tsc"),
+        ]);
+        assert_eq!(
+            c.settings_errors,
+            [
+                "RTRACE_FULL_WAIT_MS: \"-1\" is not a number (give 0..=1000): 100 is used",
+                "RTRACE_FLUSH_MS: \"junk\" is not a number (give 1..=1000): 200 is used",
+                "RTRACE_CLOCK=tsc is not monotonic: ignored",
+            ]
+        );
+        assert_eq!((c.buffer_records, c.clock_monotonic), (65536, false));
+        assert!(cfg(&[("RTRACE_CLOCK", "monotonic")])
+            .settings_errors
+            .is_empty());
+        assert!(cfg(&[]).settings_errors.is_empty());
     }
 }

@@ -52,6 +52,9 @@ pub fn start() {
         if let Some(e) = &cfg.gpu_activity_error {
             cupti::notice(e.clone());
         }
+        for e in &cfg.settings_errors {
+            cupti::notice(e.clone());
+        }
         if let Some(e) = &cfg.runtime_api_error {
             cupti::notice(e.clone());
         }
