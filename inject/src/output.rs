@@ -260,6 +260,9 @@ impl Sink {
             Err(e) => {
                 // The entries stay in their rings, where a reader finds them.
                 let errno = e.raw_os_error().unwrap_or(libc::EIO) as u64;
+                if errno == libc::EFBIG as u64 {
+                    self.say_size_limit();
+                }
                 for (ring, _) in self.releases.drain(..) {
                     ring.region().set_write_error(errno);
                 }
@@ -279,6 +282,28 @@ impl Sink {
                 "the program closed or replaced the trace file's descriptor: the file was \
                  opened again by its path, and nothing was written to the program's files",
             );
+        }
+    }
+
+    /// The file reached the file size limit: a notice that says so, written at once where it
+    /// still fits (what was pending is not written: the notice is all a reader may learn, when
+    /// no thread's buffer is in the file to hold the write's failure).
+    fn say_size_limit(&mut self) {
+        let most = sys::file_size_limit().unwrap_or(u64::MAX);
+        let payload = rtrace_format::encode_value(&rtrace_format::Notice {
+            time_ns: clock::now_ns(),
+            message: format!(
+                "the trace file reached the process's file size limit (RLIMIT_FSIZE, `ulimit \
+                 -f`: {most} bytes): nothing more is written"
+            ),
+        });
+        let h = ChunkHeader::new(ChunkKind::Notice, 0, 0, 0, &payload);
+        let mut chunk = h.encode().to_vec();
+        chunk.extend_from_slice(&payload);
+        if let Ok(fd) = self.fd.get() {
+            if sys::pwrite_all(fd, &chunk, self.end).is_ok() {
+                self.end += chunk.len() as u64;
+            }
         }
     }
 
@@ -309,14 +334,31 @@ impl Sink {
             self.live_chunk(ChunkKind::RingRegion, &descriptor, len, live_at)?;
         let first = FIRST_SLOTS.min(capacity);
         let slot = rtrace_format::ApiRecord::SIZE as u64;
-        let fd = self.fd.get()?;
-        sys::allocate(fd, live, RING_PAGE as u64 + first * slot)?;
-        sys::extend_to(fd, region_end)?;
-        let p = sys::map_file(fd, live, RING_PAGE + (capacity * slot) as usize)?;
+        let file = self.fd;
+        let mapped = (|| {
+            let fd = file.get()?;
+            sys::allocate(fd, live, RING_PAGE as u64 + first * slot)?;
+            sys::extend_to(fd, region_end)?;
+            sys::map_file(fd, live, RING_PAGE + (capacity * slot) as usize)
+        })();
+        let p = self.or_take_back(at, mapped)?;
         sys::populate(p, RING_PAGE + (first * slot) as usize);
         let region = Region::new(p, capacity, Some((self.fd, live + RING_PAGE as u64)));
         region.set_allocated(first);
         Ok(Box::leak(Box::new(region)))
+    }
+
+    /// `made`, the live chunk written at `at` made usable; where that failed, the chunk is
+    /// taken back (the file ends at `at` again, and what is written next goes there): no header
+    /// in the file claims a payload it does not hold.
+    fn or_take_back<T>(&mut self, at: u64, made: io::Result<T>) -> io::Result<T> {
+        if made.is_err() {
+            self.end = at;
+            if let Ok(fd) = self.fd.get() {
+                let _ = sys::truncate_to(fd, at);
+            }
+        }
+        made
     }
 
     /// Writes, at the end of the file (nothing pending), the header and descriptor of a chunk
@@ -385,9 +427,12 @@ impl Sink {
             live_at,
         )?;
         let mapped = RING_PAGE + len as usize;
-        let fd = self.fd.get()?;
-        sys::allocate(fd, live, mapped as u64)?;
-        let p = sys::map_file(fd, live, mapped)?;
+        let file = self.fd;
+        let made = file
+            .get()
+            .and_then(|fd| sys::allocate(fd, live, mapped as u64).map(|()| fd))
+            .and_then(|fd| sys::map_file(fd, live, mapped));
+        let p = self.or_take_back(at, made)?;
         sys::populate(p, mapped);
         let region: &'static GpuRegion = Box::leak(Box::new(GpuRegion::new(
             p,

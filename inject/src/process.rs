@@ -120,7 +120,7 @@ impl Process {
                 Some(Ok(r)) => r,
                 why => {
                     let why = match why {
-                        Some(Err(e)) => e.to_string(),
+                        Some(Err(e)) => crate::files::plain(&e).to_lowercase(),
                         _ => "the writer was busy".to_string(),
                     };
                     if !self.anonymous_said.swap(true, Ordering::Relaxed) {

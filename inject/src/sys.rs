@@ -199,21 +199,23 @@ pub fn move_up(fd: i32, floor: i32) -> i32 {
     r
 }
 
-/// The soft limit on open descriptors (`RLIMIT_NOFILE`; 1024 where it cannot be read).
-pub fn open_files_limit() -> u64 {
+/// The process's soft limit on `resource` (`RLIM_INFINITY`: none); None where it cannot be
+/// read. `errno` is left as it was.
+fn soft_limit(resource: libc::__rlimit_resource_t) -> Option<u64> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     let saved = errno();
     // SAFETY: getrlimit fills the struct it is given.
-    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    let rc = unsafe { libc::getrlimit(resource, &mut lim) };
     set_errno(saved);
-    if rc == 0 {
-        lim.rlim_cur
-    } else {
-        1024
-    }
+    (rc == 0).then_some(lim.rlim_cur)
+}
+
+/// The soft limit on open descriptors (`RLIMIT_NOFILE`; 1024 where it cannot be read).
+pub fn open_files_limit() -> u64 {
+    soft_limit(libc::RLIMIT_NOFILE).unwrap_or(1024)
 }
 
 /// This process's effective user id.
@@ -248,18 +250,15 @@ pub fn close(fd: i32) {
 /// writing thread `SIGXFSZ`, whose default action ends the process. rtrace's files stop
 /// growing there instead, as they would with `SIGXFSZ` ignored. `errno` is left as it was.
 pub fn within_size_limit(end: u64) -> io::Result<()> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    let saved = errno();
-    // SAFETY: getrlimit fills the struct it is given.
-    let rc = unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut lim) };
-    set_errno(saved);
-    if rc == 0 && lim.rlim_cur != libc::RLIM_INFINITY && end > lim.rlim_cur {
-        return Err(io::Error::from_raw_os_error(libc::EFBIG));
+    match file_size_limit() {
+        Some(most) if end > most => Err(io::Error::from_raw_os_error(libc::EFBIG)),
+        _ => Ok(()),
     }
-    Ok(())
+}
+
+/// The process's file size limit in bytes (`RLIMIT_FSIZE`); None: no limit.
+pub fn file_size_limit() -> Option<u64> {
+    soft_limit(libc::RLIMIT_FSIZE).filter(|&most| most != libc::RLIM_INFINITY)
 }
 
 /// Writes all of `buf` to `fd` at file offset `at`, retrying on EINTR and short writes; never
@@ -438,6 +437,21 @@ pub fn extend_to(fd: i32, len: u64) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Cuts `fd`'s file to `len` bytes (what a failed reservation had added past it). `errno` is
+/// left as it was.
+pub fn truncate_to(fd: i32, len: u64) -> io::Result<()> {
+    let saved = errno();
+    // SAFETY: ftruncate on a descriptor of ours; no memory is passed.
+    let rc = unsafe { libc::ftruncate(fd, len as libc::off_t) };
+    let r = if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    };
+    set_errno(saved);
+    r
 }
 
 /// The system's page size.

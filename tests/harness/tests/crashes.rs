@@ -287,9 +287,13 @@ fn exec_of_itself_keeps_both_images_records() {
     assert_eq!(traces[0].header.pid, traces[1].header.pid);
 }
 
-/// The file may not grow past 384 KiB (`ulimit -f`): a write past it fails with EFBIG, as a
-/// full disk fails with ENOSPC; both runs alike.
-fn a_write_that_fails_keeps_what_the_buffers_hold(sigxfsz: libc::sighandler_t) {
+/// Runs `crashes ARGS` untraced and traced (with `env`), each not allowed to make files larger
+/// than 384 KiB (`ulimit -f`), `SIGXFSZ` at `sigxfsz`: same status and output. The traced run.
+fn run_with_file_size_limit(
+    args: &[&str],
+    env: &[(&str, &str)],
+    sigxfsz: libc::sighandler_t,
+) -> Run {
     use std::os::unix::process::CommandExt;
     let limit = |cmd: &mut std::process::Command| {
         // SAFETY: async-signal-safe calls only, in the child before exec.
@@ -307,20 +311,25 @@ fn a_write_that_fails_keeps_what_the_buffers_hold(sigxfsz: libc::sighandler_t) {
             })
         };
     };
-    let args = ["return", "50000"];
-    let env = [("RTRACE_BUFFER_RECORDS", "4096")];
     let plain_dir = fresh_dir("crashes-fsize-plain");
-    let mut plain = command(&Spec::untraced("crashes").args(&args), &plain_dir);
+    let mut plain = command(&Spec::untraced("crashes").args(args), &plain_dir);
     limit(&mut plain);
     let plain = plain.output().unwrap();
     let dir = fresh_dir("crashes-fsize");
-    let spec = Spec::traced("crashes").args(&args).env(&env);
+    let spec = Spec::traced("crashes").args(args).env(env);
     let mut traced = command(&spec, &dir);
     limit(&mut traced);
     let out = traced.output().unwrap();
     assert_eq!(out.status, plain.status);
     assert_eq!(out.stdout, plain.stdout);
-    let r = Run { output: out, dir };
+    Run { output: out, dir }
+}
+
+/// The file may not grow past 384 KiB: a write past it fails with EFBIG, as a full disk fails
+/// with ENOSPC; both runs alike. The thread's buffer (128 KiB) is in the file.
+fn a_write_that_fails_keeps_what_the_buffers_hold(sigxfsz: libc::sighandler_t) {
+    let env = [("RTRACE_BUFFER_RECORDS", "4096")];
+    let r = run_with_file_size_limit(&["return", "50000"], &env, sigxfsz);
     let t = trace(&r);
     check_invariants(&t);
     assert_eq!(t.end, None, "the end record could not be written");
@@ -345,4 +354,29 @@ fn a_write_past_the_file_size_limit_fails_with_sigxfsz_ignored() {
 #[test]
 fn a_write_past_the_file_size_limit_never_raises_sigxfsz() {
     a_write_that_fails_keeps_what_the_buffers_hold(libc::SIG_DFL);
+}
+
+/// A thread's buffer larger than the file may grow (the default 2 MiB, under a 384 KiB limit)
+/// stays out of it: the file holds no part of it (no chunk cut short, as there was before), and
+/// the trace says that the limit was reached. (The calls go to the file in chunks of up to
+/// 1 MiB, none of which fits here: the notice is what the trace holds.)
+#[test]
+fn a_buffer_the_file_size_limit_cannot_hold_leaves_a_readable_trace() {
+    let r = run_with_file_size_limit(&["return", "50000"], &[], libc::SIG_DFL);
+    assert_eq!(r.code(), Some(0));
+    let t = trace(&r);
+    check_invariants(&t);
+    assert_eq!(t.damage, None);
+    let notices: Vec<&str> = t.notices.iter().map(|n| n.message.as_str()).collect();
+    // (The notice that the thread's buffer is not in the file may come first, when it was
+    // written before the limit was.)
+    assert_eq!(
+        notices.last(),
+        Some(
+            &"the trace file reached the process's file size limit (RLIMIT_FSIZE, `ulimit -f`: \
+              393216 bytes): nothing more is written"
+        ),
+        "{notices:?}"
+    );
+    assert!(std::fs::metadata(&r.trace_files()[0]).unwrap().len() <= 384 << 10);
 }
