@@ -590,6 +590,13 @@ impl Trace {
         }
     }
 
+    /// Whether the tracer said the file reached the process's file size limit.
+    fn reached_size_limit(&self) -> bool {
+        let said =
+            |n: &rtrace_format::Notice| n.message.starts_with(rtrace_format::SIZE_LIMIT_NOTICE);
+        self.notices.iter().any(said)
+    }
+
     /// How tracing ended, in words.
     pub fn end_reason(&self) -> std::borrow::Cow<'_, str> {
         match (&self.end, self.write_error) {
@@ -610,6 +617,11 @@ impl Trace {
                      was kept)"
                 )
                 .into()
+            }
+            (None, None) if self.reached_size_limit() => {
+                "no end record: the trace file reached the process's file size limit (ulimit \
+                 -f), and nothing more was written"
+                    .into()
             }
             (None, None) => {
                 "no end record: the process was killed, crashed or replaced itself (exec)".into()

@@ -293,8 +293,8 @@ impl Sink {
         let payload = rtrace_format::encode_value(&rtrace_format::Notice {
             time_ns: clock::now_ns(),
             message: format!(
-                "the trace file reached the process's file size limit (RLIMIT_FSIZE, `ulimit \
-                 -f`: {most} bytes): nothing more is written"
+                "{} (RLIMIT_FSIZE, `ulimit -f`: {most} bytes): nothing more is written",
+                rtrace_format::SIZE_LIMIT_NOTICE
             ),
         });
         let h = ChunkHeader::new(ChunkKind::Notice, 0, 0, 0, &payload);

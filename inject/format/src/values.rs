@@ -144,6 +144,11 @@ pub struct ProcessEndRef<'a> {
 /// kept, what was left out, settings that could not be read): `capture: ...`.
 pub const CAPTURE_NOTICE: &str = "capture";
 
+/// The start of the notice that the trace file reached the process's file size limit
+/// (`RLIMIT_FSIZE`) and nothing more is written: a reader takes it as the trace's end where no
+/// end record follows.
+pub const SIZE_LIMIT_NOTICE: &str = "the trace file reached the process's file size limit";
+
 /// Something the tracer tells the reader (tracing disabled, a failed setup step).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Notice {

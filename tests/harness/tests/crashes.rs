@@ -378,5 +378,10 @@ fn a_buffer_the_file_size_limit_cannot_hold_leaves_a_readable_trace() {
         ),
         "{notices:?}"
     );
+    assert_eq!(
+        t.end_reason(),
+        "no end record: the trace file reached the process's file size limit (ulimit -f), and \
+         nothing more was written"
+    );
     assert!(std::fs::metadata(&r.trace_files()[0]).unwrap().len() <= 384 << 10);
 }
