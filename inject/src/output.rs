@@ -289,7 +289,10 @@ impl Sink {
     /// still fits (what was pending is not written: the notice is all a reader may learn, when
     /// no thread's buffer is in the file to hold the write's failure).
     fn say_size_limit(&mut self) {
-        let most = sys::file_size_limit().unwrap_or(u64::MAX);
+        // (A file system's own largest file gives EFBIG too: no notice of a limit then.)
+        let Some(most) = sys::file_size_limit() else {
+            return;
+        };
         let payload = rtrace_format::encode_value(&rtrace_format::Notice {
             time_ns: clock::now_ns(),
             message: format!(
