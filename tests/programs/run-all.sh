@@ -26,7 +26,7 @@ ln -sf "$target/debug/libcupti.so" "$work/lib/libcupti.so.13"
 ln -sf "$target/debug/libcupti.so" "$work/lib/libcupti.so"
 
 cflags=(-O1 -Wall -Werror -I"$inc")
-for p in direct threads fork reexec exits killme errors profile; do
+for p in direct threads fork reexec exits killme errors profile closefds; do
     gcc "${cflags[@]}" -pthread "$here/$p.c" -o "$work/bin/$p" -L"$work/lib" -lcuda
 done
 gcc "${cflags[@]}" "$here/ranges.c" -o "$work/bin/ranges" -L"$work/lib" -lcuda -ldl
@@ -110,6 +110,8 @@ fork parent ok parent_calls=26 child_status=0" -- "$b/fork"
 expect reexec 0 "reexec first ok calls=11
 reexec second ok same_pid=1 calls=21" -- "$b/reexec" 10 20 0
 expect exits-return 0 "exits mode=return calls=106" -- "$b/exits" return
+expect closefds-low 0 "closefds mode=low fd=3 same=1 calls=2006" -- "$b/closefds" low "$work/closefds-low.txt" 1000
+expect closefds-all 0 "closefds mode=all fd=3 same=1 calls=2006" -- "$b/closefds" all "$work/closefds-all.txt" 1000
 expect exits-_exit 4 "exits mode=_exit calls=106" -- "$b/exits" _exit
 expect exits-sigterm 143 "exits mode=sigterm calls=106" -- "$b/exits" sigterm
 expect exits-sigint-handler 0 "handled
