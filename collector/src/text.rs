@@ -148,6 +148,15 @@ pub fn push_json_string(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// An I/O error's message without the ` (os error N)` suffix std adds.
+pub fn io_message(error: &std::io::Error) -> String {
+    let text = error.to_string();
+    match text.rfind(" (os error ") {
+        Some(at) if text.ends_with(')') => text[..at].to_string(),
+        _ => text,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -68,11 +68,8 @@ impl Trace {
             (None, Some(e)) => {
                 // The system's words, as `strerror` gives them, in lower case: "file too
                 // large", "bad file descriptor".
-                let text = std::io::Error::from_raw_os_error(e as i32).to_string();
-                let text = text
-                    .rfind(" (os error ")
-                    .map_or(&text[..], |at| &text[..at]);
-                let why = text.to_lowercase();
+                let error = std::io::Error::from_raw_os_error(e as i32);
+                let why = crate::text::io_message(&error).to_lowercase();
                 format!(
                     "no end record: writing the trace failed ({why}; what the buffers held \
                      was kept)"

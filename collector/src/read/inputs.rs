@@ -61,14 +61,7 @@ impl fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
-/// An I/O error's message without the ` (os error N)` suffix std adds.
-pub(crate) fn io_message(error: &io::Error) -> String {
-    let text = error.to_string();
-    match text.rfind(" (os error ") {
-        Some(at) if text.ends_with(')') => text[..at].to_string(),
-        _ => text,
-    }
-}
+pub(crate) use crate::text::io_message;
 
 /// The trace files named by the command line.
 #[derive(Debug, Default)]
