@@ -58,6 +58,13 @@ impl Trace {
         self.notices.iter().any(said)
     }
 
+    /// How tracing ended, where writing the trace failed (a failed write, or the file size
+    /// limit reached, and no end record): [`Trace::end_reason`]. None otherwise.
+    pub fn write_failure(&self) -> Option<std::borrow::Cow<'_, str>> {
+        let failed = self.write_error.is_some() || self.reached_size_limit();
+        (self.end.is_none() && failed).then(|| self.end_reason())
+    }
+
     /// How tracing ended, in words.
     pub fn end_reason(&self) -> std::borrow::Cow<'_, str> {
         match (&self.end, self.write_error) {

@@ -241,6 +241,8 @@ pub struct Contents {
     pub capture: Vec<String>,
     /// Damage that ended the read ([`Trace::damage`]).
     pub damage: Option<String>,
+    /// How tracing ended where writing the trace failed ([`Trace::write_failure`]).
+    pub write_failure: Option<String>,
     /// GPU metrics: the devices sampled and the samples, and the sampler's notices on them
     /// (why a device was not sampled).
     pub gpu_metrics: (u64, u64, Vec<String>),
@@ -289,6 +291,7 @@ pub fn contents(path: &Path) -> Result<Contents, LoadError> {
     let mut c = count.0;
     c.gpu_activity = trace.gpu_activity();
     c.sampler = trace.header.is_gpu_sampler();
+    c.write_failure = trace.write_failure().map(|w| w.into_owned());
     c.damage = trace.damage;
     c.dropped = trace.dropped;
     c.gpu_metrics = (

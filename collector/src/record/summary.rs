@@ -95,9 +95,13 @@ fn describe(c: &Contents, traced: &Traced) -> Vec<String> {
     if c.nvtx_marks > 0 {
         kinds.push(plural(c.nvtx_marks, "NVTX mark", "NVTX marks"));
     }
-    let dropped = match c.dropped {
-        0 => "none dropped".to_string(),
-        n => format!(
+    let dropped = match (c.dropped, &c.write_failure) {
+        (0, _) => "none dropped".to_string(),
+        (n, Some(_)) => format!(
+            "{} dropped (writing the trace failed: the buffers filled up)",
+            plural(n, "API record", "API records")
+        ),
+        (n, None) => format!(
             "{} dropped (buffers were full: a larger --buffer-records loses fewer)",
             plural(n, "API record", "API records")
         ),
@@ -128,6 +132,9 @@ fn describe(c: &Contents, traced: &Traced) -> Vec<String> {
     }
     lines.extend(gpu_metrics_lines(c, false));
     lines.extend(c.capture.iter().map(|what| format!("capture: {what}")));
+    if let Some(w) = &c.write_failure {
+        lines.push(w.clone());
+    }
     if let Some(d) = &c.damage {
         lines.push(format!("damaged: {d}"));
     }
@@ -187,6 +194,28 @@ mod tests {
                  --buffer-records loses fewer)",
                 "GPU activity: off (-t cuda)",
                 "NVTX: off (-t cuda)"
+            ]
+        );
+        // A failed write: said, and the lost records blamed on it, not on the buffers.
+        let c = Contents {
+            api: 1,
+            dropped: 5,
+            write_failure: Some(
+                "no end record: writing the trace failed (file too large; \
+                                 what the buffers held was kept)"
+                    .into(),
+            ),
+            ..Default::default()
+        };
+        assert_eq!(
+            describe(&c, &api_only),
+            [
+                "1 API call; 5 API records dropped (writing the trace failed: the buffers \
+                 filled up)",
+                "GPU activity: off (-t cuda)",
+                "NVTX: off (-t cuda)",
+                "no end record: writing the trace failed (file too large; what the buffers \
+                 held was kept)"
             ]
         );
         let c = Contents {
