@@ -4,41 +4,63 @@
 //!
 //! Each launch is a few bytes (its row in the trace's fold of launch times,
 //! [`crate::gpu_summary::exec::KernExecFold`], and its four parts, as variable-length
-//! integers), gathered a megabyte at a time and written to one temporary file
-//! with no name for the whole report ([`LaunchFile`], [`crate::spool::unnamed_file`]), whose
-//! blocks each trace remembers: what the report holds in memory does not grow with the
-//! launches (a few words per megabyte); the file (5 to 40 bytes a launch, 14 on the
-//! 10M-record synthetic trace) is gone once the report is. Where the file cannot be made or
-//! written, the selection passes join again (`passes::kern_exec_pass`).
+//! integers), gathered a megabyte at a time ([`BLOCK`]). The report's first blocks stay in
+//! memory, up to [`HELD`] bytes for all its traces together; the blocks past them go to one
+//! temporary file with no name ([`LaunchStore`], [`crate::spool::unnamed_file`]), whose
+//! blocks each trace remembers: what the report holds in memory is bounded whatever the
+//! launches (at most [`HELD`] bytes of them, and a few words per megabyte written); the
+//! launches take 5 to 40 bytes each (14 on the 10M-record synthetic trace, whose 2.9 million
+//! launches stay in memory), and the file is gone once the report is. Where the file cannot be
+//! made or written, the selection passes join again (`passes::kern_exec_pass`).
 
 use crate::gpu_summary::exec::LaunchParts;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-/// Bytes of launches gathered before they are written.
+/// Bytes of launches gathered before they are kept as a block.
 pub(super) const BLOCK: usize = 1 << 20;
 
-/// The file every trace's launches go to (made when the first block is written), and its
+/// Bytes of launch blocks a report holds in memory before it writes them to its file.
+/// Writing them costs the kernel's copy into the page cache and another out of it: a tenth
+/// of `rtrace report`'s time on the 10M-record synthetic trace (docs/benchmarks.md).
+pub(super) const HELD: usize = 64 << 20;
+
+/// Where every trace's launch blocks are kept: the first in memory, up to a number of bytes
+/// for all of them, the rest in a file (made when the first such block is written), with its
 /// length; `Err` where it could not be made. A block that could not be written is not counted
-/// (the next is written where it would have been), and the blocks written before it are still
+/// (the next is written where it would have been), and the blocks kept before it are still
 /// read back.
-pub(super) struct LaunchFile {
+pub(super) struct LaunchStore {
     file: Mutex<Result<Option<(File, u64)>, ()>>,
     /// Bytes of launches a block holds; 0: none are kept (the selection passes join again).
     block: usize,
+    /// Bytes of blocks that may still be held in memory.
+    room: AtomicUsize,
 }
 
-impl LaunchFile {
-    /// Launches kept in blocks of `block` bytes (0: not kept).
-    pub(super) fn new(block: usize) -> LaunchFile {
-        LaunchFile {
+impl LaunchStore {
+    /// Launches kept in blocks of `block` bytes (0: not kept), the first `held` bytes of them
+    /// in memory.
+    pub(super) fn new(block: usize, held: usize) -> LaunchStore {
+        LaunchStore {
             file: Mutex::new(Ok(None)),
             block,
+            room: AtomicUsize::new(held),
         }
     }
 
-    /// Appends `bytes`; where they are, `None` if they could not be written.
+    /// Takes room for a block of `len` bytes in memory, if there is as much left.
+    fn hold(&self, len: usize) -> bool {
+        self.room
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |room| {
+                room.checked_sub(len)
+            })
+            .is_ok()
+    }
+
+    /// Appends `bytes` to the file; where they are, `None` if they could not be written.
     fn append(&self, bytes: &[u8]) -> Option<u64> {
         let mut state = self.file.lock().ok()?;
         if let Ok(None) = *state {
@@ -55,7 +77,7 @@ impl LaunchFile {
         Some(at)
     }
 
-    /// Reads `len` bytes at `at` into `buf`.
+    /// Reads `len` bytes at `at` of the file into `buf`.
     fn read(&self, at: u64, buf: &mut [u8]) -> Option<()> {
         let state = self.file.lock().ok()?;
         let Ok(Some((file, _))) = &*state else {
@@ -65,18 +87,25 @@ impl LaunchFile {
     }
 }
 
+/// One block of a trace's launches.
+enum Block {
+    Held(Vec<u8>),
+    /// (offset, length) in the store's file.
+    Written(u64, usize),
+}
+
 /// One trace's launches matched so far.
 pub(super) struct Launches<'f> {
-    to: &'f LaunchFile,
+    to: &'f LaunchStore,
     buf: Vec<u8>,
-    /// (offset, length) of the blocks written.
-    blocks: Vec<(u64, usize)>,
-    /// Whether every launch was written.
+    /// The blocks kept.
+    blocks: Vec<Block>,
+    /// Whether every launch was kept.
     whole: bool,
 }
 
 impl<'f> Launches<'f> {
-    pub(super) fn new(to: &'f LaunchFile) -> Launches<'f> {
+    pub(super) fn new(to: &'f LaunchStore) -> Launches<'f> {
         Launches {
             to,
             buf: Vec::new(),
@@ -110,8 +139,15 @@ impl<'f> Launches<'f> {
         if self.buf.is_empty() {
             return;
         }
+        if self.to.hold(self.buf.len()) {
+            // A launch is at most 50 bytes: the next block fits without growing.
+            let next = Vec::with_capacity(self.to.block + 64);
+            self.blocks
+                .push(Block::Held(std::mem::replace(&mut self.buf, next)));
+            return;
+        }
         match self.to.append(&self.buf) {
-            Some(at) => self.blocks.push((at, self.buf.len())),
+            Some(at) => self.blocks.push(Block::Written(at, self.buf.len())),
             None => self.whole = false,
         }
         self.buf.clear();
@@ -127,10 +163,10 @@ impl<'f> Launches<'f> {
     }
 }
 
-/// One trace's launches, written, to be read back as often as the selection passes need them.
+/// One trace's launches, kept, to be read back as often as the selection passes need them.
 pub(super) struct Written<'f> {
-    from: &'f LaunchFile,
-    blocks: Vec<(u64, usize)>,
+    from: &'f LaunchStore,
+    blocks: Vec<Block>,
 }
 
 impl Written<'_> {
@@ -140,34 +176,46 @@ impl Written<'_> {
     }
 
     /// Calls `f(row, parts)` for each launch of blocks `blocks`, in the order they were
-    /// added; `None` where the file could not be read back or does not hold what
-    /// was written.
+    /// added; `None` where the file could not be read back or a block does not hold what
+    /// was kept.
     pub(super) fn each_in(
         &self,
         blocks: std::ops::Range<usize>,
         f: &mut dyn FnMut(usize, LaunchParts),
     ) -> Option<()> {
         let mut buf = Vec::new();
-        for &(at, len) in self.blocks.get(blocks)? {
-            buf.resize(len, 0);
-            self.from.read(at, &mut buf)?;
-            let mut b = &buf[..];
-            while !b.is_empty() {
-                let key = read_varint(&mut b)?;
-                let row = usize::try_from(key >> 1).ok()?;
-                let api = read_varint(&mut b)?;
-                let queue = if key & 1 != 0 {
-                    Some(read_varint(&mut b)?)
-                } else {
-                    None
-                };
-                let kernel = read_varint(&mut b)?;
-                let total = read_varint(&mut b)?;
-                f(row, (api, queue, kernel, total));
-            }
+        for block in self.blocks.get(blocks)? {
+            let bytes = match block {
+                Block::Held(bytes) => &bytes[..],
+                Block::Written(at, len) => {
+                    buf.resize(*len, 0);
+                    self.from.read(*at, &mut buf)?;
+                    &buf[..]
+                }
+            };
+            each_launch(bytes, f)?;
         }
         Some(())
     }
+}
+
+/// Calls `f(row, parts)` for each launch of a block, in order; `None` where it does not hold
+/// whole launches.
+fn each_launch(mut b: &[u8], f: &mut dyn FnMut(usize, LaunchParts)) -> Option<()> {
+    while !b.is_empty() {
+        let key = read_varint(&mut b)?;
+        let row = usize::try_from(key >> 1).ok()?;
+        let api = read_varint(&mut b)?;
+        let queue = if key & 1 != 0 {
+            Some(read_varint(&mut b)?)
+        } else {
+            None
+        };
+        let kernel = read_varint(&mut b)?;
+        let total = read_varint(&mut b)?;
+        f(row, (api, queue, kernel, total));
+    }
+    Some(())
 }
 
 /// Appends `v` as LEB128.
@@ -205,15 +253,27 @@ mod tests {
 
     #[test]
     fn launches_read_back_as_written() {
-        let file = LaunchFile::new(BLOCK);
+        // Every block in the file; the first two in memory and the rest in the file; all in
+        // memory.
+        for held in [0, 2 * BLOCK + 100, HELD] {
+            read_back(LaunchStore::new(BLOCK, held), held);
+        }
+        // None kept: the passes join again.
+        let none = LaunchStore::new(0, HELD);
+        let mut c = Launches::new(&none);
+        c.add(1, (2_500, Some(6_000), 1_500, 10_000));
+        assert!(c.finish().is_none());
+    }
+
+    fn read_back(store: LaunchStore, held: usize) {
         let given: Vec<(usize, LaunchParts)> = vec![
             (1, (2_500, Some(6_000), 1_500, 10_000)),
             (u32::MAX as usize, (u64::MAX, None, 0, u64::MAX)),
             (0, (0, Some(u64::MAX), u64::MAX, 1 << 40)),
             (300, (127, Some(128), 16_383, 16_384)),
         ];
-        // Two traces' launches in one file, the first's over several blocks.
-        let (mut a, mut b) = (Launches::new(&file), Launches::new(&file));
+        // Two traces' launches in one store, the first's over several blocks.
+        let (mut a, mut b) = (Launches::new(&store), Launches::new(&store));
         let many = BLOCK / 8;
         for i in 0..many {
             let (r, p) = given[i % given.len()];
@@ -222,8 +282,23 @@ mod tests {
                 b.add(r + 1, p);
             }
         }
-        let (a, b) = (a.finish().expect("written"), b.finish().expect("written"));
-        assert!(a.blocks.len() > 1);
+        let (a, b) = (a.finish().expect("kept"), b.finish().expect("kept"));
+        let in_memory = |w: &Written| {
+            w.blocks
+                .iter()
+                .filter(|b| matches!(b, Block::Held(_)))
+                .count()
+        };
+        // 2.4 MB of launches (18.25 bytes each on average): two full blocks and a third.
+        assert_eq!(a.blocks(), 3, "held {held}");
+        let (a_held, b_held) = (in_memory(&a), in_memory(&b));
+        match held {
+            0 => assert_eq!((a_held, b_held), (0, 0)),
+            HELD => assert_eq!((a_held, b_held), (3, 1)),
+            // The first trace's two full blocks filled the room: its third and the second
+            // trace's went to the file.
+            _ => assert_eq!((a_held, b_held), (2, 0)),
+        }
         // Read twice: as many passes as a median needs.
         for _ in 0..2 {
             let mut got = Vec::new();
@@ -247,10 +322,5 @@ mod tests {
                 .collect();
             assert_eq!(got, want);
         }
-        // None kept: the passes join again.
-        let none = LaunchFile::new(0);
-        let mut c = Launches::new(&none);
-        c.add(1, given[0].1);
-        assert!(c.finish().is_none());
     }
 }

@@ -11,8 +11,8 @@
 //!   intervals in any order; an interval is settled once no chunk still to read starts
 //!   before its end ([`crate::gpu_summary::union`]);
 //! - launch latency, and kernel launch and execution times (exact medians by passes over the
-//!   launches the join matched, kept in a temporary file: `launches.rs`; where they cannot be
-//!   kept, by joining again): API records are looked up by correlation id in a table of a
+//!   launches the join matched, kept in memory up to a bound and past it in a temporary file:
+//!   `launches.rs`; where they cannot be kept, by joining again): API records are looked up by correlation id in a table of a
 //!   window of keys at a time (a key: the rank of an id among those the GPU and
 //!   synchronization records look up, `referenced.rs`; `ID_RANGE` keys a window, each
 //!   starting past the last: `join.rs`), filled from the API chunks whose keys reach into it,
@@ -87,6 +87,8 @@ struct How {
     /// Bytes per block of the kernel launches kept for the selection passes
     /// ([`launches::BLOCK`]); 0: not kept, the passes join again.
     launch_block: usize,
+    /// Bytes of those blocks held in memory, the rest written to a file ([`launches::HELD`]).
+    launches_held: usize,
     /// Pages of the bitmap of the ids GPU records look up ([`referenced::MOST_PAGES`]): past
     /// them, the join's keys are the ids.
     referenced_pages: usize,
@@ -99,6 +101,7 @@ impl Default for How {
         How {
             id_range: ID_RANGE,
             launch_block: launches::BLOCK,
+            launches_held: launches::HELD,
             referenced_pages: referenced::MOST_PAGES,
             needs: Needs::ALL,
         }
@@ -364,7 +367,7 @@ fn report_inputs_with(
     // input order (their merges give what folding every trace into one would).
     let traces = &loaded.traces;
     let id_range = how.id_range;
-    let launch_file = launches::LaunchFile::new(how.launch_block);
+    let launch_store = launches::LaunchStore::new(how.launch_block, how.launches_held);
     let gpu = map_ordered(&inputs, jobs, |ti, input| {
         let t = &traces[ti];
         let mut top = latency::Top::new(LATENCY_ROWS);
@@ -372,7 +375,7 @@ fn report_inputs_with(
         let mut kern_exec = KernExecFold::default();
         let mut collectives = Vec::new();
         let nccl = ranks::collective_names(t);
-        let mut launches = launches::Launches::new(&launch_file);
+        let mut launches = launches::Launches::new(&launch_store);
         let mut join = Join {
             top: &mut top,
             syncs: &mut syncs,

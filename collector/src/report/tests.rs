@@ -337,10 +337,15 @@ fn check(files: &[PathBuf], filter: &Filter, id_range: u64) {
     let steps = StepNames::default();
     let (streamed, sections) =
         report_inputs_with(files, filter, how(BLOCK), Jobs::ONE, &steps).unwrap();
-    // Read on three threads at once, the launches kept in blocks of 64 bytes (each trace's
-    // read back in three pieces at once): the same report.
+    // Read on three threads at once, the launches kept in blocks of 64 bytes, the first four
+    // in memory and the rest in the file (each trace's read back in three pieces at once):
+    // the same report.
+    let small_blocks = How {
+        launches_held: 256,
+        ..how(64)
+    };
     let (parallel, in_parallel) =
-        report_inputs_with(files, filter, how(64), Jobs::new(3), &steps).unwrap();
+        report_inputs_with(files, filter, small_blocks, Jobs::new(3), &steps).unwrap();
     // The launches not kept: the selection passes join again.
     let (joined, joined_again) =
         report_inputs_with(files, filter, how(0), Jobs::ONE, &steps).unwrap();
