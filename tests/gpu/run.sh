@@ -28,7 +28,7 @@
 # RTRACE_DEBUG=1 in traced runs, its stderr kept in all.tgz); CUDA_HOME
 # (default /usr/local/cuda-13.0); LIBCUDA (default: found); RTRACE_GPU_STEPS (default
 # all: the steps to run, of build programs profiler activity shared compiled descriptors frameworks
-# peer nvtx memsync pcsamp profile crash record; the environment is always checked);
+# peer nvtx memsync python pcsamp profile crash record; the environment is always checked);
 # RTRACE_OLD (an rtrace of the build before, for memsync's byte-for-byte comparison; without
 # it that check is skipped and said).
 
@@ -556,6 +556,50 @@ build_cupti_dump() {
 }
 
 # ---------------------------------------------------------------------------
+# The Python package (docs/python.md) on the GPU: the wheel packed from the carried binaries
+# (RTRACE_WHEEL_ARTIFACTS: no cargo here) and installed with pip under a prefix of its own for
+# the Python that has PyTorch (as `pip install .` into the program's environment would; a
+# virtual environment made from it would not see its packages where it is one itself); its
+# PyTorch example (docs/examples/pytorch_training.py) run untraced (the package's calls warn
+# once and do nothing) and under the wheel's own `rtrace record --capture-range
+# cudaProfilerApi` beside an injected CUPTI client, checked by tests/gpu/python_check.py with
+# the package's `rtrace.load`.
+step_python() {
+    section "the Python package: docs/examples/pytorch_training.py"
+    local prefix=$WORK/pyprefix log=$WORK/python-install.log site
+    site=$(python3 -c 'import sys, sysconfig; print(sysconfig.get_path("purelib", vars={"base": sys.argv[1], "platbase": sys.argv[1]}))' "$prefix")
+    if ! RTRACE_WHEEL_ARTIFACTS=$(dirname "$RTRACE") bounded 120 python3 -m pip wheel . -w "$WORK/dist" \
+        --no-deps --no-build-isolation --no-index >"$log" 2>&1 ||
+        ! bounded 120 python3 -m pip install --no-deps --no-index --prefix "$prefix" "$WORK"/dist/rtrace-*.whl \
+            >>"$log" 2>&1; then
+        fail python.install "the wheel could not be built or installed"
+        tail_of "$log" 15
+        return
+    fi
+    local rc
+    check python.install "$("$prefix/bin/rtrace" --version 2>&1); the module's command: $(cd / && PYTHONPATH=$site \
+        python3 -c 'import rtrace; print(rtrace.rtrace_command())' 2>&1)" test -x "$prefix/bin/rtrace"
+    PYTHONPATH=$site bounded 200 python3 docs/examples/pytorch_training.py >"$WORK/python-untraced.out" \
+        2>"$WORK/python-untraced.err"
+    rc=$?
+    check python.untraced "rc=$rc; $(grep -c 'not running under rtrace' "$WORK/python-untraced.err") warning line(s)" \
+        sh -c '[ "$1" = 0 ] && grep -q "not running under rtrace" "$2"' _ "$rc" "$WORK/python-untraced.err"
+    tail_of "$WORK/python-untraced.err" 5
+    build_cupti_dump python || return
+    PYTHONPATH=$site bounded 300 env CUDA_INJECTION64_PATH="$BIN/cupti_dump.so" \
+        CUPTI_DUMP_OUTPUT="$WORK/python-dump.txt" "$prefix/bin/rtrace" record --capture-range cudaProfilerApi \
+        -o "$WORK/train-%p.bin" -- python3 docs/examples/pytorch_training.py \
+        >"$WORK/python-traced.out" 2>"$WORK/python-traced.err"
+    rc=$?
+    check python.traced "rc=$rc: $(tail -n 1 "$WORK/python-traced.err")" test "$rc" = 0
+    tail_of "$WORK/python-traced.err" 8
+    local files
+    mapfile -t files < <(traces_of "$WORK/train-"*.bin)
+    checks_from "$(cd "$WORK" && PYTHONPATH=$site bounded 120 python3 "$ROOT/tests/gpu/python_check.py" \
+        "$WORK/python-dump.txt" "${files[@]}" 2>&1)"
+}
+
+# ---------------------------------------------------------------------------
 # with_client LABEL TIMEOUT CMD...: a program the checks have not been written around, in full:
 # untraced, traced with a CUPTI callback counter beside (API counts) and alone (one_program);
 # then traced with GPU activity beside an injected CUPTI client (tests/gpu/cupti_dump.c),
@@ -866,6 +910,7 @@ main() {
     want peer && step_peer
     want nvtx && step_nvtx
     want memsync && step_memsync
+    want python && step_python
     want pcsamp && step_pcsamp
     want profile && step_profile
     want crash && step_crash
