@@ -28,7 +28,8 @@
 # RTRACE_DEBUG=1 in traced runs, its stderr kept in all.tgz); CUDA_HOME
 # (default /usr/local/cuda-13.0); LIBCUDA (default: found); RTRACE_GPU_STEPS (default
 # all: the steps to run, of build programs profiler activity shared compiled descriptors frameworks
-# peer nvtx memsync python pcsamp profile crash record; the environment is always checked);
+# peer nvtx memsync python edge pcsamp profile crash record; the environment is always
+# checked);
 # RTRACE_OLD (an rtrace of the build before, for memsync's byte-for-byte comparison; without
 # it that check is skipped and said).
 
@@ -556,6 +557,29 @@ build_cupti_dump() {
 }
 
 # ---------------------------------------------------------------------------
+# Launch routes and memory kinds the other programs do not use (tests/gpu/edge_cases.cu:
+# cluster, cooperative and per-thread-stream launches, managed and stream-ordered memory,
+# captured and built graphs with a host node, a host function, an invalid launch, a driver
+# context of its own), through with_client: output and exit status as untraced, API counts
+# CUPTI's, every kernel, copy and memset the injected client's one to one.
+step_edge() {
+    section "edge cases: tests/gpu/edge_cases.cu"
+    local cuda_link=(-L"$CUDA_HOME/lib64/stubs" -lcuda)
+    if [ ! -e "$CUDA_HOME/lib64/stubs/libcuda.so" ]; then
+        cuda_link=(-L"$(dirname "${LIBCUDA:-/usr/local/nvidia/lib64/libcuda.so.1}")" -l:libcuda.so.1)
+    fi
+    if ! bounded 180 "$NVCC" -O2 -gencode arch=compute_90,code=sm_90 -o "$BIN/edge_cases" \
+        tests/gpu/edge_cases.cu "${cuda_link[@]}" >"$WORK/build-edge.log" 2>&1; then
+        fail edge.build "nvcc failed"
+        tail_of "$WORK/build-edge.log" 15
+        return
+    fi
+    pass edge.build "nvcc, sm_90"
+    with_client edge 120 "$BIN/edge_cases"
+    tail_of "$WORK/edge-gpu.out" 12
+}
+
+# ---------------------------------------------------------------------------
 # The Python package (docs/python.md) on the GPU: the wheel packed from the carried binaries
 # (RTRACE_WHEEL_ARTIFACTS: no cargo here) and installed with pip under a prefix of its own for
 # the Python that has PyTorch (as `pip install .` into the program's environment would; a
@@ -911,6 +935,7 @@ main() {
     want nvtx && step_nvtx
     want memsync && step_memsync
     want python && step_python
+    want edge && step_edge
     want pcsamp && step_pcsamp
     want profile && step_profile
     want crash && step_crash
