@@ -23,8 +23,8 @@ use std::sync::Mutex;
 pub(super) const BLOCK: usize = 1 << 20;
 
 /// Bytes of launch blocks a report holds in memory before it writes them to its file.
-/// Writing them costs the kernel's copy into the page cache and another out of it: a tenth
-/// of `rtrace report`'s time on the 10M-record synthetic trace (docs/benchmarks.md).
+/// Writing them costs the kernel's copy into the page cache and another out of it: 7% of
+/// `rtrace report`'s CPU on the 10M-record synthetic trace (docs/benchmarks.md, session 24).
 pub(super) const HELD: usize = 64 << 20;
 
 /// Where every trace's launch blocks are kept: the first in memory, up to a number of bytes
@@ -154,9 +154,9 @@ impl<'f> Launches<'f> {
     }
 
     /// The launches, to be read back; `None` where some could not be written.
-    pub(super) fn finish(mut self) -> Option<Written<'f>> {
+    pub(super) fn finish(mut self) -> Option<Kept<'f>> {
         self.write();
-        self.whole.then_some(Written {
+        self.whole.then_some(Kept {
             from: self.to,
             blocks: self.blocks,
         })
@@ -164,12 +164,12 @@ impl<'f> Launches<'f> {
 }
 
 /// One trace's launches, kept, to be read back as often as the selection passes need them.
-pub(super) struct Written<'f> {
+pub(super) struct Kept<'f> {
     from: &'f LaunchStore,
     blocks: Vec<Block>,
 }
 
-impl Written<'_> {
+impl Kept<'_> {
     /// How many blocks (of about a megabyte) hold the launches.
     pub(super) fn blocks(&self) -> usize {
         self.blocks.len()
@@ -283,7 +283,7 @@ mod tests {
             }
         }
         let (a, b) = (a.finish().expect("kept"), b.finish().expect("kept"));
-        let in_memory = |w: &Written| {
+        let in_memory = |w: &Kept| {
             w.blocks
                 .iter()
                 .filter(|b| matches!(b, Block::Held(_)))
