@@ -88,8 +88,9 @@ def main():
           f"{sorted({row['gpu_records'] for row in ext.values()})}")
     ranges = {row["name"]: row["count"] for row in report.nvtx["ranges"]}
     want = {f"step {s}": 1 for s in STEPS}
+    odd = sorted(set(ranges.items()) ^ set(want.items()))
     check("nvtx-steps", ranges == want,
-          f"{len(ranges)} ranges: {sorted(ranges, key=lambda n: int(n.split()[-1]))[:3]}...")
+          f"{len(ranges)} range names, {len(want)} wanted; differing (name, count): {odd[:4]}")
     kernels = sum(row["count"] for row in report.kernels)
     check("load-kernels", kernels == len(ours[0]),
           f"rtrace.load's kernels summary {kernels}, the trace {len(ours[0])}")
