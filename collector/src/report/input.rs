@@ -3,7 +3,7 @@
 //! chunks as the passes see them ([`gpu_records`]).
 
 use super::fold::KeyMap;
-use super::referenced::Keys;
+use super::referenced::{KeyCursor, Keys};
 use crate::filter::RecordFilter;
 use crate::gpu_summary::latency;
 use crate::read::index::ChunkRef;
@@ -20,6 +20,51 @@ pub(super) struct Input<'a> {
     /// The join's keys of the correlation ids its kept GPU and synchronization records look
     /// up.
     pub(super) join_keys: Keys,
+}
+
+/// A kept GPU record whose correlation id some API record may have: what its look-up needs.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Lookup {
+    pub(super) work: latency::Work,
+    /// Its index among its kind's records.
+    pub(super) index: u64,
+    pub(super) id: u64,
+    /// The join's key of the id ([`Keys`]).
+    pub(super) key: u64,
+    pub(super) start: u64,
+    pub(super) end: u64,
+}
+
+/// The kept records of indexed GPU chunk `c` that look up a call (correlated, their id's key
+/// noted in `keys`), each kept record also given to `each(work, device, stream, start, end)`,
+/// looked up or not.
+pub(super) fn lookups(
+    input: &Input,
+    c: &ChunkRef,
+    records: Records,
+    keys: &mut KeyCursor,
+    each: &mut dyn FnMut(latency::Work, u32, u32, u64, u64),
+) -> Vec<Lookup> {
+    let mut found = Vec::with_capacity(records.count());
+    gpu_records(
+        input,
+        c,
+        records,
+        &mut |work, index, id, device, stream, start, end| {
+            each(work, device, stream, start, end);
+            if let Some((id, key)) = id.and_then(|id| Some((id, keys.key(id)?))) {
+                found.push(Lookup {
+                    work,
+                    index,
+                    id,
+                    key,
+                    start,
+                    end,
+                });
+            }
+        },
+    );
+    found
 }
 
 /// Calls `f(work, index, correlation id if correlated, device, stream, start, end)` for each

@@ -5,7 +5,7 @@
 //! `windows`).
 
 use super::fold::{self, Merged};
-use super::input::{gpu_records, Input};
+use super::input::{gpu_records, lookups, Input};
 use super::join;
 use super::launches::Launches;
 use super::windows::{api_chunks, for_each_window, keyed};
@@ -143,52 +143,63 @@ pub(super) fn gpu_pass(
     }
     let chunks = api_chunks(index, keys);
     let mut devices = union::Devices::new(gpu.iter().map(|c| c.min_start));
+    let mut collectives = Vec::new();
+    let nccl = join.nccl;
     let mut file = Rereader::open(&input.path)?;
     // The id ranges joined, ascending.
     let mut joined: Vec<(u64, u64)> = Vec::new();
+    // On the reader's thread: utilisation, fed each chunk's records once (a chunk reaching
+    // several windows is read for each), and the records each window looks up.
+    let mut prepare = |gi: usize, records: Records| {
+        let first_visit = !devices.was_fed(gi);
+        let mut cursor = keys.cursor();
+        let found = lookups(
+            input,
+            &gpu[gi],
+            records,
+            &mut cursor,
+            &mut |work, dev, stream, start, end| {
+                if first_visit {
+                    devices.add(dev, stream, start, end);
+                    if let latency::Work::Kernel(name) = work {
+                        if nccl.contains(&name) {
+                            collectives.push((start, end));
+                        }
+                    }
+                }
+            },
+        );
+        if first_visit {
+            devices.fed(gi);
+        }
+        found
+    };
     for_each_window(
         input,
         &chunks,
         &gpu,
         id_range,
         &mut file,
+        &mut prepare,
         &mut |table, lo, hi, ahead, file| {
-            let mut cursor = keys.cursor();
             while let Some(read) = ahead.next_chunk() {
-                let (gi, records) = read?;
-                let c = &gpu[gi];
-                let first_visit = !devices.was_fed(gi);
-                gpu_records(
-                    input,
-                    c,
-                    records,
-                    &mut |work, i, id, dev, stream, start, end| {
-                        if first_visit {
-                            devices.add(dev, stream, start, end);
-                            if let latency::Work::Kernel(name) = work {
-                                if join.nccl.contains(&name) {
-                                    join.collectives.push((start, end));
-                                }
-                            }
-                        }
-                        let slot = |id| Some((id, table.get(cursor.key(id)?)?));
-                        if let Some((id, s)) = id.and_then(slot) {
-                            join.top
-                                .matched(join.ti, work, i, id, start, s.start, s.function);
-                            if let latency::Work::Kernel(name) = work {
-                                let parts = launch_parts(s.start, s.end, start, end);
-                                let row = join
-                                    .kern_exec
-                                    .add(join.trace, join.ti, name, s.function, parts);
-                                join.launches.add(row, parts);
-                            }
-                        }
-                    },
-                );
-                if first_visit {
-                    devices.fed(gi);
+                let (_, found) = read?;
+                for l in found {
+                    let Some(s) = table.get(l.key) else {
+                        continue;
+                    };
+                    join.top
+                        .matched(join.ti, l.work, l.index, l.id, l.start, s.start, s.function);
+                    if let latency::Work::Kernel(name) = l.work {
+                        let parts = launch_parts(s.start, s.end, l.start, l.end);
+                        let row = join
+                            .kern_exec
+                            .add(join.trace, join.ti, name, s.function, parts);
+                        join.launches.add(row, parts);
+                    }
                 }
             }
+            let mut cursor = keys.cursor();
             for c in sync.iter().filter(|c| c.reaches(lo, hi)) {
                 sync_records(file, input, c, join, |id| {
                     let key = cursor.key(id)?;
@@ -199,6 +210,7 @@ pub(super) fn gpu_pass(
             Ok(())
         },
     )?;
+    join.collectives.append(&mut collectives);
     // Synchronizations whose ids no range joined: linked to no call the trace holds.
     let mut cursor = keys.cursor();
     for c in sync.iter().filter(|c| !covers(&joined, c.min_id, c.max_id)) {
@@ -254,27 +266,29 @@ pub(super) fn kern_exec_pass(
         &kernels,
         id_range,
         &mut file,
-        &mut |table, _, _, ahead, _| {
+        &mut |ki, records| {
             let mut cursor = keys.cursor();
+            lookups(
+                input,
+                &kernels[ki],
+                records,
+                &mut cursor,
+                &mut |_, _, _, _, _| {},
+            )
+        },
+        &mut |table, _, _, ahead, _| {
             while let Some(read) = ahead.next_chunk() {
-                let (ki, records) = read?;
-                gpu_records(
-                    input,
-                    &kernels[ki],
-                    records,
-                    &mut |work, _, id, _, _, start, end| {
-                        if let (latency::Work::Kernel(name), Some(s)) =
-                            (work, id.and_then(|id| table.get(cursor.key(id)?)))
-                        {
-                            fold.select(
-                                ti,
-                                name,
-                                s.function,
-                                launch_parts(s.start, s.end, start, end),
-                            );
-                        }
-                    },
-                );
+                let (_, found) = read?;
+                for l in found {
+                    if let (latency::Work::Kernel(name), Some(s)) = (l.work, table.get(l.key)) {
+                        fold.select(
+                            ti,
+                            name,
+                            s.function,
+                            launch_parts(s.start, s.end, l.start, l.end),
+                        );
+                    }
+                }
             }
             Ok(())
         },

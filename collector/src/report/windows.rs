@@ -1,7 +1,7 @@
 //! The correlation-id join of a streamed trace, window by window ([`for_each_window`]): a
 //! window's table filled from the API chunks that reach it (`join`) on one thread, the chunks
-//! whose records look it up read, checked and decoded on another ([`Ahead`]), and the lookups
-//! made on the calling thread.
+//! whose records look it up read, checked, decoded and prepared for their lookups on another
+//! ([`Ahead`]), and the lookups made on the calling thread.
 
 use super::input::Input;
 use super::join;
@@ -60,26 +60,26 @@ pub(super) fn keyed(index: &[ChunkRef], keys: &Keys, kind: impl Fn(Kind) -> bool
         .collect()
 }
 
-/// What the reader of [`Ahead`] hands on: a chunk's index and records, or the end of a
-/// window.
-enum Read {
-    Chunk(usize, Result<Records, StreamError>),
+/// What the reader of [`Ahead`] hands on: a chunk's index and what was prepared of its
+/// records, or the end of a window.
+enum Read<T> {
+    Chunk(usize, Result<T, StreamError>),
     End,
 }
 
 /// The chunks of a list (`ahead` of [`for_each_window`]) that reach the window being visited,
-/// in the list's order, each read, checked and decoded on a thread of its own a few chunks
-/// ahead of the lookups.
-pub(super) struct Ahead<'r> {
-    from: &'r Receiver<Read>,
+/// in the list's order, each read, checked, decoded and prepared on a thread of its own a few
+/// chunks ahead of the lookups.
+pub(super) struct Ahead<'r, T> {
+    from: &'r Receiver<Read<T>>,
     /// This window's chunks are all given.
     ended: bool,
 }
 
-impl Ahead<'_> {
-    /// The next chunk of this window: its index in the list, and its records; `None` once
-    /// the window's chunks are all given.
-    pub(super) fn next_chunk(&mut self) -> Option<Result<(usize, Records), StreamError>> {
+impl<T> Ahead<'_, T> {
+    /// The next chunk of this window: its index in the list, and what was prepared of its
+    /// records; `None` once the window's chunks are all given.
+    pub(super) fn next_chunk(&mut self) -> Option<Result<(usize, T), StreamError>> {
         if self.ended {
             return None;
         }
@@ -94,28 +94,34 @@ impl Ahead<'_> {
 }
 
 /// What [`for_each_window`] calls for each window: `(table, lo, hi, ahead, file)`.
-pub(super) type Visit<'v> =
-    dyn FnMut(&join::IdTable, u64, u64, &mut Ahead, &mut Rereader) -> Result<(), StreamError> + 'v;
+pub(super) type Visit<'v, T> = dyn FnMut(&join::IdTable, u64, u64, &mut Ahead<T>, &mut Rereader) -> Result<(), StreamError>
+    + 'v;
+
+/// What the reader of [`for_each_window`] makes of each chunk of `ahead` it decodes, on its
+/// own thread: `(index in the list, records)`, called in the order `visit` is given them.
+pub(super) type Prepare<'p, T> = dyn FnMut(usize, Records) -> T + Send + 'p;
 
 /// The correlation-id join, window by window: each window starts past the last one's end and
 /// reaches as far as its limit of API records allows (`join`); once the API chunks that reach
 /// it are in the table, `visit(table, lo, hi, ahead, file)` looks up the records with those
-/// ids: those of the chunks of `ahead` that reach the window, which `ahead` gives in order
-/// (what `visit` leaves of them is skipped), and any it reads from `file`.
+/// ids: those of the chunks of `ahead` that reach the window, which `ahead` gives in order,
+/// each as `prepare` made it (what `visit` leaves of them is skipped), and any it reads from
+/// `file`.
 ///
 /// Three threads: while `visit` looks up the records of one window (on this thread), the next
 /// window's table is filled on another from a file of its own (it starts past the end of the
-/// one before, known once that one is filled), and the chunks of `ahead` are read and decoded
-/// on a third, from a third file, once their window's bounds are known (dense keys: as its
-/// filling starts; else once it is filled). The windows and what `visit` sees are those of
+/// one before, known once that one is filled), and the chunks of `ahead` are read, decoded
+/// and prepared on a third, from a third file, once their window's bounds are known (dense
+/// keys: as its filling starts; else once it is filled). The windows and what `visit` sees are those of
 /// filling one table after the other and reading each chunk as it is looked up.
-pub(super) fn for_each_window(
+pub(super) fn for_each_window<T: Send>(
     input: &Input,
     chunks: &ApiChunks,
     ahead: &[ChunkRef],
     id_range: u64,
     file: &mut Rereader,
-    visit: &mut Visit,
+    prepare: &mut Prepare<T>,
+    visit: &mut Visit<T>,
 ) -> Result<(), StreamError> {
     if chunks.id_lo > chunks.id_hi {
         return Ok(());
@@ -124,7 +130,7 @@ pub(super) fn for_each_window(
     let (filled_tx, filled_rx) = sync_channel(1);
     let (empty_tx, empty_rx) = sync_channel::<join::IdTable>(2);
     let (bounds_tx, bounds_rx) = channel::<(u64, u64)>();
-    let (read_tx, read_rx) = sync_channel::<Read>(AHEAD);
+    let (read_tx, read_rx) = sync_channel::<Read<T>>(AHEAD);
     let mut fill_file = Rereader::open(&input.path)?;
     let mut ahead_file = Rereader::open(&input.path)?;
     std::thread::scope(|s| {
@@ -170,7 +176,8 @@ pub(super) fn for_each_window(
                 for (i, c) in ahead.iter().enumerate().filter(|(_, c)| c.reaches(lo, hi)) {
                     let records = ahead_file
                         .chunk_of(c)
-                        .and_then(|chunk| decode(c, &chunk, &input.path));
+                        .and_then(|chunk| decode(c, &chunk, &input.path))
+                        .map(|records| prepare(i, records));
                     let failed = records.is_err();
                     if read_tx.send(Read::Chunk(i, records)).is_err() || failed {
                         return;
