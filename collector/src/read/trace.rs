@@ -162,18 +162,8 @@ impl Trace {
                     }
                     if let Some((kind, decoded)) = decoded {
                         match decoded {
-                            Ok(mut records) => {
-                                let size = records.record_size() as u64;
-                                let first = chunk.offset + CHUNK_HEADER_LEN as u64;
-                                let damaged = &mut trace.damaged;
-                                records.set_aside_damaged(|i, kind, start_ns, end_ns| {
-                                    damaged.add(DamagedRecord {
-                                        offset: first + i as u64 * size,
-                                        kind,
-                                        start_ns,
-                                        end_ns,
-                                    })
-                                });
+                            Ok((records, damaged)) => {
+                                damaged.into_iter().for_each(|d| trace.damaged.add(d));
                                 if let Records::Api(v) = &records {
                                     name_runtime_calls(trace, v);
                                     api_read += v.len() as u64;
@@ -224,7 +214,7 @@ const AHEAD: usize = 4;
 
 /// What the reader gives next: a chunk (decoded, when it holds records), the end, or damage.
 enum Step {
-    Chunk(Chunk, Option<(Kind, Result<Records, String>)>),
+    Chunk(Chunk, Option<(Kind, Result<Decoded, String>)>),
     End {
         write_error: Option<u64>,
     },
@@ -245,9 +235,28 @@ fn next_decoded<R: Read>(reader: &mut TraceReader<R>) -> Step {
     }
 }
 
-/// The records of `chunk` decoded, if it is a chunk of records.
-fn decode_chunk(chunk: &Chunk) -> Option<(Kind, Result<Records, String>)> {
-    Kind::of(chunk.header.kind).map(|k| (k, Records::decode(k, chunk)))
+/// A chunk's records, those that end before they start set aside, and those.
+type Decoded = (Records, Vec<DamagedRecord>);
+
+/// The records of `chunk` decoded, if it is a chunk of records, with those that end before
+/// they start set aside (on the decoding thread of [`Trace::read_ahead`]).
+fn decode_chunk(chunk: &Chunk) -> Option<(Kind, Result<Decoded, String>)> {
+    let decoded = |k| {
+        let mut records = Records::decode(k, chunk)?;
+        let size = records.record_size() as u64;
+        let first = chunk.offset + CHUNK_HEADER_LEN as u64;
+        let mut damaged = Vec::new();
+        records.set_aside_damaged(|i, kind, start_ns, end_ns| {
+            damaged.push(DamagedRecord {
+                offset: first + i as u64 * size,
+                kind,
+                start_ns,
+                end_ns,
+            })
+        });
+        Ok((records, damaged))
+    };
+    Kind::of(chunk.header.kind).map(|k| (k, decoded(k)))
 }
 
 /// The next chunk of `reader`, not decoded yet.
