@@ -1,8 +1,8 @@
 //! The report's first read of a file ([`first_read`], its sink [`FirstPass`]): its kept records folded, their chunks
 //! indexed, the synchronizations linked to no call folded, NVTX events noted (streamed later).
-//! The API records may be folded on a thread of their own ([`FirstPass::api_to`],
-//! [`fold_api`]): their fold shares nothing with the GPU records' and gets them in the same
-//! order.
+//! The API records may be kept, indexed and folded on a thread of their own
+//! ([`FirstPass::api_to`], [`fold_api`]): their fold shares nothing with the GPU records' and
+//! gets them in the same order.
 
 use super::fold::TraceFold;
 use super::passes::linked_calls;
@@ -19,8 +19,8 @@ use rtrace_format::{ApiRecord, Chunk, MemcpyRecord, FLAG_CORRELATED};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, SyncSender};
 
-/// A chunk's kept API records, and its thread.
-pub(super) type ApiChunk = (u64, Vec<ApiRecord>);
+/// A chunk's API records, and its index entry (no record noted in it yet).
+pub(super) type ApiChunk = (ChunkRef, Vec<ApiRecord>);
 
 /// The first pass's sink: folds the kept records, indexes their chunks, notes whether there
 /// are NVTX ranges, marks or external ids (streamed later, not held).
@@ -31,20 +31,45 @@ pub(super) struct FirstPass<'a> {
     pub(super) nvtx: bool,
     /// The synchronizations linked to no call (those linked to one wait for the join).
     pub(super) syncs: SyncFold,
-    /// Where the API records go to be folded ([`fold_api`]); `None`: into `fold` here.
+    /// Where the API records go to be kept, indexed and folded ([`fold_api`]); `None`: here.
     pub(super) api_to: Option<SyncSender<ApiChunk>>,
     /// The correlation ids the kept GPU and synchronization records look up.
     pub(super) referenced: Referenced,
 }
 
-/// Folds the API records sent by a [`FirstPass`] (in the order sent) into a fold of their own,
-/// until the sender is gone.
-pub(super) fn fold_api(chunks: Receiver<ApiChunk>) -> TraceFold {
+/// Folds the API records sent by a [`FirstPass`] (in the order sent) that `keep` keeps into a
+/// fold of their own, until the sender is gone; with the index entries of their chunks, in the
+/// order sent (one that kept no record has no earliest start).
+pub(super) fn fold_api(
+    chunks: Receiver<ApiChunk>,
+    keep: &RecordFilter,
+) -> (TraceFold, Vec<ChunkRef>) {
     let mut fold = TraceFold::default();
-    for (thread, records) in chunks {
-        fold.api_chunk(thread, records.into_iter());
+    let mut index = Vec::new();
+    for (c, records) in chunks {
+        index.push(api_chunk(&mut fold, keep, c, records));
     }
-    fold
+    (fold, index)
+}
+
+/// Folds the records of API chunk `c` that `keep` keeps into `fold`; its index entry, the
+/// kept records noted in it.
+fn api_chunk(
+    fold: &mut TraceFold,
+    keep: &RecordFilter,
+    mut c: ChunkRef,
+    records: Vec<ApiRecord>,
+) -> ChunkRef {
+    let thread = c.thread;
+    let kept = records
+        .into_iter()
+        .filter_map(|r| keep.api(r))
+        .inspect(|r| {
+            c.id(r.correlation);
+            c.min_start = c.min_start.min(r.start_ns);
+        });
+    fold.api_chunk(thread, kept);
+    c
 }
 
 impl RecordSink for FirstPass<'_> {
@@ -54,28 +79,25 @@ impl RecordSink for FirstPass<'_> {
                 self.nvtx |= hold_names(trace.thread_mut(chunk.header.thread), v);
             }
             Records::Api(v) => {
-                let mut c = ChunkRef::new(chunk, Kind::Api, 0);
-                let keep = self.keep;
-                let kept = v.into_iter().filter_map(|r| keep.api(r)).inspect(|r| {
-                    c.id(r.correlation);
-                    c.min_start = c.min_start.min(r.start_ns);
-                });
-                let thread = chunk.header.thread;
-                match &self.api_to {
-                    Some(to) => {
-                        let kept: Vec<ApiRecord> = kept.collect();
-                        if let Err(e) = to.send((thread, kept)) {
-                            // The folding thread is gone (it cannot be, but for a panic):
-                            // folded here.
-                            let (thread, kept) = e.0;
+                // Its place in the index, which the folding thread's entry takes at the end
+                // ([`api_entries`]); here, the entry itself.
+                let c = ChunkRef::new(chunk, Kind::Api, 0);
+                self.index.push(c);
+                let (c, v) = match &self.api_to {
+                    Some(to) => match to.send((c, v)) {
+                        Ok(()) => return,
+                        // The folding thread is gone (it cannot be, but for a panic, which
+                        // ends the read): folded here.
+                        Err(e) => {
                             self.api_to = None;
-                            self.fold.api_chunk(thread, kept.into_iter());
+                            e.0
                         }
-                    }
-                    None => self.fold.api_chunk(thread, kept),
-                }
-                if c.min_start != u64::MAX {
-                    self.index.push(c);
+                    },
+                    None => (c, v),
+                };
+                let c = api_chunk(&mut self.fold, self.keep, c, v);
+                if let Some(last) = self.index.last_mut() {
+                    *last = c;
                 }
             }
             Records::Kernels(v) => {
@@ -205,17 +227,21 @@ pub(super) fn first_read<'a>(
         referenced: referenced::Referenced::at_most(pages),
     };
     let (t, api) = std::thread::scope(|s| {
-        let api = s.spawn(move || fold_api(api_chunks));
+        let keep = &keep;
+        let api = s.spawn(move || fold_api(api_chunks, keep));
         let t = read_light(path, &mut first);
         // Ends the folding thread's input.
         first.api_to = None;
         (t, api.join())
     });
     let mut t = t?;
-    let (mut fold, index, nvtx, syncs) = (first.fold, first.index, first.nvtx, first.syncs);
+    let (mut fold, mut index, nvtx, syncs) = (first.fold, first.index, first.nvtx, first.syncs);
     let referenced = first.referenced;
     match api {
-        Ok(api) => fold.take_api(api),
+        Ok((api, entries)) => {
+            fold.take_api(api);
+            api_entries(&mut index, entries);
+        }
         Err(panic) => std::panic::resume_unwind(panic),
     }
     if let Some(s) = shift {
@@ -249,4 +275,19 @@ pub(super) fn first_read<'a>(
         nvtx,
         referenced,
     })
+}
+
+/// Puts the API chunks' index entries made by the folding thread (`entries`, in the order the
+/// chunks were sent) in their places in `index`, which holds an entry for each API chunk in
+/// file order (those sent, then any folded on the reading thread); drops those with no record
+/// kept.
+fn api_entries(index: &mut Vec<ChunkRef>, entries: Vec<ChunkRef>) {
+    let mut entries = entries.into_iter();
+    for c in index.iter_mut().filter(|c| c.kind == Kind::Api) {
+        match entries.next() {
+            Some(e) => *c = e,
+            None => break,
+        }
+    }
+    index.retain(|c| c.kind != Kind::Api || c.min_start != u64::MAX);
 }
