@@ -9,12 +9,13 @@ use super::input::{gpu_records, lookups, Input};
 use super::join;
 use super::launches::Launches;
 use super::windows::{api_chunks, for_each_window, keyed};
-use crate::gpu_summary::exec::{launch_parts, KernExecFold};
+use crate::gpu_summary::exec::{launch_parts, KernExecFold, LaunchParts};
 use crate::gpu_summary::{latency, linked, union, SyncFold, Utilisation};
 use crate::model::Trace;
 use crate::read::index::{decode, ChunkRef, Rereader};
 use crate::read::inputs::StreamError;
 use crate::read::records::{Kind, Records};
+use std::sync::mpsc::sync_channel;
 
 /// Puts into `t` the kept API records whose correlation ids its linked streams and modules
 /// name (what [`Trace::api_records_for`] is asked for about them).
@@ -174,50 +175,72 @@ pub(super) fn gpu_pass(
         }
         found
     };
-    for_each_window(
-        input,
-        &chunks,
-        &gpu,
-        id_range,
-        &mut file,
-        &mut prepare,
-        &mut |table, lo, hi, ahead, file| {
-            while let Some(read) = ahead.next_chunk() {
-                let (_, found) = read?;
-                for l in found {
-                    let Some(s) = table.get(l.key) else {
-                        continue;
-                    };
-                    join.top
-                        .matched(join.ti, l.work, l.index, l.id, l.start, s.start, s.function);
-                    if let latency::Work::Kernel(name) = l.work {
-                        let parts = launch_parts(s.start, s.end, l.start, l.end);
-                        let row = join
-                            .kern_exec
-                            .add(join.trace, join.ti, name, s.function, parts);
-                        join.launches.add(row, parts);
+    // The kernel launches matched, folded on a thread of their own a chunk at a time.
+    let (launched, launches) = sync_channel::<Vec<(u32, u32, LaunchParts)>>(4);
+    let (trace, ti) = (join.trace, join.ti);
+    let (top, syncs) = (&mut *join.top, &mut *join.syncs);
+    let (kern_exec, kept) = (&mut *join.kern_exec, &mut *join.launches);
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            for (name, function, parts) in launches.into_iter().flatten() {
+                let row = kern_exec.add(trace, ti, name, function, parts);
+                kept.add(row, parts);
+            }
+        });
+        let joined_all = for_each_window(
+            input,
+            &chunks,
+            &gpu,
+            id_range,
+            &mut file,
+            &mut prepare,
+            &mut |table, lo, hi, ahead, file| {
+                while let Some(read) = ahead.next_chunk() {
+                    let (_, found) = read?;
+                    let mut matched = Vec::new();
+                    for l in found {
+                        let Some(s) = table.get(l.key) else {
+                            continue;
+                        };
+                        top.matched(ti, l.work, l.index, l.id, l.start, s.start, s.function);
+                        if let latency::Work::Kernel(name) = l.work {
+                            let parts = launch_parts(s.start, s.end, l.start, l.end);
+                            matched.push((name, s.function, parts));
+                        }
                     }
+                    // The folding thread is gone only by a panic, which the scope passes on.
+                    let _ = launched.send(matched);
                 }
-            }
-            let mut cursor = keys.cursor();
-            for c in sync.iter().filter(|c| c.reaches(lo, hi)) {
-                sync_records(file, input, c, join, |id| {
-                    let key = cursor.key(id)?;
-                    table.holds(key).then(|| table.get(key))
-                })?;
-            }
-            joined.push((lo, hi));
-            Ok(())
-        },
-    )?;
+                let mut cursor = keys.cursor();
+                for c in sync.iter().filter(|c| c.reaches(lo, hi)) {
+                    sync_records(file, input, c, trace, syncs, |id| {
+                        let key = cursor.key(id)?;
+                        table.holds(key).then(|| table.get(key))
+                    })?;
+                }
+                joined.push((lo, hi));
+                Ok(())
+            },
+        );
+        // Ends the folding thread's input, whatever the join gave.
+        drop(launched);
+        joined_all
+    })?;
     join.collectives.append(&mut collectives);
     // Synchronizations whose ids no range joined: linked to no call the trace holds.
     let mut cursor = keys.cursor();
     for c in sync.iter().filter(|c| !covers(&joined, c.min_id, c.max_id)) {
-        sync_records(&mut file, input, c, join, |id| match cursor.key(id) {
-            Some(key) => (!covers(&joined, key, key)).then_some(None),
-            None => Some(None),
-        })?;
+        sync_records(
+            &mut file,
+            input,
+            c,
+            join.trace,
+            join.syncs,
+            |id| match cursor.key(id) {
+                Some(key) => (!covers(&joined, key, key)).then_some(None),
+                None => Some(None),
+            },
+        )?;
     }
     // Chunks no id range reached: utilisation only.
     for (gi, c) in gpu.iter().enumerate() {
@@ -315,7 +338,8 @@ fn sync_records(
     file: &mut Rereader,
     input: &Input,
     c: &ChunkRef,
-    join: &mut Join,
+    trace: &Trace,
+    syncs: &mut SyncFold,
     mut slot: impl FnMut(u64) -> Option<Option<join::Slot>>,
 ) -> Result<(), StreamError> {
     let chunk = file.chunk_of(c)?;
@@ -325,9 +349,9 @@ fn sync_records(
                 continue;
             }
             if let Some(s) = slot(y.correlation) {
-                let function = s.and_then(|s| join.trace.functions.get(&s.function));
+                let function = s.and_then(|s| trace.functions.get(&s.function));
                 let kind = crate::gpu_summary::sync_kind(y.kind, function.map(String::as_str));
-                join.syncs.add(kind, &y);
+                syncs.add(kind, &y);
             }
         }
     }
