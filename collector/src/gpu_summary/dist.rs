@@ -95,8 +95,10 @@ struct Select {
     lo: u64,
     hi: u64,
     below: u64,
-    /// Counts of the current pass, over `lo..=hi` in buckets of `width`.
+    /// Counts of the current pass, over `lo..=hi` in buckets of `width`, a power of two
+    /// (`1 << shift`: a value's bucket is a shift, not a division).
     width: u128,
+    shift: u32,
     counts: Vec<u64>,
 }
 
@@ -342,13 +344,8 @@ impl Dist {
             for m in middles.iter_mut() {
                 if let Middle::Select(s) = m {
                     if v >= s.lo && v <= s.hi {
-                        // A width is at most 2^64 / SELECT_BUCKETS: a 64-bit division, but
-                        // for the last pass's buckets of one value each.
-                        let i = match s.width {
-                            1 => v - s.lo,
-                            w => (v - s.lo) / w as u64,
-                        };
-                        s.counts[i as usize] += 1;
+                        // A width is at most 2^64 / SELECT_BUCKETS: a shift under 64.
+                        s.counts[((v - s.lo) >> s.shift) as usize] += 1;
                     }
                 }
             }
@@ -411,13 +408,14 @@ impl Select {
             return Middle::Found(lo);
         }
         let span = u128::from(hi) - u128::from(lo) + 1;
-        let width = span.div_ceil(buckets).max(1);
+        let width = span.div_ceil(buckets).max(1).next_power_of_two();
         let buckets = span.div_ceil(width) as usize;
         Middle::Select(Select {
             lo,
             hi,
             below,
             width,
+            shift: width.trailing_zeros(),
             counts: vec![0; buckets],
         })
     }

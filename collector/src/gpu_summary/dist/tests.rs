@@ -184,3 +184,33 @@ fn standard_deviations_are_sample_ones() {
     b.merge(&a);
     assert_eq!(b.stats().stddev, 2);
 }
+
+#[test]
+fn selections_of_any_bucket_count_find_the_sorted_median() {
+    // Buckets whose count is no power of two (a fold's budget shared among its rows) make
+    // spans no power of two either: widths rounded up to one still narrow to the median.
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for (n, spread) in [
+        (1001usize, 1u64 << 40),
+        (5000, 3_000_017),
+        (20_000, u64::MAX),
+    ] {
+        let values: Vec<u64> = (0..n).map(|_| next() % spread).collect();
+        let want = sorted_median(&values);
+        for buckets in [SELECT_BUCKETS, 1500, 6553, 87_381, 1 << 16] {
+            assert_eq!(
+                median_in(&values, buckets).0,
+                want,
+                "{n} values, {buckets} buckets"
+            );
+        }
+        let even: Vec<u64> = values[1..].to_vec();
+        assert_eq!(median_in(&even, 6553).0, sorted_median(&even));
+    }
+}
