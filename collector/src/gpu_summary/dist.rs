@@ -170,19 +170,26 @@ impl Dist {
         self.squares.add(v);
         match &mut self.values {
             Values::Exact(_) if self.last == Some(v) => self.again += 1,
-            Values::Exact(map) => {
-                if let (Some(last), again @ 1..) = (self.last, self.again) {
-                    *map.entry(last).or_insert(0) += again;
-                }
-                self.again = 0;
-                self.last = Some(v);
-                *map.entry(v).or_insert(0) += 1;
-                if map.len() > EXACT_VALUES {
-                    self.switch_to_log();
-                }
-            }
+            Values::Exact(_) => self.add_exact(v),
             Values::Log(h) => h[log_bucket(v)] += 1,
             Values::Select(_) | Values::Median(_) => {}
+        }
+    }
+
+    /// Counts a value other than the last one while the values are counted exactly (out of
+    /// line: [`Dist::add`]'s common cases stay small enough to inline).
+    #[inline(never)]
+    fn add_exact(&mut self, v: u64) {
+        if let Values::Exact(map) = &mut self.values {
+            if let (Some(last), again @ 1..) = (self.last, self.again) {
+                *map.entry(last).or_insert(0) += again;
+            }
+            self.again = 0;
+            self.last = Some(v);
+            *map.entry(v).or_insert(0) += 1;
+            if map.len() > EXACT_VALUES {
+                self.switch_to_log();
+            }
         }
     }
 
