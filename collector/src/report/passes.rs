@@ -9,6 +9,7 @@ use super::input::{gpu_records, lookups, Input};
 use super::join;
 use super::launches::Launches;
 use super::windows::{api_chunks, for_each_window, keyed};
+use crate::gpu_summary::dist::FastSet;
 use crate::gpu_summary::exec::{launch_parts, KernExecFold, LaunchParts};
 use crate::gpu_summary::{latency, linked, union, SyncFold, Utilisation};
 use crate::model::Trace;
@@ -121,7 +122,7 @@ pub(super) struct Join<'a, 'l> {
     pub(super) ti: usize,
     pub(super) trace: &'a Trace,
     /// The trace's collective (NCCL) kernel name ids, and where their (start, end) go.
-    pub(super) nccl: &'a crate::gpu_summary::dist::FastSet<u32>,
+    pub(super) nccl: &'a FastSet<u32>,
     pub(super) collectives: &'a mut Vec<(u64, u64)>,
     /// The kernel launches matched, for the selection passes of their medians.
     pub(super) launches: &'a mut Launches<'l>,
@@ -161,12 +162,13 @@ pub(super) fn gpu_pass(
             &mut cursor,
             &mut |work, dev, stream, start, end| {
                 if first_visit {
-                    devices.add(dev, stream, start, end);
-                    if let latency::Work::Kernel(name) = work {
-                        if nccl.contains(&name) {
-                            collectives.push((start, end));
-                        }
-                    }
+                    feed(
+                        &mut devices,
+                        (nccl, &mut collectives),
+                        work,
+                        (dev, stream),
+                        (start, end),
+                    );
                 }
             },
         );
@@ -254,17 +256,30 @@ pub(super) fn gpu_pass(
             c,
             records,
             &mut |work, _, _, dev, stream, start, end| {
-                devices.add(dev, stream, start, end);
-                if let latency::Work::Kernel(name) = work {
-                    if join.nccl.contains(&name) {
-                        join.collectives.push((start, end));
-                    }
-                }
+                let collectives = (join.nccl, &mut *join.collectives);
+                feed(&mut devices, collectives, work, (dev, stream), (start, end));
             },
         );
         devices.fed(gi);
     }
     Ok(devices.rows(join.trace.header.pid))
+}
+
+/// Feeds one GPU record to the utilisation unions, and a collective (NCCL) kernel's interval
+/// to the trace's collectives: `(its kernel name ids, where their intervals go)`.
+fn feed(
+    devices: &mut union::Devices,
+    (nccl, collectives): (&FastSet<u32>, &mut Vec<(u64, u64)>),
+    work: latency::Work,
+    (device, stream): (u32, u32),
+    (start, end): (u64, u64),
+) {
+    devices.add(device, stream, start, end);
+    if let latency::Work::Kernel(name) = work {
+        if nccl.contains(&name) {
+            collectives.push((start, end));
+        }
+    }
 }
 
 /// A selection pass of the kernel launch and execution times of trace `ti`: the join again,

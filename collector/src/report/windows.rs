@@ -112,8 +112,8 @@ pub(super) type Prepare<'p, T> = dyn FnMut(usize, Records) -> T + Send + 'p;
 /// window's table is filled on another from a file of its own (it starts past the end of the
 /// one before, known once that one is filled), and the chunks of `ahead` are read, decoded
 /// and prepared on a third, from a third file, once their window's bounds are known (dense
-/// keys: as its filling starts; else once it is filled). The windows and what `visit` sees are those of
-/// filling one table after the other and reading each chunk as it is looked up.
+/// keys: as its filling starts; else once it is filled). The windows and what `visit` sees
+/// are those of filling one table after the other and reading each chunk as it is looked up.
 pub(super) fn for_each_window<T: Send>(
     input: &Input,
     chunks: &ApiChunks,
