@@ -5,11 +5,15 @@
 //! of the two middle values of an even one (rounded down to a whole ns, as the mean is).
 //! A [`Dist`] counts each distinct value while there are at most [`EXACT_VALUES`] of them
 //! (enough for the median in one pass). Past that it keeps a histogram of [`LOG_BUCKETS`]
-//! buckets of logarithmic width, which tells the range holding each middle value; further
-//! passes over the same values ([`Dist::select`]) count them in [`SELECT_BUCKETS`] buckets over
-//! each range, narrowing it until it is one value wide.
-//! Memory per distribution: at most about 16 KiB (two selections of 1024 counts), whatever the
-//! number of values.
+//! buckets of logarithmic width, which tells the range holding each middle value, and how
+//! many values it holds; further passes over the same values ([`Dist::select`]) look at those
+//! in each range. A range that holds no more values than a pass has buckets ([`SELECT_BUCKETS`])
+//! has them kept, and its middle value picked from them once the pass ends. A range holding
+//! more is counted in that many buckets, narrowing it to one bucket for the next pass, and its
+//! distinct values are counted exactly while they are few: a middle value among at most
+//! [`EXACT_VALUES`] distinct values in its range is settled by the pass however wide the range.
+//! Memory per distribution: at most about 32 KiB (two selections of 1024 counts or values,
+//! with their exact counts), whatever the number of values.
 //!
 //! The standard deviation is the sample one (n − 1 in the denominator), as `nsys stats`
 //! reports it, exact from the integer sums Σx and Σx² (in 192 bits: [`super::squares`]).
@@ -18,6 +22,7 @@ use super::common::middle_mean;
 use super::squares::{sample_stddev, Squares};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use tally::Tally;
 
 /// A hasher for the small integer keys of the folds (ids, durations, launch configurations):
 /// a multiply per word, where SipHash took a tenth of a report's time.
@@ -95,11 +100,24 @@ struct Select {
     lo: u64,
     hi: u64,
     below: u64,
-    /// Counts of the current pass, over `lo..=hi` in buckets of `width`, a power of two
-    /// (`1 << shift`: a value's bucket is a shift, not a division).
-    width: u128,
-    shift: u32,
-    counts: Vec<u64>,
+    /// What the current pass has seen of the values in the range.
+    seen: Seen,
+}
+
+/// What a selection pass keeps of the values in a middle value's range.
+#[derive(Clone, Debug)]
+enum Seen {
+    /// Every one (the range holds no more than the pass's buckets), sorted as the pass ends.
+    Values(Vec<u64>),
+    /// Their counts over the range in buckets of `width`, a power of two (`1 << shift`: a
+    /// value's bucket is a shift, not a division); and, where a bucket is wider than one
+    /// value, each distinct value's count while they are few (`None` once they are not).
+    Counts {
+        width: u128,
+        shift: u32,
+        counts: Vec<u64>,
+        tally: Option<Tally>,
+    },
 }
 
 /// One middle value: being looked for, or found.
@@ -114,8 +132,8 @@ enum Middle {
 
 #[derive(Clone, Debug)]
 enum Values {
-    /// Value → how many times.
-    Exact(FastMap<u64, u64>),
+    /// Each distinct value and how many times it came.
+    Exact(Tally),
     /// Counts per [`log_bucket`].
     Log(Box<[u64]>),
     /// The middle values' ranges (the lower and the upper middle value; one where the
@@ -135,13 +153,6 @@ pub struct Dist {
     /// Σx², exactly.
     squares: Squares,
     values: Values,
-    /// While the values are counted exactly: the last one added (in the map), and how many
-    /// times it came again since, not yet added to its count there ([`Dist::settle`]). A
-    /// value that comes again at once costs a compare, not a map entry: a kernel's or copy's
-    /// durations are often one value many times over (a synthetic trace's always are; timers
-    /// that tick in microseconds too).
-    last: Option<u64>,
-    again: u64,
 }
 
 impl Default for Dist {
@@ -152,9 +163,7 @@ impl Default for Dist {
             min: u64::MAX,
             max: 0,
             squares: Squares::default(),
-            values: Values::Exact(FastMap::default()),
-            last: None,
-            again: 0,
+            values: Values::Exact(Tally::default()),
         }
     }
 }
@@ -169,46 +178,23 @@ impl Dist {
         self.max = self.max.max(v);
         self.squares.add(v);
         match &mut self.values {
-            Values::Exact(_) if self.last == Some(v) => self.again += 1,
-            Values::Exact(_) => self.add_exact(v),
+            Values::Exact(tally) => {
+                if !tally.add(v) {
+                    self.switch_to_log();
+                }
+            }
             Values::Log(h) => h[log_bucket(v)] += 1,
             Values::Select(_) | Values::Median(_) => {}
         }
     }
 
-    /// Counts a value other than the last one while the values are counted exactly (out of
-    /// line: [`Dist::add`]'s common cases stay small enough to inline).
+    /// From exact counts to the histogram (out of line: [`Dist::add`]'s common cases stay
+    /// small enough to inline).
     #[inline(never)]
-    fn add_exact(&mut self, v: u64) {
-        if let Values::Exact(map) = &mut self.values {
-            if let (Some(last), again @ 1..) = (self.last, self.again) {
-                *map.entry(last).or_insert(0) += again;
-            }
-            self.again = 0;
-            self.last = Some(v);
-            *map.entry(v).or_insert(0) += 1;
-            if map.len() > EXACT_VALUES {
-                self.switch_to_log();
-            }
-        }
-    }
-
-    /// Adds the repeats of the last value to its count in the map.
-    fn settle(&mut self) {
-        if let (Values::Exact(map), Some(last), again @ 1..) =
-            (&mut self.values, self.last, self.again)
-        {
-            *map.entry(last).or_insert(0) += again;
-        }
-        self.again = 0;
-        self.last = None;
-    }
-
     fn switch_to_log(&mut self) {
-        self.settle();
         let mut h = vec![0u64; LOG_BUCKETS].into_boxed_slice();
-        if let Values::Exact(map) = &self.values {
-            for (&v, &n) in map {
+        if let Values::Exact(tally) = &self.values {
+            for (v, n) in tally.counts() {
                 h[log_bucket(v)] += n;
             }
         }
@@ -222,9 +208,6 @@ impl Dist {
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
         self.squares.merge(&other.squares);
-        self.settle();
-        // The repeats `other` has not added to its map yet.
-        let pending = other.last.map(|v| (v, other.again)).filter(|&(_, n)| n > 0);
         if let Values::Log(_) = other.values {
             if let Values::Exact(_) = self.values {
                 self.switch_to_log();
@@ -232,15 +215,13 @@ impl Dist {
         }
         match (&mut self.values, &other.values) {
             (Values::Exact(a), Values::Exact(b)) => {
-                for (&v, &n) in b.iter().chain(pending.as_ref().map(|(v, n)| (v, n))) {
-                    *a.entry(v).or_insert(0) += n;
-                }
-                if a.len() > EXACT_VALUES {
+                let exact = a.merge(b);
+                if !exact {
                     self.switch_to_log();
                 }
             }
             (Values::Log(a), Values::Exact(b)) => {
-                for (&v, &n) in b.iter().chain(pending.as_ref().map(|(v, n)| (v, n))) {
+                for (v, n) in b.counts() {
                     a[log_bucket(v)] += n;
                 }
             }
@@ -269,7 +250,6 @@ impl Dist {
     /// [`Dist::end_pass`], the next pass counting in up to `buckets` buckets (at least
     /// [`SELECT_BUCKETS`]): a range of up to that many values is settled in one pass.
     pub fn end_pass_with(&mut self, buckets: u128) -> bool {
-        self.settle();
         let buckets = buckets.max(SELECT_BUCKETS);
         let [lower, upper] = self.ranks();
         let ranks: &[u64] = if lower == upper {
@@ -277,21 +257,13 @@ impl Dist {
         } else {
             &[lower, upper]
         };
+        if let Values::Select(middles) = &mut self.values {
+            middles.iter_mut().for_each(Middle::sort);
+        }
         let mut middles: Vec<Middle> = match &self.values {
-            Values::Exact(map) => {
-                let mut v: Vec<(u64, u64)> = map.iter().map(|(&v, &n)| (v, n)).collect();
-                v.sort_unstable();
-                let at = |rank: u64| {
-                    let mut seen = 0;
-                    for &(value, n) in &v {
-                        seen += n;
-                        if seen > rank {
-                            return value;
-                        }
-                    }
-                    0
-                };
-                self.values = Values::Median(middle_mean(at(lower), at(upper)));
+            Values::Exact(tally) => {
+                let median = middle_mean(tally.value_of_rank(lower), tally.value_of_rank(upper));
+                self.values = Values::Median(median);
                 return false;
             }
             Values::Log(h) => ranks
@@ -302,7 +274,7 @@ impl Dist {
                         if below + n > rank {
                             let (lo, hi) = log_range(b);
                             let (lo, hi) = (lo.max(self.min), hi.min(self.max));
-                            return Select::search(lo, hi, below, buckets);
+                            return Select::search((lo, hi), below, n, buckets);
                         }
                         below += n;
                     }
@@ -324,7 +296,7 @@ impl Dist {
             Values::Median(_) => return false,
         };
         if matches!(&middles[..], [Middle::Select(a), Middle::Select(b)]
-            if (a.lo, a.hi, a.below, a.width) == (b.lo, b.hi, b.below, b.width))
+            if (a.lo, a.hi, a.below) == (b.lo, b.hi, b.below))
         {
             middles[1] = Middle::Same;
         }
@@ -350,10 +322,7 @@ impl Dist {
         if let Values::Select(middles) = &mut self.values {
             for m in middles.iter_mut() {
                 if let Middle::Select(s) = m {
-                    if v >= s.lo && v <= s.hi {
-                        // A width is at most 2^64 / SELECT_BUCKETS: a shift under 64.
-                        s.counts[((v - s.lo) >> s.shift) as usize] += 1;
-                    }
+                    s.take(v);
                 }
             }
         }
@@ -365,10 +334,7 @@ impl Dist {
         if let (Values::Select(mine), Values::Select(theirs)) = (&mut self.values, &other.values) {
             for (m, o) in mine.iter_mut().zip(theirs) {
                 if let (Middle::Select(m), Middle::Select(o)) = (m, o) {
-                    m.counts
-                        .iter_mut()
-                        .zip(&o.counts)
-                        .for_each(|(a, b)| *a += b);
+                    m.add(o);
                 }
             }
         }
@@ -407,35 +373,118 @@ impl Dist {
     }
 }
 
+impl Middle {
+    /// Sorts the values kept of its range, as a pass ends.
+    fn sort(&mut self) {
+        if let Middle::Select(Select {
+            seen: Seen::Values(v),
+            ..
+        }) = self
+        {
+            v.sort_unstable();
+        }
+    }
+}
+
 impl Select {
-    /// The middle value's search over `lo..=hi` (`below` values under `lo`) in up to `buckets`
-    /// buckets: found where the range is one value wide.
-    fn search(lo: u64, hi: u64, below: u64, buckets: u128) -> Middle {
+    /// The middle value's search over `lo..=hi`, which holds `n` values (`below` values under
+    /// `lo`), in a pass of up to `buckets` buckets: found where the range is one value wide;
+    /// its values kept where they are no more than the buckets.
+    fn search((lo, hi): (u64, u64), below: u64, n: u64, buckets: u128) -> Middle {
         if lo >= hi {
             return Middle::Found(lo);
         }
-        let span = u128::from(hi) - u128::from(lo) + 1;
-        let width = span.div_ceil(buckets).max(1).next_power_of_two();
-        let buckets = span.div_ceil(width) as usize;
+        let seen = if u128::from(n) <= buckets {
+            Seen::Values(Vec::new())
+        } else {
+            let span = u128::from(hi) - u128::from(lo) + 1;
+            let width = span.div_ceil(buckets).max(1).next_power_of_two();
+            Seen::Counts {
+                width,
+                shift: width.trailing_zeros(),
+                counts: vec![0; span.div_ceil(width) as usize],
+                // Buckets one value wide settle the middle value without it.
+                tally: (width > 1).then(Tally::default),
+            }
+        };
         Middle::Select(Select {
             lo,
             hi,
             below,
-            width,
-            shift: width.trailing_zeros(),
-            counts: vec![0; buckets],
+            seen,
         })
     }
 
-    /// After a pass: the bucket holding the value of `rank`, searched next (in up to `buckets`
-    /// buckets).
+    /// Sees one value of a pass.
+    #[inline]
+    fn take(&mut self, v: u64) {
+        if v < self.lo || v > self.hi {
+            return;
+        }
+        match &mut self.seen {
+            Seen::Values(values) => values.push(v),
+            Seen::Counts {
+                shift,
+                counts,
+                tally,
+                ..
+            } => {
+                // A width is at most 2^64 / SELECT_BUCKETS: a shift under 64.
+                counts[((v - self.lo) >> *shift) as usize] += 1;
+                if let Some(t) = tally {
+                    if !t.add(v) {
+                        *tally = None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Adds what `other` (a copy taken as the pass began) saw of other values of the pass.
+    fn add(&mut self, other: &Select) {
+        match (&mut self.seen, &other.seen) {
+            (Seen::Values(mine), Seen::Values(theirs)) => mine.extend_from_slice(theirs),
+            (
+                Seen::Counts { counts, tally, .. },
+                Seen::Counts {
+                    counts: their_counts,
+                    tally: their_tally,
+                    ..
+                },
+            ) => {
+                counts
+                    .iter_mut()
+                    .zip(their_counts)
+                    .for_each(|(a, b)| *a += b);
+                *tally = match (tally.take(), their_tally) {
+                    (Some(mut t), Some(o)) => t.merge(o).then_some(t),
+                    _ => None,
+                };
+            }
+            _ => {}
+        }
+    }
+
+    /// After a pass (its values sorted: [`Middle::sort`]): the value of rank `rank`, found
+    /// among the values kept or counted exactly, or the bucket holding it, searched next in
+    /// up to `buckets` buckets.
     fn narrow(&self, rank: u64, buckets: u128) -> Middle {
+        let (width, counts) = match &self.seen {
+            Seen::Values(v) => {
+                let at = usize::try_from(rank.saturating_sub(self.below)).unwrap_or(usize::MAX);
+                return Middle::Found(v.get(at).copied().unwrap_or(self.lo));
+            }
+            Seen::Counts { tally: Some(t), .. } => {
+                return Middle::Found(t.value_of_rank(rank.saturating_sub(self.below)))
+            }
+            Seen::Counts { width, counts, .. } => (*width, counts),
+        };
         let mut below = self.below;
-        for (b, &n) in self.counts.iter().enumerate() {
+        for (b, &n) in counts.iter().enumerate() {
             if below + n > rank {
-                let lo = u128::from(self.lo) + b as u128 * self.width;
-                let hi = (lo + self.width - 1).min(u128::from(self.hi));
-                return Select::search(lo as u64, hi as u64, below, buckets);
+                let lo = u128::from(self.lo) + b as u128 * width;
+                let hi = (lo + width - 1).min(u128::from(self.hi));
+                return Select::search((lo as u64, hi as u64), below, n, buckets);
             }
             below += n;
         }
@@ -443,5 +492,6 @@ impl Select {
     }
 }
 
+mod tally;
 #[cfg(test)]
 mod tests;

@@ -214,3 +214,65 @@ fn selections_of_any_bucket_count_find_the_sorted_median() {
         assert_eq!(median_in(&even, 6553).0, sorted_median(&even));
     }
 }
+
+/// The median, and the passes it took with selections of `buckets` buckets, each selection
+/// pass split over `copies` copies of the distribution taken as the pass begins (as the
+/// report's threads take them), their counts added as it ends.
+fn median_in_copies(values: &[u64], buckets: u128, copies: usize) -> (u64, usize) {
+    let mut d = Dist::default();
+    values.iter().for_each(|&v| d.add(v));
+    let mut passes = 1;
+    while d.end_pass_with(buckets) {
+        passes += 1;
+        let mut each: Vec<Dist> = (0..copies).map(|_| d.clone()).collect();
+        for (i, &v) in values.iter().enumerate() {
+            each[i % copies].select(v);
+        }
+        each.iter().for_each(|c| d.add_selected(c));
+    }
+    (d.median(), passes)
+}
+
+#[test]
+fn a_range_of_few_values_is_settled_by_one_pass_however_wide() {
+    // 600 distinct values in the histogram bucket 2^30..2^30 + 2^26: counted in 1024 buckets
+    // they took three selection passes (2^26, 2^16, then 64 values a bucket); kept, one.
+    let wide: Vec<u64> = (0..600u64).map(|i| (1 << 30) + i * 100_003).collect();
+    let want = sorted_median(&wide);
+    assert_eq!(median_of(&wide), (want, 2));
+    assert_eq!(median_in_copies(&wide, SELECT_BUCKETS, 3), (want, 2));
+    let odd = &wide[1..];
+    assert_eq!(
+        median_in_copies(odd, SELECT_BUCKETS, 2),
+        (sorted_median(odd), 2)
+    );
+}
+
+#[test]
+fn few_distinct_values_in_a_range_settle_it_in_one_pass() {
+    // 3000 values of 150 distinct ones in the bucket 2^20..2^20 + 2^16, and 150 far above
+    // (more than 256 distinct in all: the histogram). More values than buckets: counted,
+    // and exactly while few, which settles the median in the first selection pass (the
+    // buckets alone, 64 values wide, took two).
+    let near = |j: u64| (1 << 20) + (j * 7 % 150) * 401;
+    let values: Vec<u64> = (0..3000u64)
+        .map(near)
+        .chain((0..150u64).map(|i| 1_000_000_000 + i))
+        .collect();
+    let want = sorted_median(&values);
+    assert_eq!(median_of(&values), (want, 2));
+    assert_eq!(median_in_copies(&values, SELECT_BUCKETS, 2), (want, 2));
+    // 400 distinct values in the range: too many to count exactly; the buckets narrow it.
+    let many: Vec<u64> = (0..3000u64)
+        .map(|j| (1 << 20) + (j * 7 % 400) * 150)
+        .collect();
+    let want = sorted_median(&many);
+    assert_eq!(median_of(&many), (want, 3));
+    assert_eq!(median_in_copies(&many, SELECT_BUCKETS, 3), (want, 3));
+    // Two copies that saw 200 distinct values each, 400 together: their sum is not exact.
+    let split: Vec<u64> = (0..3000u64)
+        .map(|j| (1 << 20) + (j % 2) * 30_000 + (j / 2 % 200) * 150)
+        .collect();
+    let want = sorted_median(&split);
+    assert_eq!(median_in_copies(&split, SELECT_BUCKETS, 2), (want, 3));
+}
