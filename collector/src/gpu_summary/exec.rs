@@ -142,11 +142,38 @@ pub struct KernExecFold {
     rows: Vec<((String, String), Parts)>,
     index: HashMap<(String, String), usize>,
     /// (trace, kernel name id, function id) → row.
-    keys: FastMap<(usize, u32, u32), usize>,
+    keys: FastMap<RowKey, usize>,
+    /// Keys met lately and their rows, each in its [`recent_slot`]: most launches are of a
+    /// few kernels, whose rows are found without hashing their keys.
+    recent: [Option<(RowKey, usize)>; RECENT],
+}
+
+/// A launch's trace, kernel name id and function id.
+type RowKey = (usize, u32, u32);
+
+/// Slots of [`KernExecFold::recent`].
+const RECENT: usize = 32;
+
+/// The slot of a key among [`KernExecFold::recent`].
+fn recent_slot((ti, name, function): RowKey) -> usize {
+    (ti ^ (name ^ function.wrapping_mul(7)) as usize) % RECENT
 }
 
 impl KernExecFold {
     fn row(&mut self, t: &Trace, ti: usize, name: u32, function: u32) -> usize {
+        let slot = recent_slot((ti, name, function));
+        match self.recent[slot] {
+            Some((key, row)) if key == (ti, name, function) => row,
+            _ => {
+                let row = self.row_of(t, ti, name, function);
+                self.recent[slot] = Some(((ti, name, function), row));
+                row
+            }
+        }
+    }
+
+    /// The row of kernel `name` launched by `function` in trace `ti`, made if new.
+    fn row_of(&mut self, t: &Trace, ti: usize, name: u32, function: u32) -> usize {
         if let Some(&row) = self.keys.get(&(ti, name, function)) {
             return row;
         }
