@@ -3,13 +3,13 @@
 //! passes read them back instead of joining the trace's kernels with its calls again.
 //!
 //! Each launch is a few bytes (its row in the trace's fold of launch times,
-//! [`crate::gpu_summary::exec::KernExecFold`], and its four parts, as variable-length
-//! integers), gathered a megabyte at a time ([`BLOCK`]). The report's first blocks stay in
+//! [`crate::gpu_summary::exec::KernExecFold`], and its four parts, each in as few of 1, 2, 4
+//! or 8 bytes as hold it: [`put_launch`]), gathered a megabyte at a time ([`BLOCK`]). The report's first blocks stay in
 //! memory, up to [`HELD`] bytes for all its traces together; the blocks past them go to one
 //! temporary file with no name ([`LaunchStore`], [`crate::spool::unnamed_file`]), whose
 //! blocks each trace remembers: what the report holds in memory is bounded whatever the
 //! launches (at most [`HELD`] bytes of them, and a few words per megabyte written); the
-//! launches take 5 to 40 bytes each (14 on the 10M-record synthetic trace, whose 2.9 million
+//! launches take 5 to 43 bytes each (14 on the 10M-record synthetic trace, whose 2.9 million
 //! launches stay in memory), and the file is gone once the report is. Where the file cannot be
 //! made or written, the selection passes join again (`passes::kern_exec_pass`).
 
@@ -121,15 +121,7 @@ impl<'f> Launches<'f> {
         if !self.whole {
             return;
         }
-        let (api, queue, kernel, total) = parts;
-        let b = &mut self.buf;
-        varint((row as u64) << 1 | u64::from(queue.is_some()), b);
-        varint(api, b);
-        if let Some(q) = queue {
-            varint(q, b);
-        }
-        varint(kernel, b);
-        varint(total, b);
+        put_launch(row, parts, &mut self.buf);
         if self.buf.len() >= self.to.block {
             self.write();
         }
@@ -140,7 +132,8 @@ impl<'f> Launches<'f> {
             return;
         }
         if self.to.hold(self.buf.len()) {
-            // A launch is at most 50 bytes: the next block fits without growing.
+            // A launch is at most 43 bytes, and the last part written takes 8 bytes before
+            // it is cut to its size: the next block fits without growing.
             let next = Vec::with_capacity(self.to.block + 64);
             self.blocks
                 .push(Block::Held(std::mem::replace(&mut self.buf, next)));
@@ -203,19 +196,69 @@ impl Kept<'_> {
 /// whole launches.
 fn each_launch(mut b: &[u8], f: &mut dyn FnMut(usize, LaunchParts)) -> Option<()> {
     while !b.is_empty() {
-        let key = read_varint(&mut b)?;
-        let row = usize::try_from(key >> 1).ok()?;
-        let api = read_varint(&mut b)?;
-        let queue = if key & 1 != 0 {
-            Some(read_varint(&mut b)?)
-        } else {
-            None
-        };
-        let kernel = read_varint(&mut b)?;
-        let total = read_varint(&mut b)?;
-        f(row, (api, queue, kernel, total));
+        let (row, parts) = take_launch(&mut b)?;
+        f(row, parts);
     }
     Some(())
+}
+
+/// Appends a launch: its row and whether it has a queue as LEB128 (`row << 1 | queued`), a
+/// byte of its parts' sizes (two bits each, api first: 1, 2, 4 or 8 bytes), and its parts
+/// (the queue only where there is one), little-endian, each in its size.
+#[inline]
+fn put_launch(row: usize, (api, queue, kernel, total): LaunchParts, out: &mut Vec<u8>) {
+    let parts = [api, queue.unwrap_or(0), kernel, total];
+    let sizes =
+        parts.map(|v| u8::from(v > 0xFF) + u8::from(v > 0xFFFF) + u8::from(v > 0xFFFF_FFFF));
+    varint((row as u64) << 1 | u64::from(queue.is_some()), out);
+    out.push(sizes[0] | sizes[1] << 2 | sizes[2] << 4 | sizes[3] << 6);
+    for (i, (v, size)) in parts.into_iter().zip(sizes).enumerate() {
+        if i == 1 && queue.is_none() {
+            continue;
+        }
+        // All eight bytes, then cut to the part's size: one store, not a copy of a length
+        // known only here.
+        let len = out.len();
+        out.extend_from_slice(&v.to_le_bytes());
+        out.truncate(len + (1 << size));
+    }
+}
+
+/// Takes a launch ([`put_launch`]) off the front of `b`.
+#[inline]
+fn take_launch(b: &mut &[u8]) -> Option<(usize, LaunchParts)> {
+    let key = read_varint(b)?;
+    let row = usize::try_from(key >> 1).ok()?;
+    let (&sizes, rest) = b.split_first()?;
+    *b = rest;
+    let api = take_sized(b, sizes)?;
+    let queue = match key & 1 {
+        0 => None,
+        _ => Some(take_sized(b, sizes >> 2)?),
+    };
+    let kernel = take_sized(b, sizes >> 4)?;
+    let total = take_sized(b, sizes >> 6)?;
+    Some((row, (api, queue, kernel, total)))
+}
+
+/// Takes a little-endian value of 1, 2, 4 or 8 bytes (`1 << (size & 3)`) off the front of
+/// `b`.
+#[inline]
+fn take_sized(b: &mut &[u8], size: u8) -> Option<u64> {
+    const MASKS: [u64; 4] = [0xFF, 0xFFFF, 0xFFFF_FFFF, u64::MAX];
+    let size = usize::from(size & 3);
+    let len = 1 << size;
+    let v = match b.first_chunk::<8>() {
+        // Eight bytes read at once, those past the value masked off.
+        Some(word) => u64::from_le_bytes(*word) & MASKS[size],
+        None => {
+            let mut word = [0u8; 8];
+            word[..len].copy_from_slice(b.get(..len)?);
+            u64::from_le_bytes(word)
+        }
+    };
+    *b = &b[len..];
+    Some(v)
 }
 
 /// Appends `v` as LEB128.
@@ -289,7 +332,7 @@ mod tests {
                 .filter(|b| matches!(b, Block::Held(_)))
                 .count()
         };
-        // 2.4 MB of launches (18.25 bytes each on average): two full blocks and a third.
+        // 2.3 MB of launches (17.25 bytes each on average): two full blocks and a third.
         assert_eq!(a.blocks(), 3, "held {held}");
         let (a_held, b_held) = (in_memory(&a), in_memory(&b));
         match held {
