@@ -327,13 +327,13 @@ impl<'a> RecordFilter<'a> {
         (self.filter.devices.is_empty() || self.filter.devices.contains(&device))
             && (self.filter.streams.is_empty() || self.filter.streams.contains(&stream))
     }
-    #[inline]
+    #[inline(always)]
     pub fn api(&self, mut r: ApiRecord) -> Option<ApiRecord> {
         r.start_ns = self.time(r.start_ns);
         r.end_ns = self.time(r.end_ns);
         self.window(r.start_ns).then_some(r)
     }
-    #[inline]
+    #[inline(always)]
     pub fn kernel(&self, mut k: KernelRecord) -> Option<KernelRecord> {
         k.start_ns = self.time(k.start_ns);
         k.end_ns = self.time(k.end_ns);
@@ -343,13 +343,13 @@ impl<'a> RecordFilter<'a> {
             .is_none_or(|n| n.get(&k.name) == Some(&true));
         (self.window(k.start_ns) && self.place(k.device, k.stream) && named).then_some(k)
     }
-    #[inline]
+    #[inline(always)]
     pub fn memcpy(&self, mut m: MemcpyRecord) -> Option<MemcpyRecord> {
         m.start_ns = self.time(m.start_ns);
         m.end_ns = self.time(m.end_ns);
         (self.window(m.start_ns) && self.place(m.device, m.stream)).then_some(m)
     }
-    #[inline]
+    #[inline(always)]
     pub fn memset(&self, mut s: MemsetRecord) -> Option<MemsetRecord> {
         s.start_ns = self.time(s.start_ns);
         s.end_ns = self.time(s.end_ns);
