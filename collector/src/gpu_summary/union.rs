@@ -68,7 +68,10 @@ impl Union {
     /// `watermark`; the one that starts last is the last again.
     fn sweep(&mut self, watermark: u64) {
         self.pending.extend(self.last.take());
-        self.pending.sort_unstable();
+        // A stable sort, for its merge of runs: what waits is a few runs already in order
+        // (what the last sweep kept, then each chunk's records in time order), which it merges
+        // in about one pass where a quicksort partitions them all (half the sort's time).
+        self.pending.sort();
         let mut kept = 0;
         let mut i = 0;
         while i < self.pending.len() {
