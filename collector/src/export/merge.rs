@@ -7,7 +7,7 @@
 use super::emitter::{Emitter, On, Track};
 use super::layout::{self, Lanes, Step};
 use super::nvtx_tracks::NvtxTracks;
-use crate::gpu_summary::dist::FastMap;
+use crate::gpu_summary::fast_hash::FastMap;
 use crate::model::Trace;
 use crate::read::first::{counter_change, CounterKey, Places};
 use crate::read::links::LinkTable;

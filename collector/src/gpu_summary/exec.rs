@@ -7,7 +7,8 @@
 //! passes over the same launches: [`Dist`]).
 
 use super::common::{saturate, Stats};
-use super::dist::{Dist, FastMap};
+use super::dist::Dist;
+use super::fast_hash::FastMap;
 use crate::model::Trace;
 use rtrace_format::FLAG_CORRELATED;
 use std::collections::HashMap;

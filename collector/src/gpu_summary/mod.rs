@@ -15,6 +15,7 @@
 mod common;
 pub mod dist;
 pub mod exec;
+pub mod fast_hash;
 pub mod latency;
 mod memory;
 mod resources;

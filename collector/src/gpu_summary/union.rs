@@ -2,7 +2,7 @@
 //! far as a watermark (no record still to come starts before it) allows.
 
 use super::common::{Hundredths, Utilisation};
-use super::dist::FastMap;
+use super::fast_hash::FastMap;
 use std::collections::BinaryHeap;
 
 /// The union of the intervals of one device or stream, built incrementally.

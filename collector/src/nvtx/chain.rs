@@ -171,7 +171,7 @@ impl Nodes {
             .filter(|&n| self.nodes[n as usize].live)
             .collect();
         order.sort_by_key(|&n| std::cmp::Reverse(self.nodes[n as usize].made));
-        let mut partial: crate::gpu_summary::dist::FastMap<u32, Spans> = Default::default();
+        let mut partial: crate::gpu_summary::fast_hash::FastMap<u32, Spans> = Default::default();
         let mut out = Vec::with_capacity(order.len());
         for n in order {
             let node = &self.nodes[n as usize];

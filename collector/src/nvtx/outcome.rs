@@ -5,7 +5,7 @@ use super::chain::Acc;
 use super::stats::{
     domain_names, sort, text, ExternalSummary, NameAcc, NvtxRange, Projected, RangeAcc, Ranges,
 };
-use crate::gpu_summary::dist::FastMap;
+use crate::gpu_summary::fast_hash::FastMap;
 use crate::model::Trace;
 
 /// A range being built.

@@ -15,7 +15,7 @@
 //! the ranges of its thread.
 
 use super::chain::{Chain, Nodes};
-use crate::gpu_summary::dist::FastMap;
+use crate::gpu_summary::fast_hash::FastMap;
 
 /// The chains and registers of the process view.
 #[derive(Default)]

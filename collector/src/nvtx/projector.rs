@@ -5,7 +5,7 @@ use super::chain::{merge_spans, Chain, Nodes, Spans};
 use super::outcome::{add_work, projected, ExternalRow, Slot};
 use super::process::Foreign;
 use super::stats::{LiveSpan, Projected, RangeAcc, Shown, Work};
-use crate::gpu_summary::dist::FastMap;
+use crate::gpu_summary::fast_hash::FastMap;
 use crate::model::Trace;
 use rtrace_format::{NvtxEvent, NvtxKind};
 

@@ -10,7 +10,7 @@ use super::links::LinkTable;
 use super::records::{Gpu, Kind, Place, Records};
 use super::trace::RecordSink;
 use crate::filter::RecordFilter;
-use crate::gpu_summary::dist::FastSet;
+use crate::gpu_summary::fast_hash::FastSet;
 use crate::model::{ThreadTrace, Trace};
 use rtrace_format::{
     Chunk, MemcpyRecord, MemoryKind, MemoryOperation, MemoryRecord, NvtxEvent, NvtxKind,

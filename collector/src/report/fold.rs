@@ -3,7 +3,8 @@
 //! folded on its own ([`TraceFold`]), then merged by name into the report's rows
 //! ([`Merged`]), so memory grows with the number of distinct keys, not of records.
 
-use crate::gpu_summary::dist::{Dist, FastMap};
+use crate::gpu_summary::dist::Dist;
+use crate::gpu_summary::fast_hash::FastMap;
 use crate::gpu_summary::{
     ranked_kernels, ranked_memcpys, Hundredths, KernelSummary, MemcpySummary, MemsetSummary,
 };

@@ -20,7 +20,7 @@
 //! durations, not its records.
 
 use super::input::Input;
-use crate::gpu_summary::dist::FastSet;
+use crate::gpu_summary::fast_hash::FastSet;
 use crate::gpu_summary::Utilisation;
 use crate::model::Trace;
 use crate::read::index::ChunkRef;

@@ -12,7 +12,7 @@
 //! without the set. Ids of one chunk are close, so the page of the last id answers most
 //! look-ups.
 
-use crate::gpu_summary::dist::FastMap;
+use crate::gpu_summary::fast_hash::FastMap;
 
 /// Ids per page: a page is a bitmap of 8 KiB.
 const PAGE_IDS: u64 = 1 << 16;

@@ -5,7 +5,7 @@
 //! of its own first, so that the text is made and hashed once.
 
 use crate::export::layout::{self, Gpu, KernelNames, Value};
-use crate::gpu_summary::dist::FastMap;
+use crate::gpu_summary::fast_hash::FastMap;
 use crate::model::Trace;
 use rtrace_format::ApiRecord;
 use std::collections::HashMap;

@@ -12,7 +12,7 @@ use super::lane::Lane;
 use super::packets::Packets;
 use crate::export::emitter::{On, Track};
 use crate::export::layout::{self, Device, MAX_LANES};
-use crate::gpu_summary::dist::FastMap;
+use crate::gpu_summary::fast_hash::FastMap;
 use crate::model::Trace;
 use crate::read::first::CounterKey;
 use std::io::Write;

@@ -1,7 +1,10 @@
 //! Values counted exactly while they are few ([`Tally`]): a [`super::Dist`]'s values on its
 //! first pass, and the values inside a middle value's range on a selection pass.
 
-use super::{FastMap, EXACT_VALUES};
+use crate::gpu_summary::fast_hash::FastMap;
+
+/// Distinct values counted exactly before switching to the histogram.
+pub const EXACT_VALUES: usize = 256;
 
 /// Each distinct value and how many times it came, while there are at most [`EXACT_VALUES`]
 /// of them. A value that comes again at once costs a compare, not a map entry: a kernel's or
