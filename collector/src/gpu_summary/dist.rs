@@ -9,11 +9,13 @@
 //! many values it holds; further passes over the same values ([`Dist::select`]) look at those
 //! in each range. A range that holds no more values than a pass has buckets ([`SELECT_BUCKETS`])
 //! has them kept, and its middle value picked from them once the pass ends. A range holding
-//! more is counted in that many buckets, narrowing it to one bucket for the next pass, and its
-//! distinct values are counted exactly while they are few: a middle value among at most
-//! [`EXACT_VALUES`] distinct values in its range is settled by the pass however wide the range.
-//! Memory per distribution: at most about 32 KiB (two selections of 1024 counts or values,
-//! with their exact counts), whatever the number of values.
+//! more is counted in that many buckets, narrowing it to one bucket for the next pass; where
+//! the buckets are many (a pass given more than [`SELECT_BUCKETS`]: [`TALLY_BUCKETS`]), its
+//! distinct values are counted exactly too while they are few: a middle value among at most
+//! [`EXACT_VALUES`] distinct values in its range is then settled by the pass however wide the
+//! range. Memory per distribution: at most about 16 KiB with the default buckets (two
+//! selections of 1024 counts or values), whatever the number of values; a quarter more
+//! beside larger counts.
 //!
 //! The standard deviation is the sample one (n − 1 in the denominator), as `nsys stats`
 //! reports it, exact from the integer sums Σx and Σx² (in 192 bits: [`super::squares`]).
@@ -30,6 +32,10 @@ const SUB: u32 = 16;
 pub const LOG_BUCKETS: usize = (SUB as usize) * 61;
 /// Buckets of a selection pass.
 pub const SELECT_BUCKETS: u128 = 1024;
+/// The fewest buckets of a range's counts beside which its distinct values are counted exactly
+/// too ([`Seen::Counts`]): the exact counts (at most [`EXACT_VALUES`], about 8 KiB) then add at
+/// most a quarter to what the pass holds for the range.
+const TALLY_BUCKETS: usize = 4096;
 
 /// The logarithmic bucket of `v`: exact below `SUB`, then `SUB` buckets per power of two.
 fn log_bucket(v: u64) -> usize {
@@ -72,7 +78,8 @@ enum Seen {
     Values(Vec<u64>),
     /// Their counts over the range in buckets of `width`, a power of two (`1 << shift`: a
     /// value's bucket is a shift, not a division); and, where a bucket is wider than one
-    /// value, each distinct value's count while they are few (`None` once they are not).
+    /// value and the buckets are at least [`TALLY_BUCKETS`], each distinct value's count
+    /// while they are few (`None` once they are not, or where not counted).
     Counts {
         width: u128,
         shift: u32,
@@ -360,12 +367,13 @@ impl Select {
         } else {
             let span = u128::from(hi) - u128::from(lo) + 1;
             let width = span.div_ceil(buckets).max(1).next_power_of_two();
+            let counts = span.div_ceil(width) as usize;
             Seen::Counts {
                 width,
                 shift: width.trailing_zeros(),
-                counts: vec![0; span.div_ceil(width) as usize],
+                counts: vec![0; counts],
                 // Buckets one value wide settle the middle value without it.
-                tally: (width > 1).then(Tally::default),
+                tally: (width > 1 && counts >= TALLY_BUCKETS).then(Tally::default),
             }
         };
         Middle::Select(Select {

@@ -250,29 +250,32 @@ fn a_range_of_few_values_is_settled_by_one_pass_however_wide() {
 
 #[test]
 fn few_distinct_values_in_a_range_settle_it_in_one_pass() {
-    // 3000 values of 150 distinct ones in the bucket 2^20..2^20 + 2^16, and 150 far above
-    // (more than 256 distinct in all: the histogram). More values than buckets: counted,
-    // and exactly while few, which settles the median in the first selection pass (the
-    // buckets alone, 64 values wide, took two).
+    // 6000 values of 150 distinct ones in the bucket 2^20..2^20 + 2^16, and 150 far above
+    // (more than 256 distinct in all: the histogram). More values than a pass's 4096 buckets
+    // (a pass the launch-time fold gives many): counted, 16 values a bucket, and exactly
+    // while few, which settles the median in the first selection pass (the buckets alone, two).
     let near = |j: u64| (1 << 20) + (j * 7 % 150) * 401;
-    let values: Vec<u64> = (0..3000u64)
+    let values: Vec<u64> = (0..6000u64)
         .map(near)
         .chain((0..150u64).map(|i| 1_000_000_000 + i))
         .collect();
     let want = sorted_median(&values);
-    assert_eq!(median_of(&values), (want, 2));
-    assert_eq!(median_in_copies(&values, SELECT_BUCKETS, 2), (want, 2));
+    assert_eq!(median_in(&values, 4096), (want, 2));
+    assert_eq!(median_in_copies(&values, 4096, 2), (want, 2));
+    // 1024 buckets are too few to carry exact counts beside them: the buckets narrow the range
+    // (64 values a bucket), then its values are kept.
+    assert_eq!(median_of(&values), (want, 3));
     // 400 distinct values in the range: too many to count exactly; the buckets narrow it.
-    let many: Vec<u64> = (0..3000u64)
+    let many: Vec<u64> = (0..6000u64)
         .map(|j| (1 << 20) + (j * 7 % 400) * 150)
         .collect();
     let want = sorted_median(&many);
-    assert_eq!(median_of(&many), (want, 3));
-    assert_eq!(median_in_copies(&many, SELECT_BUCKETS, 3), (want, 3));
+    assert_eq!(median_in(&many, 4096), (want, 3));
+    assert_eq!(median_in_copies(&many, 4096, 3), (want, 3));
     // Two copies that saw 200 distinct values each, 400 together: their sum is not exact.
-    let split: Vec<u64> = (0..3000u64)
+    let split: Vec<u64> = (0..6000u64)
         .map(|j| (1 << 20) + (j % 2) * 30_000 + (j / 2 % 200) * 150)
         .collect();
     let want = sorted_median(&split);
-    assert_eq!(median_in_copies(&split, SELECT_BUCKETS, 2), (want, 3));
+    assert_eq!(median_in_copies(&split, 4096, 2), (want, 3));
 }
