@@ -363,7 +363,9 @@ impl Select {
             return Middle::Found(lo);
         }
         let seen = if u128::from(n) <= buckets {
-            Seen::Values(Vec::new())
+            // Room for them all: the vector does not grow past them (a copy taken for another
+            // thread starts empty, holding none of it).
+            Seen::Values(Vec::with_capacity(usize::try_from(n).unwrap_or(0)))
         } else {
             let span = u128::from(hi) - u128::from(lo) + 1;
             let width = span.div_ceil(buckets).max(1).next_power_of_two();

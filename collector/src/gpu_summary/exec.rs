@@ -129,7 +129,8 @@ impl Parts {
     }
 }
 
-/// Selection buckets a pass of [`KernExecFold`] may count in (8 bytes each: 16 MiB), shared
+/// Selection buckets a pass of [`KernExecFold`] may count in (8 bytes each: 16 MiB; with the
+/// exact counts kept beside 4096 buckets or more, at most 512 of about 9 KiB), shared
 /// among its middle values.
 const SELECT_BUDGET: u128 = 1 << 21;
 /// Selection buckets of one middle value at most.

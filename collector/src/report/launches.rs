@@ -4,14 +4,15 @@
 //!
 //! Each launch is a few bytes (its row in the trace's fold of launch times,
 //! [`crate::gpu_summary::exec::KernExecFold`], and its four parts, each in as few of 1, 2, 4
-//! or 8 bytes as hold it: [`put_launch`]), gathered a megabyte at a time ([`BLOCK`]). The report's first blocks stay in
-//! memory, up to [`HELD`] bytes for all its traces together; the blocks past them go to one
-//! temporary file with no name ([`LaunchStore`], [`crate::spool::unnamed_file`]), whose
-//! blocks each trace remembers: what the report holds in memory is bounded whatever the
-//! launches (at most [`HELD`] bytes of them, and a few words per megabyte written); the
-//! launches take 5 to 43 bytes each (14 on the 10M-record synthetic trace, whose 2.9 million
-//! launches stay in memory), and the file is gone once the report is. Where the file cannot be
-//! made or written, the selection passes join again (`passes::kern_exec_pass`).
+//! or 8 bytes as hold it: [`put_launch`]), gathered a megabyte at a time ([`BLOCK`]). The
+//! report's first blocks stay in memory, up to [`HELD`] bytes for all its traces together;
+//! the blocks past them go to one temporary file with no name ([`LaunchStore`],
+//! [`crate::spool::unnamed_file`]), whose blocks each trace remembers: what the report holds in
+//! memory is bounded whatever the launches (at most [`HELD`] bytes of them, and a few words per
+//! megabyte written); the launches take 5 to 43 bytes each (14 on the 10M-record synthetic
+//! trace, whose 2.9 million launches stay in memory), and the file is gone once the report is.
+//! Where the file cannot be made or written, the selection passes join again
+//! (`passes::kern_exec_pass`).
 
 use crate::gpu_summary::exec::LaunchParts;
 use std::fs::File;
