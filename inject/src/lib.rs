@@ -70,4 +70,5 @@ mod session;
 mod state;
 mod sys;
 mod thread;
+mod thread_state;
 mod trace_fd;
