@@ -14,6 +14,12 @@
  *           module-loaded resource callback (with cb)
  *   rt      also the whole runtime API domain on the subscriber (with cb), reading the
  *           correlation id at entry and exit, as rtrace's runtime API records do
+ *   rtids   the runtime API's callbacks enabled one id at a time (every id CUPTI names), instead
+ *           of the whole domain at once (with cb)
+ *   rtwork  the same, less the runtime queries that never make GPU work (cudaGetDevice*,
+ *           cudaGetLastError, cudaPeekAtLastError, cudaDeviceGetAttribute, cudaPointerGet-
+ *           Attributes, cudaStreamIsCapturing, cudaStreamGetCaptureInfo*, cudaDriverGetVersion,
+ *           cudaRuntimeGetVersion): whether CUPTI's cost is per callback delivered (with cb)
  *   rtact   runtime API activity records (CUPTI_ACTIVITY_KIND_RUNTIME: CUPTI writes each
  *           runtime call into the activity buffer itself; the PyTorch profiler's way)
  *   drvact  driver API activity records (CUPTI_ACTIVITY_KIND_DRIVER)
@@ -118,6 +124,15 @@ static int linked(const char *name) {
            starts(name, "cuGreenCtxStreamCreate");
 }
 
+/* A runtime query that never makes GPU work (rtrace's runtime_never_makes_work). */
+static int query(const char *name) {
+    return starts(name, "cudaGetDevice") || starts(name, "cudaGetLastError") ||
+           starts(name, "cudaPeekAtLastError") || starts(name, "cudaDeviceGetAttribute") ||
+           starts(name, "cudaPointerGetAttributes") || starts(name, "cudaStreamIsCapturing") ||
+           starts(name, "cudaStreamGetCaptureInfo") || starts(name, "cudaDriverGetVersion") ||
+           starts(name, "cudaRuntimeGetVersion");
+}
+
 static int has(const char *options, const char *word) {
     size_t n = strlen(word);
     for (const char *p = options; p && *p;) {
@@ -197,8 +212,19 @@ int cupti_alone_start(const char *options) {
         if (has(options, "rt"))
             CALL(1, cuptiEnableDomain, (uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain), 1, sub,
                  CUPTI_CB_DOMAIN_RUNTIME_API);
-        fprintf(stderr, "cupti_alone: callbacks on %d driver functions%s\n", n,
-                has(options, "rt") ? " and the runtime API" : "");
+        int rt_ids = 0, rtwork = has(options, "rtwork");
+        if (rtwork || has(options, "rtids")) {
+            for (CUpti_CallbackId id = 1; id < 4096; id++) {
+                const char *name = NULL;
+                if (name_of(CUPTI_CB_DOMAIN_RUNTIME_API, id, &name) != CUPTI_SUCCESS || !name) continue;
+                if (rtwork && query(name)) continue;
+                CALL(0, cuptiEnableCallback, (uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId),
+                     1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+                rt_ids++;
+            }
+        }
+        fprintf(stderr, "cupti_alone: callbacks on %d driver functions%s (%d runtime ids one by one)\n", n,
+                has(options, "rt") ? " and the runtime API" : "", rt_ids);
     }
     return 0;
 }

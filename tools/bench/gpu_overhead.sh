@@ -9,7 +9,8 @@
 #   matmul  tools/bench/overhead_torch.py matmul: MATMULS bf16 N x N matmuls per round
 #           (ms/matmul), GPU-bound
 # Modes: untraced; rtrace-api (LD_PRELOAD=librtrace.so); rtrace-default (what `rtrace record`
-# records by default: GPU activity, runtime API records, NVTX); rtrace-interpose (the same with
+# records by default: GPU activity, runtime API records, NVTX); rtrace-default-shm (the same,
+# its trace written to /dev/shm, then moved beside the others); rtrace-interpose (the same with
 # the runtime API recorded by interposing libcudart, RTRACE_RUNTIME_API=interpose;
 # rtrace-interpose-b with $LIB_B); rtrace-default-heap (the same
 # with CUPTI's buffers in heap memory); rtrace-default-b (the default with the library $LIB_B); rtrace-gpu (+ RTRACE_GPU_ACTIVITY=1,
@@ -61,6 +62,9 @@ for v in $(compgen -e); do
 done
 
 WORK=$(mktemp -d /tmp/rtrace-overhead.XXXXXX) || exit 2
+# rtrace-default-shm writes its traces here (tmpfs: what the file system costs the worker).
+SHM=$(mktemp -d /dev/shm/rtrace-overhead.XXXXXX) || exit 2
+trap 'rm -rf "$SHM"' EXIT
 mkdir -p "$WORK"/{rounds,ops,procs,prof,traces,out,usage,threads} || exit 2
 LOG=$WORK/log.txt
 
@@ -131,11 +135,12 @@ run_one() {
     esac
     case $m in
     untraced) ;;
-    rtrace-api | rtrace-gpu | rtrace-gpu:* | rtrace-gpu-b | rtrace-gpu-nort | rtrace-gpu-nort-heap | rtrace-default | rtrace-default-heap | rtrace-default-b | rtrace-interpose | rtrace-interpose-b)
+    rtrace-api | rtrace-gpu | rtrace-gpu:* | rtrace-gpu-b | rtrace-gpu-nort | rtrace-gpu-nort-heap | rtrace-default | rtrace-default-shm | rtrace-default-heap | rtrace-default-b | rtrace-interpose | rtrace-interpose-b)
         env_=(LD_PRELOAD="$LIB" RTRACE_OUTPUT="$WORK/traces/$key.$i.%p.bin")
         case $m in
         rtrace-gpu) env_+=(RTRACE_GPU_ACTIVITY=1) ;;
         rtrace-default) env_+=(RTRACE_GPU_ACTIVITY=1 RTRACE_NVTX=1) ;;
+        rtrace-default-shm) env_+=(RTRACE_GPU_ACTIVITY=1 RTRACE_NVTX=1 RTRACE_OUTPUT="$SHM/$key.$i.%p.bin") ;;
         rtrace-interpose) env_+=(RTRACE_GPU_ACTIVITY=1 RTRACE_NVTX=1 RTRACE_RUNTIME_API=interpose) ;;
         rtrace-interpose-b) env_+=(LD_PRELOAD="${LIB_B:?rtrace-interpose-b needs LIB_B}" RTRACE_GPU_ACTIVITY=1 RTRACE_NVTX=1 RTRACE_RUNTIME_API=interpose) ;;
         rtrace-default-heap) env_+=(RTRACE_GPU_ACTIVITY=1 RTRACE_NVTX=1 RTRACE_GPU_FILE_BUFFERS=0) ;;
@@ -163,6 +168,8 @@ run_one() {
     [ -n "${PIN:-}" ] && pin=(taskset -c "$PIN")
     timeout -k 5 "$limit" "${pin[@]}" env "${env_[@]}" "${cmd[@]}" >"$out.stdout" 2>"$out.stderr"
     rc=$?
+    # rtrace-default-shm's trace, written to /dev/shm, joins the others (outside the timing).
+    [ "$m" = rtrace-default-shm ] && mv "$SHM/$key.$i".*.bin "$WORK/traces/" 2>/dev/null
     awk '$1 == "round" {print $2}' "$out.stdout" >>"$WORK/rounds/$key"
     awk '$1 == "usage" {print $2, $3, $4, $5}' "$out.stdout" >>"$WORK/usage/$key"
     awk '$1 == "ops" {print $2}' "$out.stdout" >>"$WORK/ops/$key"

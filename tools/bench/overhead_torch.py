@@ -26,7 +26,8 @@ flushes it after the last round. Prints, for gpu_overhead.sh:
     threads <name>=<us> ...  CPU time per op each thread spent over the timed rounds, in the
                              round's unit (/proc/self/task: schedstat's ns where the kernel
                              keeps them, else 10 ms clock ticks; threads of one name summed),
-                             busiest first
+                             busiest first; NAME:sys the system time of those threads (10 ms
+                             clock ticks: coarse, sum or take medians over many processes)
 """
 import ctypes
 import os
@@ -41,7 +42,7 @@ from torch.profiler import ProfilerActivity, profile
 def thread_times():
     """CPU seconds of each live thread, by thread name: the scheduler's account of the time each
     ran (schedstat, in ns) where the kernel keeps one, else user and system time (in clock
-    ticks, 10 ms: a rough figure)."""
+    ticks, 10 ms: a rough figure); and, as NAME:sys, the system part (clock ticks)."""
     tick = os.sysconf("SC_CLK_TCK")
     out = {}
     for tid in os.listdir("/proc/self/task"):
@@ -50,15 +51,17 @@ def thread_times():
             with open(f"{task}/stat") as f:
                 st = f.read()
             name = st[st.index("(") + 1:st.rindex(")")]
+            fields = st[st.rindex(")") + 2:].split()
+            system = int(fields[12]) / tick
             try:
                 with open(f"{task}/schedstat") as f:
                     secs = int(f.read().split()[0]) / 1e9
             except (OSError, ValueError, IndexError):
-                fields = st[st.rindex(")") + 2:].split()
-                secs = (int(fields[11]) + int(fields[12])) / tick
+                secs = int(fields[11]) / tick + system
         except (OSError, ValueError, IndexError):
             continue
         out[name] = out.get(name, 0.0) + secs
+        out[name + ":sys"] = out.get(name + ":sys", 0.0) + system
     return out
 
 
