@@ -303,16 +303,26 @@ impl ApiLookup<'_> {
 }
 
 /// Why GPU activity that was on (`on`: the library's list of the kinds it recorded, "kernels,
-/// memory copies, ... through CUPTI") holds no kernels, copies or memsets.
-pub fn none_recorded(on: &str) -> String {
-    if ["kernels", "copies", "memsets"]
+/// memory copies, ... through CUPTI") holds no kernels, copies or memsets: `untimed` pieces of
+/// work were launched that CUPTI had not timed when the process ended; `captured`: capture
+/// control chose what was recorded.
+pub fn none_recorded(on: &str, untimed: usize, captured: bool) -> String {
+    if !["kernels", "copies", "memsets"]
         .iter()
         .any(|k| on.contains(k))
     {
-        "none recorded (the program ran no kernels, copies or memsets while recording)".into()
-    } else {
-        format!("none recorded: kernels, copies and memsets were not asked for (on: {on})")
+        return format!("none recorded: kernels, copies and memsets were not asked for (on: {on})");
     }
+    if untimed > 0 {
+        return format!(
+            "none timed: {untimed} launched, not timed by CUPTI when the process ended (listed \
+             as never timed)"
+        );
+    }
+    if captured {
+        return "none recorded while capture control recorded (see its notices)".into();
+    }
+    "none recorded (the program ran no kernels, copies or memsets while recording)".into()
 }
 
 impl Trace {
@@ -494,12 +504,22 @@ impl Trace {
         }
         Some(match self.gpu_activity() {
             Some(Err(why)) => format!("GPU activity off: {why}"),
-            Some(Ok(on)) => format!("GPU activity on, {}", none_recorded(&on)),
+            Some(Ok(on)) => format!(
+                "GPU activity on, {}",
+                none_recorded(&on, self.untimed.len(), self.captured())
+            ),
             None => "GPU activity not recorded (not asked for, or CUPTI never started: no \
                      successful cuInit, no GPU, or a forked child); `rtrace record` records it \
                      by default, LD_PRELOAD needs RTRACE_GPU_ACTIVITY=1"
                 .into(),
         })
+    }
+
+    /// Whether capture control chose what was recorded (a notice of it says so).
+    pub fn captured(&self) -> bool {
+        self.notices
+            .iter()
+            .any(|n| n.message.starts_with(rtrace_format::CAPTURE_NOTICE))
     }
 
     /// Number of API records read, over all threads.

@@ -158,6 +158,12 @@ pub fn locate_lib(explicit: Option<&Path>) -> Result<PathBuf, RecordError> {
             lib.display()
         )));
     }
+    if !is_rtrace_library(&abs) {
+        return Err(RecordError::Setup(format!(
+            "{origin} {}: not {LIB_NAME} (an ELF shared library that exports {MARKER_SYMBOL})",
+            lib.display()
+        )));
+    }
     if abs
         .as_os_str()
         .as_bytes()
@@ -173,6 +179,20 @@ pub fn locate_lib(explicit: Option<&Path>) -> Result<PathBuf, RecordError> {
     Ok(abs)
 }
 
+/// A symbol only librtrace.so exports (its C ABI, `inject/rtrace.h`): by its name in the file,
+/// a library given with `--lib` is taken for librtrace.so.
+const MARKER_SYMBOL: &str = "rtrace_push_external_correlation";
+
+/// Whether `path` is an ELF file holding [`MARKER_SYMBOL`]'s name (a library without it
+/// would be preloaded, record nothing, and leave the run without a word of why).
+fn is_rtrace_library(path: &Path) -> bool {
+    let Ok(bytes) = std::fs::read(path) else {
+        return false;
+    };
+    let marker = format!("{MARKER_SYMBOL}\0");
+    bytes.starts_with(b"\x7fELF") && bytes.windows(marker.len()).any(|w| w == marker.as_bytes())
+}
+
 /// `lib` in front of an existing `LD_PRELOAD` list.
 fn preload_value(lib: &Path, existing: Option<OsString>) -> OsString {
     let mut v = lib.as_os_str().to_os_string();
@@ -183,8 +203,8 @@ fn preload_value(lib: &Path, existing: Option<OsString>) -> OsString {
     v
 }
 
-/// Runs the program under librtrace.so, waits for it (passing on SIGINT,
-/// SIGTERM, SIGHUP and SIGQUIT that other processes send to rtrace), and
+/// Runs the program under librtrace.so, waits for it (passing on the signals
+/// other processes send to rtrace: SIGINT, SIGTERM, SIGUSR1, ...), and
 /// finds the traces it wrote. Blocks those signals in the calling thread:
 /// meant for the `rtrace` command's main thread.
 pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
@@ -282,10 +302,64 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
     Ok(Recording {
         pid,
         status,
-        found: session.found(&pattern, &host, pid),
+        found: wait_for_outliving(&sigs, &session, &pattern, &host, pid),
         status_error: session.status_error.clone(),
         sampler_error,
     })
+}
+
+/// The run's traces once the traced processes the program left running (a child it did not
+/// wait for) have ended, as nsys waits for them: looked at every 100 ms. A signal stops the
+/// wait (one sent to rtrace goes on to them), a second later; those still running then are
+/// [`Found::running`], their traces being written still.
+fn wait_for_outliving(
+    sigs: &signals::Signals,
+    session: &Session,
+    pattern: &OutputPattern,
+    host: &[u8],
+    main: u32,
+) -> Found {
+    let mut said = false;
+    let mut stop_at = None;
+    loop {
+        let mut found = session.found(pattern, host, main);
+        found.running = found
+            .traces
+            .iter()
+            .map(|t| t.pid)
+            .filter(|&p| p != main && signals::alive(p))
+            .collect();
+        found.running.sort_unstable();
+        found.running.dedup();
+        let now = std::time::Instant::now();
+        if found.running.is_empty() || stop_at.is_some_and(|t| now >= t) {
+            return found;
+        }
+        if !said {
+            let pids: Vec<String> = found.running.iter().map(u32::to_string).collect();
+            // Said while it waits: the summary comes only after.
+            eprintln!(
+                "rtrace: waiting for the traced processes the program left running (pid {}) to \
+                 finish their traces; a signal (Ctrl-C) stops the wait",
+                pids.join(", ")
+            );
+            said = true;
+        }
+        let grace = now + std::time::Duration::from_secs(1);
+        match sigs.wait(100) {
+            Ok(signals::Event::Forward(sig)) => {
+                for &p in &found.running {
+                    signals::forward(p, sig);
+                }
+                stop_at.get_or_insert(grace);
+            }
+            Ok(signals::Event::Shared) => {
+                stop_at.get_or_insert(grace);
+            }
+            Ok(signals::Event::Child) => {}
+            Err(_) => return found,
+        }
+    }
 }
 
 /// `rtrace record`'s exit code for a child that ended with `status`, and the
@@ -339,13 +413,46 @@ mod tests {
     }
 
     /// A shared library that is harmless to preload: the libc this test runs on.
+    /// A shared library that preloads without a word and passes for librtrace.so: a copy of
+    /// this process's libc with [`MARKER_SYMBOL`]'s name after its end (ld.so reads what its
+    /// headers name, not the bytes past them).
     fn some_shared_lib() -> PathBuf {
         let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
         let line = maps
             .lines()
             .find(|l| l.contains("/libc.so") || l.contains("/libc-"))
             .expect("libc in /proc/self/maps");
-        PathBuf::from(line.split_whitespace().last().unwrap())
+        let mut bytes = std::fs::read(line.split_whitespace().last().unwrap()).unwrap();
+        bytes.extend_from_slice(format!("{MARKER_SYMBOL}\0").as_bytes());
+        let lib = std::env::temp_dir().join(format!("rtrace-record-lib-{}.so", std::process::id()));
+        // Written whole, then renamed into place: tests running at once each see a whole file.
+        let tmp = lib.with_extension(format!("{:?}.tmp", std::thread::current().id()));
+        std::fs::write(&tmp, bytes).unwrap();
+        std::fs::rename(&tmp, &lib).unwrap();
+        lib
+    }
+
+    #[test]
+    fn a_library_that_is_not_librtrace_is_refused() {
+        let libc = std::fs::read_to_string("/proc/self/maps")
+            .unwrap()
+            .lines()
+            .find(|l| l.contains("/libc.so") || l.contains("/libc-"))
+            .map(|l| PathBuf::from(l.split_whitespace().last().unwrap()))
+            .unwrap();
+        for lib in [libc, PathBuf::from("/bin/sh"), PathBuf::from("/etc/passwd")] {
+            let e = locate_lib(Some(&lib)).unwrap_err();
+            assert_eq!(e.exit_code(), 2);
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "--lib {}: not librtrace.so (an ELF shared library that exports \
+                     rtrace_push_external_correlation)",
+                    lib.display()
+                )
+            );
+        }
+        assert!(locate_lib(Some(&some_shared_lib())).is_ok());
     }
 
     #[test]

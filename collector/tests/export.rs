@@ -490,6 +490,79 @@ fn command_line_errors() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `--output` never replaces a file silently, never one of the inputs, and names what is
+/// wrong with a directory: each a usage error (exit 2) before anything is read or written.
+#[test]
+fn output_is_checked_before_the_export() {
+    let dir = temp_dir("output");
+    let input = dir.join("t.bin");
+    std::fs::write(&input, sample().bytes).unwrap();
+    let export = |out: &Path, extra: &[&str]| {
+        let run = rtrace()
+            .args(["export", "--format", "chrome"])
+            .args(extra)
+            .arg("-o")
+            .arg(out)
+            .arg(&input)
+            .output()
+            .unwrap();
+        (run.status.code(), String::from_utf8(run.stderr).unwrap())
+    };
+    let taken = dir.join("taken.json");
+    std::fs::write(&taken, b"earlier").unwrap();
+    assert_eq!(
+        export(&taken, &[]),
+        (
+            Some(2),
+            format!(
+                "rtrace: --output {}: exists; give another name, or --force-overwrite to replace it\n",
+                taken.display()
+            )
+        )
+    );
+    assert_eq!(std::fs::read(&taken).unwrap(), b"earlier");
+    let (code, _) = export(&taken, &["--force-overwrite"]);
+    assert_eq!(code, Some(0));
+    assert!(std::fs::read(&taken).unwrap().starts_with(b"{"));
+    // One of the inputs, even with --force-overwrite (or through a link): refused.
+    let link = dir.join("link.json");
+    std::os::unix::fs::symlink(&input, &link).unwrap();
+    for out in [&input, &link] {
+        assert_eq!(
+            export(out, &["--force-overwrite"]),
+            (
+                Some(2),
+                format!(
+                    "rtrace: --output {}: is one of the traces being exported\n",
+                    out.display()
+                )
+            )
+        );
+    }
+    assert_eq!(std::fs::read(&input).unwrap(), sample().bytes);
+    for out in [dir.clone(), dir.join("sub/")] {
+        if out.ends_with("sub") {
+            std::fs::create_dir_all(&out).unwrap();
+        }
+        let (code, err) = export(&out, &[]);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(
+            err.ends_with(": is a directory; name a file, e.g. trace.pftrace\n"),
+            "{err}"
+        );
+    }
+    let (code, err) = export(&dir.join("no/such/t.json"), &[]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.ends_with(&format!(
+            "the directory {} does not exist\n",
+            dir.join("no/such").display()
+        )),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// A profiled launch's metric values are arguments `metrics.<name>` of its kernel's slice, as
 /// Perfetto's schema reads them (double values named by string); the unprofiled launches'
 /// slices have none. (The Chrome form is the golden `profiles.chrome.json`.)

@@ -339,16 +339,6 @@ fn refuses_a_taken_directory_unless_forced_and_only_over_a_dataset() {
         "{stderr}"
     );
     assert!(!dir.join("new").exists());
-    let (status, stderr) = code(
-        rtrace()
-            .args(["export", "--format", "perfetto", "--force-overwrite", "-o"])
-            .arg(dir.join("t.pftrace"))
-            .arg(&traces)
-            .output()
-            .unwrap(),
-    );
-    assert_eq!(status, Some(2));
-    assert_eq!(stderr, "rtrace: --force-overwrite is for --format parquet");
     // No temporary directory is left beside the dataset.
     let left: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()

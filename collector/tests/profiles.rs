@@ -18,13 +18,23 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 /// A shared library that is harmless to preload: the libc this test runs on.
+/// A shared library that preloads without a word and that `rtrace record --lib` takes for
+/// librtrace.so: this process's libc with the name of librtrace.so's exported
+/// `rtrace_push_external_correlation` after its end (ld.so reads only what its headers name).
 fn some_shared_lib() -> PathBuf {
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
     let line = maps
         .lines()
         .find(|l| l.contains("/libc.so") || l.contains("/libc-"))
         .expect("libc in /proc/self/maps");
-    PathBuf::from(line.split_whitespace().last().unwrap())
+    let mut bytes = std::fs::read(line.split_whitespace().last().unwrap()).unwrap();
+    bytes.extend_from_slice(b"rtrace_push_external_correlation\0");
+    let lib = std::env::temp_dir().join(format!("rtrace-profiles-lib-{}.so", std::process::id()));
+    // Written whole, then renamed into place: tests running at once each see a whole file.
+    let tmp = lib.with_extension(format!("{:?}.tmp", std::thread::current().id()));
+    std::fs::write(&tmp, bytes).unwrap();
+    std::fs::rename(&tmp, &lib).unwrap();
+    lib
 }
 
 #[test]

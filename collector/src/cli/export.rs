@@ -14,12 +14,14 @@ pub struct ExportArgs {
     #[arg(long, value_enum)]
     pub format: Format,
     /// Write to FILE (written in full, then renamed into place) instead of
-    /// standard output; `-` is standard output. With `--format parquet`: the
-    /// dataset's directory (required; it must not exist or be empty).
+    /// standard output; `-` is standard output. An existing file is not replaced
+    /// without --force-overwrite. With `--format parquet`: the dataset's directory
+    /// (required; it must not exist or be empty).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// With `--format parquet`: replace an earlier dataset at the output
-    /// directory (one holding `_schema.json`), once the new one is complete.
+    /// Replace an earlier file at FILE once the new one is complete (never one of
+    /// the traces exported); with `--format parquet`, an earlier dataset at the
+    /// output directory (one holding `_schema.json`).
     #[arg(long)]
     pub force_overwrite: bool,
     #[command(flatten)]
@@ -66,10 +68,6 @@ pub(super) fn run(args: &ExportArgs) -> u8 {
             ExportFormat::Perfetto
         }
     };
-    if args.force_overwrite && args.format != Format::Parquet {
-        eprintln!("rtrace: --force-overwrite is for --format parquet");
-        return 2;
-    }
     let filter = match args.filter.filter() {
         Ok(f) => f,
         Err(e) => {
@@ -93,6 +91,12 @@ pub(super) fn run(args: &ExportArgs) -> u8 {
              standard output"
         );
         return 2;
+    }
+    if let Some(path) = output.filter(|_| args.format != Format::Parquet) {
+        if let Err(e) = check_output_file(path, args.force_overwrite, &inputs.files) {
+            eprintln!("rtrace: --output {}: {e}", path.display());
+            return 2;
+        }
     }
     for line in &inputs.skipped {
         eprintln!("warning: {line}");
@@ -163,6 +167,44 @@ pub(super) fn run(args: &ExportArgs) -> u8 {
             e.exit_code()
         }
     }
+}
+
+/// Whether the timeline may be written at `path`: not a directory, in a directory that
+/// exists, and not a file already there (unless `force`), never one of the `inputs`. A FIFO or
+/// a device (`/dev/null`) is written to as it is.
+fn check_output_file(
+    path: &std::path::Path,
+    force: bool,
+    inputs: &[PathBuf],
+) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    if path.as_os_str().as_encoded_bytes().ends_with(b"/") || path.is_dir() {
+        return Err("is a directory; name a file, e.g. trace.pftrace".into());
+    }
+    let Ok(meta) = std::fs::metadata(path) else {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        return match std::fs::metadata(dir) {
+            Ok(m) if m.is_dir() => Ok(()),
+            Ok(_) => Err(format!("{} is not a directory", dir.display())),
+            Err(_) => Err(format!("the directory {} does not exist", dir.display())),
+        };
+    };
+    if !meta.is_file() {
+        return Ok(());
+    }
+    let same = |p: &PathBuf| {
+        std::fs::metadata(p).is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino())
+    };
+    if inputs.iter().any(same) {
+        return Err("is one of the traces being exported".into());
+    }
+    if !force {
+        return Err("exists; give another name, or --force-overwrite to replace it".into());
+    }
+    Ok(())
 }
 
 /// `rtrace export --format parquet -o DIR`.

@@ -124,6 +124,7 @@ pub(super) fn run(args: &ReportArgs) -> u8 {
             .or_else(crate::sys::terminal_width)
             .unwrap_or(usize::MAX),
         nvdisasm: args.nvdisasm.clone(),
+        filter: (!filter.is_empty()).then(|| filter.to_string()),
     };
     // Read as streams: memory bounded by the distinct keys, not the records (crate::report);
     // only what the sections asked for needs.

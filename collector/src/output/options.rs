@@ -125,6 +125,9 @@ pub struct RenderOptions {
     /// The nvdisasm that names PC samples' instructions and source lines; `None`: the one on
     /// `PATH`.
     pub nvdisasm: Option<PathBuf>,
+    /// The report's filter, described (`None`: no filter): where a section is empty, it may be
+    /// the filter that emptied it.
+    pub filter: Option<String>,
 }
 
 impl Default for RenderOptions {
@@ -136,6 +139,7 @@ impl Default for RenderOptions {
             sections: Vec::new(),
             width: TABLE_WIDTH,
             nvdisasm: None,
+            filter: None,
         }
     }
 }

@@ -47,7 +47,7 @@ pub(super) fn render(traces: &[Trace], s: &Sections, options: &RenderOptions) ->
     if want(Section::Resources) {
         resources::section(&mut out, traces);
     }
-    gpu::sections(&mut out, traces, s, &want);
+    gpu::sections(&mut out, traces, s, &want, options.filter.as_deref());
     memory::sections(&mut out, s, &want);
     if want(Section::Ranks) {
         ranks::ranks_section(&mut out, &s.ranks);

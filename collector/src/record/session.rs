@@ -50,6 +50,9 @@ pub struct Found {
     pub unreadable: Vec<(PathBuf, String)>,
     /// (pid, reason) for each process image where tracing turned itself off.
     pub off: Vec<(u32, String)>,
+    /// Processes of [`Found::traces`] other than the program's own still running when the
+    /// run ended (they outlived the program, and a signal stopped the wait for them).
+    pub running: Vec<u32>,
 }
 
 /// 16 random bytes from the kernel, in hex.
@@ -131,6 +134,11 @@ impl Session {
                     let pid = h.pid;
                     ours.push((h, TraceFile { path, pid, beside }));
                 }
+                // Named by this run's library, now another run's (--force-overwrite there).
+                Ok(_) if named.contains(&path) => found.unreadable.push((
+                    path,
+                    "replaced by another run's trace while this one ran".into(),
+                )),
                 Ok(_) => {}
                 Err(e) if named.contains(&path) => found.unreadable.push((path, e.to_string())),
                 Err(_) => {}
@@ -239,6 +247,8 @@ pub struct Contents {
     /// What librtrace.so said of capture control (what gated recording, what it left out),
     /// each notice without its `capture: ` prefix.
     pub capture: Vec<String>,
+    /// GPU work launched that CUPTI had not timed when the process ended ([`Trace::untimed`]).
+    pub untimed: u64,
     /// Damage that ended the read ([`Trace::damage`]).
     pub damage: Option<String>,
     /// How tracing ended where writing the trace failed ([`Trace::write_failure`]).
@@ -309,6 +319,7 @@ pub fn contents(path: &Path) -> Result<Contents, LoadError> {
             .map(|n| n.message.clone())
             .collect(),
     );
+    c.untimed = trace.untimed.len() as u64;
     c.capture = trace
         .notices
         .iter()

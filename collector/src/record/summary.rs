@@ -21,6 +21,15 @@ pub fn summary_lines(found: &Found, status_error: Option<&str>, traced: &Traced)
         let beside = t.beside.as_ref().map_or(String::new(), |b| {
             format!("; {} was taken, so it went beside it", b.display())
         });
+        if found.running.contains(&t.pid) {
+            lines.push(format!(
+                "trace {} is still being written by process {}, which outlived the program \
+                 (report it once that process ends)",
+                t.path.display(),
+                t.pid
+            ));
+            continue;
+        }
         match contents(&t.path) {
             Ok(c) => {
                 lines.push(format!(
@@ -46,7 +55,11 @@ pub fn summary_lines(found: &Found, status_error: Option<&str>, traced: &Traced)
                 traced.chosen_by
             ));
         } else {
-            lines.push("no trace was written (the program made no CUDA driver calls)".into());
+            lines.push(
+                "no trace was written (no process of the run made CUDA driver calls before the \
+                 program ended)"
+                    .into(),
+            );
             if let Some(e) = status_error {
                 lines.push(format!("(the reason may be elsewhere: {e})"));
             }
@@ -118,9 +131,10 @@ fn describe(c: &Contents, traced: &Traced) -> Vec<String> {
                  forked child)"
                     .into(),
             ),
-            Some(Ok(on)) if c.gpu() == 0 => {
-                Some(format!("on, {}", crate::model::none_recorded(on)))
-            }
+            Some(Ok(on)) if c.gpu() == 0 => Some(format!(
+                "on, {}",
+                crate::model::none_recorded(on, c.untimed as usize, !c.capture.is_empty())
+            )),
             Some(Ok(_)) => None,
         }
     };

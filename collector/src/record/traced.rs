@@ -96,6 +96,7 @@ impl Traced {
             return vec![(env::DISABLE, "1".into())];
         }
         vec![
+            (env::DISABLE, "0".into()),
             (env::GPU_ACTIVITY, self.gpu.to_value()),
             (env::NVTX, if self.nvtx { "1" } else { "0" }.into()),
         ]
@@ -120,6 +121,7 @@ mod tests {
         assert_eq!(
             t.env(),
             [
+                ("RTRACE_DISABLE", "0".into()),
                 ("RTRACE_GPU_ACTIVITY", "0".into()),
                 ("RTRACE_NVTX", "0".into())
             ]
@@ -133,6 +135,7 @@ mod tests {
         assert_eq!(
             t.env(),
             [
+                ("RTRACE_DISABLE", "0".into()),
                 (
                     "RTRACE_GPU_ACTIVITY",
                     "kernel,memcpy,memset,resources".into()

@@ -1,6 +1,8 @@
 //! Waiting for the traced child while passing on the signals meant for it.
 //!
-//! `rtrace record` blocks SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGCHLD before
+//! `rtrace record` blocks the signals whose default action ends a process and that
+//! another process may send it (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
+//! SIGALRM, the real-time signals and the rest of [`forwarded`]), and SIGCHLD, before
 //! it starts the child, and takes them with `sigtimedwait`. The child would
 //! inherit the blocked mask (std's `Command` keeps it), so a `pre_exec` hook
 //! puts the original mask back in the child before it runs the program. rtrace therefore never dies before the child, and:
@@ -19,8 +21,32 @@ use std::mem::MaybeUninit;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
-/// Signals passed on to the child when another process sends them to rtrace.
-const FORWARDED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+/// Signals passed on to the child when another process sends them to rtrace: every signal
+/// that would end rtrace by default and that a process can catch and is sent by another one
+/// (a batch system's warning before its time limit is SIGUSR1 or SIGTERM; `timeout -s`), and
+/// SIGWINCH and SIGURG, which the program may wait for. Not the job-control signals (a stop
+/// of rtrace is not one of the program), nor those the kernel sends for a fault of rtrace's own.
+fn forwarded() -> impl Iterator<Item = libc::c_int> {
+    const NAMED: [libc::c_int; 16] = [
+        libc::SIGHUP,
+        libc::SIGINT,
+        libc::SIGQUIT,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        libc::SIGALRM,
+        libc::SIGTERM,
+        libc::SIGSTKFLT,
+        libc::SIGURG,
+        libc::SIGXCPU,
+        libc::SIGXFSZ,
+        libc::SIGVTALRM,
+        libc::SIGPROF,
+        libc::SIGWINCH,
+        libc::SIGIO,
+        libc::SIGPWR,
+    ];
+    NAMED.into_iter().chain(libc::SIGRTMIN()..=libc::SIGRTMAX())
+}
 
 /// The blocked set, for [`Signals::wait`].
 pub(crate) struct Signals {
@@ -40,7 +66,7 @@ pub(crate) enum Event {
 }
 
 impl Signals {
-    /// Blocks [`FORWARDED`] and SIGCHLD in the calling thread. Meant for the
+    /// Blocks [`forwarded`] signals and SIGCHLD in the calling thread. Meant for the
     /// main thread of the single-threaded `rtrace` command.
     pub(crate) fn block() -> io::Result<Signals> {
         let mut set = MaybeUninit::<libc::sigset_t>::uninit();
@@ -53,8 +79,8 @@ impl Signals {
                 return Err(io::Error::last_os_error());
             }
             let mut set = set.assume_init();
-            for sig in FORWARDED.iter().chain(&[libc::SIGCHLD]) {
-                libc::sigaddset(&mut set, *sig);
+            for sig in forwarded().chain([libc::SIGCHLD]) {
+                libc::sigaddset(&mut set, sig);
             }
             let rc = libc::pthread_sigmask(libc::SIG_BLOCK, &set, old.as_mut_ptr());
             if rc != 0 {
@@ -129,6 +155,22 @@ pub(crate) fn forward(pid: u32, sig: libc::c_int) {
             libc::kill(pid, sig);
         }
     }
+}
+
+/// Whether process `pid` is running (a zombie, ended but not yet reaped, is not).
+pub(crate) fn alive(pid: u32) -> bool {
+    let Ok(p) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: kill with signal 0 sends nothing; it only checks that `p` names a process.
+    let exists = p > 0
+        && (unsafe { libc::kill(p, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM));
+    exists
+        && std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
+            .unwrap_or(true)
 }
 
 /// `SIGKILL`-style name of signal `sig`, or `"unknown signal"`.

@@ -136,3 +136,97 @@ fn record_passes_capture_control_and_nvtx_on() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A signal another process sends to `rtrace record` reaches the program, which handles it,
+/// and rtrace exits with the program's status: none of them ends rtrace first (a batch
+/// system's SIGUSR1 before its time limit, `timeout -s ALRM`).
+#[test]
+fn signals_sent_to_record_reach_the_program() {
+    use std::io::BufRead;
+    let dir = fresh_dir("record-signals");
+    for (sig, name) in [
+        (libc::SIGUSR1, "USR1"),
+        (libc::SIGUSR2, "USR2"),
+        (libc::SIGALRM, "ALRM"),
+    ] {
+        let script = format!(
+            "trap 'echo got {name}; exit 7' {name}; echo ready; while :; do sleep 0.02; done"
+        );
+        let mut child = Command::new(rtrace_bin())
+            .args(["record", "--"])
+            .args(["sh", "-c", &script])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .env_remove("LD_PRELOAD")
+            .current_dir(&dir)
+            .spawn()
+            .unwrap();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line, "ready\n");
+        // SAFETY: kill has no memory-safety preconditions; the child is not reaped yet.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+        line.clear();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line, format!("got {name}\n"));
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(7), "SIG{name}");
+    }
+}
+
+/// A traced process the program leaves running is waited for, as nsys does: its trace is
+/// summarised whole, once it ended; a signal sent to rtrace meanwhile goes on to it and stops
+/// the wait.
+#[test]
+fn record_waits_for_traced_processes_the_program_left_running() {
+    let b = build();
+    let dir = fresh_dir("record-outliving");
+    let killme = b.bin.join("killme");
+    let record = |limit: &str| {
+        Command::new(rtrace_bin())
+            .arg("record")
+            .arg("--output")
+            .arg(dir.join("t-%p.bin"))
+            .args(["--", "sh", "-c"])
+            .arg(format!(
+                "{} {limit} >/dev/null & sleep 0.5; exit 3",
+                killme.display()
+            ))
+            .env("LD_LIBRARY_PATH", &b.lib)
+            .env_remove("LD_PRELOAD")
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // killme ends by itself after one to two seconds, with status 5.
+    let out = record("2").wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("rtrace: waiting for the traced processes the program left running (pid "),
+        "{err}"
+    );
+    assert!(err.contains("rtrace: trace written to "), "{err}");
+    assert!(!err.contains("damaged"), "{err}");
+    assert!(!err.contains("still being written"), "{err}");
+    // Sent to rtrace while it waits: passed on to killme, which ends by it.
+    let mut child = record("60");
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("waiting for the traced processes") {
+        let mut line = String::new();
+        assert_ne!(
+            std::io::BufRead::read_line(&mut stderr, &mut line).unwrap(),
+            0,
+            "{seen}"
+        );
+        seen.push_str(&line);
+    }
+    // SAFETY: kill has no memory-safety preconditions; the child is not reaped yet.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(3), "{rest}");
+    assert!(rest.contains("rtrace: trace written to "), "{rest}");
+}

@@ -16,6 +16,7 @@ pub(super) fn sections(
     traces: &[Trace],
     s: &Sections,
     want: &dyn Fn(Section) -> bool,
+    filter: Option<&str>,
 ) {
     let gpu_sections = [
         Section::Kernels,
@@ -34,7 +35,14 @@ pub(super) fn sections(
         // Where the user looks for GPU work: why there is none.
         out.push('\n');
         for (t, c) in traces.iter().zip(&s.counts) {
-            if let Some(why) = t.no_gpu_work(c.gpu()) {
+            // GPU activity on: the filter may have left out all there was.
+            let why = match filter {
+                Some(f) if matches!(t.gpu_activity(), Some(Ok(_))) => {
+                    Some(format!("none within the filter ({f})"))
+                }
+                _ => t.no_gpu_work(c.gpu()),
+            };
+            if let Some(why) = why {
                 let _ = writeln!(out, "GPU work of process {}: none\n  {why}", t.header.pid);
             }
         }
