@@ -16,6 +16,11 @@ mod metrics;
 mod report;
 mod sampler;
 mod sass;
+mod values;
+use values::{
+    check_metrics, check_period, check_regex, check_runtime_route, check_stalls, check_time,
+    parse_buffer_records, parse_flush_ms,
+};
 
 pub use export::{ExportArgs, Format as ExportOutputFormat};
 pub use inputs::FilterArgs;
@@ -109,11 +114,11 @@ pub struct RecordArgs {
     pub lib: Option<PathBuf>,
     /// Per-thread buffer capacity in API records, a power of two from 64 to 16777216 (sets
     /// RTRACE_BUFFER_RECORDS; the library's default is 65536).
-    #[arg(long, value_name = "N", value_parser = parse_buffer_records)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = parse_buffer_records)]
     pub buffer_records: Option<u64>,
     /// Write out partly filled buffers at least every N ms, 1 to 1000 (sets
     /// RTRACE_FLUSH_MS; the library's default is 200).
-    #[arg(long, value_name = "N", value_parser = parse_flush_ms)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = parse_flush_ms)]
     pub flush_ms: Option<u64>,
     /// The GPU activity kinds to record, as RTRACE_GPU_ACTIVITY takes them: without a value
     /// (or =1) kernels, copies, memsets and resources, as by default; =all adds
@@ -123,7 +128,7 @@ pub struct RecordArgs {
     #[arg(long, value_name = "KINDS", num_args = 0..=1, require_equals = true, default_missing_value = "1", value_parser = Traced::from_gpu_activity, conflicts_with = "trace")]
     pub gpu_activity: Option<Traced>,
     /// Record only between the program's cuProfilerStart and cuProfilerStop
-    /// (`cudaProfilerApi`; sets RTRACE_CAPTURE_RANGE).
+    /// (`cudaProfilerApi`; sets RTRACE_CAPTURE_RANGE); `none`: the whole run, as without it.
     #[arg(long, value_name = "RANGE", value_parser = ["cudaProfilerApi", "none"])]
     pub capture_range: Option<String>,
     /// Record only inside NVTX ranges NAME[@DOMAIN][,...] (sets RTRACE_NVTX_CAPTURE).
@@ -133,20 +138,20 @@ pub struct RecordArgs {
     #[arg(long, value_name = "RANGES")]
     pub nvtx_exclude: Option<String>,
     /// Record nothing until TIME after the program starts (sets RTRACE_DELAY).
-    #[arg(long, value_name = "TIME", value_parser = check_time)]
+    #[arg(long, allow_negative_numbers = true, value_name = "TIME", value_parser = check_time)]
     pub delay: Option<String>,
     /// Stop recording TIME after it began (sets RTRACE_DURATION).
-    #[arg(long, value_name = "TIME", value_parser = check_time)]
+    #[arg(long, allow_negative_numbers = true, value_name = "TIME", value_parser = check_time)]
     pub duration: Option<String>,
     /// Keep only kernels whose demangled or mangled name matches REGEX (sets
     /// RTRACE_KERNEL_REGEX).
     #[arg(long, value_name = "REGEX", value_parser = check_regex)]
     pub kernel_regex: Option<String>,
     /// Of the kernels kept, leave out the first N (sets RTRACE_KERNEL_SKIP).
-    #[arg(long, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
     pub kernel_skip: Option<u64>,
     /// Of the kernels kept, after the skipped ones, keep N (sets RTRACE_KERNEL_COUNT).
-    #[arg(long, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
     pub kernel_count: Option<u64>,
     /// Sample the PCs of running kernels with their warps' stall reasons, through CUPTI's PC
     /// Sampling API (sets RTRACE_PC_SAMPLING): one sample every 2^PERIOD cycles per SM
@@ -156,7 +161,7 @@ pub struct RecordArgs {
     /// Stall reasons to sample, comma-separated (`long_scoreboard,mio_throttle`; CUPTI's
     /// names without `smsp__pcsamp_warps_issue_stalled_`); all by default (sets
     /// RTRACE_PC_SAMPLING_STALLS).
-    #[arg(long, value_name = "REASONS", requires = "pc_sampling")]
+    #[arg(long, value_name = "REASONS", requires = "pc_sampling", value_parser = check_stalls)]
     pub pc_stalls: Option<String>,
     /// Sample GPU hardware metrics over time on each device (SM active, issue active, tensor
     /// pipe, warps, DRAM, PCIe and NVLink throughput: what fits one pass on the chip) through
@@ -175,7 +180,8 @@ pub struct RecordArgs {
     /// docs/runtime-api.md): `cupti`, CUPTI's runtime callbacks, every call (static runtimes
     /// included), the default with GPU activity; `interpose`, rtrace's exports of a shared
     /// libcudart's functions, cheaper, blind to static runtimes (cuBLAS's, CuPy's, nvcc's
-    /// default), the default without GPU activity; `none`.
+    /// default), the default without GPU activity; `none` (RTRACE_RUNTIME_API=0): no runtime
+    /// records.
     #[arg(long, value_name = "ROUTE", value_parser = check_runtime_route)]
     pub runtime_api: Option<String>,
     /// Profile the kernels kept (by --kernel-regex, --kernel-skip and --kernel-count) with
@@ -215,50 +221,6 @@ pub struct RecordArgs {
     pub command: Vec<OsString>,
 }
 
-fn check_time(s: &str) -> Result<String, String> {
-    rtrace_format::parse_time(s).map(|_| s.to_string())
-}
-
-fn check_metrics(s: &str) -> Result<String, String> {
-    rtrace_format::metric_sets::resolve(s).map(|_| s.trim().to_string())
-}
-
-fn check_regex(s: &str) -> Result<String, String> {
-    crate::filter::parse_regex(s).map(|_| s.to_string())
-}
-
-/// `--buffer-records`: a power of two in the range librtrace.so takes.
-fn parse_buffer_records(s: &str) -> Result<u64, String> {
-    let range = &env::BUFFER_RECORDS_RANGE;
-    let n: u64 = s.trim().parse().map_err(|e| format!("{e}"))?;
-    if !n.is_power_of_two() {
-        Err(format!("{n} is not a power of two (e.g. 65536)"))
-    } else if !range.contains(&n) {
-        Err(format!(
-            "{n} is out of range (give a power of two from {} to {})",
-            range.start(),
-            range.end()
-        ))
-    } else {
-        Ok(n)
-    }
-}
-
-/// `--flush-ms`: a period in the range librtrace.so takes.
-fn parse_flush_ms(s: &str) -> Result<u64, String> {
-    let range = &env::FLUSH_MS_RANGE;
-    let n: u64 = s.trim().parse().map_err(|e| format!("{e}"))?;
-    if range.contains(&n) {
-        Ok(n)
-    } else {
-        Err(format!(
-            "{n} is out of range (give {} to {})",
-            range.start(),
-            range.end()
-        ))
-    }
-}
-
 /// Parses the process's arguments, runs the subcommand, and returns the exit
 /// code. Usage errors exit through clap (code 2).
 pub fn main() -> std::process::ExitCode {
@@ -276,23 +238,6 @@ pub fn run(cli: Cli) -> u8 {
         Command::Metrics(args) => metrics::run(&args),
         Command::GpuSampler(args) => sampler::run(&args),
     }
-}
-
-/// `--pc-sampling`'s value: `1` (CUPTI's period) or a period 5..=31.
-fn check_period(v: &str) -> Result<String, String> {
-    match v.parse::<u32>() {
-        Ok(1) | Ok(5..=31) => Ok(v.to_string()),
-        _ => Err(format!(
-            "'{v}' is not a sampling period: give N in 5..31 (one sample every 2^N cycles)"
-        )),
-    }
-}
-
-/// `--runtime-api`'s value, as `RTRACE_RUNTIME_API`'s.
-fn check_runtime_route(v: &str) -> Result<String, String> {
-    env::RuntimeRoute::from_option(v)
-        .map(|r| r.name().to_string())
-        .ok_or_else(|| format!("'{v}' is not a route: give cupti, interpose or none"))
 }
 
 fn run_record(args: RecordArgs) -> u8 {

@@ -189,7 +189,9 @@ pub fn profile(traces: &[Trace]) -> Profile {
             }
         }
         for n in &t.notices {
-            if n.message.starts_with("PC sampling") && !n.message.starts_with("PC sampling on") {
+            if n.message.starts_with(rtrace_format::PC_SAMPLING_NOTICE)
+                && !n.message.starts_with(rtrace_format::PC_SAMPLING_ON)
+            {
                 p.notes.push(n.message.clone());
             }
         }
@@ -331,7 +333,7 @@ pub fn present(traces: &[Trace]) -> bool {
             || !t.pc_batches.is_empty()
             || t.notices
                 .iter()
-                .any(|n| n.message.starts_with("PC sampling"))
+                .any(|n| n.message.starts_with(rtrace_format::PC_SAMPLING_NOTICE))
     })
 }
 

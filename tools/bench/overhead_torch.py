@@ -27,7 +27,8 @@ flushes it after the last round. Prints, for gpu_overhead.sh:
                              round's unit (/proc/self/task: schedstat's ns where the kernel
                              keeps them, else 10 ms clock ticks; threads of one name summed),
                              busiest first; NAME:sys the system time of those threads (10 ms
-                             clock ticks: coarse, sum or take medians over many processes)
+                             clock ticks: coarse, sum or take medians over many processes);
+                             NAME:faults its minor page faults per op (add workload)
 """
 import ctypes
 import os
@@ -42,7 +43,8 @@ from torch.profiler import ProfilerActivity, profile
 def thread_times():
     """CPU seconds of each live thread, by thread name: the scheduler's account of the time each
     ran (schedstat, in ns) where the kernel keeps one, else user and system time (in clock
-    ticks, 10 ms: a rough figure); and, as NAME:sys, the system part (clock ticks)."""
+    ticks, 10 ms: a rough figure); as NAME:sys, the system part (clock ticks); as NAME:faults,
+    the minor page faults, over 1e6 (so that the add workload prints them per op)."""
     tick = os.sysconf("SC_CLK_TCK")
     out = {}
     for tid in os.listdir("/proc/self/task"):
@@ -62,6 +64,8 @@ def thread_times():
             continue
         out[name] = out.get(name, 0.0) + secs
         out[name + ":sys"] = out.get(name + ":sys", 0.0) + system
+        # Minor page faults, scaled so that the per-op figure printed is faults per op.
+        out[name + ":faults"] = out.get(name + ":faults", 0.0) + int(fields[7]) / 1e6
     return out
 
 

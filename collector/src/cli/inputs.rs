@@ -9,16 +9,21 @@ use std::path::PathBuf;
 pub struct FilterArgs {
     /// Keep records that start at or after TIME, counted from the earliest process start
     /// among the inputs (2, 1.5s, 250ms, 30us, 1500ns; a bare number is seconds).
-    #[arg(long, value_name = "TIME", value_parser = crate::filter::parse_time)]
+    #[arg(long, allow_negative_numbers = true, value_name = "TIME", value_parser = crate::filter::parse_time)]
     pub from: Option<u64>,
     /// Keep records that start before TIME (as --from).
-    #[arg(long, value_name = "TIME", value_parser = crate::filter::parse_time)]
+    #[arg(long, allow_negative_numbers = true, value_name = "TIME", value_parser = crate::filter::parse_time)]
     pub to: Option<u64>,
     /// Keep only the traces of process PID (repeat or list: --pid 1,2).
     #[arg(long, value_name = "PID", value_delimiter = ',')]
     pub pid: Vec<u32>,
     /// Keep only GPU records on device N (repeat or list); API records stay.
-    #[arg(long, value_name = "N", value_delimiter = ',')]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        value_delimiter = ','
+    )]
     pub device: Vec<u32>,
     /// Keep only GPU records on stream ID (CUPTI's stream id, as the report shows it; repeat
     /// or list); API records stay.

@@ -22,7 +22,7 @@ pub struct ReportArgs {
     /// Lay tables out for lines of at most N characters (names in the first column are cut
     /// to fit) [default: the terminal's width when standard output is one; else names are
     /// never cut].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(40..))]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = clap::value_parser!(u16).range(40..))]
     pub width: Option<u16>,
     /// The nvdisasm that names PC samples' instructions and source lines [default: nvdisasm
     /// on PATH; without one, the PC sampling section gives offsets only and says why].
@@ -39,7 +39,12 @@ pub struct ReportArgs {
     pub cupti: Option<PathBuf>,
     /// Read N traces at once (each on its own thread) [default: 0, as many as the machine has
     /// cores, at most 8]. The report is the same whatever N; memory grows with N.
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 0
+    )]
     pub jobs: usize,
     /// The NVTX ranges compared across ranks in the ranks section: those whose name matches
     /// REGEX [default: `(?i)step`, names holding "step" in any case].
@@ -56,7 +61,9 @@ pub struct ReportArgs {
 /// Runs `rtrace report`; returns the exit code.
 pub(super) fn run(args: &ReportArgs) -> u8 {
     if args.format == Format::Csv {
-        if args.section.len() > 1 {
+        // A table named twice, or by two of its names, is still one table.
+        let first = args.section.first();
+        if args.section.iter().any(|s| Some(s) != first) {
             eprintln!(
                 "rtrace: --format csv prints one table: choose one --section (the table and \
                  JSON formats take several)"

@@ -249,6 +249,9 @@ pub struct Contents {
     pub capture: Vec<String>,
     /// GPU work launched that CUPTI had not timed when the process ended ([`Trace::untimed`]).
     pub untimed: u64,
+    /// What librtrace.so said of PC sampling that was not "on": stall reasons it does not
+    /// know, why it is off.
+    pub pc_sampling: Vec<String>,
     /// Damage that ended the read ([`Trace::damage`]).
     pub damage: Option<String>,
     /// How tracing ended where writing the trace failed ([`Trace::write_failure`]).
@@ -320,6 +323,15 @@ pub fn contents(path: &Path) -> Result<Contents, LoadError> {
             .collect(),
     );
     c.untimed = trace.untimed.len() as u64;
+    c.pc_sampling = trace
+        .notices
+        .iter()
+        .filter(|n| {
+            n.message.starts_with(rtrace_format::PC_SAMPLING_NOTICE)
+                && !n.message.starts_with(rtrace_format::PC_SAMPLING_ON)
+        })
+        .map(|n| n.message.clone())
+        .collect();
     c.capture = trace
         .notices
         .iter()

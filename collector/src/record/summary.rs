@@ -146,6 +146,7 @@ fn describe(c: &Contents, traced: &Traced) -> Vec<String> {
     }
     lines.extend(gpu_metrics_lines(c, false));
     lines.extend(c.capture.iter().map(|what| format!("capture: {what}")));
+    lines.extend(c.pc_sampling.iter().cloned());
     if let Some(w) = &c.write_failure {
         lines.push(w.clone());
     }

@@ -144,6 +144,14 @@ pub struct ProcessEndRef<'a> {
 /// kept, what was left out, settings that could not be read): `capture: ...`.
 pub const CAPTURE_NOTICE: &str = "capture";
 
+/// The start of every notice about PC sampling: `PC sampling on for context N: ...` for each
+/// context sampled ([`PC_SAMPLING_ON`]), `PC sampling off: WHY`, and `PC sampling: ...` for
+/// samples lost or stall reasons the chip does not have.
+pub const PC_SAMPLING_NOTICE: &str = "PC sampling";
+
+/// The start of the notice that a context is sampled (`PC sampling on for context N: ...`).
+pub const PC_SAMPLING_ON: &str = "PC sampling on";
+
 /// The start of the notice that the trace file reached the process's file size limit
 /// (`RLIMIT_FSIZE`) and nothing more is written: a reader takes it as the trace's end where no
 /// end record follows.

@@ -97,7 +97,7 @@ fn off(why: String) {
     profiler::activity_off(&format!("GPU activity is off: {why}"));
     source_counters::activity_off(&format!("GPU activity is off: {why}"));
     if crate::state::config().pc_sampling.on {
-        notice(format!("PC sampling off: {why}"));
+        notice(format!("{} off: {why}", rtrace_format::PC_SAMPLING_NOTICE));
     }
     notice(format!("{}: {why}", rtrace_format::GPU_ACTIVITY_OFF));
 }

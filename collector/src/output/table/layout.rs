@@ -26,8 +26,9 @@ impl Page {
         self.text.push(c);
     }
 
+    /// Appends `s` with its control characters made harmless ([`visible`]).
     pub(super) fn push_str(&mut self, s: &str) {
-        self.text.push_str(s);
+        visible(&mut self.text, s);
     }
 
     /// The text written.
@@ -38,9 +39,26 @@ impl Page {
 
 impl fmt::Write for Page {
     fn write_str(&mut self, s: &str) -> fmt::Result {
-        self.text.push_str(s);
+        visible(&mut self.text, s);
         Ok(())
     }
+}
+
+/// Appends `s` to `text` as a terminal shows it harmlessly: names come from the traced program
+/// (kernels, threads, NVTX strings), and an escape sequence in one would act on the terminal.
+/// A tab becomes a space, every other control character but the newline `�`: one character
+/// for one, so that the columns stay aligned.
+fn visible(text: &mut String, s: &str) {
+    if !s.chars().any(|c| c.is_control() && c != '\n') {
+        text.push_str(s);
+        return;
+    }
+    text.extend(s.chars().map(|c| match c {
+        '\n' => '\n',
+        '\t' => ' ',
+        c if c.is_control() => '\u{fffd}',
+        c => c,
+    }));
 }
 
 /// How a column's cells line up.
@@ -123,6 +141,25 @@ fn truncate(s: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_do_not_reach_the_terminal() {
+        let mut page = Page::new(80);
+        columns(
+            &mut page,
+            &["name", "n"],
+            &[Align::Left],
+            &[
+                vec!["k\x1b[31mRED".into(), "1".into()],
+                vec!["tab\there\u{9b}".into(), "22".into()],
+            ],
+        );
+        std::fmt::Write::write_str(&mut page, "bell\x07\n").unwrap();
+        assert_eq!(
+            page.into_text(),
+            "name        n\nk\u{fffd}[31mRED   1\ntab here\u{fffd}  22\nbell\u{fffd}\n"
+        );
+    }
 
     #[test]
     fn truncates_with_ellipsis() {

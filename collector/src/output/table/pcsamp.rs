@@ -17,6 +17,14 @@ pub(super) fn section(out: &mut Page, traces: &[Trace], nvdisasm: Option<&Path>)
         return;
     }
     let p = crate::pcsamp::report_profile(traces, nvdisasm);
+    if p.contexts == 0 {
+        // Asked for, and no context was sampled: the notices say why.
+        let _ = writeln!(out, "\nPC sampling: no context was sampled");
+        for note in &p.notes {
+            let _ = writeln!(out, "  {note}");
+        }
+        return;
+    }
     let samples: u64 = p.kernels.iter().map(|k| k.samples).sum();
     let periods = p
         .periods

@@ -98,7 +98,8 @@ pub(super) fn enable(
     let (chosen, unknown) = choose_stalls(&all, &cfg.stalls);
     if !unknown.is_empty() {
         CUPTI.notice(format!(
-            "PC sampling: no stall reason named {} on context {id}; known: {}",
+            "{}: no stall reason named {} on context {id}; known: {}",
+            rtrace_format::PC_SAMPLING_NOTICE,
             unknown.join(", "),
             all.iter()
                 .map(|(_, n)| short_name(n))

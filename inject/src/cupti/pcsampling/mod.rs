@@ -32,6 +32,7 @@ use api::{disable, PcApi, ERROR_OUT_OF_MEMORY};
 use config::enable;
 use data::{queue, read, take_config, NameCache, PcState, ReadStats, Sampled};
 use rtrace_format::{ChunkKind, PcSampleBatch};
+use rtrace_format::{PC_SAMPLING_NOTICE, PC_SAMPLING_ON};
 use std::ffi::c_void;
 use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
@@ -75,13 +76,13 @@ fn pc_api(api: &Api) -> Option<&PcApi> {
 pub(super) fn on_context_created(api: &Api, ctx: *mut c_void) {
     let pc = match &api.pc_sampling {
         Some(Ok(pc)) => pc,
-        Some(Err(e)) => return CUPTI.notice(format!("PC sampling off: {e}")),
+        Some(Err(e)) => return CUPTI.notice(format!("{PC_SAMPLING_NOTICE} off: {e}")),
         None => return,
     };
     internal(|| match enable(api, pc, ctx) {
         Ok((sampled, config)) => {
             let mut msg = format!(
-                "PC sampling on for context {}: every 2^{} cycles, {} stall reasons",
+                "{PC_SAMPLING_ON} for context {}: every 2^{} cycles, {} stall reasons",
                 config.context,
                 config.period_log2,
                 config.stall_reasons.len()
@@ -96,13 +97,13 @@ pub(super) fn on_context_created(api: &Api, ctx: *mut c_void) {
             } else {
                 disable(pc, ctx);
                 msg = format!(
-                    "PC sampling off for context {}: rtrace's worker held its state",
+                    "{PC_SAMPLING_NOTICE} off for context {}: rtrace's worker held its state",
                     config.context
                 );
             }
             CUPTI.notice(msg);
         }
-        Err(e) => CUPTI.notice(format!("PC sampling off: {e}")),
+        Err(e) => CUPTI.notice(format!("{PC_SAMPLING_NOTICE} off: {e}")),
     });
 }
 
@@ -127,10 +128,10 @@ pub(super) fn on_module_unloading(api: &Api, ctx: *mut c_void) {
 pub(super) fn on_context_destroying(api: &Api, ctx: *mut c_void) {
     let Some(pc) = pc_api(api) else { return };
     let Some(mut g) = lock_for_callback() else {
-        return CUPTI.notice(
-            "PC sampling: samples of a destroyed context lost: rtrace's worker held its state"
-                .into(),
-        );
+        return CUPTI.notice(format!(
+            "{PC_SAMPLING_NOTICE}: samples of a destroyed context lost: rtrace's worker held its \
+             state"
+        ));
     };
     let Some(st) = g.as_mut() else { return };
     let Some(i) = st.contexts.iter().position(|s| s.ctx == ctx as usize) else {
@@ -177,7 +178,7 @@ fn finish_one(
     take_config(s, names, out);
     if in_config >= s.config_buf.pcs.len() {
         CUPTI.notice(format!(
-            "PC sampling: context {}'s last samples filled the {} PCs of the final buffer: PCs past them were lost",
+            "{PC_SAMPLING_NOTICE}: context {}'s last samples filled the {} PCs of the final buffer: PCs past them were lost",
             s.id,
             s.config_buf.pcs.len()
         ));
@@ -192,7 +193,7 @@ fn with_context(
 ) {
     let Some(mut g) = lock_for_callback() else {
         return CUPTI.notice(format!(
-            "PC sampling: samples not read at {when}: rtrace's worker held its state"
+            "{PC_SAMPLING_NOTICE}: samples not read at {when}: rtrace's worker held its state"
         ));
     };
     let Some(st) = g.as_mut() else { return };
