@@ -412,7 +412,6 @@ mod tests {
         assert_eq!(signal_name(0), "unknown signal");
     }
 
-    /// A shared library that is harmless to preload: the libc this test runs on.
     /// A shared library that preloads without a word and passes for librtrace.so: a copy of
     /// this process's libc with [`MARKER_SYMBOL`]'s name after its end (ld.so reads what its
     /// headers name, not the bytes past them).

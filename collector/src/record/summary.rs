@@ -272,6 +272,24 @@ mod tests {
                  memsets while recording)"
             ]
         );
+        // Work launched and never timed, or capture control choosing: not "ran none".
+        let untimed = Contents {
+            untimed: 2,
+            ..c.clone()
+        };
+        assert_eq!(
+            describe(&untimed, &default)[1],
+            "GPU activity: on, none timed: 2 launched, not timed by CUPTI when the process ended \
+             (listed as never timed)"
+        );
+        let captured = Contents {
+            capture: vec!["recording only between cuProfilerStart and cuProfilerStop".into()],
+            ..c.clone()
+        };
+        assert_eq!(
+            describe(&captured, &default)[1],
+            "GPU activity: on, none recorded while capture control recorded (see its notices)"
+        );
         // Source counters record modules only: kernels were not asked for.
         let c = Contents {
             gpu_activity: Some(Ok("modules through CUPTI".into())),
