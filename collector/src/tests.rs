@@ -396,7 +396,7 @@ fn table_fits_120_columns_and_truncates_names() {
         table[2]
     );
     assert!(out.contains(
-        "tracing ended      no end record: the process was killed, crashed or replaced itself (exec)"
+        "tracing ended      no end record: the process was killed, crashed or replaced itself (exec), or is still running"
     ));
     assert!(out.contains("duration           at least"));
 }

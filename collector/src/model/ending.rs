@@ -89,7 +89,9 @@ impl Trace {
                     .into()
             }
             (None, None) => {
-                "no end record: the process was killed, crashed or replaced itself (exec)".into()
+                "no end record: the process was killed, crashed or replaced itself (exec), or is \
+                 still running"
+                    .into()
             }
         }
     }
