@@ -24,7 +24,7 @@ MAX_LINES = 600
 CRATES = {
     "inject/src": [
         "generated/", "interpose.rs", "procaddr.rs", "generic.rs", "cudart.rs", "driver.rs", "devices.rs", "got.rs",
-        "cupti/", "nvtx/", "sys.rs", "ring.rs", "region.rs", "hook.rs", "lib.rs", "thread_state.rs",
+        "cupti/", "nvtx/", "sys.rs", "ring.rs", "region.rs", "hook.rs", "lib.rs",
     ],
     "inject/format/src": ["crc.rs"],  # the SSE4.2 crc32 instruction
     "inject/cupti-abi/src": ["lib.rs"],  # structures, and the entry points' `unsafe extern` type

@@ -70,5 +70,4 @@ mod session;
 mod state;
 mod sys;
 mod thread;
-mod thread_state;
 mod trace_fd;

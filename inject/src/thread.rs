@@ -9,11 +9,38 @@
 use crate::process;
 use crate::ring::{Entry, RingRef};
 use crate::state;
-use crate::thread_state::current;
-pub use crate::thread_state::{RuntimeCalls, ThreadState};
 use crate::{clock, sys};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// One thread's tracing state.
+pub struct ThreadState {
+    /// This thread is inside rtrace or inside a recorded call: nested calls pass through.
+    pub busy: Cell<bool>,
+    /// Never record on this thread (the worker).
+    pub excluded: Cell<bool>,
+    /// The thread's ring (kept alive by the process's registry until closed).
+    pub ring: RingRef,
+    /// The process generation the ring belongs to (changes in a forked child).
+    pub generation: Cell<u64>,
+    pub next_correlation: Cell<u64>,
+    pub correlation_end: Cell<u64>,
+    /// Correlation id of the recorded call in progress on this thread (0: none).
+    pub current: Cell<u64>,
+    /// The runtime API calls in progress on this thread ([`crate::runtime_api`]).
+    pub runtime: RuntimeCalls,
+}
+
+/// Runtime API calls in progress on one thread, innermost last: CUPTI's runtime callbacks
+/// come in enter/exit pairs on the calling thread.
+pub struct RuntimeCalls {
+    /// Calls entered and not yet exited (may exceed [`RUNTIME_DEPTH`]: deeper ones are not
+    /// recorded).
+    pub depth: Cell<usize>,
+    /// Each level's start in ticks (0: that call is not recorded) and rtrace correlation id.
+    pub start: [Cell<u64>; RUNTIME_DEPTH],
+    pub correlation: [Cell<u64>; RUNTIME_DEPTH],
+}
 
 impl RuntimeCalls {
     /// Whether the innermost runtime call in progress on this thread is recorded (a driver
@@ -42,7 +69,26 @@ impl RuntimeCalls {
     }
 }
 
+/// Runtime calls nested deeper than this on one thread are not recorded.
+pub const RUNTIME_DEPTH: usize = 4;
+
 thread_local! {
+    static TLS: ThreadState = const {
+        ThreadState {
+            busy: Cell::new(false),
+            excluded: Cell::new(false),
+            ring: RingRef::none(),
+            generation: Cell::new(0),
+            next_correlation: Cell::new(0),
+            correlation_end: Cell::new(0),
+            current: Cell::new(0),
+            runtime: RuntimeCalls {
+                depth: Cell::new(0),
+                start: [const { Cell::new(0) }; RUNTIME_DEPTH],
+                correlation: [const { Cell::new(0) }; RUNTIME_DEPTH],
+            },
+        }
+    };
     /// Dropped when the thread exits: closes its ring so the worker drains and frees it.
     static EXIT_GUARD: ExitGuard = const { ExitGuard { ring: RingRef::none() } };
 }
@@ -56,18 +102,19 @@ impl Drop for ExitGuard {
         if !self.ring.is_some() {
             return;
         }
-        let t = current();
-        if t.ring.same(&self.ring) {
-            t.ring.release();
-        }
+        let _ = TLS.try_with(|t| {
+            if t.ring.same(&self.ring) {
+                t.ring.release();
+            }
+        });
         self.ring.close();
     }
 }
 
-/// Runs `f` on the calling thread's state (always there: `Some`, its exit included).
+/// Runs `f` on the calling thread's state; `None` in the thread's teardown.
 #[inline(always)]
 pub fn with<R>(f: impl FnOnce(&ThreadState) -> R) -> Option<R> {
-    Some(f(current()))
+    TLS.try_with(f).ok()
 }
 
 /// Correlation ids are handed to threads in blocks of this many.
@@ -130,17 +177,18 @@ fn register(t: &ThreadState) -> bool {
 /// for it): called by CUPTI's API callback, inside the real call. No allocation, no lock. A
 /// driver call made inside a recorded runtime call links its GPU work to the runtime call,
 /// whichever of the two ids CUPTI gives that work (docs/runtime-api.md).
-#[inline]
 pub fn link_current(source: u32, symbol: u64) {
-    let t = current();
-    let call = t.current.get();
-    if call == 0 {
-        return;
-    }
-    t.ring.push(Entry::Link {
-        call: t.runtime.work_correlation(call),
-        source,
-        symbol,
+    let _ = TLS.try_with(|t| {
+        let current = t.current.get();
+        if current == 0 {
+            return;
+        }
+        let call = t.runtime.work_correlation(current);
+        t.ring.push(Entry::Link {
+            call,
+            source,
+            symbol,
+        });
     });
 }
 
@@ -155,47 +203,47 @@ pub fn push_event(event: Entry, attributes: Option<Entry>) {
     if !state::records() {
         return;
     }
-    let t = current();
-    if t.excluded.get() || !t.ensure_ring() {
-        return;
-    }
-    if t.ring.push_waiting(event.stamped(clock::ticks())) {
-        if let Some(a) = attributes {
-            t.ring.push_waiting(a);
+    let _ = TLS.try_with(|t| {
+        if t.excluded.get() || !t.ensure_ring() {
+            return;
         }
-    }
+        if t.ring.push_waiting(event.stamped(clock::ticks())) {
+            if let Some(a) = attributes {
+                t.ring.push_waiting(a);
+            }
+        }
+    });
 }
 
 /// The correlation id of the recorded call in progress on this thread (0: none), for
 /// records made inside it (CUPTI's resource callbacks). No allocation, no lock.
 pub fn current_correlation() -> u64 {
-    current().current.get()
+    TLS.try_with(|t| t.current.get()).unwrap_or(0)
 }
 
 /// Runs `f` as rtrace's own code on this thread: driver calls and dlsym lookups it
 /// makes are neither recorded nor rerouted.
 pub fn internal<R>(f: impl FnOnce() -> R) -> R {
-    let t = current();
-    let prev = t.busy.replace(true);
+    let prev = TLS.try_with(|t| t.busy.replace(true)).unwrap_or(true);
     let r = f();
-    t.busy.set(prev);
+    let _ = TLS.try_with(|t| t.busy.set(prev));
     r
 }
 
 /// True while this thread runs rtrace's own code or a recorded call.
 pub fn in_rtrace() -> bool {
-    let t = current();
-    t.busy.get() || t.excluded.get()
+    TLS.try_with(|t| t.busy.get() || t.excluded.get())
+        .unwrap_or(true)
 }
 
 /// Marks the calling thread as never traced (rtrace's own threads).
 pub fn exclude_this_thread() {
-    current().excluded.set(true);
+    let _ = TLS.try_with(|t| t.excluded.set(true));
 }
 
 /// Forgets the calling thread's ring without touching it (after fork, in the child).
 pub fn forget_this_thread() {
-    current().ring.forget();
+    let _ = TLS.try_with(|t| t.ring.forget());
     let _ = EXIT_GUARD.try_with(|g| g.ring.forget());
 }
 
