@@ -206,3 +206,27 @@ fn output_is_private_and_symlinks_are_not_followed() {
         .mode();
     assert_eq!(mode & 0o777, 0o600);
 }
+
+/// librtrace.so also loads with `dlopen`, without `LD_PRELOAD` (Python's ctypes, a tool's
+/// NVTX or CUDA injection path): its thread-locals must not need the static TLS block, whose
+/// room for libraries opened later is a few hundred bytes.
+#[test]
+fn loads_with_dlopen_without_preload() {
+    let script = "import ctypes, sys\n\
+                  lib = ctypes.CDLL(sys.argv[1])\n\
+                  print('loaded', hasattr(lib, 'rtrace_push_external_correlation'))";
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(librtrace())
+        .env_remove("LD_PRELOAD")
+        .env("RTRACE_DISABLE", "1")
+        .output()
+        .unwrap();
+    assert_eq!(
+        (
+            String::from_utf8_lossy(&out.stdout).as_ref(),
+            String::from_utf8_lossy(&out.stderr).as_ref()
+        ),
+        ("loaded True\n", "")
+    );
+}
