@@ -282,6 +282,9 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
     let sigs = signals::Signals::block()
         .map_err(|e| RecordError::Setup(format!("blocking signals: {}", io_message(&e))))?;
     sigs.unblock_in_child(&mut cmd);
+    // A standard descriptor closed when rtrace started is closed in the program too (its
+    // output and error are set to /dev/null by --quiet, not inherited).
+    crate::sys::stdio::close_in_child(&mut cmd, if opts.quiet { 0b110 } else { 0 });
     let mut child = cmd.spawn().map_err(|error| RecordError::Spawn {
         program: program.clone(),
         error,

@@ -6,6 +6,7 @@
 pub mod demangle;
 pub mod isolate;
 pub mod signals;
+pub mod stdio;
 
 /// Keeps large freed blocks in the heap, for the next chunk, instead of giving them back.
 ///

@@ -230,3 +230,38 @@ fn record_waits_for_traced_processes_the_program_left_running() {
     assert_eq!(child.wait().unwrap().code(), Some(3), "{rest}");
     assert!(rest.contains("rtrace: trace written to "), "{rest}");
 }
+
+/// A standard descriptor closed when `rtrace record` starts is closed in the program too, as
+/// without rtrace (Rust's runtime opens /dev/null on it in rtrace itself): a write to a closed
+/// standard output fails the same way.
+#[test]
+fn closed_standard_output_stays_closed_in_the_program() {
+    let dir = fresh_dir("record-closed-stdout");
+    let program = "echo hi; echo rc=$? >&2";
+    let run = |traced: bool| {
+        let inner = if traced {
+            format!(
+                "{} record -o {} -- sh -c '{program}' >&-",
+                rtrace_bin().display(),
+                dir.join("t-%p.bin").display()
+            )
+        } else {
+            format!("sh -c '{program}' >&-")
+        };
+        let out = Command::new("sh")
+            .args(["-c", &inner])
+            .env_remove("LD_PRELOAD")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        // rtrace's own lines aside.
+        let program_err: Vec<&str> = err.lines().filter(|l| !l.starts_with("rtrace:")).collect();
+        (out.status.code(), program_err.join("\n"))
+    };
+    let plain = run(false);
+    assert!(
+        plain.1.ends_with("rc=1") || plain.1.ends_with("rc=2"),
+        "{plain:?}"
+    );
+    assert_eq!(run(true), plain);
+}
