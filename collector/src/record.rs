@@ -222,11 +222,19 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
         .parent()
         .is_some_and(|d| pattern::varies(d.as_os_str().as_bytes()));
     if let Some(dir) = pattern.expand(0, &host).parent() {
-        if !per_process_dir && !dir.is_dir() {
-            return Err(RecordError::Setup(format!(
-                "--output: the directory {} does not exist",
-                dir.display()
-            )));
+        if !per_process_dir {
+            let d = dir.display();
+            let why = match std::fs::metadata(dir) {
+                Err(_) => Some(format!("the directory {d} does not exist")),
+                Ok(m) if !m.is_dir() => Some(format!("{d} is not a directory")),
+                Ok(_) if !crate::sys::writable_dir(dir) => {
+                    Some(format!("the directory {d} is not writable"))
+                }
+                Ok(_) => None,
+            };
+            if let Some(why) = why {
+                return Err(RecordError::Setup(format!("--output: {why}")));
+            }
         }
     }
     let name_holds_pid = pattern::holds_pid(raw.as_bytes());
@@ -549,6 +557,14 @@ mod tests {
             e.to_string(),
             format!("--output: the directory {} does not exist", dir.display())
         );
+        // A file where the directory should be.
+        std::fs::write(&dir, b"a file").unwrap();
+        let e = record(&opts).unwrap_err();
+        assert_eq!(
+            (e.exit_code(), e.to_string()),
+            (2, format!("--output: {} is not a directory", dir.display()))
+        );
+        std::fs::remove_file(&dir).unwrap();
     }
 
     #[test]

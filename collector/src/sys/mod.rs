@@ -8,6 +8,17 @@ pub mod isolate;
 pub mod signals;
 pub mod stdio;
 
+/// Whether this process may create files in the directory `dir` (write and search
+/// permission, as `access` says for the real user; false for a path it cannot name).
+pub fn writable_dir(dir: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c` is a NUL-terminated path that outlives the call; access only reads it.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
+}
+
 /// Keeps large freed blocks in the heap, for the next chunk, instead of giving them back.
 ///
 /// The readers take a trace a chunk at a time: each chunk's payload and its decoded records
