@@ -304,7 +304,7 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
         }
         match sigs.wait(250).map_err(RecordError::Wait)? {
             signals::Event::Forward(sig) => signals::forward(pid, sig),
-            signals::Event::Child | signals::Event::Shared => {}
+            signals::Event::Child | signals::Event::Shared(_) => {}
         }
     };
     if let Some(s) = sampler {
@@ -364,9 +364,11 @@ fn wait_for_outliving(
                 }
                 stop_at.get_or_insert(grace);
             }
-            Ok(signals::Event::Shared) => {
+            // The terminal's Ctrl-C (the processes got it too); not its resizes.
+            Ok(signals::Event::Shared(sig)) if sig != libc::SIGWINCH && sig != libc::SIGURG => {
                 stop_at.get_or_insert(grace);
             }
+            Ok(signals::Event::Shared(_)) => {}
             Ok(signals::Event::Child) => {}
             Err(_) => return found,
         }

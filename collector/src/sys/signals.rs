@@ -62,7 +62,7 @@ pub(crate) enum Event {
     /// A signal to pass on to the child.
     Forward(libc::c_int),
     /// A signal the child got too (from the terminal or the kernel).
-    Shared,
+    Shared(libc::c_int),
 }
 
 impl Signals {
@@ -138,7 +138,7 @@ impl Signals {
         Ok(if code <= 0 {
             Event::Forward(sig)
         } else {
-            Event::Shared
+            Event::Shared(sig)
         })
     }
 }
