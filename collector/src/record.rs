@@ -334,14 +334,7 @@ fn wait_for_outliving(
     let mut stop_at = None;
     loop {
         let mut found = session.found(pattern, host, main);
-        found.running = found
-            .traces
-            .iter()
-            .map(|t| t.pid)
-            .filter(|&p| p != main && signals::alive(p))
-            .collect();
-        found.running.sort_unstable();
-        found.running.dedup();
+        found.note_running(main);
         let now = std::time::Instant::now();
         if found.running.is_empty() || stop_at.is_some_and(|t| now >= t) {
             return found;

@@ -62,6 +62,25 @@ fn random_hex() -> io::Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+impl Found {
+    /// Sets [`Found::running`]: the processes of the traces, other than `main`, still running
+    /// (the process that wrote each, not one that took its pid since).
+    pub fn note_running(&mut self, main: u32) {
+        let mut running: Vec<u32> = self
+            .traces
+            .iter()
+            .filter(|t| t.pid != main)
+            .filter_map(|t| {
+                let h = header_of(&t.path).ok()?;
+                crate::sys::signals::running_since(t.pid, h.start.monotonic_ns).then_some(t.pid)
+            })
+            .collect();
+        running.sort_unstable();
+        running.dedup();
+        self.running = running;
+    }
+}
+
 impl Session {
     /// A new token, and its status directory in the temporary directory (mode 0700, created
     /// new). Fails only when no token can be drawn; without a status directory, traces are

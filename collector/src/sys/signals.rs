@@ -158,7 +158,7 @@ pub(crate) fn forward(pid: u32, sig: libc::c_int) {
 }
 
 /// Whether process `pid` is running (a zombie, ended but not yet reaped, is not).
-pub(crate) fn alive(pid: u32) -> bool {
+fn alive(pid: u32) -> bool {
     let Ok(p) = libc::pid_t::try_from(pid) else {
         return false;
     };
@@ -171,6 +171,31 @@ pub(crate) fn alive(pid: u32) -> bool {
             .ok()
             .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
             .unwrap_or(true)
+}
+
+/// Whether process `pid` is running and started by `monotonic_ns` (`CLOCK_MONOTONIC`) and a
+/// second: a process that took the pid after an earlier one ended is not that one. (The
+/// kernel counts a start from boot, suspended time included: after a suspend a process may
+/// look newer than it is, and is then not waited for.)
+pub(crate) fn running_since(pid: u32, monotonic_ns: u64) -> bool {
+    if !alive(pid) {
+        return false;
+    }
+    // The 20th field after the command's closing parenthesis: the start, in clock ticks.
+    let start_ticks = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let (_, rest) = s.rsplit_once(") ")?;
+            rest.split_whitespace().nth(19)?.parse::<u64>().ok()
+        });
+    // SAFETY: sysconf only reads a system constant.
+    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    match (start_ticks, u64::try_from(tick)) {
+        (Some(t), Ok(hz)) if hz > 0 => {
+            t.saturating_mul(1_000_000_000) / hz <= monotonic_ns.saturating_add(1_000_000_000)
+        }
+        _ => true,
+    }
 }
 
 /// `SIGKILL`-style name of signal `sig`, or `"unknown signal"`.
@@ -213,5 +238,30 @@ pub fn signal_name(sig: i32) -> &'static str {
         Ok(i @ 1..=31) => NAMES[i],
         _ if (libc::SIGRTMIN()..=libc::SIGRTMAX()).contains(&sig) => "a real-time signal",
         _ => "unknown signal",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn monotonic_ns() -> u64 {
+        let mut t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes the timespec it is given.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+        t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+    }
+
+    #[test]
+    fn a_process_is_running_since_its_start_not_before() {
+        let me = std::process::id();
+        assert!(running_since(me, monotonic_ns()));
+        // This process started well after boot: not the holder of a trace begun then.
+        assert!(!running_since(me, 0));
+        // No such process.
+        assert!(!running_since(u32::MAX, monotonic_ns()));
     }
 }
