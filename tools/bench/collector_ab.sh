@@ -23,7 +23,8 @@ run() {
     local build=$1 job=$2 trace=$3 out=$4 bin
     if [ "$build" = old ]; then bin=$old; else bin=$new; fi
     local args=(report "$trace")
-    [ "$job" = report ] || args=(export --format perfetto --output "$out" "$trace")
+    # The export's file from the run before goes first (rtrace export replaces no file).
+    [ "$job" = report ] || { args=(export --format perfetto --output "$out" "$trace"); rm -f "$out"; }
     if [ "$job" = report ]; then
         /usr/bin/time -f "%e %M" -o "$work/time" taskset -c "$CPU" "$bin" "${args[@]}" >"$out" 2>"$work/stderr"
     else

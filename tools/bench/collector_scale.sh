@@ -43,7 +43,7 @@ for n in "${sizes[@]}"; do
         "$(awk -v k="$kb" 'BEGIN {printf "%.0f", k / 1024}')"
     report_rate=$(awk -v n="$n" -v w="$wall" 'BEGIN {print (w > 0 ? n / w : 0)}')
     report_mib=$(awk -v k="$kb" 'BEGIN {print k / 1024}')
-    read -r wall kb < <(best_of "$RTRACE" export --format perfetto --output "$WORK/out.pftrace" "$trace")
+    read -r wall kb < <(best_of "$RTRACE" export --format perfetto --force-overwrite --output "$WORK/out.pftrace" "$trace")
     printf '%-10s %-9s %-8s %8s %12s %10s\n' "$n" "$size" export "$wall" \
         "$(awk -v n="$n" -v w="$wall" 'BEGIN {printf "%.2fM", (w > 0 ? n / w : 0) / 1e6}')" \
         "$(awk -v k="$kb" 'BEGIN {printf "%.0f", k / 1024}')"
