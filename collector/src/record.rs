@@ -146,7 +146,7 @@ pub fn locate_lib(explicit: Option<&Path>) -> Result<PathBuf, RecordError> {
                         dir.display()
                     ))
                 })?;
-            (found, "next to rtrace")
+            (found, BESIDE_RTRACE)
         }
     };
     let abs = std::fs::canonicalize(&lib).map_err(|e| {
@@ -158,7 +158,8 @@ pub fn locate_lib(explicit: Option<&Path>) -> Result<PathBuf, RecordError> {
             lib.display()
         )));
     }
-    if !is_rtrace_library(&abs) {
+    // The one beside rtrace is its own build's; another is checked (reading it takes a few ms).
+    if origin != BESIDE_RTRACE && !is_rtrace_library(&abs) {
         return Err(RecordError::Setup(format!(
             "{origin} {}: not {LIB_NAME} (an ELF shared library that exports {MARKER_SYMBOL})",
             lib.display()
@@ -178,6 +179,9 @@ pub fn locate_lib(explicit: Option<&Path>) -> Result<PathBuf, RecordError> {
     }
     Ok(abs)
 }
+
+/// Where [`locate_lib`] found the library when neither `--lib` nor `RTRACE_LIB` named one.
+const BESIDE_RTRACE: &str = "next to rtrace";
 
 /// A symbol only librtrace.so exports (its C ABI, `inject/rtrace.h`): by its name in the file,
 /// a library given with `--lib` is taken for librtrace.so.
