@@ -125,6 +125,18 @@ fn sass_lists_a_kernel_under_its_source_lines() {
         String::from_utf8_lossy(&out.stderr),
         "rtrace: --nvdisasm /nonexistent/nvdisasm: no such file\n"
     );
+    // A wrong input is said first, whatever nvdisasm is.
+    let missing = dir.join("missing.bin");
+    let out = Command::new(env!("CARGO_BIN_EXE_rtrace"))
+        .args(["sass", "--nvdisasm", "/nonexistent/nvdisasm"])
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("rtrace: {}: No such file or directory\n", missing.display())
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -26,18 +26,19 @@ pub struct SassArgs {
 
 /// Runs `rtrace sass`; returns the exit code.
 pub(super) fn run(args: &SassArgs) -> u8 {
-    let nvdisasm = match crate::nvdisasm::find(args.nvdisasm.as_deref()) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("rtrace: {e}");
-            return 2;
-        }
-    };
+    // The inputs first: a wrong path is the first thing to say, whatever the machine has.
     let Some(spooled) = spool(&args.files) else {
         return 2;
     };
     let loaded = match load_inputs(spooled.paths()) {
         Ok(l) => l,
+        Err(e) => {
+            eprintln!("rtrace: {e}");
+            return 2;
+        }
+    };
+    let nvdisasm = match crate::nvdisasm::find(args.nvdisasm.as_deref()) {
+        Ok(p) => p,
         Err(e) => {
             eprintln!("rtrace: {e}");
             return 2;
