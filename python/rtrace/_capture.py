@@ -15,8 +15,24 @@ import os
 import threading
 import warnings
 
-# CUPTI's CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0; any number will do.
-CUSTOM0 = 2
+# CUPTI's CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 (cupti_activity.h), as a C or C++ extension
+# using rtrace.h names it; any number of 32 bits will do.
+CUSTOM0 = 3
+
+
+def _checked(value, kind):
+    """`value` and `kind` as the C ABI takes them (ids of 64 bits, kinds of 32), the same
+    traced or not: a TypeError or ValueError otherwise, never a silent wrap."""
+    for name, v, bits in (("id", value, 64), ("kind", kind, 32)):
+        if isinstance(v, bool) or not hasattr(v, "__index__"):
+            raise TypeError(
+                f"rtrace: an external correlation {name} is an integer, not {type(v).__name__}"
+            )
+        if not 0 <= v.__index__() < 1 << bits:
+            raise ValueError(
+                f"rtrace: an external correlation {name} is 0 to 2**{bits} - 1, not {v}"
+            )
+    return value.__index__(), kind.__index__()
 
 _lock = threading.Lock()
 _correlation = None  # (push, pop), or () when not under rtrace
@@ -139,6 +155,7 @@ def stop():
 def push_external_id(value, kind=CUSTOM0):
     """Pushes external correlation id `value` of `kind` on the calling thread: the CUDA calls
     the thread makes until the matching pop, and the GPU work they launch, are linked to it."""
+    value, kind = _checked(value, kind)
     symbols = _load()
     if not symbols:
         _not_traced("push_external_id")
@@ -149,6 +166,7 @@ def push_external_id(value, kind=CUSTOM0):
 def pop_external_id(kind=CUSTOM0):
     """Pops the innermost id of `kind` on the calling thread and returns it (None when none
     was pushed, or when not under rtrace)."""
+    _, kind = _checked(0, kind)
     symbols = _load()
     if not symbols:
         _not_traced("pop_external_id")

@@ -44,6 +44,9 @@ class Table(list):
     def to_polars(self):
         import polars
 
+        # An empty summary has no rows to tell its columns by: an empty frame.
+        if not self:
+            return polars.DataFrame()
         return polars.from_dicts(list(self), infer_schema_length=None)
 
 
@@ -96,9 +99,12 @@ def load(*paths, args=(), command=None):
     """
     if not paths:
         raise TypeError("rtrace.load: give at least one trace file")
-    argv = [command or rtrace_command(), "report", "--format", "json", *args]
+    if isinstance(args, (str, bytes)):
+        raise TypeError('rtrace.load: args is a list of options, e.g. ["--pid", "1234"]')
+    argv = [command or rtrace_command(), "report", "--format", "json", *args, "--"]
     argv += [os.fspath(p) for p in paths]
-    done = subprocess.run(argv, capture_output=True, text=True)
+    # Not the program's standard input: a path `-` names no file here.
+    done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if done.returncode != 0:
         raise RuntimeError(
             f"rtrace report failed (exit {done.returncode}): {done.stderr.strip()}"

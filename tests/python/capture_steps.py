@@ -1,7 +1,9 @@
 """Run under `rtrace record --capture-range cudaProfilerApi` by tests/harness/tests/wheel.rs,
 against the simulated driver (tests/simcuda), with the rtrace wheel installed: three steps of
 two kernel launches, each step inside `rtrace.external_id(100 + step)`, between rtrace.start()
-and rtrace.stop(), and one launch before the start and one after the stop (not recorded).
+and rtrace.stop(), and one launch before the start and one after the stop (not recorded); then
+id 200 pushed while recording is paused, a range with a launch inside it, id 200 popped while
+paused, and a range with a launch outside any id.
 Prints what the package says, for the test to compare."""
 
 import ctypes
@@ -52,6 +54,17 @@ with warnings.catch_warnings(record=True) as said:
     check(cuda.cuCtxSynchronize(), "cuCtxSynchronize")
     print("stop:", rtrace.stop())
     print("pop with nothing pushed:", rtrace.pop_external_id())
+    # An id pushed while recording is paused credits the calls recorded inside it; one popped
+    # while paused credits none after it.
+    with rtrace.external_id(200):
+        rtrace.start()
+        launch(function)
+        check(cuda.cuCtxSynchronize(), "cuCtxSynchronize")
+        rtrace.stop()
+    rtrace.start()
+    launch(function)
+    check(cuda.cuCtxSynchronize(), "cuCtxSynchronize")
+    rtrace.stop()
 print("warnings:", len(said))
 
 launch(function)  # after the capture range: not recorded

@@ -96,7 +96,9 @@ pub(super) fn record(kind: NvtxKind, domain: u32, a: &Attributes, value: u64) {
         payload: a.payload,
         payload_type: a.payload_type,
     });
-    // Names and domains are kept even outside a capture range: later events use them.
+    // Names and domains are kept even outside a capture range: later events use them. So are
+    // external ids' pushes and pops: the calls recorded later are credited by the stack they
+    // leave (a pop while paused would otherwise leave its id to the calls after it).
     let always = matches!(
         kind,
         NvtxKind::DomainCreate
@@ -104,6 +106,8 @@ pub(super) fn record(kind: NvtxKind, domain: u32, a: &Attributes, value: u64) {
             | NvtxKind::RegisterString
             | NvtxKind::NameCategory
             | NvtxKind::NameThread
+            | NvtxKind::ExternalPush
+            | NvtxKind::ExternalPop
     );
     if always || crate::capture::recording() {
         thread::push_event(rec, extra);

@@ -110,12 +110,19 @@ fn the_wheel_records_a_python_program_and_loads_its_report() {
         .arg(
             "import rtrace\n\
              print(rtrace.under_rtrace(), rtrace.start(), rtrace.stop())\n\
-             with rtrace.external_id(7) as v: print(v, rtrace.pop_external_id())",
+             with rtrace.external_id(7) as v: print(v, rtrace.pop_external_id())\n\
+             for bad in (1.5, '3', -1, 2**64, True):\n\
+             \x20   try: rtrace.push_external_id(bad)\n\
+             \x20   except (TypeError, ValueError) as e: print(type(e).__name__)",
         )
         .output()
         .expect("python");
     let stderr = String::from_utf8_lossy(&outside.stderr).into_owned();
-    assert_eq!(ok(outside, "outside rtrace"), "False None None\n7 None\n");
+    // Ids the C ABI cannot take are refused the same way outside rtrace as under it.
+    assert_eq!(
+        ok(outside, "outside rtrace"),
+        "False None None\n7 None\nTypeError\nTypeError\nValueError\nValueError\nTypeError\n"
+    );
     assert_eq!(stderr.matches("RuntimeWarning").count(), 1, "{stderr}");
     assert!(
         stderr.contains("rtrace.start: not running under rtrace"),
@@ -170,15 +177,19 @@ fn the_wheel_records_a_python_program_and_loads_its_report() {
         [
             // cuInit is always recorded; the launch before start() and the one after stop()
             // are not, nor are their kernels.
-            "api cuCtxSynchronize 1",
+            "api cuCtxSynchronize 3",
             "api cuInit 1",
-            "api cuLaunchKernel 6",
-            "api cuProfilerStart 1",
-            "api cuProfilerStop 1",
-            "kernel step_kernel 6 12000",
-            "external 2 100 2 2 4000",
-            "external 2 101 2 2 4000",
-            "external 2 102 2 2 4000",
+            "api cuLaunchKernel 8",
+            "api cuProfilerStart 3",
+            "api cuProfilerStop 3",
+            "kernel step_kernel 8 16000",
+            // rtrace.CUSTOM0 is CUPTI's CUSTOM0, 3.
+            "external 3 100 2 2 4000",
+            "external 3 101 2 2 4000",
+            "external 3 102 2 2 4000",
+            // Pushed and popped while paused: the start, launch, synchronize and stop inside
+            // it, not the launch of the range after it.
+            "external 3 200 4 1 2000",
             "devices 1",
             "command beside python: True",
             "no such summary: AttributeError",
