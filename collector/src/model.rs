@@ -515,6 +515,15 @@ impl Trace {
         })
     }
 
+    /// What the trace's notices say of PC sampling other than that a context is sampled:
+    /// stall reasons the chip lacks, why it is off, samples lost.
+    pub fn pc_sampling_notes(&self) -> impl Iterator<Item = &str> {
+        self.notices.iter().map(|n| n.message.as_str()).filter(|m| {
+            m.starts_with(rtrace_format::PC_SAMPLING_NOTICE)
+                && !m.starts_with(rtrace_format::PC_SAMPLING_ON)
+        })
+    }
+
     /// Whether capture control chose what was recorded (a notice of it says so).
     pub fn captured(&self) -> bool {
         self.notices

@@ -188,13 +188,7 @@ pub fn profile(traces: &[Trace]) -> Profile {
                 images.entry(img.crc).or_insert(img.hash);
             }
         }
-        for n in &t.notices {
-            if n.message.starts_with(rtrace_format::PC_SAMPLING_NOTICE)
-                && !n.message.starts_with(rtrace_format::PC_SAMPLING_ON)
-            {
-                p.notes.push(n.message.clone());
-            }
-        }
+        p.notes.extend(t.pc_sampling_notes().map(String::from));
         // Stall reason names by context and index.
         let names: HashMap<(u32, u32), &str> = t
             .pc_configs

@@ -324,7 +324,7 @@ pub fn contents(path: &Path) -> Result<Contents, LoadError> {
     c.gpu_activity = trace.gpu_activity();
     c.sampler = trace.header.is_gpu_sampler();
     c.write_failure = trace.write_failure().map(|w| w.into_owned());
-    c.damage = trace.damage;
+    c.damage = trace.damage.clone();
     c.dropped = trace.dropped;
     c.gpu_metrics = (
         trace.gpu_metric_setups.len() as u64,
@@ -342,15 +342,7 @@ pub fn contents(path: &Path) -> Result<Contents, LoadError> {
             .collect(),
     );
     c.untimed = trace.untimed.len() as u64;
-    c.pc_sampling = trace
-        .notices
-        .iter()
-        .filter(|n| {
-            n.message.starts_with(rtrace_format::PC_SAMPLING_NOTICE)
-                && !n.message.starts_with(rtrace_format::PC_SAMPLING_ON)
-        })
-        .map(|n| n.message.clone())
-        .collect();
+    c.pc_sampling = trace.pc_sampling_notes().map(String::from).collect();
     c.capture = trace
         .notices
         .iter()

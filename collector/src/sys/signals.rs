@@ -157,8 +157,11 @@ pub(crate) fn forward(pid: u32, sig: libc::c_int) {
     }
 }
 
-/// Whether process `pid` is running (a zombie, ended but not yet reaped, is not).
-fn alive(pid: u32) -> bool {
+/// Whether process `pid` is running (a zombie, ended but not yet reaped, is not) and started
+/// by `monotonic_ns` (`CLOCK_MONOTONIC`) and a second: a process that took the pid after an
+/// earlier one ended is not that one. (The kernel counts a start from boot, suspended time
+/// included: after a suspend a process may look newer than it is, and is then not waited for.)
+pub(crate) fn running_since(pid: u32, monotonic_ns: u64) -> bool {
     let Ok(p) = libc::pid_t::try_from(pid) else {
         return false;
     };
@@ -166,31 +169,26 @@ fn alive(pid: u32) -> bool {
     let exists = p > 0
         && (unsafe { libc::kill(p, 0) } == 0
             || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM));
-    exists
-        && std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
-            .unwrap_or(true)
-}
-
-/// Whether process `pid` is running and started by `monotonic_ns` (`CLOCK_MONOTONIC`) and a
-/// second: a process that took the pid after an earlier one ended is not that one. (The
-/// kernel counts a start from boot, suspended time included: after a suspend a process may
-/// look newer than it is, and is then not waited for.)
-pub(crate) fn running_since(pid: u32, monotonic_ns: u64) -> bool {
-    if !alive(pid) {
+    if !exists {
         return false;
     }
-    // The 20th field after the command's closing parenthesis: the start, in clock ticks.
-    let start_ticks = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            let (_, rest) = s.rsplit_once(") ")?;
-            rest.split_whitespace().nth(19)?.parse::<u64>().ok()
-        });
+    // After the command's closing parenthesis: the state first, the start (in clock ticks)
+    // 20th. Unreadable: taken as running, as `kill` said.
+    let Some(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok() else {
+        return true;
+    };
+    let fields: Vec<&str> = stat
+        .rsplit_once(") ")
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    if fields.first() == Some(&"Z") {
+        return false;
+    }
     // SAFETY: sysconf only reads a system constant.
     let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    match (start_ticks, u64::try_from(tick)) {
+    match (
+        fields.get(19).and_then(|f| f.parse::<u64>().ok()),
+        u64::try_from(tick),
+    ) {
         (Some(t), Ok(hz)) if hz > 0 => {
             t.saturating_mul(1_000_000_000) / hz <= monotonic_ns.saturating_add(1_000_000_000)
         }
