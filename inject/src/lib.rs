@@ -71,3 +71,4 @@ mod state;
 mod sys;
 mod thread;
 mod trace_fd;
+mod worker_cpu;

@@ -6,6 +6,7 @@
 use crate::output::Sink;
 use crate::ring::{ClockPair, Region, Ring, Waker, WhenFull};
 use crate::state::{self, State};
+use crate::worker_cpu::WorkerCpu;
 use crate::{clock, sys};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once, OnceLock, TryLockError};
@@ -36,6 +37,8 @@ pub struct Process {
     /// The worker, to wake it.
     worker: OnceLock<std::thread::Thread>,
     pub stop: AtomicBool,
+    /// Where the worker's CPU went (measured under `RTRACE_DEBUG=1`).
+    pub worker_cpu: WorkerCpu,
 }
 
 /// The rings of a process's threads, and the regions no ring uses now.
@@ -95,6 +98,7 @@ impl Process {
             sink: Mutex::new(None),
             worker: OnceLock::new(),
             stop: AtomicBool::new(false),
+            worker_cpu: WorkerCpu::default(),
         }
     }
 

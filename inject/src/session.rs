@@ -12,6 +12,7 @@ use crate::drain::{drain_rings, Drain, Drained};
 use crate::output::Sink;
 use crate::process::{self, Process};
 use crate::state::{self, State};
+use crate::worker_cpu::Phase;
 use crate::{capture, clock, cupti, diag, nvtx, runtime_api, sys, thread};
 use rtrace_format::ChunkKind;
 use std::sync::atomic::Ordering;
@@ -152,6 +153,7 @@ fn run_worker(process: &'static Process) {
     let period_ns = cfg.flush_ms * 1_000_000;
     let mut last_periodic = clock::now_ns();
     let mut busy = false;
+    let mut watch = process.worker_cpu.stopwatch(cfg.debug);
     loop {
         // A thread filling its buffer fast: look again at once (giving the core up to any
         // thread waiting for it), for as long as some ring is a quarter full.
@@ -160,6 +162,7 @@ fn run_worker(process: &'static Process) {
         } else {
             std::thread::park_timeout(poll);
         }
+        watch.lap(Phase::Wait);
         if process.stop.load(Ordering::Acquire) || state::state() != State::Running {
             return;
         }
@@ -172,16 +175,21 @@ fn run_worker(process: &'static Process) {
         };
         if mode == Drain::Periodic {
             cupti::flush_if_idle();
+            watch.lap(Phase::CuptiFlush);
         }
         let ok = process.with_consumer(Duration::from_millis(50), |sink| {
             let drained = drain(process, sink, mode);
+            watch.lap(Phase::Rings);
             // Only after every ring was drained: links precede the GPU records they name.
             if mode == Drain::Periodic {
                 cupti::drain_into(sink);
+                watch.lap(Phase::CuptiConvert);
             }
             let written = sink.flush().map(|()| drained);
+            watch.lap(Phase::Write);
             if mode == Drain::Periodic && written.is_ok() {
                 process.keep_spare_region(sink, cfg.buffer_records);
+                watch.lap(Phase::Spare);
             }
             written
         });
@@ -198,6 +206,8 @@ fn run_worker(process: &'static Process) {
             None => {}
         }
         process.forget_finished_rings();
+        watch.lap(Phase::Forget);
+        watch.pass();
     }
 }
 
@@ -284,7 +294,10 @@ pub fn drain_and_finish(how: Ending) {
         });
         if let Some(reason) = reason {
             match done {
-                Some(Ok(())) => diag::log(&["trace written (", reason, ")"]),
+                Some(Ok(())) => {
+                    process.worker_cpu.log();
+                    diag::log(&["trace written (", reason, ")"]);
+                }
                 Some(Err(e)) => diag::log(&["final write failed: ", &e.to_string()]),
                 None => diag::log(&["final flush timed out: the worker held the buffers"]),
             }

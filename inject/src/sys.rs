@@ -474,6 +474,18 @@ pub fn clock_ns(clock: libc::clockid_t) -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// The calling thread's user and system CPU time so far, in µs (`getrusage(RUSAGE_THREAD)`).
+pub fn thread_times_us() -> (u64, u64) {
+    // SAFETY: all-zero is a valid `rusage`.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid out-pointer; on failure it stays zero.
+    unsafe {
+        libc::getrusage(libc::RUSAGE_THREAD, &mut ru);
+    }
+    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    (us(ru.ru_utime), us(ru.ru_stime))
+}
+
 /// The CPU's time-stamp counter.
 #[inline(always)]
 pub fn rdtsc() -> u64 {
