@@ -117,7 +117,7 @@ fn window_nvtx(t: &mut Trace, in_window: &impl Fn(u64) -> bool) {
         // Push/pop by domain, external ids by kind: a pop keeps what its push kept.
         let mut stacks: HashMap<(bool, u32), Vec<bool>> = HashMap::new();
         th.nvtx.retain(|e| match e.kind {
-            NvtxKind::Push | NvtxKind::ExternalPush => {
+            k if k == NvtxKind::Push || k.is_external_push() => {
                 let keep = in_window(e.time_ns);
                 let key = (e.kind == NvtxKind::Push, stack_key(e));
                 stacks.entry(key).or_default().push(keep);
@@ -138,7 +138,7 @@ fn window_nvtx(t: &mut Trace, in_window: &impl Fn(u64) -> bool) {
 fn stack_key(e: &rtrace_format::NvtxEvent) -> u32 {
     use rtrace_format::NvtxKind;
     match e.kind {
-        NvtxKind::ExternalPush | NvtxKind::ExternalPop => e.category,
+        k if k.is_external_push() || k == NvtxKind::ExternalPop => e.category,
         _ => e.domain,
     }
 }

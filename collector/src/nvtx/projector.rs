@@ -348,14 +348,18 @@ impl Projector {
                 }
             }
             NvtxKind::Mark if kept => self.marks += 1,
-            NvtxKind::ExternalPush if self.mode != Mode::Durations => {
+            k if k.is_external_push() && self.mode != Mode::Durations => {
                 let th = self.threads.entry(tid).or_default();
                 th.external_kept.entry(e.category).or_default().push(kept);
                 if kept {
                     th.external.entry(e.category).or_default().push(e.value);
                     self.foreign.external(tid, e.category, true);
-                    // Ids pushed with no call inside still get a row.
-                    self.rows.entry((e.category, e.value)).or_default();
+                    // Ids pushed with no call inside still get a row, unless pushed while
+                    // capture control was not recording (then only the calls credited to
+                    // them, recorded later, make one).
+                    if k == NvtxKind::ExternalPush {
+                        self.rows.entry((e.category, e.value)).or_default();
+                    }
                 }
             }
             NvtxKind::ExternalPop if self.mode != Mode::Durations => {

@@ -1520,6 +1520,52 @@ fn external_ids_get_the_calls_and_gpu_work_made_under_them() {
     ));
 }
 
+/// Pushes made while capture control was not recording: one whose block lay wholly outside
+/// the capture gets no row; one still on the stack when recording began is credited with the
+/// calls recorded under it, as a push made while recording would be.
+#[test]
+fn external_ids_pushed_while_paused_are_reported_only_for_calls_recorded_under_them() {
+    let ev = |kind, category, time_ns, value| {
+        NvtxEvent {
+            kind,
+            category,
+            time_ns,
+            value,
+            ..Default::default()
+        }
+        .to_bytes()
+    };
+    let events = [
+        ev(NvtxKind::ExternalPushPaused, 2, 100, 40),
+        ev(NvtxKind::ExternalPop, 2, 200, 40),
+        ev(NvtxKind::ExternalPushPaused, 2, 1_950, 42),
+        ev(NvtxKind::ExternalPush, 2, 2_150, 43),
+        ev(NvtxKind::ExternalPop, 2, 2_250, 43),
+        ev(NvtxKind::ExternalPop, 2, 2_450, 42),
+    ]
+    .concat();
+    let t = read(
+        &gpu_sample()
+            .chunk(ChunkKind::NvtxEvents, 11, 0, &events)
+            .bytes,
+    );
+    let rows = crate::nvtx::external_summary(std::slice::from_ref(&t));
+    let got: Vec<(u32, u64, u64, u64, u64, u64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.kind,
+                r.id,
+                r.calls,
+                r.gpu_records,
+                r.gpu_ns,
+                r.process_gpu_records,
+            )
+        })
+        .collect();
+    assert_eq!(got, vec![(2, 42, 4, 4, 2_500, 4), (2, 43, 1, 1, 1_000, 1)]);
+}
+
 /// The process view (docs/nvtx.md, "Which thread's work"): a main thread with `step` ⊃
 /// `backward` and an external id waits while a thread with no range launches the backward
 /// pass; a loader thread with a range and an id of its own keeps its work; a thread with a

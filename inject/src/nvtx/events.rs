@@ -82,6 +82,23 @@ fn domain_id(d: Domain) -> u32 {
 /// Records an event of `kind` on this thread.
 #[inline]
 pub(super) fn record(kind: NvtxKind, domain: u32, a: &Attributes, value: u64) {
+    let recording = crate::capture::recording();
+    // Names and domains are kept even outside a capture range: later events use them. So are
+    // external ids' pushes and pops: the calls recorded later are credited by the stack they
+    // leave (a pop while paused would otherwise leave its id to the calls after it); a push
+    // made while paused says so, and is not reported for itself.
+    let kind = match kind {
+        NvtxKind::ExternalPush if !recording => NvtxKind::ExternalPushPaused,
+        NvtxKind::DomainCreate
+        | NvtxKind::DomainDestroy
+        | NvtxKind::RegisterString
+        | NvtxKind::NameCategory
+        | NvtxKind::NameThread
+        | NvtxKind::ExternalPush
+        | NvtxKind::ExternalPop => kind,
+        _ if recording => kind,
+        _ => return,
+    };
     let rec = Entry::Nvtx(NvtxEntry {
         kind,
         message: a.message,
@@ -96,22 +113,7 @@ pub(super) fn record(kind: NvtxKind, domain: u32, a: &Attributes, value: u64) {
         payload: a.payload,
         payload_type: a.payload_type,
     });
-    // Names and domains are kept even outside a capture range: later events use them. So are
-    // external ids' pushes and pops: the calls recorded later are credited by the stack they
-    // leave (a pop while paused would otherwise leave its id to the calls after it).
-    let always = matches!(
-        kind,
-        NvtxKind::DomainCreate
-            | NvtxKind::DomainDestroy
-            | NvtxKind::RegisterString
-            | NvtxKind::NameCategory
-            | NvtxKind::NameThread
-            | NvtxKind::ExternalPush
-            | NvtxKind::ExternalPop
-    );
-    if always || crate::capture::recording() {
-        thread::push_event(rec, extra);
-    }
+    thread::push_event(rec, extra);
 }
 
 fn message(id: u32) -> Attributes {

@@ -175,7 +175,7 @@ fn the_wheel_records_a_python_program_and_loads_its_report() {
     assert_eq!(
         lines.collect::<Vec<_>>(),
         [
-            // cuInit is always recorded; the launch before start() and the one after stop()
+            // cuInit is always recorded; the launches before start() and the one after stop()
             // are not, nor are their kernels.
             "api cuCtxSynchronize 3",
             "api cuInit 1",
@@ -183,7 +183,8 @@ fn the_wheel_records_a_python_program_and_loads_its_report() {
             "api cuProfilerStart 3",
             "api cuProfilerStop 3",
             "kernel step_kernel 8 16000",
-            // rtrace.CUSTOM0 is CUPTI's CUSTOM0, 3.
+            // rtrace.CUSTOM0 is CUPTI's CUSTOM0, 3; id 99, pushed and popped before start(),
+            // is not reported.
             "external 3 100 2 2 4000",
             "external 3 101 2 2 4000",
             "external 3 102 2 2 4000",

@@ -38,8 +38,19 @@ u16_enum! {
         /// `rtrace_pop_external_correlation`: external id `value` of kind `category` is
         /// popped.
         ExternalPop = 12,
+        /// As [`NvtxKind::ExternalPush`], made while capture control was not recording: the id
+        /// credits the calls recorded later while it is on the stack, but is not reported for
+        /// itself (a block wholly outside the capture is not in the trace's summaries).
+        ExternalPushPaused = 13,
     }
     Unknown(u16)
+}
+
+impl NvtxKind {
+    /// An external id's push, made while recording or not.
+    pub fn is_external_push(self) -> bool {
+        matches!(self, NvtxKind::ExternalPush | NvtxKind::ExternalPushPaused)
+    }
 }
 
 record! {
@@ -91,9 +102,10 @@ mod tests {
         let b = e.to_bytes();
         assert_eq!(b[0..2], [1, 0]);
         assert_eq!(NvtxEvent::from_bytes(&b), e);
-        for k in 1..=13 {
+        for k in 1..=14 {
             assert_eq!(NvtxKind::from_u16(k).to_u16(), k);
         }
-        assert_eq!(NvtxKind::from_u16(13), NvtxKind::Unknown(13));
+        assert_eq!(NvtxKind::from_u16(13), NvtxKind::ExternalPushPaused);
+        assert_eq!(NvtxKind::from_u16(14), NvtxKind::Unknown(14));
     }
 }
