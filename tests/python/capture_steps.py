@@ -1,9 +1,9 @@
 """Run under `rtrace record --capture-range cudaProfilerApi` by tests/harness/tests/wheel.rs,
 against the simulated driver (tests/simcuda), with the rtrace wheel installed: three steps of
 two kernel launches, each step inside `rtrace.external_id(100 + step)`, between rtrace.start()
-and rtrace.stop(), and one launch before the start (one more inside id 99) and one after the
-stop (not recorded); then id 200 pushed while recording is paused, a range with a launch
-inside it, id 200 popped while paused, and a range with a launch outside any id.
+and rtrace.stop(), and one launch before the start (one more, and a cuInit, inside id 99) and
+one after the stop (not recorded); then id 200 pushed while recording is paused, a range with
+a launch inside it, id 200 popped while paused, and a range with a launch outside any id.
 Prints what the package says, for the test to compare."""
 
 import ctypes
@@ -42,6 +42,7 @@ check(
 )
 launch(function)  # before the capture range: not recorded
 with rtrace.external_id(99):  # a warm-up step, wholly before it: not reported
+    check(cuda.cuInit(0), "cuInit")  # as a library initialising itself: recorded, no id's
     launch(function)
 
 with warnings.catch_warnings(record=True) as said:

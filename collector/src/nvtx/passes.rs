@@ -23,7 +23,13 @@ pub(crate) fn project_rec(p: &mut Projector, links: &LinkTable, rec: &Rec) {
         Rec::Memory { .. } => {}
         Rec::Api { tid, index, r } => {
             let (calls, n) = links.counts(r.correlation);
-            p.api(*tid, *index, r.start_ns, r.correlation, (calls, n));
+            p.api(
+                *tid,
+                *index,
+                (r.start_ns, r.function),
+                r.correlation,
+                (calls, n),
+            );
         }
         _ => {
             if let Some(g) = rec.gpu() {

@@ -58,6 +58,8 @@ pub struct Projector {
     acc: FastMap<(u32, u32), RangeAcc>,
     marks: u64,
     rows: std::collections::BTreeMap<(u32, u64), ExternalRow>,
+    /// The trace's function id of [`rtrace_format::RECORDED_WHILE_PAUSED`].
+    recorded_while_paused: Option<u32>,
     calls: crate::model::IdMap<Call>,
     early: crate::model::IdMap<(Work, (u8, u64), u32)>,
     ranges: Vec<Slot>,
@@ -77,8 +79,9 @@ struct ThreadState {
     stacks: FastMap<u32, Vec<Option<u32>>>,
     /// The ranges it began that a call could still be in.
     chain: Chain,
-    /// Per kind: the external ids pushed (in the window), and every push's kept flag.
-    external: std::collections::BTreeMap<u32, Vec<u64>>,
+    /// Per kind: the external ids pushed (in the window), each with whether it was pushed
+    /// while capture control was not recording, and every push's kept flag.
+    external: std::collections::BTreeMap<u32, Vec<(u64, bool)>>,
     external_kept: FastMap<u32, Vec<bool>>,
 }
 
@@ -125,6 +128,11 @@ impl Projector {
             acc: FastMap::default(),
             marks: 0,
             rows: Default::default(),
+            recorded_while_paused: t
+                .functions
+                .iter()
+                .find(|(_, name)| name.as_str() == rtrace_format::RECORDED_WHILE_PAUSED)
+                .map(|(&id, _)| id),
             calls: Default::default(),
             early: Default::default(),
             ranges: Vec::new(),
@@ -352,12 +360,16 @@ impl Projector {
                 let th = self.threads.entry(tid).or_default();
                 th.external_kept.entry(e.category).or_default().push(kept);
                 if kept {
-                    th.external.entry(e.category).or_default().push(e.value);
+                    let paused = k == NvtxKind::ExternalPushPaused;
+                    th.external
+                        .entry(e.category)
+                        .or_default()
+                        .push((e.value, paused));
                     self.foreign.external(tid, e.category, true);
                     // Ids pushed with no call inside still get a row, unless pushed while
                     // capture control was not recording (then only the calls credited to
                     // them, recorded later, make one).
-                    if k == NvtxKind::ExternalPush {
+                    if !paused {
                         self.rows.entry((e.category, e.value)).or_default();
                     }
                 }
@@ -367,7 +379,7 @@ impl Projector {
                 let was_kept = th.external_kept.get_mut(&e.category).and_then(Vec::pop);
                 if was_kept == Some(true) {
                     let stack = th.external.entry(e.category).or_default();
-                    if let Some(at) = stack.iter().rposition(|&v| v == e.value) {
+                    if let Some(at) = stack.iter().rposition(|&(v, _)| v == e.value) {
                         stack.remove(at);
                     }
                     if stack.is_empty() {
@@ -379,10 +391,20 @@ impl Projector {
         }
     }
 
-    /// API call `index` of thread `tid`, started at `start`, whose correlation id `counts`
-    /// (API calls, GPU records) have in the trace.
-    pub fn api(&mut self, tid: u64, index: u64, start: u64, correlation: u64, counts: (u32, u32)) {
+    /// API call `index` of thread `tid` to `function`, started at `start`, whose correlation
+    /// id `counts` (API calls, GPU records) have in the trace.
+    pub fn api(
+        &mut self,
+        tid: u64,
+        index: u64,
+        (start, function): (u64, u32),
+        correlation: u64,
+        counts: (u32, u32),
+    ) {
         let (calls, gpu_records) = counts;
+        // A call capture control records while paused credits no id pushed while paused.
+        let always = Some(rtrace_format::base_function(function)) == self.recorded_while_paused;
+        let creditable = |&&(id, paused): &&(u64, bool)| (!paused || !always).then_some(id);
         self.seal(tid, start, false);
         let mut target = Target {
             start: (start, index),
@@ -394,7 +416,7 @@ impl Projector {
         let th = self.threads.get(&tid);
         if let Some(th) = th {
             for (&kind, stack) in &th.external {
-                if let Some(&id) = stack.last() {
+                if let Some(id) = stack.last().as_ref().and_then(creditable) {
                     let row = self.rows.entry((kind, id)).or_default();
                     row.calls += 1;
                     row.process_calls += 1;
@@ -412,7 +434,7 @@ impl Projector {
                 .threads
                 .get(&other)
                 .and_then(|th| th.external.get(&kind)?.last());
-            if let Some(&id) = top {
+            if let Some(id) = top.as_ref().and_then(creditable) {
                 self.rows.entry((kind, id)).or_default().process_calls += 1;
                 target.external_process.push((kind, id));
             }

@@ -1521,8 +1521,9 @@ fn external_ids_get_the_calls_and_gpu_work_made_under_them() {
 }
 
 /// Pushes made while capture control was not recording: one whose block lay wholly outside
-/// the capture gets no row; one still on the stack when recording began is credited with the
-/// calls recorded under it, as a push made while recording would be.
+/// the capture gets no row, even with a `cuInit` (recorded while paused) inside it; one still
+/// on the stack when recording began is credited with the calls recorded under it but that
+/// `cuInit`; a push made while recording is credited with every call, `cuInit` too.
 #[test]
 fn external_ids_pushed_while_paused_are_reported_only_for_calls_recorded_under_them() {
     let ev = |kind, category, time_ns, value| {
@@ -1540,13 +1541,33 @@ fn external_ids_pushed_while_paused_are_reported_only_for_calls_recorded_under_t
         ev(NvtxKind::ExternalPop, 2, 200, 40),
         ev(NvtxKind::ExternalPushPaused, 2, 1_950, 42),
         ev(NvtxKind::ExternalPush, 2, 2_150, 43),
-        ev(NvtxKind::ExternalPop, 2, 2_250, 43),
+        ev(NvtxKind::ExternalPop, 2, 2_290, 43),
         ev(NvtxKind::ExternalPop, 2, 2_450, 42),
+        ev(NvtxKind::ExternalPush, 2, 2_500, 44),
+        ev(NvtxKind::ExternalPop, 2, 2_700, 44),
     ]
     .concat();
     let t = read(
-        &gpu_sample()
+        &Builder::new(&header(1234))
+            .names(&[(0, "cuLaunchKernel"), (9, "cuInit")])
+            .kernel_names(&[(0, "k")])
             .chunk(ChunkKind::NvtxEvents, 11, 0, &events)
+            .records(
+                11,
+                0,
+                &[
+                    call(9, 150, 0),
+                    // Made inside a runtime call (cudaFree(0)'s): the same function.
+                    call(9 | rtrace_format::IN_RUNTIME, 1_960, 0),
+                    call(0, 2_000, 2),
+                    call(0, 2_200, 4),
+                    call(9, 2_550, 0),
+                ],
+            )
+            .kernels(&[
+                kernel(0, (0, 7), (3_000, 3_100), 2, 1, 32),
+                kernel(0, (0, 7), (3_200, 3_400), 4, 1, 32),
+            ])
             .bytes,
     );
     let rows = crate::nvtx::external_summary(std::slice::from_ref(&t));
@@ -1563,7 +1584,14 @@ fn external_ids_pushed_while_paused_are_reported_only_for_calls_recorded_under_t
             )
         })
         .collect();
-    assert_eq!(got, vec![(2, 42, 4, 4, 2_500, 4), (2, 43, 1, 1, 1_000, 1)]);
+    assert_eq!(
+        got,
+        vec![
+            (2, 43, 1, 1, 200, 1),
+            (2, 42, 1, 1, 100, 1),
+            (2, 44, 1, 0, 0, 0)
+        ]
+    );
 }
 
 /// The process view (docs/nvtx.md, "Which thread's work"): a main thread with `step` ⊃

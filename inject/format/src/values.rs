@@ -143,6 +143,11 @@ pub struct ProcessEndRef<'a> {
 /// The start of every notice about capture control (what gates recording, which kernels are
 /// kept, what was left out, settings that could not be read): `capture: ...`.
 pub const CAPTURE_NOTICE: &str = "capture";
+/// The driver call capture control records even while it is not recording (GPU activity
+/// starts after it). A reader credits it to no external id pushed while recording was paused
+/// ([`crate::NvtxKind::ExternalPushPaused`]): a block wholly outside the capture stays out of
+/// the summaries even when a library initialised the driver inside it.
+pub const RECORDED_WHILE_PAUSED: &str = "cuInit";
 
 /// The start of every notice about PC sampling: `PC sampling on for context N: ...` for each
 /// context sampled ([`PC_SAMPLING_ON`]), `PC sampling off: WHY`, and `PC sampling: ...` for

@@ -175,10 +175,10 @@ fn the_wheel_records_a_python_program_and_loads_its_report() {
     assert_eq!(
         lines.collect::<Vec<_>>(),
         [
-            // cuInit is always recorded; the launches before start() and the one after stop()
-            // are not, nor are their kernels.
+            // cuInit is always recorded, even inside id 99 before start(); the launches before
+            // start() and the one after stop() are not, nor are their kernels.
             "api cuCtxSynchronize 3",
-            "api cuInit 1",
+            "api cuInit 2",
             "api cuLaunchKernel 8",
             "api cuProfilerStart 3",
             "api cuProfilerStop 3",
