@@ -21,6 +21,7 @@
 //! nothing.
 
 mod chain;
+mod external;
 mod outcome;
 mod passes;
 mod process;

@@ -25,8 +25,7 @@ pub(crate) fn project_rec(p: &mut Projector, links: &LinkTable, rec: &Rec) {
             let (calls, n) = links.counts(r.correlation);
             p.api(
                 *tid,
-                *index,
-                (r.start_ns, r.function),
+                (*index, r.start_ns, r.function),
                 r.correlation,
                 (calls, n),
             );

@@ -2,6 +2,7 @@
 //! records stream by in time order ([`Projector`]).
 
 use super::chain::{merge_spans, Chain, Nodes, Spans};
+use super::external::{ExternalStacks, PausedCall};
 use super::outcome::{add_work, projected, ExternalRow, Slot};
 use super::process::Foreign;
 use super::stats::{LiveSpan, Projected, RangeAcc, Shown, Work};
@@ -58,8 +59,8 @@ pub struct Projector {
     acc: FastMap<(u32, u32), RangeAcc>,
     marks: u64,
     rows: std::collections::BTreeMap<(u32, u64), ExternalRow>,
-    /// The trace's function id of [`rtrace_format::RECORDED_WHILE_PAUSED`].
-    recorded_while_paused: Option<u32>,
+    /// Which calls capture control records while paused.
+    paused_call: PausedCall,
     calls: crate::model::IdMap<Call>,
     early: crate::model::IdMap<(Work, (u8, u64), u32)>,
     ranges: Vec<Slot>,
@@ -79,10 +80,8 @@ struct ThreadState {
     stacks: FastMap<u32, Vec<Option<u32>>>,
     /// The ranges it began that a call could still be in.
     chain: Chain,
-    /// Per kind: the external ids pushed (in the window), each with whether it was pushed
-    /// while capture control was not recording, and every push's kept flag.
-    external: std::collections::BTreeMap<u32, Vec<(u64, bool)>>,
-    external_kept: FastMap<u32, Vec<bool>>,
+    /// Its external ids.
+    external: ExternalStacks,
 }
 
 /// The calls with one correlation id (one, but for a damaged trace) whose GPU work is still
@@ -128,11 +127,7 @@ impl Projector {
             acc: FastMap::default(),
             marks: 0,
             rows: Default::default(),
-            recorded_while_paused: t
-                .functions
-                .iter()
-                .find(|(_, name)| name.as_str() == rtrace_format::RECORDED_WHILE_PAUSED)
-                .map(|(&id, _)| id),
+            paused_call: PausedCall::of(t),
             calls: Default::default(),
             early: Default::default(),
             ranges: Vec::new(),
@@ -357,14 +352,9 @@ impl Projector {
             }
             NvtxKind::Mark if kept => self.marks += 1,
             k if k.is_external_push() && self.mode != Mode::Durations => {
+                let paused = k == NvtxKind::ExternalPushPaused;
                 let th = self.threads.entry(tid).or_default();
-                th.external_kept.entry(e.category).or_default().push(kept);
-                if kept {
-                    let paused = k == NvtxKind::ExternalPushPaused;
-                    th.external
-                        .entry(e.category)
-                        .or_default()
-                        .push((e.value, paused));
+                if th.external.push(e.category, e.value, kept, paused) {
                     self.foreign.external(tid, e.category, true);
                     // Ids pushed with no call inside still get a row, unless pushed while
                     // capture control was not recording (then only the calls credited to
@@ -376,35 +366,20 @@ impl Projector {
             }
             NvtxKind::ExternalPop if self.mode != Mode::Durations => {
                 let th = self.threads.entry(tid).or_default();
-                let was_kept = th.external_kept.get_mut(&e.category).and_then(Vec::pop);
-                if was_kept == Some(true) {
-                    let stack = th.external.entry(e.category).or_default();
-                    if let Some(at) = stack.iter().rposition(|&(v, _)| v == e.value) {
-                        stack.remove(at);
-                    }
-                    if stack.is_empty() {
-                        self.foreign.external(tid, e.category, false);
-                    }
+                if th.external.pop(e.category, e.value) == Some(true) {
+                    self.foreign.external(tid, e.category, false);
                 }
             }
             _ => {}
         }
     }
 
-    /// API call `index` of thread `tid` to `function`, started at `start`, whose correlation
-    /// id `counts` (API calls, GPU records) have in the trace.
-    pub fn api(
-        &mut self,
-        tid: u64,
-        index: u64,
-        (start, function): (u64, u32),
-        correlation: u64,
-        counts: (u32, u32),
-    ) {
-        let (calls, gpu_records) = counts;
+    /// API call `index` of thread `tid` to `function`, started at `start` (`at`: index, start,
+    /// function), whose correlation id `counts` (API calls, GPU records) have in the trace.
+    pub fn api(&mut self, tid: u64, at: (u64, u64, u32), correlation: u64, counts: (u32, u32)) {
+        let ((index, start, function), (calls, gpu_records)) = (at, counts);
         // A call capture control records while paused credits no id pushed while paused.
-        let always = Some(rtrace_format::base_function(function)) == self.recorded_while_paused;
-        let creditable = |&&(id, paused): &&(u64, bool)| (!paused || !always).then_some(id);
+        let paused_call = self.paused_call.is(function);
         self.seal(tid, start, false);
         let mut target = Target {
             start: (start, index),
@@ -415,26 +390,21 @@ impl Projector {
         };
         let th = self.threads.get(&tid);
         if let Some(th) = th {
-            for (&kind, stack) in &th.external {
-                if let Some(id) = stack.last().as_ref().and_then(creditable) {
-                    let row = self.rows.entry((kind, id)).or_default();
-                    row.calls += 1;
-                    row.process_calls += 1;
-                    target.external.push((kind, id));
-                }
+            for (kind, id) in th.external.tops(paused_call) {
+                let row = self.rows.entry((kind, id)).or_default();
+                row.calls += 1;
+                row.process_calls += 1;
+                target.external.push((kind, id));
             }
             if gpu_records > 0 {
                 target.node = th.chain.nodes.last().copied();
             }
         }
         // The process view: other threads' innermost ids of the kinds this thread has none of.
-        let has = |kind| th.is_some_and(|th| th.external.get(&kind).is_some_and(|s| !s.is_empty()));
+        let has = |kind| th.is_some_and(|th| th.external.has(kind));
         for (kind, other) in self.foreign.external_others(tid, has) {
-            let top = self
-                .threads
-                .get(&other)
-                .and_then(|th| th.external.get(&kind)?.last());
-            if let Some(id) = top.as_ref().and_then(creditable) {
+            let top = (self.threads.get(&other)).and_then(|th| th.external.top(kind, paused_call));
+            if let Some(id) = top {
                 self.rows.entry((kind, id)).or_default().process_calls += 1;
                 target.external_process.push((kind, id));
             }
