@@ -1453,20 +1453,28 @@ fn nvtx_ranges_are_summarised_as_they_end() {
     );
 }
 
+/// An external id's push or pop (`kind`) of id `value` of kind `category`, encoded.
+fn external_event(
+    kind: NvtxKind,
+    category: u32,
+    time_ns: u64,
+    value: u64,
+) -> [u8; NvtxEvent::SIZE] {
+    NvtxEvent {
+        kind,
+        category,
+        time_ns,
+        value,
+        ..Default::default()
+    }
+    .to_bytes()
+}
+
 /// External correlation ids: every call made while an id is the innermost of its kind on its
 /// thread is linked to it, and through the call its GPU work.
 #[test]
 fn external_ids_get_the_calls_and_gpu_work_made_under_them() {
-    let ev = |kind, category, time_ns, value| {
-        NvtxEvent {
-            kind,
-            category,
-            time_ns,
-            value,
-            ..Default::default()
-        }
-        .to_bytes()
-    };
+    let ev = external_event;
     let events = [
         ev(NvtxKind::ExternalPush, 2, 1_950, 42),
         ev(NvtxKind::ExternalPush, 2, 2_150, 43),
@@ -1526,16 +1534,7 @@ fn external_ids_get_the_calls_and_gpu_work_made_under_them() {
 /// `cuInit`; a push made while recording is credited with every call, `cuInit` too.
 #[test]
 fn external_ids_pushed_while_paused_are_reported_only_for_calls_recorded_under_them() {
-    let ev = |kind, category, time_ns, value| {
-        NvtxEvent {
-            kind,
-            category,
-            time_ns,
-            value,
-            ..Default::default()
-        }
-        .to_bytes()
-    };
+    let ev = external_event;
     let events = [
         ev(NvtxKind::ExternalPushPaused, 2, 100, 40),
         ev(NvtxKind::ExternalPop, 2, 200, 40),
