@@ -17,7 +17,6 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// A shared library that is harmless to preload: the libc this test runs on.
 /// A shared library that preloads without a word and that `rtrace record --lib` takes for
 /// librtrace.so: this process's libc with the name of librtrace.so's exported
 /// `rtrace_push_external_correlation` after its end (ld.so reads only what its headers name).
