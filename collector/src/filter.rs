@@ -114,19 +114,28 @@ fn window_nvtx(t: &mut Trace, in_window: &impl Fn(u64) -> bool) {
         .map(|e| e.value)
         .collect();
     for th in t.threads.values_mut() {
-        // Push/pop by domain, external ids by kind: a pop keeps what its push kept.
-        let mut stacks: HashMap<(bool, u32), Vec<bool>> = HashMap::new();
+        // Push/pop by domain and level, external ids by kind: a pop keeps what its push kept.
+        let mut stacks: HashMap<(bool, u32), Vec<(u64, bool)>> = HashMap::new();
         th.nvtx.retain(|e| match e.kind {
             k if k == NvtxKind::Push || k.is_external_push() => {
                 let keep = in_window(e.time_ns);
                 let key = (e.kind == NvtxKind::Push, stack_key(e));
-                stacks.entry(key).or_default().push(keep);
+                stacks.entry(key).or_default().push((e.value, keep));
                 keep
             }
-            NvtxKind::Pop | NvtxKind::ExternalPop => stacks
-                .get_mut(&(e.kind == NvtxKind::Pop, stack_key(e)))
+            NvtxKind::Pop => {
+                let Some(stack) = stacks.get_mut(&(true, e.domain)) else {
+                    return false;
+                };
+                match rtrace_format::pop_matches(stack, e.value) {
+                    Some(at) => stack.drain(at..).next().is_some_and(|(_, keep)| keep),
+                    None => false,
+                }
+            }
+            NvtxKind::ExternalPop => stacks
+                .get_mut(&(false, e.category))
                 .and_then(Vec::pop)
-                .unwrap_or(false),
+                .is_some_and(|(_, keep)| keep),
             NvtxKind::Start | NvtxKind::End => started.contains(&e.value),
             NvtxKind::Mark => in_window(e.time_ns),
             _ => true,

@@ -1,6 +1,6 @@
 """Checks a trace of tests/gpu/nvtx_step.py (GPU activity on) against rtrace's NVTX ranges.
 
-    python3 tests/gpu/nvtx_check.py ranges|emit|capture RTRACE TRACE... [--iters N] [--kernels-per-iter K]
+    python3 tests/gpu/nvtx_check.py ranges|emit|capture|edges RTRACE TRACE... [--iters N] [--kernels-per-iter K]
 
 Rebuilds the NVTX ranges from the trace's events (tracefile.py, independently of the
 collector), attributes each kernel to the innermost range open on the thread of the call that
@@ -20,6 +20,11 @@ launched it, and checks:
            lies in an aten:: range of its own thread; the Chrome export draws them (as above).
   capture: (RTRACE_NVTX_CAPTURE="iter 3") only iteration 3's range and kernels are recorded:
            the kernel count equals --kernels-per-iter.
+  edges:   (nvtx_step.py edges, RTRACE_CAPTURE_RANGE=cudaProfilerApi) every pop recorded is
+           its own push's (the level it carries is the innermost open push's), "forward" (popped
+           while paused) is recorded with its pop and "hidden" (pushed while paused) not at all;
+           every iteration has its four ranges; rtrace report holds no open range, and its
+           GPU records per name equal this attribution (as in ranges).
 Prints PASS/FAIL lines.
 """
 import json
@@ -97,20 +102,7 @@ def main():
                        for it in sorted(iters, key=lambda r: r["start"])]
         print(f"    kernels per iteration, every thread: {all_threads}")
         print(f"kernels-per-iter {all_threads[-1] if all_threads else 0}")
-        # rtrace's own attribution (report JSON), inclusive of nested ranges.
-        rep = json.loads(subprocess.run([rtrace, "report", "--format", "json", *traces], capture_output=True,
-                                        text=True, check=True).stdout)
-        ours = {(r["name"]): r["gpu_records"] for r in rep["nvtx"]["ranges"]}
-        calls = [api.get(w["correlation"]) for w in work]
-        mine = {}
-        for r in pushes:
-            n = sum(1 for c in calls if c and c[3] == r["tid"] and r["start"] <= c[1] <= r["end"])
-            mine[r["name"]] = mine.get(r["name"], 0) + n
-        diff = {n: (ours.get(n), mine.get(n)) for n in set(ours) | set(mine) if ours.get(n) != mine.get(n)}
-        check("report-projection", not diff and ours.get("forward", 0) > 0,
-              f"rtrace report GPU records per range equal the checker's for {len(ours)} names"
-              + (f"; differences {list(diff.items())[:4]}" if diff else
-                 f"; forward {ours.get('forward')}, backward {ours.get('backward')}, optimizer {ours.get('optimizer')}"))
+        rep = check_report_projection(check, rtrace, traces, pushes, api, work)
         check_process_view(check, rep, traces)
         check_export(check, rtrace, traces, pushes + [r for r in ranges if r["kind"] == "start"])
     elif mode == "emit":
@@ -124,6 +116,10 @@ def main():
         threads = len({c[3] for (_, c, r) in inside})
         print(f"    kernels attributed on {threads} thread(s)")
         check_export(check, rtrace, traces, pushes + [r for r in ranges if r["kind"] == "start"])
+    elif mode == "edges":
+        check_edges(check, traces, opts.get("iters", 5))
+        rep = check_report_projection(check, rtrace, traces, pushes, api, work)
+        check("no-open-range", rep["nvtx"]["open"] == 0, f"{rep['nvtx']['open']} ranges never ended")
     else:
         iters = sorted({r["name"] for r in pushes if r["name"].startswith("iter ")})
         want = opts.get("kernels-per-iter", -1)
@@ -133,6 +129,50 @@ def main():
         unlinked = sum(1 for (k, c, _) in attributed if c is None)
         check("linked", unlinked == 0, f"{unlinked} kernel records not linked to a recorded call")
     return failed
+
+
+def check_report_projection(check, rtrace, traces, pushes, api, work):
+    """rtrace's own attribution (report JSON), inclusive of nested ranges, against the one
+    rebuilt here: every GPU record whose call its thread made inside the range. Returns the
+    report."""
+    rep = json.loads(subprocess.run([rtrace, "report", "--format", "json", *traces], capture_output=True,
+                                    text=True, check=True).stdout)
+    ours = {(r["name"]): r["gpu_records"] for r in rep["nvtx"]["ranges"]}
+    calls = [api.get(w["correlation"]) for w in work]
+    mine = {}
+    for r in pushes:
+        n = sum(1 for c in calls if c and c[3] == r["tid"] and r["start"] <= c[1] <= r["end"])
+        mine[r["name"]] = mine.get(r["name"], 0) + n
+    diff = {n: (ours.get(n), mine.get(n)) for n in set(ours) | set(mine) if ours.get(n) != mine.get(n)}
+    check("report-projection", not diff and ours.get("forward", 0) > 0,
+          f"rtrace report GPU records per range equal the checker's for {len(ours)} names"
+          + (f"; differences {list(diff.items())[:4]}" if diff else
+             f"; forward {ours.get('forward')}, backward {ours.get('backward')}, optimizer {ours.get('optimizer')}"))
+    return rep
+
+
+def check_edges(check, traces, iters):
+    """The pops of ranges that cross a capture range's edges, in the raw events."""
+    names, mismatched, orphans, pops = [], 0, 0, 0
+    for t in traces:
+        strings, events = tracefile.read_nvtx_events(t)
+        stacks = {}
+        for e in events:
+            stack = stacks.setdefault((e["tid"], e["domain"]), [])
+            if e["kind"] == 1:
+                stack.append(e["value"])
+                names.append(strings.get(e["message"], ""))
+            elif e["kind"] == 2:
+                pops += 1
+                if not stack:
+                    orphans += 1
+                elif stack.pop() != e["value"]:
+                    mismatched += 1
+    check("pops-paired", pops > 0 and mismatched == 0 and orphans == 0,
+          f"{pops} pops, {mismatched} with another level than their push's, {orphans} with no push open")
+    want = sorted([f"iter {i}" for i in range(iters)] + ["forward", "backward", "optimizer"] * iters)
+    check("ranges", sorted(names) == want,
+          f"{len(names)} pushes recorded, {names.count('forward')} forward, {names.count('hidden')} hidden")
 
 
 def check_process_view(check, rep, traces):

@@ -1,16 +1,21 @@
 """A small PyTorch training loop with NVTX ranges, for tests/gpu/nvtx_check.py.
 
-    python3 tests/gpu/nvtx_step.py ranges|emit [ITERS=5]
+    python3 tests/gpu/nvtx_step.py ranges|emit|edges [ITERS=5]
 
 ranges: each iteration is a torch.cuda.nvtx range "iter I" holding "forward", "backward" and
         "optimizer" ranges (on the main thread);
 emit:   the same loop under torch.autograd.profiler.emit_nvtx(), which pushes a range per
-        operator (aten::..., on whichever thread runs it) instead.
+        operator (aten::..., on whichever thread runs it) instead;
+edges:  for rtrace's RTRACE_CAPTURE_RANGE=cudaProfilerApi: each iteration "iter I" recorded
+        between torch.cuda.profiler.start() and stop(), with ranges across the edges: "forward"
+        pushed while recording and popped while paused, "hidden" pushed while paused and
+        popped while recording, then "backward" and "optimizer" inside "iter I".
 Prints "nvtx_step MODE iters N loss X" last.
 """
 import sys
 
 import torch
+import torch.cuda.profiler  # noqa: F401 (cudaProfilerStart/Stop, for edges)
 
 
 def main():
@@ -39,6 +44,26 @@ def main():
             nvtx.range_pop()
             torch.cuda.synchronize()
             nvtx.range_pop()
+        elif mode == "edges":
+            torch.cuda.profiler.start()
+            nvtx.range_push(f"iter {i}")
+            nvtx.range_push("forward")
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            torch.cuda.profiler.stop()
+            nvtx.range_pop()
+            nvtx.range_push("hidden")
+            torch.cuda.profiler.start()
+            nvtx.range_pop()
+            nvtx.range_push("backward")
+            loss.backward()
+            nvtx.range_pop()
+            nvtx.range_push("optimizer")
+            opt.step()
+            opt.zero_grad()
+            nvtx.range_pop()
+            torch.cuda.synchronize()
+            nvtx.range_pop()
+            torch.cuda.profiler.stop()
         else:
             with torch.autograd.profiler.emit_nvtx():
                 loss = torch.nn.functional.cross_entropy(model(x), y)

@@ -770,7 +770,8 @@ step_peer() {
 
 # ---------------------------------------------------------------------------
 # NVTX (tests/gpu/nvtx_step.py, GPU activity on): a PyTorch loop with torch.cuda.nvtx ranges,
-# the same under emit_nvtx, and a capture range of one iteration; tests/gpu/nvtx_check.py
+# the same under emit_nvtx, a capture range of one iteration, and ranges across the edges of
+# cudaProfilerStart/Stop capture ranges; tests/gpu/nvtx_check.py
 # rebuilds the ranges from the trace and attributes every kernel to its range.
 step_nvtx() {
     section "NVTX: PyTorch ranges, emit_nvtx, an NVTX capture range"
@@ -792,6 +793,13 @@ step_nvtx() {
     log "capture: $line"
     checks_from "$(python3 tests/gpu/nvtx_check.py capture "$RTRACE" "$WORK"/rtrace-capture-*.bin \
         --kernels-per-iter "${kpi:-0}" 2>&1)"
+    # Ranges across a capture range's edges: pops recorded exactly when their pushes were.
+    want=$(bounded 150 python3 tests/gpu/nvtx_step.py edges 5 2>"$WORK/edges-untraced.err" | tail -n 1)
+    line=$(bounded 150 env RTRACE_GPU_ACTIVITY=1 RTRACE_CAPTURE_RANGE=cudaProfilerApi \
+        RTRACE_OUTPUT="$WORK/rtrace-edges-%p.bin" LD_PRELOAD="$LIBRTRACE" python3 tests/gpu/nvtx_step.py edges 5 \
+        2>"$WORK/edges.err" | tail -n 1)
+    check nvtx.edges.same-output "traced: '$line', untraced: '$want'" test -n "$want" -a "$line" = "$want"
+    checks_from "$(python3 tests/gpu/nvtx_check.py edges "$RTRACE" "$WORK"/rtrace-edges-*.bin --iters 5 2>&1)"
     "$RTRACE" report "$WORK"/rtrace-nvtx-*.bin 2>/dev/null | sed -n '/^NVTX ranges/,/^$/p' | head -n 12
     # The trace and its Perfetto export come back, to be decoded with Perfetto's schema where
     # the perfetto package is (collector/tests/perfetto_decode.py).

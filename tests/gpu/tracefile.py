@@ -228,9 +228,9 @@ def chunks(path):
         yield kind, tid, payload
 
 
-def read_nvtx_ranges(path):
-    """The push/pop and start/end ranges of a trace's NVTX events (chunks 18 and 19): dicts
-    with kind ("push"/"start"), name, domain, tid, start, end, level (push only)."""
+def read_nvtx_events(path):
+    """A trace's NVTX strings (id -> text) and events (chunks 18 and 19), in file order: dicts
+    with kind (1 push, 2 pop, 3 start, 4 end, ...), message, time, value, domain, tid."""
     strings, events = {}, []
     for kind, tid, payload in chunks(path):
         if kind == 18:
@@ -244,6 +244,14 @@ def read_nvtx_ranges(path):
             for at in range(0, len(payload), 48):
                 k, _pt, _ct, msg, time_ns, value, domain, category = struct.unpack_from("<HBBIQQII", payload, at)
                 events.append(dict(kind=k, message=msg, time=time_ns, value=value, domain=domain, tid=tid))
+    return strings, events
+
+
+def read_nvtx_ranges(path):
+    """The push/pop and start/end ranges of a trace's NVTX events: dicts with kind
+    ("push"/"start"), name, domain, tid, start, end, level (push only). A pop ends the
+    innermost push of its thread and domain."""
+    strings, events = read_nvtx_events(path)
     ranges, stacks, started = [], {}, {}
     for e in events:
         if e["kind"] == 1:

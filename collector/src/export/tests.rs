@@ -1639,11 +1639,11 @@ fn nvtx_ranges_take_lanes_as_they_begin() {
         ev(Push, 0, 1, 1_000, 0),  // step: lane 0
         ev(Push, 0, 2, 1_100, 1),  // fwd, in step: lane 0
         ev(Push, 5, 3, 1_150, 0),  // io, another domain: lane 1
-        ev(Pop, 0, 0, 1_200, 0),   // fwd ends
+        ev(Pop, 0, 0, 1_200, 1),   // fwd ends
         ev(Start, 0, 4, 1_250, 7), // async (id 7): lanes 0 and 1 hold ranges, so lane 2
         ev(Pop, 5, 0, 1_300, 0),   // io ends
         ev(Push, 0, 5, 1_350, 1),  // bwd, in step: lane 0
-        ev(Pop, 0, 0, 1_400, 0),   // bwd ends
+        ev(Pop, 0, 0, 1_400, 1),   // bwd ends
         ev(End, 0, 0, 1_450, 7),   // async ends
         ev(Pop, 0, 0, 1_500, 0),   // step ends
         ev(Push, 0, 6, 1_600, 0),  // tail: never ends

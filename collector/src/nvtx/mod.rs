@@ -30,10 +30,11 @@ mod stats;
 
 pub(crate) use passes::project_rec;
 pub use passes::{nvtx_in_memory, nvtx_pass, project, project_in_memory};
-pub use projector::{Mode, Projector};
+pub use projector::Projector;
+
 pub use stats::{
-    range_name, ExternalSummary, LiveSpan, NameAcc, NvtxRange, NvtxSection, NvtxStats, NvtxSummary,
-    Projected, RangeAcc, Ranges, Shown,
+    range_name, ExternalSummary, LiveSpan, Mode, NameAcc, NvtxRange, NvtxSection, NvtxStats,
+    NvtxSummary, Projected, RangeAcc, Ranges, Shown,
 };
 
 use crate::model::Trace;

@@ -3,7 +3,8 @@
 //! by time: [`project`], [`nvtx_pass`]) or from a trace held in memory
 //! ([`project_in_memory`], [`nvtx_in_memory`]).
 
-use super::projector::{Mode, Projector};
+use super::projector::Projector;
+use super::stats::Mode;
 use super::stats::Projected;
 use crate::filter::RecordFilter;
 use crate::model::Trace;

@@ -5,24 +5,10 @@ use super::chain::{merge_spans, Chain, Nodes, Spans};
 use super::external::{ExternalStacks, PausedCall};
 use super::outcome::{add_work, projected, ExternalRow, Slot};
 use super::process::Foreign;
-use super::stats::{LiveSpan, Projected, RangeAcc, Shown, Work};
+use super::stats::{LiveSpan, Mode, Projected, RangeAcc, Shown, Work};
 use crate::gpu_summary::fast_hash::FastMap;
 use crate::model::Trace;
 use rtrace_format::{NvtxEvent, NvtxKind};
-
-/// What a [`Projector`] keeps of the ranges that are over.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// Their statistics per name.
-    Summary,
-    /// Their statistics, and the ranges themselves ([`super::ranges`]).
-    Collect,
-    /// Their statistics, and what a timeline shows of them ([`Shown`]).
-    Tracks,
-    /// Only their durations, handed out as they end (a selection pass: no API or GPU records
-    /// are given).
-    Durations,
-}
 
 /// Builds a trace's NVTX ranges and projects them and its external ids onto its GPU work as
 /// its NVTX events, API and GPU records stream by in time order (a merge of the trace's
@@ -76,8 +62,8 @@ pub struct Projector {
 /// A thread's open ranges and external ids.
 #[derive(Default)]
 struct ThreadState {
-    /// Per domain: the pushed ranges (`None`: outside the window).
-    stacks: FastMap<u32, Vec<Option<u32>>>,
+    /// Per domain: the pushed ranges with their levels (`None`: outside the window).
+    stacks: FastMap<u32, Vec<(u64, Option<u32>)>>,
     /// The ranges it began that a call could still be in.
     chain: Chain,
     /// Its external ids.
@@ -329,15 +315,22 @@ impl Projector {
                     .threads
                     .get(&tid)
                     .and_then(|th| th.stacks.get(&e.domain))
-                    .and_then(|stack| stack.last().copied().flatten());
+                    .and_then(|stack| stack.last().and_then(|&(_, i)| i));
                 let i = kept.then(|| self.begin(tid, e, Some(e.value), parent));
                 let th = self.threads.entry(tid).or_default();
-                th.stacks.entry(e.domain).or_default().push(i);
+                th.stacks.entry(e.domain).or_default().push((e.value, i));
             }
             NvtxKind::Pop => {
                 let th = self.threads.entry(tid).or_default();
-                if let Some(Some(i)) = th.stacks.get_mut(&e.domain).and_then(Vec::pop) {
-                    self.end(i, tid, time);
+                let stack = th.stacks.entry(e.domain).or_default();
+                // Ranges above the one it ends lost their pops: they end with it.
+                let at = rtrace_format::pop_matches(stack, e.value).unwrap_or(stack.len());
+                for _ in at..stack.len() {
+                    let th = self.threads.get_mut(&tid);
+                    let top = th.and_then(|th| th.stacks.get_mut(&e.domain)?.pop());
+                    if let Some((_, Some(i))) = top {
+                        self.end(i, tid, time);
+                    }
                 }
             }
             NvtxKind::Start => {

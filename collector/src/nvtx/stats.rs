@@ -1,11 +1,25 @@
 //! What NVTX ranges are and add up to: a range ([`NvtxRange`]), the statistics of the ranges
 //! of one name ([`RangeAcc`], [`NvtxStats`]) and of external ids ([`ExternalSummary`]), and
-//! what a [`super::Projector`] worked out for one trace ([`Projected`]).
+//! what a [`super::Projector`] keeps ([`Mode`]) and worked out for one trace ([`Projected`]).
 
 use crate::gpu_summary::dist::Dist;
 use crate::model::Trace;
 use rtrace_format::NvtxKind;
 use std::collections::HashMap;
+
+/// What a [`super::Projector`] keeps of the ranges that are over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Their statistics per name.
+    Summary,
+    /// Their statistics, and the ranges themselves ([`super::ranges`]).
+    Collect,
+    /// Their statistics, and what a timeline shows of them ([`Shown`]).
+    Tracks,
+    /// Only their durations, handed out as they end (a selection pass: no API or GPU records
+    /// are given).
+    Durations,
+}
 
 /// One NVTX range that began and ended.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1375,6 +1375,84 @@ fn nvtx_ranges_are_projected_onto_the_gpu_work_they_launched() {
     );
 }
 
+/// A trace written before pops followed their pushes' recording, under capture control: a
+/// pop whose push was made while paused (its level deeper than any open) ends nothing, and a
+/// push whose pop was made while paused ends with the pop of the range around it. So does the
+/// time window's filter, which keeps a pop with its own push.
+#[test]
+fn pops_end_the_push_of_their_own_level() {
+    use crate::filter::{apply_all, Filter};
+    let ev = |kind, message, time_ns, value| {
+        NvtxEvent {
+            kind,
+            message,
+            time_ns,
+            value,
+            ..Default::default()
+        }
+        .to_bytes()
+    };
+    use NvtxKind::{Pop, Push};
+    let main = [
+        ev(Push, 1, 1_900, 0), // "step": calls 2..5
+        ev(Push, 2, 2_050, 1), // "fwd": calls 3, 4
+        ev(Pop, 0, 2_150, 2),  // a range pushed while paused: ends nothing
+        ev(Pop, 0, 2_250, 1),
+        ev(Pop, 0, 2_450, 0),
+    ]
+    .concat();
+    let other = [
+        ev(Push, 3, 2_300, 0), // "outer": call 7
+        ev(Push, 4, 2_350, 1), // "inner": popped while paused, ends with "outer"
+        ev(Pop, 0, 2_600, 0),
+    ]
+    .concat();
+    let bytes = gpu_sample()
+        .chunk(
+            ChunkKind::NvtxStrings,
+            0,
+            0,
+            &encode_function_names([(1, "step"), (2, "fwd"), (3, "outer"), (4, "inner")]),
+        )
+        .chunk(ChunkKind::NvtxEvents, 11, 0, &main)
+        .chunk(ChunkKind::NvtxEvents, 12, 0, &other)
+        .bytes;
+    let ranges = |t: &crate::model::Trace| -> Vec<(String, u64, u64, u64)> {
+        let r = crate::nvtx::ranges(t);
+        let mut v: Vec<_> = (r.ranges.iter())
+            .map(|x| (x.name.clone(), x.start_ns, x.end_ns, x.gpu_records))
+            .collect();
+        v.sort();
+        v
+    };
+    let t = read(&bytes);
+    let s = String::from;
+    assert_eq!(
+        ranges(&t),
+        vec![
+            (s("fwd"), 2_050, 2_250, 2),
+            (s("inner"), 2_350, 2_600, 1),
+            (s("outer"), 2_300, 2_600, 1),
+            (s("step"), 1_900, 2_450, 5),
+        ]
+    );
+    let (_, open, _) = crate::nvtx::nvtx_summary(std::slice::from_ref(&t));
+    assert_eq!(open, 0);
+    // From 1_000 ns after the start (2_000): "fwd" and its own pop stay, "step" and its pop go.
+    let mut traces = vec![read(&bytes)];
+    let window = Filter {
+        from_ns: Some(1_000),
+        ..Default::default()
+    };
+    apply_all(&window, &mut traces).unwrap();
+    let kept: Vec<(NvtxKind, u64, u64)> = traces[0].threads[&11]
+        .nvtx
+        .iter()
+        .map(|e| (e.kind, e.time_ns, e.value))
+        .collect();
+    assert_eq!(kept, vec![(Push, 2_050, 1), (Pop, 2_250, 1)]);
+}
+
 /// Many ranges, each launching a kernel that runs after the range ended: the projector holds
 /// only the few still open or waiting for their work, and the median of more distinct
 /// durations than are counted exactly is still exact (found by passes over the events).

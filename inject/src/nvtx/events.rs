@@ -3,6 +3,7 @@
 //! ids numbered by rtrace.
 
 use super::text::{c_text, w_text, WChar};
+use crate::capture::recording;
 use crate::ring::{Entry, NvtxEntry};
 use crate::thread;
 use rtrace_format::NvtxKind;
@@ -15,7 +16,31 @@ pub(super) type Domain = *const c_void;
 
 thread_local! {
     /// Push nesting per domain on this thread.
-    static DEPTH: RefCell<Vec<(u32, i32)>> = const { RefCell::new(Vec::new()) };
+    static DEPTH: RefCell<Vec<Nesting>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A domain's push/pop ranges open on this thread.
+struct Nesting {
+    domain: u32,
+    /// How many are open.
+    depth: i32,
+    /// Bit L: the push at level L (below 64) was recorded.
+    recorded: u64,
+}
+
+/// The bit of `level` in [`Nesting::recorded`]; 0 from level 64 on.
+fn level_bit(level: i32) -> u64 {
+    1u64.checked_shl(level as u32).unwrap_or(0)
+}
+
+/// Whether the start of each range id was recorded: bit `id % STARTED_IDS`. A range open
+/// while `STARTED_IDS` newer ones start can find its bit taken by one of them.
+static STARTED: [AtomicU64; STARTED_IDS / 64] = [const { AtomicU64::new(0) }; STARTED_IDS / 64];
+const STARTED_IDS: usize = 1 << 16;
+
+fn started_bit(id: u64) -> (&'static AtomicU64, u64) {
+    let i = (id % STARTED_IDS as u64) as usize;
+    (&STARTED[i / 64], 1 << (i % 64))
 }
 
 /// What an `nvtxEventAttributes_t` says.
@@ -79,10 +104,17 @@ fn domain_id(d: Domain) -> u32 {
     u32::try_from(d as usize).unwrap_or(0)
 }
 
-/// Records an event of `kind` on this thread.
+/// Records an event of `kind` on this thread, as capture control says.
 #[inline]
 pub(super) fn record(kind: NvtxKind, domain: u32, a: &Attributes, value: u64) {
-    let recording = crate::capture::recording();
+    record_when(kind, domain, a, value, recording());
+}
+
+/// Records an event of `kind` on this thread as if capture control were recording or not
+/// (`recording`); returns whether it was recorded. A pop or an end is recorded exactly when
+/// its range's push or start was, whatever capture control says when it comes: the reader
+/// then never pairs a pop with another range's push.
+fn record_when(kind: NvtxKind, domain: u32, a: &Attributes, value: u64, recording: bool) -> bool {
     // Names and domains are kept even outside a capture range: later events use them. So are
     // external ids' pushes and pops: the calls recorded later are credited by the stack they
     // leave (a pop while paused would otherwise leave its id to the calls after it); a push
@@ -97,7 +129,7 @@ pub(super) fn record(kind: NvtxKind, domain: u32, a: &Attributes, value: u64) {
         | NvtxKind::ExternalPush
         | NvtxKind::ExternalPop => kind,
         _ if recording => kind,
-        _ => return,
+        _ => return false,
     };
     let rec = Entry::Nvtx(NvtxEntry {
         kind,
@@ -114,6 +146,7 @@ pub(super) fn record(kind: NvtxKind, domain: u32, a: &Attributes, value: u64) {
         payload_type: a.payload_type,
     });
     thread::push_event(rec, extra);
+    true
 }
 
 fn message(id: u32) -> Attributes {
@@ -137,13 +170,17 @@ fn push(domain: u32, a: Attributes) -> i32 {
     let level = DEPTH
         .try_with(|d| {
             let mut d = d.borrow_mut();
-            match d.iter_mut().find(|(k, _)| *k == domain) {
-                Some((_, n)) => {
-                    *n += 1;
-                    *n - 1
+            match d.iter_mut().find(|n| n.domain == domain) {
+                Some(n) => {
+                    n.depth += 1;
+                    n.depth - 1
                 }
                 None => {
-                    d.push((domain, 1));
+                    d.push(Nesting {
+                        domain,
+                        depth: 1,
+                        recorded: 0,
+                    });
                     0
                 }
             }
@@ -152,28 +189,43 @@ fn push(domain: u32, a: Attributes) -> i32 {
     if let Some(name) = crate::capture::nvtx_begin(domain, a.message, Some(level as u64), 0) {
         crate::cupti::capture_range_begin(Some(name));
     }
-    record(NvtxKind::Push, domain, &a, level as u64);
+    let recorded = record_when(NvtxKind::Push, domain, &a, level as u64, recording());
+    let _ = DEPTH.try_with(|d| {
+        if let Some(n) = d.borrow_mut().iter_mut().find(|n| n.domain == domain) {
+            n.recorded = (n.recorded & !level_bit(level)) | (level_bit(level) * recorded as u64);
+        }
+    });
     level
 }
 
 fn pop(domain: u32) -> i32 {
-    let level = DEPTH
+    let popped = DEPTH
         .try_with(|d| {
             let mut d = d.borrow_mut();
-            match d.iter_mut().find(|(k, _)| *k == domain) {
-                Some((_, n)) if *n > 0 => {
-                    *n -= 1;
-                    *n
-                }
-                _ => -1,
-            }
+            let n = d.iter_mut().find(|n| n.domain == domain && n.depth > 0)?;
+            n.depth -= 1;
+            let bit = level_bit(n.depth);
+            // From level 64 on, whether the push was recorded is not kept: capture control
+            // says now.
+            let pushed = (bit != 0).then_some(n.recorded & bit != 0);
+            n.recorded &= !bit;
+            Some((n.depth, pushed))
         })
-        .unwrap_or(-1);
-    if level >= 0 {
-        record(NvtxKind::Pop, domain, &Attributes::default(), level as u64);
-        if crate::capture::nvtx_end(domain, Some(level as u64), 0) {
-            crate::cupti::capture_range_end();
-        }
+        .ok()
+        .flatten();
+    let Some((level, pushed)) = popped else {
+        return -1;
+    };
+    let recording = pushed.unwrap_or_else(recording);
+    record_when(
+        NvtxKind::Pop,
+        domain,
+        &Attributes::default(),
+        level as u64,
+        recording,
+    );
+    if crate::capture::nvtx_end(domain, Some(level as u64), 0) {
+        crate::cupti::capture_range_end();
     }
     level
 }
@@ -183,12 +235,20 @@ fn start(domain: u32, a: Attributes) -> u64 {
     if let Some(name) = crate::capture::nvtx_begin(domain, a.message, None, id) {
         crate::cupti::capture_range_begin(Some(name));
     }
-    record(NvtxKind::Start, domain, &a, id);
+    let recorded = record_when(NvtxKind::Start, domain, &a, id, recording());
+    let (word, bit) = started_bit(id);
+    if recorded {
+        word.fetch_or(bit, Ordering::Relaxed);
+    } else {
+        word.fetch_and(!bit, Ordering::Relaxed);
+    }
     id
 }
 
 fn end(domain: u32, id: u64) {
-    record(NvtxKind::End, domain, &Attributes::default(), id);
+    let (word, bit) = started_bit(id);
+    let started = word.fetch_and(!bit, Ordering::Relaxed) & bit != 0;
+    record_when(NvtxKind::End, domain, &Attributes::default(), id, started);
     if crate::capture::nvtx_end(domain, None, id) {
         crate::cupti::capture_range_end();
     }

@@ -272,3 +272,88 @@ fn bad_capture_settings_are_said_and_ignored() {
         g.notices[3]
     );
 }
+
+/// NVTX ranges that straddle a capture range's edges (`capture.c`'s `edges`): a range whose
+/// push or start was recorded has its pop or end recorded too, even while paused; one begun
+/// while paused has neither recorded, even when it ends while recording. So every pop in the
+/// trace is its own push's, no range is left open, and the launch made in "outer" after
+/// "hidden" was popped is credited to "outer".
+#[test]
+fn ranges_straddling_a_capture_range_keep_their_own_ends() {
+    let r = run(Spec::traced("capture").args(&["0", "edges"]).env(&[
+        ("RTRACE_CAPTURE_RANGE", "cudaProfilerApi"),
+        ("RTRACE_GPU_ACTIVITY", "kernel"),
+    ]));
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    let t = r.trace();
+    check_invariants(&t);
+    let name = |m: u32| t.nvtx_strings.get(&m).cloned().unwrap_or_default();
+    let nvtx: Vec<&rtrace_format::NvtxEvent> =
+        t.threads.values().flat_map(|th| th.nvtx.iter()).collect();
+    let events: Vec<(NvtxKind, String, u64)> = nvtx
+        .iter()
+        .filter(|e| matches!(e.kind, NvtxKind::Push | NvtxKind::Pop))
+        .map(|e| (e.kind, name(e.message), e.value))
+        .collect();
+    use NvtxKind::{End, Pop, Push, Start};
+    let s = String::from;
+    assert_eq!(
+        events,
+        vec![
+            (Push, s("step 1"), 0),
+            (Pop, s(""), 0),
+            (Push, s("outer"), 0),
+            (Push, s("inner"), 1),
+            (Pop, s(""), 1),
+            (Pop, s(""), 0),
+        ]
+    );
+    // "async" ends, "hidden async" neither starts nor ends.
+    let ranges: Vec<(NvtxKind, String, u64)> = nvtx
+        .iter()
+        .filter(|e| matches!(e.kind, NvtxKind::Start | NvtxKind::End))
+        .map(|e| (e.kind, name(e.message), e.value))
+        .collect();
+    let id = ranges[0].2;
+    assert_eq!(ranges, vec![(Start, s("async"), id), (End, s(""), id)]);
+    // "inner"'s pop and "async"'s end are the ones made while paused: between the edges'
+    // first cuProfilerStop and the cuProfilerStart after it.
+    let starts = |f: &str| -> Vec<u64> {
+        records(&t)
+            .iter()
+            .filter(|(_, a)| t.functions[&a.function] == f)
+            .map(|(_, a)| a.start_ns)
+            .collect()
+    };
+    let (stop, resume) = (starts("cuProfilerStop")[1], starts("cuProfilerStart")[2]);
+    let paused: Vec<u64> = nvtx
+        .iter()
+        .filter(|e| (e.kind == Pop && e.value == 1) || e.kind == End)
+        .map(|e| e.time_ns)
+        .filter(|&time| stop < time && time < resume)
+        .collect();
+    assert_eq!(paused.len(), 2, "{stop}..{resume}: {nvtx:?}");
+    assert_eq!(t.kernels.len(), 2);
+    let json =
+        rtrace_collector::render_report(std::slice::from_ref(&t), rtrace_collector::Format::Json);
+    let gpu_records = |range: &str| -> &str {
+        let key = format!("\"name\":\"{range}\",");
+        let line = json
+            .lines()
+            .find(|l| l.contains(&key) && l.contains("\"gpu_records\""))
+            .unwrap_or_else(|| panic!("no row {range} in {json}"));
+        let at = line.find("\"gpu_records\":").unwrap() + "\"gpu_records\":".len();
+        line[at..].split(',').next().unwrap()
+    };
+    let got: Vec<&str> = ["step 1", "outer", "inner", "async"]
+        .iter()
+        .map(|r| gpu_records(r))
+        .collect();
+    assert_eq!(got, ["1", "1", "0", "0"]);
+    let table =
+        rtrace_collector::render_report(std::slice::from_ref(&t), rtrace_collector::Format::Table);
+    assert!(
+        table.contains("NVTX ranges: 4 ranges, 4 names, 0 open, 0 marks\n"),
+        "{table}"
+    );
+}

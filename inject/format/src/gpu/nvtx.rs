@@ -12,7 +12,7 @@ u16_enum! {
         #[default]
         Push = 1,
         /// `nvtxRangePop`, `nvtxDomainRangePop`: the innermost range of the domain on this
-        /// thread ends.
+        /// thread ends: the push of the same level ([`pop_matches`]).
         Pop = 2,
         /// `nvtxRangeStart*`, `nvtxDomainRangeStartEx`: range `value` begins (it may end on
         /// another thread).
@@ -51,6 +51,15 @@ impl NvtxKind {
     pub fn is_external_push(self) -> bool {
         matches!(self, NvtxKind::ExternalPush | NvtxKind::ExternalPushPaused)
     }
+}
+
+/// Where in `open` (a thread's pushes of one domain not yet popped, innermost last, each with
+/// its level) the push a pop of level `level` ends is: the innermost of that level. `None`:
+/// none is open, so the pop's push was not recorded (a trace from before pops followed their
+/// pushes' recording, or a ring that was full); the pop ends nothing. The pushes above the one
+/// found are those whose pops were not recorded; they ended by the time of this pop.
+pub fn pop_matches<T>(open: &[(u64, T)], level: u64) -> Option<usize> {
+    open.iter().rposition(|&(l, _)| l == level)
 }
 
 record! {
