@@ -23,6 +23,8 @@ launched it, and checks:
   edges:   (nvtx_step.py edges, RTRACE_CAPTURE_RANGE=cudaProfilerApi) every pop recorded is
            its own push's (the level it carries is the innermost open push's), "forward" (popped
            while paused) is recorded with its pop and "hidden" (pushed while paused) not at all;
+           "forward" ends before recording resumed, and each "async" range (started while
+           recording, ended while paused) ends;
            every iteration has its four ranges; rtrace report holds no open range, and its
            GPU records per name equal this attribution (as in ranges).
 Prints PASS/FAIL lines.
@@ -117,7 +119,7 @@ def main():
         print(f"    kernels attributed on {threads} thread(s)")
         check_export(check, rtrace, traces, pushes + [r for r in ranges if r["kind"] == "start"])
     elif mode == "edges":
-        check_edges(check, traces, opts.get("iters", 5))
+        check_edges(check, traces, opts.get("iters", 5), pushes)
         rep = check_report_projection(check, rtrace, traces, pushes, api, work)
         check("no-open-range", rep["nvtx"]["open"] == 0, f"{rep['nvtx']['open']} ranges never ended")
     else:
@@ -151,9 +153,9 @@ def check_report_projection(check, rtrace, traces, pushes, api, work):
     return rep
 
 
-def check_edges(check, traces, iters):
-    """The pops of ranges that cross a capture range's edges, in the raw events."""
-    names, mismatched, orphans, pops = [], 0, 0, 0
+def check_edges(check, traces, iters, pushes):
+    """The pops and ends of ranges that cross a capture range's edges, in the raw events."""
+    names, mismatched, orphans, pops, started, ended = [], 0, 0, 0, {}, 0
     for t in traces:
         strings, events = tracefile.read_nvtx_events(t)
         stacks = {}
@@ -168,11 +170,28 @@ def check_edges(check, traces, iters):
                     orphans += 1
                 elif stack.pop() != e["value"]:
                     mismatched += 1
+            elif e["kind"] == 3:
+                started[e["value"]] = strings.get(e["message"], "")
+            elif e["kind"] == 4:
+                ended += started.pop(e["value"], None) == "async"
     check("pops-paired", pops > 0 and mismatched == 0 and orphans == 0,
           f"{pops} pops, {mismatched} with another level than their push's, {orphans} with no push open")
     want = sorted([f"iter {i}" for i in range(iters)] + ["forward", "backward", "optimizer"] * iters)
     check("ranges", sorted(names) == want,
           f"{len(names)} pushes recorded, {names.count('forward')} forward, {names.count('hidden')} hidden")
+    # "forward" was popped while paused: its range holds the cuProfilerStop before its pop and
+    # no cuProfilerStart (the pop of "hidden", made after recording resumed, is not its end).
+    calls = [c for t in traces for c in tracefile.read(t)]  # driver calls: (name, result, start, ...)
+    stops = [c[2] for c in calls if c[0] == "cuProfilerStop"]
+    starts = [c[2] for c in calls if c[0] == "cuProfilerStart"]
+    fwd = [r for r in pushes if r["name"] == "forward"]
+    wrong = [r for r in fwd if sum(r["start"] <= t <= r["end"] for t in stops) != 1
+             or any(r["start"] <= t <= r["end"] for t in starts)]
+    check("pop-while-paused", len(fwd) == iters and not wrong,
+          f"{len(fwd)} forward ranges, {len(wrong)} not ended before recording resumed; "
+          f"{len(stops)} cuProfilerStop, {len(starts)} cuProfilerStart recorded")
+    check("end-while-paused", ended == iters and not started,
+          f"{ended} of {iters} 'async' ranges ended while paused recorded, {len(started)} left open")
 
 
 def check_process_view(check, rep, traces):

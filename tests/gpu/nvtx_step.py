@@ -8,8 +8,9 @@ emit:   the same loop under torch.autograd.profiler.emit_nvtx(), which pushes a 
         operator (aten::..., on whichever thread runs it) instead;
 edges:  for rtrace's RTRACE_CAPTURE_RANGE=cudaProfilerApi: each iteration "iter I" recorded
         between torch.cuda.profiler.start() and stop(), with ranges across the edges: "forward"
-        pushed while recording and popped while paused, "hidden" pushed while paused and
-        popped while recording, then "backward" and "optimizer" inside "iter I".
+        pushed and "async" started while recording, popped and ended while paused, "hidden"
+        pushed while paused and popped while recording, then "backward" and "optimizer" inside
+        "iter I".
 Prints "nvtx_step MODE iters N loss X" last.
 """
 import sys
@@ -48,9 +49,11 @@ def main():
             torch.cuda.profiler.start()
             nvtx.range_push(f"iter {i}")
             nvtx.range_push("forward")
+            started = nvtx.range_start("async")
             loss = torch.nn.functional.cross_entropy(model(x), y)
             torch.cuda.profiler.stop()
             nvtx.range_pop()
+            nvtx.range_end(started)
             nvtx.range_push("hidden")
             torch.cuda.profiler.start()
             nvtx.range_pop()
