@@ -120,7 +120,7 @@ def main():
         check_export(check, rtrace, traces, pushes + [r for r in ranges if r["kind"] == "start"])
     elif mode == "edges":
         check_edges(check, traces, opts.get("iters", 5), pushes)
-        rep = check_report_projection(check, rtrace, traces, pushes, api, work)
+        rep = check_report_projection(check, rtrace, traces, ranges, api, work)
         check("no-open-range", rep["nvtx"]["open"] == 0, f"{rep['nvtx']['open']} ranges never ended")
     else:
         iters = sorted({r["name"] for r in pushes if r["name"].startswith("iter ")})
@@ -135,8 +135,9 @@ def main():
 
 def check_report_projection(check, rtrace, traces, pushes, api, work):
     """rtrace's own attribution (report JSON), inclusive of nested ranges, against the one
-    rebuilt here: every GPU record whose call its thread made inside the range. Returns the
-    report."""
+    rebuilt here: every GPU record whose call the range's (starting) thread made inside it.
+    `pushes`: the ranges to compare (push/pop ones, and start/end ones where the program makes
+    them). Returns the report."""
     rep = json.loads(subprocess.run([rtrace, "report", "--format", "json", *traces], capture_output=True,
                                     text=True, check=True).stdout)
     ours = {(r["name"]): r["gpu_records"] for r in rep["nvtx"]["ranges"]}
