@@ -30,21 +30,26 @@ def main():
     torch.cuda.synchronize()
     nvtx = torch.cuda.nvtx
     loss = None
+
+    def backward_and_optimizer(loss):
+        """The "backward" and "optimizer" ranges, then the iteration's pop."""
+        nvtx.range_push("backward")
+        loss.backward()
+        nvtx.range_pop()
+        nvtx.range_push("optimizer")
+        opt.step()
+        opt.zero_grad()
+        nvtx.range_pop()
+        torch.cuda.synchronize()
+        nvtx.range_pop()
+
     for i in range(iters):
         if mode == "ranges":
             nvtx.range_push(f"iter {i}")
             nvtx.range_push("forward")
             loss = torch.nn.functional.cross_entropy(model(x), y)
             nvtx.range_pop()
-            nvtx.range_push("backward")
-            loss.backward()
-            nvtx.range_pop()
-            nvtx.range_push("optimizer")
-            opt.step()
-            opt.zero_grad()
-            nvtx.range_pop()
-            torch.cuda.synchronize()
-            nvtx.range_pop()
+            backward_and_optimizer(loss)
         elif mode == "edges":
             torch.cuda.profiler.start()
             nvtx.range_push(f"iter {i}")
@@ -57,15 +62,7 @@ def main():
             nvtx.range_push("hidden")
             torch.cuda.profiler.start()
             nvtx.range_pop()
-            nvtx.range_push("backward")
-            loss.backward()
-            nvtx.range_pop()
-            nvtx.range_push("optimizer")
-            opt.step()
-            opt.zero_grad()
-            nvtx.range_pop()
-            torch.cuda.synchronize()
-            nvtx.range_pop()
+            backward_and_optimizer(loss)
             torch.cuda.profiler.stop()
         else:
             with torch.autograd.profiler.emit_nvtx():

@@ -1280,20 +1280,25 @@ fn launch_latency_keeps_the_first_of_equal_latencies() {
     assert_eq!(got, vec![(12, 700), (1, 500), (2, 500), (3, 500)]);
 }
 
+/// An NVTX event of `kind` with string `message` at `time_ns` and `value` (a push or pop's
+/// level), encoded.
+fn nvtx_event(kind: NvtxKind, message: u32, time_ns: u64, value: u64) -> Vec<u8> {
+    NvtxEvent {
+        kind,
+        message,
+        time_ns,
+        value,
+        ..Default::default()
+    }
+    .to_bytes()
+    .to_vec()
+}
+
 /// NVTX ranges get the GPU work launched by their thread's calls inside them (nested ranges
 /// included), in the summary and the report.
 #[test]
 fn nvtx_ranges_are_projected_onto_the_gpu_work_they_launched() {
-    let ev = |kind, message, time_ns, value| {
-        NvtxEvent {
-            kind,
-            message,
-            time_ns,
-            value,
-            ..Default::default()
-        }
-        .to_bytes()
-    };
+    let ev = nvtx_event;
     let events = [
         ev(NvtxKind::Push, 1, 1_900, 0), // "step": calls 2..4
         ev(NvtxKind::Push, 2, 2_050, 1), // "fwd": calls 3, 4
@@ -1382,16 +1387,7 @@ fn nvtx_ranges_are_projected_onto_the_gpu_work_they_launched() {
 #[test]
 fn pops_end_the_push_of_their_own_level() {
     use crate::filter::{apply_all, Filter};
-    let ev = |kind, message, time_ns, value| {
-        NvtxEvent {
-            kind,
-            message,
-            time_ns,
-            value,
-            ..Default::default()
-        }
-        .to_bytes()
-    };
+    let ev = nvtx_event;
     use NvtxKind::{Pop, Push};
     let main = [
         ev(Push, 1, 1_900, 0), // "step": calls 2..5
