@@ -1282,7 +1282,7 @@ fn launch_latency_keeps_the_first_of_equal_latencies() {
 
 /// An NVTX event of `kind` with string `message` at `time_ns` and `value` (a push or pop's
 /// level), encoded.
-fn nvtx_event(kind: NvtxKind, message: u32, time_ns: u64, value: u64) -> Vec<u8> {
+fn nvtx_event(kind: NvtxKind, message: u32, time_ns: u64, value: u64) -> [u8; NvtxEvent::SIZE] {
     NvtxEvent {
         kind,
         message,
@@ -1291,7 +1291,6 @@ fn nvtx_event(kind: NvtxKind, message: u32, time_ns: u64, value: u64) -> Vec<u8>
         ..Default::default()
     }
     .to_bytes()
-    .to_vec()
 }
 
 /// NVTX ranges get the GPU work launched by their thread's calls inside them (nested ranges
