@@ -121,7 +121,10 @@ fn sigkill_keeps_every_record() {
 /// GPU work CUPTI had not handed back when the process was killed is in the trace: CUPTI's
 /// buffers are pages of the file. The first 50 kernels (and the setup's memset) CUPTI handed
 /// back before the pause, written by the worker; the last 70 were launched just before
-/// SIGKILL, never timed, each still linked to its launch and named.
+/// SIGKILL, each still linked to its launch and named. Those CUPTI still held are untimed: at
+/// least the last (nothing ends it before the kill), and all 70 unless a flush of the worker
+/// came during the burst, when CUPTI hands back the buffer of the kernels that had ended (on
+/// a loaded machine it can: 57 of them once), timed.
 #[test]
 fn sigkill_keeps_the_gpu_work_cupti_held() {
     let env = [
@@ -133,7 +136,6 @@ fn sigkill_keeps_the_gpu_work_cupti_held() {
     assert_eq!(r.signal(), Some(libc::SIGKILL), "{}", r.stderr());
     let t = trace(&r);
     check_invariants(&t);
-    assert_eq!(t.kernels.len(), 50);
     assert_eq!(t.memsets.len(), 1);
     use rtrace_format::gpu_region::UntimedKind;
     let untimed: Vec<_> = t
@@ -141,8 +143,9 @@ fn sigkill_keeps_the_gpu_work_cupti_held() {
         .iter()
         .filter(|w| w.kind == UntimedKind::Kernel)
         .collect();
-    assert_eq!(untimed.len(), 70);
-    assert_eq!(t.untimed.len(), 70);
+    assert!((1..=70).contains(&untimed.len()), "{}", untimed.len());
+    assert_eq!(t.untimed.len(), untimed.len());
+    assert_eq!(t.kernels.len() + untimed.len(), 120);
     for w in &untimed {
         assert_eq!(t.kernel_display_name(w.name), "empty");
         assert_ne!(w.correlation, 0, "linked to its launch");
@@ -157,6 +160,13 @@ fn sigkill_keeps_the_gpu_work_cupti_held() {
     assert_eq!(launches.len(), 120);
     let mut linked: Vec<u64> = t.kernels.iter().map(|k| k.correlation).collect();
     linked.extend(untimed.iter().map(|w| w.correlation));
+    // The untimed ones are the last launches, in order.
+    let latest: Vec<u64> = untimed.iter().map(|w| w.correlation).collect();
+    assert_eq!(
+        latest,
+        launches[120 - untimed.len()..],
+        "the latest launches"
+    );
     linked.sort_unstable();
     let mut launches = launches;
     launches.sort_unstable();
